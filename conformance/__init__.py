@@ -1,0 +1,1 @@
+"""Conformance checkers: one sub-package per protocol."""

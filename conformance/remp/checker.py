@@ -1,0 +1,501 @@
+"""Streaming checker of REMP receipt logs (``rmkit check --protocol remp``).
+
+One pass, in log order. Memory is proportional to the messages still open: a message is judged
+and dropped once the log's time has moved a horizon past its first receipt (or, for receipts that
+carry no time at all, once it has been idle for ``idle_receipts`` receipts); a small tombstone of
+finalized messages stays for one more horizon so that late receipts are still checked for replay.
+
+Every rule is named by its ID from ``spec/remp/rules.yaml``; whether it runs, and whether it fails
+the run, is the profile's mode for it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections import Counter, deque
+from typing import Any
+
+import orjson
+
+from rmkit.logread import iter_lines, unwrap_kafka
+from rmkit.metrics import LatencyHistogram
+from rmkit.rules import NON_STRICT, OFF, STRICT
+from rmkit.verdict import Evidence, InputProblem, Report, Violation
+from rmkit.conformance.remp.model import FULLNODE, VALIDATOR, RempModel, model_for
+from rmkit.reference_impl.remp.outcome import evaluate_outcome
+
+LINE_BITS = 40  # a receipt reference is (input index << LINE_BITS) | line number
+LINE_MASK = (1 << LINE_BITS) - 1
+SWEEP_EVERY = 4096
+INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
+REJECT_POSITIONS = ("rejected", "timed_out")
+
+
+class _Msg:
+    """What the checker remembers about one open message."""
+
+    __slots__ = ("id", "first_ref", "first_t", "last_seq", "srcs", "kinds", "fin", "acc", "incl",
+                 "fn_rej", "sent_t", "put_t", "seen", "fin_count")
+
+    def __init__(self, mid: str, ref: int, t: int | None, seq: int):
+        self.id = mid
+        self.first_ref = ref
+        self.first_t = t
+        self.last_seq = seq
+        self.srcs: dict[str, list] = {}  # source -> [role, position, last ref, last kind, queued ref]
+        self.kinds: set[str] = set()
+        self.fin: tuple | None = None  # (block_id, ref, t, source) of the first Finalized
+        self.fin_count = 0
+        self.acc: dict[str, int] = {}  # accepted shard block -> first ref
+        self.incl: dict[str, int | None] = {}  # block -> time of its first inclusion receipt
+        self.fn_rej: tuple | None = None  # (ref, source)
+        self.sent_t: int | None = None
+        self.put_t: int | None = None
+        self.seen: set[int] = set()
+
+
+class RempLogChecker:
+    """Check REMP receipt logs against one profile of the spec.
+
+    ``roles``: optional ``source_id -> "fullnode" | "validator"`` (from ``--validators``); without
+    it, each source's role is inferred from the first kind it issues that only one role may issue.
+    """
+
+    def __init__(self, profile: str = "spec", *, lifetime_s: float | None = None,
+                 horizon_s: float | None = None, roles: dict[str, str] | None = None,
+                 max_examples: int = 1000, idle_receipts: int = 2_000_000,
+                 model: RempModel | None = None):
+        self.model = model or model_for(profile)
+        m = self.model
+        self.profile = m.profile
+        self.lifetime_s = lifetime_s if lifetime_s is not None else m.default_lifetime_s
+        self.horizon_s = horizon_s if horizon_s is not None else m.default_horizon_s(self.lifetime_s)
+        self.expiry_ms = m.expiry_bound_ms(self.lifetime_s)
+        self.horizon_ms = int(self.horizon_s * 1000)
+        self.close_after_ms = self.horizon_ms + 60_000
+        self.declared_roles = dict(roles) if roles else None
+        self.max_examples = max_examples
+        self.idle_receipts = idle_receipts
+        self.modes = {r.id: r.mode(self.profile) for r in m.rules}
+
+    # ------------------------------------------------------------------------------------------
+    def run(self, inputs: list[str]) -> Report:
+        started = time.perf_counter()
+        m = self.model
+        rep = Report(protocol="remp", profile=self.profile, inputs=list(inputs),
+                     rules={k: v for k, v in self.modes.items()}, shown_per_rule=self.max_examples,
+                     input_rule="REMP-INPUT-001")
+        self._rep = rep
+        self._files = list(inputs)
+        self._stored: Counter[str] = Counter()
+        self._msgs: dict[str, _Msg] = {}
+        self._order: deque[str] = deque()
+        self._tombs: dict[str, tuple] = {}
+        self._tomb_order: deque[tuple[int, str]] = deque()
+        self._roles: dict[str, tuple[str, int]] = {}  # inferred source -> (role, ref)
+        self._unknown_sources: set[str] = set()
+        self.hwm: int | None = None
+        self.min_t: int | None = None
+        self.seq = 0
+        self.kind_counts: Counter[str] = Counter()
+        self.outcomes: Counter[str] = Counter()
+        self.not_judged = 0
+        self.no_time = 0
+        self.redelivered = 0
+        self.late = 0
+        self.messages = 0
+        self.lat = {name: LatencyHistogram() for name in m.latency}
+        for idx, path in enumerate(inputs):
+            self._run_file(idx, path)
+        for mid in list(self._order):
+            msg = self._msgs.pop(mid, None)
+            if msg is not None:
+                self._close(msg, at_end=True)
+        self._order.clear()
+        rep.messages = self.messages
+        elapsed = time.perf_counter() - started
+        rep.metrics = self._metrics(elapsed)
+        rep.decide()
+        return rep
+
+    # ------------------------------------------------------------------------------------------
+    def _violate(self, rule: str, mid: str | None, explanation: str, refs: list[tuple]) -> None:
+        mode = self.modes[rule]
+        if mode == OFF:
+            return
+        rep = self._rep
+        rep.counts[rule] = rep.counts.get(rule, 0) + 1
+        if mode == STRICT:
+            rep.strict_counts[rule] = rep.strict_counts.get(rule, 0) + 1
+        if self.max_examples and self._stored[rule] >= self.max_examples:
+            return
+        self._stored[rule] += 1
+        ev = [Evidence(ref & LINE_MASK, kind, src, self._files[ref >> LINE_BITS]) for ref, kind, src in refs]
+        rep.violations.append(Violation(rule, self.model.rules[rule].severity, mode, mid, explanation, ev))
+
+    def _problem(self, idx: int, lineno: int, error: str, field: str | None = None) -> None:
+        rep = self._rep
+        rep.unreadable += 1
+        if len(rep.input_problems) < max(self.max_examples, 1) or not self.max_examples:
+            rep.input_problems.append(InputProblem(self._files[idx], lineno, error, field))
+        if self.modes["REMP-INPUT-001"] != OFF:
+            rep.counts["REMP-INPUT-001"] = rep.counts.get("REMP-INPUT-001", 0) + 1
+            if self.modes["REMP-INPUT-001"] == STRICT:
+                rep.strict_counts["REMP-INPUT-001"] = rep.strict_counts.get("REMP-INPUT-001", 0) + 1
+
+    def _kind_hint(self, kind: Any) -> str:
+        if not isinstance(kind, str):
+            return f"expected a string naming a receipt kind, found {type(kind).__name__} {kind!r}"
+        if kind in self.model.seed_names:
+            return f"unknown kind {kind!r}: the documents call it so, but receipts name it {self.model.seed_names[kind]!r}"
+        near = difflib.get_close_matches(kind, list(self.model.kinds), n=1, cutoff=0.75)
+        if not near:
+            low = {k.lower(): k for k in self.model.kinds}
+            near = [low[kind.lower()]] if kind.lower() in low else []
+        hint = f"; did you mean {near[0]!r}?" if near else f"; expected one of {', '.join(self.model.kinds)}"
+        return f"unknown kind {kind!r}{hint}"
+
+    # ------------------------------------------------------------------------------------------
+    def _run_file(self, idx: int, path: str) -> None:
+        m = self.model
+        kinds = m.kinds
+        modes = self.modes
+        msgs = self._msgs
+        hash_ok = m.hash_check
+        sig_ok = m.signature_check
+        sig_required = m.signature_required
+        zero_roles = m.zero_time_roles
+        declared = self.declared_roles
+        inferred = self._roles
+        violate = self._violate
+        kind_counts = self.kind_counts
+        loads = orjson.loads
+        JSONDecodeError = orjson.JSONDecodeError
+        base = idx << LINE_BITS
+        check_schema = modes["REMP-SCHEMA-001"] != OFF
+        check_kind2 = modes["REMP-KIND-002"] != OFF
+        check_time = modes["REMP-TIME-001"] != OFF
+        check_sig = modes["REMP-SIG-001"] != OFF
+        check_role = modes["REMP-ROLE-001"] != OFF
+        expiry_ms = self.expiry_ms
+        hwm = self.hwm
+        for lineno, line in iter_lines(path):
+            ref = base | lineno
+            try:
+                obj = loads(line)
+            except JSONDecodeError as exc:
+                self._problem(idx, lineno, f"not JSON: {exc}")
+                continue
+            if type(obj) is not dict:
+                self._problem(idx, lineno, f"expected a JSON object, found {type(obj).__name__}")
+                continue
+            kts = None
+            text = line
+            if "kind" not in obj and "value" in obj:
+                obj, kts, text, err, fld = unwrap_kafka(obj)
+                if err:
+                    self._problem(idx, lineno, err, fld)
+                    continue
+            self._rep.receipts += 1
+            self.seq += 1
+            kind = obj.get("kind")
+            mid = obj.get("message_id")
+            src = obj.get("source_id")
+            ki = kinds.get(kind) if type(kind) is str else None
+            bad: list[str] = []
+            if type(mid) is not str:
+                bad.append(f"message_id: expected {m.hash_expected}, found {'nothing' if mid is None else repr(mid)}")
+                mid = None
+            elif not hash_ok(mid):
+                bad.append(f"message_id: expected {m.hash_expected}, found {mid!r}")
+            if src is None:
+                bad.append("source_id: required, missing")
+            elif not hash_ok(src):
+                bad.append(f"source_id: expected {m.hash_expected}, found {src!r}")
+                src = src if type(src) is str else None
+            ts = obj.get("timestamp")
+            if type(ts) is not int or ts < 0:
+                bad.append(f"timestamp: expected an integer >= 0 (unix ms), found {'nothing' if ts is None else repr(ts)}")
+                ts = 0
+            t = ts or kts
+            if t is not None:
+                if hwm is None or t > hwm:
+                    hwm = self.hwm = t
+                if self.min_t is None or t < self.min_t:
+                    self.min_t = t
+            else:
+                self.no_time += 1
+            if ki is not None:
+                for fc in ki.fields:
+                    v = obj.get(fc.name)
+                    if v is None:
+                        if fc.required:
+                            bad.append(f"{fc.name}: required for {kind}, missing")
+                    elif not fc.check(v):
+                        bad.append(f"{fc.name}: expected {fc.expected}, found {v!r}")
+            if mid is None:
+                if check_schema:
+                    violate("REMP-SCHEMA-001", None, "receipt names no readable message: " + "; ".join(bad),
+                            [(ref, kind if type(kind) is str else None, src)])
+                continue
+            # ---- the message this receipt belongs to --------------------------------------
+            msg = msgs.get(mid)
+            if msg is None:
+                tomb = self._tombs.get(mid)
+                if tomb is not None:
+                    self.late += 1
+                    if ki is not None:
+                        self._late_receipt(tomb, ki, obj, ref, t, src)
+                    continue
+                msg = msgs[mid] = _Msg(mid, ref, t, self.seq)
+                self._order.append(mid)
+                self.messages += 1
+            else:
+                msg.last_seq = self.seq
+                if msg.first_t is None and t is not None:
+                    msg.first_t = t
+            h = hash(text)
+            if h in msg.seen:
+                self.redelivered += 1
+                continue
+            msg.seen.add(h)
+            if bad and check_schema:
+                violate("REMP-SCHEMA-001", mid, f"{kind if type(kind) is str else 'receipt'}: " + "; ".join(bad),
+                        [(ref, kind if type(kind) is str else None, src)])
+            if ki is None:
+                violate("REMP-KIND-001", mid, self._kind_hint(kind), [(ref, kind if type(kind) is str else None, src)])
+                continue
+            kind_counts[kind] += 1
+            msg.kinds.add(kind)
+            if check_kind2 and not ki.in_table:
+                violate("REMP-KIND-002", mid, f"{kind} is not in the {self.profile} profile's status table", [(ref, kind, src)])
+            # ---- role of the source ---------------------------------------------------------
+            issuers = ki.issuers
+            role = None
+            if src is not None:
+                st = msg.srcs.get(src)
+                if declared is not None:
+                    role = declared.get(src) or declared.get(src.lower())
+                    if role is None:
+                        if src not in self._unknown_sources:
+                            self._unknown_sources.add(src)
+                            if check_role:
+                                violate("REMP-ROLE-001", mid, f"source {src} is neither a validator nor a full node of the --validators file", [(ref, kind, src)])
+                        role = next(iter(issuers)) if len(issuers) == 1 else VALIDATOR
+                    elif role not in issuers:
+                        if check_role:
+                            violate("REMP-ROLE-001", mid, f"{kind} may be issued by {' or '.join(sorted(issuers))}, but {src} is a {role}", [(ref, kind, src)])
+                        role = None  # no transition for a receipt its source may not issue
+                else:
+                    known = inferred.get(src)
+                    if known is None:
+                        if len(issuers) == 1:
+                            role = next(iter(issuers))
+                            inferred[src] = (role, ref)
+                        else:
+                            role = st[0] if st else VALIDATOR
+                    else:
+                        role = known[0]
+                        if role not in issuers:
+                            if check_role:
+                                violate("REMP-ROLE-001", mid,
+                                        f"{kind} may be issued by {' or '.join(sorted(issuers))}, but {src} acted as a {role} before",
+                                        [(known[1], None, src), (ref, kind, src)])
+                            role = None  # no transition for a receipt its source may not issue
+                # ---- time and signature ------------------------------------------------------
+                if ts == 0 and check_time and "timestamp" in obj and (role not in zero_roles if role else not issuers & zero_roles):
+                    violate("REMP-TIME-001", mid, f"{kind} from {role} {src} has timestamp 0", [(ref, kind, src)])
+                if check_sig:
+                    sig = obj.get("signature")
+                    if sig is None or sig == "":
+                        if sig_required:
+                            violate("REMP-SIG-001", mid, f"{kind} from {src} carries no signature", [(ref, kind, src)])
+                    elif not sig_ok(sig):
+                        violate("REMP-SIG-001", mid, f"signature: expected {m.signature_expected}, found {str(sig)[:40]!r}", [(ref, kind, src)])
+                # ---- per-source transition ---------------------------------------------------
+                trans = ki.transitions.get(role) if role is not None else None
+                if trans is not None:
+                    if st is None:
+                        st = msg.srcs[src] = [role, "none", ref, kind, None]
+                    to, allowed = trans
+                    pos = st[1]
+                    if pos not in allowed:
+                        machine = m.roles[role]
+                        if pos in machine.final:
+                            rule = "REMP-SRC-001" if role == VALIDATOR else "REMP-SRC-002"
+                            violate(rule, mid, f"{kind} from {role} {src} after its final {st[3]}", [(st[2], st[3], src), (ref, kind, src)])
+                        else:
+                            what = "first receipt" if pos == "none" else f"after {st[3]}"
+                            violate("REMP-SEQ-001", mid, f"{kind} from {role} {src} as its {what}; the {self.profile} profile allows it only after: {', '.join(sorted(allowed)) or 'nothing'}",
+                                    [(st[2], st[3], src), (ref, kind, src)] if pos != "none" else [(ref, kind, src)])
+                    st[0] = role
+                    st[1] = to
+                    st[2] = ref
+                    st[3] = kind
+                    if kind == "PutIntoQueue" and st[4] is None:
+                        st[4] = ref
+            # ---- per-message rules ----------------------------------------------------------
+            if kind == "PutIntoQueue":
+                if msg.put_t is None and t:
+                    msg.put_t = t
+            elif kind == "SentToValidators":
+                if msg.sent_t is None:
+                    msg.sent_t = t
+                n, total = obj.get("sent_to"), obj.get("total_validators")
+                if type(n) is int and type(total) is int and total > 0:
+                    if n > total:
+                        violate("REMP-FANOUT-001", mid, f"sent_to {n} > total_validators {total}", [(ref, kind, src)])
+                    elif n < total // 3 + 1:
+                        violate("REMP-FANOUT-002", mid, f"sent to {n} of {total} validators; at least {total // 3 + 1} are needed", [(ref, kind, src)])
+            elif kind == "RejectedByFullnode":
+                if msg.fn_rej is None:
+                    msg.fn_rej = (ref, src)
+            if ki.has_block:
+                block = obj.get("block_id")
+                if type(block) is str:
+                    if kind in INCLUSION_KINDS:
+                        self._inclusion(msg, kind, block, ref, t, src, expiry_ms)
+                    elif kind == "Finalized":
+                        self._finalized(msg, block, ref, t, src)
+            if (self.seq & (SWEEP_EVERY - 1)) == 0:
+                self._sweep()
+
+    # ------------------------------------------------------------------------------------------
+    def _after(self, t: int | None, other_t: int | None) -> bool:
+        """Did an event at t happen after one at other_t? By time when both are known, else by log order."""
+        return True if t is None or other_t is None else t > other_t
+
+    def _inclusion(self, msg: _Msg, kind: str, block: str, ref: int, t, src, expiry_ms: int) -> None:
+        if block not in msg.incl:
+            msg.incl[block] = t
+            if t is not None and msg.first_t is not None and t - msg.first_t > expiry_ms:
+                self._violate("REMP-EXPIRY-001", msg.id,
+                              f"first included into block {block[:16]}… {(t - msg.first_t) / 1000:.1f} s after its first receipt; the {self.profile} profile keeps a message at most {expiry_ms / 1000:.0f} s",
+                              [(msg.first_ref, None, None), (ref, kind, src)])
+        if kind == "IncludedIntoAcceptedBlock" and block not in msg.acc:
+            msg.acc[block] = ref
+        fin = msg.fin
+        if fin is not None and block != fin[0] and self._after(t, fin[2]):
+            rule = "REMP-REPLAY-001" if kind == "IncludedIntoAcceptedBlock" else "REMP-REPLAY-003"
+            self._violate(rule, msg.id, f"{kind} into block {block[:16]}… after it was finalized in block {fin[0][:16]}…",
+                          [(fin[1], "Finalized", fin[3]), (ref, kind, src)])
+
+    def _finalized(self, msg: _Msg, block: str, ref: int, t, src) -> None:
+        msg.fin_count += 1
+        fin = msg.fin
+        if fin is None:
+            msg.fin = (block, ref, t, src)
+            return
+        if block != fin[0]:
+            self._violate("REMP-REPLAY-002", msg.id, f"finalized in block {fin[0][:16]}… and again in block {block[:16]}…",
+                          [(fin[1], "Finalized", fin[3]), (ref, "Finalized", src)])
+        else:
+            self._violate("REMP-FIN-001", msg.id, f"Finalized reported {msg.fin_count} times",
+                          [(fin[1], "Finalized", fin[3]), (ref, "Finalized", src)])
+
+    def _late_receipt(self, tomb: tuple, ki, obj: dict, ref: int, t, src) -> None:
+        """A receipt for a message already judged: only the replay rules still apply."""
+        fin_block, fin_ref, fin_t, fin_src, first_ref, first_t, mid = tomb
+        block = obj.get("block_id")
+        if not ki.has_block or type(block) is not str or fin_block is None or block == fin_block:
+            return
+        if ki.name == "Finalized":
+            self._violate("REMP-REPLAY-002", mid, f"finalized in block {fin_block[:16]}… and again in block {block[:16]}…",
+                          [(fin_ref, "Finalized", fin_src), (ref, "Finalized", src)])
+        elif ki.name in INCLUSION_KINDS and self._after(t, fin_t):
+            rule = "REMP-REPLAY-001" if ki.name == "IncludedIntoAcceptedBlock" else "REMP-REPLAY-003"
+            self._violate(rule, mid, f"{ki.name} into block {block[:16]}… after it was finalized in block {fin_block[:16]}…",
+                          [(fin_ref, "Finalized", fin_src), (ref, ki.name, src)])
+
+    def _sweep(self) -> None:
+        order, msgs, hwm = self._order, self._msgs, self.hwm
+        while order:
+            msg = msgs.get(order[0])
+            if msg is None:
+                order.popleft()
+                continue
+            if msg.first_t is not None and hwm is not None:
+                if hwm - msg.first_t <= self.close_after_ms:
+                    break
+            elif self.seq - msg.last_seq <= self.idle_receipts:
+                break
+            order.popleft()
+            del msgs[msg.id]
+            self._close(msg, at_end=False)
+        tombs, torder = self._tombs, self._tomb_order
+        while torder and hwm is not None and torder[0][0] < hwm:
+            tombs.pop(torder.popleft()[1], None)
+
+    # ------------------------------------------------------------------------------------------
+    def _close(self, msg: _Msg, at_end: bool) -> None:
+        """Judge what can only be judged once a message's stream is complete, then forget it."""
+        m = self.model
+        violate = self._violate
+        queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None]
+        outcome, final = evaluate_outcome(m.outcomes, msg.kinds, [st[1] for _, st in queued])
+        fin = msg.fin
+        if fin is not None:
+            fin_ev = (fin[1], "Finalized", fin[3])
+            if queued and all(st[1] in REJECT_POSITIONS for _, st in queued):
+                violate("REMP-OUTCOME-001", msg.id,
+                        f"finalized, yet all {len(queued)} validators that queued it ended in a reject or timeout",
+                        [fin_ev] + [(st[2], st[3], s) for s, st in queued])
+            if msg.fn_rej is not None:
+                violate("REMP-OUTCOME-002", msg.id, "finalized after the full node rejected it",
+                        [(msg.fn_rej[0], "RejectedByFullnode", msg.fn_rej[1]), fin_ev])
+            if fin[0] not in msg.acc:
+                violate("REMP-FIN-002", msg.id, f"Finalized names shard block {fin[0][:16]}…, which no validator reported as IncludedIntoAcceptedBlock",
+                        [fin_ev])
+            if msg.sent_t is not None and fin[2] is not None:
+                self._lat("finalized_ms", fin[2] - msg.sent_t)
+        if msg.fn_rej is not None:
+            vals = [(st[2], st[3], s) for s, st in msg.srcs.items() if st[0] == VALIDATOR]
+            if vals:
+                violate("REMP-FN-001", msg.id, f"rejected by the full node, yet {len(vals)} validator(s) reported on it",
+                        [(msg.fn_rej[0], "RejectedByFullnode", msg.fn_rej[1])] + vals[:5])
+        if msg.sent_t is not None and msg.put_t is not None:
+            self._lat("queue_ack_ms", msg.put_t - msg.sent_t)
+        if final:
+            self.outcomes[outcome] += 1
+        elif msg.first_t is None or self.hwm is None or (at_end and self.hwm - msg.first_t < self.horizon_ms):
+            self.not_judged += 1
+            self.outcomes["not_judged:" + outcome] += 1
+        else:
+            self.outcomes["lost"] += 1
+            last = [(st[2], st[3], s) for s, st in msg.srcs.items()]
+            violate("REMP-LIVE-001", msg.id,
+                    f"no final outcome {self.horizon_s:.0f} s after its first receipt (last known: {outcome})",
+                    [(msg.first_ref, None, None)] + last[:6])
+        if fin is not None and self.hwm is not None:
+            self._tombs[msg.id] = (fin[0], fin[1], fin[2], fin[3], msg.first_ref, msg.first_t, msg.id)
+            self._tomb_order.append((self.hwm + self.close_after_ms, msg.id))
+
+    def _lat(self, name: str, value: int) -> None:
+        if name in self.lat:
+            self.lat[name].add(value)
+
+    def _metrics(self, elapsed: float) -> dict[str, Any]:
+        m = self.model
+        lat = {}
+        for name, spec in m.latency.items():
+            lat[name] = {"from": spec["from"], "to": spec["to"]} | self.lat[name].summary(tuple(spec["promise"]))
+        roles = Counter(r for r, _ in self._roles.values())
+        if self.declared_roles is not None:
+            roles = Counter(self.declared_roles.values())
+        return {
+            "lifetime_s": self.lifetime_s,
+            "horizon_s": self.horizon_s,
+            "expiry_bound_s": self.expiry_ms / 1000,
+            "receipts_per_kind": dict(self.kind_counts.most_common()),
+            "outcomes": dict(self.outcomes.most_common()),
+            "not_judged_for_liveness": self.not_judged,
+            "redelivered_receipts": self.redelivered,
+            "late_receipts": self.late,
+            "receipts_without_time": self.no_time,
+            "log_time_span_s": round((self.hwm - self.min_t) / 1000, 3) if self.hwm is not None and self.min_t is not None else None,
+            "sources": dict(roles),
+            "latency_ms": lat,
+            "elapsed_s": round(elapsed, 3),
+            "receipts_per_s": round(self._rep.receipts / elapsed) if elapsed > 0 else None,
+        }

@@ -1,0 +1,249 @@
+"""The REMP spec compiled for one profile: kinds with fast field validators, transition tables,
+outcome rules, lifetimes and rule modes. Everything here is derived from ``spec/remp/*.yaml``;
+this module adds no protocol facts of its own, only checks that the spec's names agree.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable
+
+from rmkit.errors import SpecError
+from rmkit.rules import RuleSet
+from rmkit.specload import load_protocol_spec, spec_line
+
+PROTOCOL = "remp"
+FULLNODE, VALIDATOR = "fullnode", "validator"
+
+
+@dataclass(frozen=True)
+class FieldCheck:
+    name: str
+    required: bool
+    check: Callable[[Any], bool]
+    expected: str  # what the format is, for error messages
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    name: str
+    status: str
+    level: str
+    category: str
+    final: bool
+    issuers: frozenset[str]
+    in_table: bool
+    fields: tuple[FieldCheck, ...]
+    has_block: bool  # carries the shard block group (required or optional)
+    # role -> (position after, positions it may follow)
+    transitions: dict[str, tuple[str, frozenset[str]]]
+    seed_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RoleMachine:
+    positions: tuple[str, ...]
+    final: frozenset[str]
+
+
+def _fail(spec, part: str, path: list, message: str):
+    shown, line = spec_line(spec, part, path)
+    raise SpecError(shown, ".".join(map(str, path)), message, line=line)
+
+
+def _format_check(fmt: dict[str, Any]) -> tuple[Callable[[Any], bool], str]:
+    if fmt["type"] == "integer":
+        lo = fmt.get("minimum")
+        if lo is None:
+            return (lambda v: type(v) is int), "an integer"
+        return (lambda v, lo=lo: type(v) is int and v >= lo), f"an integer >= {lo}"
+    pattern = fmt.get("pattern")
+    if pattern is None:
+        return (lambda v: type(v) is str), "a string"
+    match = re.compile(pattern).fullmatch
+    good: set[str] = set()  # ids repeat (sources, blocks): remember the ones already found good
+
+    def check(v) -> bool:
+        if type(v) is not str:
+            return False
+        if v in good:
+            return True
+        if match(v) is None:
+            return False
+        if len(good) > 200_000:
+            good.clear()
+        good.add(v)
+        return True
+
+    return check, f"a string matching {pattern}"
+
+
+class RempModel:
+    """The compiled spec of one profile. Build with :func:`model_for`."""
+
+    def __init__(self, profile: str):
+        spec = load_protocol_spec(PROTOCOL)
+        self.spec = spec
+        manifest = spec["protocol"]
+        self.profile = profile
+        self.profiles = list(manifest["profiles"])
+        if profile not in self.profiles:
+            raise ValueError(f"unknown REMP profile {profile!r}")
+        self.levels: dict[str, int] = manifest["levels"]
+        self.rules = RuleSet.from_spec(spec["rules"])
+        self._check_rules(spec, manifest)
+        self.formats = self._compile_formats(spec)
+        self.roles = self._compile_roles(spec)
+        self.kinds = self._compile_kinds(spec, manifest)
+        self.outcomes = self._compile_outcomes(spec)
+        lt = spec["lifetimes"]
+        self.default_lifetime_s: float = lt["mc_catchain_lifetime"]["default_seconds"]
+        self.expiry_bound_lifetimes: float = lt["expiry_bound_lifetimes"][profile]["value"]
+        self.horizon_extra_s: float = lt["horizon"]["extra_seconds"]
+        self.latency: dict[str, dict[str, Any]] = lt["latency"]
+        self.session_rules = lt["session_rules"]
+        common = spec["kinds"]["common_fields"]
+        self.zero_time_roles = frozenset(common["timestamp"].get("zero_allowed", {}).get(profile, ()))
+        self.signature_required: bool = common["signature"]["required"][profile]
+        self.signature_check, self.signature_expected = self.formats[common["signature"]["format"]]
+        self.hash_check, self.hash_expected = self.formats[common["message_id"]["format"]]
+        self.seed_names = {alias: k.name for k in self.kinds.values() for alias in k.seed_names}
+
+    # -- cross-reference checks -------------------------------------------------------------
+    def _check_rules(self, spec, manifest):
+        docs = set(manifest["documents"])
+        for i, r in enumerate(spec["rules"]["rules"]):
+            for prof in r["modes"]:
+                if prof not in self.profiles:
+                    _fail(spec, "rules", ["rules", i, "modes", prof], f"unknown profile {prof!r}; expected one of {self.profiles}")
+            if set(r["modes"]) != set(self.profiles):
+                _fail(spec, "rules", ["rules", i, "modes"], f"expected a mode for every profile {self.profiles}, found {sorted(r['modes'])}")
+            if r["source"]["doc"] not in docs:
+                _fail(spec, "rules", ["rules", i, "source", "doc"], f"unknown document {r['source']['doc']!r}; expected one of {sorted(docs)}")
+        ids = [r["id"] for r in spec["rules"]["rules"]]
+        dup = {x for x in ids if ids.count(x) > 1}
+        if dup:
+            _fail(spec, "rules", ["rules"], f"rule ids must be unique, found duplicates {sorted(dup)}")
+
+    def _compile_formats(self, spec):
+        out = {}
+        for name, f in spec["formats"]["formats"].items():
+            if self.profile not in f:
+                _fail(spec, "formats", ["formats", name], f"expected a format for profile {self.profile!r}")
+            out[name] = _format_check(f[self.profile])
+        return out
+
+    def _compile_roles(self, spec):
+        roles = {}
+        for role, r in spec["transitions"]["roles"].items():
+            if role not in spec["protocol"]["roles"]:
+                _fail(spec, "transitions", ["roles", role], f"unknown role {role!r}")
+            bad = set(r["final"]) - set(r["positions"])
+            if bad:
+                _fail(spec, "transitions", ["roles", role, "final"], f"final positions {sorted(bad)} are not in positions")
+            roles[role] = RoleMachine(tuple(r["positions"]), frozenset(r["final"]))
+        return roles
+
+    def _field(self, spec, part, path, name, entry, required) -> FieldCheck:
+        fmt = entry["format"]
+        if fmt not in self.formats:
+            _fail(spec, part, path + [name, "format"], f"unknown format {fmt!r}; expected one of {sorted(self.formats)}")
+        check, expected = self.formats[fmt]
+        return FieldCheck(name, required, check, expected)
+
+    def _compile_kinds(self, spec, manifest):
+        kd = spec["kinds"]
+        trans = spec["transitions"]["roles"]
+        out = {}
+        for name, k in kd["kinds"].items():
+            path = ["kinds", name]
+            if k["level"] not in manifest["levels"]:
+                _fail(spec, "kinds", path + ["level"], f"unknown level {k['level']!r}")
+            if k["status"] not in manifest["statuses"]:
+                _fail(spec, "kinds", path + ["status"], f"unknown status {k['status']!r}")
+            if k["category"] not in manifest["outcome_categories"]:
+                _fail(spec, "kinds", path + ["category"], f"unknown category {k['category']!r}")
+            for key in ("issuers", "in_table"):
+                if set(k[key]) != set(self.profiles):
+                    _fail(spec, "kinds", path + [key], f"expected an entry for every profile {self.profiles}")
+            issuers = frozenset(k["issuers"][self.profile])
+            if issuers - set(manifest["roles"]):
+                _fail(spec, "kinds", path + ["issuers"], f"unknown roles {sorted(issuers - set(manifest['roles']))}")
+            fields = []
+            for fname, entry in kd["common_fields"].items():
+                if fname in ("signature", "timestamp", "message_id", "source_id"):
+                    continue  # checked once per receipt by the checker (SIG-001, TIME-001, cached ids)
+                fields.append(self._field(spec, "kinds", ["common_fields"], fname, entry, entry["required"][self.profile]))
+            for fname, entry in (k.get("fields") or {}).items():
+                fields.append(self._field(spec, "kinds", path + ["fields"], fname, entry, entry["required"][self.profile]))
+            has_block = False
+            for gname, need in (k.get("groups") or {}).items():
+                if gname not in kd["field_groups"]:
+                    _fail(spec, "kinds", path + ["groups", gname], f"unknown field group {gname!r}")
+                need = need if isinstance(need, str) else need.get(self.profile, "optional")
+                has_block |= gname == "shard_block"
+                for fname, entry in kd["field_groups"][gname].items():
+                    req = need == "required" and not entry.get("optional_in_group", False)
+                    fields.append(self._field(spec, "kinds", ["field_groups", gname], fname, entry, req))
+            transitions = {}
+            for role, r in trans.items():
+                t = r["kinds"].get(name)
+                if t is None:
+                    continue
+                tp = ["roles", role, "kinds", name]
+                if t["to"] not in r["positions"]:
+                    _fail(spec, "transitions", tp + ["to"], f"unknown position {t['to']!r}; expected one of {r['positions']}")
+                if self.profile not in t["from"]:
+                    _fail(spec, "transitions", tp + ["from"], f"expected an entry for profile {self.profile!r}")
+                allowed = set()
+                for pos in t["from"][self.profile]:
+                    if pos == "open":
+                        allowed |= set(r["positions"]) - set(r["final"])
+                    elif pos in r["positions"]:
+                        allowed.add(pos)
+                    else:
+                        _fail(spec, "transitions", tp + ["from", self.profile], f"unknown position {pos!r}; expected 'open' or one of {r['positions']}")
+                transitions[role] = (t["to"], frozenset(allowed))
+            for role in issuers:
+                if role not in transitions:
+                    _fail(spec, "transitions", ["roles", role, "kinds"], f"kind {name} may be issued by {role} in profile {self.profile} but has no transition for that role")
+            out[name] = KindInfo(name, k["status"], k["level"], k["category"], k["final"], issuers,
+                                 k["in_table"][self.profile], tuple(fields), has_block, transitions,
+                                 tuple(k.get("seed_names", ())))
+        for role, r in trans.items():
+            for name in r["kinds"]:
+                if name not in out:
+                    _fail(spec, "transitions", ["roles", role, "kinds", name], f"unknown kind {name!r}")
+        return out
+
+    def _compile_outcomes(self, spec):
+        rules = []
+        for i, o in enumerate(spec["outcomes"]["outcomes"]):
+            when = dict(o["when"])
+            for kind in when.get("any_kind", []):
+                if kind not in spec["kinds"]["kinds"]:
+                    _fail(spec, "outcomes", ["outcomes", i, "when", "any_kind"], f"unknown kind {kind!r}")
+            if "queued_fraction_in" in when:
+                q = dict(when["queued_fraction_in"])
+                q["at_least"] = Fraction(q["at_least"])
+                when["queued_fraction_in"] = q
+            rules.append((o["name"], o["final"], when))
+        return rules
+
+    # -- helpers used by checker, machines and docs ------------------------------------------
+    def mode(self, rule_id: str) -> str:
+        return self.rules[rule_id].mode(self.profile)
+
+    def expiry_bound_ms(self, lifetime_s: float) -> int:
+        return int(self.expiry_bound_lifetimes * lifetime_s * 1000)
+
+    def default_horizon_s(self, lifetime_s: float) -> float:
+        return self.expiry_bound_lifetimes * lifetime_s + self.horizon_extra_s
+
+
+@functools.lru_cache(maxsize=None)
+def model_for(profile: str) -> RempModel:
+    return RempModel(profile)

@@ -1,0 +1,1 @@
+"""Deterministic reference state machines: one sub-package per protocol."""

@@ -1,0 +1,7 @@
+"""`python -m rmkit` runs the CLI."""
+
+import sys
+
+from rmkit.cli import main
+
+sys.exit(main())

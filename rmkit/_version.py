@@ -1,0 +1,3 @@
+"""The single place the kit's version lives (read by pyproject and `rmkit --version`)."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,276 @@
+"""The ``rmkit`` command line. Thin: it parses arguments, asks a protocol plug-in for the work,
+and renders the typed result. Exit codes are documented in ``rmkit --help``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rmkit._version import __version__
+from rmkit.errors import RmkitError, UsageError
+from rmkit.protocol import get_protocol, protocol_names
+from rmkit.verdict import FAIL, NON_STRICT
+
+EXIT_PASS, EXIT_VIOLATIONS, EXIT_USAGE = 0, 1, 2
+
+EXIT_CODES = """exit codes:
+  0  pass (also non-strict, unless --strict is given)
+  1  violations: the verdict is fail
+  2  usage error, broken spec, or unreadable input (a file that cannot be opened,
+     lines that are not receipts, or a log with no receipts at all)"""
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def _protocol_for_rule(rule_id: str) -> str:
+    prefix = rule_id.split("-", 1)[0].lower()
+    if prefix in protocol_names():
+        return prefix
+    raise UsageError(f"rule id {rule_id!r}: expected PROTOCOL-AREA-NNN with PROTOCOL one of "
+                     f"{', '.join(p.upper() for p in protocol_names())}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rmkit",
+        formatter_class=_Formatter,
+        description="Formal spec and conformance kit for reliable messaging protocols.\n"
+                    "Checks receipt logs against a protocol's spec (profiles: the design documents, and\n"
+                    "named real implementations), explains each rule, and renders the spec as docs and diagrams.",
+        epilog=EXIT_CODES + "\n\nexamples:\n  rmkit check receipts.jsonl.gz\n  rmkit check --profile ever-node --format json --out report.json dump.jsonl\n"
+                            "  rmkit explain REMP-REPLAY-002\n  rmkit spec diagram --protocol remp -o remp.svg",
+    )
+    p.add_argument("--version", action="version", version=f"rmkit {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    # -- check --------------------------------------------------------------------------------
+    c = sub.add_parser("check", formatter_class=_Formatter, help="check receipt logs against a protocol profile",
+                       description="Stream one or more receipt logs and check every rule of the chosen profile.\n\n"
+                                   "Input: JSONL of receipt objects, or a Kafka dump (one JSON record per line with\n"
+                                   "topic, partition, offset, timestamp, key, value; value a JSON object or a string\n"
+                                   "holding one). Plain or .gz; '-' reads stdin. Order within one message is the log order.\n"
+                                   "Unreadable lines are reported with file and line, counted, and fail the run.",
+                       epilog=EXIT_CODES)
+    c.add_argument("logs", nargs="+", metavar="LOG", help="receipt log(s): .jsonl, .jsonl.gz, or - for stdin")
+    c.add_argument("--protocol", default="remp", help="protocol of the log (default: remp; installed: %s)" % ", ".join(protocol_names()))
+    c.add_argument("--profile", help="spec profile: the documents ('spec', default) or a named implementation")
+    c.add_argument("--format", choices=("text", "json", "junit"), default="text", help="report format (default: text)")
+    c.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
+    c.add_argument("--strict", action="store_true", help="treat a non-strict verdict as failure (exit 1)")
+    c.add_argument("--max-examples", type=int, default=1000, metavar="N",
+                   help="keep at most N violations per rule in the report, counting all (0: keep all; default 1000)")
+    c.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text reports")
+    for name in protocol_names():
+        proto = get_protocol(name)
+        proto.add_check_arguments(c.add_argument_group(f"{name} options"))
+    c.set_defaults(func=cmd_check)
+
+    # -- explain ------------------------------------------------------------------------------
+    e = sub.add_parser("explain", help="print a rule, its source sentence, and an example violation",
+                       description="Print a rule: statement, severity, mode per profile, the seed sentence or\n"
+                                   "reference fact it comes from, what to do, and an example violation found by\n"
+                                   "running the rule's own fixture through the checker.", formatter_class=_Formatter)
+    e.add_argument("rule", metavar="RULE-ID", help="e.g. REMP-REPLAY-002; 'list' lists every rule")
+    e.set_defaults(func=cmd_explain)
+
+    # -- spec ---------------------------------------------------------------------------------
+    s = sub.add_parser("spec", help="validate, document and draw the spec",
+                       description="Work with the spec files (the single source of truth).")
+    ssub = s.add_subparsers(dest="spec_command", metavar="SPEC_COMMAND")
+    s.set_defaults(func=lambda _args: (s.print_help(), EXIT_USAGE)[1])
+    sv = ssub.add_parser("validate", help="load every spec file, check it against its JSON Schema and cross-references")
+    sv.add_argument("--protocol", action="append", help="protocol(s) to validate (default: all installed)")
+    sv.set_defaults(func=cmd_spec_validate)
+    sd = ssub.add_parser("diagram", help="Graphviz state diagram of the status machine, generated from the spec",
+                         description="Write the status machine as Graphviz DOT (or SVG/PNG/PDF when the Graphviz\n"
+                                     "`dot` program is installed: apt-get install graphviz).", formatter_class=_Formatter)
+    sd.add_argument("--protocol", default="remp")
+    sd.add_argument("--profile")
+    sd.add_argument("-o", "--out", metavar="FILE", help="FILE.dot, .svg, .png or .pdf (default: DOT on stdout)")
+    sd.set_defaults(func=cmd_spec_diagram)
+    sm = ssub.add_parser("docs", help="Markdown tables of kinds, transitions and rules, generated from the spec")
+    sm.add_argument("--protocol", default="remp")
+    sm.add_argument("-o", "--out", metavar="FILE", help="write to FILE (default: stdout)")
+    sm.add_argument("--check", metavar="FILE", help="exit 1 if FILE differs from what would be generated (docs drift)")
+    sm.set_defaults(func=cmd_spec_docs)
+    sp = ssub.add_parser("profiles", help="list the profiles of a protocol")
+    sp.add_argument("--protocol", default="remp")
+    sp.set_defaults(func=cmd_spec_profiles)
+
+    pr = sub.add_parser("protocols", help="list installed protocols")
+    pr.set_defaults(func=cmd_protocols)
+
+    sim = sub.add_parser("simulate", help="write a seeded, reproducible simulated receipt log",
+                         description="Run the reference shard simulator (validators, full node, network, session\n"
+                                     "switches) and write its receipt log, for demos, fixtures and benchmarks.",
+                         formatter_class=_Formatter)
+    sim.add_argument("--protocol", default="remp")
+    sim.add_argument("--profile", default="spec")
+    sim.add_argument("--seed", type=int, default=1)
+    sim.add_argument("--messages", type=int, default=1000, help="number of external messages (default 1000)")
+    sim.add_argument("--receipts", type=int, help="stop after this many receipts instead")
+    sim.add_argument("--kafka", action="store_true", help="write a Kafka dump (topic, partition, offset, timestamp, key, value)")
+    sim.add_argument("-o", "--out", required=True, metavar="FILE", help="output file (.gz compresses)")
+    sim.set_defaults(func=cmd_simulate)
+    return p
+
+
+# -- commands ---------------------------------------------------------------------------------
+def cmd_check(args) -> int:
+    proto = get_protocol(args.protocol)
+    profile = proto.check_profile(args.profile)
+    if args.max_examples < 0:
+        raise UsageError(f"--max-examples: expected a number >= 0, found {args.max_examples}")
+    for path in args.logs:
+        if path != "-" and not os.path.exists(path):
+            raise UsageError(f"LOG {path!r}: no such file")
+    checker = proto.make_checker(profile, args)
+    report = checker.run(args.logs)
+    from rmkit.render import RENDERERS
+
+    color = args.color == "always" or (args.color == "auto" and not args.out and sys.stdout.isatty())
+    text = RENDERERS[args.format](report, rules=proto.rules(), color=color)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"{report.verdict}: report written to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    if report.unreadable or report.receipts == 0:
+        return EXIT_USAGE
+    if report.verdict == FAIL or (args.strict and report.verdict == NON_STRICT):
+        return EXIT_VIOLATIONS
+    return EXIT_PASS
+
+
+def cmd_explain(args) -> int:
+    if args.rule == "list":
+        for name in protocol_names():
+            for r in get_protocol(name).rules():
+                modes = ", ".join(f"{p}: {m}" for p, m in r.modes.items())
+                print(f"{r.id:18} {r.severity:8} {r.title}  ({modes})")
+        return EXIT_PASS
+    rule_id = args.rule.upper()
+    proto = get_protocol(_protocol_for_rule(rule_id))
+    if rule_id not in proto.rules():
+        import difflib
+
+        near = difflib.get_close_matches(rule_id, proto.rules().ids(), n=3)
+        raise UsageError(f"unknown rule {rule_id!r}" + (f"; did you mean {', '.join(near)}?" if near else "; `rmkit explain list` lists them"))
+    info = proto.explain(rule_id)
+    r = info["rule"]
+    print(f"{r.id}: {r.title}")
+    print(f"  severity:  {r.severity}")
+    print(f"  modes:     " + ", ".join(f"{p} = {m}" for p, m in r.modes.items()))
+    print(f"  statement: {r.statement}")
+    print(f"  source:    {r.citation()}")
+    for prof, note in r.profile_notes.items():
+        print(f"  in {prof}: {note}")
+    print(f"  what to do: {r.advice}")
+    ex = info.get("example")
+    if ex:
+        print(f"\nexample ({ex['profile']} profile, fixture {ex['fixture']}):")
+        for line in ex["receipts"]:
+            print(f"  {line}")
+        v = ex["violation"]
+        print(f"\n  -> {v.rule} on message {v.message_id}: {v.explanation}")
+        for e in v.evidence:
+            print(f"     evidence: line {e.line} {e.kind or ''} {('from ' + e.source_id[:16] + '…') if e.source_id else ''}".rstrip())
+    return EXIT_PASS
+
+
+def cmd_spec_validate(args) -> int:
+    names = args.protocol or list(protocol_names())
+    for name in names:
+        proto = get_protocol(name)
+        for line in proto.validate():
+            print(f"{name}: ok: {line}")
+    return EXIT_PASS
+
+
+def cmd_spec_diagram(args) -> int:
+    proto = get_protocol(args.protocol)
+    dot = proto.diagram(proto.check_profile(args.profile))
+    if not args.out:
+        sys.stdout.write(dot)
+        return EXIT_PASS
+    out = Path(args.out)
+    if out.suffix == ".dot" or out.suffix == ".gv":
+        out.write_text(dot, encoding="utf-8")
+    else:
+        import shutil
+        import subprocess
+
+        if shutil.which("dot") is None:
+            raise UsageError(f"-o {out}: rendering {out.suffix} needs the Graphviz `dot` program "
+                             f"(apt-get install graphviz); or write DOT with -o {out.with_suffix('.dot')}")
+        subprocess.run(["dot", f"-T{out.suffix.lstrip('.')}", "-o", str(out)], input=dot.encode(), check=True)
+    print(f"wrote {out}", file=sys.stderr)
+    return EXIT_PASS
+
+
+def cmd_spec_docs(args) -> int:
+    text = get_protocol(args.protocol).docs()
+    if args.check:
+        try:
+            current = Path(args.check).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--check {args.check}: cannot read ({exc.strerror})") from None
+        if current != text:
+            print(f"{args.check} is out of date with the spec: regenerate it with "
+                  f"`rmkit spec docs --protocol {args.protocol} -o {args.check}`", file=sys.stderr)
+            return EXIT_VIOLATIONS
+        print(f"{args.check} matches the spec")
+        return EXIT_PASS
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return EXIT_PASS
+
+
+def cmd_spec_profiles(args) -> int:
+    proto = get_protocol(args.protocol)
+    for name, desc in proto.profiles().items():
+        print(f"{name}: {desc}")
+    return EXIT_PASS
+
+
+def cmd_protocols(args) -> int:
+    for name in protocol_names():
+        proto = get_protocol(name)
+        print(f"{name}: {proto.title} (profiles: {', '.join(proto.profiles())})")
+    return EXIT_PASS
+
+
+def cmd_simulate(args) -> int:
+    if args.protocol != "remp":
+        raise UsageError(f"simulate: only the remp simulator exists, not {args.protocol!r}")
+    from rmkit.reference_impl.remp.cli_support import simulate_to_file
+
+    n = simulate_to_file(args.out, profile=get_protocol("remp").check_profile(args.profile), seed=args.seed,
+                         messages=args.messages, receipts=args.receipts, kafka=args.kafka)
+    print(f"wrote {n:,} receipts to {args.out}", file=sys.stderr)
+    return EXIT_PASS
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return args.func(args)
+    except RmkitError as exc:
+        print(f"rmkit: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return EXIT_PASS
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

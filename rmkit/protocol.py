@@ -1,0 +1,87 @@
+"""The plug-in interface: a protocol is spec files + reference machines + a rule set + a TLA+ model.
+
+The core (CLI, log reading, reports) only talks to :class:`Protocol`. Protocols register under the
+``rmkit.protocols`` entry-point group, so a new one (or a third party's) plugs in without touching
+the core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from importlib.metadata import entry_points
+from typing import Any, Iterable, Protocol as _TypingProtocol
+
+from rmkit.errors import UsageError
+from rmkit.rules import RuleSet
+from rmkit.verdict import Report
+
+ENTRY_POINT_GROUP = "rmkit.protocols"
+
+
+class LogChecker(_TypingProtocol):
+    def run(self, inputs: list[str]) -> Report: ...
+
+
+class Protocol:
+    """Base class; a protocol package exposes one instance as its entry point."""
+
+    name: str = ""
+    title: str = ""
+
+    def spec(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def rules(self) -> RuleSet:
+        raise NotImplementedError
+
+    def profiles(self) -> dict[str, str]:
+        """Profile name -> one-line description, default first."""
+        raise NotImplementedError
+
+    def default_profile(self) -> str:
+        return next(iter(self.profiles()))
+
+    def check_profile(self, profile: str | None) -> str:
+        profile = profile or self.default_profile()
+        if profile not in self.profiles():
+            raise UsageError(f"protocol {self.name} has no profile {profile!r}; expected one of: {', '.join(self.profiles())}")
+        return profile
+
+    def add_check_arguments(self, group: argparse._ArgumentGroup) -> None:
+        """Protocol-specific options of ``rmkit check`` (shown in ``rmkit check --help``)."""
+
+    def make_checker(self, profile: str, args: argparse.Namespace) -> LogChecker:
+        raise NotImplementedError
+
+    def explain(self, rule_id: str) -> dict[str, Any]:
+        """The rule plus an example violation (found by running the rule's fixture)."""
+        raise NotImplementedError
+
+    def diagram(self, profile: str) -> str:
+        """Graphviz DOT source of the status machine."""
+        raise NotImplementedError
+
+    def docs(self) -> str:
+        """Markdown tables generated from the spec (spec/<protocol>/README.md)."""
+        raise NotImplementedError
+
+
+@functools.lru_cache(maxsize=None)
+def registry() -> dict[str, Protocol]:
+    found: dict[str, Protocol] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found[ep.name] = ep.load()
+    return found
+
+
+def get_protocol(name: str) -> Protocol:
+    protos = registry()
+    if name not in protos:
+        known = ", ".join(sorted(protos)) or "none (is rmkit installed? `pip install .`)"
+        raise UsageError(f"unknown protocol {name!r}; installed protocols: {known}")
+    return protos[name]
+
+
+def protocol_names() -> Iterable[str]:
+    return sorted(registry())

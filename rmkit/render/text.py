@@ -1,0 +1,90 @@
+"""Human report: the summary table first, then one row per rule, then the violations with their
+evidence (file:line, kind, source), then the metrics the documents promise."""
+
+from __future__ import annotations
+
+import io
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from rmkit.rules import NON_STRICT, OFF, STRICT
+from rmkit.verdict import FAIL, NON_STRICT as V_NON_STRICT, PASS, Report
+
+_VERDICT_STYLE = {PASS: "bold green", FAIL: "bold red", V_NON_STRICT: "bold yellow"}
+
+
+def _short(x: str | None, n: int = 16) -> str:
+    if not x:
+        return "-"
+    return x if len(x) <= n else x[:n] + "…"
+
+
+def render_text(report: Report, rules=None, color: bool = False, per_rule: int = 5, width: int = 110, **_) -> str:
+    buf = io.StringIO()
+    con = Console(file=buf, width=width, force_terminal=color, no_color=not color, highlight=False)
+    summary = Table(title="rmkit check", box=box.SIMPLE_HEAVY, show_header=False)
+    summary.add_column(style="bold")
+    summary.add_column()
+    summary.add_row("verdict", f"[{_VERDICT_STYLE.get(report.verdict, '')}]{report.verdict.upper()}[/]")
+    summary.add_row("why", "; ".join(report.reasons) or "every active rule held")
+    summary.add_row("protocol / profile", f"{report.protocol} / {report.profile}")
+    summary.add_row("inputs", ", ".join(report.inputs))
+    summary.add_row("receipts read", f"{report.receipts:,}")
+    summary.add_row("messages", f"{report.messages:,}")
+    summary.add_row("unreadable lines", f"{report.unreadable:,}")
+    total = sum(report.counts.values())
+    summary.add_row("violations", f"{total:,} ({sum(report.strict_counts.values()):,} strict)")
+    con.print(summary)
+
+    table = Table(title="rules", box=box.SIMPLE)
+    for col in ("rule", "severity", "mode", "violations", "title"):
+        table.add_column(col, justify="right" if col == "violations" else "left")
+    for rule_id, mode in report.rules.items():
+        n = report.counts.get(rule_id, 0)
+        rule = rules[rule_id] if rules is not None and rule_id in rules else None
+        style = "red" if n and mode == STRICT else "yellow" if n and mode == NON_STRICT else "dim" if mode == OFF else ""
+        table.add_row(rule_id, rule.severity if rule else "", mode, f"{n:,}" if mode != OFF else "-",
+                      rule.title if rule else "", style=style)
+    con.print(table)
+
+    shown: dict[str, int] = {}
+    if report.violations:
+        con.print("[bold]violations[/] (first %d per rule; `--format json` lists up to %s)" % (per_rule, report.shown_per_rule or "all"))
+    for v in report.violations:
+        shown[v.rule] = shown.get(v.rule, 0) + 1
+        if shown[v.rule] > per_rule:
+            continue
+        con.print(f"  [bold]{v.rule}[/] [{v.severity}, {v.mode}] message {_short(v.message_id)}: {v.explanation}")
+        for e in v.evidence:
+            con.print(f"      at {e.file}:{e.line}  {e.kind or ''}  {('from ' + _short(e.source_id)) if e.source_id else ''}".rstrip())
+        if shown[v.rule] == 1 and rules is not None and v.rule in rules:
+            con.print(f"      [italic]what to do:[/] {rules[v.rule].advice}")
+    if report.input_problems:
+        con.print(f"[bold]unreadable lines[/] ({report.unreadable:,}; first {min(per_rule, len(report.input_problems))} shown)")
+        for p in report.input_problems[:per_rule]:
+            con.print(f"  {p.file}:{p.line}{(' field ' + p.field) if p.field else ''}: {p.error}")
+
+    m = report.metrics
+    if m:
+        met = Table(title="metrics", box=box.SIMPLE, show_header=False)
+        met.add_column(style="bold")
+        met.add_column()
+        for key in ("outcomes", "receipts_per_kind"):
+            if m.get(key):
+                met.add_row(key.replace("_", " "), ", ".join(f"{k} {v:,}" for k, v in m[key].items()))
+        for name, lat in (m.get("latency_ms") or {}).items():
+            if lat.get("count"):
+                met.add_row(f"{lat['from']} → {lat['to']}",
+                            f"n={lat['count']:,} p50={lat['p50']} ms p90={lat['p90']} ms p99={lat['p99']} ms max={lat['max']} ms; "
+                            f"within promised {lat['promise_ms'][0]}–{lat['promise_ms'][1]} ms: {lat['within_promise']:.1%}")
+            else:
+                met.add_row(f"{lat['from']} → {lat['to']}", "no pairs in the log")
+        for key in ("not_judged_for_liveness", "redelivered_receipts", "late_receipts", "receipts_without_time",
+                    "log_time_span_s", "lifetime_s", "horizon_s", "expiry_bound_s", "elapsed_s", "receipts_per_s"):
+            if key in m and m[key] is not None:
+                val = m[key]
+                met.add_row(key.replace("_", " "), f"{val:,}" if isinstance(val, (int, float)) else str(val))
+        con.print(met)
+    return buf.getvalue()

@@ -1,0 +1,65 @@
+"""Rules as data: a rule's identity, wording, provenance and per-profile mode.
+
+Modes: ``strict`` (a violation fails the run), ``non-strict`` (reported; the verdict is at best
+``non-strict``), ``off`` (not checked). The rule text lives in the spec; code only refers to IDs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+STRICT, NON_STRICT, OFF = "strict", "non-strict", "off"
+SEVERITIES = ("critical", "major", "minor")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    severity: str
+    statement: str
+    advice: str
+    modes: dict[str, str]
+    source: dict[str, str]
+    profile_notes: dict[str, str] = field(default_factory=dict)
+
+    def mode(self, profile: str) -> str:
+        return self.modes.get(profile, OFF)
+
+    def citation(self) -> str:
+        """The seed sentence or reference fact the rule comes from, as one line."""
+        src = self.source
+        if "quote" in src:
+            return f"document {src['doc']}: \u201c{src['quote']}\u201d"
+        return f"{src['doc']}: {src['fact']}"
+
+
+class RuleSet:
+    """The rules of one protocol, in spec order, looked up by ID."""
+
+    def __init__(self, rules: Iterable[Rule]):
+        self._rules = list(rules)
+        self._by_id = {r.id: r for r in self._rules}
+
+    @classmethod
+    def from_spec(cls, data: dict[str, Any]) -> "RuleSet":
+        return cls(Rule(**{k: v for k, v in r.items()}) for r in data["rules"])
+
+    def __iter__(self):
+        return iter(self._rules)
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+    def __contains__(self, rule_id: str) -> bool:
+        return rule_id in self._by_id
+
+    def __getitem__(self, rule_id: str) -> Rule:
+        return self._by_id[rule_id]
+
+    def ids(self) -> list[str]:
+        return [r.id for r in self._rules]
+
+    def active(self, profile: str) -> list[Rule]:
+        return [r for r in self._rules if r.mode(profile) != OFF]

@@ -1,0 +1,128 @@
+"""Load a protocol's spec files (YAML), validate each against its JSON Schema, and fail loudly.
+
+The spec folder is shipped as package data (``rmkit.spec``), so an installed wheel finds it with
+``importlib.resources``; ``RMKIT_SPEC_DIR`` points the kit at another copy (useful when editing
+the spec of an installed kit). Validation happens at start-up so a broken spec is a clear error
+naming file, line and field, never a wrong verdict later.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from rmkit.errors import SpecError, UsageError
+
+SPEC_DIR_ENV = "RMKIT_SPEC_DIR"
+
+
+def spec_root() -> Path:
+    """The folder holding ``schema/`` and one folder per protocol."""
+    override = os.environ.get(SPEC_DIR_ENV)
+    if override:
+        return Path(override)
+    return Path(str(resources.files("rmkit.spec")))
+
+
+def available_protocol_specs() -> list[str]:
+    root = spec_root()
+    return sorted(p.name for p in root.iterdir() if (p / "protocol.yaml").is_file())
+
+
+def _yaml_line(node: yaml.Node | None, path: list[Any]) -> int | None:
+    """Walk a composed YAML node tree along a JSON path; return the 1-based line of the deepest hit."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for step in path:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if k.value == str(step)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+            nxt = node.value[step]
+        else:
+            nxt = None
+        if nxt is None:
+            break
+        node, line = nxt, nxt.start_mark.line + 1
+    return line
+
+
+def _dotted(path: list[Any]) -> str:
+    out = ""
+    for step in path:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out
+
+
+def _read_yaml(path: Path, shown: str) -> tuple[Any, yaml.Node | None]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(shown, "", f"cannot read the file ({exc.strerror})") from None
+    try:
+        return yaml.safe_load(text), yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise SpecError(shown, "", f"not valid YAML: {getattr(exc, 'problem', exc)}",
+                        line=mark.line + 1 if mark else None) from None
+
+
+@functools.lru_cache(maxsize=None)
+def load_schema(name: str) -> dict:
+    path = spec_root() / "schema" / f"{name}.schema.json"
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"spec/schema/{name}.schema.json", "", f"cannot load the schema: {exc}") from None
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return schema
+
+
+def validate_document(data: Any, schema_name: str, shown: str, node: yaml.Node | None = None) -> None:
+    """Raise :class:`SpecError` for the first (most specific) schema violation of ``data``."""
+    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    errors = sorted(validator.iter_errors(data), key=lambda e: (-len(e.absolute_path), str(e.absolute_path)))
+    if errors:
+        err = jsonschema.exceptions.best_match(errors)
+        path = list(err.absolute_path)
+        raise SpecError(shown, _dotted(path), f"{err.message} (schema rule: {'/'.join(map(str, err.absolute_schema_path))})",
+                        line=_yaml_line(node, path))
+
+
+@functools.lru_cache(maxsize=None)
+def load_protocol_spec(protocol: str) -> dict[str, Any]:
+    """Every file of ``spec/<protocol>/`` validated, as ``{"protocol": manifest, <part>: data}``.
+
+    Only schema validation happens here; cross-references between files are checked by the
+    protocol's own compile step (each protocol knows which names must match).
+    """
+    root = spec_root() / protocol
+    manifest_path = root / "protocol.yaml"
+    if not manifest_path.is_file():
+        known = ", ".join(available_protocol_specs()) or "none"
+        raise UsageError(f"no spec for protocol {protocol!r}: expected {manifest_path}; protocols with a spec: {known}")
+    shown = f"spec/{protocol}/protocol.yaml"
+    manifest, node = _read_yaml(manifest_path, shown)
+    validate_document(manifest, "protocol", shown, node)
+    if manifest["protocol"] != protocol:
+        raise SpecError(shown, "protocol", f"expected {protocol!r} (the folder name), found {manifest['protocol']!r}",
+                        line=_yaml_line(node, ["protocol"]))
+    out: dict[str, Any] = {"protocol": manifest}
+    for part, entry in manifest["files"].items():
+        shown_part = f"spec/{protocol}/{entry['file']}"
+        data, pnode = _read_yaml(root / entry["file"], shown_part)
+        validate_document(data, entry["schema"], shown_part, pnode)
+        out[part] = data
+        out.setdefault("_nodes", {})[part] = (shown_part, pnode)
+    return out
+
+
+def spec_line(spec: dict[str, Any], part: str, path: list[Any]) -> tuple[str, int | None]:
+    """(file shown to users, line) of a field of a loaded spec, for cross-reference errors."""
+    shown, node = spec["_nodes"][part]
+    return shown, _yaml_line(node, path)

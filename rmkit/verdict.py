@@ -1,0 +1,88 @@
+"""The typed result of a check: a verdict plus structured witness data, rendered elsewhere.
+
+In the manner of Porcupine/Elle: :class:`Report` holds facts only (what was read, which rule broke
+where, with which receipts); ``rmkit.render`` turns it into text, JSON or JUnit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PASS, FAIL, NON_STRICT = "pass", "fail", "non-strict"
+
+
+@dataclass
+class Evidence:
+    """One receipt a violation rests on: where it is and what it said."""
+
+    line: int
+    kind: str | None = None
+    source_id: str | None = None
+    file: str | None = None
+
+
+@dataclass
+class Violation:
+    rule: str
+    severity: str
+    mode: str
+    message_id: str | None
+    explanation: str
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class InputProblem:
+    """A line that could not be read as a receipt at all (not JSON, not an object...)."""
+
+    file: str
+    line: int
+    error: str
+    field: str | None = None
+
+
+@dataclass
+class Report:
+    protocol: str
+    profile: str
+    inputs: list[str]
+    receipts: int = 0
+    messages: int = 0
+    violations: list[Violation] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    strict_counts: dict[str, int] = field(default_factory=dict)
+    input_problems: list[InputProblem] = field(default_factory=list)
+    unreadable: int = 0
+    metrics: dict[str, Any] = field(default_factory=dict)
+    rules: dict[str, str] = field(default_factory=dict)  # rule id -> mode in this run
+    input_rule: str | None = None  # the rule that unreadable lines count against
+    shown_per_rule: int = 0  # 0: every violation is listed
+    verdict: str = FAIL
+    reasons: list[str] = field(default_factory=list)
+
+    def decide(self) -> str:
+        """Set and return the verdict: a run that read nothing, or could not read a line, fails."""
+        reasons = []
+        if self.receipts == 0:
+            reasons.append("no receipts were read: nothing was checked")
+        if self.unreadable:
+            reasons.append(f"{self.unreadable} line(s) could not be read")
+        strict = sum(self.strict_counts.values())
+        if strict:
+            reasons.append(f"{strict} violation(s) of strict rules")
+        non_strict = sum(self.counts.values()) - strict
+        if reasons:
+            self.verdict = FAIL
+        elif non_strict:
+            self.verdict = NON_STRICT
+            reasons.append(f"{non_strict} violation(s) of non-strict rules only")
+        else:
+            self.verdict = PASS
+        self.reasons = reasons
+        return self.verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        order = ["verdict", "protocol", "profile", "receipts", "messages", "violations", "counts", "metrics"]
+        return {k: d[k] for k in order} | {k: v for k, v in d.items() if k not in order}
