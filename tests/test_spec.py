@@ -1,0 +1,137 @@
+"""The spec loads, is validated at start-up, and every rule is tied to its source text."""
+
+import re
+import shutil
+
+import pytest
+
+from conftest import REPO, SEEDS
+from rmkit.conformance.remp.docs import spec_markdown
+from rmkit.conformance.remp.model import RempModel
+from rmkit.errors import SpecError
+from rmkit.specload import load_protocol_spec
+
+SPEC_FILES = ["protocol", "rules", "kinds", "formats", "transitions", "lifetimes", "outcomes"]
+
+
+def _norm(text: str) -> str:
+    text = re.sub(r"<[^>]+>", "", text)  # the seeds' HTML colour tags
+    text = text.replace("**", "")
+    return " ".join(text.split())
+
+
+def _sources(spec):
+    for r in spec["rules"]["rules"]:
+        yield r["id"], r["source"]
+    for name, k in spec["kinds"]["kinds"].items():
+        yield name, k["source"]
+    for role, r in spec["transitions"]["roles"].items():
+        for name, t in r["kinds"].items():
+            if "why" in t:
+                yield f"{role}.{name}", t["why"]
+    for o in spec["outcomes"]["outcomes"]:
+        if "source" in o:
+            yield o["name"], o["source"]
+    for name, f in spec["formats"]["formats"].items():
+        if "source" in f:
+            yield name, f["source"]
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason="the seed documents (../shared/seeds) are not beside this checkout")
+def test_every_quote_is_in_its_seed_document():
+    spec = load_protocol_spec("remp")
+    docs = {p.name[:3]: _norm(p.read_text(encoding="utf-8")) for p in SEEDS.glob("00*_*.txt")}
+    ref = (SEEDS.parent / "reference" / "remp-as-built.md")
+    checked = 0
+    for where, src in _sources(spec):
+        if "quote" in src:
+            assert src["doc"] in docs, f"{where}: unknown document {src['doc']}"
+            assert _norm(src["quote"]) in docs[src["doc"]], f"{where}: quote not found in document {src['doc']}: {src['quote']!r}"
+            checked += 1
+        else:
+            assert src["doc"] == "remp-as-built"
+            m = re.match(r"section (\d)", src["fact"])
+            assert m, f"{where}: a reference fact must name its section: {src['fact']!r}"
+            if ref.is_file():
+                assert f"## {m.group(1)}." in ref.read_text(encoding="utf-8")
+    assert checked >= 30
+
+
+def test_every_rule_has_id_severity_source_and_mode_per_profile():
+    m = RempModel("spec")
+    assert len(m.rules) >= 20
+    for r in m.rules:
+        assert re.fullmatch(r"REMP-[A-Z]+-\d{3}", r.id)
+        assert r.severity in ("critical", "major", "minor")
+        assert set(r.modes) == {"spec", "ever-node"}
+        assert r.citation()
+
+
+def test_both_profiles_compile_and_differ_where_reference_says():
+    spec, ever = RempModel("spec"), RempModel("ever-node")
+    assert spec.kinds["Timeout"].in_table and not ever.kinds["Timeout"].in_table
+    assert not spec.kinds["AcceptedByQueue"].in_table and ever.kinds["AcceptedByQueue"].in_table
+    assert spec.kinds["Finalized"].issuers == {"fullnode"}
+    assert "validator" in ever.kinds["Finalized"].issuers
+    assert "rejected" in ever.kinds["IncludedIntoAcceptedBlock"].transitions["validator"][1]
+    assert "rejected" not in spec.kinds["IncludedIntoAcceptedBlock"].transitions["validator"][1]
+    assert spec.mode("REMP-SEQ-001") == "strict" and ever.mode("REMP-SEQ-001") == "off"
+    assert ever.zero_time_roles == {"validator"} and not spec.zero_time_roles
+    assert spec.default_lifetime_s == 250
+
+
+def _broken_copy(tmp_path, monkeypatch, file, old, new):
+    root = tmp_path / "spec"
+    shutil.copytree(REPO / "spec", root)
+    path = root / "remp" / file
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    monkeypatch.setenv("RMKIT_SPEC_DIR", str(root))
+    load_protocol_spec.cache_clear()
+    from rmkit.specload import load_schema
+
+    load_schema.cache_clear()
+
+
+@pytest.fixture
+def restore_cache():
+    yield
+    load_protocol_spec.cache_clear()
+
+
+def test_schema_violation_names_file_line_and_field(tmp_path, monkeypatch, restore_cache):
+    _broken_copy(tmp_path, monkeypatch, "rules.yaml", "severity: critical", "severity: catastrophic")
+    with pytest.raises(SpecError) as err:
+        load_protocol_spec("remp")
+    msg = str(err.value)
+    assert "spec/remp/rules.yaml:" in msg and "severity" in msg and "catastrophic" in msg
+    assert err.value.line and err.value.line > 1
+
+
+def test_bad_yaml_is_a_clear_error(tmp_path, monkeypatch, restore_cache):
+    _broken_copy(tmp_path, monkeypatch, "kinds.yaml", "kinds:\n", "kinds:\n  - [unclosed\n")
+    with pytest.raises(SpecError, match=r"kinds.yaml:\d+.*not valid YAML"):
+        load_protocol_spec("remp")
+
+
+def test_cross_reference_error_names_the_unknown_position(tmp_path, monkeypatch, restore_cache):
+    _broken_copy(tmp_path, monkeypatch, "transitions.yaml", "to: collator", "to: colator")
+    with pytest.raises(SpecError, match=r"transitions.yaml:\d+.*unknown position 'colator'"):
+        RempModel("spec")
+
+
+def test_generated_docs_are_committed_and_current():
+    committed = (REPO / "spec" / "remp" / "README.md").read_text(encoding="utf-8")
+    assert committed == spec_markdown(), "spec/remp/README.md is stale: run `make docs`"
+
+
+def test_diagram_has_every_kind_of_each_profile():
+    from rmkit.conformance.remp.protocol import PROTOCOL
+
+    for profile in ("spec", "ever-node"):
+        dot = PROTOCOL.diagram(profile)
+        assert dot.startswith("digraph")
+        for kind in PROTOCOL.model(profile).kinds.values():
+            if kind.issuers:
+                assert f"label={kind.name}" in dot, kind.name
