@@ -105,6 +105,8 @@ class RempLogChecker:
         self.redelivered = 0
         self.late = 0
         self.messages = 0
+        self.peak_open = 0
+        self._next_sweep_t = 0
         self.lat = {name: LatencyHistogram() for name in m.latency}
         for idx, path in enumerate(inputs):
             self._run_file(idx, path)
@@ -222,6 +224,9 @@ class RempLogChecker:
             if t is not None:
                 if hwm is None or t > hwm:
                     hwm = self.hwm = t
+                    if hwm >= self._next_sweep_t:  # the log's clock moved on: judge what is due
+                        self._sweep()
+                        self._next_sweep_t = hwm + 1000
                 if self.min_t is None or t < self.min_t:
                     self.min_t = t
             else:
@@ -251,6 +256,8 @@ class RempLogChecker:
                 msg = msgs[mid] = _Msg(mid, ref, t, self.seq)
                 self._order.append(mid)
                 self.messages += 1
+                if len(msgs) > self.peak_open:
+                    self.peak_open = len(msgs)
             else:
                 msg.last_seq = self.seq
                 if msg.first_t is None and t is not None:
@@ -358,7 +365,7 @@ class RempLogChecker:
                         self._inclusion(msg, kind, block, ref, t, src, expiry_ms)
                     elif kind == "Finalized":
                         self._finalized(msg, block, ref, t, src)
-            if (self.seq & (SWEEP_EVERY - 1)) == 0:
+            if (self.seq & (SWEEP_EVERY - 1)) == 0:  # for logs whose receipts carry no time
                 self._sweep()
 
     # ------------------------------------------------------------------------------------------
@@ -492,6 +499,7 @@ class RempLogChecker:
             "not_judged_for_liveness": self.not_judged,
             "redelivered_receipts": self.redelivered,
             "late_receipts": self.late,
+            "peak_open_messages": self.peak_open,
             "receipts_without_time": self.no_time,
             "log_time_span_s": round((self.hwm - self.min_t) / 1000, 3) if self.hwm is not None and self.min_t is not None else None,
             "sources": dict(roles),

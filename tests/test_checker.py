@@ -1,0 +1,153 @@
+"""Behaviour of the streaming checker beyond single rules: inputs, bad lines, memory, late receipts."""
+
+import gzip
+import importlib.util
+import io
+import json
+import sys
+
+import pytest
+
+from conftest import FIXTURES
+from rmkit.conformance.remp.checker import RempLogChecker
+
+_spec = importlib.util.spec_from_file_location("mk", FIXTURES / "make_rule_fixtures.py")
+mk = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(mk)
+
+
+def write(tmp_path, name, lines):
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def happy_lines(profile="spec", n=1, gap_ms=20_000):
+    log = mk.Log(profile)
+    for i in range(n):
+        log.happy(i * gap_ms, msg=mk.h(f"m{i}"))
+    return log.lines
+
+
+def test_gzip_and_stdin_read_like_plain_files(tmp_path, monkeypatch):
+    lines = happy_lines(n=3)
+    plain = write(tmp_path, "a.jsonl", lines)
+    gz = tmp_path / "a.jsonl.gz"
+    gz.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    r1 = RempLogChecker().run([plain])
+    r2 = RempLogChecker().run([str(gz)])
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(("\n".join(lines) + "\n").encode())))
+    r3 = RempLogChecker().run(["-"])
+    assert r1.verdict == r2.verdict == r3.verdict == "pass"
+    assert r1.receipts == r2.receipts == r3.receipts == 3 * 9
+
+
+def test_kafka_values_may_be_strings_and_bad_records_are_counted(tmp_path):
+    lines = []
+    for i, line in enumerate(happy_lines(n=2)):
+        rec = json.loads(line)
+        value = json.dumps(rec) if i % 2 else rec
+        lines.append(json.dumps({"topic": "t", "partition": 0, "offset": i, "timestamp": rec["timestamp"], "key": rec["message_id"], "value": value}))
+    lines.insert(4, json.dumps({"topic": "t", "partition": 0, "offset": 99, "timestamp": 1, "key": "x", "value": None}))
+    lines.insert(6, json.dumps({"topic": "t", "partition": 0, "offset": 98, "timestamp": 1, "key": "x", "value": "{oops"}))
+    report = RempLogChecker().run([write(tmp_path, "dump.jsonl", lines)])
+    assert report.receipts == 18 and report.unreadable == 2
+    assert [(p.line, p.field) for p in report.input_problems] == [(5, "value"), (7, "value")]
+    assert "tombstone" in report.input_problems[0].error
+    assert report.verdict == "fail" and set(report.counts) == {"REMP-INPUT-001"}
+
+
+def test_unreadable_lines_do_not_stop_the_run(tmp_path):
+    lines = happy_lines(n=2)
+    lines.insert(3, "not json at all")
+    lines.insert(5, "[1, 2]")
+    bad = mk.Log("spec").r("Finalized", mk.FN, 50_000, msg=mk.h("m0"), **mk.BLOCKS[mk.B2], **mk.MASTER).lines
+    report = RempLogChecker().run([write(tmp_path, "x.jsonl", lines + bad)])
+    assert report.unreadable == 2
+    assert [p.line for p in report.input_problems] == [4, 6]
+    assert "expected a JSON object, found list" in report.input_problems[1].error
+    assert "REMP-REPLAY-002" in report.counts  # checking went on after the bad lines
+
+
+@pytest.mark.parametrize("content", ["", "\n\n   \n"])
+def test_a_log_with_nothing_to_check_fails(tmp_path, content):
+    path = tmp_path / "empty.jsonl"
+    path.write_text(content)
+    report = RempLogChecker().run([str(path)])
+    assert report.verdict == "fail"
+    assert "nothing was checked" in report.reasons[0]
+
+
+def test_schema_violations_name_the_message_when_they_can(tmp_path):
+    good = json.loads(happy_lines()[1])
+    no_id = dict(good)
+    del no_id["message_id"]
+    bad_ts = dict(good, timestamp="yesterday", source_id=mk.V2)
+    report = RempLogChecker().run([write(tmp_path, "s.jsonl", happy_lines() + [json.dumps(no_id), json.dumps(bad_ts)])])
+    vs = [v for v in report.violations if v.rule == "REMP-SCHEMA-001"]
+    assert len(vs) == 2
+    assert vs[0].message_id is None and "message_id" in vs[0].explanation and vs[0].evidence[0].line == 10
+    assert vs[1].message_id == good["message_id"] and "timestamp" in vs[1].explanation and "'yesterday'" in vs[1].explanation
+
+
+@pytest.mark.parametrize("kind,hint", [("AddedToBlock", "'IncludedIntoBlock'"), ("RejectedbyShardchain", "'RejectedByShardchain'"),
+                                       ("finalized", "'Finalized'"), ("Bogus", "expected one of")])
+def test_unknown_kinds_get_a_hint(tmp_path, kind, hint):
+    line = json.loads(happy_lines()[1]) | {"kind": kind}
+    report = RempLogChecker().run([write(tmp_path, "k.jsonl", happy_lines() + [json.dumps(line)])])
+    (v,) = [v for v in report.violations if v.rule == "REMP-KIND-001"]
+    assert hint in v.explanation
+
+
+def test_memory_follows_open_messages_not_the_log(tmp_path):
+    # 3,000 messages, one every 2 s: about 600 s / 2 s = 300 open at a time with the default horizon
+    report = RempLogChecker().run([write(tmp_path, "long.jsonl", happy_lines(n=3000, gap_ms=2000))])
+    assert report.verdict == "pass", report.counts
+    assert report.messages == 3000
+    assert report.metrics["peak_open_messages"] < 800
+    assert report.metrics["outcomes"] == {"finalized": 3000}
+
+
+def test_late_receipt_after_judgement_is_still_checked_for_replay(tmp_path):
+    lines = happy_lines(n=1)
+    later = mk.Log("spec").happy(1_000_000, msg=mk.h("other"))  # moves the clock past the horizon
+    replay = mk.Log("spec").r("IncludedIntoAcceptedBlock", mk.V2, 1_100_000, msg=mk.h("m0"), **mk.BLOCKS[mk.B2])
+    report = RempLogChecker().run([write(tmp_path, "late.jsonl", lines + later.lines + replay.lines)])
+    assert report.metrics["late_receipts"] == 1
+    assert set(report.counts) == {"REMP-REPLAY-001"}
+
+
+def test_logs_without_any_time_are_not_judged_for_liveness(tmp_path):
+    lines = [json.dumps(json.loads(line)["value"]) for line in mk.Log("ever-node").queued().lines]  # timestamp 0, no Kafka time
+    report = RempLogChecker("ever-node").run([write(tmp_path, "notime.jsonl", lines)])
+    assert report.metrics["not_judged_for_liveness"] == 1 and report.metrics["receipts_without_time"] == 3
+    assert report.verdict == "pass"
+
+
+def test_declared_roles(tmp_path):
+    from rmkit.conformance.remp.sources import load_roles
+
+    vfile = tmp_path / "v.yaml"
+    vfile.write_text(f"validators: [{mk.V1}, {mk.V2}]\nfull_nodes: [{mk.FN}]\n")
+    roles = load_roles(str(vfile))
+    report = RempLogChecker(roles=roles).run([write(tmp_path, "r.jsonl", happy_lines())])
+    (v,) = [v for v in report.violations if v.rule == "REMP-ROLE-001"]
+    assert mk.V3 in v.explanation and "--validators" in v.explanation
+
+
+def test_examples_are_capped_but_counts_are_not(tmp_path):
+    lines = []
+    for i in range(30):
+        lines += mk.Log("spec").sent(i * 1000, msg=mk.h(f"f{i}"), sent_to=9, total=3).lines
+    report = RempLogChecker(max_examples=5).run([write(tmp_path, "c.jsonl", lines)])
+    assert report.counts["REMP-FANOUT-001"] == 30
+    assert len([v for v in report.violations if v.rule == "REMP-FANOUT-001"]) == 5
+
+
+def test_evidence_names_the_file_of_each_receipt(tmp_path):
+    lines = happy_lines()
+    a = write(tmp_path, "a.jsonl", lines[:5])
+    b = write(tmp_path, "b.jsonl", lines[5:] + mk.Log("spec").r("Finalized", mk.FN2, 9000, msg=mk.h("m0"), **mk.BLOCKS[mk.B2], **mk.MASTER).lines)
+    report = RempLogChecker().run([a, b])
+    (v,) = [v for v in report.violations if v.rule == "REMP-REPLAY-002"]
+    assert [e.file for e in v.evidence] == [b, b]

@@ -1,0 +1,51 @@
+"""Each rule fires on its own fixture and only there; the clean fixtures (legal surprises included)
+stay silent, for both profiles."""
+
+import json
+
+import pytest
+
+from conftest import FIXTURES
+from rmkit.conformance.remp.checker import RempLogChecker
+from rmkit.conformance.remp.model import model_for
+
+ROOT = FIXTURES / "rules"
+MANIFEST = json.loads((ROOT / "manifest.json").read_text(encoding="utf-8"))["fixtures"]
+
+
+@pytest.mark.parametrize("entry", MANIFEST, ids=[f["file"] for f in MANIFEST])
+def test_fixture_breaks_exactly_the_rules_it_names(entry):
+    report = RempLogChecker(entry["profile"]).run([str(ROOT / entry["file"])])
+    assert sorted(report.counts) == entry["expect"], [(v.rule, v.explanation) for v in report.violations]
+    if entry["expect"]:
+        assert report.verdict in ("fail", "non-strict")
+        modes = {model_for(entry["profile"]).mode(r) for r in entry["expect"]}
+        assert report.verdict == ("fail" if "strict" in modes else "non-strict")
+    else:
+        assert report.verdict == "pass", report.reasons
+
+
+@pytest.mark.parametrize("profile", ["spec", "ever-node"])
+def test_every_active_rule_has_a_fixture_of_its_own(profile):
+    model = model_for(profile)
+    named = {f["file"].split("/")[1][:-6] for f in MANIFEST if f["profile"] == profile}
+    missing = [r.id for r in model.rules if r.mode(profile) != "off" and r.id not in named]
+    assert not missing, f"rules with no fixture in profile {profile}: {missing}"
+
+
+@pytest.mark.parametrize("profile", ["spec", "ever-node"])
+def test_off_rules_are_silent_on_every_fixture(profile):
+    off = {r.id for r in model_for(profile).rules if r.mode(profile) == "off"}
+    for entry in MANIFEST:
+        report = RempLogChecker(profile).run([str(ROOT / entry["file"])])
+        assert not off & set(report.counts), entry["file"]
+
+
+def test_fixture_files_are_what_the_builder_writes():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mk", FIXTURES / "make_rule_fixtures.py")
+    mk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mk)
+    for rel, text in mk.write_all().items():
+        assert (ROOT / rel).read_text(encoding="utf-8") == text, f"{rel} is stale: run `make fixtures`"
