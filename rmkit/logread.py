@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import sys
+import zlib
 from typing import IO, Any, Iterator
 
 import orjson
@@ -40,6 +41,32 @@ def iter_lines(path: str) -> Iterator[tuple[int, bytes]]:
                 yield lineno, line
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise InputError(f"cannot read input {path!r} after line {lineno}: {exc}") from None
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+
+
+def iter_line_batches(path: str, chunk_bytes: int = 1 << 22) -> Iterator[list[bytes]]:
+    """Every line of one input, in batches (blank lines included, so that the caller can number
+    lines by counting). Reading in large chunks and splitting is several times faster than
+    iterating a file line by line, which matters at millions of receipts."""
+    f = open_input(path)
+    read = f.read1 if hasattr(f, "read1") else f.read
+    rest = b""
+    nread = 0
+    try:
+        while True:
+            chunk = read(chunk_bytes)
+            if not chunk:
+                break
+            nread += len(chunk)
+            lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+            rest = lines.pop()
+            yield lines
+        if rest:
+            yield [rest]
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(f"cannot read input {path!r} after {nread} bytes: {exc}") from None
     finally:
         if f is not sys.stdin.buffer:
             f.close()

@@ -42,6 +42,15 @@ class LatencyHistogram:
         if self.min is None or v < self.min:
             self.min = v
 
+    def merge(self, other: "LatencyHistogram") -> None:
+        """Add another histogram's counts (used to combine the shares of a parallel run)."""
+        self.buckets.update(other.buckets)
+        self.count += other.count
+        self.total += other.total
+        for name, pick in (("max", max), ("min", min)):
+            values = [v for v in (getattr(self, name), getattr(other, name)) if v is not None]
+            setattr(self, name, pick(values) if values else None)
+
     def percentile(self, q: float) -> int | None:
         if not self.count:
             return None

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import difflib
 import time
+from zlib import crc32
 from collections import Counter, deque
 from typing import Any
 
 import orjson
 
-from rmkit.logread import iter_lines, unwrap_kafka
+from rmkit.logread import iter_line_batches, unwrap_kafka
 from rmkit.metrics import LatencyHistogram
 from rmkit.rules import NON_STRICT, OFF, STRICT
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
@@ -32,10 +33,28 @@ INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
 REJECT_POSITIONS = ("rejected", "timed_out")
 
 
+def _violation_order(v: Violation):
+    first = min(((e.file or "", e.line) for e in v.evidence), default=("", 0))
+    return first, v.rule
+
+
+def partition_key(line: bytes) -> bytes | None:
+    """The message id of a raw receipt line (plain or inside a Kafka record, escaped or not),
+    found without parsing JSON; None when it cannot be found this way."""
+    i = line.find(b"message_id")
+    if i < 0:
+        return None
+    j = line.find(b'"', i + 12)  # the value's opening quote, after `":` or `\\":\\`
+    k = line.find(b'"', j + 1)
+    if j < 0 or k < 0:
+        return None
+    return line[j + 1:k].rstrip(b"\\")
+
+
 class _Msg:
     """What the checker remembers about one open message."""
 
-    __slots__ = ("id", "first_ref", "first_t", "last_seq", "srcs", "kinds", "fin", "acc", "incl",
+    __slots__ = ("id", "first_ref", "first_t", "last_seq", "srcs", "kmask", "fin", "acc", "incl",
                  "fn_rej", "sent_t", "put_t", "seen", "fin_count")
 
     def __init__(self, mid: str, ref: int, t: int | None, seq: int):
@@ -44,7 +63,7 @@ class _Msg:
         self.first_t = t
         self.last_seq = seq
         self.srcs: dict[str, list] = {}  # source -> [role, position, last ref, last kind, queued ref]
-        self.kinds: set[str] = set()
+        self.kmask = 0  # bits of the kinds seen (KindInfo.bit)
         self.fin: tuple | None = None  # (block_id, ref, t, source) of the first Finalized
         self.fin_count = 0
         self.acc: dict[str, int] = {}  # accepted shard block -> first ref
@@ -64,7 +83,7 @@ class RempLogChecker:
 
     def __init__(self, profile: str = "spec", *, lifetime_s: float | None = None,
                  horizon_s: float | None = None, roles: dict[str, str] | None = None,
-                 max_examples: int = 1000, idle_receipts: int = 2_000_000,
+                 max_examples: int = 1000, idle_receipts: int = 2_000_000, jobs: int | None = 1,
                  model: RempModel | None = None):
         self.model = model or model_for(profile)
         m = self.model
@@ -78,23 +97,37 @@ class RempLogChecker:
         self.max_examples = max_examples
         self.idle_receipts = idle_receipts
         self.modes = {r.id: r.mode(self.profile) for r in m.rules}
+        self.jobs = jobs  # None: one process per core for large files (see parallel.auto_jobs)
+        self._kwargs = dict(profile=self.profile, lifetime_s=self.lifetime_s, horizon_s=self.horizon_s, roles=roles,
+                            max_examples=max_examples, idle_receipts=idle_receipts)
 
     # ------------------------------------------------------------------------------------------
     def run(self, inputs: list[str]) -> Report:
-        started = time.perf_counter()
-        m = self.model
-        rep = Report(protocol="remp", profile=self.profile, inputs=list(inputs),
-                     rules={k: v for k, v in self.modes.items()}, shown_per_rule=self.max_examples,
-                     input_rule="REMP-INPUT-001")
-        self._rep = rep
+        """Check ``inputs`` (paths, or ``-`` for stdin) in one pass and return the report."""
+        from rmkit.conformance.remp import parallel
+
+        jobs = parallel.auto_jobs(inputs) if self.jobs is None else self.jobs
+        if jobs > 1 and "-" not in inputs:
+            return parallel.run_parallel(self._kwargs, inputs, jobs)
+        self.begin(inputs)
+        for idx, path in enumerate(inputs):
+            self._run_file(idx, path)
+        return self.finish(self.hwm)
+
+    def begin(self, inputs: list[str], partition: tuple[int, int] | None = None) -> None:
+        """Reset for a run. With ``partition=(k, n)`` only the messages whose id falls into
+        share k of n are checked (see :mod:`rmkit.conformance.remp.parallel`)."""
+        self._started = time.perf_counter()
+        self.partition = partition
+        self._rep = Report(protocol="remp", profile=self.profile, inputs=list(inputs),
+                           rules=dict(self.modes), shown_per_rule=self.max_examples, input_rule="REMP-INPUT-001")
         self._files = list(inputs)
         self._stored: Counter[str] = Counter()
         self._msgs: dict[str, _Msg] = {}
         self._order: deque[str] = deque()
         self._tombs: dict[str, tuple] = {}
         self._tomb_order: deque[tuple[int, str]] = deque()
-        self._roles: dict[str, tuple[str, int]] = {}  # inferred source -> (role, ref)
-        self._unknown_sources: set[str] = set()
+        self._roles: dict[str, tuple[str, int, str]] = {}  # inferred source -> (role, ref, message)
         self.hwm: int | None = None
         self.min_t: int | None = None
         self.seq = 0
@@ -107,17 +140,21 @@ class RempLogChecker:
         self.messages = 0
         self.peak_open = 0
         self._next_sweep_t = 0
-        self.lat = {name: LatencyHistogram() for name in m.latency}
-        for idx, path in enumerate(inputs):
-            self._run_file(idx, path)
+        self.lat = {name: LatencyHistogram() for name in self.model.latency}
+
+    def finish(self, end_hwm: int | None) -> Report:
+        """Judge the messages still open against the log's final clock and complete the report."""
+        if end_hwm is not None and (self.hwm is None or end_hwm > self.hwm):
+            self.hwm = end_hwm
         for mid in list(self._order):
             msg = self._msgs.pop(mid, None)
             if msg is not None:
                 self._close(msg, at_end=True)
         self._order.clear()
+        rep = self._rep
         rep.messages = self.messages
-        elapsed = time.perf_counter() - started
-        rep.metrics = self._metrics(elapsed)
+        rep.violations.sort(key=_violation_order)
+        rep.metrics = self._metrics(time.perf_counter() - self._started)
         rep.decide()
         return rep
 
@@ -182,191 +219,202 @@ class RempLogChecker:
         check_role = modes["REMP-ROLE-001"] != OFF
         expiry_ms = self.expiry_ms
         hwm = self.hwm
-        for lineno, line in iter_lines(path):
-            ref = base | lineno
-            try:
-                obj = loads(line)
-            except JSONDecodeError as exc:
-                self._problem(idx, lineno, f"not JSON: {exc}")
-                continue
-            if type(obj) is not dict:
-                self._problem(idx, lineno, f"expected a JSON object, found {type(obj).__name__}")
-                continue
-            kts = None
-            text = line
-            if "kind" not in obj and "value" in obj:
-                obj, kts, text, err, fld = unwrap_kafka(obj)
-                if err:
-                    self._problem(idx, lineno, err, fld)
+        good_src: set[str] = set()
+        part_k, part_n = self.partition or (0, 0)
+        seq = self.seq
+        rep = self._rep
+        lineno = 0
+        for batch in iter_line_batches(path):
+            for line in batch:
+                lineno += 1
+                if part_n:
+                    key = partition_key(line)
+                    if (crc32(key) if key is not None else lineno) % part_n != part_k:
+                        continue
+                try:
+                    obj = loads(line)
+                except JSONDecodeError as exc:
+                    if line.strip():
+                        self._problem(idx, lineno, f"not JSON: {exc}")
                     continue
-            self._rep.receipts += 1
-            self.seq += 1
-            kind = obj.get("kind")
-            mid = obj.get("message_id")
-            src = obj.get("source_id")
-            ki = kinds.get(kind) if type(kind) is str else None
-            bad: list[str] = []
-            if type(mid) is not str:
-                bad.append(f"message_id: expected {m.hash_expected}, found {'nothing' if mid is None else repr(mid)}")
-                mid = None
-            elif not hash_ok(mid):
-                bad.append(f"message_id: expected {m.hash_expected}, found {mid!r}")
-            if src is None:
-                bad.append("source_id: required, missing")
-            elif not hash_ok(src):
-                bad.append(f"source_id: expected {m.hash_expected}, found {src!r}")
-                src = src if type(src) is str else None
-            ts = obj.get("timestamp")
-            if type(ts) is not int or ts < 0:
-                bad.append(f"timestamp: expected an integer >= 0 (unix ms), found {'nothing' if ts is None else repr(ts)}")
-                ts = 0
-            t = ts or kts
-            if t is not None:
-                if hwm is None or t > hwm:
-                    hwm = self.hwm = t
-                    if hwm >= self._next_sweep_t:  # the log's clock moved on: judge what is due
-                        self._sweep()
-                        self._next_sweep_t = hwm + 1000
-                if self.min_t is None or t < self.min_t:
-                    self.min_t = t
-            else:
-                self.no_time += 1
-            if ki is not None:
-                for fc in ki.fields:
-                    v = obj.get(fc.name)
-                    if v is None:
-                        if fc.required:
-                            bad.append(f"{fc.name}: required for {kind}, missing")
-                    elif not fc.check(v):
-                        bad.append(f"{fc.name}: expected {fc.expected}, found {v!r}")
-            if mid is None:
-                if check_schema:
-                    violate("REMP-SCHEMA-001", None, "receipt names no readable message: " + "; ".join(bad),
-                            [(ref, kind if type(kind) is str else None, src)])
-                continue
-            # ---- the message this receipt belongs to --------------------------------------
-            msg = msgs.get(mid)
-            if msg is None:
-                tomb = self._tombs.get(mid)
-                if tomb is not None:
-                    self.late += 1
-                    if ki is not None:
-                        self._late_receipt(tomb, ki, obj, ref, t, src)
+                if type(obj) is not dict:
+                    self._problem(idx, lineno, f"expected a JSON object, found {type(obj).__name__}")
                     continue
-                msg = msgs[mid] = _Msg(mid, ref, t, self.seq)
-                self._order.append(mid)
-                self.messages += 1
-                if len(msgs) > self.peak_open:
-                    self.peak_open = len(msgs)
-            else:
-                msg.last_seq = self.seq
-                if msg.first_t is None and t is not None:
-                    msg.first_t = t
-            h = hash(text)
-            if h in msg.seen:
-                self.redelivered += 1
-                continue
-            msg.seen.add(h)
-            if bad and check_schema:
-                violate("REMP-SCHEMA-001", mid, f"{kind if type(kind) is str else 'receipt'}: " + "; ".join(bad),
-                        [(ref, kind if type(kind) is str else None, src)])
-            if ki is None:
-                violate("REMP-KIND-001", mid, self._kind_hint(kind), [(ref, kind if type(kind) is str else None, src)])
-                continue
-            kind_counts[kind] += 1
-            msg.kinds.add(kind)
-            if check_kind2 and not ki.in_table:
-                violate("REMP-KIND-002", mid, f"{kind} is not in the {self.profile} profile's status table", [(ref, kind, src)])
-            # ---- role of the source ---------------------------------------------------------
-            issuers = ki.issuers
-            role = None
-            if src is not None:
-                st = msg.srcs.get(src)
-                if declared is not None:
-                    role = declared.get(src) or declared.get(src.lower())
-                    if role is None:
-                        if src not in self._unknown_sources:
-                            self._unknown_sources.add(src)
-                            if check_role:
-                                violate("REMP-ROLE-001", mid, f"source {src} is neither a validator nor a full node of the --validators file", [(ref, kind, src)])
-                        role = next(iter(issuers)) if len(issuers) == 1 else VALIDATOR
-                    elif role not in issuers:
-                        if check_role:
-                            violate("REMP-ROLE-001", mid, f"{kind} may be issued by {' or '.join(sorted(issuers))}, but {src} is a {role}", [(ref, kind, src)])
-                        role = None  # no transition for a receipt its source may not issue
-                else:
-                    known = inferred.get(src)
-                    if known is None:
-                        if len(issuers) == 1:
-                            role = next(iter(issuers))
-                            inferred[src] = (role, ref)
-                        else:
-                            role = st[0] if st else VALIDATOR
+                ref = base | lineno
+                kts = None
+                text = line
+                if "kind" not in obj and "value" in obj:
+                    obj, kts, text, err, fld = unwrap_kafka(obj)
+                    if err:
+                        self._problem(idx, lineno, err, fld)
+                        continue
+                seq += 1
+                kind = obj.get("kind")
+                mid = obj.get("message_id")
+                src = obj.get("source_id")
+                ts = obj.get("timestamp")
+                ki = kinds.get(kind) if type(kind) is str else None
+                bad = None
+                if src not in good_src:
+                    if type(src) is str and hash_ok(src):
+                        good_src.add(src)
                     else:
-                        role = known[0]
-                        if role not in issuers:
+                        bad = [f"source_id: expected {m.hash_expected}, found {'nothing' if src is None else repr(src)}"]
+                        src = src if type(src) is str else None
+                if type(ts) is not int or ts < 0:
+                    (bad := bad or []).append(f"timestamp: expected an integer >= 0 (unix ms), found {'nothing' if ts is None else repr(ts)}")
+                    ts = 0
+                t = ts or kts
+                if t is not None:
+                    if hwm is None or t > hwm:
+                        hwm = self.hwm = t
+                        if hwm >= self._next_sweep_t:  # the log's clock moved on: judge what is due
+                            self.seq = seq
+                            self._sweep()
+                            self._next_sweep_t = hwm + 1000
+                        if self.min_t is None:
+                            self.min_t = t
+                    elif t < self.min_t:
+                        self.min_t = t
+                else:
+                    self.no_time += 1
+                if ki is not None and ki.validate is not None:
+                    problems = ki.validate(obj)
+                    if problems:
+                        bad = (bad or []) + problems
+                msg = msgs.get(mid) if type(mid) is str else None
+                if msg is None:
+                    if type(mid) is not str or not hash_ok(mid):
+                        (bad := bad or []).append(f"message_id: expected {m.hash_expected}, found {'nothing' if mid is None else repr(mid)}")
+                        if type(mid) is not str:
+                            if check_schema:
+                                violate("REMP-SCHEMA-001", None, "receipt names no readable message: " + "; ".join(bad),
+                                        [(ref, kind if type(kind) is str else None, src)])
+                            continue
+                # ---- the message this receipt belongs to ----------------------------------
+                    tomb = self._tombs.get(mid)
+                    if tomb is not None:
+                        self.late += 1
+                        if ki is not None:
+                            self._late_receipt(tomb, ki, obj, ref, t, src)
+                        continue
+                    msg = msgs[mid] = _Msg(mid, ref, t, seq)
+                    self._order.append(mid)
+                    self.messages += 1
+                    if len(msgs) > self.peak_open:
+                        self.peak_open = len(msgs)
+                else:
+                    msg.last_seq = seq
+                    if msg.first_t is None and t is not None:
+                        msg.first_t = t
+                h = hash(text)
+                if h in msg.seen:
+                    self.redelivered += 1
+                    continue
+                msg.seen.add(h)
+                if bad and check_schema:
+                    violate("REMP-SCHEMA-001", mid, f"{kind if type(kind) is str else 'receipt'}: " + "; ".join(bad),
+                            [(ref, kind if type(kind) is str else None, src)])
+                if ki is None:
+                    violate("REMP-KIND-001", mid, self._kind_hint(kind), [(ref, kind if type(kind) is str else None, src)])
+                    continue
+                kind_counts[kind] += 1
+                msg.kmask |= ki.bit
+                if check_kind2 and not ki.in_table:
+                    violate("REMP-KIND-002", mid, f"{kind} is not in the {self.profile} profile's status table", [(ref, kind, src)])
+                # ---- role of the source ---------------------------------------------------------
+                issuers = ki.issuers
+                role = None
+                if src is not None:
+                    st = msg.srcs.get(src)
+                    if declared is not None:
+                        role = declared.get(src) or declared.get(src.lower())
+                        if role is None:
+                            if st is None:  # once per source and message
+                                if check_role:
+                                    violate("REMP-ROLE-001", mid, f"source {src} is neither a validator nor a full node of the --validators file", [(ref, kind, src)])
+                            role = next(iter(issuers)) if len(issuers) == 1 else VALIDATOR
+                        elif role not in issuers:
                             if check_role:
-                                violate("REMP-ROLE-001", mid,
-                                        f"{kind} may be issued by {' or '.join(sorted(issuers))}, but {src} acted as a {role} before",
-                                        [(known[1], None, src), (ref, kind, src)])
+                                violate("REMP-ROLE-001", mid, f"{kind} may be issued by {' or '.join(sorted(issuers))}, but {src} is a {role}", [(ref, kind, src)])
                             role = None  # no transition for a receipt its source may not issue
-                # ---- time and signature ------------------------------------------------------
-                if ts == 0 and check_time and "timestamp" in obj and (role not in zero_roles if role else not issuers & zero_roles):
-                    violate("REMP-TIME-001", mid, f"{kind} from {role} {src} has timestamp 0", [(ref, kind, src)])
-                if check_sig:
-                    sig = obj.get("signature")
-                    if sig is None or sig == "":
-                        if sig_required:
-                            violate("REMP-SIG-001", mid, f"{kind} from {src} carries no signature", [(ref, kind, src)])
-                    elif not sig_ok(sig):
-                        violate("REMP-SIG-001", mid, f"signature: expected {m.signature_expected}, found {str(sig)[:40]!r}", [(ref, kind, src)])
-                # ---- per-source transition ---------------------------------------------------
-                trans = ki.transitions.get(role) if role is not None else None
-                if trans is not None:
-                    if st is None:
-                        st = msg.srcs[src] = [role, "none", ref, kind, None]
-                    to, allowed = trans
-                    pos = st[1]
-                    if pos not in allowed:
-                        machine = m.roles[role]
-                        if pos in machine.final:
-                            rule = "REMP-SRC-001" if role == VALIDATOR else "REMP-SRC-002"
-                            violate(rule, mid, f"{kind} from {role} {src} after its final {st[3]}", [(st[2], st[3], src), (ref, kind, src)])
+                    else:
+                        known = inferred.get(src)
+                        if known is None:
+                            if len(issuers) == 1:
+                                role = next(iter(issuers))
+                                inferred[src] = (role, ref, mid)
+                            else:
+                                role = st[0] if st else VALIDATOR
                         else:
-                            what = "first receipt" if pos == "none" else f"after {st[3]}"
-                            violate("REMP-SEQ-001", mid, f"{kind} from {role} {src} as its {what}; the {self.profile} profile allows it only after: {', '.join(sorted(allowed)) or 'nothing'}",
-                                    [(st[2], st[3], src), (ref, kind, src)] if pos != "none" else [(ref, kind, src)])
-                    st[0] = role
-                    st[1] = to
-                    st[2] = ref
-                    st[3] = kind
-                    if kind == "PutIntoQueue" and st[4] is None:
-                        st[4] = ref
-            # ---- per-message rules ----------------------------------------------------------
-            if kind == "PutIntoQueue":
-                if msg.put_t is None and t:
-                    msg.put_t = t
-            elif kind == "SentToValidators":
-                if msg.sent_t is None:
-                    msg.sent_t = t
-                n, total = obj.get("sent_to"), obj.get("total_validators")
-                if type(n) is int and type(total) is int and total > 0:
-                    if n > total:
-                        violate("REMP-FANOUT-001", mid, f"sent_to {n} > total_validators {total}", [(ref, kind, src)])
-                    elif n < total // 3 + 1:
-                        violate("REMP-FANOUT-002", mid, f"sent to {n} of {total} validators; at least {total // 3 + 1} are needed", [(ref, kind, src)])
-            elif kind == "RejectedByFullnode":
-                if msg.fn_rej is None:
-                    msg.fn_rej = (ref, src)
-            if ki.has_block:
-                block = obj.get("block_id")
-                if type(block) is str:
-                    if kind in INCLUSION_KINDS:
-                        self._inclusion(msg, kind, block, ref, t, src, expiry_ms)
-                    elif kind == "Finalized":
-                        self._finalized(msg, block, ref, t, src)
-            if (self.seq & (SWEEP_EVERY - 1)) == 0:  # for logs whose receipts carry no time
-                self._sweep()
+                            role = known[0]
+                            if role not in issuers:
+                                if check_role:
+                                    violate("REMP-ROLE-001", mid,
+                                            f"{kind} may be issued by {' or '.join(sorted(issuers))}, but {src} acted as a {role} before",
+                                            [(known[1], None, src), (ref, kind, src)])
+                                role = None  # no transition for a receipt its source may not issue
+                    # ---- time and signature ------------------------------------------------------
+                    if ts == 0 and check_time and "timestamp" in obj and (role not in zero_roles if role else not issuers & zero_roles):
+                        violate("REMP-TIME-001", mid, f"{kind} from {role} {src} has timestamp 0", [(ref, kind, src)])
+                    if check_sig:
+                        sig = obj.get("signature")
+                        if sig is None or sig == "":
+                            if sig_required:
+                                violate("REMP-SIG-001", mid, f"{kind} from {src} carries no signature", [(ref, kind, src)])
+                        elif not sig_ok(sig):
+                            violate("REMP-SIG-001", mid, f"signature: expected {m.signature_expected}, found {str(sig)[:40]!r}", [(ref, kind, src)])
+                    # ---- per-source transition ---------------------------------------------------
+                    trans = ki.transitions.get(role) if role is not None else None
+                    if trans is not None:
+                        if st is None:
+                            st = msg.srcs[src] = [role, "none", ref, kind, None]
+                        to, allowed = trans
+                        pos = st[1]
+                        if pos not in allowed:
+                            machine = m.roles[role]
+                            if pos in machine.final:
+                                rule = "REMP-SRC-001" if role == VALIDATOR else "REMP-SRC-002"
+                                violate(rule, mid, f"{kind} from {role} {src} after its final {st[3]}", [(st[2], st[3], src), (ref, kind, src)])
+                            else:
+                                what = "first receipt" if pos == "none" else f"after {st[3]}"
+                                violate("REMP-SEQ-001", mid, f"{kind} from {role} {src} as its {what}; the {self.profile} profile allows it only after: {', '.join(sorted(allowed)) or 'nothing'}",
+                                        [(st[2], st[3], src), (ref, kind, src)] if pos != "none" else [(ref, kind, src)])
+                        st[0] = role
+                        st[1] = to
+                        st[2] = ref
+                        st[3] = kind
+                        if kind == "PutIntoQueue" and st[4] is None:
+                            st[4] = ref
+                # ---- per-message rules ----------------------------------------------------------
+                if kind == "PutIntoQueue":
+                    if msg.put_t is None and t:
+                        msg.put_t = t
+                elif kind == "SentToValidators":
+                    if msg.sent_t is None:
+                        msg.sent_t = t
+                    n, total = obj.get("sent_to"), obj.get("total_validators")
+                    if type(n) is int and type(total) is int and total > 0:
+                        if n > total:
+                            violate("REMP-FANOUT-001", mid, f"sent_to {n} > total_validators {total}", [(ref, kind, src)])
+                        elif n < total // 3 + 1:
+                            violate("REMP-FANOUT-002", mid, f"sent to {n} of {total} validators; at least {total // 3 + 1} are needed", [(ref, kind, src)])
+                elif kind == "RejectedByFullnode":
+                    if msg.fn_rej is None:
+                        msg.fn_rej = (ref, src)
+                if ki.has_block:
+                    block = obj.get("block_id")
+                    if type(block) is str:
+                        if kind in INCLUSION_KINDS:
+                            self._inclusion(msg, kind, block, ref, t, src, expiry_ms)
+                        elif kind == "Finalized":
+                            self._finalized(msg, block, ref, t, src)
+                if (seq & (SWEEP_EVERY - 1)) == 0:  # for logs whose receipts carry no time
+                    self.seq = seq
+                    self._sweep()
+
+        self.seq = seq
+        rep.receipts = seq
 
     # ------------------------------------------------------------------------------------------
     def _after(self, t: int | None, other_t: int | None) -> bool:
@@ -440,7 +488,7 @@ class RempLogChecker:
         m = self.model
         violate = self._violate
         queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None]
-        outcome, final = evaluate_outcome(m.outcomes, msg.kinds, [st[1] for _, st in queued])
+        outcome, final = evaluate_outcome(m.outcomes, m.kinds_of_mask(msg.kmask), [st[1] for _, st in queued])
         fin = msg.fin
         if fin is not None:
             fin_ev = (fin[1], "Finalized", fin[3])
@@ -487,7 +535,7 @@ class RempLogChecker:
         lat = {}
         for name, spec in m.latency.items():
             lat[name] = {"from": spec["from"], "to": spec["to"]} | self.lat[name].summary(tuple(spec["promise"]))
-        roles = Counter(r for r, _ in self._roles.values())
+        roles = Counter(r for r, _, _ in self._roles.values())
         if self.declared_roles is not None:
             roles = Counter(self.declared_roles.values())
         return {

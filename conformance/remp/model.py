@@ -25,6 +25,39 @@ class FieldCheck:
     required: bool
     check: Callable[[Any], bool]
     expected: str  # what the format is, for error messages
+    fmt: dict[str, Any] | None = None  # the profile's format entry, for the compiled validator
+
+
+def compile_validator(kind: str, fields: tuple[FieldCheck, ...]) -> Callable[[dict], list[str] | None] | None:
+    """Generate one function that checks every field of a kind and returns the problems (or
+    None). Generated code avoids a call per field on the hot path: integers are checked inline,
+    strings against a set of values already found good before calling the format's check."""
+    if not fields:
+        return None
+    env: dict[str, Any] = {}
+    body = [f"def validate(obj):", "    bad = None"]
+    for i, fc in enumerate(fields):
+        if not fc.name.isidentifier():
+            raise ValueError(f"field name {fc.name!r} of {kind} is not an identifier")
+        env[f"check{i}"], env[f"good{i}"] = fc.check, set()
+        missing = f"{fc.name}: required for {kind}, missing"
+        wrong = f"{fc.name}: expected {fc.expected}, found "
+        body.append(f"    v = obj.get({fc.name!r})")
+        body.append("    if v is None:")
+        body.append(f"        if {fc.required!r}: bad = (bad or []) + [{missing!r}]")
+        fmt = fc.fmt or {}
+        if fmt.get("type") == "integer":
+            lo = fmt.get("minimum")
+            cond = "type(v) is not int" + (f" or v < {int(lo)}" if lo is not None else "")
+            body.append(f"    elif {cond}: bad = (bad or []) + [{wrong!r} + repr(v)]")
+        else:
+            body.append(f"    elif type(v) is not str: bad = (bad or []) + [{wrong!r} + repr(v)]")
+            body.append(f"    elif v not in good{i}:")
+            body.append(f"        if not check{i}(v): bad = (bad or []) + [{wrong!r} + repr(v)]")
+            body.append(f"        elif len(good{i}) < 100_000: good{i}.add(v)")
+    body.append("    return bad")
+    exec("\n".join(body), env)  # noqa: S102 - generated from the spec's own field table
+    return env["validate"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +70,8 @@ class KindInfo:
     issuers: frozenset[str]
     in_table: bool
     fields: tuple[FieldCheck, ...]
+    validate: Callable[[dict], list[str] | None] | None  # compiled from fields
+    bit: int  # this kind's bit in a message's set of kinds seen
     has_block: bool  # carries the shard block group (required or optional)
     # role -> (position after, positions it may follow)
     transitions: dict[str, tuple[str, frozenset[str]]]
@@ -54,6 +89,36 @@ def _fail(spec, part: str, path: list, message: str):
     raise SpecError(shown, ".".join(map(str, path)), message, line=line)
 
 
+_HEX_ALTERNATIVES = re.compile(r"\^\(?((?:\[0-9a-(?:fA-F|f)\]\{\d+\}\|?)+)\)?\$")
+_HEX_PART = re.compile(r"\[0-9a-(fA-F|f)\]\{(\d+)\}")
+
+
+def _hex_check(pattern: str) -> Callable[[Any], bool] | None:
+    """An exact, faster equivalent of a pattern that only says "N hex digits" (or one of several
+    lengths, lower case or any case): bytes.fromhex instead of a regex. None for other patterns."""
+    m = _HEX_ALTERNATIVES.fullmatch(pattern)
+    if m is None:
+        return None
+    parts = _HEX_PART.findall(m.group(1))
+    cases = {c for c, _ in parts}
+    if len(cases) != 1 or "".join(f"[0-9a-{c}]{{{n}}}|" for c, n in parts).rstrip("|") != m.group(1):
+        return None
+    lengths = frozenset(int(n) for _, n in parts)
+    lower_only = cases == {"f"}
+    fromhex = bytes.fromhex
+
+    def check(v) -> bool:
+        if type(v) is not str or len(v) not in lengths:
+            return False
+        try:
+            ok = len(fromhex(v)) * 2 == len(v)  # fromhex skips spaces: the length catches them
+        except ValueError:
+            return False
+        return ok and (not lower_only or v.islower() or v.isdigit())
+
+    return check
+
+
 def _format_check(fmt: dict[str, Any]) -> tuple[Callable[[Any], bool], str]:
     if fmt["type"] == "integer":
         lo = fmt.get("minimum")
@@ -63,6 +128,9 @@ def _format_check(fmt: dict[str, Any]) -> tuple[Callable[[Any], bool], str]:
     pattern = fmt.get("pattern")
     if pattern is None:
         return (lambda v: type(v) is str), "a string"
+    fast = _hex_check(pattern)
+    if fast is not None:
+        return fast, f"a string matching {pattern}"
     match = re.compile(pattern).fullmatch
     good: set[str] = set()  # ids repeat (sources, blocks): remember the ones already found good
 
@@ -152,7 +220,7 @@ class RempModel:
         if fmt not in self.formats:
             _fail(spec, part, path + [name, "format"], f"unknown format {fmt!r}; expected one of {sorted(self.formats)}")
         check, expected = self.formats[fmt]
-        return FieldCheck(name, required, check, expected)
+        return FieldCheck(name, required, check, expected, spec["formats"]["formats"][fmt][self.profile])
 
     def _compile_kinds(self, spec, manifest):
         kd = spec["kinds"]
@@ -211,8 +279,8 @@ class RempModel:
                 if role not in transitions:
                     _fail(spec, "transitions", ["roles", role, "kinds"], f"kind {name} may be issued by {role} in profile {self.profile} but has no transition for that role")
             out[name] = KindInfo(name, k["status"], k["level"], k["category"], k["final"], issuers,
-                                 k["in_table"][self.profile], tuple(fields), has_block, transitions,
-                                 tuple(k.get("seed_names", ())))
+                                 k["in_table"][self.profile], tuple(fields), compile_validator(name, tuple(fields)),
+                                 1 << len(out), has_block, transitions, tuple(k.get("seed_names", ())))
         for role, r in trans.items():
             for name in r["kinds"]:
                 if name not in out:
@@ -234,6 +302,10 @@ class RempModel:
         return rules
 
     # -- helpers used by checker, machines and docs ------------------------------------------
+    def kinds_of_mask(self, mask: int) -> set[str]:
+        """The kind names whose bits are set in ``mask`` (see ``KindInfo.bit``)."""
+        return {k.name for k in self.kinds.values() if mask & k.bit}
+
     def mode(self, rule_id: str) -> str:
         return self.rules[rule_id].mode(self.profile)
 

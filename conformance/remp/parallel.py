@@ -1,0 +1,172 @@
+"""Check one log with several processes: each worker reads the whole input but checks only the
+messages whose id hashes into its share, so per-message state never crosses processes.
+
+Only three things are global and are reconciled here: the log's clock at the end (workers agree
+on it before judging the messages still open), the role each source plays (a source seen as a
+full node by one worker and as a validator by another is a REMP-ROLE-001 violation), and the
+report (counts add, examples are merged in line order, histograms add).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from collections import Counter
+from typing import Any
+
+from rmkit.rules import STRICT
+from rmkit.verdict import Evidence, Report, Violation
+
+from rmkit.conformance.remp.checker import LINE_BITS, LINE_MASK, RempLogChecker, _violation_order
+
+# Below this many bytes of input one process is faster than starting several.
+MIN_PARALLEL_BYTES = 32 << 20
+
+
+def auto_jobs(inputs: list[str]) -> int:
+    """How many processes to use for these inputs: one per core (at most 8), one for stdin or small logs."""
+    if any(p == "-" for p in inputs):
+        return 1
+    try:
+        size = sum(os.path.getsize(p) for p in inputs)
+    except OSError:
+        return 1
+    if size < MIN_PARALLEL_BYTES:
+        return 1
+    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+def _worker(conn, kwargs: dict[str, Any], inputs: list[str], k: int, n: int) -> None:
+    try:
+        checker = RempLogChecker(**kwargs)
+        checker.begin(inputs, partition=(k, n))
+        for idx, path in enumerate(inputs):
+            checker._run_file(idx, path)
+        conn.send(("hwm", checker.hwm))
+        end_hwm = conn.recv()
+        report = checker.finish(end_hwm)
+        conn.send(("done", report, checker.lat, checker._roles))
+    except BaseException as exc:  # report any failure to the parent instead of hanging it
+        conn.send(("error", f"{type(exc).__name__}: {exc}", getattr(exc, "exit_code", None), exc))
+    finally:
+        conn.close()
+
+
+def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int) -> Report:
+    """Same result as ``RempLogChecker(**kwargs).run(inputs)`` (up to which examples are kept)."""
+    started = time.perf_counter()
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    pipes, procs = [], []
+    for k in range(jobs):
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_worker, args=(child, kwargs, inputs, k, jobs), daemon=True)
+        proc.start()
+        child.close()
+        pipes.append(parent)
+        procs.append(proc)
+    try:
+        first = [p.recv() for p in pipes]
+        for msg in first:
+            if msg[0] == "error":
+                raise msg[3]
+        hwms = [m[1] for m in first if m[1] is not None]
+        end = max(hwms) if hwms else None
+        for p in pipes:
+            p.send(end)
+        results = [p.recv() for p in pipes]
+        for msg in results:
+            if msg[0] == "error":
+                raise msg[3]
+    finally:
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+    report = _merge(kwargs, inputs, [r[1] for r in results], [r[2] for r in results], [r[3] for r in results])
+    elapsed = time.perf_counter() - started
+    report.metrics["elapsed_s"] = round(elapsed, 3)
+    report.metrics["receipts_per_s"] = round(report.receipts / elapsed) if elapsed > 0 else None
+    return report
+
+
+def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[dict]) -> Report:
+    probe = RempLogChecker(**kwargs)
+    base = reports[0]
+    out = Report(protocol=base.protocol, profile=base.profile, inputs=list(inputs), rules=dict(base.rules),
+                 shown_per_rule=base.shown_per_rule, input_rule=base.input_rule)
+    for r in reports:
+        out.receipts += r.receipts
+        out.messages += r.messages
+        out.unreadable += r.unreadable
+        for rule, n in r.counts.items():
+            out.counts[rule] = out.counts.get(rule, 0) + n
+        for rule, n in r.strict_counts.items():
+            out.strict_counts[rule] = out.strict_counts.get(rule, 0) + n
+    # a source inferred as a full node in one share and as a validator in another
+    first: dict[str, tuple] = {}
+    extra: list[Violation] = []
+    for share in roles:
+        for src, (role, ref, mid) in share.items():
+            seen = first.get(src)
+            if seen is None or ref < seen[1]:
+                if seen is not None and seen[0] != role:
+                    extra.append(_role_conflict(probe, src, (role, ref, mid), seen, inputs))
+                first[src] = (role, ref, mid)
+            elif seen[0] != role:
+                extra.append(_role_conflict(probe, src, seen, (role, ref, mid), inputs))
+    mode = out.rules.get("REMP-ROLE-001")
+    for v in extra:
+        out.counts[v.rule] = out.counts.get(v.rule, 0) + 1
+        if mode == STRICT:
+            out.strict_counts[v.rule] = out.strict_counts.get(v.rule, 0) + 1
+    kept: Counter[str] = Counter()
+    for v in sorted([v for r in reports for v in r.violations] + [v for v in extra if mode and mode != "off"], key=_violation_order):
+        if out.shown_per_rule and kept[v.rule] >= out.shown_per_rule:
+            continue
+        kept[v.rule] += 1
+        out.violations.append(v)
+    problems = sorted((p for r in reports for p in r.input_problems), key=lambda p: (inputs.index(p.file), p.line))
+    out.input_problems = problems[: out.shown_per_rule or None]
+    out.metrics = _merge_metrics(probe, reports, lats, roles)
+    out.decide()
+    return out
+
+
+def _role_conflict(probe, src, earlier, later, inputs) -> Violation:
+    def ev(entry):
+        return Evidence(entry[1] & LINE_MASK, None, src, inputs[entry[1] >> LINE_BITS])
+
+    return Violation("REMP-ROLE-001", probe.model.rules["REMP-ROLE-001"].severity, probe.modes["REMP-ROLE-001"], later[2],
+                     f"{src} acted as a {earlier[0]} and, for another message, as a {later[0]}", [ev(earlier), ev(later)])
+
+
+def _merge_metrics(probe, reports, lats, roles) -> dict[str, Any]:
+    ms = [r.metrics for r in reports]
+    merged = dict(ms[0])
+    for key in ("not_judged_for_liveness", "redelivered_receipts", "late_receipts", "receipts_without_time", "peak_open_messages"):
+        merged[key] = sum(m[key] for m in ms)
+    for key in ("receipts_per_kind", "outcomes"):
+        total: Counter = Counter()
+        for m in ms:
+            total.update(m[key])
+        merged[key] = dict(total.most_common())
+    spans = [m["log_time_span_s"] for m in ms if m["log_time_span_s"] is not None]
+    merged["log_time_span_s"] = max(spans) if spans else None
+    lat = {}
+    for name, spec in probe.model.latency.items():
+        hist = lats[0][name]
+        for other in lats[1:]:
+            hist.merge(other[name])
+        lat[name] = {"from": spec["from"], "to": spec["to"]} | hist.summary(tuple(spec["promise"]))
+    merged["latency_ms"] = lat
+    sources = Counter()
+    seen = {}
+    for share in roles:
+        for src, (role, _, _) in share.items():
+            seen.setdefault(src, role)
+    sources.update(seen.values())
+    if probe.declared_roles is None:
+        merged["sources"] = dict(sources)
+    merged["jobs"] = len(reports)
+    return merged
