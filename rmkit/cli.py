@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--strict", action="store_true", help="treat a non-strict verdict as failure (exit 1)")
     c.add_argument("--max-examples", type=int, default=1000, metavar="N",
                    help="keep at most N violations per rule in the report, counting all (0: keep all; default 1000)")
+    c.add_argument("--jobs", type=int, metavar="N",
+                   help="processes to check with (default: one per core for logs over 32 MB, else 1; stdin: 1)")
     c.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text reports")
     for name in protocol_names():
         proto = get_protocol(name)
@@ -123,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_check(args) -> int:
     proto = get_protocol(args.protocol)
     profile = proto.check_profile(args.profile)
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs: expected a number >= 1, found {args.jobs}")
     if args.max_examples < 0:
         raise UsageError(f"--max-examples: expected a number >= 0, found {args.max_examples}")
     for path in args.logs:

@@ -488,7 +488,7 @@ class RempLogChecker:
         m = self.model
         violate = self._violate
         queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None]
-        outcome, final = evaluate_outcome(m.outcomes, m.kinds_of_mask(msg.kmask), [st[1] for _, st in queued])
+        outcome, final = evaluate_outcome(m.outcomes, msg.kmask, [st[1] for _, st in queued])
         fin = msg.fin
         if fin is not None:
             fin_ev = (fin[1], "Finalized", fin[3])

@@ -167,6 +167,9 @@ class RempModel:
         self.roles = self._compile_roles(spec)
         self.kinds = self._compile_kinds(spec, manifest)
         self.outcomes = self._compile_outcomes(spec)
+        for _, _, when in self.outcomes:
+            if "any_kind" in when:
+                when["any_mask"] = sum(self.kinds[k].bit for k in when["any_kind"])
         lt = spec["lifetimes"]
         self.default_lifetime_s: float = lt["mc_catchain_lifetime"]["default_seconds"]
         self.expiry_bound_lifetimes: float = lt["expiry_bound_lifetimes"][profile]["value"]

@@ -57,7 +57,8 @@ class Remp(Protocol):
             if value is not None and value <= 0:
                 raise UsageError(f"{name}: expected a number of seconds > 0, found {value}")
         return RempLogChecker(self.check_profile(profile), lifetime_s=lifetime, horizon_s=horizon,
-                              roles=roles, max_examples=getattr(args, "max_examples", 1000))
+                              roles=roles, max_examples=getattr(args, "max_examples", 1000),
+                              jobs=getattr(args, "jobs", None))
 
     def explain(self, rule_id: str) -> dict[str, Any]:
         from rmkit.conformance.remp.explain import explain_rule

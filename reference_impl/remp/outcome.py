@@ -14,13 +14,18 @@ def evaluate_outcome(outcome_rules, kinds_seen: Collection[str], queued_position
     """(outcome name, final?) for one message.
 
     ``outcome_rules``: the compiled list of ``(name, final, when)`` of a REMP model;
-    ``kinds_seen``: kinds of every receipt seen for the message;
+    ``kinds_seen``: kinds of every receipt seen for the message, as names, or as an int of
+    ``KindInfo.bit`` flags (the checker's compact form; rules then carry an ``any_mask``);
     ``queued_positions``: current position of each validator that reported PutIntoQueue.
     """
     queued = list(queued_positions)
     for name, final, when in outcome_rules:
-        if "any_kind" in when and not any(k in kinds_seen for k in when["any_kind"]):
-            continue
+        if "any_kind" in when:
+            if type(kinds_seen) is int:
+                if not kinds_seen & when["any_mask"]:
+                    continue
+            elif not any(k in kinds_seen for k in when["any_kind"]):
+                continue
         if "queued_all_in" in when:
             allowed = when["queued_all_in"]
             if not queued or not all(p in allowed for p in queued):

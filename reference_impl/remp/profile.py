@@ -34,6 +34,9 @@ AS_BUILT: dict[str, dict[str, Any]] = {
         "send_idle_ms": 30_000,
         # section 2: signatures are base64 in the node's JSON
         "signature_encoding": "base64",
+        # section 3: "Any local error, including a resubmission of a message still in processing,
+        # produces a RejectedByFullnode for it"
+        "reject_resubmission": True,
     },
 }
 DOCUMENTS_BEHAVIOUR: dict[str, Any] = {
@@ -43,6 +46,7 @@ DOCUMENTS_BEHAVIOUR: dict[str, Any] = {
     "send_spacing_ms": None,  # every receipt is sent as it is made
     "send_idle_ms": None,
     "signature_encoding": "hex",  # document 000: "signature": "..." // hex
+    "reject_resubmission": False,  # 001: "You only need to send the message once": a copy is ignored
 }
 
 
@@ -65,6 +69,7 @@ class Traits:
     send_spacing_ms: tuple | None
     send_idle_ms: int | None
     signature_encoding: str
+    reject_resubmission: bool
 
     def emits(self, kind: str) -> bool:
         return kind in self.in_table
@@ -91,6 +96,7 @@ def traits_for(profile: str) -> Traits:
         send_spacing_ms=behaviour["send_spacing_ms"],
         send_idle_ms=behaviour["send_idle_ms"],
         signature_encoding=behaviour["signature_encoding"],
+        reject_resubmission=behaviour["reject_resubmission"],
     )
 
 

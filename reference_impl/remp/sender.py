@@ -49,6 +49,7 @@ class ReceiptSender:
         self.entries: dict[str, _Entry] = {}
         self.timers: list = []  # heap of (time, seq, msg_id)
         self._seq = 0
+        self._purge_at = idle_ms
         self.coalesced = 0  # receipts overtaken before they were sent
 
     def _slot(self, e: _Entry) -> int:
@@ -82,7 +83,6 @@ class ReceiptSender:
                 e.sends += 1
                 e.last_send = now
                 out.append(r)
-                self._timer(now + self.idle_ms, mid)
                 continue
             if e.pending is not None:
                 self.coalesced += 1
@@ -109,11 +109,18 @@ class ReceiptSender:
                     e.sends += 1
                     e.last_send = now
                     e.touched = now
-                    self._timer(now + self.idle_ms, mid)
-            elif now - e.touched >= self.idle_ms:
-                del entries[mid]
+        if now >= self._purge_at:
+            self._purge(now)
         return out
 
+    def _purge(self, now: int) -> None:
+        """Drop the entries idle for ``idle_ms`` (nothing pending): their next receipt goes at once."""
+        idle = self.idle_ms
+        gone = [mid for mid, e in self.entries.items() if e.pending is None and now - e.touched >= idle]
+        for mid in gone:
+            del self.entries[mid]
+        self._purge_at = now + idle
+
     def next_due(self) -> Optional[int]:
-        """The time of the next timer (a due receipt or an idle entry to drop), if any."""
+        """The time of the next due receipt, if any (idle entries are dropped as the flushes go)."""
         return self.timers[0][0] if self.timers else None

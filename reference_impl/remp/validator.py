@@ -43,9 +43,11 @@ from .events import (ACCEPT, ACCEPTED, DIGEST, FORWARD, IGNORED, NEW, REJECT, RE
                      ShardBlockRejected, Tick)
 from .lifetime import expiry_rule
 from .profile import Traits, traits
+from .sender import Offer, ReceiptSender
 
 DUPLICATE_UID_ERROR = "Duplicate uid {uid}: {why}"  # remp-as-built section 3: the text starts "Duplicate uid"
 RESOLVED_KEEP_SESSIONS = 2  # how long block fates are remembered (late catchain records about them)
+HANDED = ""  # ``_Msg.cand`` while the collator has the message and has not answered yet
 
 
 @dataclass(frozen=True)
@@ -56,19 +58,21 @@ class ValidatorConfig:
     Duplicate kind (000: "SkippedAsDuplicate ... Each node") when another validator collated a
     queued message, where the profile's table has the kind; ``stop_at_two_thirds``: no further
     collation once 2/3 of the validators rejected (000: "those rejected by 2/3 of collators should
-    not be collated further").
+    not be collated further"); ``paced``: send receipts through the node's paced, coalescing
+    :class:`~.sender.ReceiptSender` (None: where the profile lets intermediate receipts be skipped).
     """
 
     profile: str = "spec"
     lifetime_ms: Optional[int] = None
     report_duplicates: bool = True
     stop_at_two_thirds: bool = True
+    paced: Optional[bool] = None
 
 
 class _Msg:
     """What one validator knows about one message."""
 
-    __slots__ = ("id", "uid", "session", "order", "body", "pos", "queued", "cand", "others", "acc",
+    __slots__ = ("id", "uid", "session", "order", "body", "pos", "final_pos", "queued", "cand", "others", "acc",
                  "done", "own_rej", "stopped", "rejecters", "expired", "from_fn", "from_cc")
 
     def __init__(self, mid: str, uid: Optional[str], session: int, order: int, body: bool):
@@ -78,8 +82,9 @@ class _Msg:
         self.order = order  # age rank: collation takes the lowest first
         self.body = body  # header and body known (else only the id: digest, block, record)
         self.pos = "none"  # this validator's position as its receipts told it (transitions.yaml)
+        self.final_pos: Optional[str] = None  # the first final position it reported, if any
         self.queued = False  # has a live entry in the collation queue
-        self.cand: Optional[str] = None  # root hash of its own candidate holding the message
+        self.cand: Optional[str] = None  # root hash of its own candidate holding it (HANDED: at the collator)
         self.others: Optional[set] = None  # candidates of other validators holding it, pending
         self.acc: Optional[str] = None  # root hash of the accepted shard block holding it
         self.done = False  # finalized or timed out: nothing more happens to it here
@@ -117,10 +122,13 @@ class Validator:
         self.uid_acc: dict[str, str] = {}
         self.suppressed: Counter = Counter()
         self.refused = 0
-        self._vt = t.validator_transitions
+        self._vt = {k: v for k, v in t.validator_transitions.items() if k in t.in_table}
+        self._final = t.model.roles["validator"].final
         self._in_table = t.in_table
         self._report_dup = config.report_duplicates and "Duplicate" in t.in_table
         self._uid = t.uid_duplicates
+        paced = t.paced_sender if config.paced is None else config.paced
+        self.sender = ReceiptSender(t.send_spacing_ms or (0,), t.send_idle_ms or 30_000) if paced else None
         self._handlers = {
             MessageFromFullNode: self._on_message,
             CatchainRecord: self._on_record,
@@ -138,23 +146,45 @@ class Validator:
 
     # ------------------------------------------------------------------------------------------
     def step(self, event) -> list:
-        """Apply one event; return the outputs (receipts, broadcasts, hand-offs...) in order."""
+        """Apply one event; return the outputs (receipts, broadcasts, hand-offs...) in order.
+
+        With a paced sender, the receipts returned are the ones sent now (some made earlier, due
+        now; some made now may wait, and be overtaken); :meth:`next_due` says when to Tick."""
         handler = self._handlers.get(type(event))
         if handler is None:
             raise TypeError(f"a validator does not take {type(event).__name__} events")
-        return handler(event)
+        outs = handler(event)
+        sender = self.sender
+        if sender is None:
+            return outs
+        if type(event) is Tick:
+            return sender.step(event) + outs
+        receipts = [o for o in outs if type(o) is Receipt]
+        if not receipts:
+            return outs
+        return sender.step(Offer(tuple(receipts), event.time)) + [o for o in outs if type(o) is not Receipt]
+
+    def next_due(self) -> Optional[int]:
+        """When a paced receipt is due (the driver then steps a Tick), if any."""
+        return self.sender.next_due() if self.sender is not None else None
 
     # ---- receipts -----------------------------------------------------------------------------
     def _emit(self, out: list, m: _Msg, kind: str, time: int, block=None, mc_block=None, error=None) -> bool:
-        """Report ``kind`` for ``m`` if the profile's table lets this validator say it now."""
-        if kind not in self._in_table:
+        """Report ``kind`` for ``m`` if the profile's table lets this validator say it now.
+
+        Also from its first *final* position: where intermediate receipts may be skipped on the way
+        to the full node, what follows a final receipt in the stream must be allowed from it."""
+        trans = self._vt.get(kind)
+        if trans is None:  # not in the profile's status table
             self.suppressed[kind] += 1
             return False
-        to, allowed = self._vt[kind]
-        if m.pos not in allowed:
+        to, allowed = trans
+        if m.pos not in allowed or (m.final_pos is not None and m.final_pos not in allowed):
             self.suppressed[kind] += 1
             return False
         m.pos = to
+        if m.final_pos is None and to in self._final:
+            m.final_pos = to
         out.append(Receipt(kind, m.id, self.id, time, block, mc_block, error))
         return True
 
@@ -353,6 +383,8 @@ class Validator:
             take.append(m)
         for entry in keep:
             heapq.heappush(queue, entry)
+        for m in take:
+            m.cand = HANDED
         if "AcceptedByQueue" in self._in_table:
             for m in take:
                 self._emit(out, m, "AcceptedByQueue", ev.time)
@@ -378,6 +410,8 @@ class Validator:
             return []
         out: list = []
         res = ev.result
+        if m.cand == HANDED:
+            m.cand = None
         if res == ACCEPTED:
             if ev.block is None:
                 raise ValueError("an accepted collator result names its candidate block")
@@ -393,7 +427,13 @@ class Validator:
             self._emit(out, m, "RejectedByCollator", ev.time, block=ev.block, error=ev.error or "rejected by collator")
             out.append(CatchainBroadcast(CatchainRecord(self.id, m.id, self.session, REJECT, ev.time,
                                                         origin_session=m.session, error=ev.error)))
+            if m.expired:
+                self._forget(m)
         elif res == IGNORED:
+            if m.expired:  # it became obsolete while at the collator: no second chance
+                self._emit(out, m, "Timeout", ev.time)
+                self._forget(m)
+                return out
             self._emit(out, m, "IgnoredByCollator", ev.time, block=ev.block)
             if not (m.done or m.acc is not None or m.own_rej):
                 self._enqueue(m)
@@ -623,7 +663,7 @@ class Validator:
         return Forwarded(self.id, session, to_session, tuple(full), tuple(digests), time)
 
     def _on_tick(self, ev: Tick) -> list:
-        return []  # the engine has no timers of its own: expiry follows session switches
+        return []  # the queue has no timers (expiry follows session switches); the sender has
 
 
 def step(state: Validator, event) -> tuple[Validator, list]:

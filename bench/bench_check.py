@@ -1,0 +1,126 @@
+"""Benchmark of ``rmkit check`` against a bare orjson parse of the same file, in the same run.
+
+Machines here are noisy (2 shared cores), so every figure is a ratio against a baseline measured
+moments before, each the best of ``--repeat`` runs. What is printed:
+
+- parse:      best wall time of ``for line in file: orjson.loads(line)`` (the baseline)
+- check jN:   best wall time of the ``rmkit check`` process with N jobs (start-up included)
+- ratio:      check / parse (the target is <= 3 with the default jobs)
+- receipts/s: receipts divided by the check's wall time
+- peak RSS:   the check process's maximum resident set size
+
+``--ten-million`` streams a 10,000,000-receipt simulated log through ``rmkit check -`` (from a
+pipe, so no 5 GB file is written) and reports the checker's peak memory (target <= 300 MB).
+
+Usage: python bench/bench_check.py [--receipts N] [--repeat K] [--ten-million]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"
+
+
+def rmkit() -> list[str]:
+    exe = shutil.which("rmkit", path=str(Path(sys.executable).parent)) or shutil.which("rmkit")
+    return [exe] if exe else [sys.executable, "-m", "rmkit"]
+
+
+def simulated_log(receipts: int, seed: int = 1) -> Path:
+    """A cached simulator log of exactly ``receipts`` receipts (spec profile)."""
+    OUT.mkdir(exist_ok=True)
+    path = OUT / f"sim-spec-{receipts}-s{seed}.jsonl"
+    if not path.exists():
+        t = time.perf_counter()
+        subprocess.run(rmkit() + ["simulate", "--receipts", str(receipts), "--messages", str(receipts),
+                                  "--seed", str(seed), "-o", str(path)], check=True)
+        print(f"generated {path.name} in {time.perf_counter() - t:.1f} s")
+    return path
+
+
+def bare_parse(path: Path) -> float:
+    loads = orjson.loads
+    t = time.perf_counter()
+    with open(path, "rb") as f:
+        for line in f:
+            loads(line)
+    return time.perf_counter() - t
+
+
+# Runs the CLI in-process and reports its own peak RSS (and its workers') on stderr.
+_WRAP = """
+import resource, sys
+from rmkit.cli import main
+code = main(sys.argv[1:])
+me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+sys.stderr.write(f"\\nRSS {me} {kids}\\n")
+sys.exit(code)
+"""
+
+
+def timed_check(args: list[str], stdin=None) -> tuple[float, int, int, dict]:
+    """(wall seconds, peak RSS of the main process, of its largest worker (bytes), JSON report)."""
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _WRAP, "check", "--format", "json", *args], stdin=stdin,
+                          capture_output=True, check=False)
+    wall = time.perf_counter() - t
+    if proc.returncode not in (0, 1):
+        sys.exit(f"rmkit check failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
+    me, kids = (int(x) * 1024 for x in proc.stderr.decode().rsplit("RSS ", 1)[1].split())
+    return wall, me, kids, orjson.loads(proc.stdout)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--receipts", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--ten-million", action="store_true")
+    args = ap.parse_args()
+
+    path = simulated_log(args.receipts)
+    size_mb = path.stat().st_size / 1e6
+    print(f"log: {path.name}, {size_mb:.0f} MB, {os.cpu_count()} cores")
+    parse = min(bare_parse(path) for _ in range(args.repeat))
+    print(f"parse (orjson, baseline): {parse:.2f} s")
+    rows = []
+    for jobs in sorted({1, os.cpu_count() or 1}):
+        best, rss, report = None, (0, 0), None
+        for _ in range(args.repeat):
+            parse = min(parse, bare_parse(path))  # keep the baseline fresh: noise hits both alike
+            wall, me, kids, report = timed_check([str(path), "--jobs", str(jobs)])
+            best = wall if best is None else min(best, wall)
+            rss = (max(rss[0], me), max(rss[1], kids))
+        rows.append((jobs, best, report))
+        print(f"check j{jobs}: {best:.2f} s  ratio {best / parse:.2f}  {report['receipts'] / best:,.0f} receipts/s  "
+              f"verdict {report['verdict']}  messages {report['messages']:,}  peak RSS {rss[0] / 1e6:.0f} MB"
+              + (f" (+ largest worker {rss[1] / 1e6:.0f} MB)" if jobs > 1 else ""))
+    default_jobs = 1 if size_mb < 32 else (os.cpu_count() or 1)
+    best_default = next(b for j, b, _ in rows if j == default_jobs)
+    print(f"RESULT ratio(default jobs={default_jobs}) = {best_default / parse:.2f} (target <= 3); "
+          f"single process = {rows[0][1] / parse:.2f}")
+
+    if args.ten_million:
+        n = 10_000_000
+        sim = subprocess.Popen(rmkit() + ["simulate", "--receipts", str(n), "--messages", str(n), "--seed", "7", "-o", "-"],
+                               stdout=subprocess.PIPE)
+        wall, rss, _, report = timed_check(["-"], stdin=sim.stdout)
+        sim.wait()
+        print(f"10M receipts through a pipe: {report['receipts']:,} receipts, {report['messages']:,} messages, "
+              f"peak open {report['metrics']['peak_open_messages']:,}, checker peak RSS {rss / 1e6:.0f} MB (target <= 300), "
+              f"{wall:.0f} s wall (simulator and checker share the cores)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

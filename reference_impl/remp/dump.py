@@ -1,0 +1,67 @@
+"""Writing receipt logs: JSON Lines, and Kafka dumps as the checker reads them.
+
+Why separate from the simulator: any receipt source (the simulator, a test, a converter) writes
+logs the same way. A Kafka dump has one record per line, ``{"topic", "partition", "offset",
+"timestamp", "key", "value"}``: ``key`` the message id (document 000: "The key is a message ID
+while value is a json with one status"), ``timestamp`` the time the record was produced (the only
+time an ever-node validator receipt has, as its own timestamp is 0). ``.gz`` paths are compressed.
+"""
+
+from __future__ import annotations
+
+import gzip
+from typing import IO, Iterable
+
+import orjson
+
+_CHUNK = 4096
+
+
+def _open(path: str) -> IO[bytes]:
+    if path.endswith(".gz"):
+        return gzip.open(path, "wb", compresslevel=3)
+    return open(path, "wb", buffering=1 << 20)
+
+
+def write_jsonl(path: str, receipts: Iterable[dict]) -> int:
+    """Write one receipt object per line; return the number written."""
+    dumps, opt = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    n = 0
+    buf: list = []
+    with _open(path) as f:
+        for r in receipts:
+            buf.append(dumps(r, option=opt))
+            if len(buf) >= _CHUNK:
+                f.write(b"".join(buf))
+                n += len(buf)
+                buf.clear()
+        if buf:
+            f.write(b"".join(buf))
+            n += len(buf)
+    return n
+
+
+def write_kafka_dump(path: str, timed_receipts: Iterable, topic: str = "remp-receipts", partitions: int = 1) -> int:
+    """Write ``(kafka_time_ms, receipt)`` pairs as Kafka records (partition by key, offsets per
+    partition in order); return the number written."""
+    if partitions < 1:
+        raise ValueError("partitions must be >= 1")
+    dumps, opt = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    offsets = [0] * partitions
+    n = 0
+    buf: list = []
+    with _open(path) as f:
+        for ts, r in timed_receipts:
+            key = r.get("message_id")
+            p = int(key[:8], 16) % partitions if partitions > 1 and isinstance(key, str) and len(key) >= 8 else 0
+            buf.append(dumps({"topic": topic, "partition": p, "offset": offsets[p], "timestamp": ts,
+                              "key": key, "value": r}, option=opt))
+            offsets[p] += 1
+            if len(buf) >= _CHUNK:
+                f.write(b"".join(buf))
+                n += len(buf)
+                buf.clear()
+        if buf:
+            f.write(b"".join(buf))
+            n += len(buf)
+    return n
