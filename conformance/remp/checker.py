@@ -222,6 +222,7 @@ class RempLogChecker:
         good_src: set[str] = set()
         part_k, part_n = self.partition or (0, 0)
         seq = self.seq
+        queued_mask = m.queued_mask
         rep = self._rep
         lineno = 0
         for batch in iter_line_batches(path):
@@ -377,14 +378,14 @@ class RempLogChecker:
                                 rule = "REMP-SRC-001" if role == VALIDATOR else "REMP-SRC-002"
                                 violate(rule, mid, f"{kind} from {role} {src} after its final {st[3]}", [(st[2], st[3], src), (ref, kind, src)])
                             else:
-                                what = "first receipt" if pos == "none" else f"after {st[3]}"
-                                violate("REMP-SEQ-001", mid, f"{kind} from {role} {src} as its {what}; the {self.profile} profile allows it only after: {', '.join(sorted(allowed)) or 'nothing'}",
+                                what = "as its first receipt" if pos == "none" else f"after {st[3]}"
+                                violate("REMP-SEQ-001", mid, f"{kind} from {role} {src} {what}; the {self.profile} profile allows it only in positions: {', '.join(sorted(allowed)) or 'none'}",
                                         [(st[2], st[3], src), (ref, kind, src)] if pos != "none" else [(ref, kind, src)])
                         st[0] = role
                         st[1] = to
                         st[2] = ref
                         st[3] = kind
-                        if kind == "PutIntoQueue" and st[4] is None:
+                        if st[4] is None and role == VALIDATOR and ki.bit & queued_mask:
                             st[4] = ref
                 # ---- per-message rules ----------------------------------------------------------
                 if kind == "PutIntoQueue":
@@ -424,9 +425,10 @@ class RempLogChecker:
     def _inclusion(self, msg: _Msg, kind: str, block: str, ref: int, t, src, expiry_ms: int) -> None:
         if block not in msg.incl:
             msg.incl[block] = t
-            if t is not None and msg.first_t is not None and t - msg.first_t > expiry_ms:
+            base_t = msg.put_t if msg.put_t is not None else msg.first_t  # received by a validator
+            if t is not None and base_t is not None and t - base_t > expiry_ms:
                 self._violate("REMP-EXPIRY-001", msg.id,
-                              f"first included into block {block[:16]}… {(t - msg.first_t) / 1000:.1f} s after its first receipt; the {self.profile} profile keeps a message at most {expiry_ms / 1000:.0f} s",
+                              f"first included into block {block[:16]}… {(t - base_t) / 1000:.1f} s after a validator first received it; the {self.profile} profile keeps a message at most {expiry_ms / 1000:.0f} s",
                               [(msg.first_ref, None, None), (ref, kind, src)])
         if kind == "IncludedIntoAcceptedBlock" and block not in msg.acc:
             msg.acc[block] = ref

@@ -167,6 +167,7 @@ class RempModel:
         self.roles = self._compile_roles(spec)
         self.kinds = self._compile_kinds(spec, manifest)
         self.outcomes = self._compile_outcomes(spec)
+        self.queued_mask = self._compile_queued(spec)
         for _, _, when in self.outcomes:
             if "any_kind" in when:
                 when["any_mask"] = sum(self.kinds[k].bit for k in when["any_kind"])
@@ -289,6 +290,18 @@ class RempModel:
                 if name not in out:
                     _fail(spec, "transitions", ["roles", role, "kinds", name], f"unknown kind {name!r}")
         return out
+
+    def _compile_queued(self, spec) -> int:
+        """Bits of the kinds by which a validator counts as having queued a message (outcomes.yaml queued_by)."""
+        entry = spec["outcomes"]["queued_by"].get(self.profile)
+        if entry is None:
+            _fail(spec, "outcomes", ["queued_by"], f"expected an entry for profile {self.profile!r}")
+        if entry["kinds"] == ["any"]:
+            return sum(k.bit for k in self.kinds.values())
+        for i, name in enumerate(entry["kinds"]):
+            if name not in self.kinds:
+                _fail(spec, "outcomes", ["queued_by", self.profile, "kinds", i], f"unknown kind {name!r}")
+        return sum(self.kinds[name].bit for name in entry["kinds"])
 
     def _compile_outcomes(self, spec):
         rules = []

@@ -102,7 +102,7 @@ class ReceiptConsumer:
             if trans is not None:
                 st.position = trans[0]  # the kind says where the source is now, in order or not
             st.last = receipt
-            if kind == "PutIntoQueue":
+            if role == "validator" and ki.bit & self._model.queued_mask:  # outcomes.yaml queued_by
                 st.queued = True
         return self.outcome()
 
