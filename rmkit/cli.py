@@ -116,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--messages", type=int, default=1000, help="number of external messages (default 1000)")
     sim.add_argument("--receipts", type=int, help="stop after this many receipts instead")
     sim.add_argument("--kafka", action="store_true", help="write a Kafka dump (topic, partition, offset, timestamp, key, value)")
-    sim.add_argument("-o", "--out", required=True, metavar="FILE", help="output file (.gz compresses)")
+    sim.add_argument("--lifetime", type=float, metavar="S", help="mc_catchain_lifetime in seconds (default: the spec's)")
+    sim.add_argument("-o", "--out", required=True, metavar="FILE", help="output file (.gz compresses; - for stdout)")
     sim.set_defaults(func=cmd_simulate)
     return p
 
@@ -253,11 +254,26 @@ def cmd_protocols(args) -> int:
 def cmd_simulate(args) -> int:
     if args.protocol != "remp":
         raise UsageError(f"simulate: only the remp simulator exists, not {args.protocol!r}")
-    from rmkit.reference_impl.remp.cli_support import simulate_to_file
+    import itertools
 
-    n = simulate_to_file(args.out, profile=get_protocol("remp").check_profile(args.profile), seed=args.seed,
-                         messages=args.messages, receipts=args.receipts, kafka=args.kafka)
-    print(f"wrote {n:,} receipts to {args.out}", file=sys.stderr)
+    from rmkit.reference_impl.remp import simulate, simulate_timed, write_jsonl, write_kafka_dump
+
+    if args.messages < 1 or (args.receipts is not None and args.receipts < 1):
+        raise UsageError("--messages and --receipts: expected numbers >= 1")
+    profile = get_protocol("remp").check_profile(args.profile)
+    # with --receipts, simulate messages until that many receipts were written
+    messages = args.messages if args.receipts is None else max(args.messages, args.receipts)
+    opts = dict(seed=args.seed, profile=profile, messages=messages)
+    if args.lifetime is not None:
+        opts["lifetime_s"] = args.lifetime
+    if args.kafka:
+        stream = simulate_timed(**opts)
+        n = write_kafka_dump(args.out, itertools.islice(stream, args.receipts) if args.receipts else stream)
+    else:
+        stream = simulate(**opts)
+        n = write_jsonl(args.out, itertools.islice(stream, args.receipts) if args.receipts else stream)
+    print(f"wrote {n:,} receipts ({profile} profile, seed {args.seed}) to {'stdout' if args.out == '-' else args.out}",
+          file=sys.stderr)
     return EXIT_PASS
 
 

@@ -27,6 +27,11 @@ def _by_message(receipts: list) -> dict[str, list[int]]:
     return idx
 
 
+def _later(r: Receipt, ms: int) -> int:
+    """A timestamp ``ms`` after receipt ``r``'s; 0 stays 0 (ever-node relays validator receipts with 0)."""
+    return r["timestamp"] + ms if r.get("timestamp") else 0
+
+
 def _other_block(r: Receipt) -> dict:
     bid = hashlib.sha256(("replay:" + r["block_id"]).encode()).hexdigest()
     return {"block_id": bid, "block_file_hash": hashlib.sha256(("file:" + bid).encode()).hexdigest(),
@@ -48,10 +53,9 @@ def replay_into_second_block(receipts: list, rng: random.Random) -> str:
     vals = [receipts[j]["source_id"] for j in idxs if receipts[j]["kind"] == "IncludedIntoAcceptedBlock"]
     src = _pick(rng, vals)
     base = {k: v for k, v in fin.items() if k in ("message_id", "signature")}
-    t = fin["timestamp"] + 4000
-    ignored = {"kind": "IgnoredByMasterchain", **base, "timestamp": t, "source_id": src,
+    ignored = {"kind": "IgnoredByMasterchain", **base, "timestamp": _later(fin, 4000), "source_id": src,
                **{k: fin[k] for k in ("block_id", "block_file_hash", "block_seqno", "shard", "wc")}}
-    again = {"kind": "IncludedIntoAcceptedBlock", **base, "timestamp": t + 2000, "source_id": src, **_other_block(fin)}
+    again = {"kind": "IncludedIntoAcceptedBlock", **base, "timestamp": _later(fin, 6000), "source_id": src, **_other_block(fin)}
     receipts[i + 1:i + 1] = [ignored, again]
     return "REMP-REPLAY-001"
 
@@ -60,7 +64,7 @@ def finalized_twice(receipts: list, rng: random.Random) -> str:
     """The full node reports Finalized again, naming a different shard block."""
     i, _ = _finalized(receipts, rng)
     fin = receipts[i]
-    receipts.insert(i + 1, {**fin, "timestamp": fin["timestamp"] + 3000, **_other_block(fin)})
+    receipts.insert(i + 1, {**fin, "timestamp": _later(fin, 3000), **_other_block(fin)})
     return "REMP-REPLAY-002"
 
 
@@ -78,7 +82,7 @@ def speak_after_reject(receipts: list, rng: random.Random) -> str:
     i = _pick(rng, cands)
     r = receipts[i]
     receipts.insert(i + 1, {k: r[k] for k in ("message_id", "source_id", "signature") if k in r}
-                    | {"kind": "PutIntoQueue", "timestamp": r["timestamp"] + 500})
+                    | {"kind": "PutIntoQueue", "timestamp": _later(r, 500)})
     return "REMP-SRC-001"
 
 
@@ -100,10 +104,12 @@ def garbage_line(receipts: list, rng: random.Random) -> str:
 def lose_message(receipts: list, rng: random.Random) -> str:
     """Every receipt after PutIntoQueue of an early finalized message is lost: no outcome ever."""
     by_msg = _by_message(receipts)
-    early = list(by_msg.items())[: max(1, len(by_msg) // 4)]
-    cands = [(m, idxs) for m, idxs in early if any(receipts[j]["kind"] == "Finalized" for j in idxs)]
+    early = list(by_msg.items())[: max(1, len(by_msg) // 25)]  # early enough to be judged
+    keep = ("SentToValidators", "PutIntoQueue")
+    cands = [(m, idxs) for m, idxs in early if any(receipts[j]["kind"] == "Finalized" for j in idxs)
+             and any(receipts[j]["kind"] in keep for j in idxs)]
     _, idxs = _pick(rng, cands)
-    drop = {j for j in idxs if receipts[j]["kind"] not in ("SentToValidators", "PutIntoQueue")}
+    drop = {j for j in idxs if receipts[j]["kind"] not in keep}
     receipts[:] = [r for j, r in enumerate(receipts) if j not in drop]
     return "REMP-LIVE-001"
 

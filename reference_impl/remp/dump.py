@@ -10,6 +10,7 @@ time an ever-node validator receipt has, as its own timestamp is 0). ``.gz`` pat
 from __future__ import annotations
 
 import gzip
+import sys
 from typing import IO, Iterable
 
 import orjson
@@ -17,7 +18,21 @@ import orjson
 _CHUNK = 4096
 
 
-def _open(path: str) -> IO[bytes]:
+class _Stdout:
+    """Standard output as a binary file that a ``with`` block does not close."""
+
+    def __enter__(self):
+        return sys.stdout.buffer
+
+    def __exit__(self, *exc):
+        sys.stdout.buffer.flush()
+        return False
+
+
+def _open(path: str):
+    """A binary file to write: ``-`` is standard output, ``.gz`` is compressed."""
+    if path == "-":
+        return _Stdout()
     if path.endswith(".gz"):
         return gzip.open(path, "wb", compresslevel=3)
     return open(path, "wb", buffering=1 << 20)
