@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import time
+from array import array
 from zlib import crc32
 from collections import Counter, deque
 from typing import Any
@@ -66,12 +67,12 @@ class _Msg:
         self.kmask = 0  # bits of the kinds seen (KindInfo.bit)
         self.fin: tuple | None = None  # (block_id, ref, t, source) of the first Finalized
         self.fin_count = 0
-        self.acc: dict[str, int] = {}  # accepted shard block -> first ref
-        self.incl: dict[str, int | None] = {}  # block -> time of its first inclusion receipt
+        self.acc: dict[str, int] | None = None  # accepted shard block -> first ref (made when needed)
+        self.incl: dict[str, int | None] | None = None  # block -> time of its first inclusion receipt
         self.fn_rej: tuple | None = None  # (ref, source)
         self.sent_t: int | None = None
         self.put_t: int | None = None
-        self.seen: set[int] = set()
+        self.seen = array("q")  # hashes of the receipts seen: a few dozen, so an array beats a set in memory
 
 
 class RempLogChecker:
@@ -128,6 +129,7 @@ class RempLogChecker:
         self._tombs: dict[str, tuple] = {}
         self._tomb_order: deque[tuple[int, str]] = deque()
         self._roles: dict[str, tuple[str, int, str]] = {}  # inferred source -> (role, ref, message)
+        self._src_names: dict[str, str] = {}
         self.hwm: int | None = None
         self.min_t: int | None = None
         self.seq = 0
@@ -223,6 +225,7 @@ class RempLogChecker:
         part_k, part_n = self.partition or (0, 0)
         seq = self.seq
         queued_mask = m.queued_mask
+        intern_src = self._src_names.setdefault
         rep = self._rep
         lineno = 0
         for batch in iter_line_batches(path):
@@ -309,10 +312,11 @@ class RempLogChecker:
                     if msg.first_t is None and t is not None:
                         msg.first_t = t
                 h = hash(text)
-                if h in msg.seen:
+                seen = msg.seen
+                if h in seen:
                     self.redelivered += 1
                     continue
-                msg.seen.add(h)
+                seen.append(h)
                 if bad and check_schema:
                     violate("REMP-SCHEMA-001", mid, f"{kind if type(kind) is str else 'receipt'}: " + "; ".join(bad),
                             [(ref, kind if type(kind) is str else None, src)])
@@ -369,7 +373,8 @@ class RempLogChecker:
                     trans = ki.transitions.get(role) if role is not None else None
                     if trans is not None:
                         if st is None:
-                            st = msg.srcs[src] = [role, "none", ref, kind, None]
+                            src = intern_src(src, src)  # one string per source, not one per message
+                            st = msg.srcs[src] = [role, "none", ref, ki.name, None]
                         to, allowed = trans
                         pos = st[1]
                         if pos not in allowed:
@@ -384,7 +389,7 @@ class RempLogChecker:
                         st[0] = role
                         st[1] = to
                         st[2] = ref
-                        st[3] = kind
+                        st[3] = ki.name
                         if st[4] is None and role == VALIDATOR and ki.bit & queued_mask:
                             st[4] = ref
                 # ---- per-message rules ----------------------------------------------------------
@@ -423,6 +428,8 @@ class RempLogChecker:
         return True if t is None or other_t is None else t > other_t
 
     def _inclusion(self, msg: _Msg, kind: str, block: str, ref: int, t, src, expiry_ms: int) -> None:
+        if msg.incl is None:
+            msg.incl = {}
         if block not in msg.incl:
             msg.incl[block] = t
             base_t = msg.put_t if msg.put_t is not None else msg.first_t  # received by a validator
@@ -430,8 +437,11 @@ class RempLogChecker:
                 self._violate("REMP-EXPIRY-001", msg.id,
                               f"first included into block {block[:16]}… {(t - base_t) / 1000:.1f} s after a validator first received it; the {self.profile} profile keeps a message at most {expiry_ms / 1000:.0f} s",
                               [(msg.first_ref, None, None), (ref, kind, src)])
-        if kind == "IncludedIntoAcceptedBlock" and block not in msg.acc:
-            msg.acc[block] = ref
+        if kind == "IncludedIntoAcceptedBlock":
+            if msg.acc is None:
+                msg.acc = {block: ref}
+            elif block not in msg.acc:
+                msg.acc[block] = ref
         fin = msg.fin
         if fin is not None and block != fin[0] and self._after(t, fin[2]):
             rule = "REMP-REPLAY-001" if kind == "IncludedIntoAcceptedBlock" else "REMP-REPLAY-003"
@@ -501,7 +511,7 @@ class RempLogChecker:
             if msg.fn_rej is not None:
                 violate("REMP-OUTCOME-002", msg.id, "finalized after the full node rejected it",
                         [(msg.fn_rej[0], "RejectedByFullnode", msg.fn_rej[1]), fin_ev])
-            if fin[0] not in msg.acc:
+            if not msg.acc or fin[0] not in msg.acc:
                 violate("REMP-FIN-002", msg.id, f"Finalized names shard block {fin[0][:16]}…, which no validator reported as IncludedIntoAcceptedBlock",
                         [fin_ev])
             if msg.sent_t is not None and fin[2] is not None:
