@@ -172,7 +172,11 @@ class RempLogChecker:
         if self.max_examples and self._stored[rule] >= self.max_examples:
             return
         self._stored[rule] += 1
-        ev = [Evidence(ref & LINE_MASK, kind, src, self._files[ref >> LINE_BITS]) for ref, kind, src in refs]
+        by_ref: dict[int, tuple] = {}
+        for ref, kind, src in refs:  # one entry per receipt, the most informative one
+            if ref not in by_ref or (kind and not by_ref[ref][0]):
+                by_ref[ref] = (kind, src)
+        ev = [Evidence(ref & LINE_MASK, kind, src, self._files[ref >> LINE_BITS]) for ref, (kind, src) in by_ref.items()]
         rep.violations.append(Violation(rule, self.model.rules[rule].severity, mode, mid, explanation, ev))
 
     def _problem(self, idx: int, lineno: int, error: str, field: str | None = None) -> None:
@@ -286,6 +290,7 @@ class RempLogChecker:
                     problems = ki.validate(obj)
                     if problems:
                         bad = (bad or []) + problems
+                # ---- the message this receipt belongs to ----------------------------------
                 msg = msgs.get(mid) if type(mid) is str else None
                 if msg is None:
                     if type(mid) is not str or not hash_ok(mid):
@@ -295,7 +300,7 @@ class RempLogChecker:
                                 violate("REMP-SCHEMA-001", None, "receipt names no readable message: " + "; ".join(bad),
                                         [(ref, kind if type(kind) is str else None, src)])
                             continue
-                # ---- the message this receipt belongs to ----------------------------------
+                    # a message not open: judged already (a late receipt), or new
                     tomb = self._tombs.get(mid)
                     if tomb is not None:
                         self.late += 1

@@ -7,6 +7,7 @@ import io
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from rmkit.rules import NON_STRICT, OFF, STRICT
@@ -28,9 +29,9 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
     summary.add_column(style="bold")
     summary.add_column()
     summary.add_row("verdict", f"[{_VERDICT_STYLE.get(report.verdict, '')}]{report.verdict.upper()}[/]")
-    summary.add_row("why", "; ".join(report.reasons) or "every active rule held")
+    summary.add_row("why", escape("; ".join(report.reasons) or "every active rule held"))
     summary.add_row("protocol / profile", f"{report.protocol} / {report.profile}")
-    summary.add_row("inputs", ", ".join(report.inputs))
+    summary.add_row("inputs", escape(", ".join(report.inputs)))
     summary.add_row("receipts read", f"{report.receipts:,}")
     summary.add_row("messages", f"{report.messages:,}")
     summary.add_row("unreadable lines", f"{report.unreadable:,}")
@@ -56,15 +57,15 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
         shown[v.rule] = shown.get(v.rule, 0) + 1
         if shown[v.rule] > per_rule:
             continue
-        con.print(f"  [bold]{v.rule}[/] [{v.severity}, {v.mode}] message {_short(v.message_id)}: {v.explanation}")
+        con.print(f"  [bold]{v.rule}[/] {escape(f'[{v.severity}, {v.mode}]')} message {_short(v.message_id)}: {escape(v.explanation)}")
         for e in v.evidence:
-            con.print(f"      at {e.file}:{e.line}  {e.kind or ''}  {('from ' + _short(e.source_id)) if e.source_id else ''}".rstrip())
+            con.print(escape(f"      at {e.file}:{e.line}  {e.kind or ''}  {('from ' + _short(e.source_id)) if e.source_id else ''}".rstrip()))
         if shown[v.rule] == 1 and rules is not None and v.rule in rules:
-            con.print(f"      [italic]what to do:[/] {rules[v.rule].advice}")
+            con.print(f"      [italic]what to do:[/] {escape(rules[v.rule].advice)}")
     if report.input_problems:
         con.print(f"[bold]unreadable lines[/] ({report.unreadable:,}; first {min(per_rule, len(report.input_problems))} shown)")
         for p in report.input_problems[:per_rule]:
-            con.print(f"  {p.file}:{p.line}{(' field ' + p.field) if p.field else ''}: {p.error}")
+            con.print(escape(f"  {p.file}:{p.line}{(' field ' + p.field) if p.field else ''}: {p.error}"))
 
     m = report.metrics
     if m:
