@@ -38,14 +38,13 @@ def _open(path: str):
     return open(path, "wb", buffering=1 << 20)
 
 
-def write_jsonl(path: str, receipts: Iterable[dict]) -> int:
-    """Write one receipt object per line; return the number written."""
-    dumps, opt = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+def _write_lines(path: str, lines: Iterable[bytes]) -> int:
+    """Write already-encoded lines in chunks; return how many were written."""
     n = 0
     buf: list = []
     with _open(path) as f:
-        for r in receipts:
-            buf.append(dumps(r, option=opt))
+        for line in lines:
+            buf.append(line)
             if len(buf) >= _CHUNK:
                 f.write(b"".join(buf))
                 n += len(buf)
@@ -54,6 +53,12 @@ def write_jsonl(path: str, receipts: Iterable[dict]) -> int:
             f.write(b"".join(buf))
             n += len(buf)
     return n
+
+
+def write_jsonl(path: str, receipts: Iterable[dict]) -> int:
+    """Write one receipt object per line; return the number written."""
+    dumps, opt = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    return _write_lines(path, (dumps(r, option=opt) for r in receipts))
 
 
 def write_kafka_dump(path: str, timed_receipts: Iterable, topic: str = "remp-receipts", partitions: int = 1) -> int:
@@ -63,20 +68,12 @@ def write_kafka_dump(path: str, timed_receipts: Iterable, topic: str = "remp-rec
         raise ValueError("partitions must be >= 1")
     dumps, opt = orjson.dumps, orjson.OPT_APPEND_NEWLINE
     offsets = [0] * partitions
-    n = 0
-    buf: list = []
-    with _open(path) as f:
+
+    def records():
         for ts, r in timed_receipts:
             key = r.get("message_id")
             p = int(key[:8], 16) % partitions if partitions > 1 and isinstance(key, str) and len(key) >= 8 else 0
-            buf.append(dumps({"topic": topic, "partition": p, "offset": offsets[p], "timestamp": ts,
-                              "key": key, "value": r}, option=opt))
+            yield dumps({"topic": topic, "partition": p, "offset": offsets[p], "timestamp": ts, "key": key, "value": r}, option=opt)
             offsets[p] += 1
-            if len(buf) >= _CHUNK:
-                f.write(b"".join(buf))
-                n += len(buf)
-                buf.clear()
-        if buf:
-            f.write(b"".join(buf))
-            n += len(buf)
-    return n
+
+    return _write_lines(path, records())

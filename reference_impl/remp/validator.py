@@ -496,14 +496,15 @@ class Validator:
             if o is not None and o.acc is None and not o.done and not o.own_rej:
                 self._reject_dup(out, o, time, f"message {m.id} with this uid is already accepted")
 
-    def _on_ignored(self, ev: ShardBlockIgnored) -> list:
-        root = ev.block.root_hash
+    def _candidates_of(self, block, msg_ids) -> list:
+        """The messages this validator had in ``block`` as its candidate, still undecided; marks
+        the block resolved (a block's fate is handled once) and clears each message's candidate."""
+        root = block.root_hash
         if root in self.resolved:
             return []
         self.resolved[root] = self.session
-        out: list = []
-        silent = ev.superseded and self.traits.silent_superseded
-        for mid in ev.msg_ids:
+        found = []
+        for mid in msg_ids:
             m = self.msgs.get(mid)
             if m is None:
                 continue
@@ -514,6 +515,13 @@ class Validator:
             m.cand = None
             if m.done or m.acc is not None:
                 continue
+            found.append(m)
+        return found
+
+    def _on_ignored(self, ev: ShardBlockIgnored) -> list:
+        out: list = []
+        silent = ev.superseded and self.traits.silent_superseded
+        for m in self._candidates_of(ev.block, ev.msg_ids):
             if m.expired:
                 self._emit(out, m, "Timeout", ev.time)
                 self._forget(m)
@@ -525,22 +533,8 @@ class Validator:
         return out
 
     def _on_rejected(self, ev: ShardBlockRejected) -> list:
-        root = ev.block.root_hash
-        if root in self.resolved:
-            return []
-        self.resolved[root] = self.session
         out: list = []
-        for mid in ev.msg_ids:
-            m = self.msgs.get(mid)
-            if m is None:
-                continue
-            if m.others:
-                m.others.discard(root)
-            if m.cand != root:
-                continue
-            m.cand = None
-            if m.done or m.acc is not None:
-                continue
+        for m in self._candidates_of(ev.block, ev.msg_ids):
             m.own_rej = True
             self._emit(out, m, "RejectedByShardchain", ev.time, block=ev.block, error=ev.error)
             if m.expired:
