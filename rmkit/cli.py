@@ -169,7 +169,7 @@ def cmd_explain(args) -> int:
     r = info["rule"]
     print(f"{r.id}: {r.title}")
     print(f"  severity:  {r.severity}")
-    print(f"  modes:     " + ", ".join(f"{p} = {m}" for p, m in r.modes.items()))
+    print("  modes:     " + ", ".join(f"{p} = {m}" for p, m in r.modes.items()))
     print(f"  statement: {r.statement}")
     print(f"  source:    {r.citation()}")
     for prof, note in r.profile_notes.items():

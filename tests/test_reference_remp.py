@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import time
 from collections import Counter, defaultdict
 
 import orjson
@@ -626,8 +624,13 @@ def test_any_seed_yields_a_conforming_log(tmp_path, seed, profile):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("RMKIT_SLOW"), reason="set RMKIT_SLOW=1 for the million-receipt run")
-def test_a_million_receipts_well_under_a_minute(tmp_path):
-    started = time.perf_counter()
-    n = remp.write_jsonl(str(tmp_path / "big.jsonl"), remp.simulate(seed=1, messages=56_000))
-    assert n >= 1_000_000 and time.perf_counter() - started < 45
+def test_a_million_simulated_receipts_pass_the_checker(tmp_path):
+    """At scale the simulator's legal behaviour must stay clean (speed is measured in bench/, not here)."""
+    from rmkit.conformance.remp.checker import RempLogChecker
+
+    path = str(tmp_path / "big.jsonl")
+    n = remp.write_jsonl(path, remp.simulate(seed=1, messages=56_000))
+    assert n >= 1_000_000
+    report = RempLogChecker("spec", jobs=2).run([path])
+    assert report.verdict == "pass", report.counts
+    assert report.receipts == n

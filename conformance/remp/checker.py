@@ -22,9 +22,9 @@ import orjson
 
 from rmkit.logread import iter_line_batches, unwrap_kafka
 from rmkit.metrics import LatencyHistogram
-from rmkit.rules import NON_STRICT, OFF, STRICT
+from rmkit.rules import OFF, STRICT
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
-from rmkit.conformance.remp.model import FULLNODE, VALIDATOR, RempModel, model_for
+from rmkit.conformance.remp.model import VALIDATOR, RempModel, model_for
 from rmkit.reference_impl.remp.outcome import evaluate_outcome
 
 LINE_BITS = 40  # a receipt reference is (input index << LINE_BITS) | line number

@@ -35,7 +35,7 @@ def compile_validator(kind: str, fields: tuple[FieldCheck, ...]) -> Callable[[di
     if not fields:
         return None
     env: dict[str, Any] = {}
-    body = [f"def validate(obj):", "    bad = None"]
+    body = ["def validate(obj):", "    bad = None"]
     for i, fc in enumerate(fields):
         if not fc.name.isidentifier():
             raise ValueError(f"field name {fc.name!r} of {kind} is not an identifier")

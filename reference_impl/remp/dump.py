@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gzip
 import sys
-from typing import IO, Iterable
+from typing import Iterable
 
 import orjson
 
