@@ -145,3 +145,20 @@ def test_spec_commands(capsys, tmp_path):
     assert run(capsys, "spec", "docs", "--check", str(stale))[0] == 1
     code, out, _ = run(capsys, "protocols")
     assert code == 0 and out.startswith("remp:")
+
+
+def test_simulate_writes_a_log_that_passes(capsys, tmp_path):
+    out = tmp_path / "sim.jsonl.gz"
+    code, _, err = run(capsys, "simulate", "--messages", "40", "--seed", "5", "-o", str(out))
+    assert code == 0 and "receipts" in err
+    assert run(capsys, "check", str(out))[0] == 0
+    dump = tmp_path / "dump.jsonl"
+    code, _, _ = run(capsys, "simulate", "--profile", "ever-node", "--kafka", "--receipts", "300", "-o", str(dump))
+    assert code == 0 and len(dump.read_text().splitlines()) == 300
+    assert '"topic"' in dump.read_text().splitlines()[0]
+
+
+def test_diagram_formats_other_than_dot_need_graphviz(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` here
+    code, _, err = run(capsys, "spec", "diagram", "-o", str(tmp_path / "d.svg"))
+    assert code == 2 and "apt-get install graphviz" in err
