@@ -35,6 +35,8 @@ def _sources(spec):
     for name, f in spec["formats"]["formats"].items():
         if "source" in f:
             yield name, f["source"]
+    for name, b in spec["behaviours"]["behaviours"].items():
+        yield name, b["source"]
 
 
 @pytest.mark.skipif(not SEEDS.is_dir(), reason="the seed documents (../shared/seeds) are not beside this checkout")

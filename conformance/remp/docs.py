@@ -89,6 +89,10 @@ def spec_markdown() -> str:
     for o in spec["outcomes"]["outcomes"]:
         out.append(f"| {o['name']} | {'yes' if o['final'] else 'no'} | `{_cell(o['when'] or 'always')}` | {_cell(o['meaning'])} |")
     out.append(f"| {spec['outcomes']['lost']['name']} | yes | no final outcome by the horizon | {spec['outcomes']['lost']['meaning']} |")
+    out += ["", "## Machine behaviours", "", "Choices the rules allow, as each profile's reference machines make them.", "",
+            "| behaviour | " + " | ".join(profiles) + " | meaning | source |", "|" + "---|" * (3 + len(profiles))]
+    for name, b in spec["behaviours"]["behaviours"].items():
+        out.append(f"| {name} | " + " | ".join(f"`{b[p]}`" for p in profiles) + f" | {_cell(b['meaning'])} | {_source(b['source'])} |")
     notes = spec["protocol"]["documents"]["002"].get("differs_from_001", [])
     if notes:
         out += ["", "## Where the documents differ", ""] + [f"- {n}" for n in notes]

@@ -177,6 +177,11 @@ class RempModel:
         self.horizon_extra_s: float = lt["horizon"]["extra_seconds"]
         self.latency: dict[str, dict[str, Any]] = lt["latency"]
         self.session_rules = lt["session_rules"]
+        self.behaviours: dict[str, Any] = {}
+        for name, b in spec["behaviours"]["behaviours"].items():
+            if self.profile not in b:
+                _fail(spec, "behaviours", ["behaviours", name], f"expected a value for profile {self.profile!r}")
+            self.behaviours[name] = b[self.profile]
         common = spec["kinds"]["common_fields"]
         self.zero_time_roles = frozenset(common["timestamp"].get("zero_allowed", {}).get(profile, ()))
         self.signature_required: bool = common["signature"]["required"][profile]

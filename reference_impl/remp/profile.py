@@ -5,9 +5,8 @@ sources emit, who issues Finalized, whether a validator may report a shard block
 whether intermediate receipts may be skipped, whether validator receipts carry a time and a
 signature: all of that is derived here from the kinds, transitions, rule modes and formats.
 
-The few behaviours of the running node that the spec does not encode (it only *allows* them) are
-listed in :data:`AS_BUILT`, each with the reference fact it comes from; a profile that is not listed
-there behaves as the documents describe.
+Choices that the rules only allow (how a validator paces its receipts, how a duplicate is found...)
+come from ``spec/remp/behaviours.yaml``, each with the reference fact it comes from.
 """
 
 from __future__ import annotations
@@ -18,41 +17,9 @@ from typing import Any
 from rmkit.conformance.remp.model import FULLNODE, VALIDATOR, RempModel, model_for
 from rmkit.rules import OFF
 
-# Behaviours of the running node (remp-as-built) that the spec permits but does not prescribe.
-AS_BUILT: dict[str, dict[str, Any]] = {
-    "ever-node": {
-        # section 5: "A catchain record that arrives from an older session enters as Ignored{Queue}"
-        "older_session_entry": "IgnoredByQueue",
-        # section 3: "leftover collator acceptances are silently downgraded to Ignored{Collator} and
-        # re-queued, with no receipt" when another block is committed
-        "silent_superseded": True,
-        # section 3: duplicates by uid (hash of the body) arrive as RejectedByQueue "Duplicate uid ..."
-        "uid_duplicates": True,
-        # section 3: only the last pending receipt per (destination, message) is kept; sends are
-        # spaced 0 / 1000 / 2000 / 5000 ms apart; idle entries are dropped after 30 s
-        "send_spacing_ms": (0, 1000, 2000, 5000),
-        "send_idle_ms": 30_000,
-        # section 2: signatures are base64 in the node's JSON
-        "signature_encoding": "base64",
-        # section 3: "Any local error, including a resubmission of a message still in processing,
-        # produces a RejectedByFullnode for it"
-        "reject_resubmission": True,
-    },
-}
-DOCUMENTS_BEHAVIOUR: dict[str, Any] = {
-    "older_session_entry": "PutIntoQueue",
-    "silent_superseded": False,
-    "uid_duplicates": False,
-    "send_spacing_ms": None,  # every receipt is sent as it is made
-    "send_idle_ms": None,
-    "signature_encoding": "hex",  # document 000: "signature": "..." // hex
-    "reject_resubmission": False,  # 001: "You only need to send the message once": a copy is ignored
-}
-
-
 @dataclass(frozen=True)
 class Traits:
-    """The profile-dependent facts the machines use, each derived from the spec (or AS_BUILT)."""
+    """The profile-dependent facts the machines use, each derived from the spec."""
 
     profile: str
     model: RempModel
@@ -77,7 +44,7 @@ class Traits:
 
 def traits_for(profile: str) -> Traits:
     m = model_for(profile)
-    behaviour = AS_BUILT.get(profile, DOCUMENTS_BEHAVIOUR)
+    behaviour = m.behaviours
     vt = {k: ki.transitions[VALIDATOR] for k, ki in m.kinds.items() if VALIDATOR in ki.transitions}
     ft = {k: ki.transitions[FULLNODE] for k, ki in m.kinds.items() if FULLNODE in ki.transitions}
     return Traits(
@@ -93,7 +60,7 @@ def traits_for(profile: str) -> Traits:
         older_session_entry=behaviour["older_session_entry"],
         silent_superseded=behaviour["silent_superseded"],
         uid_duplicates=behaviour["uid_duplicates"],
-        send_spacing_ms=behaviour["send_spacing_ms"],
+        send_spacing_ms=tuple(behaviour["send_spacing_ms"]) if behaviour["send_spacing_ms"] is not None else None,
         send_idle_ms=behaviour["send_idle_ms"],
         signature_encoding=behaviour["signature_encoding"],
         reject_resubmission=behaviour["reject_resubmission"],
