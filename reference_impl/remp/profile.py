@@ -12,7 +12,6 @@ come from ``spec/remp/behaviours.yaml``, each with the reference fact it comes f
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from rmkit.conformance.remp.model import FULLNODE, VALIDATOR, RempModel, model_for
 from rmkit.rules import OFF
