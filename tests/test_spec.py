@@ -37,6 +37,8 @@ def _sources(spec):
             yield name, f["source"]
     for name, b in spec["behaviours"]["behaviours"].items():
         yield name, b["source"]
+    for name, t in spec["protocol"]["thresholds"].items():
+        yield name, t["source"]
 
 
 @pytest.mark.skipif(not SEEDS.is_dir(), reason="the seed documents (../shared/seeds) are not beside this checkout")
@@ -80,6 +82,9 @@ def test_both_profiles_compile_and_differ_where_reference_says():
     assert spec.mode("REMP-SEQ-001") == "strict" and ever.mode("REMP-SEQ-001") == "off"
     assert ever.zero_time_roles == {"validator"} and not spec.zero_time_roles
     assert spec.default_lifetime_s == 250
+    assert [spec.threshold("fanout_min", n) for n in (3, 7, 10)] == [2, 3, 4]  # floor(N/3)+1
+    assert [spec.threshold("stop_collation_rejected", n) for n in (3, 7, 10)] == [2, 5, 7]  # ceil(2N/3)
+    assert [spec.threshold("faulty_max", n) for n in (3, 7, 10)] == [0, 2, 3]  # floor((N-1)/3)
 
 
 def _broken_copy(tmp_path, monkeypatch, file, old, new):

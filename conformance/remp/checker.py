@@ -408,8 +408,8 @@ class RempLogChecker:
                     if type(n) is int and type(total) is int and total > 0:
                         if n > total:
                             violate("REMP-FANOUT-001", mid, f"sent_to {n} > total_validators {total}", [(ref, kind, src)])
-                        elif n < total // 3 + 1:
-                            violate("REMP-FANOUT-002", mid, f"sent to {n} of {total} validators; at least {total // 3 + 1} are needed", [(ref, kind, src)])
+                        elif n < m.threshold("fanout_min", total):
+                            violate("REMP-FANOUT-002", mid, f"sent to {n} of {total} validators; at least {m.threshold('fanout_min', total)} are needed", [(ref, kind, src)])
                 elif kind == "RejectedByFullnode":
                     if msg.fn_rej is None:
                         msg.fn_rej = (ref, src)

@@ -85,6 +85,9 @@ def spec_markdown() -> str:
         out.append(f"- {name} rule ({', '.join(rule['profiles'])}): {' '.join(rule['rule'].split())}")
     for prof, b in lt["expiry_bound_lifetimes"].items():
         out.append(f"- expiry bound for log checks ({prof}): {b['value']} lifetimes after the first receipt; {b['why']}")
+    out += ["", "## Thresholds", ""]
+    for name, t in spec["protocol"]["thresholds"].items():
+        out.append(f"- {name}: {t['rule']} ({_source(t['source'])})")
     out += ["", "## Client outcomes", "", "| outcome | final | when | meaning |", "|---|---|---|---|"]
     for o in spec["outcomes"]["outcomes"]:
         out.append(f"| {o['name']} | {'yes' if o['final'] else 'no'} | `{_cell(o['when'] or 'always')}` | {_cell(o['meaning'])} |")

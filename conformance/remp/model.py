@@ -177,6 +177,11 @@ class RempModel:
         self.horizon_extra_s: float = lt["horizon"]["extra_seconds"]
         self.latency: dict[str, dict[str, Any]] = lt["latency"]
         self.session_rules = lt["session_rules"]
+        self.thresholds = {name: (Fraction(t["fraction"]), t["plus"], t.get("of_n_minus_one", False), t.get("round", "floor"))
+                           for name, t in manifest.get("thresholds", {}).items()}
+        for needed in ("fanout_min", "stop_collation_rejected", "faulty_max"):
+            if needed not in self.thresholds:
+                _fail(spec, "protocol", ["thresholds"], f"expected a threshold named {needed!r}")
         self.behaviours: dict[str, Any] = {}
         for name, b in spec["behaviours"]["behaviours"].items():
             if self.profile not in b:
@@ -329,6 +334,13 @@ class RempModel:
 
     def mode(self, rule_id: str) -> str:
         return self.rules[rule_id].mode(self.profile)
+
+    def threshold(self, name: str, n: int) -> int:
+        """The count a threshold of protocol.yaml gives for N validators (e.g. fanout_min(7) = 3)."""
+        frac, plus, minus_one, rounding = self.thresholds[name]
+        base = (n - 1 if minus_one else n) * frac.numerator
+        whole = -(-base // frac.denominator) if rounding == "ceil" else base // frac.denominator
+        return whole + plus
 
     def expiry_bound_ms(self, lifetime_s: float) -> int:
         return int(self.expiry_bound_lifetimes * lifetime_s * 1000)

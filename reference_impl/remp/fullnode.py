@@ -157,7 +157,7 @@ class FullNode:
             return out
         union: dict = {}
         for vs in self._sets():
-            k = self.config.fanout if self.config.fanout is not None else len(vs) // 3 + 1
+            k = self.config.fanout if self.config.fanout is not None else self.traits.model.threshold("fanout_min", len(vs))
             k = max(1, min(k, len(vs)))
             picked = 0
             for v in rotation(mid, vs):

@@ -101,10 +101,11 @@ class Simulation:
         n = c.validators
         if n < 1:
             raise ValueError("validators must be >= 1")
-        faulty = c.faulty if c.faulty is not None else min(2, (n - 1) // 3)
-        if faulty < 0 or faulty > (n - 1) // 3:
-            raise ValueError(f"{faulty} faulty validators of {n}: REMP tolerates at most (N-1)//3 = {(n - 1) // 3}")
         self.traits = t = traits(c.profile)
+        most = t.model.threshold("faulty_max", n)
+        faulty = c.faulty if c.faulty is not None else min(2, most)
+        if faulty < 0 or faulty > most:
+            raise ValueError(f"{faulty} faulty validators of {n}: REMP tolerates at most floor((N-1)/3) = {most}")
         self.rng = rng = random.Random(c.seed)
         lifetime_s = c.lifetime_s if c.lifetime_s is not None else t.model.default_lifetime_s
         self.lifetime_ms = int(lifetime_s * 1000)

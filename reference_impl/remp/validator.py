@@ -338,7 +338,7 @@ class Validator:
             m.rejecters = {who: None}
         else:
             m.rejecters[who] = None
-        if self.config.stop_at_two_thirds and 3 * len(m.rejecters) >= 2 * self.n:
+        if self.config.stop_at_two_thirds and len(m.rejecters) >= self.traits.model.threshold("stop_collation_rejected", self.n):
             m.stopped = True
 
     def _on_digests(self, ev: ForwardedDigests) -> list:
