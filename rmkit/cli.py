@@ -111,13 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
                                      "switches) and write its receipt log, for demos, fixtures and benchmarks.",
                          formatter_class=_Formatter)
     sim.add_argument("--protocol", default="remp")
-    sim.add_argument("--profile", default="spec")
+    sim.add_argument("--profile", help="spec profile whose behaviour to simulate (default: the protocol's default)")
     sim.add_argument("--seed", type=int, default=1)
-    sim.add_argument("--messages", type=int, default=1000, help="number of external messages (default 1000)")
-    sim.add_argument("--receipts", type=int, help="stop after this many receipts instead")
-    sim.add_argument("--kafka", action="store_true", help="write a Kafka dump (topic, partition, offset, timestamp, key, value)")
-    sim.add_argument("--lifetime", type=float, metavar="S", help="mc_catchain_lifetime in seconds (default: the spec's)")
     sim.add_argument("-o", "--out", required=True, metavar="FILE", help="output file (.gz compresses; - for stdout)")
+    for name in protocol_names():
+        get_protocol(name).add_simulate_arguments(sim.add_argument_group(f"{name} options"))
     sim.set_defaults(func=cmd_simulate)
     return p
 
@@ -252,28 +250,10 @@ def cmd_protocols(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    if args.protocol != "remp":
-        raise UsageError(f"simulate: only the remp simulator exists, not {args.protocol!r}")
-    import itertools
-
-    from rmkit.reference_impl.remp import simulate, simulate_timed, write_jsonl, write_kafka_dump
-
-    if args.messages < 1 or (args.receipts is not None and args.receipts < 1):
-        raise UsageError("--messages and --receipts: expected numbers >= 1")
-    profile = get_protocol("remp").check_profile(args.profile)
-    # with --receipts, simulate messages until that many receipts were written
-    messages = args.messages if args.receipts is None else max(args.messages, args.receipts)
-    opts = dict(seed=args.seed, profile=profile, messages=messages)
-    if args.lifetime is not None:
-        opts["lifetime_s"] = args.lifetime
-    if args.kafka:
-        stream = simulate_timed(**opts)
-        n = write_kafka_dump(args.out, itertools.islice(stream, args.receipts) if args.receipts else stream)
-    else:
-        stream = simulate(**opts)
-        n = write_jsonl(args.out, itertools.islice(stream, args.receipts) if args.receipts else stream)
-    print(f"wrote {n:,} receipts ({profile} profile, seed {args.seed}) to {'stdout' if args.out == '-' else args.out}",
-          file=sys.stderr)
+    proto = get_protocol(args.protocol)
+    n = proto.simulate(proto.check_profile(args.profile), args)
+    print(f"wrote {n:,} receipts ({args.protocol}, {args.profile or proto.default_profile()} profile, seed {args.seed}) "
+          f"to {'stdout' if args.out == '-' else args.out}", file=sys.stderr)
     return EXIT_PASS
 
 

@@ -54,6 +54,13 @@ class Protocol:
     def make_checker(self, profile: str, args: argparse.Namespace) -> LogChecker:
         raise NotImplementedError
 
+    def add_simulate_arguments(self, group: argparse._ArgumentGroup) -> None:
+        """Protocol-specific options of ``rmkit simulate``."""
+
+    def simulate(self, profile: str, args: argparse.Namespace) -> int:
+        """Write a simulated log to ``args.out``; return the number of records written."""
+        raise UsageError(f"protocol {self.name} has no simulator")
+
     def explain(self, rule_id: str) -> dict[str, Any]:
         """The rule plus an example violation (found by running the rule's fixture)."""
         raise NotImplementedError

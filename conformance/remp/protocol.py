@@ -60,6 +60,30 @@ class Remp(Protocol):
                               roles=roles, max_examples=getattr(args, "max_examples", 1000),
                               jobs=getattr(args, "jobs", None))
 
+    def add_simulate_arguments(self, group: argparse._ArgumentGroup) -> None:
+        group.add_argument("--messages", type=int, default=1000, help="number of external messages (default 1000)")
+        group.add_argument("--receipts", type=int, help="stop after this many receipts instead")
+        group.add_argument("--kafka", action="store_true", help="write a Kafka dump (topic, partition, offset, timestamp, key, value)")
+        group.add_argument("--lifetime", type=float, metavar="S", help="mc_catchain_lifetime in seconds (default: the spec's)")
+
+    def simulate(self, profile: str, args: argparse.Namespace) -> int:
+        import itertools
+
+        from rmkit.reference_impl.remp import simulate, simulate_timed, write_jsonl, write_kafka_dump
+
+        if args.messages < 1 or (args.receipts is not None and args.receipts < 1):
+            raise UsageError("--messages and --receipts: expected numbers >= 1")
+        if args.lifetime is not None and args.lifetime <= 0:
+            raise UsageError(f"--lifetime: expected a number of seconds > 0, found {args.lifetime}")
+        # with --receipts, simulate messages until that many receipts were written
+        messages = args.messages if args.receipts is None else max(args.messages, args.receipts)
+        opts = dict(seed=args.seed, profile=profile, messages=messages, lifetime_s=args.lifetime)
+        if args.kafka:
+            stream = simulate_timed(**opts)
+            return write_kafka_dump(args.out, itertools.islice(stream, args.receipts) if args.receipts else stream)
+        stream = simulate(**opts)
+        return write_jsonl(args.out, itertools.islice(stream, args.receipts) if args.receipts else stream)
+
     def explain(self, rule_id: str) -> dict[str, Any]:
         from rmkit.conformance.remp.explain import explain_rule
 
