@@ -20,13 +20,19 @@ from rmkit.errors import InputError
 KAFKA_FIELDS = ("topic", "partition", "offset")
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def open_input(path: str) -> IO[bytes]:
+    """A binary reader of one input; gzip is recognised by its magic bytes, not only by ``.gz``."""
     if path == "-":
         return sys.stdin.buffer
     try:
-        if path.endswith(".gz"):
-            return io.BufferedReader(gzip.open(path, "rb"), buffer_size=1 << 20)
-        return open(path, "rb", buffering=1 << 20)
+        f = open(path, "rb", buffering=1 << 20)
+        if path.endswith(".gz") or f.peek(2)[:2] == GZIP_MAGIC:
+            return io.BufferedReader(gzip.GzipFile(fileobj=f, mode="rb"), buffer_size=1 << 20)
+        return f
     except OSError as exc:
         raise InputError(f"cannot open input {path!r}: {exc.strerror or exc}") from None
 
@@ -59,6 +65,8 @@ def iter_line_batches(path: str, chunk_bytes: int = 1 << 22) -> Iterator[list[by
             chunk = read(chunk_bytes)
             if not chunk:
                 break
+            if not nread and chunk.startswith(UTF8_BOM):
+                chunk = chunk[len(UTF8_BOM):]
             nread += len(chunk)
             lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
             rest = lines.pop()
@@ -101,8 +109,10 @@ def unwrap_kafka(rec: dict[str, Any]):
         text: bytes | str = value
     elif type(value) is dict:
         inner, text = value, orjson.dumps(value)
+    elif value is None:
+        return None, ts, None, None, None  # a tombstone: the caller counts it, it is no receipt
     else:
-        found = "null (a tombstone record?)" if value is None else type(value).__name__
+        found = type(value).__name__
         return None, ts, None, f"Kafka record value: expected a JSON object or a string holding one, found {found}", "value"
     if type(inner) is not dict:
         return None, ts, None, f"Kafka record value: expected a JSON object, found {type(inner).__name__}", "value"

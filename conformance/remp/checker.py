@@ -31,6 +31,9 @@ LINE_BITS = 40  # a receipt reference is (input index << LINE_BITS) | line numbe
 LINE_MASK = (1 << LINE_BITS) - 1
 SWEEP_EVERY = 4096
 INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
+# Kinds that open a message's life: one arriving later than the expiry bound after the first
+# receipt is a new submission of the same id (the documents: a message is forgotten once obsolete).
+START_KINDS = ("SentToValidators", "PutIntoQueue")
 REJECT_POSITIONS = ("rejected", "timed_out")
 
 
@@ -42,14 +45,20 @@ def _violation_order(v: Violation):
 def partition_key(line: bytes) -> bytes | None:
     """The message id of a raw receipt line (plain or inside a Kafka record, escaped or not),
     found without parsing JSON; None when it cannot be found this way."""
-    i = line.find(b"message_id")
+    # the key itself, quoted (escaped inside a Kafka value held as a string); the last one wins,
+    # as it does for the JSON reader when a key is repeated
+    i = line.rfind(b'"message_id"')
+    after = i + 12
     if i < 0:
-        return None
-    j = line.find(b'"', i + 12)  # the value's opening quote, after `":` or `\\":\\`
+        i = line.rfind(b'\\"message_id\\"')
+        after = i + 14
+        if i < 0:
+            return None
+    j = line.find(b'"', after)  # the value's opening quote
     k = line.find(b'"', j + 1)
     if j < 0 or k < 0:
         return None
-    return line[j + 1:k].rstrip(b"\\")
+    return line[j + 1:k].rstrip(b"\\").lower()
 
 
 class _Msg:
@@ -94,6 +103,8 @@ class RempLogChecker:
         self.expiry_ms = m.expiry_bound_ms(self.lifetime_s)
         self.horizon_ms = int(self.horizon_s * 1000)
         self.close_after_ms = self.horizon_ms + 60_000
+        # a latest timestamp this far ahead of every other source's is an outlier (REMP-TIME-001)
+        self.clock_jump_ms = self.horizon_ms
         self.declared_roles = dict(roles) if roles else None
         self.max_examples = max_examples
         self.idle_receipts = idle_receipts
@@ -113,7 +124,21 @@ class RempLogChecker:
         self.begin(inputs)
         for idx, path in enumerate(inputs):
             self._run_file(idx, path)
-        return self.finish(self.hwm)
+        return self.finish(self.end_clock([self.hwm], [self.top_time]))
+
+    @property
+    def top_time(self) -> int | None:
+        return self._top[0] if self._top is not None else None
+
+    def end_clock(self, clocks: list, tops: list) -> int | None:
+        """The log's final clock: the latest time two sources reached, or a later single latest
+        time when it is within the jump limit of that (the log's last receipt)."""
+        known = [c for c in clocks if c is not None]
+        end = max(known) if known else None
+        for top in tops:
+            if top is not None and (end is None or 0 < top - end <= self.clock_jump_ms):
+                end = top if end is None else max(end, top)
+        return end
 
     def begin(self, inputs: list[str], partition: tuple[int, int] | None = None) -> None:
         """Reset for a run. With ``partition=(k, n)`` only the messages whose id falls into
@@ -141,13 +166,17 @@ class RempLogChecker:
         self.late = 0
         self.messages = 0
         self.peak_open = 0
+        self.kafka_tombstones = 0
         self._next_sweep_t = 0
+        self._top: tuple | None = None  # the latest time seen: (t, ref, message, kind, source or message)
         self.lat = {name: LatencyHistogram() for name in self.model.latency}
 
     def finish(self, end_hwm: int | None) -> Report:
         """Judge the messages still open against the log's final clock and complete the report."""
         if end_hwm is not None and (self.hwm is None or end_hwm > self.hwm):
             self.hwm = end_hwm
+        if self._top is not None and self.hwm is not None and self._top[0] - self.hwm > self.clock_jump_ms:
+            self._clock_outlier()
         for mid in list(self._order):
             msg = self._msgs.pop(mid, None)
             if msg is not None:
@@ -228,7 +257,11 @@ class RempLogChecker:
         good_src: set[str] = set()
         part_k, part_n = self.partition or (0, 0)
         seq = self.seq
+        top = self._top  # the latest time seen: (t, ref, message, kind, source or message)
+        min_t = self.min_t if self.min_t is not None else 1 << 62
         queued_mask = m.queued_mask
+        unsigned_roles = m.unsigned_roles
+        fold = m.ids_fold_case
         intern_src = self._src_names.setdefault
         rep = self._rep
         lineno = 0
@@ -256,6 +289,9 @@ class RempLogChecker:
                     if err:
                         self._problem(idx, lineno, err, fld)
                         continue
+                    if obj is None:  # a Kafka tombstone (null value): a deletion marker, not a receipt
+                        self.kafka_tombstones += 1
+                        continue
                 seq += 1
                 kind = obj.get("kind")
                 mid = obj.get("message_id")
@@ -263,27 +299,40 @@ class RempLogChecker:
                 ts = obj.get("timestamp")
                 ki = kinds.get(kind) if type(kind) is str else None
                 bad = None
-                if src not in good_src:
-                    if type(src) is str and hash_ok(src):
-                        good_src.add(src)
-                    else:
-                        bad = [f"source_id: expected {m.hash_expected}, found {'nothing' if src is None else repr(src)}"]
-                        src = src if type(src) is str else None
-                if type(ts) is not int or ts < 0:
+                if type(src) is str:
+                    if src not in good_src:
+                        if hash_ok(src):
+                            good_src.add(src)
+                        else:
+                            bad = [f"source_id: expected {m.hash_expected}, found {src!r}"]
+                    if fold:
+                        src = src.lower()
+                else:
+                    bad = [f"source_id: expected {m.hash_expected}, found {'nothing' if src is None else repr(src)}"]
+                    src = None
+                ts_ok = type(ts) is int and ts >= 0
+                if not ts_ok:
                     (bad := bad or []).append(f"timestamp: expected an integer >= 0 (unix ms), found {'nothing' if ts is None else repr(ts)}")
                     ts = 0
                 t = ts or kts
                 if t is not None:
                     if hwm is None or t > hwm:
-                        hwm = self.hwm = t
-                        if hwm >= self._next_sweep_t:  # the log's clock moved on: judge what is due
-                            self.seq = seq
-                            self._sweep()
-                            self._next_sweep_t = hwm + 1000
-                        if self.min_t is None:
-                            self.min_t = t
-                    elif t < self.min_t:
-                        self.min_t = t
+                        # The log's clock is the latest time two different sources have reached, so
+                        # that one wrong timestamp cannot close every open message early.
+                        key = src if src is not None else mid
+                        if top is None or t > top[0]:
+                            now = top[0] if top is not None and top[4] != key else None
+                            top = (t, ref, mid, kind, key)
+                        else:
+                            now = t if top[4] != key else None
+                        if now is not None and (hwm is None or now > hwm):
+                            hwm = self.hwm = now
+                            if hwm >= self._next_sweep_t:  # the clock moved on: judge what is due
+                                self.seq = seq
+                                self._sweep()
+                                self._next_sweep_t = hwm + 1000
+                    if t < min_t:
+                        min_t = t
                 else:
                     self.no_time += 1
                 if ki is not None and ki.validate is not None:
@@ -291,7 +340,15 @@ class RempLogChecker:
                     if problems:
                         bad = (bad or []) + problems
                 # ---- the message this receipt belongs to ----------------------------------
+                if fold and type(mid) is str:
+                    mid = mid.lower()
                 msg = msgs.get(mid) if type(mid) is str else None
+                if msg is not None and t is not None and kind in START_KINDS and msg.first_t is not None \
+                        and t - msg.first_t > expiry_ms:
+                    # submitted again after its lifetime: a new life of the same message id
+                    del msgs[mid]
+                    self._close(msg, at_end=False)
+                    msg = None
                 if msg is None:
                     if type(mid) is not str or not hash_ok(mid):
                         (bad := bad or []).append(f"message_id: expected {m.hash_expected}, found {'nothing' if mid is None else repr(mid)}")
@@ -303,10 +360,12 @@ class RempLogChecker:
                     # a message not open: judged already (a late receipt), or new
                     tomb = self._tombs.get(mid)
                     if tomb is not None:
-                        self.late += 1
-                        if ki is not None:
-                            self._late_receipt(tomb, ki, obj, ref, t, src)
-                        continue
+                        if not (t is not None and kind in START_KINDS and tomb[5] is not None and t - tomb[5] > expiry_ms):
+                            self.late += 1
+                            if ki is not None:
+                                self._late_receipt(tomb, ki, obj, ref, t, src)
+                            continue
+                        del self._tombs[mid]  # submitted again after its lifetime: a new life
                     msg = msgs[mid] = _Msg(mid, ref, t, seq)
                     self._order.append(mid)
                     self.messages += 1
@@ -365,12 +424,12 @@ class RempLogChecker:
                                             [(known[1], None, src), (ref, kind, src)])
                                 role = None  # no transition for a receipt its source may not issue
                     # ---- time and signature ------------------------------------------------------
-                    if ts == 0 and check_time and "timestamp" in obj and (role not in zero_roles if role else not issuers & zero_roles):
+                    if ts == 0 and ts_ok and check_time and (role not in zero_roles if role else not issuers & zero_roles):
                         violate("REMP-TIME-001", mid, f"{kind} from {role} {src} has timestamp 0", [(ref, kind, src)])
                     if check_sig:
                         sig = obj.get("signature")
                         if sig is None or sig == "":
-                            if sig_required:
+                            if sig_required and (role not in unsigned_roles if role else not issuers & unsigned_roles):
                                 violate("REMP-SIG-001", mid, f"{kind} from {src} carries no signature", [(ref, kind, src)])
                         elif not sig_ok(sig):
                             violate("REMP-SIG-001", mid, f"signature: expected {m.signature_expected}, found {str(sig)[:40]!r}", [(ref, kind, src)])
@@ -395,7 +454,7 @@ class RempLogChecker:
                         st[1] = to
                         st[2] = ref
                         st[3] = ki.name
-                        if st[4] is None and role == VALIDATOR and ki.bit & queued_mask:
+                        if st[4] is None and ki.bit & queued_mask:
                             st[4] = ref
                 # ---- per-message rules ----------------------------------------------------------
                 if kind == "PutIntoQueue":
@@ -416,6 +475,8 @@ class RempLogChecker:
                 if ki.has_block:
                     block = obj.get("block_id")
                     if type(block) is str:
+                        if fold:
+                            block = block.lower()
                         if kind in INCLUSION_KINDS:
                             self._inclusion(msg, kind, block, ref, t, src, expiry_ms)
                         elif kind == "Finalized":
@@ -426,8 +487,32 @@ class RempLogChecker:
 
         self.seq = seq
         rep.receipts = seq
+        self._top = top
+        if top is not None and top[0] < min_t:
+            min_t = top[0]
+        self.min_t = min_t if min_t != 1 << 62 else None
 
     # ------------------------------------------------------------------------------------------
+    def _clock_outlier(self) -> None:
+        """The latest timestamp of the log was reached by one source only, far ahead of all others:
+        that timestamp is wrong, not the log."""
+        t, ref, mid, kind, key = self._top
+        ahead = (t - self.hwm) / 1000
+        src = key if key != mid else None
+        self._violate("REMP-TIME-001", mid if isinstance(mid, str) else None,
+                      f"timestamp {t} is {ahead:,.0f} s ahead of every other source's; the log's clock did not follow it",
+                      [(ref, kind if isinstance(kind, str) else None, src)])
+
+    def _role_of(self, src: str, st: list) -> str:
+        """The role a source plays, as known at the end: declared, else inferred from any message,
+        else the one assumed when its receipt arrived."""
+        if self.declared_roles is not None:
+            role = self.declared_roles.get(src)
+            if role is not None:
+                return role
+        known = self._roles.get(src)
+        return known[0] if known is not None else st[0]
+
     def _after(self, t: int | None, other_t: int | None) -> bool:
         """Did an event at t happen after one at other_t? By time when both are known, else by log order."""
         return True if t is None or other_t is None else t > other_t
@@ -504,7 +589,7 @@ class RempLogChecker:
         """Judge what can only be judged once a message's stream is complete, then forget it."""
         m = self.model
         violate = self._violate
-        queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None]
+        queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None and self._role_of(s, st) == VALIDATOR]
         outcome, final = evaluate_outcome(m.outcomes, msg.kmask, [st[1] for _, st in queued])
         fin = msg.fin
         if fin is not None:
@@ -522,7 +607,7 @@ class RempLogChecker:
             if msg.sent_t is not None and fin[2] is not None:
                 self._lat("finalized_ms", fin[2] - msg.sent_t)
         if msg.fn_rej is not None:
-            vals = [(st[2], st[3], s) for s, st in msg.srcs.items() if st[0] == VALIDATOR]
+            vals = [(st[2], st[3], s) for s, st in msg.srcs.items() if self._role_of(s, st) == VALIDATOR]
             if vals:
                 violate("REMP-FN-001", msg.id, f"rejected by the full node, yet {len(vals)} validator(s) reported on it",
                         [(msg.fn_rej[0], "RejectedByFullnode", msg.fn_rej[1])] + vals[:5])
@@ -539,8 +624,9 @@ class RempLogChecker:
             violate("REMP-LIVE-001", msg.id,
                     f"no final outcome {self.horizon_s:.0f} s after its first receipt (last known: {outcome})",
                     [(msg.first_ref, None, None)] + last[:6])
-        if fin is not None and self.hwm is not None:
-            self._tombs[msg.id] = (fin[0], fin[1], fin[2], fin[3], msg.first_ref, msg.first_t, msg.id)
+        if self.hwm is not None:  # late receipts of a judged message are recognised as such
+            f = fin or (None, None, None, None)
+            self._tombs[msg.id] = (f[0], f[1], f[2], f[3], msg.first_ref, msg.first_t, msg.id)
             self._tomb_order.append((self.hwm + self.close_after_ms, msg.id))
 
     def _lat(self, name: str, value: int) -> None:
@@ -565,6 +651,7 @@ class RempLogChecker:
             "redelivered_receipts": self.redelivered,
             "late_receipts": self.late,
             "peak_open_messages": self.peak_open,
+            "kafka_tombstones": self.kafka_tombstones,
             "receipts_without_time": self.no_time,
             "log_time_span_s": round((self.hwm - self.min_t) / 1000, 3) if self.hwm is not None and self.min_t is not None else None,
             "sources": dict(roles),

@@ -190,8 +190,10 @@ class RempModel:
         common = spec["kinds"]["common_fields"]
         self.zero_time_roles = frozenset(common["timestamp"].get("zero_allowed", {}).get(profile, ()))
         self.signature_required: bool = common["signature"]["required"][profile]
+        self.unsigned_roles = frozenset(common["signature"].get("unsigned_allowed", {}).get(profile, ()))
         self.signature_check, self.signature_expected = self.formats[common["signature"]["format"]]
         self.hash_check, self.hash_expected = self.formats[common["message_id"]["format"]]
+        self.ids_fold_case: bool = self.hash_check("A" * 64)  # upper-case hex allowed: compare ids case-folded
         self.seed_names = {alias: k.name for k in self.kinds.values() for alias in k.seed_names}
 
     # -- cross-reference checks -------------------------------------------------------------

@@ -43,7 +43,7 @@ def _worker(conn, kwargs: dict[str, Any], inputs: list[str], k: int, n: int) -> 
         checker.begin(inputs, partition=(k, n))
         for idx, path in enumerate(inputs):
             checker._run_file(idx, path)
-        conn.send(("hwm", checker.hwm))
+        conn.send(("hwm", checker.hwm, checker.top_time))
         end_hwm = conn.recv()
         report = checker.finish(end_hwm)
         conn.send(("done", report, checker.lat, checker._roles))
@@ -70,8 +70,7 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int) -> Report
         for msg in first:
             if msg[0] == "error":
                 raise msg[3]
-        hwms = [m[1] for m in first if m[1] is not None]
-        end = max(hwms) if hwms else None
+        end = RempLogChecker(**kwargs).end_clock([m[1] for m in first], [m[2] for m in first])
         for p in pipes:
             p.send(end)
         results = [p.recv() for p in pipes]
@@ -144,7 +143,8 @@ def _role_conflict(probe, src, earlier, later, inputs) -> Violation:
 def _merge_metrics(probe, reports, lats, roles) -> dict[str, Any]:
     ms = [r.metrics for r in reports]
     merged = dict(ms[0])
-    for key in ("not_judged_for_liveness", "redelivered_receipts", "late_receipts", "receipts_without_time", "peak_open_messages"):
+    for key in ("not_judged_for_liveness", "redelivered_receipts", "late_receipts", "receipts_without_time",
+                "peak_open_messages", "kafka_tombstones"):
         merged[key] = sum(m[key] for m in ms)
     for key in ("receipts_per_kind", "outcomes"):
         total: Counter = Counter()

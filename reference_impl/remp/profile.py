@@ -55,7 +55,7 @@ def traits_for(profile: str) -> Traits:
         validator_finalizes=VALIDATOR in m.kinds["Finalized"].issuers,
         paced_sender=m.mode("REMP-SEQ-001") == OFF and behaviour["send_spacing_ms"] is not None,
         validator_zero_time=VALIDATOR in m.zero_time_roles,
-        validator_signed=bool(m.signature_required),
+        validator_signed=VALIDATOR not in m.unsigned_roles,
         older_session_entry=behaviour["older_session_entry"],
         silent_superseded=behaviour["silent_superseded"],
         uid_duplicates=behaviour["uid_duplicates"],
