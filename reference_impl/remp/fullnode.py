@@ -208,13 +208,10 @@ class FullNode:
 
     def _on_commit(self, ev: MasterchainCommit) -> list:
         out: list = []
-        root = ev.block.root_hash
         for mid in ev.msg_ids:
             m = self.msgs.get(mid)
             if m is None or m.final:
                 continue
-            if m.awaiting is None:
-                m.awaiting = root
             if self._finalizes:
                 self._emit(out, mid, "Finalized", ev.time, block=ev.block, mc_block=ev.mc_block)
             m.final = True
