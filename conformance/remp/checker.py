@@ -3,7 +3,8 @@
 One pass, in log order. Memory is proportional to the messages still open: a message is judged
 and dropped once the log's time has moved a horizon past its first receipt (or, for receipts that
 carry no time at all, once it has been idle for ``idle_receipts`` receipts); a small tombstone of
-finalized messages stays for one more horizon so that late receipts are still checked for replay.
+each judged message stays for one more horizon, so that late receipts are recognised as late and
+still checked for replay.
 
 Every rule is named by its ID from ``spec/remp/rules.yaml``; whether it runs, and whether it fails
 the run, is the profile's mode for it.
