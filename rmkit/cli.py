@@ -132,7 +132,8 @@ def cmd_check(args) -> int:
         if path != "-" and not os.path.exists(path):
             raise UsageError(f"LOG {path!r}: no such file")
     checker = proto.make_checker(profile, args)
-    report = checker.run(args.logs)
+    with _progress(args.logs, checker) as _:
+        report = checker.run(args.logs)
     from rmkit.render import RENDERERS
 
     color = args.color == "always" or (args.color == "auto" and not args.out and sys.stdout.isatty())
@@ -147,6 +148,37 @@ def cmd_check(args) -> int:
     if report.verdict == FAIL or (args.strict and report.verdict == NON_STRICT):
         return EXIT_VIOLATIONS
     return EXIT_PASS
+
+
+class _progress:
+    """A progress bar on stderr while one process reads large files, when stderr is a terminal."""
+
+    MIN_BYTES = 64 << 20
+
+    def __init__(self, paths: list[str], checker):
+        self.bar = None
+        if not sys.stderr.isatty() or "-" in paths or not hasattr(checker, "progress"):
+            return
+        sizes = [os.path.getsize(p) for p in paths]
+        if sum(sizes) < self.MIN_BYTES:
+            return
+        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+        self.bar = Progress("checking", BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+                            console=None, transient=True, redirect_stdout=False)
+        offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+        task = self.bar.add_task("check", total=sum(sizes))
+        checker.progress = lambda idx, done: self.bar.update(task, completed=offsets[idx] + done)
+
+    def __enter__(self):
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+        return False
 
 
 def cmd_explain(args) -> int:

@@ -303,3 +303,13 @@ def test_bom_and_unsuffixed_gzip_are_read(tmp_path):
     for path in (bom, gz):
         report = RempLogChecker().run([str(path)])
         assert report.verdict == "pass" and report.receipts == 9, (path, report.reasons)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_progress_is_reported_in_bytes(tmp_path, jobs):
+    path = write(tmp_path, "p.jsonl", happy_lines(n=300, gap_ms=1000))
+    seen = []
+    RempLogChecker(jobs=jobs, progress=lambda idx, done: seen.append((idx, done))).run([path])
+    assert seen and all(0 <= done <= (tmp_path / "p.jsonl").stat().st_size for _, done in seen)
+    if jobs == 1:
+        assert seen[-1][1] == (tmp_path / "p.jsonl").stat().st_size

@@ -95,7 +95,7 @@ class RempLogChecker:
     def __init__(self, profile: str = "spec", *, lifetime_s: float | None = None,
                  horizon_s: float | None = None, roles: dict[str, str] | None = None,
                  max_examples: int = 1000, idle_receipts: int = 2_000_000, jobs: int | None = 1,
-                 model: RempModel | None = None):
+                 model: RempModel | None = None, progress=None):
         self.model = model or model_for(profile)
         m = self.model
         self.profile = m.profile
@@ -111,6 +111,7 @@ class RempLogChecker:
         self.idle_receipts = idle_receipts
         self.modes = {r.id: r.mode(self.profile) for r in m.rules}
         self.jobs = jobs  # None: one process per core for large files (see parallel.auto_jobs)
+        self.progress = progress  # called with (input index, bytes read so far) after each chunk
         self._kwargs = dict(profile=self.profile, lifetime_s=self.lifetime_s, horizon_s=self.horizon_s, roles=roles,
                             max_examples=max_examples, idle_receipts=idle_receipts)
 
@@ -121,7 +122,7 @@ class RempLogChecker:
 
         jobs = parallel.auto_jobs(inputs) if self.jobs is None else self.jobs
         if jobs > 1 and "-" not in inputs:
-            return parallel.run_parallel(self._kwargs, inputs, jobs)
+            return parallel.run_parallel(self._kwargs, inputs, jobs, progress=self.progress)
         self.begin(inputs)
         for idx, path in enumerate(inputs):
             self._run_file(idx, path)
@@ -266,7 +267,12 @@ class RempLogChecker:
         intern_src = self._src_names.setdefault
         rep = self._rep
         lineno = 0
+        progress = self.progress
+        done = 0
         for batch in iter_line_batches(path):
+            if progress is not None:
+                done += sum(map(len, batch)) + len(batch)
+                progress(idx, done)
             for line in batch:
                 lineno += 1
                 if part_n:

@@ -37,9 +37,16 @@ def auto_jobs(inputs: list[str]) -> int:
     return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
-def _worker(conn, kwargs: dict[str, Any], inputs: list[str], k: int, n: int) -> None:
+def _worker(conn, kwargs: dict[str, Any], inputs: list[str], k: int, n: int, done=None) -> None:
     try:
         checker = RempLogChecker(**kwargs)
+        if done is not None:  # every share reads every line: one share's reading is the run's progress
+            offsets = [sum(os.path.getsize(p) for p in inputs[:i]) for i in range(len(inputs))]
+
+            def report(idx: int, nbytes: int) -> None:
+                done.value = offsets[idx] + nbytes
+
+            checker.progress = report
         checker.begin(inputs, partition=(k, n))
         for idx, path in enumerate(inputs):
             checker._run_file(idx, path)
@@ -53,19 +60,25 @@ def _worker(conn, kwargs: dict[str, Any], inputs: list[str], k: int, n: int) -> 
         conn.close()
 
 
-def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int) -> Report:
-    """Same result as ``RempLogChecker(**kwargs).run(inputs)`` (up to which examples are kept)."""
+def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=None) -> Report:
+    """Same result as ``RempLogChecker(**kwargs).run(inputs)`` (up to which examples are kept).
+    ``progress(0, bytes)`` is called while the shares read, when given."""
     started = time.perf_counter()
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     pipes, procs = [], []
+    done = ctx.Value("q", 0, lock=False) if progress is not None else None
     for k in range(jobs):
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(child, kwargs, inputs, k, jobs), daemon=True)
+        proc = ctx.Process(target=_worker, args=(child, kwargs, inputs, k, jobs, done if k == 0 else None), daemon=True)
         proc.start()
         child.close()
         pipes.append(parent)
         procs.append(proc)
     try:
+        if done is not None:
+            while not all(p.poll(0) for p in pipes):
+                progress(0, done.value)
+                pipes[0].poll(0.2)
         first = [p.recv() for p in pipes]
         for msg in first:
             if msg[0] == "error":
