@@ -189,10 +189,12 @@ def test_parallel_finds_a_role_conflict_across_shares(tmp_path):
     b'{"topic":"t","value":"{\\"kind\\":\\"PutIntoQueue\\",\\"message_id\\":\\"abc\\"}"}',
     b'{"topic":"t","key":"abc","value":{"message_id":"abc","kind":"X"}}',
 ])
-def test_partition_key_finds_the_message_id_in_every_layout(line):
-    from rmkit.conformance.remp.checker import partition_key
+def test_partition_share_follows_the_message_id_in_every_layout(line):
+    from rmkit.conformance.remp.checker import partition_share
 
-    assert partition_key(line) == b"abc"
+    for n in (2, 3, 5):
+        assert partition_share(line, n) == ord("c") % n
+    assert partition_share(line.replace(b"abc", b"ABC"), 3) == ord("c") % 3
 
 
 # ---- cases a review found: each was a wrong verdict or a crash --------------------------------

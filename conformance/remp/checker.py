@@ -15,7 +15,6 @@ from __future__ import annotations
 import difflib
 import time
 from array import array
-from zlib import crc32
 from collections import Counter, deque
 from typing import Any
 
@@ -43,23 +42,25 @@ def _violation_order(v: Violation):
     return first, v.rule
 
 
-def partition_key(line: bytes) -> bytes | None:
-    """The message id of a raw receipt line (plain or inside a Kafka record, escaped or not),
-    found without parsing JSON; None when it cannot be found this way."""
-    # the key itself, quoted (escaped inside a Kafka value held as a string); the last one wins,
-    # as it does for the JSON reader when a key is repeated
+def partition_share(line: bytes, n: int) -> int | None:
+    """Which of ``n`` shares the receipt on this raw line belongs to, by its message id, found
+    without parsing JSON (plain, or escaped inside a Kafka value held as a string); None when the
+    id cannot be found this way. Ids are hashes, so their last hex digit spreads them evenly; case
+    is folded (``| 0x20``) because the spec profile allows upper-case hex."""
+    # the key itself, quoted; the last one wins, as it does for the JSON reader
     i = line.rfind(b'"message_id"')
-    after = i + 12
-    if i < 0:
+    if i >= 0:
+        j = line.find(b'"', i + 12)  # the value's opening quote
+        k = line.find(b'"', j + 1)
+    else:
         i = line.rfind(b'\\"message_id\\"')
-        after = i + 14
         if i < 0:
             return None
-    j = line.find(b'"', after)  # the value's opening quote
-    k = line.find(b'"', j + 1)
-    if j < 0 or k < 0:
+        j = line.find(b'"', i + 14)
+        k = line.find(b'\\"', j + 1)
+    if j < 0 or k <= j + 1:
         return None
-    return line[j + 1:k].rstrip(b"\\").lower()
+    return (line[k - 1] | 0x20) % n
 
 
 class _Msg:
@@ -276,8 +277,8 @@ class RempLogChecker:
             for line in batch:
                 lineno += 1
                 if part_n:
-                    key = partition_key(line)
-                    if (crc32(key) if key is not None else lineno) % part_n != part_k:
+                    share = partition_share(line, part_n)
+                    if (lineno % part_n if share is None else share) != part_k:
                         continue
                 try:
                     obj = loads(line)
