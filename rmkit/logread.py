@@ -1,8 +1,8 @@
 """Read receipt logs as a stream: JSONL of receipts, or a Kafka dump (one record per line with
 ``topic, partition, offset, timestamp, key, value``), plain or ``.gz``, a file or ``-`` (stdin).
 
-Nothing is held beyond the current line; unreadable lines are returned as errors for the caller to
-count and report (file and line), never dropped.
+Nothing is held beyond the current chunk of lines; the caller decodes each line and reports the
+ones it cannot read (file and line), never dropping them.
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ import orjson
 
 from rmkit.errors import InputError
 
-KAFKA_FIELDS = ("topic", "partition", "offset")
-
-
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -31,25 +28,11 @@ def open_input(path: str) -> IO[bytes]:
     try:
         f = open(path, "rb", buffering=1 << 20)
         if path.endswith(".gz") or f.peek(2)[:2] == GZIP_MAGIC:
-            return io.BufferedReader(gzip.GzipFile(fileobj=f, mode="rb"), buffer_size=1 << 20)
+            f.close()  # reopened by gzip, which then owns (and closes) the file
+            return io.BufferedReader(gzip.open(path, "rb"), buffer_size=1 << 20)
         return f
     except OSError as exc:
         raise InputError(f"cannot open input {path!r}: {exc.strerror or exc}") from None
-
-
-def iter_lines(path: str) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, raw line) for every non-blank line of one input."""
-    f = open_input(path)
-    try:
-        lineno = 0
-        for lineno, line in enumerate(f, 1):
-            if line.strip():
-                yield lineno, line
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise InputError(f"cannot read input {path!r} after line {lineno}: {exc}") from None
-    finally:
-        if f is not sys.stdin.buffer:
-            f.close()
 
 
 def iter_line_batches(path: str, chunk_bytes: int = 1 << 22) -> Iterator[list[bytes]]:
@@ -78,23 +61,6 @@ def iter_line_batches(path: str, chunk_bytes: int = 1 << 22) -> Iterator[list[by
     finally:
         if f is not sys.stdin.buffer:
             f.close()
-
-
-def decode_line(line: bytes) -> tuple[dict | None, int | None, bytes | str | None, str | None, str | None]:
-    """Decode one line into ``(receipt, kafka_timestamp, receipt_text, error, error_field)``.
-
-    ``receipt_text`` identifies the receipt's exact content (to recognise redelivered copies).
-    A Kafka record's value may be a JSON object or a string holding one.
-    """
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        return None, None, None, f"not JSON: {exc}", None
-    if type(obj) is not dict:
-        return None, None, None, f"expected a JSON object, found {type(obj).__name__}", None
-    if "kind" in obj or "value" not in obj:
-        return obj, None, line, None, None
-    return unwrap_kafka(obj)
 
 
 def unwrap_kafka(rec: dict[str, Any]):

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rmkit.rules import STRICT
+
 PASS, FAIL, NON_STRICT = "pass", "fail", "non-strict"
 
 
@@ -60,6 +62,12 @@ class Report:
     shown_per_rule: int = 0  # 0: every violation is listed
     verdict: str = FAIL
     reasons: list[str] = field(default_factory=list)
+
+    def count(self, rule: str, mode: str, n: int = 1) -> None:
+        """Count ``n`` violations of ``rule`` (those of strict rules also towards the verdict)."""
+        self.counts[rule] = self.counts.get(rule, 0) + n
+        if mode == STRICT:
+            self.strict_counts[rule] = self.strict_counts.get(rule, 0) + n
 
     def decide(self) -> str:
         """Set and return the verdict: a run that read nothing, or could not read a line, fails."""

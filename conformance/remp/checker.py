@@ -22,7 +22,7 @@ import orjson
 
 from rmkit.logread import iter_line_batches, unwrap_kafka
 from rmkit.metrics import LatencyHistogram
-from rmkit.rules import OFF, STRICT
+from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 from rmkit.conformance.remp.model import VALIDATOR, RempModel, model_for
 from rmkit.reference_impl.remp.outcome import evaluate_outcome
@@ -198,9 +198,7 @@ class RempLogChecker:
         if mode == OFF:
             return
         rep = self._rep
-        rep.counts[rule] = rep.counts.get(rule, 0) + 1
-        if mode == STRICT:
-            rep.strict_counts[rule] = rep.strict_counts.get(rule, 0) + 1
+        rep.count(rule, mode)
         if self.max_examples and self._stored[rule] >= self.max_examples:
             return
         self._stored[rule] += 1
@@ -217,9 +215,7 @@ class RempLogChecker:
         if len(rep.input_problems) < max(self.max_examples, 1) or not self.max_examples:
             rep.input_problems.append(InputProblem(self._files[idx], lineno, error, field))
         if self.modes["REMP-INPUT-001"] != OFF:
-            rep.counts["REMP-INPUT-001"] = rep.counts.get("REMP-INPUT-001", 0) + 1
-            if self.modes["REMP-INPUT-001"] == STRICT:
-                rep.strict_counts["REMP-INPUT-001"] = rep.strict_counts.get("REMP-INPUT-001", 0) + 1
+            rep.count("REMP-INPUT-001", self.modes["REMP-INPUT-001"])
 
     def _kind_hint(self, kind: Any) -> str:
         if not isinstance(kind, str):
@@ -368,7 +364,7 @@ class RempLogChecker:
                     # a message not open: judged already (a late receipt), or new
                     tomb = self._tombs.get(mid)
                     if tomb is not None:
-                        if not (t is not None and kind in START_KINDS and tomb[5] is not None and t - tomb[5] > expiry_ms):
+                        if not (t is not None and kind in START_KINDS and tomb[1] is not None and t - tomb[1] > expiry_ms):
                             self.late += 1
                             if ki is not None:
                                 self._late_receipt(tomb, ki, obj, ref, t, src)
@@ -537,13 +533,22 @@ class RempLogChecker:
                               [(msg.first_ref, None, None), (ref, kind, src)])
         if kind == "IncludedIntoAcceptedBlock":
             if msg.acc is None:
-                msg.acc = {block: ref}
-            elif block not in msg.acc:
-                msg.acc[block] = ref
-        fin = msg.fin
-        if fin is not None and block != fin[0] and self._after(t, fin[2]):
+                msg.acc = {}
+            msg.acc.setdefault(block, ref)
+        if msg.fin is not None:
+            self._replay(msg.id, msg.fin, kind, block, ref, t, src)
+
+    def _replay(self, mid: str, fin: tuple, kind: str, block: str, ref: int, t, src) -> None:
+        """The replay rules for a receipt naming ``block`` about a message finalized as ``fin``
+        (block, ref, time, source) — whether the message is still open or already judged."""
+        if block == fin[0]:
+            return
+        if kind == "Finalized":
+            self._violate("REMP-REPLAY-002", mid, f"finalized in block {fin[0][:16]}… and again in block {block[:16]}…",
+                          [(fin[1], "Finalized", fin[3]), (ref, "Finalized", src)])
+        elif kind in INCLUSION_KINDS and self._after(t, fin[2]):
             rule = "REMP-REPLAY-001" if kind == "IncludedIntoAcceptedBlock" else "REMP-REPLAY-003"
-            self._violate(rule, msg.id, f"{kind} into block {block[:16]}… after it was finalized in block {fin[0][:16]}…",
+            self._violate(rule, mid, f"{kind} into block {block[:16]}… after it was finalized in block {fin[0][:16]}…",
                           [(fin[1], "Finalized", fin[3]), (ref, kind, src)])
 
     def _finalized(self, msg: _Msg, block: str, ref: int, t, src) -> None:
@@ -553,25 +558,17 @@ class RempLogChecker:
             msg.fin = (block, ref, t, src)
             return
         if block != fin[0]:
-            self._violate("REMP-REPLAY-002", msg.id, f"finalized in block {fin[0][:16]}… and again in block {block[:16]}…",
-                          [(fin[1], "Finalized", fin[3]), (ref, "Finalized", src)])
+            self._replay(msg.id, fin, "Finalized", block, ref, t, src)
         else:
             self._violate("REMP-FIN-001", msg.id, f"Finalized reported {msg.fin_count} times",
                           [(fin[1], "Finalized", fin[3]), (ref, "Finalized", src)])
 
     def _late_receipt(self, tomb: tuple, ki, obj: dict, ref: int, t, src) -> None:
         """A receipt for a message already judged: only the replay rules still apply."""
-        fin_block, fin_ref, fin_t, fin_src, first_ref, first_t, mid = tomb
+        fin, _, mid = tomb
         block = obj.get("block_id")
-        if not ki.has_block or type(block) is not str or fin_block is None or block == fin_block:
-            return
-        if ki.name == "Finalized":
-            self._violate("REMP-REPLAY-002", mid, f"finalized in block {fin_block[:16]}… and again in block {block[:16]}…",
-                          [(fin_ref, "Finalized", fin_src), (ref, "Finalized", src)])
-        elif ki.name in INCLUSION_KINDS and self._after(t, fin_t):
-            rule = "REMP-REPLAY-001" if ki.name == "IncludedIntoAcceptedBlock" else "REMP-REPLAY-003"
-            self._violate(rule, mid, f"{ki.name} into block {block[:16]}… after it was finalized in block {fin_block[:16]}…",
-                          [(fin_ref, "Finalized", fin_src), (ref, ki.name, src)])
+        if fin is not None and ki.has_block and type(block) is str:
+            self._replay(mid, fin, ki.name, block.lower() if self.model.ids_fold_case else block, ref, t, src)
 
     def _sweep(self) -> None:
         order, msgs, hwm = self._order, self._msgs, self.hwm
@@ -633,8 +630,7 @@ class RempLogChecker:
                     f"no final outcome {self.horizon_s:.0f} s after its first receipt (last known: {outcome})",
                     [(msg.first_ref, None, None)] + last[:6])
         if self.hwm is not None:  # late receipts of a judged message are recognised as such
-            f = fin or (None, None, None, None)
-            self._tombs[msg.id] = (f[0], f[1], f[2], f[3], msg.first_ref, msg.first_t, msg.id)
+            self._tombs[msg.id] = (fin, msg.first_t, msg.id)
             self._tomb_order.append((self.hwm + self.close_after_ms, msg.id))
 
     def _lat(self, name: str, value: int) -> None:

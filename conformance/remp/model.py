@@ -330,9 +330,6 @@ class RempModel:
         return rules
 
     # -- helpers used by checker, machines and docs ------------------------------------------
-    def kinds_of_mask(self, mask: int) -> set[str]:
-        """The kind names whose bits are set in ``mask`` (see ``KindInfo.bit``)."""
-        return {k.name for k in self.kinds.values() if mask & k.bit}
 
     def mode(self, rule_id: str) -> str:
         return self.rules[rule_id].mode(self.profile)

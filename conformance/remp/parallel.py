@@ -15,7 +15,6 @@ import time
 from collections import Counter
 from typing import Any
 
-from rmkit.rules import STRICT
 from rmkit.verdict import Evidence, Report, Violation
 
 from rmkit.conformance.remp.checker import LINE_BITS, LINE_MASK, RempLogChecker, _violation_order
@@ -112,9 +111,7 @@ def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[
         out.messages += r.messages
         out.unreadable += r.unreadable
         for rule, n in r.counts.items():
-            out.counts[rule] = out.counts.get(rule, 0) + n
-        for rule, n in r.strict_counts.items():
-            out.strict_counts[rule] = out.strict_counts.get(rule, 0) + n
+            out.count(rule, out.rules.get(rule), n)
     # a source inferred as a full node in one share and as a validator in another
     first: dict[str, tuple] = {}
     extra: list[Violation] = []
@@ -129,9 +126,7 @@ def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[
                 extra.append(_role_conflict(probe, src, seen, (role, ref, mid), inputs))
     mode = out.rules.get("REMP-ROLE-001")
     for v in extra:
-        out.counts[v.rule] = out.counts.get(v.rule, 0) + 1
-        if mode == STRICT:
-            out.strict_counts[v.rule] = out.strict_counts.get(v.rule, 0) + 1
+        out.count(v.rule, mode)
     kept: Counter[str] = Counter()
     for v in sorted([v for r in reports for v in r.violations] + [v for v in extra if mode and mode != "off"], key=_violation_order):
         if out.shown_per_rule and kept[v.rule] >= out.shown_per_rule:
