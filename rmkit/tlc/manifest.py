@@ -1,0 +1,249 @@
+"""``tla/manifest.json``: which TLA+ models the kit ships, how to check them, what to expect.
+
+Why a manifest (in the style of the tlaplus/Examples one): the command line must not name
+protocols, the expected figures (distinct states, depth) belong next to the model rather than
+in code, and CI can tell a fast config from a slow one. The loader checks the file's shape and
+says what it expected, what it found and where, so a typo is a clear error rather than a
+``KeyError`` halfway through a run.
+
+The ``tla/`` folder is shipped in the wheel as the package ``rmkit.tla``; ``RMKIT_TLA_DIR``
+points the kit at another copy (as ``RMKIT_SPEC_DIR`` does for the spec files).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rmkit.errors import SpecError, UsageError
+from rmkit.tlc.result import ASSERTION, ASSUMPTION, DEADLOCK, INVARIANT, PASS, PROPERTY, VIOLATION, TlcResult
+
+TLA_DIR_ENV = "RMKIT_TLA_DIR"
+MANIFEST = "manifest.json"
+RESULTS = ("success", "safety failure", "liveness failure", "deadlock failure", "assumption failure")
+
+_MODEL_KEYS = {"name": str, "path": str, "spec": str, "source": str, "configs": list}
+_CONFIG_KEYS = {"name": str, "module": str, "cfg": str, "workers": int, "runtime": str, "result": str,
+                "distinctStates": (int, type(None)), "totalStates": (int, type(None)), "depth": (int, type(None)),
+                "deadlock": bool, "slow": bool}
+_OPTIONAL = {"source"}
+
+
+def tla_root() -> Path:
+    """The folder holding ``manifest.json`` and one folder per model."""
+    override = os.environ.get(TLA_DIR_ENV)
+    if override:
+        return Path(override)
+    return Path(str(resources.files("rmkit.tla")))
+
+
+@dataclass
+class ConfigEntry:
+    """One way to check a model: a TLC root module + cfg, and the figures it is expected to give."""
+
+    name: str
+    module: str
+    cfg: str
+    workers: int
+    runtime: str
+    result: str
+    distinct_states: int | None
+    total_states: int | None
+    depth: int | None
+    deadlock: bool    # False: run with -deadlock (deadlock checking off)
+    slow: bool
+
+    @property
+    def runtime_s(self) -> int:
+        h, m, s = (int(x) for x in self.runtime.split(":"))
+        return h * 3600 + m * 60 + s
+
+
+@dataclass
+class ModelEntry:
+    name: str
+    path: str
+    spec: str
+    source: str | None
+    configs: list[ConfigEntry]
+    root: Path
+
+    @property
+    def dir(self) -> Path:
+        return self.root / self.path
+
+    @property
+    def default_config(self) -> ConfigEntry:
+        """The first config not marked slow (the first one if all are)."""
+        return next((c for c in self.configs if not c.slow), self.configs[0])
+
+    def config(self, name: str | None) -> ConfigEntry:
+        if name is None:
+            return self.default_config
+        for c in self.configs:
+            if c.name == name:
+                return c
+        raise UsageError(f"model {self.name!r} has no config {name!r}; configs: {', '.join(c.name for c in self.configs)}")
+
+    def missing_files(self, cfg: ConfigEntry | None = None) -> list[str]:
+        """Files the manifest names that are not there (the spec, and the config's module and cfg)."""
+        names = [self.spec] + ([f"{cfg.module}.tla", cfg.cfg] if cfg else [])
+        return [n for n in dict.fromkeys(names) if not (self.dir / n).is_file()]
+
+
+@dataclass
+class Manifest:
+    models: list[ModelEntry]
+    path: Path
+
+    @property
+    def default_model(self) -> ModelEntry:
+        return self.models[0]
+
+    def model(self, name: str | None) -> ModelEntry:
+        if name is None:
+            return self.default_model
+        for m in self.models:
+            if m.name == name:
+                return m
+        raise UsageError(f"unknown model {name!r}; models in {self.path}: {', '.join(m.name for m in self.models)}")
+
+
+def _type_name(t: Any) -> str:
+    if isinstance(t, tuple):
+        return " or ".join(_type_name(x) for x in t)
+    return {str: "a string", int: "an integer", bool: "true or false", list: "a list", type(None): "null"}[t]
+
+
+def _found(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    kind = {str: "string", int: "integer", float: "number", list: "list", dict: "object"}.get(type(v), type(v).__name__)
+    shown = json.dumps(v)
+    return f"{kind} {shown if len(shown) <= 40 else shown[:40] + '…'}"
+
+
+def _check_keys(obj: Any, keys: dict[str, Any], shown: str, where: str) -> None:
+    if not isinstance(obj, dict):
+        raise SpecError(shown, where, f"expected an object, found {_found(obj)}")
+    unknown = [k for k in obj if k not in keys]
+    if unknown:
+        raise SpecError(shown, f"{where}.{unknown[0]}", f"unknown key; expected one of {', '.join(keys)}")
+    for key, typ in keys.items():
+        if key not in obj:
+            if key in _OPTIONAL:
+                continue
+            raise SpecError(shown, where, f"missing key {key!r} (expected {_type_name(typ)})")
+        val = obj[key]
+        ok = isinstance(val, typ) and not (isinstance(val, bool) and typ in (int, (int, type(None))))
+        if not ok:
+            raise SpecError(shown, f"{where}.{key}", f"expected {_type_name(typ)}, found {_found(val)}")
+
+
+def _config(obj: Any, shown: str, where: str) -> ConfigEntry:
+    if isinstance(obj, dict) and obj.get("workers") == "auto":
+        raise SpecError(shown, f"{where}.workers", "expected an integer >= 1, found string \"auto\" "
+                                                   "(TLC 2.15 has no -workers auto)")
+    _check_keys(obj, _CONFIG_KEYS, shown, where)
+    if obj["workers"] < 1:
+        raise SpecError(shown, f"{where}.workers", f"expected an integer >= 1, found {obj['workers']}")
+    if not re.fullmatch(r"\d{2}:\d{2}:\d{2}", obj["runtime"]):
+        raise SpecError(shown, f"{where}.runtime", f"expected HH:MM:SS, found {_found(obj['runtime'])}")
+    if obj["result"] not in RESULTS:
+        raise SpecError(shown, f"{where}.result", f"expected one of {', '.join(RESULTS)}; found {_found(obj['result'])}")
+    if not obj["cfg"].endswith(".cfg"):
+        raise SpecError(shown, f"{where}.cfg", f"expected a file name ending in .cfg, found {_found(obj['cfg'])}")
+    for key in ("distinctStates", "totalStates", "depth"):
+        if obj[key] is not None and obj[key] < 0:
+            raise SpecError(shown, f"{where}.{key}", f"expected a number >= 0 or null, found {obj[key]}")
+    return ConfigEntry(obj["name"], obj["module"].removesuffix(".tla"), obj["cfg"], obj["workers"], obj["runtime"],
+                       obj["result"], obj["distinctStates"], obj["totalStates"], obj["depth"], obj["deadlock"], obj["slow"])
+
+
+def load_manifest(root: str | os.PathLike | None = None) -> Manifest:
+    """Read and validate ``<root>/manifest.json`` (default root: :func:`tla_root`)."""
+    base = Path(root) if root is not None else tla_root()
+    path = base / MANIFEST
+    shown = str(path) if root is not None or os.environ.get(TLA_DIR_ENV) else f"tla/{MANIFEST}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(shown, "", f"cannot read the model manifest ({exc.strerror or exc})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(shown, "", f"not valid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    _check_keys(doc, {"models": list}, shown, "(top)")
+    if not doc["models"]:
+        raise SpecError(shown, "models", "expected at least one model, found an empty list")
+    models: list[ModelEntry] = []
+    for i, m in enumerate(doc["models"]):
+        where = f"models[{i}]"
+        _check_keys(m, _MODEL_KEYS, shown, where)
+        if any(x.name == m["name"] for x in models):
+            raise SpecError(shown, f"{where}.name", f"expected a unique model name, found {m['name']!r} twice")
+        if not m["spec"].endswith(".tla"):
+            raise SpecError(shown, f"{where}.spec", f"expected a file name ending in .tla, found {_found(m['spec'])}")
+        if not m["configs"]:
+            raise SpecError(shown, f"{where}.configs", "expected at least one config, found an empty list")
+        configs: list[ConfigEntry] = []
+        for j, c in enumerate(m["configs"]):
+            cfg = _config(c, shown, f"{where}.configs[{j}]")
+            if any(x.name == cfg.name for x in configs):
+                raise SpecError(shown, f"{where}.configs[{j}].name", f"expected a unique config name, found {cfg.name!r} twice")
+            configs.append(cfg)
+        models.append(ModelEntry(m["name"], m["path"], m["spec"], m.get("source"), configs, base))
+    return Manifest(models, path)
+
+
+# -- expected figures -----------------------------------------------------------------------------
+@dataclass
+class Expectation:
+    """One figure the manifest promises, and what the run found."""
+
+    figure: str
+    expected: Any
+    found: Any
+    match: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.match = self.expected == self.found
+
+
+def result_name(result: TlcResult) -> str:
+    """The manifest's name for a run's outcome (``success``, ``safety failure``, ...; ``error``)."""
+    if result.verdict == PASS:
+        return "success"
+    if result.verdict != VIOLATION:
+        return "error"
+    ce = result.counterexamples[0]
+    if ce.kind == DEADLOCK:
+        return "deadlock failure"
+    if ce.kind == ASSUMPTION:
+        return "assumption failure"
+    if ce.kind == PROPERTY and (ce.lasso is not None or ce.stutters):
+        return "liveness failure"
+    if ce.kind in (INVARIANT, PROPERTY, ASSERTION):
+        return "safety failure"
+    return "error"
+
+
+def compare(result: TlcResult, config: ConfigEntry) -> list[Expectation]:
+    """The manifest's figures against a finished model-checking run (empty for a simulation or an
+    unfinished run, where they do not apply). A mismatch is information, not a failure."""
+    if result.mode != "model-check" or not result.complete or result.verdict == "error":
+        return []
+    out = [Expectation("result", config.result, result_name(result))]
+    for figure, expected, found in (("distinctStates", config.distinct_states, result.distinct_states),
+                                    ("totalStates", config.total_states, result.total_states),
+                                    ("depth", config.depth, result.depth)):
+        if expected is not None:
+            out.append(Expectation(figure, expected, found))
+    return out
