@@ -211,6 +211,8 @@ class Validator:
         """A message with a body arrives for the first time: report it and queue it."""
         if m.acc is not None or m.done:
             return  # already processed (known from a block or a digest): nothing to queue
+        if not self._live(m.session):
+            return  # obsolete: known so far only by its id (a late record), never queued now
         self._emit(out, m, self.traits.older_session_entry if older else "PutIntoQueue", time)
         if self._uid and m.uid is not None and self._uid_check(out, m, time):
             return
@@ -372,8 +374,9 @@ class Validator:
             if m is None or not m.queued:
                 continue
             m.queued = False
-            if m.done or m.acc is not None or m.own_rej or m.stopped or m.cand is not None or m.expired:
-                continue
+            if (m.done or m.acc is not None or m.own_rej or m.stopped or m.cand is not None or m.expired
+                    or not self._live(m.session)):
+                continue  # (a body that came after expiry, with a late record, is obsolete too)
             if m.others:
                 m.queued = True
                 keep.append(entry)
