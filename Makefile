@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test test-slow check-wheel bench docs fixtures clean
+.PHONY: demo test test-slow check-wheel bench docs fixtures tla-tables clean
 
 $(STAMP): pyproject.toml
 	@$(PY) -c 'import sys; sys.exit("rmkit needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -58,3 +58,7 @@ fixtures: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+
+# The TLA+ model's tables (kinds, transitions, thresholds) are generated from spec/remp.
+tla-tables: $(STAMP)
+	$(BIN)/python -m rmkit.conformance.remp.tla_tables tla/remp/REMPTables.tla

@@ -49,7 +49,7 @@ def render(profile: str = "spec") -> str:
     model = model_for(profile)
     lines = [
         f"---- MODULE {MODULE} ----",
-        f"\\* GENERATED from spec/remp (profile {profile!r}) by `rmkit spec tla-tables`; do not edit.",
+        f"\\* GENERATED from spec/remp (profile {profile!r}) by `make tla-tables`; do not edit.",
         "\\* Receipt kinds, positions and transitions per source role (transitions.yaml), quorum",
         "\\* thresholds (protocol.yaml) and the documents' session rule (lifetimes.yaml).",
         "EXTENDS Naturals, TLC",
@@ -71,3 +71,17 @@ def render(profile: str = "spec") -> str:
     lines.append("")
     lines.append("====")
     return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    """Write the module beside the model (``make tla-tables``)."""
+    import sys
+    from pathlib import Path
+
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("tla/remp") / f"{MODULE}.tla"
+    target.write_text(render())
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    main()

@@ -145,6 +145,10 @@ class Interpreter:
         else:
             self._error(ERR_EVAL, msg.text, advice="fix the invariant so that TLC can evaluate it in every state")
 
+    def _action_property(self, msg: Message) -> None:
+        m = re.search(r"Action property (\S+) is violated", msg.text)
+        self._violation(PROPERTY, m.group(1) if m else None, msg.text.splitlines()[0] if msg.text else "Action property violated.")
+
     def _deadlock(self, msg: Message) -> None:
         self._violation(DEADLOCK, None, msg.text or "Deadlock reached.")
 
@@ -277,7 +281,7 @@ class Interpreter:
     _HANDLERS = {
         M.VERSION: _version, 2187: _mode, 2188: _mode,
         M.INVARIANT_VIOLATED: _invariant, M.INVARIANT_INITIAL: _invariant, M.INVARIANT_EVAL_FAILED: _invariant_eval,
-        M.DEADLOCK: _deadlock, M.TEMPORAL_VIOLATED: _temporal, M.ASSUMPTION_FALSE: _assumption,
+        M.DEADLOCK: _deadlock, M.TEMPORAL_VIOLATED: _temporal, M.ACTION_PROPERTY_VIOLATED: _action_property, M.ASSUMPTION_FALSE: _assumption,
         M.GENERAL: _general, M.NESTED_POSITIONS: _positions, M.UNABLE_TO_FINGERPRINT: _follow_up,
         M.BEHAVIOR_FOLLOWS: _ignore, M.COUNTEREXAMPLE_FOLLOWS: _ignore,
         M.STATE_PRINT: _state, M.STUTTERING: _stuttering, M.BACK_TO_STATE: _back_to,

@@ -25,6 +25,7 @@ INVARIANT_INITIAL = 2107          # "Invariant X is violated by the initial stat
 INVARIANT_VIOLATED = 2110         # "Invariant X is violated."
 INVARIANT_EVAL_FAILED = 2111      # "Evaluating invariant X failed." (wraps 2132 for Assert)
 DEADLOCK = 2114                   # "Deadlock reached."
+ACTION_PROPERTY_VIOLATED = 2112   # "Action property X is violated." ([][A]_v as a PROPERTY)
 TEMPORAL_VIOLATED = 2116          # "Temporal properties were violated."
 BEHAVIOR_FOLLOWS = 2121           # "The behavior up to this point is:"
 BACK_TO_STATE = 2122              # "N: Back to state: <Action ...>" (lasso of a liveness trace)

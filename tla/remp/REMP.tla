@@ -268,9 +268,9 @@ CollateWith(v, res) ==
 
 Taken(v) == {m \in Msgs : Eligible(vs[v][m], m)}
 
+(* A round may find nothing to collate (res is then the empty function).   *)
 Collate(v) ==
     /\ v \in HonestMembers(session)
-    /\ Taken(v) # {}
     /\ \E res \in [Taken(v) -> {"acc", "rej", "ign"}] : CollateWith(v, res)
 
 (* No overload: the collator takes every message it is handed.             *)

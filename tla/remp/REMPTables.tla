@@ -1,5 +1,5 @@
 ---- MODULE REMPTables ----
-\* GENERATED from spec/remp (profile 'spec') by `rmkit spec tla-tables`; do not edit.
+\* GENERATED from spec/remp (profile 'spec') by `make tla-tables`; do not edit.
 \* Receipt kinds, positions and transitions per source role (transitions.yaml), quorum
 \* thresholds (protocol.yaml) and the documents' session rule (lifetimes.yaml).
 EXTENDS Naturals, TLC
