@@ -1,0 +1,63 @@
+"""``python -m rmkit.conformance.remp.agreement``: check the model and the reference machines
+against each other, both directions, and save any disagreement as a regression fixture.
+
+Exit codes as ``rmkit check``: 0 agreement, 1 a disagreement or a rejected trace, 2 usage or TLC
+error (no verdict).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import replay, tracecheck
+from .explore import explore
+from .harness import SCENARIOS
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m rmkit.conformance.remp.agreement", description=__doc__.split("\n\n")[0])
+    p.add_argument("--scenario", choices=sorted(SCENARIOS), default="rotating")
+    p.add_argument("--traces", type=int, default=50, help="model behaviours replayed into the reference (default 50)")
+    p.add_argument("--depth", type=int, default=40, help="steps per model behaviour (default 40)")
+    p.add_argument("--walks", type=int, default=5, help="reference traces validated by TLC (default 5)")
+    p.add_argument("--walk-steps", type=int, default=60)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--regressions", type=Path, default=Path("agreement-regressions"),
+                   help="folder for disagreements (JSON fixtures that replay without TLC)")
+    a = p.parse_args(argv)
+    sc = SCENARIOS[a.scenario]
+    failed = 0
+    start = time.perf_counter()
+    try:
+        behaviours = replay.simulate(sc, traces=a.traces, depth=a.depth, seed=a.seed)
+    except replay.SimulationFailed as e:
+        print(f"error: TLC gave no behaviours: {e}", file=sys.stderr)
+        return 2
+    for n, states in enumerate(behaviours, 1):
+        d = replay.replay_behaviour(sc, states)
+        if d is not None:
+            failed += 1
+            a.regressions.mkdir(parents=True, exist_ok=True)
+            path = a.regressions / f"{a.scenario}-seed{a.seed}-behaviour{n}.json"
+            path.write_text(json.dumps(d.fixture(sc), indent=1) + "\n")
+            print(f"model -> reference: behaviour {n} disagrees (saved {path})\n{d.render()}")
+    print(f"model -> reference: {len(behaviours)} behaviours, {sum(len(b) - 1 for b in behaviours)} steps, "
+          f"{failed} disagreements ({time.perf_counter() - start:.1f} s)")
+    errors = 0
+    for k in range(a.walks):
+        steps = explore(sc, a.seed * 1000 + k, a.walk_steps)
+        v = tracecheck.check_trace(sc, steps)
+        print(f"reference -> model: walk {k + 1}: {v.render()}")
+        failed += v.verdict == tracecheck.REJECTED
+        errors += v.verdict == tracecheck.ERROR
+    if errors:
+        return 2
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""Random walks of the reference machines through the model's environment (reference -> model).
+
+Why: to check that the model admits what the reference machines do, the steps must be chosen
+without the model. The explorer picks, at random among those the environment allows, the next
+step (a submission, a delivery, a collation round with per-message collator verdicts, a block's
+fate, a session switch); the reference machines decide everything else -- what the collator is
+handed, which receipts are sent, which records are posted -- and the explorer records each step
+with the statuses the receipts gave. Guards that depend on a validator's knowledge (the collator's
+queue; a block that an honest validator would refuse as a replay) are read from the reference.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from rmkit.reference_impl.remp.events import CollationRound, CollatorResult, HandToCollator, REJECTED
+
+from .harness import ACCEPTED, COLLATOR_ERROR, RESULTS, Block, Harness, Scenario, block_ref
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One step: the model's action record and the statuses after it."""
+
+    action: dict
+    statuses: dict
+
+
+# Rare steps end a walk's interest early (a switch, a lost copy, a message refused up front).
+WEIGHTS = {"Collate": 0.6, "Switch": 0.15, "Lose": 0.3, "RejectByFullNode": 0.1, "ShardReject": 0.4, "McIgnore": 0.5}
+
+
+def _collate(h: Harness, v: str, rng: random.Random) -> dict | None:
+    """Run a collation round on ``v`` (it may find nothing to collate)."""
+    outs = h._absorb(v, h.validators[v].step(CollationRound(h.time, 1_000_000)))
+    handed = [o for o in outs if isinstance(o, HandToCollator)]
+    taken = sorted(h.name[x] for x in handed[0].msg_ids) if handed else []
+    res = {m: rng.choice(("acc", "acc", "rej", "ign")) for m in taken}
+    accepted = tuple(m for m in taken if res[m] == "acc")
+    b = len(h.blocks) + 1
+    if accepted:
+        h.blocks.append(Block(v, accepted, "candidate", h.session, h.height()))
+    for m in taken:
+        r = RESULTS[res[m]]
+        h._absorb(v, h.validators[v].step(CollatorResult(h.ref_id[m], r, h.time, block=block_ref(b) if r == ACCEPTED else None,
+                                                         error=COLLATOR_ERROR if r == REJECTED else None)))
+    return {"a": "Collate", "v": v, "res": res}
+
+
+def enabled(h: Harness, rng: random.Random) -> list:
+    """The steps the environment allows now (collation rounds are tried when picked)."""
+    sc = h.scenario
+    steps: list = []
+    for m in sc.msgs:
+        if h.fn[m] == "none":
+            members = list(sc.members[h.session])
+            k = rng.randint(sc.min_fanout, len(members))
+            steps.append({"a": "Submit", "m": m, "to": frozenset(rng.sample(members, k))})
+            steps.append({"a": "RejectByFullNode", "m": m})
+    for m, v in sorted(h.net):
+        steps.append({"a": "Lose", "m": m, "v": v})
+        steps.append({"a": "Withhold" if v in sc.faulty else "Receive", "m": m, "v": v})
+    for rec, to in h.cc:
+        steps.append({"a": "DeliverRecord", "r": dict(rec), "to": to})
+    for v in sc.honest_members(h.session):
+        steps.append({"a": "Collate", "v": v})
+    for b, blk in enumerate(h.blocks, 1):
+        if blk.st == "candidate":
+            if blk.ses == h.session and blk.h == h.height() and not h.refused_by(b):
+                steps.append({"a": "ShardAccept", "b": b})
+            steps.append({"a": "ShardIgnore", "b": b})
+            steps.append({"a": "ShardReject", "b": b})
+        elif blk.st == "accepted":
+            steps.append({"a": "McCommit", "b": b})
+            steps.append({"a": "McIgnore", "b": b})
+    if h.session < sc.max_session:
+        steps.append({"a": "Switch", "s": h.session + 1})
+    return steps
+
+
+def explore(scenario: Scenario, seed: int, max_steps: int = 40, max_receipts: int | None = None,
+            profile: str = "spec") -> list[TraceStep]:
+    """A random walk of at most ``max_steps`` steps (or until ``max_receipts`` receipts)."""
+    rng = random.Random(seed)
+    h = Harness(scenario, profile=profile)
+    trace: list[TraceStep] = []
+    while len(trace) < max_steps and (max_receipts is None or h.receipts < max_receipts):
+        options = enabled(h, rng)
+        taken = None
+        while options:
+            step = rng.choices(options, [WEIGHTS.get(o["a"], 1.0) for o in options])[0]
+            options.remove(step)
+            if step["a"] == "Collate":
+                h.time += 1
+                taken = _collate(h, step["v"], rng)
+            else:
+                h.apply(step)
+                taken = step
+            break
+        if taken is None:
+            break
+        trace.append(TraceStep(taken, h.statuses()))
+    return trace

@@ -1,0 +1,323 @@
+"""Drive the REMP reference machines with the TLA+ model's steps and read back their statuses.
+
+Why a harness: the model abstracts the environment (network, catchain, blocks, sessions) the
+same way for both directions of the agreement check. The harness keeps that environment's
+bookkeeping (copies in flight, catchain records posted but not delivered, candidate blocks) and
+turns each abstract step -- the ``last`` record of the model, e.g. ``{"a": "Collate", "v": "v1",
+"res": {"m1": "acc"}}`` -- into the events the reference validators and full node take. Statuses
+are read from the receipts the machines emit (the position each receipt moves its source to, by
+the spec's transition table), never from their internals: that is what an implementation shows.
+
+Names: validators and messages are the model's names (``v1``, ``m1``); blocks are numbered from 1
+as in the model's ``blocks`` sequence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Optional
+
+from rmkit.reference_impl.remp.events import (ACCEPT, ACCEPTED, DIGEST, FORWARD, IGNORED, NEW, REJECT, REJECTED,
+                                              BlockRef, BlockRefused, CatchainBroadcast, CatchainRecord,
+                                              CollationRound, CollatorResult, Forwarded, ForwardedDigests,
+                                              HandToCollator, MasterchainCommit, MasterchainIgnore,
+                                              MessageFromFullNode, Publish, Receipt, SessionSwitch,
+                                              ShardBlockAccepted, ShardBlockIgnored, ShardBlockRejected, Submit)
+from rmkit.reference_impl.remp.fullnode import FullNode, FullNodeConfig
+from rmkit.reference_impl.remp.profile import traits
+from rmkit.reference_impl.remp.validator import Validator, ValidatorConfig
+
+FULLNODE_ID = "fullnode"
+LIFETIME_MS = 250_000
+PRE_EVALUATION_ERROR = "Message rejected by pre-evaluation"
+COLLATOR_ERROR = "rejected by collator"
+NO_BLOCK = 0
+RESULTS = {"acc": ACCEPTED, "rej": REJECTED, "ign": IGNORED}
+
+
+class StepMismatch(Exception):
+    """The reference machines cannot take a step the model took (e.g. a validator hands its
+    collator other messages than the model's round, or refuses a block the model accepts)."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """The model's constants for one run: who validates in which session, who is faulty."""
+
+    validators: tuple
+    faulty: tuple
+    msgs: tuple
+    members: tuple  # per session 0..max_session: tuple of validator names
+    min_fanout: int
+
+    @property
+    def honest(self) -> tuple:
+        return tuple(v for v in self.validators if v not in self.faulty)
+
+    @property
+    def max_session(self) -> int:
+        return len(self.members) - 1
+
+    def honest_members(self, s: int) -> tuple:
+        return tuple(v for v in self.honest if v in self.members[s])
+
+
+SMALL = Scenario(validators=("v1", "v2"), faulty=(), msgs=("m1",), members=(("v1", "v2"),) * 3, min_fanout=1)
+DEEP = Scenario(validators=("v1", "v2", "v3", "v4"), faulty=("v4",), msgs=("m1",),
+                members=(("v1", "v2", "v3", "v4"),) * 3, min_fanout=2)
+
+
+# Five validators, four per session with one leaving at each switch, one faulty; two messages.
+ROTATING = Scenario(validators=("v1", "v2", "v3", "v4", "v5"), faulty=("v4",), msgs=("m1", "m2"),
+                    members=(("v1", "v2", "v3", "v4"), ("v2", "v3", "v4", "v5"), ("v1", "v2", "v3", "v4")),
+                    min_fanout=2)
+SCENARIOS = {"small": SMALL, "deep": DEEP, "rotating": ROTATING}
+
+
+def block_ref(b: int) -> BlockRef:
+    return BlockRef(0, 0xA000000000000000, b, f"{b:064x}", f"{b:064x}")
+
+
+def block_number(ref: Optional[BlockRef]) -> int:
+    return NO_BLOCK if ref is None else int(ref.root_hash, 16)
+
+
+@dataclass
+class Block:
+    by: str
+    msgs: tuple
+    st: str
+    ses: int
+    h: int
+    shard: bool = False
+
+
+@dataclass
+class Harness:
+    """The reference machines of one scenario plus the environment the model abstracts."""
+
+    scenario: Scenario
+    profile: str = "spec"
+    session: int = 0
+    time: int = 1_000
+    net: set = field(default_factory=set)
+    cc: dict = field(default_factory=dict)  # (abstract record, recipients) -> concrete delivery
+    blocks: list = field(default_factory=list)
+    pos: dict = field(default_factory=dict)  # (validator, msg) -> position
+    fn: dict = field(default_factory=dict)  # msg -> the full node's position
+    receipts: int = 0  # receipts the machines sent so far
+
+    def __post_init__(self):
+        # reference message ids are 64 hex digits; the model's names map to them and back
+        self.ref_id = {m: hashlib.sha256(m.encode()).hexdigest() for m in self.scenario.msgs}
+        self.name = {v: k for k, v in self.ref_id.items()}
+        t = traits(self.profile)
+        self._vto = {k: to for k, (to, _) in t.validator_transitions.items()}
+        self._fto = {k: to for k, (to, _) in t.fullnode_transitions.items()}
+        sc = self.scenario
+        vconf = ValidatorConfig(profile=self.profile, lifetime_ms=LIFETIME_MS, paced=False)
+        self.validators = {v: Validator(v, vconf) for v in sc.honest}
+        self.fullnode = FullNode(FULLNODE_ID, FullNodeConfig(profile=self.profile, lifetime_ms=LIFETIME_MS))
+        for v in sc.honest:
+            for m in sc.msgs:
+                self.pos[(v, m)] = "none"
+        for m in sc.msgs:
+            self.fn[m] = "none"
+        switch = SessionSwitch(0, self.time, sc.members[0])
+        for machine in (*self.validators.values(), self.fullnode):
+            self._absorb(None, machine.step(switch))
+
+    # ---- statuses -------------------------------------------------------------------------------
+    def statuses(self) -> dict:
+        """``{"pos": {v: {m: position}}, "fn": {m: position}}`` as the receipts so far say."""
+        sc = self.scenario
+        return {"pos": {v: {m: self.pos[(v, m)] for m in sc.msgs} for v in sc.honest},
+                "fn": dict(self.fn)}
+
+    # ---- outputs --------------------------------------------------------------------------------
+    def _absorb(self, source: Optional[str], outputs: list) -> list:
+        """Apply receipts to the statuses and post catchain records; return the other outputs."""
+        rest = []
+        for o in outputs:
+            kind = type(o)
+            if kind is Receipt:
+                self.receipts += 1
+                self.pos[(o.source_id, self.name[o.msg_id])] = self._vto[o.kind]
+            elif kind is Publish:
+                if o.role == "fullnode":
+                    self.receipts += 1
+                    self.fn[self.name[o.receipt.msg_id]] = self._fto[o.receipt.kind]
+            elif kind is CatchainBroadcast:
+                self._post(o.record.sender, self._abstract(o.record), o.record, self.session)
+            elif kind is Forwarded:
+                for mid, uid, origin in o.full:
+                    rec = CatchainRecord(o.sender, mid, o.to_session, FORWARD, self.time, uid, origin)
+                    self._post(o.sender, {"k": "new", "m": self.name[mid]}, rec, o.to_session)
+                for mid, status, root, origin in o.digests:
+                    b = int(root, 16) if status == ACCEPTED and root is not None else NO_BLOCK
+                    ev = ForwardedDigests(o.sender, o.session, ((mid, status, root, origin),), self.time)
+                    self._post(o.sender, {"k": "digest", "m": self.name[mid], "b": b}, ev, o.to_session)
+            else:
+                rest.append(o)
+        return rest
+
+    def _abstract(self, rec: CatchainRecord) -> dict:
+        m = self.name[rec.msg_id]
+        if rec.kind in (NEW, FORWARD):
+            return {"k": "new", "m": m}
+        if rec.kind == ACCEPT:
+            return {"k": "accept", "m": m, "b": block_number(rec.block)}
+        if rec.kind == REJECT:
+            return {"k": "reject", "m": m, "from": rec.sender}
+        if rec.kind == DIGEST:
+            return {"k": "digest", "m": m, "b": block_number(rec.block)}
+        raise ValueError(f"unknown catchain record kind {rec.kind!r}")
+
+    def _post(self, sender: str, rec: dict, event, s: int) -> None:
+        to = frozenset(self.scenario.honest_members(s)) - {sender}
+        if to:
+            self.cc.setdefault(record_key(rec, to), event)
+
+    # ---- the model's steps ---------------------------------------------------------------------
+    def apply(self, step: dict) -> None:
+        """Apply one model step (the model's ``last`` record) to the reference machines."""
+        self.time += 1
+        handler = getattr(self, "_do_" + step["a"], None)
+        if handler is None:
+            raise StepMismatch(f"no reference counterpart for the model's step {step['a']!r}")
+        handler(step)
+
+    def _each(self, event, who=None) -> list:
+        out = []
+        for v in (who if who is not None else self.scenario.honest):
+            out += self._absorb(v, self.validators[v].step(event))
+        return out
+
+    def _do_Submit(self, step):
+        m = step["m"]
+        self._absorb(None, self.fullnode.step(Submit(self.ref_id[m], self.time)))
+        self.net |= {(m, v) for v in step["to"]}
+
+    def _do_RejectByFullNode(self, step):
+        self._absorb(None, self.fullnode.step(Submit(self.ref_id[step["m"]], self.time, error=PRE_EVALUATION_ERROR)))
+
+    def _take(self, step) -> None:
+        key = (step["m"], step["v"])
+        if key not in self.net:
+            raise StepMismatch(f"no copy of {step['m']} in flight to {step['v']}")
+        self.net.discard(key)
+
+    def _do_Lose(self, step):
+        self._take(step)
+
+    _do_Withhold = _do_Lose
+
+    def _do_Receive(self, step):
+        self._take(step)
+        v = step["v"]
+        self._absorb(v, self.validators[v].step(MessageFromFullNode(self.ref_id[step["m"]], self.time)))
+
+    def _do_DeliverRecord(self, step):
+        key = record_key(step["r"], frozenset(step["to"]))
+        event = self.cc.pop(key, None)
+        if event is None:
+            raise StepMismatch(f"the reference posted no catchain record {step['r']} for {sorted(step['to'])}")
+        if isinstance(event, CatchainRecord):
+            event = CatchainRecord(event.sender, event.msg_id, event.session, event.kind, self.time, event.uid,
+                                   event.origin_session, event.block, event.error, event.status)
+        for v in sorted(step["to"]):
+            self._absorb(v, self.validators[v].step(event))
+
+    def _do_Collate(self, step):
+        v, res = step["v"], step["res"]
+        outs = self._absorb(v, self.validators[v].step(CollationRound(self.time, 1_000_000)))
+        handed = [o for o in outs if isinstance(o, HandToCollator)]
+        taken = {self.name[x] for x in handed[0].msg_ids} if handed else set()
+        if taken != set(res):
+            raise StepMismatch(f"{v}'s collator was handed {sorted(taken)}, the model's round takes {sorted(res)}")
+        accepted = tuple(m for m in sorted(res) if res[m] == "acc")
+        b = len(self.blocks) + 1
+        if accepted:
+            self.blocks.append(Block(v, accepted, "candidate", self.session, self.height()))
+        for m in sorted(res):
+            r = RESULTS[res[m]]
+            ev = CollatorResult(self.ref_id[m], r, self.time, block=block_ref(b) if r == ACCEPTED else None,
+                                error=COLLATOR_ERROR if r == REJECTED else None)
+            self._absorb(v, self.validators[v].step(ev))
+
+    def ids(self, names) -> tuple:
+        return tuple(self.ref_id[m] for m in names)
+
+    def height(self) -> int:
+        return sum(1 for blk in self.blocks if blk.shard)
+
+    def _block(self, step) -> tuple[int, Block]:
+        b = step["b"]
+        if not 1 <= b <= len(self.blocks):
+            raise StepMismatch(f"no block {b}")
+        return b, self.blocks[b - 1]
+
+    def refused_by(self, b: int) -> list:
+        """Honest validators that would refuse block ``b`` (it holds a message they know in
+        another accepted block): read from their state, for the random explorer's guard."""
+        blk = self.blocks[b - 1]
+        root = f"{b:064x}"
+        who = []
+        for v, val in self.validators.items():
+            for m in blk.msgs:
+                e = val.msgs.get(self.ref_id[m])
+                acc = e.acc if e is not None else val.acc_only.get(self.ref_id[m])
+                if acc is not None and acc != root:
+                    who.append(v)
+                    break
+        return who
+
+    def _do_ShardAccept(self, step):
+        b, blk = self._block(step)
+        event = ShardBlockAccepted(block_ref(b), self.ids(blk.msgs), blk.by, self.time)
+        refused = [o for o in self._each(event) if isinstance(o, BlockRefused)]
+        self.fullnode.step(event)
+        blk.st, blk.shard = "accepted", True
+        if refused:
+            raise StepMismatch(f"{', '.join(sorted(o.validator for o in refused))} refused block {b} "
+                               "(it holds a message already in another accepted block)")
+
+    def _do_ShardIgnore(self, step):
+        b, blk = self._block(step)
+        self._each(ShardBlockIgnored(block_ref(b), self.ids(blk.msgs), self.time))
+        blk.st = "ignored"
+
+    def _do_ShardReject(self, step):
+        b, blk = self._block(step)
+        self._each(ShardBlockRejected(block_ref(b), self.ids(blk.msgs), self.time))
+        blk.st = "rejected"
+
+    def _do_McCommit(self, step):
+        b, blk = self._block(step)
+        event = MasterchainCommit(block_ref(b), self.ids(blk.msgs), block_ref(10_000 + b), self.time)
+        self._each(event)
+        self._absorb(None, self.fullnode.step(event))
+        blk.st = "committed"
+
+    def _do_McIgnore(self, step):
+        b, blk = self._block(step)
+        event = MasterchainIgnore(block_ref(b), self.ids(blk.msgs), self.time)
+        self._each(event)
+        self._absorb(None, self.fullnode.step(event))
+        blk.st = "mcignored"
+
+    def _do_Switch(self, step):
+        s = step["s"]
+        if s != self.session + 1:
+            raise StepMismatch(f"switch to session {s} from session {self.session}")
+        self.session = s
+        event = SessionSwitch(s, s * LIFETIME_MS + 1_000, self.scenario.members[s])
+        self._each(event)
+        self._absorb(None, self.fullnode.step(event))
+        self.net.clear()
+
+
+def record_key(rec: dict, to: frozenset) -> tuple:
+    """A hashable key for an abstract catchain record and its recipients."""
+    return (tuple(sorted(rec.items())), to)

@@ -1,0 +1,130 @@
+"""Model -> reference: replay behaviours of the TLA+ model into the reference machines.
+
+TLC's simulation mode draws random behaviours of the model bound to a scenario
+(:func:`.modules.simulation_module`); every state records the step just taken (the model's
+``last`` variable). Each step is applied to the reference machines through the :mod:`.harness`,
+and every honest validator's status and the full node's must then equal the model's. The first
+difference is a :class:`Disagreement`: the step, both sides' statuses, and a JSON fixture that
+:func:`replay_fixture` reruns without TLC.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from rmkit.tlc import run_tlc
+from rmkit.tlc.result import ERROR, STATE
+
+from . import modules
+from .harness import Harness, Scenario, StepMismatch
+
+
+class SimulationFailed(Exception):
+    """TLC gave no behaviours (an error verdict)."""
+
+
+def normalize_step(last: dict) -> dict:
+    """The model's ``last`` record as the harness takes it (sets as frozensets, plain types)."""
+    step = {}
+    for k, v in last.items():
+        if k == "res":
+            step[k] = {str(a): str(b) for a, b in v.items()} if isinstance(v, dict) else {}
+        elif k == "to":
+            step[k] = frozenset(str(x) for x in v)
+        elif isinstance(v, dict):
+            step[k] = {str(a): (int(b) if isinstance(b, int) and not isinstance(b, bool) else str(b)) if not isinstance(b, dict) else b
+                       for a, b in v.items()}
+        elif isinstance(v, bool) or not isinstance(v, int):
+            step[k] = str(v)
+        else:
+            step[k] = int(v)
+    if "r" in step:
+        step["r"] = {str(a): (int(b) if isinstance(b, int) else str(b)) for a, b in last["r"].items()}
+    return step
+
+
+def model_statuses(values: dict, sc: Scenario) -> dict:
+    vs, fn = values["vs"], values["fn"]
+    return {"pos": {v: {m: str(vs[v][m]["pos"]) for m in sc.msgs} for v in sc.honest},
+            "fn": {m: str(fn[m]) for m in sc.msgs}}
+
+
+@dataclass
+class Disagreement:
+    """The reference machines and the model part at ``step`` (1-based) of a behaviour."""
+
+    step: int
+    action: dict
+    model: dict
+    reference: Optional[dict]
+    reason: str
+    steps: list = field(default_factory=list)  # the behaviour's actions up to ``step``
+    expected: list = field(default_factory=list)  # the model's statuses after each of them
+
+    def render(self) -> str:
+        lines = [f"step {self.step}: {self.action}", f"  {self.reason}"]
+        if self.reference is not None:
+            for who in sorted(set(self.model["pos"]) | {"fn"}):
+                mod = self.model["fn"] if who == "fn" else self.model["pos"][who]
+                ref = self.reference["fn"] if who == "fn" else self.reference["pos"].get(who)
+                mark = "  " if mod == ref else "!="
+                lines.append(f"  {mark} {who:9} model {mod}  reference {ref}")
+        return "\n".join(lines)
+
+    def fixture(self, sc: Scenario) -> dict:
+        return {"scenario": {"validators": list(sc.validators), "faulty": list(sc.faulty), "msgs": list(sc.msgs),
+                             "members": [list(m) for m in sc.members], "min_fanout": sc.min_fanout},
+                "steps": [_jsonable(s) for s in self.steps], "expected": self.expected, "reason": self.reason}
+
+
+def _jsonable(step: dict) -> dict:
+    return {k: sorted(v) if isinstance(v, frozenset) else v for k, v in step.items()}
+
+
+def replay(sc: Scenario, steps: list, expected: list) -> Optional[Disagreement]:
+    """Apply ``steps`` to fresh reference machines; compare with ``expected`` statuses."""
+    h = Harness(sc)
+    for i, (step, want) in enumerate(zip(steps, expected), 1):
+        try:
+            h.apply(step)
+        except StepMismatch as e:
+            return Disagreement(i, step, want, None, f"the reference cannot take this step: {e}", steps[:i], expected[:i])
+        got = h.statuses()
+        if got != want:
+            return Disagreement(i, step, want, got, "statuses differ", steps[:i], expected[:i])
+    return None
+
+
+def replay_behaviour(sc: Scenario, states: list) -> Optional[Disagreement]:
+    """Replay one TLC behaviour (its states, the first being initial)."""
+    real = [s for s in states if s.marker == STATE]
+    steps = [normalize_step(s.values["last"]) for s in real[1:]]
+    expected = [model_statuses(s.values, sc) for s in real[1:]]
+    return replay(sc, steps, expected)
+
+
+def simulate(sc: Scenario, *, traces: int, depth: int, seed: int, timeout: float = 300) -> list:
+    """Draw up to ``traces`` random behaviours of ``depth`` steps (fewer if the model stops)."""
+    module, cfg = modules.simulation_module(sc, depth)
+    with tempfile.TemporaryDirectory(prefix="rmkit-sim-") as tmp:
+        folder = Path(tmp)
+        modules.write(folder, "REMPSim", module, cfg)
+        result = run_tlc(folder, "REMPSim", "REMPSim.cfg", simulate_depth=depth + 1, seed=seed,
+                         continue_after_violation=True, max_traces=traces, timeout=timeout)
+    if result.verdict == ERROR:
+        raise SimulationFailed(result.error.message if result.error else "TLC error")
+    return result.traces
+
+
+def replay_fixture(path: Path) -> Optional[Disagreement]:
+    """Rerun a saved disagreement (or any saved behaviour) against the reference machines."""
+    doc = json.loads(Path(path).read_text())
+    s = doc["scenario"]
+    sc = Scenario(tuple(s["validators"]), tuple(s["faulty"]), tuple(s["msgs"]),
+                  tuple(tuple(m) for m in s["members"]), s["min_fanout"])
+    steps = [{k: frozenset(v) if k == "to" else v for k, v in st.items()} for st in doc["steps"]]
+    return replay(sc, steps, doc["expected"])

@@ -1,0 +1,145 @@
+"""The TLA+ model and the Python reference machines agree, both ways, and the checks can fail."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from rmkit.conformance.remp.agreement import replay, tracecheck
+from rmkit.conformance.remp.agreement.explore import TraceStep, explore
+from rmkit.conformance.remp.agreement.harness import ROTATING, SMALL, Harness
+from rmkit.reference_impl.remp.events import CollationRound, HandToCollator
+from rmkit.reference_impl.remp.validator import Validator
+
+from conftest import FIXTURES
+
+REGRESSIONS = FIXTURES / "agreement"
+ALL_STEPS = {"Submit", "RejectByFullNode", "Lose", "Withhold", "Receive", "DeliverRecord", "Collate",
+             "ShardAccept", "ShardIgnore", "ShardReject", "McCommit", "McIgnore", "Switch"}
+
+
+@pytest.fixture(scope="module")
+def behaviours():
+    """TLC's random behaviours of the model: a fixed seed, a few dozen per scenario."""
+    return {"small": replay.simulate(SMALL, traces=40, depth=30, seed=11),
+            "rotating": replay.simulate(ROTATING, traces=40, depth=40, seed=12)}
+
+
+@pytest.mark.parametrize("name,sc", [("small", SMALL), ("rotating", ROTATING)])
+def test_model_behaviours_replay_into_the_reference(behaviours, name, sc):
+    traces = behaviours[name]
+    assert len(traces) == 40
+    for states in traces:
+        d = replay.replay_behaviour(sc, states)
+        assert d is None, d.render()
+
+
+def test_model_behaviours_cover_every_kind_of_step(behaviours):
+    seen = Counter(s.values["last"]["a"] for traces in behaviours.values() for tr in traces for s in tr[1:])
+    assert set(seen) == ALL_STEPS, f"steps never drawn: {sorted(ALL_STEPS - set(seen))}"
+
+
+@pytest.mark.parametrize("sc,seed", [(SMALL, 1), (SMALL, 2), (ROTATING, 3), (ROTATING, 4)])
+def test_reference_traces_are_admitted_by_the_model(sc, seed):
+    steps = explore(sc, seed, 50)
+    assert len(steps) >= 10
+    v = tracecheck.check_trace(sc, steps)
+    assert v.verdict == tracecheck.ACCEPTED, v.render()
+    assert v.steps == len(steps)
+
+
+def _first_receipt_step(steps):
+    for i, s in enumerate(steps):
+        if any(p != "none" for ms in s.statuses["pos"].values() for p in ms.values()):
+            return i
+    raise AssertionError("the walk made no validator receipt")
+
+
+def test_a_trace_with_a_wrong_status_is_rejected_at_that_step():
+    steps = explore(ROTATING, 3, 50)
+    k = _first_receipt_step(steps)
+    bad = json.loads(json.dumps(steps[k].statuses))
+    v = next(v for v, ms in bad["pos"].items() if any(p != "none" for p in ms.values()))
+    m = next(m for m, p in bad["pos"][v].items() if p != "none")
+    bad["pos"][v][m] = "rejected" if bad["pos"][v][m] != "rejected" else "queue"
+    tampered = steps[:k] + [TraceStep(steps[k].action, bad)] + steps[k + 1:]
+    verdict = tracecheck.check_trace(ROTATING, tampered)
+    assert verdict.verdict == tracecheck.REJECTED
+    assert verdict.first_unmatched == k + 1
+    assert "rejected at step" in verdict.render()
+
+
+def test_a_trace_with_a_step_the_model_cannot_take_is_rejected():
+    steps = explore(SMALL, 1, 50)
+    # a catchain record nobody posted
+    ghost = TraceStep({"a": "DeliverRecord", "r": {"k": "reject", "m": "m1", "from": "v2"}, "to": frozenset({"v1"})},
+                      steps[0].statuses)
+    verdict = tracecheck.check_trace(SMALL, [steps[0], ghost] + steps[1:])
+    assert verdict.verdict == tracecheck.REJECTED and verdict.first_unmatched == 2
+
+
+def test_a_broken_reference_is_caught_and_saved_as_a_fixture(behaviours, monkeypatch, tmp_path):
+    """A reference that forgets to report IncludedIntoBlock disagrees with the model; the saved
+    fixture reproduces the disagreement without TLC."""
+    real_emit = Validator._emit
+
+    def no_included(self, out, m, kind, *a, **kw):
+        if kind == "IncludedIntoBlock":
+            return False
+        return real_emit(self, out, m, kind, *a, **kw)
+
+    monkeypatch.setattr(Validator, "_emit", no_included)
+    found = [d for d in (replay.replay_behaviour(ROTATING, s) for s in behaviours["rotating"]) if d is not None]
+    assert found, "no behaviour collated a message"
+    d = found[0]
+    assert d.action["a"] == "Collate" and d.reason == "statuses differ"
+    text = d.render()
+    assert f"step {d.step}:" in text and "!=" in text and "collator" in text
+    path = tmp_path / "regression.json"
+    path.write_text(json.dumps(d.fixture(ROTATING)))
+    again = replay.replay_fixture(path)
+    assert again is not None and again.step == d.step
+    monkeypatch.setattr(Validator, "_emit", real_emit)
+    assert replay.replay_fixture(path) is None  # with the fix, the regression passes
+
+
+@pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*.json")), ids=lambda p: p.stem)
+def test_regression_fixtures_agree(path):
+    d = replay.replay_fixture(path)
+    assert d is None, d.render()
+
+
+def test_regression_folder_is_not_empty():
+    assert sorted(REGRESSIONS.glob("*.json")), "fixtures/remp/agreement holds the regressions the agreement found"
+
+
+def test_obsolete_body_after_a_late_record_is_not_collated():
+    """The model found it: a reject record that reaches a validator after the message expired, then
+    the message's body, must not put an obsolete message back into the collation queue."""
+    h = Harness(SMALL)
+    for step in ({"a": "Submit", "m": "m1", "to": frozenset({"v1"})},
+                 {"a": "Receive", "m": "m1", "v": "v1"},
+                 {"a": "Collate", "v": "v1", "res": {"m1": "rej"}},
+                 {"a": "Switch", "s": 1}, {"a": "Switch", "s": 2},
+                 {"a": "DeliverRecord", "r": {"k": "reject", "m": "m1", "from": "v1"}, "to": frozenset({"v2"})},
+                 {"a": "DeliverRecord", "r": {"k": "new", "m": "m1"}, "to": frozenset({"v2"})}):
+        h.apply(step)
+    outs = h.validators["v2"].step(CollationRound(h.time + 1, 100))
+    handed = [o for o in outs if isinstance(o, HandToCollator)]
+    assert handed and handed[0].msg_ids == ()
+    assert h.statuses()["pos"]["v2"]["m1"] == "none"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_agreement_at_scale(seed):
+    traces = replay.simulate(ROTATING, traces=500, depth=60, seed=seed, timeout=900)
+    assert len(traces) == 500
+    for states in traces:
+        d = replay.replay_behaviour(ROTATING, states)
+        assert d is None, d.render()
+    for k in range(20):
+        v = tracecheck.check_trace(ROTATING, explore(ROTATING, seed * 100 + k, 80))
+        assert v.verdict == tracecheck.ACCEPTED, v.render()
