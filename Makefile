@@ -45,10 +45,13 @@ check-wheel: $(STAMP)
 	cd build && ./wheel-venv/bin/python -c "import rmkit.reference_impl.remp as r; print('reference machines:', len(r.__all__), 'exports')"
 	cd build && ./wheel-venv/bin/rmkit simulate --messages 200 --seed 3 -o wheel-sim.jsonl
 	cd build && ./wheel-venv/bin/rmkit check wheel-sim.jsonl --format json --out wheel-report.json
+	cd build && ./wheel-venv/bin/rmkit tlc --list > /dev/null
+	cd build && ./wheel-venv/bin/rmkit tlc remp --config handover
 	@echo "check-wheel: the installed wheel works from outside the source tree"
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_check.py
+	$(BIN)/python bench/bench_tla.py
 
 docs: $(STAMP)
 	$(BIN)/rmkit spec docs --protocol remp -o spec/remp/README.md

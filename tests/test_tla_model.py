@@ -4,7 +4,6 @@ broken copy of one action that TLC must catch."""
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest

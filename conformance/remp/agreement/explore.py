@@ -80,10 +80,11 @@ def enabled(h: Harness, rng: random.Random) -> list:
 
 
 def explore(scenario: Scenario, seed: int, max_steps: int = 40, max_receipts: int | None = None,
-            profile: str = "spec") -> list[TraceStep]:
-    """A random walk of at most ``max_steps`` steps (or until ``max_receipts`` receipts)."""
+            profile: str = "spec", harness: Harness | None = None) -> list[TraceStep]:
+    """A random walk of at most ``max_steps`` steps (or until ``max_receipts`` receipts).
+    ``harness``: walk these machines (to read their receipt log afterwards)."""
     rng = random.Random(seed)
-    h = Harness(scenario, profile=profile)
+    h = harness if harness is not None else Harness(scenario, profile=profile)
     trace: list[TraceStep] = []
     while len(trace) < max_steps and (max_receipts is None or h.receipts < max_receipts):
         options = enabled(h, rng)
@@ -100,5 +101,8 @@ def explore(scenario: Scenario, seed: int, max_steps: int = 40, max_receipts: in
             break
         if taken is None:
             break
+        if taken["a"] == "Collate" and not taken["res"] and all(o["a"] == "Collate" for o in options):
+            trace.append(TraceStep(taken, h.statuses()))
+            break  # only idle collation rounds are left: the walk is over
         trace.append(TraceStep(taken, h.statuses()))
     return trace

@@ -107,6 +107,7 @@ class Harness:
     pos: dict = field(default_factory=dict)  # (validator, msg) -> position
     fn: dict = field(default_factory=dict)  # msg -> the full node's position
     receipts: int = 0  # receipts the machines sent so far
+    log: list = field(default_factory=list)  # (receipt, role) in the order they were sent
 
     def __post_init__(self):
         # reference message ids are 64 hex digits; the model's names map to them and back
@@ -143,10 +144,12 @@ class Harness:
             kind = type(o)
             if kind is Receipt:
                 self.receipts += 1
+                self.log.append((o, "validator"))
                 self.pos[(o.source_id, self.name[o.msg_id])] = self._vto[o.kind]
             elif kind is Publish:
                 if o.role == "fullnode":
                     self.receipts += 1
+                    self.log.append((o.receipt, "fullnode"))
                     self.fn[self.name[o.receipt.msg_id]] = self._fto[o.receipt.kind]
             elif kind is CatchainBroadcast:
                 self._post(o.record.sender, self._abstract(o.record), o.record, self.session)

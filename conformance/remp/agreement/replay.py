@@ -27,23 +27,23 @@ class SimulationFailed(Exception):
     """TLC gave no behaviours (an error verdict)."""
 
 
+def _plain(v):
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) else str(v)
+
+
 def normalize_step(last: dict) -> dict:
-    """The model's ``last`` record as the harness takes it (sets as frozensets, plain types)."""
+    """The model's ``last`` record as the harness takes it: plain strings and ints, ``to`` as a
+    frozenset, ``res`` as a dict (TLC prints the empty function as ``<<>>``)."""
     step = {}
     for k, v in last.items():
         if k == "res":
             step[k] = {str(a): str(b) for a, b in v.items()} if isinstance(v, dict) else {}
         elif k == "to":
             step[k] = frozenset(str(x) for x in v)
-        elif isinstance(v, dict):
-            step[k] = {str(a): (int(b) if isinstance(b, int) and not isinstance(b, bool) else str(b)) if not isinstance(b, dict) else b
-                       for a, b in v.items()}
-        elif isinstance(v, bool) or not isinstance(v, int):
-            step[k] = str(v)
+        elif k == "r":
+            step[k] = {str(a): _plain(b) for a, b in v.items()}
         else:
-            step[k] = int(v)
-    if "r" in step:
-        step["r"] = {str(a): (int(b) if isinstance(b, int) else str(b)) for a, b in last["r"].items()}
+            step[k] = _plain(v)
     return step
 
 
