@@ -45,12 +45,18 @@ check-wheel: $(STAMP)
 	cd build && ./wheel-venv/bin/python -c "import rmkit.reference_impl.remp as r; print('reference machines:', len(r.__all__), 'exports')"
 	cd build && ./wheel-venv/bin/rmkit simulate --messages 200 --seed 3 -o wheel-sim.jsonl
 	cd build && ./wheel-venv/bin/rmkit check wheel-sim.jsonl --format json --out wheel-report.json
+	cd build && ./wheel-venv/bin/rmkit explain REMP-SIG-002 > /dev/null
+	cd build && rm -rf wheel-keys && ./wheel-venv/bin/rmkit keys gen --validators 7 --seed 1 --out wheel-keys
+	cd build && ./wheel-venv/bin/rmkit simulate --messages 100 --seed 4 --keys wheel-keys -o wheel-signed.jsonl
+	cd build && ./wheel-venv/bin/rmkit check wheel-signed.jsonl --validators wheel-keys/validators.yaml > /dev/null
+	cd build && head -3 wheel-signed.jsonl | ./wheel-venv/bin/rmkit receipt verify --validators wheel-keys/validators.yaml - > /dev/null
 	cd build && ./wheel-venv/bin/rmkit tlc --list > /dev/null
 	cd build && ./wheel-venv/bin/rmkit tlc remp --config handover
 	@echo "check-wheel: the installed wheel works from outside the source tree"
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_check.py
+	$(BIN)/python bench/bench_sign.py
 	$(BIN)/python bench/bench_tla.py
 
 docs: $(STAMP)
@@ -58,6 +64,7 @@ docs: $(STAMP)
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/remp/make_rule_fixtures.py
+	$(BIN)/python fixtures/remp/tl/make_vectors.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "Checks receipt logs against a protocol's spec (profiles: the design documents, and\n"
                     "named real implementations), explains each rule, and renders the spec as docs and diagrams.",
         epilog=EXIT_CODES + "\n\nexamples:\n  rmkit check receipts.jsonl.gz\n  rmkit check --profile ever-node --format json --out report.json dump.jsonl\n"
-                            "  rmkit explain REMP-REPLAY-002\n  rmkit spec diagram --protocol remp -o remp.svg",
+                            "  rmkit explain REMP-REPLAY-002\n  rmkit spec diagram --protocol remp -o remp.svg\n"
+                            "  rmkit receipt verify --validators validators.yaml receipts.jsonl",
     )
     p.add_argument("--version", action="version", version=f"rmkit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -124,6 +125,58 @@ def build_parser() -> argparse.ArgumentParser:
     for name in protocol_names():
         get_protocol(name).add_simulate_arguments(sim.add_argument_group(f"{name} options"))
     sim.set_defaults(func=cmd_simulate)
+
+    # -- keys ---------------------------------------------------------------------------------
+    k = sub.add_parser("keys", help="write test keys for signing receipts",
+                       description="Test key sets: the validator-set file and the nodes' private keys.")
+    ksub = k.add_subparsers(dest="keys_action", metavar="ACTION")
+    kg = ksub.add_parser("gen", formatter_class=_Formatter, help="write a test key set (validator set + private keys)",
+                         description="Write a test key set to DIR: the validator-set file (for `rmkit check\n"
+                                     "--validators` and `rmkit receipt verify`) and one private key file per node\n"
+                                     "(for `rmkit receipt sign --key` and `rmkit simulate --keys`).\n"
+                                     "Deterministic with --seed; random keys otherwise. Test keys only.",
+                         epilog="examples:\n  rmkit keys gen --validators 7 --sessions 10 --seed 1 --out keys\n"
+                                "  rmkit simulate --keys keys --messages 500 -o signed.jsonl\n"
+                                "  rmkit check --validators keys/validators.yaml signed.jsonl")
+    kg.add_argument("--protocol", default="remp")
+    kg.add_argument("--seed", metavar="X", help="derive every key from X (reproducible); default: random keys")
+    kg.add_argument("--out", required=True, metavar="DIR", help="folder to write (created if missing)")
+    for name in protocol_names():
+        get_protocol(name).add_keys_arguments("gen", kg.add_argument_group(f"{name} options"))
+    kg.set_defaults(func=cmd_keys)
+    k.set_defaults(func=lambda args: _group_help(k))
+
+    # -- receipt ------------------------------------------------------------------------------
+    r = sub.add_parser("receipt", help="encode, sign and verify receipts one by one",
+                       description="Work on single receipts of a log: their signed bytes, signing, verification.")
+    rsub = r.add_subparsers(dest="receipt_action", metavar="ACTION")
+    actions = {
+        "encode": ("print each receipt's signed bytes as hex",
+                   "Print, for each receipt (JSONL line, or Kafka record), the bytes its source signs\n"
+                   "(for REMP: the boxed TL receipt) as lowercase hex, one line per receipt.",
+                   "exit codes:\n  0  every receipt encoded\n  2  usage error, or some lines could not be read or encoded\n"
+                   "     (each reported on stderr with file:line and field)"),
+        "sign": ("sign receipts with a private key",
+                 "Write each receipt signed with the given key (its source id set to the key's id when\n"
+                 "it has none), in the profile's signature encoding. Kafka records keep their layout.",
+                 "exit codes:\n  0  every receipt signed\n  2  usage error, or some lines could not be read or signed\n"
+                 "     (each reported on stderr with file:line and field)"),
+        "verify": ("verify receipts' signatures against a validator set",
+                   "Report for each receipt: valid, invalid, unknown-source, unsigned or malformed, with\n"
+                   "the reason; then the counts.",
+                   "exit codes:\n  0  every receipt is valid (or unsigned where the profile allows it)\n"
+                   "  1  some receipts are not valid\n  2  usage error, unreadable input lines, or no receipt at all"),
+    }
+    for action, (short, desc, codes) in actions.items():
+        a = rsub.add_parser(action, formatter_class=_Formatter, help=short, description=desc, epilog=codes)
+        a.add_argument("input", nargs="?", default="-", metavar="FILE", help="JSONL receipts or a Kafka dump, plain or .gz (default: - for stdin)")
+        a.add_argument("--protocol", default="remp")
+        a.add_argument("--profile", help="spec profile (default: the protocol's default)")
+        a.add_argument("-o", "--out", metavar="FILE", help="write to FILE instead of stdout")
+        for name in protocol_names():
+            get_protocol(name).add_receipt_arguments(action, a.add_argument_group(f"{name} options"))
+        a.set_defaults(func=cmd_receipt)
+    r.set_defaults(func=lambda args: _group_help(r))
 
     # -- tlc ----------------------------------------------------------------------------------
     t = sub.add_parser("tlc", formatter_class=_Formatter, help="model-check a TLA+ model with TLC",
@@ -326,6 +379,22 @@ def cmd_simulate(args) -> int:
     print(f"wrote {n:,} receipts ({args.protocol}, {args.profile or proto.default_profile()} profile, seed {args.seed}) "
           f"to {'stdout' if args.out == '-' else args.out}", file=sys.stderr)
     return EXIT_PASS
+
+
+def _group_help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return EXIT_USAGE
+
+
+def cmd_keys(args) -> int:
+    return get_protocol(args.protocol).keys(args.keys_action, args)
+
+
+def cmd_receipt(args) -> int:
+    if args.input != "-" and not os.path.exists(args.input):
+        raise UsageError(f"FILE {args.input!r}: no such file")
+    proto = get_protocol(args.protocol)
+    return proto.receipt(args.receipt_action, proto.check_profile(args.profile), args)
 
 
 def cmd_tlc(args) -> int:

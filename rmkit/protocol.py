@@ -61,6 +61,20 @@ class Protocol:
         """Write a simulated log to ``args.out``; return the number of records written."""
         raise UsageError(f"protocol {self.name} has no simulator")
 
+    def add_keys_arguments(self, action: str, group: argparse._ArgumentGroup) -> None:
+        """Protocol-specific options of ``rmkit keys ACTION`` (``gen``)."""
+
+    def keys(self, action: str, args: argparse.Namespace) -> int:
+        """Run ``rmkit keys ACTION`` (``gen``: write a test key set to ``args.out``); return the exit code."""
+        raise UsageError(f"protocol {self.name} has no keys")
+
+    def add_receipt_arguments(self, action: str, group: argparse._ArgumentGroup) -> None:
+        """Protocol-specific options of ``rmkit receipt ACTION`` (``encode``, ``sign``, ``verify``)."""
+
+    def receipt(self, action: str, profile: str, args: argparse.Namespace) -> int:
+        """Run ``rmkit receipt ACTION`` on ``args.input`` (a path or ``-``); return the exit code."""
+        raise UsageError(f"protocol {self.name} has no receipt tools")
+
     def explain(self, rule_id: str) -> dict[str, Any]:
         """The rule plus an example violation (found by running the rule's fixture)."""
         raise NotImplementedError

@@ -23,6 +23,7 @@ class Rule:
     modes: dict[str, str]
     source: dict[str, str]
     profile_notes: dict[str, str] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()  # inputs beyond the log (e.g. validator_keys); without them: not checked
 
     def mode(self, profile: str) -> str:
         return self.modes.get(profile, OFF)
@@ -44,7 +45,7 @@ class RuleSet:
 
     @classmethod
     def from_spec(cls, data: dict[str, Any]) -> "RuleSet":
-        return cls(Rule(**{k: v for k, v in r.items()}) for r in data["rules"])
+        return cls(Rule(**{k: tuple(v) if k == "requires" else v for k, v in r.items()}) for r in data["rules"])
 
     def __iter__(self):
         return iter(self._rules)

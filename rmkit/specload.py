@@ -83,15 +83,36 @@ def load_schema(name: str) -> dict:
     return schema
 
 
-def validate_document(data: Any, schema_name: str, shown: str, node: yaml.Node | None = None) -> None:
-    """Raise :class:`SpecError` for the first (most specific) schema violation of ``data``."""
+def schema_problem(data: Any, schema_name: str, node: yaml.Node | None = None) -> tuple[str, str, int | None] | None:
+    """The first (most specific) schema violation of ``data`` as ``(field path, message, line)``,
+    or None when ``data`` passes the schema ``spec/schema/<schema_name>.schema.json``."""
     validator = jsonschema.Draft202012Validator(load_schema(schema_name))
     errors = sorted(validator.iter_errors(data), key=lambda e: (-len(e.absolute_path), str(e.absolute_path)))
-    if errors:
-        err = jsonschema.exceptions.best_match(errors)
-        path = list(err.absolute_path)
-        raise SpecError(shown, _dotted(path), f"{err.message} (schema rule: {'/'.join(map(str, err.absolute_schema_path))})",
-                        line=_yaml_line(node, path))
+    if not errors:
+        return None
+    err = jsonschema.exceptions.best_match(errors)
+    path = list(err.absolute_path)
+    return (_dotted(path), f"{err.message} (schema rule: {'/'.join(map(str, err.absolute_schema_path))})",
+            _yaml_line(node, path))
+
+
+def validate_document(data: Any, schema_name: str, shown: str, node: yaml.Node | None = None) -> None:
+    """Raise :class:`SpecError` for the first (most specific) schema violation of ``data``."""
+    problem = schema_problem(data, schema_name, node)
+    if problem is not None:
+        where, message, line = problem
+        raise SpecError(shown, where, message, line=line)
+
+
+def yaml_line(node: yaml.Node | None, path: list[Any]) -> int | None:
+    """The 1-based line of the field at ``path`` (keys and list indexes) in a composed YAML
+    document, or of its deepest ancestor found; for errors in user-supplied YAML or JSON files."""
+    return _yaml_line(node, path)
+
+
+def dotted(path: list[Any]) -> str:
+    """A field path as users read it: ``sessions[2].validators[0]``."""
+    return _dotted(path)
 
 
 @functools.lru_cache(maxsize=None)

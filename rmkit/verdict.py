@@ -58,6 +58,9 @@ class Report:
     unreadable: int = 0
     metrics: dict[str, Any] = field(default_factory=dict)
     rules: dict[str, str] = field(default_factory=dict)  # rule id -> mode in this run
+    # active rules that could not be checked (an input they need was not given): rule id -> why.
+    # They are listed as such, never shown as passing.
+    not_checked: dict[str, str] = field(default_factory=dict)
     input_rule: str | None = None  # the rule that unreadable lines count against
     shown_per_rule: int = 0  # 0: every violation is listed
     verdict: str = FAIL

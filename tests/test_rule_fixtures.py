@@ -8,14 +8,21 @@ import pytest
 from conftest import FIXTURES
 from rmkit.conformance.remp.checker import RempLogChecker
 from rmkit.conformance.remp.model import model_for
+from rmkit.conformance.remp.sources import load_validator_set
 
 ROOT = FIXTURES / "rules"
 MANIFEST = json.loads((ROOT / "manifest.json").read_text(encoding="utf-8"))["fixtures"]
 
 
+def checker(entry, profile=None, **kw) -> RempLogChecker:
+    """The checker a fixture is run with: its profile, and its validator set when it names one."""
+    valset = load_validator_set(str(ROOT / entry["validators"])) if entry.get("validators") else None
+    return RempLogChecker(profile or entry["profile"], validator_set=valset, **kw)
+
+
 @pytest.mark.parametrize("entry", MANIFEST, ids=[f["file"] for f in MANIFEST])
 def test_fixture_breaks_exactly_the_rules_it_names(entry):
-    report = RempLogChecker(entry["profile"]).run([str(ROOT / entry["file"])])
+    report = checker(entry).run([str(ROOT / entry["file"])])
     assert sorted(report.counts) == entry["expect"], [(v.rule, v.explanation) for v in report.violations]
     if entry["expect"]:
         assert report.verdict in ("fail", "non-strict")
@@ -37,8 +44,32 @@ def test_every_active_rule_has_a_fixture_of_its_own(profile):
 def test_off_rules_are_silent_on_every_fixture(profile):
     off = {r.id for r in model_for(profile).rules if r.mode(profile) == "off"}
     for entry in MANIFEST:
-        report = RempLogChecker(profile).run([str(ROOT / entry["file"])])
+        report = checker(entry, profile).run([str(ROOT / entry["file"])])
         assert not off & set(report.counts), entry["file"]
+
+
+def test_every_fixture_verifies_against_the_validator_set():
+    """The fixtures' receipts are really signed: checked with the validator set, each fixture
+    finds what it finds without one, and no more (ever-node: plus REMP-SIG-004 for its unsigned
+    validator receipts)."""
+    valset = load_validator_set(str(ROOT / "validators.yaml"))
+    for entry in MANIFEST:
+        if entry.get("validators"):
+            continue
+        report = RempLogChecker(entry["profile"], validator_set=valset).run([str(ROOT / entry["file"])])
+        found = set(report.counts) - ({"REMP-SIG-004"} if entry["profile"] == "ever-node" else set())
+        assert sorted(found) == entry["expect"], (entry["file"], report.counts)
+        assert not report.not_checked
+
+
+@pytest.mark.parametrize("profile", ["spec", "ever-node"])
+def test_signature_rules_are_not_checked_without_keys_and_say_so(profile):
+    entry = next(e for e in MANIFEST if e["file"] == f"{profile}/REMP-SIG-002.jsonl")
+    report = RempLogChecker(profile).run([str(ROOT / entry["file"])])
+    assert report.verdict == "pass" and not report.counts
+    assert set(report.not_checked) == {r.id for r in model_for(profile).rules if "validator_keys" in r.requires
+                                       and r.mode(profile) != "off"}
+    assert "--validators" in next(iter(report.not_checked.values()))
 
 
 def test_fixture_files_are_what_the_builder_writes():

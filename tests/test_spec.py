@@ -39,6 +39,17 @@ def _sources(spec):
         yield name, b["source"]
     for name, t in spec["protocol"]["thresholds"].items():
         yield name, t["source"]
+    tl = spec["tl"]
+    for part in ("constructors", "superseded", "not_modelled"):
+        for name, c in (tl.get(part) or {}).items():
+            yield f"tl.{part}.{name}", c["source"]
+    receipt = tl["receipt"]
+    yield "tl.receipt.signed_source", receipt["signed_source"]
+    for where in ("default_block", "signature"):
+        yield f"tl.receipt.{where}", receipt[where]["source"]
+    for name, group in receipt["groups"].items():
+        if "source" in group:
+            yield f"tl.receipt.groups.{name}", group["source"]
 
 
 @pytest.mark.skipif(not SEEDS.is_dir(), reason="the seed documents (../shared/seeds) are not beside this checkout")

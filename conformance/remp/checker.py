@@ -35,6 +35,32 @@ INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
 # receipt is a new submission of the same id (the documents: a message is forgotten once obsolete).
 START_KINDS = ("SentToValidators", "PutIntoQueue")
 REJECT_POSITIONS = ("rejected", "timed_out")
+# signature verification outcomes counted in the metrics (with a validator set that has keys)
+SIG_COUNTS = ("valid", "invalid", "unsigned", "malformed", "unknown_source", "outside_session")
+
+
+_decode_signature = _signed_bytes = _ConversionError = _open = _BadSignature = None  # set by _signature_tools
+
+
+def _signature_tools():
+    """The TL serializer and libsodium, imported only when signatures are checked."""
+    global _decode_signature, _signed_bytes, _ConversionError, _open, _BadSignature
+    from nacl.bindings import crypto_sign_open as _open
+    from nacl.exceptions import BadSignatureError as _BadSignature
+
+    from rmkit.conformance.remp.signing import signature_bytes as _decode_signature
+    from rmkit.conformance.remp.tlreceipt import signed_bytes as _signed_bytes
+
+    _ConversionError = ValueError  # the receipt's conversion error and the TL codec's error both are
+
+
+def _session_window(vs, t: int) -> tuple:
+    """(from, until, members, index) of the session of validator set ``vs`` in force at ``t``."""
+    idx = vs.session_index_at(t)
+    starts = vs.starts
+    lo = starts[idx] if idx >= 0 else -(1 << 63)
+    hi = starts[idx + 1] if idx + 1 < len(starts) else 1 << 63
+    return lo, hi, vs.members(idx), idx
 
 
 def _violation_order(v: Violation):
@@ -91,12 +117,17 @@ class RempLogChecker:
 
     ``roles``: optional ``source_id -> "fullnode" | "validator"`` (from ``--validators``); without
     it, each source's role is inferred from the first kind it issues that only one role may issue.
+
+    ``validator_set``: the ``--validators`` file loaded (:mod:`.sources`); its roles are used when
+    ``roles`` is not given, and when it carries public keys the signature rules (those that
+    ``require`` validator_keys: every signature verified, every source a member of the validator
+    set of its session) are checked. Without keys those rules are reported as not checked.
     """
 
     def __init__(self, profile: str = "spec", *, lifetime_s: float | None = None,
                  horizon_s: float | None = None, roles: dict[str, str] | None = None,
                  max_examples: int = 1000, idle_receipts: int = 2_000_000, jobs: int | None = 1,
-                 model: RempModel | None = None, progress=None):
+                 model: RempModel | None = None, progress=None, validator_set=None):
         self.model = model or model_for(profile)
         m = self.model
         self.profile = m.profile
@@ -107,14 +138,20 @@ class RempLogChecker:
         self.close_after_ms = self.horizon_ms + 60_000
         # a latest timestamp this far ahead of every other source's is an outlier (REMP-TIME-001)
         self.clock_jump_ms = self.horizon_ms
+        if roles is None and validator_set is not None:
+            roles = validator_set.roles
         self.declared_roles = dict(roles) if roles else None
+        self.validator_set = validator_set
+        self.keyed = validator_set is not None and validator_set.has_keys
+        if self.keyed:
+            _signature_tools()
         self.max_examples = max_examples
         self.idle_receipts = idle_receipts
         self.modes = {r.id: r.mode(self.profile) for r in m.rules}
         self.jobs = jobs  # None: one process per core for large files (see parallel.auto_jobs)
         self.progress = progress  # called with (input index, bytes read so far) after each chunk
         self._kwargs = dict(profile=self.profile, lifetime_s=self.lifetime_s, horizon_s=self.horizon_s, roles=roles,
-                            max_examples=max_examples, idle_receipts=idle_receipts)
+                            max_examples=max_examples, idle_receipts=idle_receipts, validator_set=validator_set)
 
     # ------------------------------------------------------------------------------------------
     def run(self, inputs: list[str]) -> Report:
@@ -150,6 +187,13 @@ class RempLogChecker:
         self.partition = partition
         self._rep = Report(protocol="remp", profile=self.profile, inputs=list(inputs),
                            rules=dict(self.modes), shown_per_rule=self.max_examples, input_rule="REMP-INPUT-001")
+        if not self.keyed:
+            why = ("the --validators file lists source ids only, no public keys" if self.validator_set is not None
+                   else "no --validators file") + ": give one with the validators' and full nodes' public keys"
+            self._rep.not_checked = {r.id: why for r in self.model.rules
+                                     if "validator_keys" in r.requires and self.modes[r.id] != OFF}
+        self.sig_counts: Counter[str] = Counter()
+        self._sig_win = None  # (from t, until t, members, session index) of the last receipt's session
         self._files = list(inputs)
         self._stored: Counter[str] = Counter()
         self._msgs: dict[str, _Msg] = {}
@@ -251,6 +295,9 @@ class RempLogChecker:
         check_time = modes["REMP-TIME-001"] != OFF
         check_sig = modes["REMP-SIG-001"] != OFF
         check_role = modes["REMP-ROLE-001"] != OFF
+        verify = self._check_signature if self.keyed else None
+        # with keys, a source outside the validator set is REMP-SIG-003's finding, not a role problem
+        unknown_is_role = check_role and not (self.keyed and modes["REMP-SIG-003"] != OFF)
         expiry_ms = self.expiry_ms
         hwm = self.hwm
         good_src: set[str] = set()
@@ -404,7 +451,7 @@ class RempLogChecker:
                         role = declared.get(src) or declared.get(src.lower())
                         if role is None:
                             if st is None:  # once per source and message
-                                if check_role:
+                                if unknown_is_role:
                                     violate("REMP-ROLE-001", mid, f"source {src} is neither a validator nor a full node of the --validators file", [(ref, kind, src)])
                             role = next(iter(issuers)) if len(issuers) == 1 else VALIDATOR
                         elif role not in issuers:
@@ -430,13 +477,19 @@ class RempLogChecker:
                     # ---- time and signature ------------------------------------------------------
                     if ts == 0 and ts_ok and check_time and (role not in zero_roles if role else not issuers & zero_roles):
                         violate("REMP-TIME-001", mid, f"{kind} from {role} {src} has timestamp 0", [(ref, kind, src)])
+                    sig_fmt = None  # the signature's format: True good, False bad, None not looked at
                     if check_sig:
                         sig = obj.get("signature")
                         if sig is None or sig == "":
                             if sig_required and (role not in unsigned_roles if role else not issuers & unsigned_roles):
                                 violate("REMP-SIG-001", mid, f"{kind} from {src} carries no signature", [(ref, kind, src)])
                         elif not sig_ok(sig):
+                            sig_fmt = False
                             violate("REMP-SIG-001", mid, f"signature: expected {m.signature_expected}, found {str(sig)[:40]!r}", [(ref, kind, src)])
+                        else:
+                            sig_fmt = True
+                    if verify is not None:
+                        verify(obj, src, role, issuers, t, ref, kind, mid, sig_fmt, bad)
                     # ---- per-source transition ---------------------------------------------------
                     trans = ki.transitions.get(role) if role is not None else None
                     if trans is not None:
@@ -497,6 +550,57 @@ class RempLogChecker:
         self.min_t = min_t if min_t != 1 << 62 else None
 
     # ------------------------------------------------------------------------------------------
+    def _check_signature(self, obj: dict, src: str, role, issuers, t, ref: int, kind: str, mid, sig_fmt, schema_bad) -> None:
+        """REMP-SIG-002/003/004 for one receipt (only with a validator set that has keys): the source
+        is a member of the validator set of its session, and its signature verifies."""
+        counts = self.sig_counts
+        vs = self.validator_set
+        kid = src if src.islower() or src.isdigit() else src.lower()
+        pk = vs.keys.get(kid)
+        if t is not None and vs.timed:
+            win = self._sig_win
+            if win is None or not win[0] <= t < win[1]:
+                win = self._sig_win = _session_window(vs, t)
+            members, idx = win[2], win[3]
+        else:
+            members, idx = vs.members(None), None
+        if kid not in members:
+            counts["unknown_source" if pk is None else "outside_session"] += 1
+            if pk is None:
+                why = f"source {src} is not the key id of any validator or full node of the validator set {vs.path}"
+            else:
+                why = (f"{kind} from validator {src} (of session(s) {', '.join(map(str, vs.session_of(kid)))}) at time {t}, "
+                       f"when it is not in the validator set: {vs.describe_window(idx)}")
+            self._violate("REMP-SIG-003", mid, why, [(ref, kind, src)])
+        if pk is None:
+            return  # no key: the signature cannot be checked
+        sig = obj.get("signature")
+        if sig is None or sig == "":
+            counts["unsigned"] += 1
+            if role in self.model.unsigned_roles if role else issuers & self.model.unsigned_roles:
+                self._violate("REMP-SIG-004", mid, f"{kind} from {role or 'source'} {src} is unsigned: its origin cannot be verified",
+                              [(ref, kind, src)])
+            return  # otherwise REMP-SIG-001 reports the missing signature
+        if sig_fmt is False:
+            counts["malformed"] += 1
+            return  # REMP-SIG-001 reports the signature's format
+        try:
+            raw = _decode_signature(obj)
+            data = _signed_bytes(obj)
+        except _ConversionError as exc:
+            counts["malformed"] += 1
+            if not schema_bad:  # a receipt that breaks the schema is REMP-SCHEMA-001's finding
+                self._violate("REMP-SIG-002", mid, f"{kind} from {src} cannot be verified: {exc}", [(ref, kind, src)])
+            return
+        try:
+            _open(raw + data, pk)
+        except _BadSignature:
+            counts["invalid"] += 1
+            self._violate("REMP-SIG-002", mid, f"the signature of {kind} does not verify with the key of its source {src}: "
+                                               "the receipt was changed after signing, or another key signed it", [(ref, kind, src)])
+            return
+        counts["valid"] += 1
+
     def _clock_outlier(self) -> None:
         """The latest timestamp of the log was reached by one source only, far ahead of all others:
         that timestamp is wrong, not the log."""
@@ -660,6 +764,7 @@ class RempLogChecker:
             "log_time_span_s": round((self.hwm - self.min_t) / 1000, 3) if self.hwm is not None and self.min_t is not None else None,
             "sources": dict(roles),
             "latency_ms": lat,
+            **({"signatures": {k: self.sig_counts.get(k, 0) for k in SIG_COUNTS}} if self.keyed else {}),
             "elapsed_s": round(elapsed, 3),
             "receipts_per_s": round(self._rep.receipts / elapsed) if elapsed > 0 else None,
         }

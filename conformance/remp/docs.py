@@ -96,7 +96,30 @@ def spec_markdown() -> str:
             "| behaviour | " + " | ".join(profiles) + " | meaning | source |", "|" + "---|" * (3 + len(profiles))]
     for name, b in spec["behaviours"]["behaviours"].items():
         out.append(f"| {name} | " + " | ".join(f"`{b[p]}`" for p in profiles) + f" | {_cell(b['meaning'])} | {_source(b['source'])} |")
+    out += _tl_markdown(spec)
     notes = spec["protocol"]["documents"]["002"].get("differs_from_001", [])
     if notes:
         out += ["", "## Where the documents differ", ""] + [f"- {n}" for n in notes]
     return "\n".join(out) + "\n"
+
+
+def _tl_markdown(spec: dict) -> list[str]:
+    """The TL wire format section: constructors with their ids, and each kind's TL form."""
+    from rmkit.conformance.remp.tlreceipt import tl_form
+
+    tl = spec["tl"]
+    out = ["", "## Wire format (TL)", "",
+           "Constructor ids are the CRC32 of the line (checked when the spec loads). The signed bytes are the "
+           f"`{tl['receipt']['record']}` written boxed.", "", "| constructor | id | line | source |", "|---|---|---|---|"]
+    for name, c in tl["constructors"].items():
+        out.append(f"| {name} | `{c['id']}` | `{_cell(c['line'])}` | {_source(c['source'])} |")
+    for name, c in (tl.get("superseded") or {}).items():
+        out.append(f"| {name} (superseded; decoded, never written) | `{c['id']}` | `{_cell(c['line'])}` | {_source(c['source'])} |")
+    out += ["", "| kind | status constructor | level constructor | block ids from the JSON |", "|---|---|---|---|"]
+    for name in spec["kinds"]["kinds"]:
+        status, level, groups = tl_form(name)
+        out.append(f"| {name} | {status} | {level or '-'} | {', '.join(groups) or '-'} |")
+    for name, n in (tl.get("not_modelled") or {}).items():
+        out.append("")
+        out.append(f"Not modelled, {name}: {' '.join(n['note'].split())} ({_source(n['source'])})")
+    return out

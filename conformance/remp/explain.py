@@ -12,6 +12,7 @@ from typing import Any
 
 from rmkit.conformance.remp.checker import RempLogChecker
 from rmkit.conformance.remp.model import model_for
+from rmkit.conformance.remp.sources import load_validator_set
 from rmkit.rules import OFF
 
 
@@ -29,8 +30,12 @@ def explain_rule(rule_id: str) -> dict[str, Any]:
         if entry is None:
             continue
         res = _fixture_root() / entry["file"]
+        valset = None
+        if entry.get("validators"):  # a signature rule: its fixture is checked against the fixtures' keys
+            with resources.as_file(_fixture_root() / entry["validators"]) as vpath:
+                valset = load_validator_set(str(vpath))
         with resources.as_file(res) as path:
-            report = RempLogChecker(profile).run([str(path)])
+            report = RempLogChecker(profile, validator_set=valset).run([str(path)])
             lines = path.read_text(encoding="utf-8").splitlines()
         hit = next((v for v in report.violations if v.rule == rule_id), None)
         if hit is None and rule_id == report.input_rule and report.input_problems:

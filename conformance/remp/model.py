@@ -17,6 +17,8 @@ from rmkit.specload import load_protocol_spec, spec_line
 
 PROTOCOL = "remp"
 FULLNODE, VALIDATOR = "fullnode", "validator"
+# What a rule may need beyond the log (rules.yaml `requires`): the validators' public keys
+REQUIREMENTS = {"validator_keys": "a --validators file with the validators' and full nodes' public keys"}
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,9 @@ class RempModel:
                     _fail(spec, "rules", ["rules", i, "modes", prof], f"unknown profile {prof!r}; expected one of {self.profiles}")
             if set(r["modes"]) != set(self.profiles):
                 _fail(spec, "rules", ["rules", i, "modes"], f"expected a mode for every profile {self.profiles}, found {sorted(r['modes'])}")
+            for j, need in enumerate(r.get("requires", ())):
+                if need not in REQUIREMENTS:
+                    _fail(spec, "rules", ["rules", i, "requires", j], f"unknown requirement {need!r}; expected one of {sorted(REQUIREMENTS)}")
             if r["source"]["doc"] not in docs:
                 _fail(spec, "rules", ["rules", i, "source", "doc"], f"unknown document {r['source']['doc']!r}; expected one of {sorted(docs)}")
         ids = [r["id"] for r in spec["rules"]["rules"]]

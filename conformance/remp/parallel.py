@@ -105,7 +105,7 @@ def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[
     probe = RempLogChecker(**kwargs)
     base = reports[0]
     out = Report(protocol=base.protocol, profile=base.profile, inputs=list(inputs), rules=dict(base.rules),
-                 shown_per_rule=base.shown_per_rule, input_rule=base.input_rule)
+                 shown_per_rule=base.shown_per_rule, input_rule=base.input_rule, not_checked=dict(base.not_checked))
     for r in reports:
         out.receipts += r.receipts
         out.messages += r.messages
@@ -168,6 +168,8 @@ def _merge_metrics(probe, reports, lats, roles) -> dict[str, Any]:
             hist.merge(other[name])
         lat[name] = {"from": spec["from"], "to": spec["to"]} | hist.summary(tuple(spec["promise"]))
     merged["latency_ms"] = lat
+    if "signatures" in merged:
+        merged["signatures"] = {k: sum(m["signatures"][k] for m in ms) for k in merged["signatures"]}
     sources = Counter()
     seen = {}
     for share in roles:

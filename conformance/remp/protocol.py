@@ -33,8 +33,12 @@ class Remp(Protocol):
         return {p: " ".join(profs[p]["description"].split()) for p in ordered}
 
     def validate(self) -> list[str]:
-        """Compile every profile (cross-reference checks); return what was checked."""
-        return [f"profile {p}: {len(self.model(p).kinds)} kinds, {len(self.model(p).rules)} rules" for p in self.profiles()]
+        """Compile every profile (cross-reference checks) and the TL wire format (every
+        constructor id against its line, every kind mapped); return what was checked."""
+        from rmkit.conformance.remp.tlreceipt import tl_schema
+
+        checked = [f"profile {p}: {len(self.model(p).kinds)} kinds, {len(self.model(p).rules)} rules" for p in self.profiles()]
+        return checked + [f"wire format: {len(tl_schema().by_name)} TL constructors, ids match their lines"]
 
     def add_check_arguments(self, group: argparse._ArgumentGroup) -> None:
         group.add_argument("--lifetime", type=float, metavar="S",
@@ -43,21 +47,24 @@ class Remp(Protocol):
                            help="judge a message lost when it has no final outcome S seconds after its first receipt "
                                 "(default: the profile's expiry bound + 60 s); messages nearer the log's end are not judged")
         group.add_argument("--validators", metavar="FILE",
-                           help="JSON or YAML {validators: [source ids], full_nodes: [source ids]}: the sources' roles "
-                                "(default: inferred from the kinds each source issues)")
+                           help="validator-set file (JSON or YAML, spec/remp/keys.md): per session the validators' "
+                                "public keys and the full nodes' keys; signatures are then verified (REMP-SIG-002..004, "
+                                "otherwise reported as not checked) and roles come from it. A roles-only file "
+                                "{validators: [source ids], full_nodes: [source ids]} gives roles only "
+                                "(default: roles inferred from the kinds each source issues)")
 
     def make_checker(self, profile: str, args: argparse.Namespace):
         from rmkit.conformance.remp.checker import RempLogChecker
-        from rmkit.conformance.remp.sources import load_roles
+        from rmkit.conformance.remp.sources import load_validator_set
 
-        roles = load_roles(args.validators) if getattr(args, "validators", None) else None
+        valset = load_validator_set(args.validators) if getattr(args, "validators", None) else None
         lifetime = getattr(args, "lifetime", None)
         horizon = getattr(args, "horizon", None)
         for name, value in (("--lifetime", lifetime), ("--horizon", horizon)):
             if value is not None and value <= 0:
                 raise UsageError(f"{name}: expected a number of seconds > 0, found {value}")
         return RempLogChecker(self.check_profile(profile), lifetime_s=lifetime, horizon_s=horizon,
-                              roles=roles, max_examples=getattr(args, "max_examples", 1000),
+                              validator_set=valset, max_examples=getattr(args, "max_examples", 1000),
                               jobs=getattr(args, "jobs", None))
 
     def add_simulate_arguments(self, group: argparse._ArgumentGroup) -> None:
@@ -65,6 +72,8 @@ class Remp(Protocol):
         group.add_argument("--receipts", type=int, help="stop after this many receipts instead")
         group.add_argument("--kafka", action="store_true", help="write a Kafka dump (topic, partition, offset, timestamp, key, value)")
         group.add_argument("--lifetime", type=float, metavar="S", help="mc_catchain_lifetime in seconds (default: the spec's)")
+        group.add_argument("--keys", metavar="DIR", help="sign every receipt with the keys of DIR (written by `rmkit keys gen`): "
+                                                         "its sessions' validators and its full node run the shard")
 
     def simulate(self, profile: str, args: argparse.Namespace) -> int:
         import itertools
@@ -78,11 +87,47 @@ class Remp(Protocol):
         # with --receipts, simulate messages until that many receipts were written
         messages = args.messages if args.receipts is None else max(args.messages, args.receipts)
         opts = dict(seed=args.seed, profile=profile, messages=messages, lifetime_s=args.lifetime)
+        if getattr(args, "keys", None):
+            from rmkit.conformance.remp.signing import load_key_set
+
+            opts["keys"] = load_key_set(args.keys)
         if args.kafka:
             stream = simulate_timed(**opts)
             return write_kafka_dump(args.out, itertools.islice(stream, args.receipts) if args.receipts else stream)
         stream = simulate(**opts)
         return write_jsonl(args.out, itertools.islice(stream, args.receipts) if args.receipts else stream)
+
+    def add_keys_arguments(self, action: str, group: argparse._ArgumentGroup) -> None:
+        group.add_argument("--validators", type=int, required=True, metavar="N", help="validators per session")
+        group.add_argument("--sessions", type=int, default=10, metavar="S",
+                           help="master catchain sessions (default 10; a simulation needs one per ~lifetime of simulated time)")
+        group.add_argument("--rotate", type=int, metavar="R", help="validators replaced per session (default max(1, N/3))")
+        group.add_argument("--full-nodes", type=int, default=1, metavar="F", help="full nodes (default 1)")
+
+    def keys(self, action: str, args: argparse.Namespace) -> int:
+        import sys
+
+        from rmkit.conformance.remp.signing import generate_key_set
+
+        for flag, value, low in (("--validators", args.validators, 1), ("--sessions", args.sessions, 1),
+                                 ("--full-nodes", args.full_nodes, 0), ("--rotate", args.rotate, 0)):
+            if value is not None and value < low:
+                raise UsageError(f"{flag}: expected a number >= {low}, found {value}")
+        path = generate_key_set(args.out, args.validators, args.sessions, args.seed, args.rotate, args.full_nodes)
+        print(f"wrote {path} ({args.sessions} sessions of {args.validators} validators, {args.full_nodes} full node(s)) "
+              f"and their private keys in {path.parent / 'keys'}" + ("" if args.seed is not None else " (random keys)"),
+              file=sys.stderr)
+        return 0
+
+    def add_receipt_arguments(self, action: str, group: argparse._ArgumentGroup) -> None:
+        from rmkit.conformance.remp import receipt_cli
+
+        receipt_cli.add_arguments(action, group)
+
+    def receipt(self, action: str, profile: str, args: argparse.Namespace) -> int:
+        from rmkit.conformance.remp import receipt_cli
+
+        return receipt_cli.run(action, profile, args)
 
     def explain(self, rule_id: str) -> dict[str, Any]:
         from rmkit.conformance.remp.explain import explain_rule

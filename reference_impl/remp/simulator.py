@@ -91,6 +91,9 @@ class SimConfig:
     fanout: Optional[int] = None
     report_duplicates: bool = True
     tail_sessions: float = 2.2  # simulated time after the last arrival, in lifetimes
+    # Ed25519 keys (a key folder written by `rmkit keys gen`, or a loaded signing.KeySet): the
+    # validator set of each session and the full node come from it, and receipts are signed
+    keys: Optional[object] = None
 
 
 class Simulation:
@@ -98,7 +101,18 @@ class Simulation:
 
     def __init__(self, config: SimConfig = SimConfig()):
         c = self.config = config
-        n = c.validators
+        self.key_sessions: Optional[list] = None
+        signer = None
+        if c.keys is not None:
+            from rmkit.conformance.remp.signing import KeySet, Signer, load_key_set
+
+            ks = c.keys if isinstance(c.keys, KeySet) else load_key_set(c.keys)
+            if not ks.full_node_ids:
+                raise ValueError(f"the key set {ks.validator_set.path} has no full node key")
+            self.key_sessions = [s.order for s in ks.validator_set.sessions]
+            fullnode_key = ks.full_node_ids[0]
+            signer = Signer(ks.private.values(), c.profile)
+        n = c.validators if self.key_sessions is None else min(map(len, self.key_sessions))
         if n < 1:
             raise ValueError("validators must be >= 1")
         self.traits = t = traits(c.profile)
@@ -109,10 +123,13 @@ class Simulation:
         self.rng = rng = random.Random(c.seed)
         lifetime_s = c.lifetime_s if c.lifetime_s is not None else t.model.default_lifetime_s
         self.lifetime_ms = int(lifetime_s * 1000)
-        self.render = renderer(c.profile, t)
+        self.render = renderer(c.profile, t, signer)
         seed = c.seed
         rot = c.rotate if c.rotate is not None else max(1, n // 3)
-        self.pool = [hex_id(seed, "validator", i) for i in range(n + rot)]
+        if self.key_sessions is None:
+            self.pool = [hex_id(seed, "validator", i) for i in range(n + rot)]
+        else:
+            self.pool = list(dict.fromkeys(v for s in self.key_sessions for v in s))
         self.rot = rot
         self.faults: dict[str, str] = {}
         kinds = c.faulty_kinds or FAULT_KINDS
@@ -128,7 +145,7 @@ class Simulation:
         self.inflight_until = 0  # end of the round being decided (collation to chain news)
         self.paced = any(e.sender is not None for e in self.engines.values())
         self.flush_at: dict[str, int] = {}
-        self.fullnode_id = hex_id(seed, "fullnode")
+        self.fullnode_id = hex_id(seed, "fullnode") if self.key_sessions is None else fullnode_key
         self.fullnode = FullNode(self.fullnode_id, FullNodeConfig(profile=c.profile, fanout=c.fanout,
                                                                   lifetime_ms=self.lifetime_ms), t)
         self.heap: list = []
@@ -159,6 +176,12 @@ class Simulation:
     def _set_for(self, k: int) -> tuple:
         s = self.sets.get(k)
         if s is None:
+            if self.key_sessions is not None:
+                if k > len(self.key_sessions):
+                    raise ValueError(f"the key set has {len(self.key_sessions)} sessions and the simulation reached "
+                                     f"session {k}: generate more (rmkit keys gen --sessions {2 * k})")
+                s = self.sets[k] = tuple(self.key_sessions[k - 1])
+                return s
             n, pool = self.config.validators, self.pool
             s = self.sets[k] = tuple(pool[(i + (k - 1) * self.rot) % len(pool)] for i in range(n))
         return s

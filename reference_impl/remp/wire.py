@@ -7,9 +7,11 @@ a kind's fields come from ``kinds.yaml`` (via the compiled model), zero timestam
 ``common_fields.timestamp.zero_allowed``, unsigned validator receipts from
 ``common_fields.signature.required``, the encoding from :mod:`.profile`.
 
-Signatures are deterministic stand-ins (BLAKE2b-512 of the receipt's identifying fields keyed by
-the source): 64 bytes, in the profile's encoding, so that the format checks hold. Real Ed25519
-signing over the boxed TL receipt is a separate piece of work.
+Signatures: given a ``signer`` (:class:`rmkit.conformance.remp.signing.Signer`, holding the
+nodes' private keys), each signed receipt carries the Ed25519 signature of its boxed TL form by its
+source's key. Without one, deterministic stand-ins (BLAKE2b-512 of the receipt's identifying
+fields keyed by the source): 64 bytes, in the profile's encoding, so that the format checks hold
+but a signature check (``--validators``) would not.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ def fake_signature(receipt: Receipt, timestamp: int) -> bytes:
     return _blake2b(f"{receipt.source_id}|{receipt.kind}|{receipt.msg_id}|{timestamp}".encode(), digest_size=64).digest()
 
 
-def renderer(profile: str, profile_traits: Traits | None = None) -> Callable[[Receipt, str], dict]:
+def renderer(profile: str, profile_traits: Traits | None = None, signer=None) -> Callable[[Receipt, str], dict]:
     """A function ``render(receipt, role) -> dict`` giving the receipt's JSON object in the
-    profile's form (``role``: the issuing role, ``"fullnode"`` or ``"validator"``)."""
+    profile's form (``role``: the issuing role, ``"fullnode"`` or ``"validator"``), signed by
+    ``signer`` when given (see the module's doc)."""
     t = profile_traits or traits(profile)
     m = t.model
     fields_of = {}
@@ -61,7 +64,7 @@ def renderer(profile: str, profile_traits: Traits | None = None) -> Callable[[Re
         else:
             ts = 0 if fullnode_zero else r.time
             signed = True
-        if signed:
+        if signed and signer is None:
             raw = sign(r, ts)
             sig = b64encode(raw).decode() if b64 else raw.hex()
         else:
@@ -86,6 +89,9 @@ def renderer(profile: str, profile_traits: Traits | None = None) -> Callable[[Re
         if has_sent and r.sent_to is not None:
             d["sent_to"] = r.sent_to
             d["total_validators"] = r.total_validators
+        if signed and signer is not None:
+            raw = signer.signature(d)
+            d["signature"] = b64encode(raw).decode() if b64 else raw.hex()
         return d
 
     return render

@@ -1,6 +1,6 @@
 """JUnit XML for CI systems: one test case per rule of the run; a violated strict rule is a
 failure, a violated non-strict rule a passing case with its findings in system-out, an inactive
-rule a skipped case. Unreadable lines add a failing ``input`` case."""
+rule (or one that could not be checked) a skipped case. Unreadable lines add a failing ``input`` case."""
 
 from __future__ import annotations
 
@@ -33,6 +33,9 @@ def render_junit(report: Report, rules=None, **_) -> str:
         title = rules[rule_id].title if rules is not None and rule_id in rules else rule_id
         if mode == OFF:
             ET.SubElement(case, "skipped", message=f"{title}: off in profile {report.profile}")
+            skipped += 1
+        elif rule_id in report.not_checked:
+            ET.SubElement(case, "skipped", message=f"{title}: not checked: {report.not_checked[rule_id]}")
             skipped += 1
         elif n and mode == STRICT:
             f = ET.SubElement(case, "failure", message=f"{title}: {n} violation(s)", type=rule_id)

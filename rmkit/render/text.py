@@ -29,7 +29,8 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
     summary.add_column(style="bold")
     summary.add_column()
     summary.add_row("verdict", f"[{_VERDICT_STYLE.get(report.verdict, '')}]{report.verdict.upper()}[/]")
-    summary.add_row("why", escape("; ".join(report.reasons) or "every active rule held"))
+    held = "every checked rule held" if report.not_checked else "every active rule held"
+    summary.add_row("why", escape("; ".join(report.reasons) or held))
     summary.add_row("protocol / profile", f"{report.protocol} / {report.profile}")
     summary.add_row("inputs", escape(", ".join(report.inputs)))
     summary.add_row("receipts read", f"{report.receipts:,}")
@@ -37,6 +38,9 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
     summary.add_row("unreadable lines", f"{report.unreadable:,}")
     total = sum(report.counts.values())
     summary.add_row("violations", f"{total:,} ({sum(report.strict_counts.values()):,} strict)")
+    if report.not_checked:
+        whys = sorted(set(report.not_checked.values()))
+        summary.add_row("not checked", escape(f"{', '.join(report.not_checked)}: {'; '.join(whys)}"))
     con.print(summary)
 
     table = Table(title="rules", box=box.SIMPLE)
@@ -46,8 +50,10 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
         n = report.counts.get(rule_id, 0)
         rule = rules[rule_id] if rules is not None and rule_id in rules else None
         style = "red" if n and mode == STRICT else "yellow" if n and mode == NON_STRICT else "dim" if mode == OFF else ""
-        table.add_row(rule_id, rule.severity if rule else "", mode, f"{n:,}" if mode != OFF else "-",
-                      rule.title if rule else "", style=style)
+        unchecked = mode != OFF and rule_id in report.not_checked
+        table.add_row(rule_id, rule.severity if rule else "", mode,
+                      "not checked" if unchecked else f"{n:,}" if mode != OFF else "-",
+                      rule.title if rule else "", style="dim" if unchecked else style)
     con.print(table)
 
     shown: dict[str, int] = {}
@@ -72,7 +78,7 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
         met = Table(title="metrics", box=box.SIMPLE, show_header=False)
         met.add_column(style="bold")
         met.add_column()
-        for key in ("outcomes", "receipts_per_kind"):
+        for key in ("outcomes", "receipts_per_kind", "signatures"):
             if m.get(key):
                 met.add_row(key.replace("_", " "), ", ".join(f"{k} {v:,}" for k, v in m[key].items()))
         for name, lat in (m.get("latency_ms") or {}).items():
