@@ -370,3 +370,32 @@ def test_the_documented_validator_set_example_loads(tmp_path):
     vs = load_validator_set(_valset_file(tmp_path, example))
     assert len(vs.full_nodes) == 1 and len(vs.sessions[0].order) == 2 and vs.timed
     assert vs.names["a347383283ed4ff9fe9e8fa75700d0d56f85d0a4d79627aa6eabbe12a370b4ad"] == "validator-2"
+
+
+def _shifted_copy(lines, ms, message_id):
+    """The same message's receipts for another message id, ``ms`` later, signed again."""
+    by_id = {k.id: k for k in mk.KEYS.values()}
+    out = []
+    for line in lines:
+        rec = json.loads(line)
+        rec = dict(rec, message_id=message_id, timestamp=rec["timestamp"] + ms)
+        out.append(json.dumps(sign_receipt(dict(rec, signature=""), by_id[rec["source_id"]], "spec")))
+    return out
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_late_receipt_is_still_verified(tmp_path, jobs):
+    """A receipt that arrives after its message was judged (the log's clock moved on with another
+    message) is still checked: a forged one is REMP-SIG-002, a genuine one counts as valid."""
+    log = mk.Log("spec").happy()
+    later = _shifted_copy(log.lines, 700_000, "ab" * 32)  # past the horizon: the first is judged
+    k = next(i for i, ln in enumerate(log.lines) if json.loads(ln)["kind"] == "IncludedIntoAcceptedBlock")
+    accepted = json.loads(log.lines[k])
+    forged = dict(accepted, timestamp=accepted["timestamp"] + 700_001)  # the signature covers the time
+    report = run(tmp_path, log.lines + later + [json.dumps(forged)], jobs=jobs)
+    assert report.metrics["late_receipts"] == 1
+    assert report.counts.get("REMP-SIG-002") == 1, report.counts
+    genuine = run(tmp_path, log.lines + later + [log.lines[k]], jobs=jobs)
+    assert genuine.metrics["late_receipts"] == 1
+    assert genuine.counts == {}, genuine.counts
+    assert genuine.metrics["signatures"]["valid"] == 2 * len(log.lines) + 1

@@ -415,6 +415,15 @@ class RempLogChecker:
                             self.late += 1
                             if ki is not None:
                                 self._late_receipt(tomb, ki, obj, ref, t, src)
+                                if verify is not None and type(src) is str:
+                                    # a late receipt is still a signed statement: its origin is checked
+                                    sig = obj.get("signature")
+                                    sig_fmt = None if sig is None or sig == "" else bool(type(sig) is str and sig_ok(sig))
+                                    if sig_fmt is False and check_sig:
+                                        violate("REMP-SIG-001", mid, f"signature: expected {m.signature_expected}, found {str(sig)[:40]!r}",
+                                                [(ref, kind, src)])
+                                    role = (declared.get(src) or declared.get(src.lower())) if declared is not None else None
+                                    verify(obj, src, role, ki.issuers, t, ref, kind, mid, sig_fmt, bad)
                             continue
                         del self._tombs[mid]  # submitted again after its lifetime: a new life
                     msg = msgs[mid] = _Msg(mid, ref, t, seq)
