@@ -4,6 +4,8 @@ malformed cases, and the signature rules in the checker."""
 import base64
 import importlib.util
 import json
+import subprocess
+import sys
 
 import pytest
 from nacl.bindings import crypto_sign_seed_keypair
@@ -14,7 +16,7 @@ from rmkit.conformance.remp.signing import (INVALID, MALFORMED, UNKNOWN_SOURCE, 
                                             SigningError, Verifier, derive_seed, generate_key_set, key_id,
                                             load_key_set, load_private_key, sign_receipt, signature_bytes,
                                             verify_receipt)
-from rmkit.conformance.remp.sources import Session, ValidatorSet, load_validator_set
+from rmkit.conformance.remp.sources import Session, ValidatorSet, decode_public_key, load_validator_set
 from rmkit.conformance.remp.tlreceipt import decode_signature, signed_bytes
 from rmkit.errors import InputError
 
@@ -79,6 +81,8 @@ def _flip(value):
         raise TypeError(value)
     if isinstance(value, int):
         return value ^ 1
+    if value == "":
+        return "\x01"  # nothing to flip: the smallest change (its length byte changes)
     if all(c in "0123456789abcdefABCDEF" for c in value) and value:
         return format(int(value, 16) ^ 1, f"0{len(value)}x")
     return value[:-1] + chr(ord(value[-1]) ^ 1)
@@ -303,6 +307,9 @@ def test_membership_follows_the_session_of_the_receipt(tmp_path):
     (v,) = [v for v in report.violations if v.rule == "REMP-SIG-003"]
     assert report.counts["REMP-SIG-003"] == 1 and v.evidence[0].line == 1
     assert "sessions 1, 2" in v.explanation and v4.id in v.explanation
+    # one outcome per receipt: the one outside its session is not also counted valid
+    assert sum(report.metrics["signatures"].values()) == len(early + late)
+    assert report.metrics["signatures"]["outside_session"] == 1
     # without start times, membership of any session is enough
     untimed = ValidatorSet(FIX_SET.path, FIX_SET.roles, FIX_SET.keys, {}, [Session(s.seqno, None, s.order) for s in FIX_SET.sessions],
                            FIX_SET.full_nodes)
@@ -399,3 +406,33 @@ def test_a_late_receipt_is_still_verified(tmp_path, jobs):
     assert genuine.metrics["late_receipts"] == 1
     assert genuine.counts == {}, genuine.counts
     assert genuine.metrics["signatures"]["valid"] == 2 * len(log.lines) + 1
+
+
+def test_public_keys_with_a_trailing_newline_are_refused_alike():
+    pk = bytes(range(32))
+    for text in (pk.hex() + "\n", base64.b64encode(pk).decode() + "\n"):
+        with pytest.raises(ValueError, match="expected an Ed25519 public key"):
+            decode_public_key(text)
+
+
+def test_the_seeds_repeated_block_file_hash_is_kept_by_the_tools(tmp_path):
+    """The seed's Finalized example writes the master block's file hash as a second
+    ``block_file_hash``: ``rmkit receipt encode`` and ``rmkit check`` keep it (the signed bytes
+    cover it), whichever block group comes first."""
+    from rmkit.conformance.remp.tlreceipt import receipt_from_pairs, signed_bytes
+
+    line = (FIXTURES / "seed" / "examples.jsonl").read_text().splitlines()[6]
+    r = json.loads(line, object_pairs_hook=receipt_from_pairs)
+    assert r["mc_block_file_hash"].startswith("33b2") and r["block_file_hash"].startswith("00a2")
+    # the shard block's group first, its block_file_hash right before mc_block_id
+    swapped = ('{"kind": "Finalized", "message_id": "%s", "timestamp": 1, "source_id": "%s", "block_id": "%s", '
+               '"block_file_hash": "%s", "mc_block_id": "%s", "block_file_hash": "%s", "mc_block_seqno": 7, '
+               '"block_seqno": 5, "shard": "8000000000000000", "wc": 0}'
+               % ("11" * 32, "22" * 32, "33" * 32, "aa" * 32, "44" * 32, "bb" * 32))
+    r2 = json.loads(swapped, object_pairs_hook=receipt_from_pairs)
+    assert r2["block_file_hash"] == "aa" * 32 and r2["mc_block_file_hash"] == "bb" * 32
+    path = tmp_path / "seed7.jsonl"
+    path.write_text(line + "\n")
+    out = subprocess.run([sys.executable, "-m", "rmkit", "receipt", "encode", str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == signed_bytes(r).hex()

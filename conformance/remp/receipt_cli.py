@@ -51,6 +51,8 @@ class _Reader:
         self.err.write(f"rmkit: {self.shown}:{lineno}: {('field ' + field + ': ') if field else ''}{message}\n")
 
     def __iter__(self) -> Iterator[tuple[int, dict, dict, int | None]]:
+        from rmkit.conformance.remp.tlreceipt import recover_master_file_hash
+
         loads, JSONDecodeError = orjson.loads, orjson.JSONDecodeError
         lineno = 0
         for batch in iter_line_batches(self.path):
@@ -66,14 +68,16 @@ class _Reader:
                 if type(rec) is not dict:
                     self.problem(lineno, f"expected a JSON object, found {type(rec).__name__}")
                     continue
-                receipt, kts = rec, None
+                receipt, kts, text = rec, None, line
                 if "kind" not in rec and "value" in rec:
-                    receipt, kts, _, err, fld = unwrap_kafka(rec)
+                    receipt, kts, text, err, fld = unwrap_kafka(rec)
                     if err:
                         self.problem(lineno, err, fld)
                         continue
                     if receipt is None:  # a Kafka tombstone: no receipt
                         continue
+                if "mc_block_id" in receipt and "mc_block_file_hash" not in receipt:
+                    receipt = recover_master_file_hash(receipt, text if text is not None else line)
                 yield lineno, rec, receipt, kts
 
 

@@ -28,8 +28,8 @@ from rmkit.specload import schema_problem, yaml_line
 
 FULLNODE, VALIDATOR = "fullnode", "validator"
 FORMAT = "rmkit.remp.validator-set/1"
-_HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
-_B64_32 = re.compile(r"^[A-Za-z0-9+/]{43}=$")
+_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
+_B64_32 = re.compile(r"[A-Za-z0-9+/]{43}=")
 _LEGACY_KEYS = {"validators": VALIDATOR, "full_nodes": FULLNODE, "fullnodes": FULLNODE}
 KEY_EXPECTED = "an Ed25519 public key: 32 bytes as 64 hex digits or 44 base64 characters"
 
@@ -38,9 +38,9 @@ def decode_public_key(text) -> bytes:
     """32 key bytes from 64 hex digits or 44 base64 characters; ValueError saying what was found."""
     if not isinstance(text, str):
         raise ValueError(f"expected {KEY_EXPECTED}, found {type(text).__name__} {text!r}")
-    if _HEX64.match(text):
+    if _HEX64.fullmatch(text):
         return bytes.fromhex(text)
-    if _B64_32.match(text):
+    if _B64_32.fullmatch(text):
         return base64.b64decode(text, validate=True)
     shown = text if len(text) <= 80 else text[:77] + "..."
     detail = f"{len(text)} characters"
