@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from rmkit.errors import SpecError, UsageError
+from rmkit.errors import InputError, SpecError, UsageError
 
 SPEC_DIR_ENV = "RMKIT_SPEC_DIR"
 
@@ -102,6 +102,33 @@ def validate_document(data: Any, schema_name: str, shown: str, node: yaml.Node |
     if problem is not None:
         where, message, line = problem
         raise SpecError(shown, where, message, line=line)
+
+
+def read_user_document(path: str, option: str) -> tuple[Any, yaml.Node | None]:
+    """A user-supplied JSON or YAML file (``option`` names the flag that gave it, e.g.
+    ``--validators``) as data plus its composed node for line numbers; :class:`InputError` naming
+    the file (and line) when it cannot be read or parsed."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise InputError(f"{option} {path}: cannot read ({exc.strerror})") from None
+    try:
+        return yaml.safe_load(text), yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"{path}:{mark.line + 1}" if mark else path
+        raise InputError(f"{option} {at}: not valid JSON or YAML: {getattr(exc, 'problem', exc)}") from None
+
+
+def check_user_document(data: Any, schema_name: str, node: yaml.Node | None, path: str, option: str) -> None:
+    """:class:`InputError` for the first schema violation of a user-supplied document, naming the
+    file, line and field."""
+    problem = schema_problem(data, schema_name, node)
+    if problem is not None:
+        where, message, line = problem
+        at = f"{path}:{line}" if line else path
+        raise InputError(f"{option} {at}: at {where or '(top)'}: {message}")
 
 
 def yaml_line(node: yaml.Node | None, path: list[Any]) -> int | None:

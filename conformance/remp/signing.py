@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
-import yaml
 from nacl.bindings import crypto_sign, crypto_sign_open, crypto_sign_seed_keypair
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey
@@ -42,7 +41,7 @@ from nacl.signing import SigningKey
 from rmkit.conformance.remp.sources import FORMAT as VALSET_FORMAT, FULLNODE, VALIDATOR, ValidatorSet
 from rmkit.conformance.remp.tlreceipt import ReceiptConversionError, decode_signature, pub_key_id, signed_bytes
 from rmkit.errors import InputError
-from rmkit.specload import schema_problem, yaml_line
+from rmkit.specload import check_user_document, read_user_document, yaml_line
 
 VALID, INVALID, UNKNOWN_SOURCE, UNSIGNED, MALFORMED = "valid", "invalid", "unknown-source", "unsigned", "malformed"
 STATUSES = (VALID, INVALID, UNKNOWN_SOURCE, UNSIGNED, MALFORMED)
@@ -141,21 +140,11 @@ class PrivateKey:
 def load_private_key(path: str | Path) -> PrivateKey:
     """Read a key file; errors name the file, line and field."""
     path = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"--key {path}: cannot read ({exc.strerror})") from None
-    try:
-        data, node = yaml.safe_load(text), yaml.compose(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"--key {path}: not valid JSON: {getattr(exc, 'problem', exc)}") from None
+    data, node = read_user_document(path, "--key")
     if not isinstance(data, dict):
         raise InputError(f"--key {path}: expected a JSON object with format {KEY_FORMAT!r} and seed (64 hex digits), "
                          f"found {type(data).__name__}")
-    problem = schema_problem(data, "remp-key", node)
-    if problem is not None:
-        where, message, line = problem
-        raise InputError(f"--key {path}:{line}: at {where or '(top)'}: {message}")
+    check_user_document(data, "remp-key", node, path, "--key")
     key = PrivateKey(bytes.fromhex(data["seed"]), data.get("name"), data.get("role"))
     for fld, want in (("public_key", key.public_key.hex()), ("id", key.id)):
         if fld in data and data[fld].lower() != want:

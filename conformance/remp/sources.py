@@ -21,10 +21,8 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-import yaml
-
 from rmkit.errors import InputError
-from rmkit.specload import schema_problem, yaml_line
+from rmkit.specload import check_user_document, read_user_document, yaml_line
 
 FULLNODE, VALIDATOR = "fullnode", "validator"
 FORMAT = "rmkit.remp.validator-set/1"
@@ -121,31 +119,13 @@ class ValidatorSet:
         return [s.seqno for s in self.sessions if key_id in s.validators]
 
 
-def _read(path: str):
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as exc:
-        raise InputError(f"--validators {path}: cannot read ({exc.strerror})") from None
-    try:
-        return yaml.safe_load(text), yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f"{path}:{mark.line + 1}" if mark else path
-        raise InputError(f"--validators {at}: not valid JSON or YAML: {getattr(exc, 'problem', exc)}") from None
-
-
 def load_validator_set(path: str) -> ValidatorSet:
     """Load and check a validator-set file in either form (see the module's doc)."""
-    data, node = _read(path)
+    data, node = read_user_document(path, "--validators")
     if not isinstance(data, dict):
         raise InputError(f"--validators {path}: expected a mapping with 'sessions' (validators' public keys per "
                          f"session) or 'validators'/'full_nodes' lists of source ids, found {type(data).__name__}")
-    problem = schema_problem(data, "remp-validator-set", node)
-    if problem is not None:
-        where, message, line = problem
-        at = f"{path}:{line}" if line else path
-        raise InputError(f"--validators {at}: at {where or '(top)'}: {message}")
+    check_user_document(data, "remp-validator-set", node, path, "--validators")
     if "sessions" in data:
         return _keyed(path, data, node)
     return _roles_only(path, data, node)
