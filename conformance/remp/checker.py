@@ -25,7 +25,6 @@ from rmkit.metrics import LatencyHistogram
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 from rmkit.conformance.remp.model import VALIDATOR, RempModel, model_for
-from rmkit.conformance.remp.tlreceipt import recover_master_file_hash
 from rmkit.reference_impl.remp.outcome import evaluate_outcome
 
 LINE_BITS = 40  # a receipt reference is (input index << LINE_BITS) | line number
@@ -344,8 +343,10 @@ class RempLogChecker:
                     if obj is None:  # a Kafka tombstone (null value): a deletion marker, not a receipt
                         self.kafka_tombstones += 1
                         continue
-                if "mc_block_id" in obj and "mc_block_file_hash" not in obj:
-                    obj = recover_master_file_hash(obj, text)  # the seed's repeated block_file_hash
+                if "mc_block_id" in obj and "mc_block_file_hash" not in obj:  # rare: the seed's repeated block_file_hash
+                    from rmkit.conformance.remp.tlreceipt import recover_master_file_hash  # (the TL tables load on demand)
+
+                    obj = recover_master_file_hash(obj, text)
                 seq += 1
                 kind = obj.get("kind")
                 mid = obj.get("message_id")

@@ -76,8 +76,7 @@ class _Reader:
                         continue
                     if receipt is None:  # a Kafka tombstone: no receipt
                         continue
-                if "mc_block_id" in receipt and "mc_block_file_hash" not in receipt:
-                    receipt = recover_master_file_hash(receipt, text if text is not None else line)
+                receipt = recover_master_file_hash(receipt, text if text is not None else line)
                 yield lineno, rec, receipt, kts
 
 

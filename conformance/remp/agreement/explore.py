@@ -14,9 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from rmkit.reference_impl.remp.events import CollationRound, CollatorResult, HandToCollator, REJECTED
-
-from .harness import ACCEPTED, COLLATOR_ERROR, RESULTS, Block, Harness, Scenario, block_ref
+from .harness import Harness, Scenario
 
 
 @dataclass(frozen=True)
@@ -31,20 +29,9 @@ class TraceStep:
 WEIGHTS = {"Collate": 0.6, "Switch": 0.15, "Lose": 0.3, "RejectByFullNode": 0.1, "ShardReject": 0.4, "McIgnore": 0.5}
 
 
-def _collate(h: Harness, v: str, rng: random.Random) -> dict | None:
-    """Run a collation round on ``v`` (it may find nothing to collate)."""
-    outs = h._absorb(v, h.validators[v].step(CollationRound(h.time, 1_000_000)))
-    handed = [o for o in outs if isinstance(o, HandToCollator)]
-    taken = sorted(h.name[x] for x in handed[0].msg_ids) if handed else []
-    res = {m: rng.choice(("acc", "acc", "rej", "ign")) for m in taken}
-    accepted = tuple(m for m in taken if res[m] == "acc")
-    b = len(h.blocks) + 1
-    if accepted:
-        h.blocks.append(Block(v, accepted, "candidate", h.session, h.height()))
-    for m in taken:
-        r = RESULTS[res[m]]
-        h._absorb(v, h.validators[v].step(CollatorResult(h.ref_id[m], r, h.time, block=block_ref(b) if r == ACCEPTED else None,
-                                                         error=COLLATOR_ERROR if r == REJECTED else None)))
+def _collate(h: Harness, v: str, rng: random.Random) -> dict:
+    """Run a collation round on ``v`` (it may find nothing to collate) with random verdicts."""
+    res = h.collate(v, lambda taken: {m: rng.choice(("acc", "acc", "rej", "ign")) for m in taken})
     return {"a": "Collate", "v": v, "res": res}
 
 

@@ -127,7 +127,7 @@ class Harness:
             self.fn[m] = "none"
         switch = SessionSwitch(0, self.time, sc.members[0])
         for machine in (*self.validators.values(), self.fullnode):
-            self._absorb(None, machine.step(switch))
+            self._absorb(machine.step(switch))
 
     # ---- statuses -------------------------------------------------------------------------------
     def statuses(self) -> dict:
@@ -137,7 +137,7 @@ class Harness:
                 "fn": dict(self.fn)}
 
     # ---- outputs --------------------------------------------------------------------------------
-    def _absorb(self, source: Optional[str], outputs: list) -> list:
+    def _absorb(self, outputs: list) -> list:
         """Apply receipts to the statuses and post catchain records; return the other outputs."""
         rest = []
         for o in outputs:
@@ -194,16 +194,16 @@ class Harness:
     def _each(self, event, who=None) -> list:
         out = []
         for v in (who if who is not None else self.scenario.honest):
-            out += self._absorb(v, self.validators[v].step(event))
+            out += self._absorb(self.validators[v].step(event))
         return out
 
     def _do_Submit(self, step):
         m = step["m"]
-        self._absorb(None, self.fullnode.step(Submit(self.ref_id[m], self.time)))
+        self._absorb(self.fullnode.step(Submit(self.ref_id[m], self.time)))
         self.net |= {(m, v) for v in step["to"]}
 
     def _do_RejectByFullNode(self, step):
-        self._absorb(None, self.fullnode.step(Submit(self.ref_id[step["m"]], self.time, error=PRE_EVALUATION_ERROR)))
+        self._absorb(self.fullnode.step(Submit(self.ref_id[step["m"]], self.time, error=PRE_EVALUATION_ERROR)))
 
     def _take(self, step) -> None:
         key = (step["m"], step["v"])
@@ -219,7 +219,7 @@ class Harness:
     def _do_Receive(self, step):
         self._take(step)
         v = step["v"]
-        self._absorb(v, self.validators[v].step(MessageFromFullNode(self.ref_id[step["m"]], self.time)))
+        self._absorb(self.validators[v].step(MessageFromFullNode(self.ref_id[step["m"]], self.time)))
 
     def _do_DeliverRecord(self, step):
         key = record_key(step["r"], frozenset(step["to"]))
@@ -230,24 +230,36 @@ class Harness:
             event = CatchainRecord(event.sender, event.msg_id, event.session, event.kind, self.time, event.uid,
                                    event.origin_session, event.block, event.error, event.status)
         for v in sorted(step["to"]):
-            self._absorb(v, self.validators[v].step(event))
+            self._absorb(self.validators[v].step(event))
 
-    def _do_Collate(self, step):
-        v, res = step["v"], step["res"]
-        outs = self._absorb(v, self.validators[v].step(CollationRound(self.time, 1_000_000)))
+    def collate(self, v: str, choose) -> dict:
+        """A collation round on ``v``: its collator is handed what the reference queue gives, and
+        ``choose(taken)`` (the names handed, sorted) says what the collator did with each message
+        (``{name: "acc" | "rej" | "ign"}``); the accepted ones make a candidate block. Returns it."""
+        outs = self._absorb(self.validators[v].step(CollationRound(self.time, 1_000_000)))
         handed = [o for o in outs if isinstance(o, HandToCollator)]
-        taken = {self.name[x] for x in handed[0].msg_ids} if handed else set()
-        if taken != set(res):
-            raise StepMismatch(f"{v}'s collator was handed {sorted(taken)}, the model's round takes {sorted(res)}")
-        accepted = tuple(m for m in sorted(res) if res[m] == "acc")
+        taken = sorted(self.name[x] for x in handed[0].msg_ids) if handed else []
+        res = choose(taken)
+        accepted = tuple(m for m in taken if res[m] == "acc")
         b = len(self.blocks) + 1
         if accepted:
             self.blocks.append(Block(v, accepted, "candidate", self.session, self.height()))
-        for m in sorted(res):
+        for m in taken:
             r = RESULTS[res[m]]
             ev = CollatorResult(self.ref_id[m], r, self.time, block=block_ref(b) if r == ACCEPTED else None,
                                 error=COLLATOR_ERROR if r == REJECTED else None)
-            self._absorb(v, self.validators[v].step(ev))
+            self._absorb(self.validators[v].step(ev))
+        return res
+
+    def _do_Collate(self, step):
+        v, res = step["v"], step["res"]
+
+        def the_models(taken: list) -> dict:
+            if set(taken) != set(res):
+                raise StepMismatch(f"{v}'s collator was handed {taken}, the model's round takes {sorted(res)}")
+            return res
+
+        self.collate(v, the_models)
 
     def ids(self, names) -> tuple:
         return tuple(self.ref_id[m] for m in names)
@@ -300,14 +312,14 @@ class Harness:
         b, blk = self._block(step)
         event = MasterchainCommit(block_ref(b), self.ids(blk.msgs), block_ref(10_000 + b), self.time)
         self._each(event)
-        self._absorb(None, self.fullnode.step(event))
+        self._absorb(self.fullnode.step(event))
         blk.st = "committed"
 
     def _do_McIgnore(self, step):
         b, blk = self._block(step)
         event = MasterchainIgnore(block_ref(b), self.ids(blk.msgs), self.time)
         self._each(event)
-        self._absorb(None, self.fullnode.step(event))
+        self._absorb(self.fullnode.step(event))
         blk.st = "mcignored"
 
     def _do_Switch(self, step):
@@ -317,7 +329,7 @@ class Harness:
         self.session = s
         event = SessionSwitch(s, s * LIFETIME_MS + 1_000, self.scenario.members[s])
         self._each(event)
-        self._absorb(None, self.fullnode.step(event))
+        self._absorb(self.fullnode.step(event))
         self.net.clear()
 
 

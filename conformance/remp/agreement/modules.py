@@ -51,14 +51,6 @@ def _members(sc: Scenario) -> str:
     return "(" + " @@ ".join(f"{s} :> {tla(frozenset(m), names)}" for s, m in enumerate(sc.members)) + ")"
 
 
-def _statuses(st: dict, names: frozenset) -> str:
-    pos = "(" + " @@ ".join(
-        f"{v} :> (" + " @@ ".join(f"{m} :> {tla(p, names)}" for m, p in ms.items()) + ")"
-        for v, ms in st["pos"].items()) + ")"
-    fn = "(" + " @@ ".join(f"{m} :> {tla(p, names)}" for m, p in st["fn"].items()) + ")"
-    return f"[pos |-> {pos}, fn |-> {fn}]"
-
-
 def trace_module(sc: Scenario, steps: list, name: str = "REMPTrace") -> tuple[str, str]:
     """The module and config that make TLC follow ``steps`` (:class:`~.explore.TraceStep`).
 
@@ -68,7 +60,7 @@ def trace_module(sc: Scenario, steps: list, name: str = "REMPTrace") -> tuple[st
     """
     names = _names(sc)
     actions = ",\n    ".join(tla(s.action, names) for s in steps)
-    statuses = ",\n    ".join(_statuses(s.statuses, names) for s in steps)
+    statuses = ",\n    ".join(tla(s.statuses, names) for s in steps)
     module = f"""---- MODULE {name} ----
 \\* GENERATED trace of the REMP reference machines ({len(steps)} steps); the model must admit it.
 EXTENDS REMP

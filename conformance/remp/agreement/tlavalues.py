@@ -8,7 +8,9 @@ asked, otherwise functions (``k :> v @@ ...``); lists become sequences, sets and
 
 from __future__ import annotations
 
-RECORD_KEYS = frozenset({"a", "m", "v", "to", "res", "r", "b", "s", "w", "k", "from"})
+# field names of the records the agreement writes: steps (the model's ``last``), catchain
+# records, and the statuses after a step
+RECORD_KEYS = frozenset({"a", "m", "v", "to", "res", "r", "b", "s", "w", "k", "from", "pos", "fn"})
 
 
 def tla(value, names: frozenset) -> str:
