@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	@$(PY) -c 'import sys; sys.exit("rmkit needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,spark]'
 	@touch $(STAMP)
 
 demo: $(STAMP)

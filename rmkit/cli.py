@@ -29,6 +29,29 @@ TLC_EXIT_CODES = """exit codes:
      model, java or tla2tools.jar missing, out of memory, timeout of a model check"""
 
 
+AUDIT_EXIT_CODES = """exit codes:
+  0  pass (also non-strict, unless --strict is given)
+  1  violations, or records that could not be read (quarantined)
+  2  usage error, no input found, Spark or Java missing"""
+
+CONFORM_EXIT_CODES = """exit codes:
+  0  the implementation passed every scenario
+  1  some scenario failed: wrong outputs, a rule broken, or the implementation crashed,
+     timed out, wrote malformed JSON or answered the wrong request
+  2  usage error, unreadable scenario file, or an implementation that cannot be started"""
+
+
+def _add_impl_arguments(parser: argparse.ArgumentParser, role: bool = True) -> None:
+    if role:
+        parser.add_argument("--role", action="append", metavar="ROLE",
+                            help="role the implementation plays (repeatable; default: every role of the protocol)")
+    how = parser.add_mutually_exclusive_group(required=True)
+    how.add_argument("--impl-cmd", metavar="CMD", help="command that starts the implementation's adapter process "
+                                                       "(split like a shell would; ROLE is replaced by the role)")
+    how.add_argument("--impl", metavar="MODULE:FACTORY", help="a Python implementation: FACTORY(role) returns the adapter object")
+    parser.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds the implementation may take per step (default 5)")
+
+
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
 
@@ -177,6 +200,66 @@ def build_parser() -> argparse.ArgumentParser:
             get_protocol(name).add_receipt_arguments(action, a.add_argument_group(f"{name} options"))
         a.set_defaults(func=cmd_receipt)
     r.set_defaults(func=lambda args: _group_help(r))
+
+    # -- audit --------------------------------------------------------------------------------
+    au = sub.add_parser("audit", formatter_class=_Formatter, help="check large receipt logs with Spark (local or a cluster)",
+                        description="Check the same rules as `rmkit check` with a Spark job, for logs larger than one\n"
+                                    "machine reads comfortably or kept on a cluster. Runs Spark in local mode by default\n"
+                                    "(started by the command itself); --master points it at a cluster.\n\n"
+                                    "Input: receipt JSONL, Kafka dump records, `kcat -C -J` output, .gz, Parquet;\n"
+                                    "files, directories and globs. Records that cannot be read go to a quarantine\n"
+                                    "table (file and offset), are counted, and fail the verdict.",
+                        epilog=AUDIT_EXIT_CODES)
+    au.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs of receipt logs")
+    au.add_argument("--protocol", default="remp")
+    au.add_argument("--profile", help="spec profile: the documents ('spec', default) or a named implementation")
+    au.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    au.add_argument("--out", metavar="DIR", help="write the summary, the violation and quarantine tables and the "
+                                                 "operator's report (with charts) to DIR")
+    au.add_argument("--format", choices=("text", "json"), default="text", help="console summary format (default: text)")
+    au.add_argument("--strict", action="store_true", help="treat a non-strict verdict as failure (exit 1)")
+    for name in protocol_names():
+        get_protocol(name).add_audit_arguments(au.add_argument_group(f"{name} options"))
+    au.set_defaults(func=cmd_audit)
+
+    # -- conform / replay ---------------------------------------------------------------------
+    cf = sub.add_parser("conform", formatter_class=_Formatter, help="drive an implementation through generated scenarios",
+                        description="Drive an implementation under test through the catalogue of named scenarios (one per\n"
+                                    "rule), then through Hypothesis-generated ones; compare every step's outputs with the\n"
+                                    "reference machine and check the rules on the receipts so far. A failing scenario is\n"
+                                    "shrunk, printed, and saved as JSON Lines that `rmkit replay` reruns exactly.\n\n"
+                                    "The implementation runs as a process speaking JSON Lines on stdin/stdout\n"
+                                    "(--impl-cmd) or as a Python object (--impl module:factory); the adapter protocol is\n"
+                                    "in the protocol's spec folder (spec/remp/adapter.md).",
+                        epilog=CONFORM_EXIT_CODES)
+    cf.add_argument("--protocol", default="remp")
+    cf.add_argument("--profile", help="spec profile the implementation claims (default: the protocol's default)")
+    _add_impl_arguments(cf)
+    cf.add_argument("--max-examples", type=int, default=100, metavar="N", help="generated scenarios per role (default 100)")
+    cf.add_argument("--seed", type=int, metavar="S", help="seed of the generated scenarios (default: random; "
+                                                          "HYPOTHESIS_PROFILE=ci or --derandomize: fixed)")
+    cf.add_argument("--derandomize", action="store_true", help="the same scenarios on every run (as in CI)")
+    cf.add_argument("--time-budget", type=float, metavar="S", help="stop generating after S seconds")
+    cf.add_argument("--catalogue-only", action="store_true", help="run the named scenarios only")
+    cf.add_argument("--regressions", metavar="DIR", help="replay the scenarios saved in DIR first, and save new failures "
+                                                         "there (default: .rmkit/regressions)")
+    cf.add_argument("--format", choices=("text", "json", "junit"), default="text", help="report format (default: text)")
+    cf.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
+    cf.add_argument("--html", metavar="FILE", help="also write a standalone HTML report (per-rule matrix)")
+    for name in protocol_names():
+        get_protocol(name).add_conform_arguments(cf.add_argument_group(f"{name} options"))
+    cf.set_defaults(func=cmd_conform)
+
+    rp = sub.add_parser("replay", formatter_class=_Formatter, help="rerun a saved scenario against an implementation",
+                        description="Rerun one scenario file written by `rmkit conform` (JSON Lines: a header, then one\n"
+                                    "event per line) against an implementation, step by step, and print each step's\n"
+                                    "event, the expected and actual outputs, and the rule broken.",
+                        epilog=CONFORM_EXIT_CODES)
+    rp.add_argument("scenario", metavar="FILE", help="scenario file (.jsonl)")
+    rp.add_argument("--protocol", default="remp")
+    _add_impl_arguments(rp, role=False)
+    rp.add_argument("--format", choices=("text", "json"), default="text")
+    rp.set_defaults(func=cmd_replay)
 
     # -- tlc ----------------------------------------------------------------------------------
     t = sub.add_parser("tlc", formatter_class=_Formatter, help="model-check a TLA+ model with TLC",
@@ -379,6 +462,28 @@ def cmd_simulate(args) -> int:
     print(f"wrote {n:,} receipts ({args.protocol}, {args.profile or proto.default_profile()} profile, seed {args.seed}) "
           f"to {'stdout' if args.out == '-' else args.out}", file=sys.stderr)
     return EXIT_PASS
+
+
+def cmd_audit(args) -> int:
+    proto = get_protocol(args.protocol)
+    return proto.audit(proto.check_profile(args.profile), args)
+
+
+def cmd_conform(args) -> int:
+    proto = get_protocol(args.protocol)
+    if args.max_examples < 0:
+        raise UsageError(f"--max-examples: expected a number >= 0, found {args.max_examples}")
+    if args.timeout <= 0 or (args.time_budget is not None and args.time_budget <= 0):
+        raise UsageError("--timeout and --time-budget: expected a number of seconds > 0")
+    return proto.conform(proto.check_profile(args.profile), args)
+
+
+def cmd_replay(args) -> int:
+    if not os.path.exists(args.scenario):
+        raise UsageError(f"FILE {args.scenario!r}: no such file")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout: expected a number of seconds > 0, found {args.timeout}")
+    return get_protocol(args.protocol).replay(args)
 
 
 def _group_help(parser: argparse.ArgumentParser) -> int:

@@ -75,6 +75,24 @@ class Protocol:
         """Run ``rmkit receipt ACTION`` on ``args.input`` (a path or ``-``); return the exit code."""
         raise UsageError(f"protocol {self.name} has no receipt tools")
 
+    def add_audit_arguments(self, group: argparse._ArgumentGroup) -> None:
+        """Protocol-specific options of ``rmkit audit``."""
+
+    def audit(self, profile: str, args: argparse.Namespace) -> int:
+        """Run ``rmkit audit`` (a Spark job over ``args.paths``); return the exit code."""
+        raise UsageError(f"protocol {self.name} has no Spark audit")
+
+    def add_conform_arguments(self, group: argparse._ArgumentGroup) -> None:
+        """Protocol-specific options of ``rmkit conform`` and ``rmkit replay``."""
+
+    def conform(self, profile: str, args: argparse.Namespace) -> int:
+        """Run ``rmkit conform``: drive an implementation through scenarios; return the exit code."""
+        raise UsageError(f"protocol {self.name} has no driven conformance suite")
+
+    def replay(self, args: argparse.Namespace) -> int:
+        """Run ``rmkit replay FILE``: rerun one saved scenario against an implementation."""
+        raise UsageError(f"protocol {self.name} has no driven conformance suite")
+
     def explain(self, rule_id: str) -> dict[str, Any]:
         """The rule plus an example violation (found by running the rule's fixture)."""
         raise NotImplementedError
