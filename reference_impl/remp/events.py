@@ -291,3 +291,30 @@ class Publish:
     receipt: Receipt
     role: str
     time: int
+
+
+# ---- consumer inputs and output (driven conformance of the SDK side) ----------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeReceipt:
+    """One receipt of a message as the log holds it (a JSON object); ``at``: when it was seen."""
+
+    receipt: dict
+    at: Optional[int] = None
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """Ask the consumer for the message's outcome at ``now`` (past the horizon: lost)."""
+
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerOutcome:
+    """The consumer's conclusion so far (the ``Outcome`` output of the adapter protocol)."""
+
+    name: str
+    final: bool
+    lost: bool = False

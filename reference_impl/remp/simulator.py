@@ -94,6 +94,9 @@ class SimConfig:
     # Ed25519 keys (a key folder written by `rmkit keys gen`, or a loaded signing.KeySet): the
     # validator set of each session and the full node come from it, and receipts are signed
     keys: Optional[object] = None
+    # seed of the node ids (validators, full node); default ``seed``. Consecutive runs of one
+    # shard (``rmkit simulate --out DIR`` writes one per file) share their nodes, not their messages
+    node_seed: Optional[int] = None
 
 
 class Simulation:
@@ -125,9 +128,10 @@ class Simulation:
         self.lifetime_ms = int(lifetime_s * 1000)
         self.render = renderer(c.profile, t, signer)
         seed = c.seed
+        node_seed = seed if c.node_seed is None else c.node_seed
         rot = c.rotate if c.rotate is not None else max(1, n // 3)
         if self.key_sessions is None:
-            self.pool = [hex_id(seed, "validator", i) for i in range(n + rot)]
+            self.pool = [hex_id(node_seed, "validator", i) for i in range(n + rot)]
         else:
             self.pool = list(dict.fromkeys(v for s in self.key_sessions for v in s))
         self.rot = rot
@@ -145,7 +149,7 @@ class Simulation:
         self.inflight_until = 0  # end of the round being decided (collation to chain news)
         self.paced = any(e.sender is not None for e in self.engines.values())
         self.flush_at: dict[str, int] = {}
-        self.fullnode_id = hex_id(seed, "fullnode") if self.key_sessions is None else fullnode_key
+        self.fullnode_id = hex_id(node_seed, "fullnode") if self.key_sessions is None else fullnode_key
         self.fullnode = FullNode(self.fullnode_id, FullNodeConfig(profile=c.profile, fanout=c.fanout,
                                                                   lifetime_ms=self.lifetime_ms), t)
         self.heap: list = []

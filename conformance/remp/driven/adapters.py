@@ -1,0 +1,228 @@
+"""The implementation under test, behind one interface: a process speaking JSON Lines, or a Python
+object. Whatever goes wrong on the implementation's side becomes an :class:`ImplementationFailure`
+(crash, timeout, malformed JSON, an answer to the wrong request, an error it reports) with the step
+and the bytes received, never an exception of the kit.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import os
+import queue
+import shlex
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+
+import orjson
+
+from rmkit.conformance.remp.driven.codec import WireError, adapter_spec, from_json
+from rmkit.errors import UsageError
+
+PROTOCOL_VERSION = 1
+STDERR_KEEP = 200  # lines of the implementation's stderr kept for the report
+
+
+@dataclass
+class ImplementationFailure(Exception):
+    """The implementation did not answer a request properly. ``kind``: crash | timeout | malformed
+    | wrong-answer | error | start; ``step``: the request's number (0: the hello)."""
+
+    kind: str
+    step: int
+    detail: str
+    received: bytes = b""
+    stderr: str = ""
+
+    def __str__(self) -> str:
+        got = f"; received {self.received[:300]!r}" if self.received else ""
+        return f"{self.kind} at step {self.step}: {self.detail}{got}"
+
+
+def _check_outputs(role: str, seq: int, outputs, raw: bytes) -> list:
+    allowed = adapter_spec()["roles"][role]["outputs"]
+    if not isinstance(outputs, list):
+        raise ImplementationFailure("malformed", seq, f'"outputs": expected a list, found {type(outputs).__name__}', raw)
+    for i, o in enumerate(outputs):
+        if not isinstance(o, dict) or o.get("type") not in allowed:
+            found = o.get("type") if isinstance(o, dict) else o
+            raise ImplementationFailure("malformed", seq, f"outputs[{i}].type: expected one of {', '.join(allowed)} "
+                                                          f"(the {role}'s outputs), found {found!r}", raw)
+        try:
+            from_json(o, where=f"outputs[{i}]", part="outputs")
+        except WireError as exc:
+            raise ImplementationFailure("malformed", seq, str(exc), raw) from None
+    return outputs
+
+
+class InProcessImplementation:
+    """A Python implementation: ``factory(role)`` gives an object with ``hello(params)``,
+    ``step(event) -> list`` and ``bye()``, on the wire's JSON objects."""
+
+    def __init__(self, spec: str, role: str):
+        self.spec, self.role = spec, role
+        mod_name, _, attr = spec.partition(":")
+        if not mod_name or not attr:
+            raise UsageError(f"--impl {spec!r}: expected MODULE:FACTORY, e.g. rmkit.reference_impl.remp.adapter:factory")
+        try:
+            factory = getattr(importlib.import_module(mod_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise UsageError(f"--impl {spec!r}: cannot load it ({type(exc).__name__}: {exc})") from None
+        self.obj = factory(role)
+        self.name = getattr(self.obj, "name", spec)
+
+    def start(self, hello: dict) -> None:
+        try:
+            self.obj.hello(dict(hello["params"], profile=hello["profile"]))
+        except Exception as exc:
+            raise ImplementationFailure("error", 0, f"hello raised {type(exc).__name__}: {exc}") from None
+
+    def step(self, seq: int, event: dict) -> list:
+        try:
+            outputs = self.obj.step(event)
+        except Exception as exc:
+            raise ImplementationFailure("error", seq, f"step raised {type(exc).__name__}: {exc}") from None
+        return _check_outputs(self.role, seq, outputs, b"")
+
+    def end(self) -> None:
+        try:
+            self.obj.bye()
+        except Exception as exc:
+            raise ImplementationFailure("error", -1, f"bye raised {type(exc).__name__}: {exc}") from None
+
+    def stderr(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        pass
+
+
+class ProcessImplementation:
+    """An implementation as a process: started once, given one scenario after another (hello ...
+    bye); restarted after it crashed or timed out."""
+
+    def __init__(self, cmd: str, role: str, timeout: float = 5.0):
+        self.cmd, self.role, self.timeout = cmd, role, timeout
+        self.argv = [a.replace("ROLE", role) for a in shlex.split(cmd)]
+        if not self.argv:
+            raise UsageError("--impl-cmd: expected a command, found an empty string")
+        self.name = cmd.replace("ROLE", role)
+        self.proc: subprocess.Popen | None = None
+        self._err: collections.deque = collections.deque(maxlen=STDERR_KEEP)
+
+    # ---- process --------------------------------------------------------------------------------
+    def _spawn(self) -> None:
+        try:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, bufsize=0)
+        except OSError as exc:
+            raise UsageError(f"--impl-cmd {self.cmd!r}: cannot start {self.argv[0]!r} ({exc.strerror or exc})") from None
+        self._lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read_out, args=(self.proc.stdout, self._lines), daemon=True).start()
+        threading.Thread(target=self._read_err, args=(self.proc.stderr,), daemon=True).start()
+
+    @staticmethod
+    def _read_out(stream, lines: queue.Queue) -> None:
+        for line in iter(stream.readline, b""):
+            lines.put(line)
+        lines.put(None)
+
+    def _read_err(self, stream) -> None:
+        for line in iter(stream.readline, b""):
+            self._err.append(line.decode("utf-8", "replace").rstrip("\n"))
+
+    def stderr(self) -> str:
+        return "\n".join(self._err)
+
+    def _send(self, obj: dict, step: int) -> None:
+        try:
+            self.proc.stdin.write(orjson.dumps(obj) + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._crashed(step, "the process closed its input (it exited)")
+
+    def _crashed(self, step: int, why: str, received: bytes = b""):
+        code = self.proc.wait(timeout=1) if self.proc else None
+        time.sleep(0.05)  # let the stderr reader catch the last lines
+        self.proc = None
+        raise ImplementationFailure("crash", step, f"{why}; exit code {code}", received, self.stderr())
+
+    def _receive(self, step: int) -> tuple[dict, bytes]:
+        try:
+            line = self._lines.get(timeout=self.timeout)
+        except queue.Empty:
+            self.close()
+            raise ImplementationFailure("timeout", step, f"no answer within {self.timeout:g} s (--timeout)",
+                                        stderr=self.stderr()) from None
+        if line is None:
+            self._crashed(step, "the process exited without answering")
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise ImplementationFailure("malformed", step, f"the answer is not JSON ({exc})", line, self.stderr()) from None
+        if not isinstance(msg, dict):
+            raise ImplementationFailure("malformed", step, "the answer is not a JSON object", line, self.stderr())
+        if msg.get("type") == "error":
+            raise ImplementationFailure("error", step, f"the implementation reports: {msg.get('message')}", line, self.stderr())
+        return msg, line
+
+    # ---- protocol -------------------------------------------------------------------------------
+    def start(self, hello: dict) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            self._spawn()
+        self._send(hello, 0)
+        msg, raw = self._receive(0)
+        if msg.get("type") != "ready":
+            raise ImplementationFailure("wrong-answer", 0, f'expected {{"type": "ready"}} to the hello, found type {msg.get("type")!r}', raw)
+        self.name = str(msg.get("implementation") or self.name)
+
+    def step(self, seq: int, event: dict) -> list:
+        self._send({"type": "event", "seq": seq, "event": event}, seq)
+        msg, raw = self._receive(seq)
+        if msg.get("type") != "outputs":
+            raise ImplementationFailure("wrong-answer", seq, f'expected {{"type": "outputs", "seq": {seq}, ...}}, found type {msg.get("type")!r}', raw)
+        if msg.get("seq") != seq:
+            raise ImplementationFailure("wrong-answer", seq, f"the answer is to request {msg.get('seq')!r}, expected {seq}", raw)
+        return _check_outputs(self.role, seq, msg.get("outputs"), raw)
+
+    def end(self) -> None:
+        if self.proc is None:
+            return
+        self._send({"type": "bye"}, -1)
+        msg, raw = self._receive(-1)
+        if msg.get("type") != "bye":
+            raise ImplementationFailure("wrong-answer", -1, f'expected {{"type": "bye"}}, found type {msg.get("type")!r}', raw)
+
+    def close(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+
+def open_implementation(args, role: str):
+    """The implementation named by ``--impl-cmd`` or ``--impl`` for ``role``."""
+    if getattr(args, "impl_cmd", None):
+        return ProcessImplementation(args.impl_cmd, role, args.timeout)
+    return InProcessImplementation(args.impl, role)
+
+
+def hello_message(role: str, profile: str, params: dict, scenario: str = "") -> dict:
+    return {"type": "hello", "protocol": "remp", "version": PROTOCOL_VERSION, "role": role, "profile": profile,
+            "params": params, "scenario": scenario}
+
+
+def python_cmd() -> str:
+    """This interpreter, quoted for a command line (the reference adapter's process form)."""
+    import sys
+
+    return shlex.quote(sys.executable) if os.sep in sys.executable else sys.executable

@@ -1,0 +1,65 @@
+"""``rmkit conform`` and ``rmkit replay`` for REMP."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rmkit.conformance.remp.driven.adapters import open_implementation
+from rmkit.conformance.remp.driven.report import RENDERERS, render_html
+from rmkit.conformance.remp.driven.runner import PASS, explain_failure, run_scenario
+from rmkit.conformance.remp.driven.scenario import read_scenario
+from rmkit.conformance.remp.driven.suite import ROLES, regressions_dir, run_suite
+from rmkit.errors import UsageError
+
+
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    """REMP has no options of its own here; roles are validator, fullnode, consumer."""
+
+
+def conform(profile: str, args: argparse.Namespace) -> int:
+    roles = args.role or list(ROLES)
+    for r in roles:
+        if r not in ROLES:
+            raise UsageError(f"--role {r!r}: expected one of {', '.join(ROLES)}")
+    derandomize = args.derandomize or os.environ.get("HYPOTHESIS_PROFILE") == "ci"
+    quiet = args.format != "text" and not args.out
+    rep = run_suite(profile, roles, lambda role: open_implementation(args, role), max_examples=args.max_examples,
+                    seed=args.seed, derandomize=derandomize, time_budget=args.time_budget,
+                    catalogue_only=args.catalogue_only, regressions=regressions_dir(args.regressions),
+                    progress=None if quiet or not sys.stderr.isatty() else (lambda m: print(f"  {m}", file=sys.stderr)))
+    text = RENDERERS[args.format](rep)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"{rep.verdict}: report written to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    if args.html:
+        Path(args.html).write_text(render_html(rep), encoding="utf-8")
+        print(f"HTML report written to {args.html}", file=sys.stderr)
+    return 0 if rep.verdict == PASS else 1
+
+
+def replay(args: argparse.Namespace) -> int:
+    sc = read_scenario(args.scenario)
+    impl = open_implementation(args, sc.role)
+    try:
+        res = run_scenario(sc, impl)
+    finally:
+        impl.close()
+    if args.format == "json":
+        import orjson
+
+        sys.stdout.write(orjson.dumps({"scenario": sc.id, "verdict": res.verdict, "steps": res.steps,
+                                       "failure": res.failure.as_dict() if res.failure else None},
+                                      option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        print(f"replaying {args.scenario}: {len(sc.events)} steps, role {sc.role}, profile {sc.profile}")
+        for i, (ev, exp) in enumerate(zip(sc.events, res.expected), 1):
+            from rmkit.conformance.remp.driven.compare import describe
+
+            print(f"  {i:>3}. {ev['type']:<22} -> {', '.join(describe(o) for o in exp) or '(no outputs)'}")
+        print(explain_failure(res))
+    return 0 if res.verdict == PASS else 1

@@ -1,0 +1,220 @@
+"""The JSON form of the adapter protocol's events and outputs, read from ``spec/remp/adapter.yaml``.
+
+Why spec-driven: the vocabulary an implementation speaks is the spec's, not this module's. Each
+event or output type of the YAML names its fields and their types; this codec turns the reference
+machines' frozen values (``reference_impl/remp/events.py``) into JSON objects and back by those
+declarations, and a test keeps the YAML and the dataclasses equal field by field. Decoding is strict:
+a missing or mistyped field is a :class:`WireError` that says which type, which field, what was
+expected and what was found, so a broken adapter learns exactly what to fix.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import fields as dc_fields
+from typing import Any
+
+from rmkit.reference_impl.remp import events as ev
+from rmkit.specload import load_protocol_spec
+
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+# adapter.yaml type name -> the reference machines' class, where the names differ
+CLASS_NAMES = {"Outcome": "ConsumerOutcome"}
+# the tuple-shaped fields of the machines' values, as JSON objects
+FULL_KEYS = ("msg_id", "uid", "origin_session")
+DIGEST_KEYS = ("msg_id", "status", "block_root", "origin_session")
+
+
+class WireError(ValueError):
+    """A JSON event or output that does not match the adapter protocol."""
+
+
+@functools.lru_cache(maxsize=None)
+def adapter_spec() -> dict:
+    return load_protocol_spec("remp")["adapter"]
+
+
+@functools.lru_cache(maxsize=None)
+def _tables() -> tuple[dict, dict]:
+    """(type name -> (class, {field: type})) for events and for outputs."""
+    spec = adapter_spec()
+    out = []
+    for part in ("events", "outputs"):
+        table = {}
+        for name, decl in spec[part].items():
+            cls = getattr(ev, CLASS_NAMES.get(name, name))
+            table[name] = (cls, decl["fields"])
+        out.append(table)
+    return out[0], out[1]
+
+
+def class_of(name: str):
+    ev_t, out_t = _tables()
+    return (ev_t.get(name) or out_t.get(name))[0]
+
+
+def type_name(value) -> str:
+    name = type(value).__name__
+    return {v: k for k, v in CLASS_NAMES.items()}.get(name, name)
+
+
+# ---- to JSON ------------------------------------------------------------------------------------
+def _block_json(b: ev.BlockRef | None):
+    if b is None:
+        return None
+    return {"wc": b.wc, "shard": b.shard, "seqno": b.seqno, "root_hash": b.root_hash, "file_hash": b.file_hash}
+
+
+def _receipt_json(r: ev.Receipt) -> dict:
+    return {"kind": r.kind, "msg_id": r.msg_id, "source_id": r.source_id, "time": r.time,
+            "block": _block_json(r.block), "mc_block": _block_json(r.mc_block), "error": r.error,
+            "sent_to": r.sent_to, "total_validators": r.total_validators}
+
+
+def _value_json(ftype: str, v):
+    base = ftype.rstrip("?")
+    if v is None:
+        return None
+    if base == "block":
+        return _block_json(v)
+    if base in ("ids", "strs"):
+        return list(v)
+    if base == "full":
+        return [dict(zip(FULL_KEYS, t)) for t in v]
+    if base == "digests":
+        return [dict(zip(DIGEST_KEYS, t)) for t in v]
+    if base == "receipt":
+        return _receipt_json(v)
+    if base == "receipts":
+        return [_receipt_json(r) for r in v]
+    if base == "record":
+        return to_json(v)
+    return v
+
+
+def to_json(value) -> dict:
+    """An event or output value as its JSON object (``{"type": NAME, field: value, ...}``)."""
+    name = type_name(value)
+    if isinstance(value, ev.Receipt):  # the Receipt output wraps the machine's receipt value
+        return {"type": "Receipt", "receipt": _receipt_json(value)}
+    if isinstance(value, ev.CatchainRecord) and name == "CatchainRecord":
+        decl = _tables()[0]["CatchainRecord"][1]
+    else:
+        ev_t, out_t = _tables()
+        entry = ev_t.get(name) or out_t.get(name)
+        if entry is None:
+            raise WireError(f"{name}: not a type of the adapter protocol (spec/remp/adapter.yaml)")
+        decl = entry[1]
+    out = {"type": name}
+    for f, ftype in decl.items():
+        out[f] = _value_json(ftype, getattr(value, f))
+    return out
+
+
+# ---- from JSON ----------------------------------------------------------------------------------
+def _fail(where: str, expected: str, found) -> WireError:
+    shown = repr(found) if not isinstance(found, (dict, list)) or len(repr(found)) < 80 else repr(found)[:77] + "..."
+    return WireError(f"{where}: expected {expected}, found {shown}")
+
+
+def _block(where: str, v) -> ev.BlockRef:
+    if not isinstance(v, dict):
+        raise _fail(where, "a block {wc, shard, seqno, root_hash, file_hash}", v)
+    for k in ("wc", "shard", "seqno"):
+        if not isinstance(v.get(k), int) or isinstance(v.get(k), bool):
+            raise _fail(f"{where}.{k}", "an integer", v.get(k))
+    for k in ("root_hash", "file_hash"):
+        if not isinstance(v.get(k), str) or not HEX64.match(v[k]):
+            raise _fail(f"{where}.{k}", "64 lowercase hex digits", v.get(k))
+    return ev.BlockRef(v["wc"], v["shard"], v["seqno"], v["root_hash"], v["file_hash"])
+
+
+def _receipt(where: str, v) -> ev.Receipt:
+    if not isinstance(v, dict):
+        raise _fail(where, "a receipt object {kind, msg_id, source_id, time, ...}", v)
+    kw = {}
+    for f, ftype in adapter_spec()["types"]["Receipt"].items():
+        kw[f] = _field(f"{where}.{f}", ftype, v.get(f), f in v)
+    return ev.Receipt(**kw)
+
+
+def _tuples(where: str, v, keys: tuple) -> tuple:
+    if not isinstance(v, list):
+        raise _fail(where, f"a list of {{{', '.join(keys)}}}", v)
+    out = []
+    for i, item in enumerate(v):
+        if not isinstance(item, dict) or "msg_id" not in item:
+            raise _fail(f"{where}[{i}]", f"an object {{{', '.join(keys)}}}", item)
+        out.append(tuple(item.get(k) for k in keys))
+    return tuple(out)
+
+
+def _field(where: str, ftype: str, v, present: bool):
+    optional = ftype.endswith("?")
+    base = ftype.rstrip("?")
+    if v is None:
+        if optional or base in ("object",) and False:
+            return None
+        if not present:
+            raise WireError(f"{where}: missing (expected {base})")
+        raise _fail(where, base, v)
+    if base == "int":
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise _fail(where, "an integer", v)
+        return v
+    if base == "str":
+        if not isinstance(v, str):
+            raise _fail(where, "a string", v)
+        return v
+    if base == "bool":
+        if not isinstance(v, bool):
+            raise _fail(where, "true or false", v)
+        return v
+    if base == "id":
+        if not isinstance(v, str) or not HEX64.match(v):
+            raise _fail(where, "an id of 64 lowercase hex digits", v)
+        return v
+    if base in ("ids", "strs"):
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise _fail(where, "a list of strings", v)
+        return tuple(v)
+    if base == "block":
+        return _block(where, v)
+    if base == "full":
+        return _tuples(where, v, FULL_KEYS)
+    if base == "digests":
+        return _tuples(where, v, DIGEST_KEYS)
+    if base == "receipt":
+        return _receipt(where, v)
+    if base == "receipts":
+        if not isinstance(v, list):
+            raise _fail(where, "a list of receipts", v)
+        return tuple(_receipt(f"{where}[{i}]", r) for i, r in enumerate(v))
+    if base == "record":
+        return from_json(v, where=where, part="events", only="CatchainRecord")
+    if base == "object":
+        if not isinstance(v, dict):
+            raise _fail(where, "a JSON object", v)
+        return v
+    raise WireError(f"{where}: unknown field type {ftype!r} in spec/remp/adapter.yaml")
+
+
+def from_json(obj: Any, where: str = "", part: str = "", only: str | None = None):
+    """The value a JSON event or output stands for; ``part``: ``events`` or ``outputs`` (both when
+    empty). Raises :class:`WireError` naming the type and field at fault."""
+    if not isinstance(obj, dict):
+        raise _fail(where or "value", 'a JSON object with a "type"', obj)
+    name = obj.get("type") if only is None else only
+    ev_t, out_t = _tables()
+    tables = {"events": (ev_t,), "outputs": (out_t,)}.get(part, (ev_t, out_t))
+    entry = next((t[name] for t in tables if name in t), None)
+    where = where or str(name)
+    if entry is None:
+        known = sorted(k for t in tables for k in t)
+        raise _fail(f"{where}.type", f"one of {', '.join(known)}", name)
+    cls, decl = entry
+    if cls is ev.Receipt and part != "events":
+        return _receipt(f"{where}.receipt", obj.get("receipt"))
+    kw = {f: _field(f"{where}.{f}", ftype, obj.get(f), f in obj) for f, ftype in decl.items()}
+    return cls(**kw)

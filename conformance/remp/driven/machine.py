@@ -1,0 +1,101 @@
+"""The lock-step driver the generators share: every event goes to the reference and to the
+implementation, and their outputs are compared before the next event is drawn.
+
+Why the reference drives the drawing: what may come next depends on what the validator did (the
+messages it handed its collator, the blocks it refused), and the spec's answer is the reference's.
+A generator therefore draws only events a real environment could send next, and an implementation
+that departs is caught at the step it departs, which Hypothesis then shrinks.
+"""
+
+from __future__ import annotations
+
+from hypothesis.stateful import RuleBasedStateMachine
+
+from rmkit.conformance.remp.driven.adapters import ImplementationFailure, hello_message
+from rmkit.conformance.remp.driven.compare import compare
+from rmkit.conformance.remp.driven.rulecheck import ReceiptLog, rules_broken
+from rmkit.reference_impl.remp.adapter import ReferenceAdapter
+
+
+class Departure(AssertionError):
+    """The implementation departed from the reference at one step (Hypothesis shrinks on it)."""
+
+
+class Trace:
+    """What the generated runs share with the caller: the events of the latest run and whether it
+    failed (the last failing run Hypothesis makes is the shrunk one)."""
+
+    def __init__(self):
+        self.events: list = []
+        self.failed = False
+        self.runs = 0
+        self.steps = 0
+
+
+class DrivenMachine(RuleBasedStateMachine):
+    """Base of the role generators. Subclasses are made per run by :func:`bind` with ``role``,
+    ``profile``, ``params``, ``impl`` and ``trace``."""
+
+    role = profile = ""
+    params: dict = {}
+    impl = None
+    trace: Trace = None
+
+    def __init__(self):
+        super().__init__()
+        self.ref = ReferenceAdapter(self.role)
+        self.ref.hello(dict(self.params, profile=self.profile))
+        self.events: list = []
+        self.trace.events = self.events
+        self.trace.failed = False
+        self.trace.runs += 1
+        lifetime = self.params.get("lifetime_ms")
+        self.ref_log = ReceiptLog(self.role, self.profile, lifetime)
+        self.impl_log = ReceiptLog(self.role, self.profile, lifetime)
+        self._broken = False
+        try:
+            self.impl.start(hello_message(self.role, self.profile, self.params, "generated"))
+        except ImplementationFailure as f:
+            self._broken = True
+            self.trace.failed = True
+            raise Departure(str(f)) from None
+
+    def send(self, event: dict) -> list:
+        """One step: the reference's outputs, after checking the implementation's against them."""
+        self.events.append(event)
+        self.trace.steps += 1
+        seq = len(self.events)
+        expected = self.ref.step(event)
+        try:
+            actual = self.impl.step(seq, event)
+        except ImplementationFailure as f:
+            self._broken = True
+            self.trace.failed = True
+            raise Departure(str(f)) from None
+        diff = compare(expected, actual)
+        if diff:
+            self._broken = True
+            self.trace.failed = True
+            raise Departure(f"step {seq}: {diff.summary()}")
+        self.ref_log.add(seq, expected)
+        self.impl_log.add(seq, actual)
+        return expected
+
+    def teardown(self):
+        if self._broken:
+            return
+        broken = rules_broken(self.impl_log, self.ref_log)
+        if broken:
+            self.trace.failed = True
+            raise Departure(f"the receipts break {', '.join(sorted({r for r, _ in broken}))}")
+        try:
+            self.impl.end()
+        except ImplementationFailure as f:
+            self.trace.failed = True
+            raise Departure(str(f)) from None
+
+
+def bind(base: type, role: str, profile: str, params: dict, impl, trace: Trace) -> type:
+    """A subclass of generator ``base`` for one run (Hypothesis instantiates it per example)."""
+    return type(base.__name__, (base,), {"role": role, "profile": profile, "params": params, "impl": impl,
+                                         "trace": trace})

@@ -1,0 +1,96 @@
+"""`rmkit check`'s rules on the receipts a driven implementation has produced so far.
+
+Why: a step whose outputs differ from the reference's says *that* the implementation departs; the
+rules say *which promise of the documents* it broke. The receipts of the role's outputs
+(``receipts_from`` in ``spec/remp/adapter.yaml``) are written in the profile's log form and checked
+by the streaming checker itself, so a driven run and a log check can never disagree about a rule;
+only the rules that this role's receipts alone can break (``rules`` of the role) are reported.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import Counter
+
+import orjson
+
+from rmkit.conformance.remp.checker import RempLogChecker
+from rmkit.conformance.remp.driven.codec import adapter_spec, from_json, WireError
+from rmkit.reference_impl.remp.wire import renderer
+
+SILENT_LIFETIME_S = 250.0
+
+
+class ReceiptLog:
+    """The receipts of one scenario's outputs in log form, for one side (reference or implementation)."""
+
+    def __init__(self, role: str, profile: str, lifetime_ms: int | None):
+        spec = adapter_spec()["roles"][role]
+        self.role = role
+        self.profile = profile
+        self.lifetime_s = lifetime_ms / 1000 if lifetime_ms else None
+        self.sources = frozenset(spec["receipts_from"])
+        self.rules = tuple(spec["rules"])
+        self._render = renderer(profile)
+        self.lines: list[bytes] = []
+        self.steps: list[int] = []  # the step each receipt came from
+        self.roles: dict[str, str] = {}
+
+    def add(self, step: int, outputs: list) -> None:
+        for o in outputs:
+            t = o.get("type")
+            if t not in self.sources:
+                continue
+            try:
+                value = from_json(o, part="outputs")
+            except WireError:
+                continue  # malformed outputs are reported by the adapter layer
+            receipt = value if t == "Receipt" else value.receipt
+            role = "validator" if t == "Receipt" else value.role
+            self.roles.setdefault(receipt.source_id, role)
+            try:
+                d = self._render(receipt, role)
+            except KeyError:  # a kind the spec does not know: its bare fields, for REMP-KIND-001
+                d = {"kind": receipt.kind, "message_id": receipt.msg_id, "timestamp": receipt.time,
+                     "source_id": receipt.source_id, "signature": ""}
+            self.lines.append(orjson.dumps(d))
+            self.steps.append(step)
+
+    def violations(self, horizon_s: float | None = None) -> Counter:
+        """(rule, message id) -> count of this role's rules broken by the receipts so far."""
+        if not self.lines or not self.rules:
+            return Counter()
+        fd, path = tempfile.mkstemp(suffix=".jsonl", prefix="rmkit-conform-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(b"\n".join(self.lines) + b"\n")
+            checker = RempLogChecker(self.profile, lifetime_s=self.lifetime_s, horizon_s=horizon_s,
+                                     roles=dict(self.roles), max_examples=0, jobs=1)
+            report = checker.run([path])
+        finally:
+            os.unlink(path)
+        wanted = set(self.rules)
+        found = Counter()
+        self.last_report = report
+        for v in report.violations:
+            if v.rule in wanted:
+                found[(v.rule, v.message_id)] += 1
+        return found
+
+    def evidence(self, rule: str, mid: str | None) -> list[tuple[int, str]]:
+        """(step, receipt line) of the receipts a violation cites, from the last check."""
+        out = []
+        for v in getattr(self, "last_report", None).violations:
+            if v.rule == rule and v.message_id == mid:
+                for e in v.evidence:
+                    if 1 <= e.line <= len(self.lines):
+                        out.append((self.steps[e.line - 1], self.lines[e.line - 1].decode()))
+        return out
+
+
+def rules_broken(impl: ReceiptLog, ref: ReceiptLog) -> list[tuple[str, str | None]]:
+    """The (rule, message id) pairs the implementation's receipts break and the reference's don't
+    (the scenario itself may leave a message unfinished; that is not the implementation's fault)."""
+    mine, theirs = impl.violations(), ref.violations()
+    return sorted(k for k in mine if k not in theirs)

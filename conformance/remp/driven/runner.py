@@ -1,0 +1,123 @@
+"""Run one scenario against an implementation and the reference in lock-step.
+
+Each step: the reference machine answers, the implementation answers, the two are compared up to
+what the spec leaves free (:mod:`.compare`). The first difference ends the scenario; the rules the
+implementation's receipts then break, and the reference's do not, name what it got wrong
+(:mod:`.rulecheck`). A scenario that runs to its end is checked once more against the rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rmkit.conformance.remp.driven.adapters import ImplementationFailure, hello_message
+from rmkit.conformance.remp.driven.compare import Difference, compare, describe
+from rmkit.conformance.remp.driven.rulecheck import ReceiptLog, rules_broken
+from rmkit.conformance.remp.driven.scenario import Scenario
+from rmkit.reference_impl.remp.adapter import ReferenceAdapter
+
+PASS, FAIL = "pass", "fail"
+
+
+@dataclass
+class Failure:
+    """Why a scenario failed: ``kind`` mismatch (outputs differ), rule (outputs equal but a rule
+    broken by free fields, e.g. timestamps), or an :class:`ImplementationFailure` kind."""
+
+    kind: str
+    step: int
+    event: dict | None
+    expected: list
+    actual: list | None
+    summary: str
+    rules: list = field(default_factory=list)  # [(rule id, message id)]
+    evidence: list = field(default_factory=list)  # [(rule, step, receipt line)]
+    received: str = ""
+    stderr: str = ""
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "step": self.step, "summary": self.summary,
+                "rules": [{"rule": r, "message_id": m} for r, m in self.rules],
+                "event": self.event, "expected": self.expected, "actual": self.actual,
+                "received": self.received, "stderr": self.stderr[-4000:]}
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    verdict: str
+    steps: int  # steps run
+    failure: Failure | None = None
+    expected: list = field(default_factory=list)  # the reference's outputs per step run
+    implementation: str = ""
+
+
+def run_scenario(sc: Scenario, impl) -> ScenarioResult:
+    """Drive ``impl`` (an opened implementation) and the reference through ``sc``."""
+    ref = ReferenceAdapter(sc.role)
+    ref.hello(dict(sc.params, profile=sc.profile))
+    lifetime = sc.params.get("lifetime_ms")
+    ref_log, impl_log = ReceiptLog(sc.role, sc.profile, lifetime), ReceiptLog(sc.role, sc.profile, lifetime)
+    expected_all: list = []
+
+    def failed(kind, step, event, expected, actual, summary, received=b"", stderr="") -> ScenarioResult:
+        rules = rules_broken(impl_log, ref_log) if actual is not None else []
+        evidence = [(r, s, line) for r, m in rules for s, line in impl_log.evidence(r, m)]
+        f = Failure(kind, step, event, expected, actual, summary, rules, evidence,
+                    received.decode("utf-8", "replace") if isinstance(received, bytes) else str(received), stderr)
+        return ScenarioResult(sc, FAIL, step, f, expected_all, getattr(impl, "name", ""))
+
+    try:
+        impl.start(hello_message(sc.role, sc.profile, sc.params, sc.id))
+    except ImplementationFailure as f:
+        return failed(f.kind, 0, None, [], None, str(f), f.received, f.stderr)
+    for i, event in enumerate(sc.events, 1):
+        expected = ref.step(event)
+        expected_all.append(expected)
+        try:
+            actual = impl.step(i, event)
+        except ImplementationFailure as f:
+            return failed(f.kind, i, event, expected, None, str(f), f.received, f.stderr or impl.stderr())
+        ref_log.add(i, expected)
+        impl_log.add(i, actual)
+        diff: Difference = compare(expected, actual)
+        if diff:
+            return failed("mismatch", i, event, expected, actual, diff.summary(), stderr=impl.stderr())
+    rules = rules_broken(impl_log, ref_log)
+    if rules:
+        r, m = rules[0]
+        step = max((s for s, _ in impl_log.evidence(r, m)), default=len(sc.events))
+        return failed("rule", step, sc.events[step - 1] if sc.events else None, expected_all[step - 1] if expected_all else [],
+                      [], f"the receipts break {', '.join(sorted({x for x, _ in rules}))}", stderr=impl.stderr())
+    try:
+        impl.end()
+    except ImplementationFailure as f:
+        return failed(f.kind, len(sc.events) + 1, None, [], None, str(f), f.received, f.stderr)
+    return ScenarioResult(sc, PASS, len(sc.events), None, expected_all, getattr(impl, "name", ""))
+
+
+def explain_failure(res: ScenarioResult) -> str:
+    """The failure as a reader wants it: the step, the event, expected and actual outputs, the rule."""
+    f = res.failure
+    if f is None:
+        return f"{res.scenario.id}: pass ({res.steps} steps)"
+    import orjson
+
+    lines = [f"{res.scenario.id} ({res.scenario.role}, {res.scenario.profile}): FAIL at step {f.step} of "
+             f"{len(res.scenario.events)}: {f.kind}", f"  {f.summary}"]
+    if f.event is not None:
+        lines.append(f"  event:    {orjson.dumps(f.event).decode()}")
+    lines.append("  expected: " + (", ".join(describe(o) for o in f.expected) or "(no outputs)"))
+    if f.actual is not None:
+        lines.append("  actual:   " + (", ".join(describe(o) for o in f.actual) or "(no outputs)"))
+    for r, m in f.rules:
+        lines.append(f"  breaks {r}" + (f" for message {m}" if m else ""))
+    for r, s, line in f.evidence[:6]:
+        lines.append(f"    {r}: step {s}: {line}")
+    if f.received:
+        lines.append(f"  received: {f.received[:300]}")
+    if f.stderr:
+        tail = f.stderr.strip().splitlines()[-8:]
+        lines.append("  implementation's stderr (last lines):")
+        lines += [f"    {t}" for t in tail]
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""A scenario: the events one role is driven through, with its test configuration; and its file form.
+
+Why a file: a failing scenario, once shrunk, must rerun exactly anywhere (``rmkit replay FILE``) and
+be kept as a regression. JSON Lines: a header line (``"type": "scenario"``: id, role, profile,
+parameters, the rules it exercises, and when it failed, why), then one line per step
+(``"type": "step"``: its number, the event, and what the reference answered) so that the file
+reads on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from rmkit.errors import UsageError
+
+FORMAT = "rmkit-remp-scenario/1"
+
+
+@dataclass
+class Scenario:
+    id: str
+    role: str
+    profile: str
+    params: dict
+    events: list
+    title: str = ""
+    checks: tuple = ()
+    origin: str = "generated"  # catalogue | generated | regression
+    note: dict = field(default_factory=dict)
+
+    def digest(self) -> str:
+        """A short hash of what the scenario does (for file names of regressions)."""
+        body = orjson.dumps([self.role, self.profile, self.params, self.events], option=orjson.OPT_SORT_KEYS)
+        return hashlib.sha256(body).hexdigest()[:12]
+
+
+def write_scenario(path: Path, sc: Scenario, expected: list | None = None, failure: dict | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = {"type": "scenario", "format": FORMAT, "id": sc.id, "role": sc.role, "profile": sc.profile,
+            "params": sc.params, "title": sc.title, "checks": list(sc.checks), "origin": sc.origin}
+    if failure:
+        head["failure"] = failure
+    lines = [orjson.dumps(head)]
+    for i, e in enumerate(sc.events, 1):
+        line = {"type": "step", "seq": i, "event": e}
+        if expected is not None and i <= len(expected):
+            line["expected"] = expected[i - 1]
+        lines.append(orjson.dumps(line))
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def read_scenario(path: str | Path) -> Scenario:
+    """A scenario file back; errors name the file, line and field."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes().splitlines()
+    except OSError as exc:
+        raise UsageError(f"{p}: cannot read ({exc.strerror})") from None
+    rows = []
+    for n, line in enumerate(raw, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise UsageError(f"{p}:{n}: not JSON ({exc})") from None
+        if not isinstance(obj, dict):
+            raise UsageError(f"{p}:{n}: expected a JSON object, found {type(obj).__name__}")
+        rows.append((n, obj))
+    if not rows or rows[0][1].get("type") != "scenario":
+        raise UsageError(f"{p}:1: type: expected a header line with \"type\": \"scenario\" (a file written by rmkit conform)")
+    head = rows[0][1]
+    for f in ("role", "profile", "params"):
+        if f not in head:
+            raise UsageError(f"{p}:{rows[0][0]}: field {f}: missing from the scenario header")
+    events = []
+    for n, obj in rows[1:]:
+        if obj.get("type") != "step" or not isinstance(obj.get("event"), dict):
+            raise UsageError(f"{p}:{n}: expected a step line {{\"type\": \"step\", \"seq\": N, \"event\": {{...}}}}")
+        if obj.get("seq") != len(events) + 1:
+            raise UsageError(f"{p}:{n}: field seq: expected {len(events) + 1}, found {obj.get('seq')!r}")
+        events.append(obj["event"])
+    return Scenario(id=str(head.get("id") or p.stem), role=head["role"], profile=head["profile"], params=head["params"],
+                    events=events, title=head.get("title", ""), checks=tuple(head.get("checks") or ()),
+                    origin="regression", note=head.get("failure") or {})

@@ -1,0 +1,107 @@
+"""One conformance run: saved regressions first, then the catalogue, then generated scenarios.
+
+Why this order: a bug found once must be found again at once (regressions); the catalogue gives the
+per-rule matrix whatever the generator draws; the generated scenarios look for what neither knew.
+A generated failure is shrunk by Hypothesis, rerun once more on its own to make the report (the
+step, the event, expected and actual outputs, the rules broken), and saved as a regression.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from rmkit.conformance.remp.driven.adapters import open_implementation
+from rmkit.conformance.remp.driven.catalogue import catalogue, conformance_spec, requirements
+from rmkit.conformance.remp.driven.codec import adapter_spec
+from rmkit.conformance.remp.driven.generate import run_generated
+from rmkit.conformance.remp.driven.names import default_params
+from rmkit.conformance.remp.driven.report import ConformReport
+from rmkit.conformance.remp.driven.runner import FAIL, run_scenario
+from rmkit.conformance.remp.driven.scenario import read_scenario, write_scenario
+from rmkit.conformance.remp.model import model_for
+
+ROLES = ("validator", "fullnode", "consumer")
+DEFAULT_REGRESSIONS = Path(".rmkit") / "regressions"
+
+
+def rules_in_scope(profile: str, roles) -> dict:
+    """id -> title of the log rules the roles' receipts can break (active in the profile) and the
+    requirements of the roles, in spec order."""
+    m = model_for(profile)
+    spec = adapter_spec()["roles"]
+    wanted = {r for role in roles for r in spec[role]["rules"]}
+    out = {r.id: r.title for r in m.rules if r.id in wanted and r.mode(profile) != "off"}
+    for rid, req in requirements().items():
+        if set(req["roles"]) & set(roles):
+            out[rid] = req["title"]
+    for sc in conformance_spec()["scenarios"]:  # rules a catalogue scenario names (e.g. consumer outcomes)
+        if sc["role"] in roles:
+            for rid in sc["checks"]:
+                if rid not in out and rid in {r.id for r in m.rules} and m.rules[rid].mode(profile) != "off":
+                    out[rid] = m.rules[rid].title
+    return out
+
+
+def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: int | None = None,
+              derandomize: bool = False, time_budget: float | None = None, catalogue_only: bool = False,
+              regressions: Path | None = DEFAULT_REGRESSIONS, progress=None) -> ConformReport:
+    """Run everything for ``roles``; ``open_impl(role)`` opens the implementation for a role."""
+    started = time.perf_counter()
+    rep = ConformReport(implementation="", profile=profile, roles=list(roles), rules=rules_in_scope(profile, roles))
+    say = progress or (lambda msg: None)
+    for role in roles:
+        impl = open_impl(role)
+        try:
+            rep.implementation = rep.implementation or getattr(impl, "name", "")
+            if regressions is not None and regressions.is_dir():
+                for path in sorted(regressions.glob("*.jsonl")):
+                    sc = read_scenario(path)
+                    if sc.role == role and sc.profile == profile:
+                        say(f"regression {path.name}")
+                        rep.results.append(run_scenario(sc, impl))
+            for sc in catalogue(profile, [role]):
+                say(f"catalogue {sc.id}")
+                rep.results.append(run_scenario(sc, impl))
+            rep.implementation = getattr(impl, "name", "") or rep.implementation
+            if catalogue_only or max_examples == 0:
+                continue
+            say(f"generated {role}")
+            budget = None if time_budget is None else max(0.1, time_budget - (time.perf_counter() - started))
+            g = run_generated(role, profile, default_params(role, profile), impl, max_examples=max_examples, seed=seed,
+                              derandomize=derandomize, time_budget=budget)
+            rep.generated[role] = g
+            if g.kit_error:
+                rep.kit_errors.append(f"generator for {role}: {g.kit_error}")
+                continue
+            if g.failing is not None:
+                res = run_scenario(g.failing, impl)
+                if res.verdict != FAIL:  # the implementation is not deterministic: say so, keep the failure
+                    res.verdict = FAIL
+                    from rmkit.conformance.remp.driven.runner import Failure
+
+                    res.failure = Failure("flaky", len(g.failing.events), None, [], None,
+                                          f"failed while generated ({g.message}) but passed when rerun: "
+                                          "the implementation is not deterministic for the same events")
+                res.scenario.title = f"shrunk to {len(g.failing.events)} steps: {res.failure.summary[:80]}"
+                rep.results.append(res)
+                if regressions is not None:
+                    path = write_scenario(regressions / f"{role}-{profile}-{g.failing.digest()}.jsonl", g.failing,
+                                          res.expected, res.failure.as_dict() if res.failure else None)
+                    rep.saved.append(path)
+            else:
+                from rmkit.conformance.remp.driven.runner import ScenarioResult
+                from rmkit.conformance.remp.driven.scenario import Scenario
+
+                summary = Scenario(id=f"generated-{role}", role=role, profile=profile, params={}, events=[],
+                                   title=f"{g.examples} generated scenarios, {g.steps} steps", origin="generated")
+                rep.results.append(ScenarioResult(summary, "pass", g.steps))
+        finally:
+            impl.close()
+    rep.elapsed_s = time.perf_counter() - started
+    return rep
+
+
+def regressions_dir(arg: str | None) -> Path:
+    return Path(arg) if arg else Path(os.environ.get("RMKIT_REGRESSIONS", DEFAULT_REGRESSIONS))

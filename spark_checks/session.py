@@ -1,0 +1,77 @@
+"""One place that starts Spark for the audit, the tests and the benchmark.
+
+A local session on a shared 2-core machine must stay small and quiet: the driver binds the
+loopback address (otherwise Spark picks an external interface), the web UI is off, shuffles use
+few partitions, and the JVM's log level is WARN-free so that the console shows the stage progress
+bar rather than a flood of warnings. On a cluster (``--master spark://…``, ``yarn``) the same
+settings apply except the partition count, which the cluster's defaults decide.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+from rmkit.errors import RmkitError
+
+
+class SparkUnavailable(RmkitError):
+    """PySpark or Java is missing: the audit cannot run (exit code 2)."""
+
+    exit_code = 2
+
+
+def java_problem() -> str | None:
+    """Why Java cannot be used (None when it can): Spark needs a JVM, found by JAVA_HOME or PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home and os.path.exists(os.path.join(home, "bin", "java")):
+        return None
+    if shutil.which("java"):
+        return None
+    return "Spark needs Java 17 or later: expected `java` on PATH or JAVA_HOME set, found neither"
+
+
+def is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
+def get_session(master: str = "local[2]", app: str = "rmkit-audit", shuffle_partitions: int | None = None,
+                driver_memory: str | None = None, progress: bool = True, extra: dict | None = None):
+    """The SparkSession for ``master`` (an existing active session is reused as it is, so that one
+    test session or a spark-submit launch serves every call)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise SparkUnavailable("rmkit audit needs PySpark: install the `spark` extra "
+                               "(pip install 'rmkit[spark]'), found no module named pyspark") from None
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    problem = java_problem()
+    if problem:
+        raise SparkUnavailable(problem)
+    local = is_local(master)
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # the driver's Python must be the workers' Python too (a venv is not on PATH under spark-submit)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    b = (SparkSession.builder.master(master).appName(app)
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "true" if progress else "false")
+         .config("spark.sql.variant.allowDuplicateKeys", "true")  # a JSON reader keeps the last value
+         .config("spark.sql.session.timeZone", "UTC"))
+    if local:
+        b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+        b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions or 4))
+        b = b.config("spark.driver.memory", driver_memory or "3g")
+    elif shuffle_partitions:
+        b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    for k, v in (extra or {}).items():
+        b = b.config(k, v)
+    try:
+        spark = b.getOrCreate()
+    except Exception as exc:  # the JVM failed to start: report it as the environment's problem
+        raise SparkUnavailable(f"could not start Spark (master {master}): {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
