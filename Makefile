@@ -69,6 +69,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_tl.py
 	$(BIN)/python bench/bench_sign.py
 	$(BIN)/python bench/bench_tla.py
+	$(BIN)/python bench/bench_conform.py
 
 docs: $(STAMP)
 	$(BIN)/rmkit spec docs --protocol remp -o spec/remp/README.md

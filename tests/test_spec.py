@@ -43,6 +43,9 @@ def _sources(spec):
     for part in ("constructors", "superseded", "not_modelled"):
         for name, c in (tl.get(part) or {}).items():
             yield f"tl.{part}.{name}", c["source"]
+    for req in spec["conformance"]["requirements"]:
+        yield f"conformance.{req['id']}", req["source"]
+    yield "adapter.comparison", spec["adapter"]["comparison"]["source"]
     receipt = tl["receipt"]
     yield "tl.receipt.signed_source", receipt["signed_source"]
     for where in ("default_block", "signature"):

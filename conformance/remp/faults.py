@@ -357,7 +357,7 @@ def skip_queue_ack(ctx, mid, idxs):
 
 
 def queue_after_reject(ctx, mid, idxs):
-    """REMP-SRC-001: a validator whose collator rejected the message queues it again."""
+    """REMP-SRC-001: a validator whose collator rejected the message takes it up again."""
     rej = _of(ctx, idxs, "RejectedByCollator")
     if not rej:
         return None
@@ -365,6 +365,10 @@ def queue_after_reject(ctx, mid, idxs):
     kts, r = ctx.stream[i]
     new = {"kind": "PutIntoQueue", "message_id": mid, "timestamp": r["timestamp"] + 500 if r["timestamp"] else 0,
            "source_id": r["source_id"], "signature": ""}
+    if ctx.profile != "spec":
+        # its validator receipts carry neither time nor signature: a second PutIntoQueue would read
+        # as a redelivered copy of the first, so the validator reports the collator's IgnoredByCollator
+        new["kind"] = "IgnoredByCollator"
     return Plant("REMP-SRC-001", mid, before=_after(ctx, i, 500, ctx.signed(new)))
 
 
@@ -537,6 +541,8 @@ def collated_after_expiry(ctx, mid, idxs):
     put_t = ctx.stream[puts[0]][1]["timestamp"] or ctx.stream[puts[0]][0]
     at = put_t + ctx.expiry_ms + 30_000
     j = ctx.index_at(at)
+    if j is None and not ctx.last_part:
+        j = len(ctx.stream)  # after the part's last receipt (the next part starts much later)
     if j is None or j <= idxs[-1]:
         return None
     v = _idle_validator(ctx, idxs)
@@ -548,7 +554,8 @@ def collated_after_expiry(ctx, mid, idxs):
     base = {"message_id": mid, "source_id": v, "signature": ""}
     items = [(at, ctx.signed({"kind": "PutIntoQueue", **base, "timestamp": stamp(at)})),
              (at + 300, ctx.signed({"kind": "IncludedIntoBlock", **base, "timestamp": stamp(at + 300), **blk})),
-             (at + 900, ctx.signed({"kind": "RejectedByShardchain", **base, "timestamp": stamp(at + 900), **blk}))]
+             (at + 900, ctx.signed({"kind": "RejectedByShardchain", **base, "timestamp": stamp(at + 900), **blk,
+                                    "error": "Block rejected by the shardchain: message expired"}))]
     return Plant("REMP-EXPIRY-001", mid, before={j: items})
 
 

@@ -88,7 +88,8 @@ class PartContext:
         self.validator_signed = t.validator_signed
         self.b64 = t.signature_encoding == "base64"
         self.expiry_ms = m.expiry_bound_ms(lifetime_s)
-        self.close_after_ms = int(m.default_horizon_s(lifetime_s) * 1000) + 60_000
+        self.horizon_ms = int(m.default_horizon_s(lifetime_s) * 1000)
+        self.close_after_ms = self.horizon_ms + 60_000  # the checker closes a message then
         # whether the checker's clock moves with validator receipts (it needs two timed sources)
         self.clocked = kafka or VALIDATOR_ROLE not in m.zero_time_roles
         self._times = [kts for kts, _ in stream]
@@ -133,6 +134,11 @@ class PartContext:
         checker knows its role without a validator-set file)?"""
         j = self.first_single().get(self.fullnode_id)
         return self.validator_set is not None or (j is not None and j < i)
+
+    def end_time(self) -> int:
+        """About where the log's clock ends (the part's latest receipt time)."""
+        tail = self.stream[-1000:]
+        return max(max(r.get("timestamp") or 0, kts) for kts, r in tail) if tail else 0
 
     # ---- indexes --------------------------------------------------------------------------------
     def by_message(self) -> dict:
@@ -205,16 +211,18 @@ def message_items(ctx: PartContext, idxs: list, plant: Optional[Plant] = None) -
     return out
 
 
-def verify(ctx: PartContext, plant: Plant, idxs: list) -> set:
-    """The rules the checker finds on the planted message, checked alone in its context."""
+def verify(ctx: PartContext, plant: Plant, idxs: list, judged: bool) -> set:
+    """The rules the checker finds on the planted message, checked alone in its context: the
+    roles of its sources as known before it, and, when the whole log's clock passes its horizon
+    (``judged``), the clock moved there."""
     items = message_items(ctx, idxs, plant)
     srcs = {r["source_id"] for _, r in items if isinstance(r, dict)}
     first = ctx.first_single()
     primers = sorted(first[s] for s in srcs if first.get(s) is not None and first[s] < idxs[0])
     lines = [ctx.stream[j] for j in primers if ctx.stream[j][1]["message_id"] != plant.message_id]
     t0 = _first_time(items)
-    if ctx.clocked and t0 is not None:
-        at = t0 + ctx.close_after_ms + 1000
+    if judged and t0 is not None:
+        at = t0 + ctx.horizon_ms + 1000
         pos = next((n for n, (kts, _) in enumerate(items) if kts > at), len(items))
         items = items[:pos] + _clock(ctx, at) + items[pos:]
     rep = _run_checker(ctx, lines + items)
@@ -222,6 +230,20 @@ def verify(ctx: PartContext, plant: Plant, idxs: list) -> set:
     if rep.input_problems:
         found.add("REMP-INPUT-001")
     return found - set(BACKGROUND.get(ctx.profile, ()))
+
+
+def judged(ctx: PartContext, idxs: list) -> Optional[bool]:
+    """Will the checker judge this message's liveness? It does once the log's clock is a horizon
+    past its first receipt: always for a part that another follows, never for untimed receipts;
+    in the last part, when the log ends late enough. None when too close to call (such messages
+    are not planted)."""
+    if not ctx.clocked or not ctx.last_part:
+        return ctx.clocked
+    t0 = _first_time([ctx.stream[i] for i in idxs[:3]])
+    if t0 is None:
+        return False
+    left = ctx.end_time() - t0 - ctx.horizon_ms
+    return None if abs(left) < 10_000 else left > 0
 
 
 def natural_findings(ctx: PartContext) -> list:
@@ -247,11 +269,8 @@ def plant_part(ctx: PartContext, rules: list[str], exclude: set) -> tuple[list, 
     """Plant ``rules`` (one violation each, on distinct messages) into the part. Returns
     ``(plants with their found rules, rules that found no fitting message)``: ``[(Plant, found)]``."""
     by_msg = ctx.by_message()
-    mids = [m for m in by_msg if m not in exclude]
-    if ctx.clocked and ctx.last_part and ctx.stream:
-        # the checker judges liveness only a horizon after a message's first receipt
-        end = ctx.stream[-1][0] - 10_000
-        mids = [m for m in mids if (_first_time([ctx.stream[i] for i in by_msg[m][:3]]) or end) + ctx.close_after_ms + 60_000 < end]
+    zone = {m: judged(ctx, idxs) for m, idxs in by_msg.items() if m not in exclude}
+    mids = [m for m, z in zone.items() if z is not None]
     rng = ctx.rng
     done, missed, used = [], [], set()
     for rule in rules:
@@ -268,7 +287,7 @@ def plant_part(ctx: PartContext, rules: list[str], exclude: set) -> tuple[list, 
                 continue
             p.injector = inject.__name__
             tries += 1
-            found = verify(ctx, p, by_msg[mid])
+            found = verify(ctx, p, by_msg[mid], zone[mid])
             if rule in found and found <= {rule} | p.companions:
                 planted = (p, found)
                 break

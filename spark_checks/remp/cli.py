@@ -1,14 +1,64 @@
-"""``rmkit audit --protocol remp``: options and entry point (filled in below)."""
+"""``rmkit audit --protocol remp``: the REMP options and the run (exit codes: AUDIT_EXIT_CODES)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+
+from rmkit.errors import InputError, UsageError
+
+EXIT_PASS, EXIT_VIOLATIONS, EXIT_USAGE = 0, 1, 2
 
 
-def add_arguments(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--lifetime", type=float, metavar="S", help="mc_catchain_lifetime in seconds (default: the spec's 250)")
-    group.add_argument("--horizon", type=float, metavar="S", help="liveness horizon in seconds")
+def add_arguments(group) -> None:
+    group.add_argument("--lifetime", type=float, metavar="S",
+                       help="mc_catchain_lifetime in seconds (default: the spec's 250), as for `rmkit check`")
+    group.add_argument("--horizon", type=float, metavar="S",
+                       help="judge a message lost when it has no final outcome S seconds after its first receipt "
+                            "(default: the profile's expiry bound + 60 s); messages nearer the log's end are not judged")
+    group.add_argument("--max-examples", type=int, default=1000, metavar="N",
+                       help="violations per rule shown in the summary (default 1000; 0: all). The violation table "
+                            "in --out always holds every one")
+    group.add_argument("--partitions", type=int, metavar="N",
+                       help="shuffle partitions of the per-message step (default: 4 in local mode, the cluster's otherwise)")
 
 
 def run(profile: str, args: argparse.Namespace) -> int:
-    raise SystemExit(2)
+    for name in ("lifetime", "horizon"):
+        value = getattr(args, name, None)
+        if value is not None and value <= 0:
+            raise UsageError(f"--{name}: expected a number of seconds > 0, found {value}")
+    if getattr(args, "max_examples", 1000) < 0:
+        raise UsageError(f"--max-examples: expected a number >= 0, found {args.max_examples}")
+    from rmkit.spark_checks.session import get_session
+
+    master = getattr(args, "master", None) or "local[*]"
+    try:
+        from rmkit.spark_checks.remp.inputs import expand_paths
+
+        expand_paths(list(args.paths))  # no input: a usage error before Spark starts
+    except InputError as exc:
+        print(f"rmkit audit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    spark = get_session(master, shuffle_partitions=getattr(args, "partitions", None))
+    from rmkit.spark_checks.remp.job import audit
+    from rmkit.spark_checks.remp.report import write_outputs
+
+    res = audit(spark, list(args.paths), profile, lifetime_s=args.lifetime, horizon_s=args.horizon,
+                max_examples=getattr(args, "max_examples", 1000), partitions=getattr(args, "partitions", None))
+    rep = res.report
+    if getattr(args, "out", None):
+        write_outputs(res, args.out, profile)
+    from rmkit.protocol import get_protocol
+    from rmkit.render import RENDERERS
+
+    text = RENDERERS[getattr(args, "format", "text")](rep, rules=get_protocol("remp").rules(), color=False)
+    sys.stdout.write(text)
+    if getattr(args, "out", None):
+        print(f"{rep.verdict}: tables and operator's report written to {args.out}", file=sys.stderr)
+    if rep.receipts == 0 and not rep.unreadable:
+        print("rmkit audit: no receipts were read from the inputs", file=sys.stderr)
+        return EXIT_USAGE
+    if rep.verdict == "fail" or rep.unreadable or (getattr(args, "strict", False) and rep.verdict == "non-strict"):
+        return EXIT_VIOLATIONS
+    return EXIT_PASS

@@ -144,18 +144,11 @@ def read_lines(spark: SparkSession, files: LogFiles) -> DataFrame:
     return out
 
 
-def _variant_int_present(doc: Column, name: str) -> Column:
-    """True when the JSON object ``doc`` has ``name`` with a non-null value (used only on rows
-    whose typed read failed, to tell a wrong type from a missing field)."""
-    v = F.expr(f"try_variant_get(try_parse_json(__doc__), '$.{name}')".replace("__doc__", "__d"))
-    return v.isNotNull()
-
-
 def parse(lines: DataFrame) -> DataFrame:
     """Classify and parse every line. Columns added:
 
-    ``status``: blank (skipped, as ``rmkit check`` skips them), problem (quarantine: ``error``,
-    ``field``), tombstone (a Kafka record with a null value: a deletion marker, counted), receipt.
+    ``status``: blank (skipped, as ``rmkit check`` skips them), problem (quarantine: ``q_error``,
+    ``q_field``), tombstone (a Kafka record with a null value: a deletion marker, counted), receipt.
     For receipts: the fields of :data:`STR_FIELDS` and :data:`INT_FIELDS` (an integer field of the
     wrong type is null, with ``<name>_bad`` true), ``kts`` (the Kafka record's time, or null), and
     ``h``, a hash of the receipt's text (redelivered receipts have the same text).
@@ -171,7 +164,8 @@ def parse(lines: DataFrame) -> DataFrame:
     inner_text = F.coalesce(F.col("e.value"), F.col("e.payload"))
     inner = F.from_json(inner_text, receipt_schema(), {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
     df = df.withColumn("is_kafka", F.col("objlike") & ~not_json & kafka)
-    df = df.withColumn("r", F.when(F.col("is_kafka") & inner_text.isNotNull(), inner).otherwise(F.col("e")))
+    top = F.struct(*[F.col("e." + f.name).alias(f.name) for f in receipt_schema().fields])
+    df = df.withColumn("r", F.when(F.col("is_kafka") & inner_text.isNotNull(), inner).otherwise(top))
     inner_not_json = F.col("is_kafka") & inner_text.isNotNull() & F.col("r." + CORRUPT).isNotNull() \
         & F.expr("try_parse_json(coalesce(e.value, e.payload)) IS NULL")
     inner_not_obj = F.col("is_kafka") & inner_text.isNotNull() & ~F.substring(F.ltrim(inner_text), 1, 1).eqNullSafe(F.lit("{"))
@@ -190,12 +184,12 @@ def parse(lines: DataFrame) -> DataFrame:
              .when(~F.col("objlike") | not_json, F.lit("not JSON: the line does not parse as JSON"))
              .when(inner_not_json, F.lit("Kafka record value is a string but not JSON"))
              .otherwise(F.lit("Kafka record value: expected a JSON object or a string holding one")))
-    df = df.withColumn("error", error).withColumn(
-        "field", F.when(F.col("status") == "problem", F.when(F.col("is_kafka"), F.lit("value"))))
+    df = df.withColumn("q_error", error).withColumn(
+        "q_field", F.when(F.col("status") == "problem", F.when(F.col("is_kafka"), F.lit("value"))))
     # the receipt's own text: the line, or the Kafka value's text (redelivery is judged on it)
     text = F.when(F.col("is_kafka"), inner_text).otherwise(F.col("line"))
     doc_text = text
-    cols = [F.col("fidx"), F.col("blk"), F.col("rid"), F.col("status"), F.col("error"), F.col("field"),
+    cols = [F.col("fidx"), F.col("blk"), F.col("rid"), F.col("status"), F.col("q_error"), F.col("q_field"),
             F.xxhash64(text).alias("h")]
     cols += [F.col("r." + n).alias(n) for n in STR_FIELDS]
     corrupt = F.col("r." + CORRUPT).isNotNull()

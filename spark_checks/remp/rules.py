@@ -337,7 +337,7 @@ class RempRules:
             for key in ("queued_all_in", "queued_fraction_in"):
                 if key in when:
                     ps = tuple(sorted(when[key] if key == "queued_all_in" else when[key]["positions"]))
-                    pos_sets[ps] = f"nq_{len(pos_sets)}"
+                    pos_sets.setdefault(ps, f"nq_{len(pos_sets)}")
         rej = tuple(sorted(REJECT_POSITIONS))
         if rej not in pos_sets:
             pos_sets[rej] = f"nq_{len(pos_sets)}"
