@@ -6,15 +6,21 @@ from rmkit.reference_impl.remp.adapter import ReferenceAdapter, make_machine
 
 
 class VariantAdapter(ReferenceAdapter):
-    """The reference adapter whose machine is built by ``build(role, params)`` for the faulty role
-    (the other roles stay the reference's)."""
+    """The reference adapter whose ``faulty_role`` machine is built by :func:`make_machine` with
+    ``variant`` (a machine subclass carrying the bug) or ``config`` (config fields the bug changes), and
+    ``params`` (a change to the hello's parameters); the other roles stay the reference's."""
 
     faulty_role = ""
     name = "faulty example"
+    variant = None
+    config: dict = {}
 
-    def build(self, params: dict):
-        raise NotImplementedError
+    def params(self, params: dict) -> dict:
+        return params
 
     def hello(self, params: dict) -> dict:
-        self.machine = self.build(params) if self.role == self.faulty_role else make_machine(self.role, params)
+        if self.role == self.faulty_role:
+            self.machine = make_machine(self.role, self.params(params), self.variant, **self.config)
+        else:
+            self.machine = make_machine(self.role, params)
         return {"type": "ready", "implementation": self.name}

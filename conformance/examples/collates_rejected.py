@@ -3,17 +3,13 @@ rejected is still handed to its collator (000: "those rejected by 2/3 of collato
 collated further")."""
 
 from rmkit.conformance.examples._base import VariantAdapter
-from rmkit.reference_impl.remp.validator import ValidatorConfig, Validator
 
 
 class Adapter(VariantAdapter):
     faulty_role = "validator"
     name = "example: collates messages 2/3 rejected"
 
-    def build(self, p):
-        # the bug: the stop-at-2/3 rule switched off
-        return Validator(p["own_id"], ValidatorConfig(profile=p.get("profile", "spec"), lifetime_ms=p.get("lifetime_ms"),
-                                                      paced=False, stop_at_two_thirds=False))
+    config = {"stop_at_two_thirds": False}  # the bug: the stop-at-2/3 rule switched off
 
 
 def factory(role):

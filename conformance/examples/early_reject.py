@@ -8,8 +8,8 @@ from rmkit.reference_impl.remp.events import ConsumeReceipt, ConsumerOutcome
 
 
 class EarlyRejectConsumer:
-    def __init__(self, params):
-        self.inner = make_machine("consumer", params)
+    def __init__(self, profile, params):
+        self.inner = make_machine("consumer", dict(params, profile=profile))
         self.rejected = False
 
     def step(self, event):
@@ -25,8 +25,7 @@ class Adapter(VariantAdapter):
     faulty_role = "consumer"
     name = "example: rejected at the first reject"
 
-    def build(self, p):
-        return EarlyRejectConsumer(p)
+    variant = EarlyRejectConsumer
 
 
 def factory(role):

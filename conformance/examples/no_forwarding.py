@@ -4,7 +4,7 @@ the session's end")."""
 
 from rmkit.conformance.examples._base import VariantAdapter
 from rmkit.reference_impl.remp.events import Forwarded
-from rmkit.reference_impl.remp.validator import Validator, ValidatorConfig
+from rmkit.reference_impl.remp.validator import Validator
 
 
 class NoForwardValidator(Validator):
@@ -16,9 +16,7 @@ class Adapter(VariantAdapter):
     faulty_role = "validator"
     name = "example: no forwarding at session end"
 
-    def build(self, p):
-        return NoForwardValidator(p["own_id"], ValidatorConfig(profile=p.get("profile", "spec"), lifetime_ms=p.get("lifetime_ms"),
-                                                               paced=False))
+    variant = NoForwardValidator
 
 
 def factory(role):

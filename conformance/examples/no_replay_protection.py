@@ -2,7 +2,7 @@
 holding a message already accepted in another block is accepted too (replay; REMP-REPLAY-001)."""
 
 from rmkit.conformance.examples._base import VariantAdapter
-from rmkit.reference_impl.remp.validator import Validator, ValidatorConfig
+from rmkit.reference_impl.remp.validator import Validator
 
 
 class NoReplayValidator(Validator):
@@ -19,9 +19,7 @@ class Adapter(VariantAdapter):
     faulty_role = "validator"
     name = "example: no replay protection"
 
-    def build(self, p):
-        return NoReplayValidator(p["own_id"], ValidatorConfig(profile=p.get("profile", "spec"), lifetime_ms=p.get("lifetime_ms"),
-                                                              paced=False))
+    variant = NoReplayValidator
 
 
 def factory(role):

@@ -3,7 +3,7 @@ still reports it included in a block when the message comes back (REMP-SRC-001, 
 
 from rmkit.conformance.examples._base import VariantAdapter
 from rmkit.reference_impl.remp.events import Receipt
-from rmkit.reference_impl.remp.validator import Validator, ValidatorConfig
+from rmkit.reference_impl.remp.validator import Validator
 
 
 class NonStickyValidator(Validator):
@@ -21,9 +21,7 @@ class Adapter(VariantAdapter):
     faulty_role = "validator"
     name = "example: non-sticky final status"
 
-    def build(self, p):
-        return NonStickyValidator(p["own_id"], ValidatorConfig(profile=p.get("profile", "spec"), lifetime_ms=p.get("lifetime_ms"),
-                                                               paced=False))
+    variant = NonStickyValidator
 
 
 def factory(role):

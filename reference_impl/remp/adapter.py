@@ -46,22 +46,24 @@ class _Consumer:
         return [ConsumerOutcome(o.name, o.final, o.lost)]
 
 
-def make_machine(role: str, params: dict):
-    """The reference machine of ``role`` configured by the hello's parameters."""
+def make_machine(role: str, params: dict, machine=None, **config):
+    """The reference machine of ``role`` configured by the hello's parameters. ``machine``: a
+    subclass of the role's machine to build instead, ``config``: config fields to override (the
+    faulty examples are built so: one change, everything else as the hello says)."""
     profile = params.get("profile", "spec")
     if role == "validator":
-        conf = ValidatorConfig(profile=profile, lifetime_ms=params.get("lifetime_ms"),
-                               report_duplicates=params.get("report_duplicates", True),
-                               paced=params.get("paced", False))
-        return Validator(params["own_id"], conf)
+        conf = ValidatorConfig(**{"profile": profile, "lifetime_ms": params.get("lifetime_ms"),
+                                  "report_duplicates": params.get("report_duplicates", True),
+                                  "paced": params.get("paced", False), **config})
+        return (machine or Validator)(params["own_id"], conf)
     if role == "fullnode":
-        conf = FullNodeConfig(profile=profile, fanout=params.get("fanout"),
-                              retry_interval_ms=params.get("retry_interval_ms", 2000),
-                              forget_grace_ms=params.get("forget_grace_ms", 60_000),
-                              lifetime_ms=params.get("lifetime_ms"))
-        return FullNode(params["own_id"], conf)
+        conf = FullNodeConfig(**{"profile": profile, "fanout": params.get("fanout"),
+                                 "retry_interval_ms": params.get("retry_interval_ms", 2000),
+                                 "forget_grace_ms": params.get("forget_grace_ms", 60_000),
+                                 "lifetime_ms": params.get("lifetime_ms"), **config})
+        return (machine or FullNode)(params["own_id"], conf)
     if role == "consumer":
-        return _Consumer(profile, params)
+        return (machine or _Consumer)(profile, params)
     raise ValueError(f"role: expected one of {', '.join(ROLES)}, found {role!r}")
 
 
