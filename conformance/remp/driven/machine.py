@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from hypothesis.stateful import RuleBasedStateMachine
 
-from rmkit.conformance.remp.driven.adapters import ImplementationFailure, hello_message
-from rmkit.conformance.remp.driven.compare import compare
-from rmkit.conformance.remp.driven.rulecheck import ReceiptLog, rules_broken
-from rmkit.reference_impl.remp.adapter import ReferenceAdapter
+from rmkit.conformance.remp.driven.adapters import ImplementationFailure
+from rmkit.conformance.remp.driven.runner import LockStep
 
 
 class Departure(AssertionError):
@@ -43,48 +41,38 @@ class DrivenMachine(RuleBasedStateMachine):
 
     def __init__(self):
         super().__init__()
-        self.ref = ReferenceAdapter(self.role)
-        self.ref.hello(dict(self.params, profile=self.profile))
+        self.run = LockStep(self.role, self.profile, self.params, self.impl, "generated")
         self.events: list = []
         self.trace.events = self.events
         self.trace.failed = False
         self.trace.runs += 1
-        lifetime = self.params.get("lifetime_ms")
-        self.ref_log = ReceiptLog(self.role, self.profile, lifetime)
-        self.impl_log = ReceiptLog(self.role, self.profile, lifetime)
         self._broken = False
         try:
-            self.impl.start(hello_message(self.role, self.profile, self.params, "generated"))
+            self.run.start()
         except ImplementationFailure as f:
-            self._broken = True
-            self.trace.failed = True
-            raise Departure(str(f)) from None
+            self._depart(str(f))
+
+    def _depart(self, why: str):
+        self._broken = True
+        self.trace.failed = True
+        raise Departure(why)
 
     def send(self, event: dict) -> list:
         """One step: the reference's outputs, after checking the implementation's against them."""
         self.events.append(event)
         self.trace.steps += 1
-        seq = len(self.events)
-        expected = self.ref.step(event)
         try:
-            actual = self.impl.step(seq, event)
+            expected, _, diff = self.run.step(event)
         except ImplementationFailure as f:
-            self._broken = True
-            self.trace.failed = True
-            raise Departure(str(f)) from None
-        diff = compare(expected, actual)
+            self._depart(str(f))
         if diff:
-            self._broken = True
-            self.trace.failed = True
-            raise Departure(f"step {seq}: {diff.summary()}")
-        self.ref_log.add(seq, expected)
-        self.impl_log.add(seq, actual)
+            self._depart(f"step {self.run.seq}: {diff.summary()}")
         return expected
 
     def teardown(self):
         if self._broken:
             return
-        broken = rules_broken(self.impl_log, self.ref_log)
+        broken = self.run.rules_broken()
         if broken:
             self.trace.failed = True
             raise Departure(f"the receipts break {', '.join(sorted({r for r, _ in broken}))}")

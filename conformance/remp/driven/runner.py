@@ -52,43 +52,68 @@ class ScenarioResult:
     implementation: str = ""
 
 
+class LockStep:
+    """The reference and the implementation driven together, one event at a time, each side's
+    receipts kept in log form for the rules (what both the catalogue runner and the generators do)."""
+
+    def __init__(self, role: str, profile: str, params: dict, impl, scenario_id: str = ""):
+        self.ref = ReferenceAdapter(role)
+        self.ref.hello(dict(params, profile=profile))
+        self.impl = impl
+        self.hello = hello_message(role, profile, params, scenario_id)
+        lifetime = params.get("lifetime_ms")
+        self.ref_log, self.impl_log = ReceiptLog(role, profile, lifetime), ReceiptLog(role, profile, lifetime)
+        self.seq = 0
+        self.expected: list = []  # the reference's outputs for the latest event (kept when the implementation fails)
+
+    def start(self) -> None:
+        self.impl.start(self.hello)  # an ImplementationFailure is the caller's to report
+
+    def step(self, event: dict) -> tuple[list, list, Difference]:
+        """(reference's outputs, implementation's outputs, their difference) for one event."""
+        self.seq += 1
+        expected = self.expected = self.ref.step(event)
+        actual = self.impl.step(self.seq, event)
+        self.ref_log.add(self.seq, expected)
+        self.impl_log.add(self.seq, actual)
+        return expected, actual, compare(expected, actual)
+
+    def rules_broken(self) -> list:
+        return rules_broken(self.impl_log, self.ref_log)
+
+
 def run_scenario(sc: Scenario, impl) -> ScenarioResult:
     """Drive ``impl`` (an opened implementation) and the reference through ``sc``."""
-    ref = ReferenceAdapter(sc.role)
-    ref.hello(dict(sc.params, profile=sc.profile))
-    lifetime = sc.params.get("lifetime_ms")
-    ref_log, impl_log = ReceiptLog(sc.role, sc.profile, lifetime), ReceiptLog(sc.role, sc.profile, lifetime)
+    run = LockStep(sc.role, sc.profile, sc.params, impl, sc.id)
     expected_all: list = []
 
-    def failed(kind, step, event, expected, actual, summary, received=b"", stderr="") -> ScenarioResult:
-        rules = rules_broken(impl_log, ref_log) if actual is not None else []
-        evidence = [(r, s, line) for r, m in rules for s, line in impl_log.evidence(r, m)]
+    def failed(kind, step, event, expected, actual, summary, received=b"", stderr="", rules=None) -> ScenarioResult:
+        if rules is None:
+            rules = run.rules_broken() if actual is not None else []
+        evidence = [(r, s, line) for r, m in rules for s, line in run.impl_log.evidence(r, m)]
         f = Failure(kind, step, event, expected, actual, summary, rules, evidence,
                     received.decode("utf-8", "replace") if isinstance(received, bytes) else str(received), stderr)
         return ScenarioResult(sc, FAIL, step, f, expected_all, getattr(impl, "name", ""))
 
     try:
-        impl.start(hello_message(sc.role, sc.profile, sc.params, sc.id))
+        run.start()
     except ImplementationFailure as f:
         return failed(f.kind, 0, None, [], None, str(f), f.received, f.stderr)
     for i, event in enumerate(sc.events, 1):
-        expected = ref.step(event)
-        expected_all.append(expected)
         try:
-            actual = impl.step(i, event)
+            expected, actual, diff = run.step(event)
         except ImplementationFailure as f:
-            return failed(f.kind, i, event, expected, None, str(f), f.received, f.stderr or impl.stderr())
-        ref_log.add(i, expected)
-        impl_log.add(i, actual)
-        diff: Difference = compare(expected, actual)
+            expected_all.append(run.expected)
+            return failed(f.kind, i, event, run.expected, None, str(f), f.received, f.stderr or impl.stderr())
+        expected_all.append(expected)
         if diff:
             return failed("mismatch", i, event, expected, actual, diff.summary(), stderr=impl.stderr())
-    rules = rules_broken(impl_log, ref_log)
+    rules = run.rules_broken()
     if rules:
         r, m = rules[0]
-        step = max((s for s, _ in impl_log.evidence(r, m)), default=len(sc.events))
+        step = max((s for s, _ in run.impl_log.evidence(r, m)), default=len(sc.events))
         return failed("rule", step, sc.events[step - 1] if sc.events else None, expected_all[step - 1] if expected_all else [],
-                      [], f"the receipts break {', '.join(sorted({x for x, _ in rules}))}", stderr=impl.stderr())
+                      [], f"the receipts break {', '.join(sorted({x for x, _ in rules}))}", stderr=impl.stderr(), rules=rules)
     try:
         impl.end()
     except ImplementationFailure as f:
