@@ -50,11 +50,8 @@ def resolve_event(step: dict) -> dict:
     ev = _resolve(step)
     decl = adapter_spec()["events"][ev["type"]]["fields"]
     for f, ftype in decl.items():
-        if f not in ev:
-            if ftype.endswith("?"):
-                ev[f] = None
-            elif ftype == "bool":
-                ev[f] = False if f == "superseded" else True
+        if f not in ev and ftype.endswith("?"):
+            ev[f] = None
     return ev
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from rmkit.conformance.remp.driven.adapters import open_implementation
+from rmkit.conformance.remp.driven.compare import describe
 from rmkit.conformance.remp.driven.report import RENDERERS, render_html
 from rmkit.conformance.remp.driven.runner import PASS, explain_failure, run_scenario
 from rmkit.conformance.remp.driven.scenario import read_scenario
@@ -58,8 +59,6 @@ def replay(args: argparse.Namespace) -> int:
     else:
         print(f"replaying {args.scenario}: {len(sc.events)} steps, role {sc.role}, profile {sc.profile}")
         for i, (ev, exp) in enumerate(zip(sc.events, res.expected), 1):
-            from rmkit.conformance.remp.driven.compare import describe
-
             print(f"  {i:>3}. {ev['type']:<22} -> {', '.join(describe(o) for o in exp) or '(no outputs)'}")
         print(explain_failure(res))
     return 0 if res.verdict == PASS else 1

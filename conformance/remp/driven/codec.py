@@ -21,6 +21,7 @@ from rmkit.specload import load_protocol_spec
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 # adapter.yaml type name -> the reference machines' class, where the names differ
 CLASS_NAMES = {"Outcome": "ConsumerOutcome"}
+TYPE_NAMES = {v: k for k, v in CLASS_NAMES.items()}
 # the tuple-shaped fields of the machines' values, as JSON objects
 FULL_KEYS = ("msg_id", "uid", "origin_session")
 DIGEST_KEYS = ("msg_id", "status", "block_root", "origin_session")
@@ -56,7 +57,7 @@ def class_of(name: str):
 
 def type_name(value) -> str:
     name = type(value).__name__
-    return {v: k for k, v in CLASS_NAMES.items()}.get(name, name)
+    return TYPE_NAMES.get(name, name)
 
 
 # ---- to JSON ------------------------------------------------------------------------------------
@@ -98,14 +99,11 @@ def to_json(value) -> dict:
     name = type_name(value)
     if isinstance(value, ev.Receipt):  # the Receipt output wraps the machine's receipt value
         return {"type": "Receipt", "receipt": _receipt_json(value)}
-    if isinstance(value, ev.CatchainRecord) and name == "CatchainRecord":
-        decl = _tables()[0]["CatchainRecord"][1]
-    else:
-        ev_t, out_t = _tables()
-        entry = ev_t.get(name) or out_t.get(name)
-        if entry is None:
-            raise WireError(f"{name}: not a type of the adapter protocol (spec/remp/adapter.yaml)")
-        decl = entry[1]
+    ev_t, out_t = _tables()
+    entry = ev_t.get(name) or out_t.get(name)
+    if entry is None:
+        raise WireError(f"{name}: not a type of the adapter protocol (spec/remp/adapter.yaml)")
+    decl = entry[1]
     out = {"type": name}
     for f, ftype in decl.items():
         out[f] = _value_json(ftype, getattr(value, f))
@@ -154,7 +152,7 @@ def _field(where: str, ftype: str, v, present: bool):
     optional = ftype.endswith("?")
     base = ftype.rstrip("?")
     if v is None:
-        if optional or base in ("object",) and False:
+        if optional:
             return None
         if not present:
             raise WireError(f"{where}: missing (expected {base})")

@@ -73,6 +73,11 @@ class ValidatorWorld(DrivenMachine):
     def _blocks_in(self, *states) -> list:
         return [n for n, b in self.blocks.items() if b["st"] in states]
 
+    def _pick(self, i: int, *states) -> int:
+        """The drawn block among those in ``states`` (the rule's precondition says there is one)."""
+        c = self._blocks_in(*states)
+        return c[i % len(c)]
+
     def _block_event(self, typ, n, **extra) -> list:
         b = self.blocks[n]
         ev = {"type": typ, "block": block(n), "msg_ids": [msg_id(m) for m in b["msgs"]], "time": self.tick(), **extra}
@@ -153,32 +158,28 @@ class ValidatorWorld(DrivenMachine):
     @precondition(lambda self: self._blocks_in("candidate"))
     @rule(i=st.integers(0, 100), superseded=st.booleans())
     def shard_ignore(self, i, superseded):
-        c = self._blocks_in("candidate")
-        n = c[i % len(c)]
+        n = self._pick(i, "candidate")
         self._block_event("ShardBlockIgnored", n, superseded=superseded)
         self.blocks[n]["st"] = "ignored"
 
     @precondition(lambda self: self._blocks_in("candidate"))
     @rule(i=st.integers(0, 100))
     def shard_reject(self, i):
-        c = self._blocks_in("candidate")
-        n = c[i % len(c)]
+        n = self._pick(i, "candidate")
         self._block_event("ShardBlockRejected", n, error="block candidate rejected by validators")
         self.blocks[n]["st"] = "rejected"
 
     @precondition(lambda self: self._blocks_in("accepted"))
     @rule(i=st.integers(0, 100))
     def mc_commit(self, i):
-        c = self._blocks_in("accepted")
-        n = c[i % len(c)]
+        n = self._pick(i, "accepted")
         self._block_event("MasterchainCommit", n, mc_block=block(n, master=True))
         self.blocks[n]["st"] = "committed"
 
     @precondition(lambda self: self._blocks_in("accepted"))
     @rule(i=st.integers(0, 100))
     def mc_ignore(self, i):
-        c = self._blocks_in("accepted")
-        n = c[i % len(c)]
+        n = self._pick(i, "accepted")
         self._block_event("MasterchainIgnore", n)
         self.blocks[n]["st"] = "mcignored"
 
@@ -186,8 +187,7 @@ class ValidatorWorld(DrivenMachine):
     @rule(i=st.integers(0, 100), extra=st.sampled_from([None, None, "m5"]), sender=st.integers(0, 10))
     def replay_block(self, i, extra, sender):
         """A peer's block holds a message already in an accepted or committed block (a replay)."""
-        c = self._blocks_in("accepted", "committed")
-        old = self.blocks[c[i % len(c)]]
+        old = self.blocks[self._pick(i, "accepted", "committed")]
         names = [old["msgs"][i % len(old["msgs"])]] + ([extra] if extra and extra not in old["msgs"] else [])
         by = self.peers[sender % len(self.peers)]
         n = self._new_block(names, by)
@@ -269,8 +269,7 @@ class ValidatorWorld(DrivenMachine):
         with its fate still open, then the block is decided."""
         self.session_switch("same", False)
         self.session_switch("same", False)
-        c = self._blocks_in("candidate", "accepted")
-        n = c[i % len(c)]
+        n = self._pick(i, "candidate", "accepted")
         if self.blocks[n]["st"] == "candidate":
             self.shard_ignore(i, False) if i % 2 else self.shard_accept(i)
         elif i % 2:

@@ -19,8 +19,6 @@ from rmkit.conformance.remp.checker import RempLogChecker
 from rmkit.conformance.remp.driven.codec import adapter_spec, from_json, WireError
 from rmkit.reference_impl.remp.wire import renderer
 
-SILENT_LIFETIME_S = 250.0
-
 
 class ReceiptLog:
     """The receipts of one scenario's outputs in log form, for one side (reference or implementation)."""

@@ -12,14 +12,13 @@ import os
 import time
 from pathlib import Path
 
-from rmkit.conformance.remp.driven.adapters import open_implementation
 from rmkit.conformance.remp.driven.catalogue import catalogue, conformance_spec, requirements
 from rmkit.conformance.remp.driven.codec import adapter_spec
 from rmkit.conformance.remp.driven.generate import run_generated
 from rmkit.conformance.remp.driven.names import default_params
 from rmkit.conformance.remp.driven.report import ConformReport
-from rmkit.conformance.remp.driven.runner import FAIL, run_scenario
-from rmkit.conformance.remp.driven.scenario import read_scenario, write_scenario
+from rmkit.conformance.remp.driven.runner import FAIL, PASS, Failure, ScenarioResult, run_scenario
+from rmkit.conformance.remp.driven.scenario import Scenario, read_scenario, write_scenario
 from rmkit.conformance.remp.model import model_for
 
 ROLES = ("validator", "fullnode", "consumer")
@@ -54,7 +53,6 @@ def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: 
     for role in roles:
         impl = open_impl(role)
         try:
-            rep.implementation = rep.implementation or getattr(impl, "name", "")
             if regressions is not None and regressions.is_dir():
                 for path in sorted(regressions.glob("*.jsonl")):
                     sc = read_scenario(path)
@@ -79,8 +77,6 @@ def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: 
                 res = run_scenario(g.failing, impl)
                 if res.verdict != FAIL:  # the implementation is not deterministic: say so, keep the failure
                     res.verdict = FAIL
-                    from rmkit.conformance.remp.driven.runner import Failure
-
                     res.failure = Failure("flaky", len(g.failing.events), None, [], None,
                                           f"failed while generated ({g.message}) but passed when rerun: "
                                           "the implementation is not deterministic for the same events")
@@ -91,12 +87,9 @@ def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: 
                                           res.expected, res.failure.as_dict() if res.failure else None)
                     rep.saved.append(path)
             else:
-                from rmkit.conformance.remp.driven.runner import ScenarioResult
-                from rmkit.conformance.remp.driven.scenario import Scenario
-
                 summary = Scenario(id=f"generated-{role}", role=role, profile=profile, params={}, events=[],
                                    title=f"{g.examples} generated scenarios, {g.steps} steps", origin="generated")
-                rep.results.append(ScenarioResult(summary, "pass", g.steps))
+                rep.results.append(ScenarioResult(summary, PASS, g.steps))
         finally:
             impl.close()
     rep.elapsed_s = time.perf_counter() - started
