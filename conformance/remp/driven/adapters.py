@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 import importlib
 import os
-import queue
+import select
 import shlex
 import subprocess
 import threading
@@ -119,15 +119,25 @@ class ProcessImplementation:
                                          stderr=subprocess.PIPE, bufsize=0)
         except OSError as exc:
             raise UsageError(f"--impl-cmd {self.cmd!r}: cannot start {self.argv[0]!r} ({exc.strerror or exc})") from None
-        self._lines: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read_out, args=(self.proc.stdout, self._lines), daemon=True).start()
+        self._buf = b""
         threading.Thread(target=self._read_err, args=(self.proc.stderr,), daemon=True).start()
 
-    @staticmethod
-    def _read_out(stream, lines: queue.Queue) -> None:
-        for line in iter(stream.readline, b""):
-            lines.put(line)
-        lines.put(None)
+    def _readline(self) -> bytes | None:
+        """The next line of the implementation's stdout, waiting at most the step timeout (read
+        here, with select, rather than handed over by a thread: the handover cost more than the
+        reference's whole step); None at end of file; raises TimeoutError."""
+        deadline = time.monotonic() + self.timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
 
     def _read_err(self, stream) -> None:
         for line in iter(stream.readline, b""):
@@ -151,8 +161,8 @@ class ProcessImplementation:
 
     def _receive(self, step: int) -> tuple[dict, bytes]:
         try:
-            line = self._lines.get(timeout=self.timeout)
-        except queue.Empty:
+            line = self._readline()
+        except TimeoutError:
             self.close()
             raise ImplementationFailure("timeout", step, f"no answer within {self.timeout:g} s (--timeout)",
                                         stderr=self.stderr()) from None
@@ -219,10 +229,3 @@ def open_implementation(args, role: str):
 def hello_message(role: str, profile: str, params: dict, scenario: str = "") -> dict:
     return {"type": "hello", "protocol": "remp", "version": PROTOCOL_VERSION, "role": role, "profile": profile,
             "params": params, "scenario": scenario}
-
-
-def python_cmd() -> str:
-    """This interpreter, quoted for a command line (the reference adapter's process form)."""
-    import sys
-
-    return shlex.quote(sys.executable) if os.sep in sys.executable else sys.executable
