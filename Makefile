@@ -36,6 +36,11 @@ demo: $(STAMP)
 	@echo
 	@echo "== 6. the TLA+ model checked by TLC (hand-over configuration; \`rmkit tlc\` runs the small one)"
 	$(BIN)/rmkit tlc remp --config handover
+	@echo
+	@echo "== 7. driven conformance: a validator without replay protection is found, shrunk and saved (the reference passes)"
+	@rm -rf build/demo/regressions
+	$(BIN)/rmkit conform --role validator --impl-cmd "$(BIN)/python -m rmkit.reference_impl.remp.adapter ROLE" --max-examples 20 --derandomize --regressions build/demo/regressions | tail -3
+	-$(BIN)/rmkit conform --role validator --impl-cmd "$(BIN)/python -m rmkit.conformance.examples no_replay_protection ROLE" --max-examples 50 --derandomize --regressions build/demo/regressions | sed -n '/^failures:/,$$p'
 
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q
