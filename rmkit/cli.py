@@ -139,12 +139,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     sim = sub.add_parser("simulate", help="write a seeded, reproducible simulated receipt log",
                          description="Run the reference shard simulator (validators, full node, network, session\n"
-                                     "switches) and write its receipt log, for demos, fixtures and benchmarks.",
+                                     "switches) and write its receipt log, for demos, fixtures and benchmarks;\n"
+                                     "or a multi-file log with planted violations and a manifest.",
                          formatter_class=_Formatter)
     sim.add_argument("--protocol", default="remp")
     sim.add_argument("--profile", help="spec profile whose behaviour to simulate (default: the protocol's default)")
     sim.add_argument("--seed", type=int, default=1)
-    sim.add_argument("-o", "--out", required=True, metavar="FILE", help="output file (.gz compresses; - for stdout)")
+    sim.add_argument("-o", "--out", required=True, metavar="FILE|DIR",
+                     help="output file (.gz compresses; - for stdout), or directory of a multi-file log "
+                          "(see the protocol's options below)")
     for name in protocol_names():
         get_protocol(name).add_simulate_arguments(sim.add_argument_group(f"{name} options"))
     sim.set_defaults(func=cmd_simulate)

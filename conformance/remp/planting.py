@@ -1,0 +1,301 @@
+"""Planting violations into one part of a bulk simulated log, each proven by the checker.
+
+Why a module of its own: the injectors of :mod:`.faults` say how a buggy implementation could break
+a rule on one message; this module decides *which* messages get *which* rule (a seeded rotation
+over the rules the profile checks), and keeps a plant only once :class:`RempLogChecker`, run on
+that message alone in the same context (roles of its sources already known, the log's clock moved
+on past its horizon), finds the aimed rule and nothing but the plant's declared companions. What
+it finds is what the manifest records, so a plant is never described by intention alone.
+
+A part is held as a list of ``(kafka_time_ms, receipt)`` items, as :meth:`Simulation.timed` yields
+them; plants are edits of that list (:class:`~.faults.Plant`) applied when the part is written.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import os
+import random
+import tempfile
+from typing import Iterable, Optional
+
+import orjson
+
+from rmkit.conformance.remp.faults import FULLNODE_ROLE, PLANTERS, VALIDATOR_ROLE, Plant
+from rmkit.conformance.remp.model import model_for
+
+# rules a clean log of the profile breaks on (nearly) every message by design, when they are
+# checked at all: never planted, left out of the manifest (ever-node relays validator receipts
+# unsigned, which REMP-SIG-004 reports once keys are given)
+BACKGROUND = {"ever-node": ("REMP-SIG-004",)}
+KEYED_RULES = ("REMP-SIG-002", "REMP-SIG-003")  # need the validators' keys (--keys) to be checked
+MAX_VERIFIED_TRIES = 25  # messages tried (and checked) per plant before the rule is skipped in a part
+
+
+def plantable_rules(profile: str, keyed: bool, timed_validators: bool) -> tuple[list[str], dict[str, str]]:
+    """(rules to plant, in the rule file's order; rules left out with why) for a profile.
+
+    ``timed_validators``: whether validator receipts carry a time the checker can use (not so for
+    ever-node JSON Lines, whose validator receipts have timestamp 0 and no Kafka time)."""
+    m = model_for(profile)
+    todo, skipped = [], {}
+    for r in m.rules:
+        mode = r.mode(profile)
+        if mode == "off":
+            skipped[r.id] = f"off in the {profile} profile"
+        elif r.id in BACKGROUND.get(profile, ()):
+            skipped[r.id] = "broken by every clean message of this profile (validator receipts are relayed unsigned)" \
+                if keyed else "needs --keys, and is then broken by every clean message of this profile"
+        elif r.id in KEYED_RULES and not keyed:
+            skipped[r.id] = "needs the validators' keys (--keys)"
+        elif r.id not in PLANTERS:
+            skipped[r.id] = "no injector"
+        elif r.id in ("REMP-EXPIRY-001", "REMP-LIVE-001") and not timed_validators:
+            skipped[r.id] = "validator receipts carry no time in this profile's JSON Lines: use --kafka"
+        else:
+            todo.append(r.id)
+    return todo, skipped
+
+
+class PartContext:
+    """What the injectors of :mod:`.faults` may use about one part."""
+
+    def __init__(self, *, stream: list, profile: str, part: int, seed: int, fullnode_id: str,
+                 validators: list[str], validators_per_session: int, lifetime_s: float, kafka: bool,
+                 signer=None, outsider: str, second_fullnode: str, validator_set=None,
+                 last_part: bool = True):
+        from rmkit.reference_impl.remp.profile import traits
+
+        self.stream = stream
+        self.profile = profile
+        self.part = part
+        self.model = m = model_for(profile)
+        self.rng = random.Random(f"plant:{seed}:{part}")
+        self.fullnode_id = fullnode_id
+        self.fullnodes = {fullnode_id, second_fullnode}
+        self.validators = sorted(validators)
+        self._validator_set = set(validators) | {outsider}
+        self.validators_per_session = validators_per_session
+        self.lifetime_s = lifetime_s
+        self.kafka = kafka
+        self.signer = signer
+        self.outsider = outsider
+        self.second_fullnode = second_fullnode
+        self.validator_set = validator_set
+        self.last_part = last_part
+        t = traits(profile)
+        self.validator_signed = t.validator_signed
+        self.b64 = t.signature_encoding == "base64"
+        self.expiry_ms = m.expiry_bound_ms(lifetime_s)
+        self.horizon_ms = int(m.default_horizon_s(lifetime_s) * 1000)
+        self.close_after_ms = self.horizon_ms + 60_000  # the checker closes a message then
+        # whether the checker's clock moves with validator receipts (it needs two timed sources)
+        self.clocked = kafka or VALIDATOR_ROLE not in m.zero_time_roles
+        self._times = [kts for kts, _ in stream]
+        self._by_msg: Optional[dict] = None
+        self._first_single: Optional[dict] = None
+
+    # ---- what injectors ask -------------------------------------------------------------------
+    def role_of(self, src: str) -> str:
+        return FULLNODE_ROLE if src in self.fullnodes else VALIDATOR_ROLE
+
+    def index_at(self, t_ms: int) -> Optional[int]:
+        """The first stream index whose Kafka time is >= t_ms (None past the part's end)."""
+        j = bisect.bisect_left(self._times, t_ms)
+        return j if j < len(self._times) else None
+
+    def encode(self, kts: int, r: dict, offset: int = 0) -> bytes:
+        """The line (without newline) the receipt is written as."""
+        if self.kafka:
+            return orjson.dumps({"topic": "remp-receipts", "partition": self.part, "offset": offset, "timestamp": kts,
+                                 "key": r.get("message_id"), "value": r})
+        return orjson.dumps(r)
+
+    def signature_for(self, d: dict) -> str:
+        """The signature the receipt's source would write (really signed with keys)."""
+        if self.signer is not None and d["source_id"] in self.signer:
+            raw = self.signer.signature(d)
+        else:
+            body = orjson.dumps({k: v for k, v in d.items() if k != "signature"}, option=orjson.OPT_SORT_KEYS)
+            raw = hashlib.blake2b(body, digest_size=64).digest()
+        import base64
+
+        return base64.b64encode(raw).decode() if self.b64 else raw.hex()
+
+    def signed(self, d: dict) -> dict:
+        """``d`` with the signature its source puts on it ("" where the profile's source signs none)."""
+        if self.role_of(d["source_id"]) == VALIDATOR_ROLE and not self.validator_signed:
+            return {**d, "signature": ""}
+        return {**d, "signature": self.signature_for({**d, "signature": ""})}
+
+    def fullnode_known_before(self, i: int) -> bool:
+        """Did the full node issue a full-node-only receipt before stream index i (so that the
+        checker knows its role without a validator-set file)?"""
+        j = self.first_single().get(self.fullnode_id)
+        return self.validator_set is not None or (j is not None and j < i)
+
+    def end_time(self) -> int:
+        """About where the log's clock ends (the part's latest receipt time)."""
+        tail = self.stream[-1000:]
+        return max(max(r.get("timestamp") or 0, kts) for kts, r in tail) if tail else 0
+
+    # ---- indexes --------------------------------------------------------------------------------
+    def by_message(self) -> dict:
+        if self._by_msg is None:
+            idx: dict = {}
+            for i, (_, r) in enumerate(self.stream):
+                idx.setdefault(r["message_id"], []).append(i)
+            self._by_msg = idx
+        return self._by_msg
+
+    def first_single(self) -> dict:
+        """source -> stream index of its first receipt of a kind only one role may issue."""
+        if self._first_single is None:
+            kinds = self.model.kinds
+            first: dict = {}
+            for i, (_, r) in enumerate(self.stream):
+                src = r["source_id"]
+                if src not in first and len(kinds[r["kind"]].issuers) == 1:
+                    first[src] = i
+            self._first_single = first
+        return self._first_single
+
+
+def _checker(ctx: PartContext):
+    from rmkit.conformance.remp.checker import RempLogChecker
+
+    return RempLogChecker(ctx.profile, lifetime_s=ctx.lifetime_s, max_examples=0, validator_set=ctx.validator_set)
+
+
+def _clock(ctx: PartContext, t: int) -> list:
+    """Two receipts of a stand-in message from two validators at time t: the log's clock moves
+    there, as the rest of the log would move it."""
+    mid = hashlib.blake2b(f"clock:{t}".encode(), digest_size=32).hexdigest()
+    out = []
+    for n, v in enumerate(ctx.validators[:2]):
+        ts = t if VALIDATOR_ROLE not in ctx.model.zero_time_roles else 0
+        out.append((t + n, ctx.signed({"kind": "PutIntoQueue", "message_id": mid, "timestamp": ts, "source_id": v, "signature": ""})))
+    return out
+
+
+def _run_checker(ctx: PartContext, items: Iterable):
+    fd, path = tempfile.mkstemp(suffix=".jsonl", prefix="rmkit-plant-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for n, (kts, r) in enumerate(items):
+                f.write((r if isinstance(r, bytes) else ctx.encode(kts, r, n)) + b"\n")
+        return _checker(ctx).run([path])
+    finally:
+        os.unlink(path)
+
+
+def _first_time(items: list) -> Optional[int]:
+    for kts, r in items:
+        if isinstance(r, dict):
+            t = r.get("timestamp") or kts
+            if t:
+                return t
+    return None
+
+
+def message_items(ctx: PartContext, idxs: list, plant: Optional[Plant] = None) -> list:
+    """The message's items after the plant's edits, in stream order."""
+    before = plant.before if plant else {}
+    replace = plant.replace if plant else {}
+    out = []
+    for i in sorted(set(idxs) | set(before)):
+        out.extend(before.get(i, ()))
+        if i in idxs:
+            out.extend(replace.get(i, [ctx.stream[i]]))
+    return out
+
+
+def verify(ctx: PartContext, plant: Plant, idxs: list, judged: bool) -> set:
+    """The rules the checker finds on the planted message, checked alone in its context: the
+    roles of its sources as known before it, and, when the whole log's clock passes its horizon
+    (``judged``), the clock moved there."""
+    items = message_items(ctx, idxs, plant)
+    srcs = {r["source_id"] for _, r in items if isinstance(r, dict)}
+    first = ctx.first_single()
+    primers = sorted(first[s] for s in srcs if first.get(s) is not None and first[s] < idxs[0])
+    lines = [ctx.stream[j] for j in primers if ctx.stream[j][1]["message_id"] != plant.message_id]
+    t0 = _first_time(items)
+    if judged and t0 is not None:
+        at = t0 + ctx.horizon_ms + 1000
+        pos = next((n for n, (kts, _) in enumerate(items) if kts > at), len(items))
+        items = items[:pos] + _clock(ctx, at) + items[pos:]
+    rep = _run_checker(ctx, lines + items)
+    found = {v.rule for v in rep.violations if v.message_id == plant.message_id}
+    if rep.input_problems:
+        found.add("REMP-INPUT-001")
+    return found - set(BACKGROUND.get(ctx.profile, ()))
+
+
+def judged(ctx: PartContext, idxs: list) -> Optional[bool]:
+    """Will the checker judge this message's liveness? It does once the log's clock is a horizon
+    past its first receipt: always for a part that another follows, never for untimed receipts;
+    in the last part, when the log ends late enough. None when too close to call (such messages
+    are not planted)."""
+    if not ctx.clocked or not ctx.last_part:
+        return ctx.clocked
+    t0 = _first_time([ctx.stream[i] for i in idxs[:3]])
+    if t0 is None:
+        return False
+    left = ctx.end_time() - t0 - ctx.horizon_ms
+    return None if abs(left) < 10_000 else left > 0
+
+
+def natural_findings(ctx: PartContext) -> list:
+    """What the checker finds on the clean part, in the context of a longer log (for a part
+    followed by another, the clock moves past every message's horizon): ``[(rule, message id,
+    stream indexes)]``. The spec profile's simulator writes conforming logs, so this is only run
+    for profiles whose clean logs break rules by design (ever-node forgets expired messages
+    without a Timeout: non-strict REMP-LIVE-001)."""
+    items = list(ctx.stream)
+    if not ctx.last_part and ctx.clocked and items:
+        items += _clock(ctx, items[-1][0] + ctx.close_after_ms + 60_000)
+    rep = _run_checker(ctx, items)
+    bg = set(BACKGROUND.get(ctx.profile, ()))
+    out = []
+    for v in rep.violations:
+        if v.rule in bg or v.message_id is None:
+            continue
+        out.append((v.rule, v.message_id, sorted({e.line - 1 for e in v.evidence if e.line - 1 < len(ctx.stream)})))
+    return out
+
+
+def plant_part(ctx: PartContext, rules: list[str], exclude: set) -> tuple[list, list]:
+    """Plant ``rules`` (one violation each, on distinct messages) into the part. Returns
+    ``(plants with their found rules, rules that found no fitting message)``: ``[(Plant, found)]``."""
+    by_msg = ctx.by_message()
+    zone = {m: judged(ctx, idxs) for m, idxs in by_msg.items() if m not in exclude}
+    mids = [m for m, z in zone.items() if z is not None]
+    rng = ctx.rng
+    done, missed, used = [], [], set()
+    for rule in rules:
+        inject = PLANTERS[rule]
+        tries = 0
+        start = rng.randrange(len(mids)) if mids else 0
+        planted = None
+        for n in range(len(mids)):
+            mid = mids[(start + n) % len(mids)]
+            if mid in used:
+                continue
+            p = inject(ctx, mid, by_msg[mid])
+            if p is None:
+                continue
+            p.injector = inject.__name__
+            tries += 1
+            found = verify(ctx, p, by_msg[mid], zone[mid])
+            if rule in found and found <= {rule} | p.companions:
+                planted = (p, found)
+                break
+            if tries >= MAX_VERIFIED_TRIES:
+                break
+        if planted is None:
+            missed.append(rule)
+            continue
+        used.add(planted[0].message_id)
+        done.append(planted)
+    return done, missed
