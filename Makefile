@@ -41,6 +41,13 @@ demo: $(STAMP)
 	@rm -rf build/demo/regressions
 	$(BIN)/rmkit conform --role validator --impl-cmd "$(BIN)/python -m rmkit.reference_impl.remp.adapter ROLE" --max-examples 20 --derandomize --regressions build/demo/regressions | tail -3
 	-$(BIN)/rmkit conform --role validator --impl-cmd "$(BIN)/python -m rmkit.conformance.examples no_replay_protection ROLE" --max-examples 50 --derandomize --regressions build/demo/regressions | sed -n '/^failures:/,$$p'
+	@echo
+	@echo "== 8. a Spark audit: a two-file simulated log with violations planted (manifest.json says which) is audited"
+	@echo "      by a local Spark started by the command; the operator's report and charts go to build/demo/audit"
+	@rm -rf build/demo/big build/demo/audit
+	$(BIN)/rmkit simulate --messages 3000 --seed 1 --lifetime 60 --files 2 --violations 0.004 -o build/demo/big/
+	-$(BIN)/rmkit audit --master 'local[2]' --lifetime 60 --out build/demo/audit build/demo/big/part-00000.jsonl build/demo/big/part-00001.jsonl
+	@ls build/demo/audit
 
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q
@@ -75,6 +82,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_sign.py
 	$(BIN)/python bench/bench_tla.py
 	$(BIN)/python bench/bench_conform.py
+	$(BIN)/python bench/bench_simulate.py
+	$(BIN)/python bench/bench_audit.py
 
 docs: $(STAMP)
 	$(BIN)/rmkit spec docs --protocol remp -o spec/remp/README.md

@@ -36,7 +36,7 @@ def is_local(master: str) -> bool:
     return master.startswith("local")
 
 
-def get_session(master: str = "local[2]", app: str = "rmkit-audit", shuffle_partitions: int | None = None,
+def get_session(master: str | None = "local[2]", app: str = "rmkit-audit", shuffle_partitions: int | None = None,
                 driver_memory: str | None = None, progress: bool = True, extra: dict | None = None):
     """The SparkSession for ``master`` (an existing active session is reused as it is, so that one
     test session or a spark-submit launch serves every call)."""
@@ -51,12 +51,14 @@ def get_session(master: str = "local[2]", app: str = "rmkit-audit", shuffle_part
     problem = java_problem()
     if problem:
         raise SparkUnavailable(problem)
-    local = is_local(master)
+    # master None: launched by spark-submit, whose --master and --conf decide
+    local = master is not None and is_local(master)
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # the driver's Python must be the workers' Python too (a venv is not on PATH under spark-submit)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    b = (SparkSession.builder.master(master).appName(app)
+    b = SparkSession.builder if master is None else SparkSession.builder.master(master)
+    b = (b.appName(app)
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "true" if progress else "false")
          .config("spark.sql.variant.allowDuplicateKeys", "true")  # a JSON reader keeps the last value

@@ -1,1 +1,1 @@
-"""placeholder"""
+"""``rmkit audit --protocol remp``: the REMP rules of ``rmkit check`` as one PySpark job."""

@@ -32,7 +32,7 @@ def run(profile: str, args: argparse.Namespace) -> int:
         raise UsageError(f"--max-examples: expected a number >= 0, found {args.max_examples}")
     from rmkit.spark_checks.session import get_session
 
-    master = getattr(args, "master", None) or "local[*]"
+    master = None if getattr(args, "submitted", False) else (getattr(args, "master", None) or "local[*]")
     try:
         from rmkit.spark_checks.remp.inputs import expand_paths
 

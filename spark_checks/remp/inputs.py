@@ -202,16 +202,21 @@ def parse(lines: DataFrame) -> DataFrame:
     return df.withColumn("__t", doc_text).select(*cols)
 
 
-def line_offsets(parsed: DataFrame) -> dict[tuple[int, int], int]:
+def line_offsets(pieces) -> dict[tuple[int, int], int]:
     """(file index, split start) -> the number to add to a row's id to get its 1-based line
-    number. One small aggregation: rows per split and the split's first id."""
-    rows = parsed.groupBy("fidx", "blk").agg(F.count(F.lit(1)).alias("n"), F.min("rid").alias("r0")).collect()
+    number, from counts of the parsed rows: ``pieces`` are rows with ``fidx, blk, n`` (rows) and
+    ``r0`` (the first id), several of one split adding up (e.g. one per status)."""
+    splits: dict[tuple[int, int], list[int]] = {}
+    for r in pieces:
+        n_r0 = splits.setdefault((r.fidx, r.blk), [0, r.r0])
+        n_r0[0] += r.n
+        n_r0[1] = min(n_r0[1], r.r0)
     out: dict[tuple[int, int], int] = {}
     before: dict[int, int] = {}
-    for r in sorted(rows, key=lambda r: (r.fidx, r.blk)):
-        done = before.get(r.fidx, 0)
-        out[(r.fidx, r.blk)] = done - r.r0 + 1
-        before[r.fidx] = done + r.n
+    for (fidx, blk), (n, r0) in sorted(splits.items()):
+        done = before.get(fidx, 0)
+        out[(fidx, blk)] = done - r0 + 1
+        before[fidx] = done + n
     return out
 
 

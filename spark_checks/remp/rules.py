@@ -1,31 +1,39 @@
 """The REMP rules as DataFrame operations, taken from the compiled spec (``model_for(profile)``).
 
-Shape of the job: every receipt row is shuffled ONCE, by message id; inside a partition, window
-functions ordered by log position replay what the streaming checker does per message:
+Shape of the job: every receipt row is shuffled ONCE, by message id, and sorted ONCE, by message
+id and log position; every window function uses that one spec (:func:`in_order`), with row
+frames over it (before, up to, after the row, or all of the message's rows), so that the
+three window operators need no further sort. What the streaming checker keeps per message:
 
 * a message id's *lives*: a new life starts at a SentToValidators/PutIntoQueue more than the
   profile's expiry bound after the life's first timed receipt (two boundaries are followed, i.e.
-  up to three lives per id);
-* redelivered receipts (same text within a life) are dropped;
-* per source, its position before each receipt is the ``to`` of its previous receipt that had a
-  transition (the transition table of ``spec/remp/transitions.yaml`` as a SQL map), which gives
+  up to three lives per id), found in the list of the message's start receipts; ``life`` is a
+  column that the other windows filter on rather than partition by;
+* redelivered receipts (same text within a life) are dropped: the row's (life, text hash) is in
+  the list of the rows before it;
+* per source, its position before each receipt is the ``to`` of its previous receipt in the
+  life that had a transition (the transition table of ``spec/remp/transitions.yaml`` as a SQL
+  map), the last entry of the earlier transitions filtered to the life and source; this gives
   REMP-SEQ-001 / SRC-001 / SRC-002;
-* per life, running ``first``/``min`` aggregates give the first Finalized, the first inclusion of
-  each block, the first PutIntoQueue time, which give the replay, FIN and EXPIRY rules;
-* two aggregations on the same partitioning (per source, then per life) give the outcome (the
-  ordered rules of ``outcomes.yaml`` as a SQL CASE), REMP-OUTCOME-*, FIN-002, FN-001, LIVE-001.
+* the first Finalized, the first inclusion of each block and the first PutIntoQueue time before
+  a receipt in its life, from the same kind of lists, give the replay, FIN and EXPIRY rules;
+* one aggregation per life on the same partitioning gives the outcome (the ordered rules of
+  ``outcomes.yaml`` as a SQL CASE), REMP-OUTCOME-*, FIN-002, FN-001, LIVE-001; what is per source
+  (its last position, whether it queued the message) is read off its last transition row.
 
 Only what is global to the log is computed before the shuffle, as small aggregates over the
 parsed rows: the role each source first showed (kinds a single role issues), and the log's final
-clock. No Python function runs per row.
+clock. No Python function runs per row; messages have about 20 receipts, so the lists a row
+looks through are short.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from graphlib import TopologicalSorter
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from rmkit.conformance.remp.model import FULLNODE, VALIDATOR, RempModel
@@ -59,6 +67,22 @@ def java_pattern(p: str) -> str:
     return p[:-1] + r"\z" if p.endswith("$") and not p.endswith(r"\$") else p
 
 
+HEX_RUNS = re.compile(r"\^(?:(\[0-9a-f(?:A-F)?\]\{\d+\})|\(((?:\[0-9a-f(?:A-F)?\]\{\d+\}\|)+\[0-9a-f(?:A-F)?\]\{\d+\})\))\$")
+HEX_RUN = re.compile(r"\[0-9a-f(A-F)?\]\{(\d+)\}")
+
+
+def matches(v: Column, pattern: str) -> Column:
+    """Whether ``v`` fully matches a spec pattern. A run of hex digits of fixed lengths (the ids',
+    hashes' and signatures' formats) is checked by length and ``unhex``, several times cheaper
+    than a regular expression per row; any other pattern by Java's regex engine."""
+    m = HEX_RUNS.fullmatch(pattern)
+    runs = HEX_RUN.findall(m.group(1) or m.group(2)) if m else []
+    if not runs or len({upper for upper, _ in runs}) > 1:
+        return v.rlike(java_pattern(pattern))
+    ok = F.length(v).isin(*sorted({int(n) for _, n in runs})) & F.unhex(v).isNotNull()
+    return ok if runs[0][0] else ok & (F.lower(v) == v)
+
+
 def _lit_map(d: dict) -> Column:
     args = []
     for k, v in d.items():
@@ -72,6 +96,26 @@ def _arr(values) -> Column:
 
 def pos() -> Column:
     return F.struct(*[F.col(c) for c in POS])
+
+
+# The frames used over the one window spec (a message's rows in log order): rows before the
+# current one, up to it, after it, all of them.
+BEFORE = (Window.unboundedPreceding, -1)
+UPTO = (Window.unboundedPreceding, Window.currentRow)
+AFTER = (1, Window.unboundedFollowing)
+ALL = (Window.unboundedPreceding, Window.unboundedFollowing)
+
+
+def in_order(frame: tuple[int, int] | None = None) -> WindowSpec:
+    """THE window spec of the job: a message id's rows in log order (every window function uses
+    it, so the rows are sorted once, right after the shuffle), with a row frame."""
+    spec = Window.partitionBy("lg", "mid").orderBy(*POS)
+    return spec.rowsBetween(*frame) if frame else spec
+
+
+def in_life(entry: Column) -> Column:
+    """Whether a collected entry (a struct with ``life``) belongs to the current row's life."""
+    return entry.life == F.col("life")
 
 
 def ev(p: Column, kind: Column, src: Column) -> Column:
@@ -94,8 +138,8 @@ class RempRules:
         self.modes = {r.id: r.mode(m.profile) for r in m.rules}
         fmts = m.spec["formats"]["formats"]
         common = m.spec["kinds"]["common_fields"]
-        self.hash_re = java_pattern(fmts[common["message_id"]["format"]][m.profile]["pattern"])
-        self.sig_re = java_pattern(fmts[common["signature"]["format"]][m.profile]["pattern"])
+        self.hash_re = fmts[common["message_id"]["format"]][m.profile]["pattern"]
+        self.sig_re = fmts[common["signature"]["format"]][m.profile]["pattern"]
         self.fold = m.ids_fold_case
 
     def on(self, rule: str) -> bool:
@@ -125,51 +169,73 @@ class RempRules:
     def final_positions(self, role: Column) -> Column:
         return _lit_map({r: _arr(sorted(mach.final)) for r, mach in self.m.roles.items()})[role]
 
-    def field_problems(self) -> Column:
-        """The spec's per-kind field checks (required, integer type and minimum, pattern) as an
-        array of messages, the wording of ``rmkit check``."""
-        branches = None
+    def field_problems(self) -> list[Column]:
+        """The spec's per-kind field checks (required, integer type and minimum, pattern): one
+        message or null per check, the wording and order of ``rmkit check``. Each distinct check is one
+        expression guarded by the kinds it applies to (a CASE over every kind would be too large
+        for Spark's generated code, which then falls back to interpreting it row by row)."""
+        checks: dict[tuple, dict] = {}
+        order = TopologicalSorter()
         for name, ki in self.m.kinds.items():
-            probs = []
-            for fc in ki.fields:
-                v = F.col(fc.name)
-                fmt = fc.fmt or {}
-                wrong = f"{fc.name}: expected {fc.expected}, found "
-                if fmt.get("type") == "integer":
-                    bad = F.col(fc.name + "_bad")
-                    lo = fmt.get("minimum")
-                    cond_bad = bad | ((v < F.lit(int(lo))) if lo is not None else F.lit(False))
-                    probs.append(F.when(v.isNull() & ~bad, F.lit(f"{fc.name}: required for {name}, missing") if fc.required else None)
-                                 .when(cond_bad, F.concat(F.lit(wrong), F.coalesce(v.cast("string"), F.lit("a value of another type")))))
-                else:
-                    pat = fmt.get("pattern")
-                    fail = ~v.rlike(java_pattern(pat)) if pat else F.lit(False)
-                    probs.append(F.when(v.isNull(), F.lit(f"{fc.name}: required for {name}, missing") if fc.required else None)
-                                 .when(fail, F.concat(F.lit(wrong), F.lit("'"), v, F.lit("'"))))
-            arr = F.array_compact(F.array(*probs)) if probs else F.array().cast("array<string>")
-            branches = (F.when(F.col("kind") == name, arr) if branches is None else branches.when(F.col("kind") == name, arr))
-        return branches.otherwise(F.array().cast("array<string>"))
+            keys = [(fc.name, fc.expected, repr(sorted((fc.fmt or {}).items()))) for fc in ki.fields]
+            for key, fc in zip(keys, ki.fields):
+                c = checks.setdefault(key, {"fc": fc, "kinds": [], "required": []})
+                c["kinds"].append(name)
+                if fc.required:
+                    c["required"].append(name)
+            for before, after in zip(keys, keys[1:]):
+                order.add(after, before)
+            for key in keys:
+                order.add(key)
+        probs = [self._field_problem(**checks[key]) for key in order.static_order()]
+        return probs
+
+    @staticmethod
+    def _field_problem(fc, kinds: list[str], required: list[str]) -> Column:
+        """One field's problem for a receipt of one of ``kinds``, or null."""
+        kind, v = F.col("kind"), F.col(fc.name)
+        fmt = fc.fmt or {}
+        missing = F.when(kind.isin(*required), F.concat(F.lit(f"{fc.name}: required for "), kind, F.lit(", missing")))
+        wrong = f"{fc.name}: expected {fc.expected}, found "
+        out = F.when(~kind.isin(*kinds), F.lit(None))
+        if fmt.get("type") == "integer":
+            bad = F.col(fc.name + "_bad")
+            lo = fmt.get("minimum")
+            cond_bad = bad | ((v < F.lit(int(lo))) if lo is not None else F.lit(False))
+            return (out.when(v.isNull() & ~bad, missing)
+                    .when(cond_bad, F.concat(F.lit(wrong), F.coalesce(v.cast("string"), F.lit("a value of another type")))))
+        pat = fmt.get("pattern")
+        fail = ~matches(v, pat) if pat else F.lit(False)
+        return out.when(v.isNull(), missing).when(fail, F.concat(F.lit(wrong), F.lit("'"), v, F.lit("'")))
 
     # -- stage 1: per-row columns that need no other row --------------------------------------
     def prepare(self, receipts: DataFrame) -> DataFrame:
-        low = F.lower if self.fold else (lambda c: c)
         df = receipts
         ts = F.col("timestamp")
         ts_ok = ts.isNotNull() & ~F.col("timestamp_bad") & (ts >= 0)
         df = df.withColumn("ts_ok", ts_ok)
         df = df.withColumn("t", F.when(ts_ok & (ts != 0), ts).otherwise(F.col("kts")))
         src_bad = F.when(F.col("source_id").isNull(), F.lit(f"source_id: expected {self.m.hash_expected}, found nothing")) \
-            .when(~F.col("source_id").rlike(self.hash_re), F.concat(F.lit(f"source_id: expected {self.m.hash_expected}, found '"), F.col("source_id"), F.lit("'")))
+            .when(~matches(F.col("source_id"), self.hash_re), F.concat(F.lit(f"source_id: expected {self.m.hash_expected}, found '"), F.col("source_id"), F.lit("'")))
         ts_bad = F.when(~ts_ok, F.concat(F.lit("timestamp: expected an integer >= 0 (unix ms), found "),
                                           F.coalesce(ts.cast("string"), F.when(F.col("timestamp_bad"), F.lit("a value of another type")), F.lit("nothing"))))
-        df = df.withColumn("bad", F.array_compact(F.array(src_bad, ts_bad)))
-        df = df.withColumn("bad", F.when(self.kind_bit(F.col("kind")).isNotNull(), F.concat(F.col("bad"), self.field_problems())).otherwise(F.col("bad")))
-        df = df.withColumn("mid", low(F.col("message_id"))).withColumn("src", low(F.col("source_id")))
-        df = df.withColumn("block", low(F.col("block_id")))
+        # the problems joined (null: none); concat_ws skips the null ones
+        df = df.withColumn("bad", F.nullif(F.concat_ws("; ", src_bad, ts_bad, *self.field_problems()), F.lit("")))
+        df = df.withColumn("block", F.lower(F.col("block_id")) if self.fold else F.col("block_id"))
         df = df.withColumn("kbit", self.kind_bit(F.col("kind")))
         df = df.withColumn("single_role", self.single_issuer(F.col("kind")))
-        df = df.withColumn("key", F.coalesce(F.col("src"), F.col("message_id")))
-        return df
+        sig = F.col("signature")
+        no_sig = sig.isNull() | (sig == "")
+        df = df.withColumn("no_sig", no_sig)
+        return df.withColumn("sig_shown", F.when(~no_sig & ~matches(sig, self.sig_re), F.substring(sig, 1, 40)))
+
+    def identities(self, prepared: DataFrame) -> DataFrame:
+        """``mid``, ``src`` (the ids as compared, case-folded where the profile says so) and
+        ``key`` (the clock's source: the source, else the message). Cheap to derive, so added
+        after the kept table rather than doubling its strings."""
+        low = F.lower if self.fold else (lambda c: c)
+        df = prepared.withColumn("mid", low(F.col("message_id"))).withColumn("src", low(F.col("source_id")))
+        return df.withColumn("key", F.coalesce(F.col("src"), F.col("message_id")))
 
     # -- global facts (small aggregates before the shuffle) --------------------------------------
     def first_roles(self, prepared: DataFrame) -> DataFrame:
@@ -177,35 +243,53 @@ class RempRules:
         the streaming checker infers for the source from then on."""
         r = prepared.where(F.col("mid").isNotNull() & F.col("src").isNotNull() & F.col("single_role").isNotNull())
         first = F.min(F.struct(pos().alias("p"), F.col("single_role").alias("role"), F.col("kind").alias("k"), F.col("mid").alias("m")))
-        return r.groupBy("src").agg(first.alias("fr")).select(
-            "src", F.col("fr.role").alias("known_role"), F.col("fr.p").alias("known_pos"))
+        return r.groupBy("lg", "src").agg(first.alias("fr")).select(
+            "lg", "src", F.col("fr.role").alias("known_role"), F.col("fr.p").alias("known_pos"))
 
-    # -- stage 2: per message, in log order ------------------------------------------------------
-    def per_life(self, prepared: DataFrame, roles: DataFrame, partitions: int | None, hwm_end: int | None) -> DataFrame:
-        m, lim = self.m, self.lim
-        E = lim.expiry_ms
-        df = prepared.where(F.col("mid").isNotNull()).join(F.broadcast(roles), "src", "left")
+    # -- stage 2: per message, in log order, on ONE window spec ------------------------------------
+    def per_life(self, prepared: DataFrame, roles: DataFrame, partitions: int | None, hwm_end: dict) -> DataFrame:
+        """One row per message life (``lg``: the log, when several independent logs are checked
+        at once; ``hwm_end``: each log's final clock)."""
+        df = prepared.where(F.col("mid").isNotNull()).join(F.broadcast(roles), ["lg", "src"], "left")
+        # by message id alone: it clusters (lg, mid) too, and stays the one shuffle when lg is a constant
         df = df.repartition(partitions, "mid") if partitions else df.repartition("mid")
-        P = pos()
-        df = df.withColumn("P", P)
-        wm = Window.partitionBy("mid").orderBy(*POS)
-        wall = Window.partitionBy("mid")
+        df = self._lives_split(df.withColumn("P", pos()))
+        df = self._replayed(df)
+        df = self._roles(df)
+        df = self._history(df)
+        df = df.withColumn("viols", self.row_violations())
+        return self.lives(df, hwm_end)
+
+    def _lives_split(self, df: DataFrame) -> DataFrame:
+        """``life``: 0, 1 or 2; a life starts at a start kind more than the expiry bound after the
+        previous life's first timed receipt (that of the message, for the first boundary)."""
+        E = self.lim.expiry_ms
         start = F.col("kind").isin(*START_KINDS) & F.col("t").isNotNull()
-        # lives: a start kind beyond the expiry bound after the life's first timed receipt
-        df = df.withColumn("ft0", F.first("t", ignorenulls=True).over(wm.rowsBetween(Window.unboundedPreceding, -1)))
-        df = df.withColumn("b1", F.min(F.when(start & (F.col("t") - F.col("ft0") > E), F.struct(F.col("P").alias("p"), F.col("t").alias("t")))).over(wall))
-        c2 = start & (F.col("P") > F.col("b1.p")) & (F.col("t") - F.col("b1.t") > E)
-        df = df.withColumn("b2", F.min(F.when(c2, F.col("P"))).over(wall))
-        df = df.withColumn("life", (F.coalesce(F.col("P") >= F.col("b1.p"), F.lit(False)).cast("int")
-                                    + F.coalesce(F.col("P") >= F.col("b2"), F.lit(False)).cast("int")))
-        wl = Window.partitionBy("mid", "life").orderBy(*POS)
-        before = wl.rowsBetween(Window.unboundedPreceding, -1)
-        upto = wl.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        df = df.withColumn("dup", F.row_number().over(Window.partitionBy("mid", "life", "h").orderBy(*POS)) > 1)
-        df = df.withColumn("life_first", F.row_number().over(wl) == 1)
-        df = df.withColumn("first_t", F.first("t", ignorenulls=True).over(upto))
+        df = df.select("*", F.collect_list(F.when(start, F.struct(F.col("P").alias("p"), F.col("t").alias("t")))).over(in_order(ALL)).alias("starts"),
+                       F.first("t", ignorenulls=True).over(in_order(ALL)).alias("msg_first_t"),
+                       F.first("t", ignorenulls=True).over(in_order(UPTO)).alias("first_t_upto"))
+        # the starts come in log order: the first that qualifies is the boundary
+        df = df.withColumn("b1", F.get(F.filter("starts", lambda x: x.t - F.col("msg_first_t") > E), 0))
+        df = df.withColumn("b2", F.get(F.filter("starts", lambda x: (x.p > F.col("b1.p")) & (x.t - F.col("b1.t") > E)), 0))
+        after_b1 = F.coalesce(F.col("P") >= F.col("b1.p"), F.lit(False))
+        after_b2 = F.coalesce(F.col("P") >= F.col("b2.p"), F.lit(False))
+        df = df.withColumn("life", after_b1.cast("int") + after_b2.cast("int"))
+        df = df.withColumn("is_last_life", F.col("life") == F.when(F.col("b2").isNotNull(), 2).when(F.col("b1").isNotNull(), 1).otherwise(0))
+        # a later life begins with its boundary receipt, which has a time
+        df = df.withColumn("first_t", F.when(F.col("life") == 0, F.col("first_t_upto")).when(F.col("life") == 1, F.col("b1.t"))
+                           .otherwise(F.col("b2.t")))
+        return df.drop("starts", "msg_first_t", "first_t_upto", "b1", "b2")
+
+    def _replayed(self, df: DataFrame) -> DataFrame:
+        """``dup``: the same text came earlier in the life (a redelivery); ``life_first``."""
+        seen = F.collect_list(F.struct("life", "h")).over(in_order(BEFORE))
+        df = df.select("*", F.array_contains(seen, F.struct("life", "h")).alias("dup"),
+                       (~F.lag("life").over(in_order()).eqNullSafe(F.col("life"))).alias("life_first"))
         df = df.withColumn("known", F.col("kbit").isNotNull())
-        df = df.withColumn("kr", ~F.col("dup") & F.col("known"))
+        return df.withColumn("kr", ~F.col("dup") & F.col("known"))
+
+    def _roles(self, df: DataFrame) -> DataFrame:
+        """The source's role for each receipt and the spec's transition (``tr_``, ``tr``)."""
         issuers = self.issuers(F.col("kind"))
         known_before = F.col("known_pos").isNotNull() & (F.col("known_pos") < F.col("P"))
         df = df.withColumn("role_conflict", F.col("kr") & F.col("src").isNotNull() & known_before
@@ -217,23 +301,43 @@ class RempRules:
         df = df.withColumn("role", F.when(F.col("kr"), role))
         df = df.withColumn("tr_", self.transition(F.col("kind"), F.col("role")))
         df = df.withColumn("tr", F.col("kr") & F.col("src").isNotNull() & F.col("tr_").isNotNull())
-        ws = Window.partitionBy("mid", "life", "src").orderBy(*POS).rowsBetween(Window.unboundedPreceding, -1)
-        df = df.withColumn("prev", F.last(F.when(F.col("tr"), F.struct(F.col("tr_.to").alias("to"), F.col("P").alias("p"), F.col("kind").alias("k"))),
-                                          ignorenulls=True).over(ws))
-        df = df.withColumn("pos_before", F.coalesce(F.col("prev.to"), F.lit("none")))
         finr = F.col("kr") & (F.col("kind") == "Finalized") & F.col("block").isNotNull()
         incl = F.col("kr") & F.col("kind").isin(*INCLUSION_KINDS) & F.col("block").isNotNull()
-        df = df.withColumn("finr", finr).withColumn("incl", incl)
-        df = df.withColumn("fin_before", F.first(F.when(F.col("finr"), F.struct(F.col("block").alias("b"), F.col("P").alias("p"), F.col("t").alias("t"), F.col("src").alias("s"))),
-                                                 ignorenulls=True).over(before))
-        df = df.withColumn("put_before", F.first(F.when(F.col("kr") & (F.col("kind") == "PutIntoQueue") & (F.col("t") != 0), F.col("t")), ignorenulls=True).over(before))
-        df = df.withColumn("incl_first", F.col("incl") & (F.row_number().over(Window.partitionBy("mid", "life", "incl", "block").orderBy(*POS)) == 1))
-        df = df.withColumn("viols", self.row_violations())
-        return self.lives(df, hwm_end)
+        return df.withColumn("finr", finr).withColumn("incl", incl)
+
+    def _history(self, df: DataFrame) -> DataFrame:
+        """What came before (and after) a receipt in its life, from lists of the rows around it
+        filtered to the life (and source, block): the source's previous transition, the first
+        Finalized, the first PutIntoQueue time, whether the block's inclusion is its first, and
+        for the per-life aggregation whether the row is its source's last transition and whether
+        the source queued the message."""
+        def rows(cond: Column, *fields, frame=BEFORE) -> Column:
+            return F.collect_list(F.when(cond, F.struct("life", *fields))).over(in_order(frame))
+
+        queued_kind = F.col("kbit").bitwiseAND(F.lit(self.m.queued_mask)) != 0
+        put = F.col("kr") & (F.col("kind") == "PutIntoQueue") & (F.col("t") != 0)
+        df = df.select(
+            "*",
+            rows(F.col("tr"), "src", F.col("tr_.to").alias("to"), F.col("P").alias("p"), F.col("kind").alias("k")).alias("trs_before"),
+            rows(F.col("finr"), F.col("block").alias("b"), F.col("P").alias("p"), "t", F.col("src").alias("s")).alias("fins_before"),
+            rows(put, "t").alias("puts_before"),
+            rows(F.col("incl"), "block").alias("incl_before"),
+            rows(F.col("tr"), "src", frame=AFTER).alias("trs_after"),
+            rows(F.col("tr") & queued_kind, "src", frame=UPTO).alias("queued_upto"))
+        same_src = lambda x: in_life(x) & (x.src == F.col("src"))  # noqa: E731
+        prev = F.filter("trs_before", same_src)
+        df = df.withColumn("prev", F.get(prev, F.size(prev) - 1))
+        df = df.withColumn("pos_before", F.coalesce(F.col("prev.to"), F.lit("none")))
+        df = df.withColumn("fin_before", F.get(F.filter("fins_before", in_life), 0))
+        df = df.withColumn("put_before", F.get(F.filter("puts_before", in_life), 0).t)
+        df = df.withColumn("incl_first", F.col("incl") & ~F.exists("incl_before", lambda x: in_life(x) & (x.block == F.col("block"))))
+        df = df.withColumn("src_last", F.col("tr") & ~F.exists("trs_after", same_src))
+        df = df.withColumn("src_queued", F.col("src_last") & F.exists("queued_upto", same_src))
+        return df.drop("trs_before", "fins_before", "puts_before", "incl_before", "trs_after", "queued_upto")
 
     def row_violations(self) -> Column:
         """Every violation a receipt row causes, as an array of (rule, explanation, evidence)."""
-        m, lim, on = self.m, self.lim, self.on
+        m, on = self.m, self.on
         me = ev(F.col("P"), F.col("kind"), F.col("src"))
         out = []
 
@@ -243,9 +347,9 @@ class RempRules:
 
         eff = ~F.col("dup")
         kind_txt = F.coalesce(F.col("kind"), F.lit("receipt"))
-        mid_bad = F.col("life_first") & ~F.col("message_id").rlike(self.hash_re)
-        bad = F.when(mid_bad, F.concat(F.col("bad"), F.array(F.concat(F.lit(f"message_id: expected {m.hash_expected}, found '"), F.col("message_id"), F.lit("'"))))).otherwise(F.col("bad"))
-        add("REMP-SCHEMA-001", eff & (F.size(bad) > 0), F.concat(kind_txt, F.lit(": "), F.array_join(bad, "; ")), F.array(me))
+        mid_bad = F.col("life_first") & ~matches(F.col("message_id"), self.hash_re)
+        bad = F.concat_ws("; ", F.col("bad"), F.when(mid_bad, F.concat(F.lit(f"message_id: expected {m.hash_expected}, found '"), F.col("message_id"), F.lit("'"))))
+        add("REMP-SCHEMA-001", eff & (bad != ""), F.concat(kind_txt, F.lit(": "), bad), F.array(me))
         add("REMP-KIND-001", eff & ~F.col("known"), F.concat(F.lit("unknown kind "), F.coalesce(F.col("kind"), F.lit("(none)"))), F.array(me))
         kr = F.col("kr")
         add("REMP-KIND-002", kr & ~self.in_table(F.col("kind")), F.concat(F.col("kind"), F.lit(f" is not in the {self.profile} profile's status table")), F.array(me))
@@ -261,11 +365,10 @@ class RempRules:
             F.concat(F.col("kind"), F.lit(" from "), F.coalesce(F.col("role"), F.lit("None")), F.lit(" "), F.col("src"), F.lit(" has timestamp 0")), F.array(me))
         unsigned = _arr(sorted(m.unsigned_roles))
         unsigned_ok = F.when(F.col("role").isNotNull(), F.array_contains(unsigned, F.col("role"))).otherwise(F.arrays_overlap(issuers, unsigned))
-        sig = F.col("signature")
-        no_sig = sig.isNull() | (sig == "")
-        add("REMP-SIG-001", has_src & ((no_sig & F.lit(bool(m.signature_required)) & ~unsigned_ok) | (~no_sig & ~sig.rlike(self.sig_re))),
+        no_sig = F.col("no_sig")
+        add("REMP-SIG-001", has_src & ((no_sig & F.lit(bool(m.signature_required)) & ~unsigned_ok) | F.col("sig_shown").isNotNull()),
             F.when(no_sig, F.concat(F.col("kind"), F.lit(" from "), F.col("src"), F.lit(" carries no signature")))
-            .otherwise(F.concat(F.lit(f"signature: expected {m.signature_expected}, found '"), F.substring(sig, 1, 40), F.lit("'"))), F.array(me))
+            .otherwise(F.concat(F.lit(f"signature: expected {m.signature_expected}, found '"), F.col("sig_shown"), F.lit("'"))), F.array(me))
         # per-source transitions
         tr = F.col("tr")
         allowed = F.array_contains(F.col("tr_.allowed"), F.col("pos_before"))
@@ -306,85 +409,86 @@ class RempRules:
         return F.filter(F.array(*out), lambda x: x.isNotNull()) if out else F.array().cast(
             "array<struct<rule:string,explanation:string,evidence:array<struct<fidx:int,blk:bigint,rid:bigint,kind:string,source_id:string>>>>")
 
-    # -- stage 3: per source, then per life (same partitioning: no further shuffle) ---------------
-    def lives(self, df: DataFrame, hwm_end: int | None) -> DataFrame:
+    # -- stage 3: one aggregation per life (same partitioning: no further shuffle) ----------------
+    def _queued_sets(self) -> dict[tuple, str]:
+        """Position sets the outcome rules and REMP-OUTCOME-001 count queued validators in -> the
+        column counting them."""
+        names: dict[tuple, str] = {}
+        for _, _, when in self.m.outcomes:
+            for key in ("queued_all_in", "queued_fraction_in"):
+                if key in when:
+                    ps = tuple(sorted(when[key] if key == "queued_all_in" else when[key]["positions"]))
+                    names.setdefault(ps, f"nq_{len(names)}")
+        names.setdefault(tuple(sorted(REJECT_POSITIONS)), f"nq_{len(names)}")
+        return names
+
+    def lives(self, df: DataFrame, hwm_end: dict) -> DataFrame:
+        """Aggregate the rows of each life. What is per source (its last position, whether it
+        queued the message) is read off the row of its last transition (``src_last``)."""
         m, lim = self.m, self.lim
         kinds = list(m.kinds)
-        P = F.col("P")
+        P, kr = F.col("P"), F.col("kr")
+        src_role = F.coalesce(F.col("known_role"), F.col("role"))
+        validator = F.col("src_last") & (src_role == VALIDATOR)
+        queued = validator & F.col("src_queued")
+        last_ev = ev(P, F.col("kind"), F.col("src"))
+        pos_sets = self._queued_sets()
+
+        def first_evidence(cond: Column, n: int) -> Column:
+            return F.slice(F.array_sort(F.collect_list(F.when(cond, last_ev))), 1, n)
+
         agg = [
-            F.max(F.col("tr")).alias("has_st"),
-            F.max(F.when(F.col("tr"), F.struct(P.alias("p"), F.col("tr_.to").alias("to"), F.col("kind").alias("k"), F.col("role").alias("role")))).alias("last"),
-            F.max(F.col("tr") & ((F.col("kbit").bitwiseAND(F.lit(m.queued_mask))) != 0)).alias("queued"),
-            F.bit_or(F.when(F.col("kr"), F.col("kbit"))).alias("kmask"),
+            F.sum(queued.cast("int")).alias("nq"),
+            *[F.sum((queued & F.col("tr_.to").isin(*ps)).cast("int")).alias(name) for ps, name in pos_sets.items()],
+            F.sum(validator.cast("int")).alias("nvals"),
+            first_evidence(queued, 20).alias("q_ev"),
+            first_evidence(validator, 5).alias("val_ev"),
+            first_evidence(F.col("src_last"), 6).alias("last_ev"),
+            F.bit_or(F.when(kr, F.col("kbit"))).alias("kmask"),
             F.min(F.when(F.col("finr"), F.struct(P.alias("p"), F.col("block").alias("b"), F.col("t").alias("t"), F.col("src").alias("s")))).alias("fin"),
-            F.min(F.when(F.col("kr") & (F.col("kind") == "RejectedByFullnode"), F.struct(P.alias("p"), F.col("src").alias("s")))).alias("fn_rej"),
-            F.collect_set(F.when(F.col("kr") & (F.col("kind") == "IncludedIntoAcceptedBlock"), F.col("block"))).alias("acc"),
-            F.min(F.when(F.col("kr") & (F.col("kind") == "SentToValidators") & F.col("t").isNotNull(), F.struct(P.alias("p"), F.col("t").alias("t")))).alias("sent"),
-            F.min(F.when(F.col("kr") & (F.col("kind") == "PutIntoQueue") & (F.col("t") != 0), F.struct(P.alias("p"), F.col("t").alias("t")))).alias("put"),
+            F.min(F.when(kr & (F.col("kind") == "RejectedByFullnode"), F.struct(P.alias("p"), F.col("src").alias("s")))).alias("fn_rej"),
+            F.collect_set(F.when(kr & (F.col("kind") == "IncludedIntoAcceptedBlock"), F.col("block"))).alias("acc"),
+            F.min(F.when(kr & (F.col("kind") == "SentToValidators") & F.col("t").isNotNull(), F.struct(P.alias("p"), F.col("t").alias("t")))).alias("sent"),
+            F.min(F.when(kr & (F.col("kind") == "PutIntoQueue") & (F.col("t") != 0), F.struct(P.alias("p"), F.col("t").alias("t")))).alias("put"),
             F.min(F.when(F.col("t").isNotNull(), F.struct(P.alias("p"), F.col("t").alias("t")))).alias("ft"),
             F.min(P).alias("first_p"),
             F.sum(F.col("dup").cast("int")).alias("dups"),
             F.flatten(F.collect_list(F.col("viols"))).alias("viols"),
-            F.first("known_role", ignorenulls=True).alias("known_role"),
-        ] + [F.sum((F.col("kr") & (F.col("kind") == k)).cast("int")).alias("n_" + k) for k in kinds]
-        per_src = df.groupBy("mid", "life", "src").agg(*agg)
-        role_of = F.coalesce(F.col("known_role"), F.col("last.role"))
-        per_src = per_src.withColumn("role_of", F.when(F.col("src").isNotNull(), role_of))
-        is_q = F.col("src").isNotNull() & F.col("queued") & (F.col("role_of") == VALIDATOR)
-        last_ev = ev(F.col("last.p"), F.col("last.k"), F.col("src"))
-        pos_sets = {}
-        for _, _, when in m.outcomes:
-            for key in ("queued_all_in", "queued_fraction_in"):
-                if key in when:
-                    ps = tuple(sorted(when[key] if key == "queued_all_in" else when[key]["positions"]))
-                    pos_sets.setdefault(ps, f"nq_{len(pos_sets)}")
-        rej = tuple(sorted(REJECT_POSITIONS))
-        if rej not in pos_sets:
-            pos_sets[rej] = f"nq_{len(pos_sets)}"
-        lagg = [
-            F.sum(is_q.cast("int")).alias("nq"),
-            *[F.sum((is_q & F.col("last.to").isin(*ps)).cast("int")).alias(name) for ps, name in pos_sets.items()],
-            F.sum((F.col("src").isNotNull() & F.col("has_st") & (F.col("role_of") == VALIDATOR)).cast("int")).alias("nvals"),
-            F.slice(F.array_sort(F.collect_list(F.when(is_q, last_ev))), 1, 20).alias("q_ev"),
-            F.slice(F.array_sort(F.collect_list(F.when(F.col("src").isNotNull() & F.col("has_st") & (F.col("role_of") == VALIDATOR), last_ev))), 1, 5).alias("val_ev"),
-            F.slice(F.array_sort(F.collect_list(F.when(F.col("has_st") & F.col("src").isNotNull(), last_ev))), 1, 6).alias("last_ev"),
-            F.bit_or("kmask").alias("kmask"), F.min("fin").alias("fin"), F.min("fn_rej").alias("fn_rej"),
-            F.array_distinct(F.flatten(F.collect_list("acc"))).alias("acc"),
-            F.min("sent").alias("sent"), F.min("put").alias("put"), F.min("ft").alias("ft"), F.min("first_p").alias("first_p"),
-            F.sum("dups").alias("dups"), F.flatten(F.collect_list("viols")).alias("viols"),
-        ] + [F.sum("n_" + k).alias("n_" + k) for k in kinds]
-        life = per_src.groupBy("mid", "life").agg(*lagg)
-        life = life.withColumn("is_last", F.col("life") == F.max("life").over(Window.partitionBy("mid")))
-        # the outcome: the spec's ordered rules, first that holds
-        outcome, final = None, None
-        for name, fin_flag, when in m.outcomes:
-            conds = []
-            if "any_kind" in when:
-                conds.append((F.coalesce(F.col("kmask"), F.lit(0)).bitwiseAND(F.lit(when["any_mask"]))) != 0)
-            if "queued_all_in" in when:
-                col = pos_sets[tuple(sorted(when["queued_all_in"]))]
-                conds.append((F.col("nq") > 0) & (F.col(col) == F.col("nq")))
-            if "queued_fraction_in" in when:
-                q = when["queued_fraction_in"]
-                col = pos_sets[tuple(sorted(q["positions"]))]
-                frac = q["at_least"]
-                conds.append((F.col("nq") > 0) & (F.col(col) * F.lit(frac.denominator) >= F.col("nq") * F.lit(frac.numerator)))
-            cond = F.lit(True)
-            for c in conds:
-                cond = cond & c
-            outcome = F.when(cond, F.lit(name)) if outcome is None else outcome.when(cond, F.lit(name))
-            final = F.when(cond, F.lit(fin_flag)) if final is None else final.when(cond, F.lit(fin_flag))
-        life = life.withColumn("outcome", outcome.otherwise(F.lit("pending"))).withColumn("final", final.otherwise(F.lit(False)))
+            F.max("is_last_life").alias("is_last"),
+        ] + [F.sum((kr & (F.col("kind") == k)).cast("int")).alias("n_" + k) for k in kinds]
+        life = df.groupBy("lg", "mid", "life").agg(*agg)
+        life = life.withColumn("outcome", self.outcome(pos_sets, lambda o: o[0]).otherwise(F.lit("pending")))
+        life = life.withColumn("final", self.outcome(pos_sets, lambda o: o[1]).otherwise(F.lit(False)))
         first_t = F.col("ft.t")
-        hwm = F.lit(hwm_end).cast("long")
+        hwm = _lit_map({k: v for k, v in hwm_end.items() if v is not None})[F.col("lg")].cast("long") if any(
+            v is not None for v in hwm_end.values()) else F.lit(None).cast("long")
         not_judged = ~F.col("final") & (first_t.isNull() | hwm.isNull() | (F.col("is_last") & (hwm - first_t < F.lit(lim.horizon_ms))))
         life = life.withColumn("not_judged", not_judged).withColumn("lost", ~F.col("final") & ~not_judged)
-        life = life.withColumn("viols", F.concat(F.col("viols"), self.life_violations()))
+        life = life.withColumn("viols", F.concat(F.col("viols"), self.life_violations(pos_sets)))
         life = life.withColumn("queue_ack_ms", F.col("put.t") - F.col("sent.t"))
         life = life.withColumn("finalized_ms", F.when(F.col("fin").isNotNull(), F.col("fin.t") - F.col("sent.t")))
         return life
 
-    def life_violations(self) -> Column:
+    def outcome(self, pos_sets: dict[tuple, str], value) -> Column:
+        """The spec's ordered outcome rules as a CASE, first that holds; ``value`` picks what a
+        rule gives from (name, final)."""
+        out = None
+        for name, fin_flag, when in self.m.outcomes:
+            cond = F.lit(True)
+            if "any_kind" in when:
+                cond = cond & ((F.coalesce(F.col("kmask"), F.lit(0)).bitwiseAND(F.lit(when["any_mask"]))) != 0)
+            if "queued_all_in" in when:
+                col = pos_sets[tuple(sorted(when["queued_all_in"]))]
+                cond = cond & (F.col("nq") > 0) & (F.col(col) == F.col("nq"))
+            if "queued_fraction_in" in when:
+                q = when["queued_fraction_in"]
+                col, frac = pos_sets[tuple(sorted(q["positions"]))], q["at_least"]
+                cond = cond & (F.col("nq") > 0) & (F.col(col) * F.lit(frac.denominator) >= F.col("nq") * F.lit(frac.numerator))
+            v = F.lit(value((name, fin_flag)))
+            out = F.when(cond, v) if out is None else out.when(cond, v)
+        return out
+
+    def life_violations(self, pos_sets: dict[tuple, str]) -> Column:
         on = self.on
         out = []
 
@@ -394,12 +498,8 @@ class RempRules:
 
         fin = F.col("fin")
         fin_ev = ev(fin.p, F.lit("Finalized"), fin.s)
-        rej_col = None
         has_fin = fin.isNotNull()
-        rej = tuple(sorted(REJECT_POSITIONS))
-        # the column counting queued validators in a reject/timeout position
-        for c in self._rej_cols():
-            rej_col = c
+        rej_col = pos_sets[tuple(sorted(REJECT_POSITIONS))]  # queued validators in a reject/timeout position
         add("REMP-OUTCOME-001", has_fin & (F.col("nq") > 0) & (F.col(rej_col) == F.col("nq")),
             F.format_string("finalized, yet all %d validators that queued it ended in a reject or timeout", F.col("nq")),
             F.concat(F.array(fin_ev), F.col("q_ev")))
@@ -417,24 +517,13 @@ class RempRules:
         return F.filter(F.array(*out), lambda x: x.isNotNull()) if out else F.array().cast(
             "array<struct<rule:string,explanation:string,evidence:array<struct<fidx:int,blk:bigint,rid:bigint,kind:string,source_id:string>>>>")
 
-    def _rej_cols(self):
-        names = {}
-        for _, _, when in self.m.outcomes:
-            for key in ("queued_all_in", "queued_fraction_in"):
-                if key in when:
-                    ps = tuple(sorted(when[key] if key == "queued_all_in" else when[key]["positions"]))
-                    names.setdefault(ps, f"nq_{len(names)}")
-        rej = tuple(sorted(REJECT_POSITIONS))
-        names.setdefault(rej, f"nq_{len(names)}")
-        return [names[rej]]
-
     def unnamed_violations(self, prepared: DataFrame) -> DataFrame:
         """Receipts that name no readable message (REMP-SCHEMA-001 without a message id)."""
         if not self.on("REMP-SCHEMA-001"):
-            return prepared.limit(0).select(F.lit(None).cast("string").alias("mid"), F.lit(None).cast("string").alias("rule"),
+            return prepared.limit(0).select("lg", F.lit(None).cast("string").alias("mid"), F.lit(None).cast("string").alias("rule"),
                                             F.lit(None).cast("string").alias("explanation"), no_ev().alias("evidence"))
         r = prepared.where(F.col("mid").isNull())
-        bad = F.concat(F.col("bad"), F.array(F.lit(f"message_id: expected {self.m.hash_expected}, found nothing")))
-        return r.select(F.lit(None).cast("string").alias("mid"), F.lit("REMP-SCHEMA-001").alias("rule"),
-                        F.concat(F.lit("receipt names no readable message: "), F.array_join(bad, "; ")).alias("explanation"),
+        bad = F.concat_ws("; ", F.col("bad"), F.lit(f"message_id: expected {self.m.hash_expected}, found nothing"))
+        return r.select("lg", F.lit(None).cast("string").alias("mid"), F.lit("REMP-SCHEMA-001").alias("rule"),
+                        F.concat(F.lit("receipt names no readable message: "), bad).alias("explanation"),
                         F.array(ev(pos(), F.col("kind"), F.col("src"))).alias("evidence"))
