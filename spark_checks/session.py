@@ -63,6 +63,9 @@ def get_session(master: str | None = "local[2]", app: str = "rmkit-audit", shuff
          .config("spark.ui.showConsoleProgress", "true" if progress else "false")
          .config("spark.sql.variant.allowDuplicateKeys", "true")  # a JSON reader keeps the last value
          .config("spark.sql.session.timeZone", "UTC"))
+    if master is not None:  # the driver JVM starts here: give it the quiet log configuration
+        log_conf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+        b = b.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_conf}")
     if local:
         b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
         b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions or 4))

@@ -143,6 +143,37 @@ def test_unreadable_records_are_quarantined_with_file_and_line_and_fail(spark, t
     assert res.report.unreadable == check(path, "spec").unreadable
 
 
+def test_values_of_the_wrong_json_type_are_schema_problems_as_in_rmkit_check(spark, tmp_path):
+    """Spark hands the text of any JSON value to a string field; the audit must still see a
+    number, boolean, object or array where the spec wants a string (and a string where it wants an
+    integer) as rmkit check does."""
+    from rmkit.spark_checks.remp.job import audit
+
+    src = FIX / "logs" / "sim-spec-faults.jsonl"
+    lines = src.read_text().splitlines()
+    changes = {"IncludedIntoBlock": ("block_id", 12345), "Finalized": ("shard", True), "RejectedByCollator": ("error", 5),
+               "PutIntoQueue": ("source_id", 7), "Timeout": ("signature", {"r": 1}), "IgnoredByMasterchain": ("block_seqno", "12"),
+               "SentToValidators": ("message_id", [1]), "Duplicate": ("kind", 3)}
+    done = set()
+    for i, line in enumerate(lines):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue  # the fixture's own unreadable line
+        if isinstance(r, dict) and r.get("kind") in changes and r["kind"] not in done:
+            name, value = changes[r["kind"]]
+            r[name] = value
+            lines[i] = json.dumps(r, separators=(",", ":"))
+            done.add(r["kind"] if name != "kind" else "Duplicate")
+    assert done == set(changes)
+    path = tmp_path / "types.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    want = check(path, "spec", 60)
+    res = audit(spark, [str(path)], "spec", lifetime_s=60, max_examples=0)
+    assert pairs(res.report) == pairs(want)
+    assert res.report.counts == want.counts and want.counts["REMP-SCHEMA-001"] >= 6
+
+
 def test_kafka_dump_gzip_and_kcat_envelopes_are_read(spark, tmp_path):
     import gzip
 

@@ -22,10 +22,11 @@ def _short(x: str | None, n: int = 16) -> str:
     return x if len(x) <= n else x[:n] + "…"
 
 
-def render_text(report: Report, rules=None, color: bool = False, per_rule: int = 5, width: int = 110, **_) -> str:
+def render_text(report: Report, rules=None, color: bool = False, per_rule: int = 5, width: int = 110,
+                title: str = "rmkit check", **_) -> str:
     buf = io.StringIO()
     con = Console(file=buf, width=width, force_terminal=color, no_color=not color, highlight=False)
-    summary = Table(title="rmkit check", box=box.SIMPLE_HEAVY, show_header=False)
+    summary = Table(title=title, box=box.SIMPLE_HEAVY, show_header=False)
     summary.add_column(style="bold")
     summary.add_column()
     summary.add_row("verdict", f"[{_VERDICT_STYLE.get(report.verdict, '')}]{report.verdict.upper()}[/]")

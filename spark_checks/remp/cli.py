@@ -52,7 +52,7 @@ def run(profile: str, args: argparse.Namespace) -> int:
     from rmkit.protocol import get_protocol
     from rmkit.render import RENDERERS
 
-    text = RENDERERS[getattr(args, "format", "text")](rep, rules=get_protocol("remp").rules(), color=False)
+    text = RENDERERS[getattr(args, "format", "text")](rep, rules=get_protocol("remp").rules(), color=False, title="rmkit audit")
     sys.stdout.write(text)
     if getattr(args, "out", None):
         print(f"{rep.verdict}: tables and operator's report written to {args.out}", file=sys.stderr)

@@ -29,6 +29,8 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from rmkit.errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
+# in a directory: the manifest `rmkit simulate -o DIR` writes beside its logs is not a log
+SIDE_FILES = ("manifest.json",)
 LOG_SUFFIXES = (".jsonl", ".json", ".ndjson", ".log", ".txt", ".gz", ".parquet")
 
 # Receipt fields and their Spark types. Integers are read as LongType: a value of another JSON
@@ -37,6 +39,9 @@ INT_FIELDS = ("timestamp", "sent_to", "total_validators", "block_seqno", "wc", "
 STR_FIELDS = ("kind", "message_id", "source_id", "signature", "error", "block_id", "block_file_hash",
               "shard", "mc_block_id", "mc_block_file_hash")
 CORRUPT = "_corrupt"
+# a string field's key followed by a number, true/false, an object or an array (not an escaped
+# quote inside another string's text)
+NOT_A_STRING = r'(?<!\\)"(' + "|".join(STR_FIELDS) + r')"\s*:\s*[-0-9tf\[{]'
 
 
 def receipt_schema() -> StructType:
@@ -80,7 +85,7 @@ def expand_paths(paths: list[str]) -> LogFiles:
         local = p[len("file://"):] if p.startswith("file://") else p
         if os.path.isdir(local):
             found = sorted(os.path.join(d, f) for d, _, fs in os.walk(local) for f in fs
-                           if not f.startswith((".", "_")) and f.endswith(LOG_SUFFIXES))
+                           if not f.startswith((".", "_")) and f.endswith(LOG_SUFFIXES) and f not in SIDE_FILES)
         elif any(c in local for c in "*?["):
             found = sorted(f for f in glob.glob(local, recursive=True) if os.path.isfile(f))
         else:
@@ -191,7 +196,13 @@ def parse(lines: DataFrame) -> DataFrame:
     doc_text = text
     cols = [F.col("fidx"), F.col("blk"), F.col("rid"), F.col("status"), F.col("q_error"), F.col("q_field"),
             F.xxhash64(text).alias("h")]
-    cols += [F.col("r." + n).alias(n) for n in STR_FIELDS]
+    # Spark hands the text of any JSON value to a string field (5 becomes "5"); rmkit check reads
+    # such a value as a schema problem. The fields holding something other than a string or null
+    # are found in the receipt's text; their value is dropped and ``<name>_bad`` set.
+    not_str = F.regexp_extract_all(F.col("__t"), F.lit(NOT_A_STRING), 1)
+    for n in STR_FIELDS:
+        bad = F.array_contains(not_str, n)
+        cols += [F.when(~bad, F.col("r." + n)).alias(n), bad.alias(n + "_bad")]
     corrupt = F.col("r." + CORRUPT).isNotNull()
     for n in INT_FIELDS:
         present_wrong = corrupt & F.col("r." + n).isNull() & F.expr(

@@ -206,7 +206,8 @@ class RempRules:
                     .when(cond_bad, F.concat(F.lit(wrong), F.coalesce(v.cast("string"), F.lit("a value of another type")))))
         pat = fmt.get("pattern")
         fail = ~matches(v, pat) if pat else F.lit(False)
-        return out.when(v.isNull(), missing).when(fail, F.concat(F.lit(wrong), F.lit("'"), v, F.lit("'")))
+        return (out.when(F.col(fc.name + "_bad"), F.lit(wrong + "a value of another type")).when(v.isNull(), missing)
+                .when(fail, F.concat(F.lit(wrong), F.lit("'"), v, F.lit("'"))))
 
     # -- stage 1: per-row columns that need no other row --------------------------------------
     def prepare(self, receipts: DataFrame) -> DataFrame:
@@ -215,7 +216,8 @@ class RempRules:
         ts_ok = ts.isNotNull() & ~F.col("timestamp_bad") & (ts >= 0)
         df = df.withColumn("ts_ok", ts_ok)
         df = df.withColumn("t", F.when(ts_ok & (ts != 0), ts).otherwise(F.col("kts")))
-        src_bad = F.when(F.col("source_id").isNull(), F.lit(f"source_id: expected {self.m.hash_expected}, found nothing")) \
+        src_bad = F.when(F.col("source_id_bad"), F.lit(f"source_id: expected {self.m.hash_expected}, found a value of another type")) \
+            .when(F.col("source_id").isNull(), F.lit(f"source_id: expected {self.m.hash_expected}, found nothing")) \
             .when(~matches(F.col("source_id"), self.hash_re), F.concat(F.lit(f"source_id: expected {self.m.hash_expected}, found '"), F.col("source_id"), F.lit("'")))
         ts_bad = F.when(~ts_ok, F.concat(F.lit("timestamp: expected an integer >= 0 (unix ms), found "),
                                           F.coalesce(ts.cast("string"), F.when(F.col("timestamp_bad"), F.lit("a value of another type")), F.lit("nothing"))))
@@ -225,9 +227,10 @@ class RempRules:
         df = df.withColumn("kbit", self.kind_bit(F.col("kind")))
         df = df.withColumn("single_role", self.single_issuer(F.col("kind")))
         sig = F.col("signature")
-        no_sig = sig.isNull() | (sig == "")
+        no_sig = (sig.isNull() & ~F.col("signature_bad")) | (sig == "")
         df = df.withColumn("no_sig", no_sig)
-        return df.withColumn("sig_shown", F.when(~no_sig & ~matches(sig, self.sig_re), F.substring(sig, 1, 40)))
+        return df.withColumn("sig_shown", F.when(F.col("signature_bad"), F.lit("a value of another type"))
+                             .when(~no_sig & ~matches(sig, self.sig_re), F.substring(sig, 1, 40)))
 
     def identities(self, prepared: DataFrame) -> DataFrame:
         """``mid``, ``src`` (the ids as compared, case-folded where the profile says so) and
