@@ -174,6 +174,32 @@ def test_values_of_the_wrong_json_type_are_schema_problems_as_in_rmkit_check(spa
     assert res.report.counts == want.counts and want.counts["REMP-SCHEMA-001"] >= 6
 
 
+def test_late_receipts_are_checked_for_replay_only_as_in_rmkit_check(spark, tmp_path):
+    """Receipts for a message that rmkit check has already judged and closed (its clock past the
+    horizon + 60 s): a replay into another block is still found, nothing else is reported on them."""
+    from rmkit.spark_checks.remp.job import audit
+
+    src = FIX / "logs" / "sim-spec-clean.jsonl"
+    lines = src.read_text().splitlines()
+    recs = [json.loads(x) for x in lines]
+    fins = [r for r in recs if r["kind"] == "Finalized"][:2]
+    end_t = recs[-1]["timestamp"]
+    late = []
+    for n, fin in enumerate(fins):
+        acc = next(r for r in recs if r["kind"] == "IncludedIntoAcceptedBlock" and r["message_id"] == fin["message_id"])
+        other = {"block_id": f"{n + 1:02x}" * 32, "block_seqno": acc["block_seqno"] + 99, "timestamp": end_t}
+        late.append(acc | other)                      # REMP-REPLAY-001, late
+        late.append(fin | other if n else acc | other)  # REMP-REPLAY-002 late; a redelivered late receipt
+        late.append(fin | {"kind": "Bogus", "timestamp": end_t})  # an unknown kind, late: not looked at
+    path = tmp_path / "late.jsonl"
+    path.write_text("\n".join(lines + [json.dumps(r, separators=(",", ":")) for r in late]) + "\n")
+    want = check(path, "spec", 60)
+    assert want.metrics["late_receipts"] == len(late)
+    res = audit(spark, [str(path)], "spec", lifetime_s=60, max_examples=0)
+    assert pairs(res.report) == pairs(want) and {"REMP-REPLAY-001", "REMP-REPLAY-002"} <= set(want.counts)
+    assert res.report.metrics["late_receipts"] == len(late)
+
+
 def test_kafka_dump_gzip_and_kcat_envelopes_are_read(spark, tmp_path):
     import gzip
 

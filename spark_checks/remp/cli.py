@@ -20,7 +20,8 @@ def add_arguments(group) -> None:
                        help="violations per rule shown in the summary (default 1000; 0: all). The violation table "
                             "in --out always holds every one")
     group.add_argument("--partitions", type=int, metavar="N",
-                       help="shuffle partitions of the per-message step (default: 4 in local mode, the cluster's otherwise)")
+                       help="shuffle partitions of the per-message step (default: one per 64 MB of input, at least "
+                            "the session's setting: 4 in local mode, the cluster's otherwise)")
 
 
 def run(profile: str, args: argparse.Namespace) -> int:

@@ -51,6 +51,8 @@ def audit(spark, paths: list[str], profile: str = "spec", lifetime_s: float | No
     lim = Limits.of(model, lifetime_s, horizon_s)
     rules = RempRules(model, lim)
     files = inputs.expand_paths(paths)
+    if partitions is None:
+        partitions = shuffle_partitions(spark, files)
     sc = spark.sparkContext
     sc.setJobGroup("rmkit-audit", "read and parse")
     parsed = inputs.parse(inputs.read_lines(spark, files))
@@ -139,7 +141,7 @@ def audit(spark, paths: list[str], profile: str = "spec", lifetime_s: float | No
                 "outcomes": dict(sorted(ls.outcomes.items(), key=lambda kv: -kv[1])),
                 "not_judged_for_liveness": ls.not_judged,
                 "redelivered_receipts": ls.redelivered,
-                "late_receipts": 0,
+                "late_receipts": ls.late,
                 "peak_open_messages": None,
                 "kafka_tombstones": by[(g, "tombstone")].n if (g, "tombstone") in by else 0,
                 "receipts_without_time": rec.no_t if rec else 0,
@@ -238,6 +240,26 @@ def _role_counts(rows) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
+BYTES_PER_PARTITION = 64 << 20  # of input text per shuffle partition of the per-message step
+GZIP_RATIO = 6  # about how much a gzip receipt log expands
+
+
+def shuffle_partitions(spark, files) -> int:
+    """Partitions of the per-message step: the session's setting, or more for a large input, so
+    that one task's rows (sorted, and held in window buffers and aggregation maps) stay well
+    inside an executor's memory. Local files are measured; remote ones leave the setting as is."""
+    configured = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    size = 0
+    for f in files.read:
+        if "://" in f and not f.startswith("file:"):
+            continue
+        try:
+            size += os.path.getsize(f) * (GZIP_RATIO if f.endswith(".gz") else 1)
+        except OSError:
+            pass
+    return max(configured, -(-size // BYTES_PER_PARTITION))
+
+
 @dataclass
 class LifeFigures:
     """A log's figures over its message lives."""
@@ -245,6 +267,7 @@ class LifeFigures:
     lives: int = 0
     not_judged: int = 0
     redelivered: int = 0
+    late: int = 0  # receipts after their life was judged (only the replay rules apply)
     per_kind: dict[str, int] = field(default_factory=dict)
     outcomes: dict[str, int] = field(default_factory=dict)
 
@@ -258,13 +281,14 @@ def _life_figures(lives, kinds: list[str]) -> dict[int, LifeFigures]:
                .otherwise(F.lit("lost")))
     rows = lives.groupBy("lg", outcome.alias("o")).agg(
         F.count(F.lit(1)).alias("lives"), F.sum(F.col("not_judged").cast("int")).alias("nj"), F.sum("dups").alias("dups"),
-        *[F.sum("n_" + k).alias("n_" + k) for k in kinds]).collect()
+        F.sum("late").alias("late"), *[F.sum("n_" + k).alias("n_" + k) for k in kinds]).collect()
     out: dict[int, LifeFigures] = {}
     for r in rows:
         f = out.setdefault(r.lg, LifeFigures(per_kind=dict.fromkeys(kinds, 0)))
         f.lives += r.lives
         f.not_judged += r.nj or 0
         f.redelivered += r.dups or 0
+        f.late += r.late or 0
         f.outcomes[r.o] = r.lives
         for k in kinds:
             f.per_kind[k] += r["n_" + k] or 0

@@ -281,6 +281,10 @@ class RempRules:
         # a later life begins with its boundary receipt, which has a time
         df = df.withColumn("first_t", F.when(F.col("life") == 0, F.col("first_t_upto")).when(F.col("life") == 1, F.col("b1.t"))
                            .otherwise(F.col("b2.t")))
+        # late: after rmkit check has judged and closed the life (its clock, here the receipt's own
+        # time, more than the horizon + 60 s past the life's first time); only the replay rules apply
+        close_after = self.lim.horizon_ms + 60_000
+        df = df.withColumn("late", F.coalesce(F.col("t") - F.col("first_t") > F.lit(close_after), F.lit(False)))
         return df.drop("starts", "msg_first_t", "first_t_upto", "b1", "b2")
 
     def _replayed(self, df: DataFrame) -> DataFrame:
@@ -289,7 +293,7 @@ class RempRules:
         df = df.select("*", F.array_contains(seen, F.struct("life", "h")).alias("dup"),
                        (~F.lag("life").over(in_order()).eqNullSafe(F.col("life"))).alias("life_first"))
         df = df.withColumn("known", F.col("kbit").isNotNull())
-        return df.withColumn("kr", ~F.col("dup") & F.col("known"))
+        return df.withColumn("kr", ~F.col("dup") & F.col("known") & ~F.col("late"))
 
     def _roles(self, df: DataFrame) -> DataFrame:
         """The source's role for each receipt and the spec's transition (``tr_``, ``tr``)."""
@@ -306,6 +310,9 @@ class RempRules:
         df = df.withColumn("tr", F.col("kr") & F.col("src").isNotNull() & F.col("tr_").isNotNull())
         finr = F.col("kr") & (F.col("kind") == "Finalized") & F.col("block").isNotNull()
         incl = F.col("kr") & F.col("kind").isin(*INCLUSION_KINDS) & F.col("block").isNotNull()
+        late_block = F.col("late") & F.col("known") & F.col("block").isNotNull()
+        df = df.withColumn("late_fin", late_block & (F.col("kind") == "Finalized"))
+        df = df.withColumn("late_incl", late_block & F.col("kind").isin(*INCLUSION_KINDS))
         return df.withColumn("finr", finr).withColumn("incl", incl)
 
     def _history(self, df: DataFrame) -> DataFrame:
@@ -348,7 +355,7 @@ class RempRules:
             if on(rule):
                 out.append(F.when(cond, F.struct(F.lit(rule).alias("rule"), text.alias("explanation"), evid.alias("evidence"))))
 
-        eff = ~F.col("dup")
+        eff = ~F.col("dup") & ~F.col("late")
         kind_txt = F.coalesce(F.col("kind"), F.lit("receipt"))
         mid_bad = F.col("life_first") & ~matches(F.col("message_id"), self.hash_re)
         bad = F.concat_ws("; ", F.col("bad"), F.when(mid_bad, F.concat(F.lit(f"message_id: expected {m.hash_expected}, found '"), F.col("message_id"), F.lit("'"))))
@@ -388,21 +395,22 @@ class RempRules:
         n, total = F.col("sent_to"), F.col("total_validators")
         sent = kr & (F.col("kind") == "SentToValidators") & n.isNotNull() & total.isNotNull() & (total > 0)
         frac, plus, minus_one, rounding = m.thresholds["fanout_min"]
-        base = (total - 1 if minus_one else total) * F.lit(frac.numerator)
-        need = (F.ceil(base / F.lit(frac.denominator)) if rounding == "ceil" else F.floor(base / F.lit(frac.denominator))).cast("long") + F.lit(plus)
+        # in decimals: a total_validators near 2^63 must not overflow (Spark's ANSI mode would fail the job)
+        base = (total - 1 if minus_one else total).cast("decimal(38,0)") * F.lit(frac.numerator)
+        need = (F.ceil(base / F.lit(frac.denominator)) if rounding == "ceil" else F.floor(base / F.lit(frac.denominator))) + F.lit(plus)
         add("REMP-FANOUT-001", sent & (n > total), F.format_string("sent_to %d > total_validators %d", n, total), F.array(me))
-        add("REMP-FANOUT-002", sent & (n <= total) & (n < need), F.format_string("sent to %d of %d validators; at least %d are needed", n, total, need), F.array(me))
+        add("REMP-FANOUT-002", sent & (n <= total) & (n < need), F.format_string("sent to %d of %d validators; at least %s are needed", n, total, need.cast("string")), F.array(me))
         # replay, finality and expiry
         fb = F.col("fin_before")
         fin_ev = ev(fb.p, F.lit("Finalized"), fb.s)
         later = fb.t.isNull() | F.col("t").isNull() | (F.col("t") > fb.t)
-        other = F.col("incl") & fb.isNotNull() & (F.col("block") != fb.b) & later
+        other = (F.col("incl") | F.col("late_incl")) & fb.isNotNull() & (F.col("block") != fb.b) & later
         add("REMP-REPLAY-001", other & (F.col("kind") == "IncludedIntoAcceptedBlock"),
             F.concat(F.col("kind"), F.lit(" into block "), F.substring(F.col("block"), 1, 16), F.lit("… after it was finalized in block "), F.substring(fb.b, 1, 16), F.lit("…")), F.array(fin_ev, me))
         add("REMP-REPLAY-003", other & (F.col("kind") == "IncludedIntoBlock"),
             F.concat(F.col("kind"), F.lit(" into block "), F.substring(F.col("block"), 1, 16), F.lit("… after it was finalized in block "), F.substring(fb.b, 1, 16), F.lit("…")), F.array(fin_ev, me))
         again = F.col("finr") & fb.isNotNull()
-        add("REMP-REPLAY-002", again & (F.col("block") != fb.b),
+        add("REMP-REPLAY-002", (again | (F.col("late_fin") & fb.isNotNull())) & (F.col("block") != fb.b),
             F.concat(F.lit("finalized in block "), F.substring(fb.b, 1, 16), F.lit("… and again in block "), F.substring(F.col("block"), 1, 16), F.lit("…")), F.array(fin_ev, me))
         add("REMP-FIN-001", again & (F.col("block") == fb.b), F.lit("Finalized reported again in the same block"), F.array(fin_ev, me))
         base_t = F.coalesce(F.col("put_before"), F.col("first_t"))
@@ -455,7 +463,8 @@ class RempRules:
             F.min(F.when(kr & (F.col("kind") == "PutIntoQueue") & (F.col("t") != 0), F.struct(P.alias("p"), F.col("t").alias("t")))).alias("put"),
             F.min(F.when(F.col("t").isNotNull(), F.struct(P.alias("p"), F.col("t").alias("t")))).alias("ft"),
             F.min(P).alias("first_p"),
-            F.sum(F.col("dup").cast("int")).alias("dups"),
+            F.sum((F.col("dup") & ~F.col("late")).cast("int")).alias("dups"),
+            F.sum(F.col("late").cast("int")).alias("late"),
             F.flatten(F.collect_list(F.col("viols"))).alias("viols"),
             F.max("is_last_life").alias("is_last"),
         ] + [F.sum((kr & (F.col("kind") == k)).cast("int")).alias("n_" + k) for k in kinds]
