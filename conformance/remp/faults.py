@@ -461,16 +461,16 @@ def finalized_wrong_block(ctx, mid, idxs):
     return Plant("REMP-FIN-002", mid, replace={i: [(kts, new)]})
 
 
-def accepted_again(ctx, mid, idxs):
-    """REMP-REPLAY-001: after the message is finalized, validators accept a second shard block
-    holding it (spec: a validator that saw its block ignored; ever-node: one that had not
-    reported on it)."""
+def _included_after_finalized(ctx, mid, idxs, rule: str, kind: str, label: str):
+    """A validator reports ``kind`` into a second shard block after the message was finalized
+    (spec: a validator that saw its block ignored, so the ignore comes first; ever-node: one
+    that had not reported on it). ``label`` seeds the new block's id."""
     fins = _finalized_items(ctx, idxs)
     if not fins:
         return None
     i = fins[-1]
     kts, fin = ctx.stream[i]
-    t = (fin["timestamp"] or kts)
+    t = fin["timestamp"] or kts
     if ctx.profile == "spec":
         pos = {v: p for v, p in _positions(ctx, idxs).items() if p[0] == "shard"}
         if not pos:
@@ -479,14 +479,20 @@ def accepted_again(ctx, mid, idxs):
         last = ctx.stream[pos[v][1]][1]
         base = {"message_id": mid, "source_id": v, "signature": ""}
         ign = ctx.signed({"kind": "IgnoredByMasterchain", **base, "timestamp": t + 4000, **_block_of(last)})
-        again = ctx.signed({"kind": "IncludedIntoAcceptedBlock", **base, "timestamp": t + 6000, **_other_block_of(fin, "replay")})
-        return Plant("REMP-REPLAY-001", mid, before={i + 1: [(kts + 4000, ign), (kts + 6000, again)]})
+        again = ctx.signed({"kind": kind, **base, "timestamp": t + 6000, **_other_block_of(fin, label)})
+        return Plant(rule, mid, before={i + 1: [(kts + 4000, ign), (kts + 6000, again)]})
     v = _idle_validator(ctx, idxs)
     if v is None:
         return None
-    again = ctx.signed({"kind": "IncludedIntoAcceptedBlock", "message_id": mid, "timestamp": 0, "source_id": v,
-                        "signature": "", **_other_block_of(fin, "replay")})
-    return Plant("REMP-REPLAY-001", mid, before={i + 1: [(kts + 6000, again)]})
+    again = ctx.signed({"kind": kind, "message_id": mid, "timestamp": 0, "source_id": v,
+                        "signature": "", **_other_block_of(fin, label)})
+    return Plant(rule, mid, before={i + 1: [(kts + 6000, again)]})
+
+
+def accepted_again(ctx, mid, idxs):
+    """REMP-REPLAY-001: after the message is finalized, validators accept a second shard block
+    holding it."""
+    return _included_after_finalized(ctx, mid, idxs, "REMP-REPLAY-001", "IncludedIntoAcceptedBlock", "replay")
 
 
 def finalized_in_two_blocks(ctx, mid, idxs):
@@ -503,28 +509,7 @@ def finalized_in_two_blocks(ctx, mid, idxs):
 
 def collated_again(ctx, mid, idxs):
     """REMP-REPLAY-003: a collator puts the finalized message into a new block candidate."""
-    fins = _finalized_items(ctx, idxs)
-    if not fins:
-        return None
-    i = fins[-1]
-    kts, fin = ctx.stream[i]
-    t = fin["timestamp"] or kts
-    if ctx.profile == "spec":
-        pos = {v: p for v, p in _positions(ctx, idxs).items() if p[0] == "shard"}
-        if not pos:
-            return None
-        v = sorted(pos)[0]
-        last = ctx.stream[pos[v][1]][1]
-        base = {"message_id": mid, "source_id": v, "signature": ""}
-        ign = ctx.signed({"kind": "IgnoredByMasterchain", **base, "timestamp": t + 4000, **_block_of(last)})
-        again = ctx.signed({"kind": "IncludedIntoBlock", **base, "timestamp": t + 6000, **_other_block_of(fin, "recollate")})
-        return Plant("REMP-REPLAY-003", mid, before={i + 1: [(kts + 4000, ign), (kts + 6000, again)]})
-    v = _idle_validator(ctx, idxs)
-    if v is None:
-        return None
-    again = ctx.signed({"kind": "IncludedIntoBlock", "message_id": mid, "timestamp": 0, "source_id": v,
-                        "signature": "", **_other_block_of(fin, "recollate")})
-    return Plant("REMP-REPLAY-003", mid, before={i + 1: [(kts + 6000, again)]})
+    return _included_after_finalized(ctx, mid, idxs, "REMP-REPLAY-003", "IncludedIntoBlock", "recollate")
 
 
 def collated_after_expiry(ctx, mid, idxs):
