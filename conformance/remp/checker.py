@@ -27,6 +27,18 @@ from rmkit.verdict import Evidence, InputProblem, Report, Violation
 from rmkit.conformance.remp.model import VALIDATOR, RempModel, model_for
 from rmkit.reference_impl.remp.outcome import evaluate_outcome
 
+def final_clock(clocks: list, tops: list, clock_jump_ms: int) -> int | None:
+    """A log's final clock: the latest time two sources reached, or a later single latest time
+    when it is within the jump limit of that (the log's last receipt). Shared by the streaming
+    checker and the Spark audit."""
+    known = [c for c in clocks if c is not None]
+    end = max(known) if known else None
+    for top in tops:
+        if top is not None and (end is None or 0 < top - end <= clock_jump_ms):
+            end = top if end is None else max(end, top)
+    return end
+
+
 LINE_BITS = 40  # a receipt reference is (input index << LINE_BITS) | line number
 LINE_MASK = (1 << LINE_BITS) - 1
 SWEEP_EVERY = 4096
@@ -171,14 +183,7 @@ class RempLogChecker:
         return self._top[0] if self._top is not None else None
 
     def end_clock(self, clocks: list, tops: list) -> int | None:
-        """The log's final clock: the latest time two sources reached, or a later single latest
-        time when it is within the jump limit of that (the log's last receipt)."""
-        known = [c for c in clocks if c is not None]
-        end = max(known) if known else None
-        for top in tops:
-            if top is not None and (end is None or 0 < top - end <= self.clock_jump_ms):
-                end = top if end is None else max(end, top)
-        return end
+        return final_clock(clocks, tops, self.clock_jump_ms)
 
     def begin(self, inputs: list[str], partition: tuple[int, int] | None = None) -> None:
         """Reset for a run. With ``partition=(k, n)`` only the messages whose id falls into

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from rmkit.conformance.remp.checker import final_clock
 from rmkit.conformance.remp.model import model_for
 from rmkit.metrics import LatencyHistogram
 from rmkit.rules import OFF
@@ -69,12 +70,7 @@ def audit(spark, paths: list[str], profile: str = "spec", lifetime_s: float | No
         timings["parse_s"] = time.perf_counter() - t0
         rc = base.where(F.col("status") == "receipt")
         tops, hwms = _clock_ends(rc)
-        hwm_end = {}
-        for g in logs:
-            end, top = hwms.get(g), tops.get(g)
-            if top is not None and (end is None or 0 < top[0] - end <= lim.clock_jump_ms):
-                end = top[0] if end is None else max(end, top[0])
-            hwm_end[g] = end
+        hwm_end = {g: final_clock([hwms.get(g)], [tops[g][0] if g in tops else None], lim.clock_jump_ms) for g in logs}
         roles = rules.first_roles(rc)
         role_rows = roles.collect()
         roles_small = spark.createDataFrame(role_rows, roles.schema) if role_rows else roles

@@ -25,8 +25,6 @@ CATEGORY_CASE = ("rejected", "ignored", "timeout")
 
 
 def write_outputs(res, out: str, profile: str) -> None:
-    from pyspark.sql import functions as F
-
     from rmkit.conformance.remp.model import model_for
 
     os.makedirs(out, exist_ok=True)
@@ -42,7 +40,6 @@ def write_outputs(res, out: str, profile: str) -> None:
     with open(os.path.join(out, "operator.md"), "w", encoding="utf-8") as f:
         f.write(operator_markdown(op))
     charts(res, model, out)
-    del F
 
 
 def _write_jsonl(df, path: str) -> None:
@@ -63,7 +60,7 @@ def operator_report(res, model) -> dict[str, Any]:
     rc = res.receipts.where(F.col("kbit").isNotNull() & F.col("src").isNotNull())
     per_src = rc.groupBy("src").agg(
         F.count(F.lit(1)).alias("receipts"),
-        *[F.sum((cat[F.col("kind")] == c).cast("int")).alias(c + "s" if not c.endswith("t") else c + "s") for c in CATEGORY_CASE],
+        *[F.sum((cat[F.col("kind")] == c).cast("int")).alias(c + "s") for c in CATEGORY_CASE],
         F.first("single_role", ignorenulls=True).alias("role")).orderBy(F.desc("receipts")).collect()
     m = res.report.metrics
     lat = m.get("latency_ms", {})

@@ -124,6 +124,27 @@ def ev(p: Column, kind: Column, src: Column) -> Column:
                     src.cast("string").alias("source_id"))
 
 
+class Found:
+    """The violations of a set of rules, collected as (condition, explanation, evidence) and
+    turned into one array column of those that hold; rules off in the profile are left out."""
+
+    TYPE = ("array<struct<rule:string,explanation:string,"
+            "evidence:array<struct<fidx:int,blk:bigint,rid:bigint,kind:string,source_id:string>>>>")
+
+    def __init__(self, on):
+        self.on = on
+        self.entries: list[Column] = []
+
+    def add(self, rule: str, cond: Column, text: Column, evid: Column) -> None:
+        if self.on(rule):
+            self.entries.append(F.when(cond, F.struct(F.lit(rule).alias("rule"), text.alias("explanation"), evid.alias("evidence"))))
+
+    def column(self) -> Column:
+        if not self.entries:
+            return F.array().cast(self.TYPE)
+        return F.filter(F.array(*self.entries), lambda x: x.isNotNull())
+
+
 def no_ev() -> Column:
     return F.array().cast("array<struct<fidx:int,blk:bigint,rid:bigint,kind:string,source_id:string>>")
 
@@ -349,11 +370,8 @@ class RempRules:
         """Every violation a receipt row causes, as an array of (rule, explanation, evidence)."""
         m, on = self.m, self.on
         me = ev(F.col("P"), F.col("kind"), F.col("src"))
-        out = []
-
-        def add(rule, cond, text, evid):
-            if on(rule):
-                out.append(F.when(cond, F.struct(F.lit(rule).alias("rule"), text.alias("explanation"), evid.alias("evidence"))))
+        found = Found(on)
+        add = found.add
 
         eff = ~F.col("dup") & ~F.col("late")
         kind_txt = F.coalesce(F.col("kind"), F.lit("receipt"))
@@ -417,8 +435,7 @@ class RempRules:
         add("REMP-EXPIRY-001", F.col("incl_first") & F.col("t").isNotNull() & base_t.isNotNull() & (F.col("t") - base_t > F.lit(self.lim.expiry_ms)),
             F.format_string(f"first included into block %s… %.1f s after a validator first received it; the {self.profile} profile keeps a message at most {self.lim.expiry_ms / 1000:.0f} s",
                             F.substring(F.col("block"), 1, 16), (F.col("t") - base_t) / 1000.0), F.array(me))
-        return F.filter(F.array(*out), lambda x: x.isNotNull()) if out else F.array().cast(
-            "array<struct<rule:string,explanation:string,evidence:array<struct<fidx:int,blk:bigint,rid:bigint,kind:string,source_id:string>>>>")
+        return found.column()
 
     # -- stage 3: one aggregation per life (same partitioning: no further shuffle) ----------------
     def _queued_sets(self) -> dict[tuple, str]:
@@ -502,11 +519,8 @@ class RempRules:
 
     def life_violations(self, pos_sets: dict[tuple, str]) -> Column:
         on = self.on
-        out = []
-
-        def add(rule, cond, text, evid):
-            if on(rule):
-                out.append(F.when(cond, F.struct(F.lit(rule).alias("rule"), text.alias("explanation"), evid.alias("evidence"))))
+        found = Found(on)
+        add = found.add
 
         fin = F.col("fin")
         fin_ev = ev(fin.p, F.lit("Finalized"), fin.s)
@@ -526,8 +540,7 @@ class RempRules:
         add("REMP-LIVE-001", F.col("lost"),
             F.concat(F.lit(f"no final outcome {self.lim.horizon_s:.0f} s after its first receipt (last known: "), F.col("outcome"), F.lit(")")),
             F.concat(F.array(first_ev), F.col("last_ev")))
-        return F.filter(F.array(*out), lambda x: x.isNotNull()) if out else F.array().cast(
-            "array<struct<rule:string,explanation:string,evidence:array<struct<fidx:int,blk:bigint,rid:bigint,kind:string,source_id:string>>>>")
+        return found.column()
 
     def unnamed_violations(self, prepared: DataFrame) -> DataFrame:
         """Receipts that name no readable message (REMP-SCHEMA-001 without a message id)."""
