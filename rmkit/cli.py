@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 from rmkit._version import __version__
-from rmkit.errors import RmkitError, UsageError
+from rmkit.errors import UsageError
+from rmkit.guard import (CONTRACT, check_writable_dir, check_writable_file, positive_seconds, run_guarded,
+                         write_output)
 from rmkit.protocol import get_protocol, protocol_names
 from rmkit.verdict import FAIL, NON_STRICT
 
@@ -31,8 +33,9 @@ TLC_EXIT_CODES = """exit codes:
 
 AUDIT_EXIT_CODES = """exit codes:
   0  pass (also non-strict, unless --strict is given)
-  1  violations, or records that could not be read (quarantined)
-  2  usage error, no input found, Spark or Java missing"""
+  1  violations: the verdict is fail
+  2  usage error, no input found, records that could not be read (quarantined, as
+     `rmkit check` does for unreadable lines), pyspark (pip install 'rmkit[spark]') or Java missing"""
 
 CONFORM_EXIT_CODES = """exit codes:
   0  the implementation passed every scenario
@@ -49,7 +52,7 @@ def _add_impl_arguments(parser: argparse.ArgumentParser, role: bool = True) -> N
     how.add_argument("--impl-cmd", metavar="CMD", help="command that starts the implementation's adapter process "
                                                        "(split like a shell would; ROLE is replaced by the role)")
     how.add_argument("--impl", metavar="MODULE:FACTORY", help="a Python implementation: FACTORY(role) returns the adapter object")
-    parser.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds the implementation may take per step (default 5)")
+    parser.add_argument("--timeout", type=positive_seconds, default=5.0, metavar="S", help="seconds the implementation may take per step (default 5)")
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -71,11 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Formal spec and conformance kit for reliable messaging protocols.\n"
                     "Checks receipt logs against a protocol's spec (profiles: the design documents, and\n"
                     "named real implementations), explains each rule, and renders the spec as docs and diagrams.",
-        epilog=EXIT_CODES + "\n\nexamples:\n  rmkit check receipts.jsonl.gz\n  rmkit check --profile ever-node --format json --out report.json dump.jsonl\n"
+        epilog=CONTRACT + "\n\n" + EXIT_CODES.replace("exit codes:", "rmkit check:") + "\n\nexamples:\n  rmkit check receipts.jsonl.gz\n  rmkit check --profile ever-node --format json --out report.json dump.jsonl\n"
                             "  rmkit explain REMP-REPLAY-002\n  rmkit spec diagram --protocol remp -o remp.svg\n"
                             "  rmkit receipt verify --validators validators.yaml receipts.jsonl",
     )
     p.add_argument("--version", action="version", version=f"rmkit {__version__}")
+    p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback too")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     # -- check --------------------------------------------------------------------------------
@@ -242,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     cf.add_argument("--seed", type=int, metavar="S", help="seed of the generated scenarios (default: random; "
                                                           "HYPOTHESIS_PROFILE=ci or --derandomize: fixed)")
     cf.add_argument("--derandomize", action="store_true", help="the same scenarios on every run (as in CI)")
-    cf.add_argument("--time-budget", type=float, metavar="S", help="stop generating after S seconds")
+    cf.add_argument("--time-budget", type=positive_seconds, metavar="S", help="stop generating after S seconds")
     cf.add_argument("--catalogue-only", action="store_true", help="run the named scenarios only")
     cf.add_argument("--regressions", metavar="DIR", help="replay the scenarios saved in DIR first, and save new failures "
                                                          "there (default: .rmkit/regressions)")
@@ -288,14 +292,27 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--continue", dest="keep_going", action="store_true",
                    help="go on after a violation and collect counterexamples (at most --max-traces)")
     t.add_argument("--max-traces", type=int, default=100, metavar="N", help="with --continue: stop after N counterexamples (default 100)")
-    t.add_argument("--timeout", type=float, metavar="SECONDS",
+    t.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                    help="stop TLC after SECONDS (default: none; with --simulate-depth 60, as a simulation never ends)")
     t.add_argument("--java-opt", action="append", default=[], metavar="OPT", help="option for the JVM, e.g. --java-opt=-Xmx8g (repeatable)")
     t.add_argument("--progress", choices=("auto", "rich", "lines", "none"), default="auto",
                    help="progress on stderr: auto = a status line on a terminal, else one line per TLC report")
     t.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text reports")
     t.set_defaults(func=cmd_tlc)
+    _state_contract(p)
     return p
+
+
+def _state_contract(parser: argparse.ArgumentParser) -> None:
+    """Every command's help states the exit-code contract: its own codes when it has them (each
+    a case of the contract), else the contract itself."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                if "exit codes" not in (sub.epilog or ""):
+                    sub.epilog = CONTRACT + ("\n\n" + sub.epilog if sub.epilog else "")
+                    sub.formatter_class = _Formatter
+                _state_contract(sub)
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -309,6 +326,7 @@ def cmd_check(args) -> int:
     for path in args.logs:
         if path != "-" and not os.path.exists(path):
             raise UsageError(f"LOG {path!r}: no such file")
+    check_writable_file(args.out, "--out")
     checker = proto.make_checker(profile, args)
     with _progress(args.logs, checker) as _:
         report = checker.run(args.logs)
@@ -317,7 +335,7 @@ def cmd_check(args) -> int:
     color = args.color == "always" or (args.color == "auto" and not args.out and sys.stdout.isatty())
     text = RENDERERS[args.format](report, rules=proto.rules(), color=color)
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_output(args.out, text, "--out")
         print(f"{report.verdict}: report written to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -406,13 +424,14 @@ def cmd_spec_validate(args) -> int:
 
 def cmd_spec_diagram(args) -> int:
     proto = get_protocol(args.protocol)
+    check_writable_file(args.out, "-o")
     dot = proto.diagram(proto.check_profile(args.profile))
     if not args.out:
         sys.stdout.write(dot)
         return EXIT_PASS
     out = Path(args.out)
     if out.suffix == ".dot" or out.suffix == ".gv":
-        out.write_text(dot, encoding="utf-8")
+        write_output(str(out), dot, "-o")
     else:
         import shutil
         import subprocess
@@ -420,12 +439,15 @@ def cmd_spec_diagram(args) -> int:
         if shutil.which("dot") is None:
             raise UsageError(f"-o {out}: rendering {out.suffix} needs the Graphviz `dot` program "
                              f"(apt-get install graphviz); or write DOT with -o {out.with_suffix('.dot')}")
-        subprocess.run(["dot", f"-T{out.suffix.lstrip('.')}", "-o", str(out)], input=dot.encode(), check=True)
+        done = subprocess.run(["dot", f"-T{out.suffix.lstrip('.')}", "-o", str(out)], input=dot.encode(), capture_output=True)
+        if done.returncode:
+            raise UsageError(f"-o {out}: Graphviz `dot` failed: {done.stderr.decode('utf-8', 'replace').strip()[:300]}")
     print(f"wrote {out}", file=sys.stderr)
     return EXIT_PASS
 
 
 def cmd_spec_docs(args) -> int:
+    check_writable_file(args.out, "-o")
     text = get_protocol(args.protocol).docs()
     if args.check:
         try:
@@ -439,7 +461,7 @@ def cmd_spec_docs(args) -> int:
         print(f"{args.check} matches the spec")
         return EXIT_PASS
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_output(args.out, text, "-o")
     else:
         sys.stdout.write(text)
     return EXIT_PASS
@@ -461,6 +483,11 @@ def cmd_protocols(args) -> int:
 
 def cmd_simulate(args) -> int:
     proto = get_protocol(args.protocol)
+    if args.out != "-":
+        if os.path.isdir(args.out) or args.out.endswith(("/", os.sep)):
+            check_writable_dir(args.out, "-o")
+        else:
+            check_writable_file(args.out, "-o")
     n = proto.simulate(proto.check_profile(args.profile), args)
     print(f"wrote {n:,} receipts ({args.protocol}, {args.profile or proto.default_profile()} profile, seed {args.seed}) "
           f"to {'stdout' if args.out == '-' else args.out}", file=sys.stderr)
@@ -468,6 +495,7 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_audit(args) -> int:
+    check_writable_dir(args.out, "--out")
     proto = get_protocol(args.protocol)
     return proto.audit(proto.check_profile(args.profile), args)
 
@@ -478,6 +506,9 @@ def cmd_conform(args) -> int:
         raise UsageError(f"--max-examples: expected a number >= 0, found {args.max_examples}")
     if args.timeout <= 0 or (args.time_budget is not None and args.time_budget <= 0):
         raise UsageError("--timeout and --time-budget: expected a number of seconds > 0")
+    check_writable_file(args.out, "--out")
+    check_writable_file(args.html, "--html")
+    check_writable_dir(args.regressions, "--regressions")
     return proto.conform(proto.check_profile(args.profile), args)
 
 
@@ -495,6 +526,7 @@ def _group_help(parser: argparse.ArgumentParser) -> int:
 
 
 def cmd_keys(args) -> int:
+    check_writable_dir(args.out, "--out")
     return get_protocol(args.protocol).keys(args.keys_action, args)
 
 
@@ -525,6 +557,8 @@ def cmd_tlc(args) -> int:
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout: expected a number of seconds > 0, found {args.timeout:g}")
     timeout = args.timeout if args.timeout is not None else (60.0 if args.simulate_depth is not None else None)
+    check_writable_dir(args.out, "--out")
+    check_writable_file(args.trace_out, "--trace-out")
     label = f"{model.name}/{config.name}"
     try:
         with Progress(args.progress, label) as progress:
@@ -553,7 +587,7 @@ def cmd_tlc(args) -> int:
             print(f"wrote {path}", file=sys.stderr)
     if args.trace_out:
         if result.counterexamples:
-            Path(args.trace_out).write_text(result.counterexamples_json(), encoding="utf-8")
+            write_output(args.trace_out, result.counterexamples_json(), "--trace-out")
             print(f"wrote {args.trace_out}", file=sys.stderr)
         else:
             print(f"--trace-out {args.trace_out}: no counterexample to write ({result.verdict})", file=sys.stderr)
@@ -563,18 +597,16 @@ def cmd_tlc(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line under the exit-code contract (:mod:`rmkit.guard`): 0 pass, 1 violations,
+    2 the tool could not do its job, whatever happens inside."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or os.environ.get("RMKIT_DEBUG") == "1"
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args([a for a in argv if a != "--debug"])
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
-    try:
-        return args.func(args)
-    except RmkitError as exc:
-        print(f"rmkit: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except BrokenPipeError:
-        return EXIT_PASS
+    return run_guarded(args.func, args, debug=debug, argv=argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -22,45 +22,80 @@ UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def open_input(path: str) -> IO[bytes]:
-    """A binary reader of one input; gzip is recognised by its magic bytes, not only by ``.gz``."""
+    """A binary reader of one input; gzip is recognised by its magic bytes, not only by ``.gz``
+    (stdin too)."""
     if path == "-":
-        return sys.stdin.buffer
+        f = sys.stdin.buffer
+        if not hasattr(f, "peek"):
+            f = io.BufferedReader(f)
+        if f.peek(2)[:2] == GZIP_MAGIC:
+            return gzip.GzipFile(fileobj=f, mode="rb")
+        return f
     try:
         f = open(path, "rb", buffering=1 << 20)
         if path.endswith(".gz") or f.peek(2)[:2] == GZIP_MAGIC:
             f.close()  # reopened by gzip, which then owns (and closes) the file
-            return io.BufferedReader(gzip.open(path, "rb"), buffer_size=1 << 20)
+            return gzip.open(path, "rb")
         return f
     except OSError as exc:
         raise InputError(f"cannot open input {path!r}: {exc.strerror or exc}") from None
 
 
-def iter_line_batches(path: str, chunk_bytes: int = 1 << 22) -> Iterator[list[bytes]]:
+def iter_line_batches(path: str, chunk_bytes: int = 1 << 22, on_error=None) -> Iterator[list[bytes]]:
     """Every line of one input, in batches (blank lines included, so that the caller can number
     lines by counting). Reading in large chunks and splitting is several times faster than
-    iterating a file line by line, which matters at millions of receipts."""
+    iterating a file line by line, which matters at millions of receipts.
+
+    When the input breaks off (a truncated or corrupt gzip, a read error) after it was opened,
+    the lines read so far have been yielded; with ``on_error`` the break is reported as
+    ``on_error(line number, message)`` (the line that could not be read) and the reading of this
+    input ends, so that the caller's report covers what was read; without it, an :class:`InputError`."""
     f = open_input(path)
+    try:
+        yield from _line_batches(f, path, chunk_bytes, on_error)
+    finally:
+        if path != "-":
+            f.close()
+
+
+def _line_batches(f, path: str, chunk_bytes: int, on_error) -> Iterator[list[bytes]]:
     read = f.read1 if hasattr(f, "read1") else f.read
     rest = b""
     nread = 0
-    try:
-        while True:
-            chunk = read(chunk_bytes)
-            if not chunk:
-                break
-            if not nread and chunk.startswith(UTF8_BOM):
-                chunk = chunk[len(UTF8_BOM):]
-            nread += len(chunk)
-            lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
-            rest = lines.pop()
-            yield lines
+    nlines = 0
+    pieces: list[bytes] = []  # of the chunk being read (gzip hands out small pieces)
+    failure = None
+    while failure is None:
+        try:
+            size = 0
+            while size < chunk_bytes:
+                piece = read(chunk_bytes - size)
+                if not piece:
+                    break
+                pieces.append(piece)
+                size += len(piece)
+        except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            failure = exc
+        chunk = b"".join(pieces)
+        pieces.clear()
+        if not chunk:
+            break
+        if not nread and chunk.startswith(UTF8_BOM):
+            chunk = chunk[len(UTF8_BOM):]
+        nread += len(chunk)
+        lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+        rest = lines.pop()
+        nlines += len(lines)
+        yield lines
+    if failure is None:
         if rest:
             yield [rest]
-    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise InputError(f"cannot read input {path!r} after {nread} bytes: {exc}") from None
-    finally:
-        if f is not sys.stdin.buffer:
-            f.close()
+        return
+    why = "truncated: the compressed stream ended before its end marker" if isinstance(failure, EOFError) else str(failure)
+    message = f"cannot read input {path!r} after {nread:,} bytes ({nlines:,} complete lines): {why}"
+    if on_error is None:
+        raise InputError(message)
+    on_error(nlines + 1, message)  # the partial line at the break is the unreadable one: reported, not checked
 
 
 def unwrap_kafka(rec: dict[str, Any]):

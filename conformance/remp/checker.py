@@ -266,6 +266,11 @@ class RempLogChecker:
         if self.modes["REMP-INPUT-001"] != OFF:
             rep.count("REMP-INPUT-001", self.modes["REMP-INPUT-001"])
 
+    def _read_error(self, idx: int, lineno: int, error: str) -> None:
+        """An input that broke off (truncated gzip...): one problem, reported by one share only."""
+        if not self.partition or self.partition[0] == 0:
+            self._problem(idx, lineno, error)
+
     def _kind_hint(self, kind: Any) -> str:
         if not isinstance(kind, str):
             return f"expected a string naming a receipt kind, found {type(kind).__name__} {kind!r}"
@@ -318,7 +323,7 @@ class RempLogChecker:
         lineno = 0
         progress = self.progress
         done = 0
-        for batch in iter_line_batches(path):
+        for batch in iter_line_batches(path, on_error=lambda n, why: self._read_error(idx, n, why)):
             if progress is not None:
                 done += sum(map(len, batch)) + len(batch)
                 progress(idx, done)

@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from rmkit.errors import UsageError
+from rmkit.guard import positive_seconds
 from rmkit.protocol import Protocol
 from rmkit.rules import RuleSet
 from rmkit.specload import load_protocol_spec
@@ -41,9 +42,9 @@ class Remp(Protocol):
         return checked + [f"wire format: {len(tl_schema().by_name)} TL constructors, ids match their lines"]
 
     def add_check_arguments(self, group: argparse._ArgumentGroup) -> None:
-        group.add_argument("--lifetime", type=float, metavar="S",
+        group.add_argument("--lifetime", type=positive_seconds, metavar="S",
                            help="mc_catchain_lifetime in seconds (default: the spec's 250)")
-        group.add_argument("--horizon", type=float, metavar="S",
+        group.add_argument("--horizon", type=positive_seconds, metavar="S",
                            help="judge a message lost when it has no final outcome S seconds after its first receipt "
                                 "(default: the profile's expiry bound + 60 s); messages nearer the log's end are not judged")
         group.add_argument("--validators", metavar="FILE",

@@ -55,7 +55,7 @@ class _Reader:
 
         loads, JSONDecodeError = orjson.loads, orjson.JSONDecodeError
         lineno = 0
-        for batch in iter_line_batches(self.path):
+        for batch in iter_line_batches(self.path, on_error=self.problem):
             for line in batch:
                 lineno += 1
                 if not line.strip():

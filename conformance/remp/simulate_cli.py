@@ -13,6 +13,7 @@ import os
 import sys
 
 from rmkit.errors import UsageError
+from rmkit.guard import finite_float, positive_seconds
 
 EPILOG = """\
 one file or a directory:
@@ -46,11 +47,11 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--receipts", type=int, help="stop after this many receipts instead (one file only)")
     group.add_argument("--validators", type=int, default=7, metavar="V", help="validators per master session (default 7)")
     group.add_argument("--kafka", action="store_true", help="write a Kafka dump (topic, partition, offset, timestamp, key, value)")
-    group.add_argument("--lifetime", type=float, metavar="S", help="mc_catchain_lifetime in seconds (default: the spec's)")
+    group.add_argument("--lifetime", type=positive_seconds, metavar="S", help="mc_catchain_lifetime in seconds (default: the spec's)")
     group.add_argument("--keys", metavar="DIR", help="sign every receipt with the keys of DIR (written by `rmkit keys gen`): "
                                                      "its sessions' validators and its full node run the shard")
     group.add_argument("--files", type=int, metavar="K", help="multi-file log: number of files (default: one per ~1M receipts)")
-    group.add_argument("--violations", type=float, metavar="RATE",
+    group.add_argument("--violations", type=finite_float, metavar="RATE",
                        help="multi-file log: plant violations in this fraction of messages (e.g. 0.001), "
                             "rotating over every rule the profile checks; listed in manifest.json")
     group.add_argument("--jobs", type=int, metavar="J", help="multi-file log: parallel processes (default: one per core)")

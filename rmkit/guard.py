@@ -1,0 +1,166 @@
+"""The exit-code contract every ``rmkit`` command keeps, and the guards that keep it.
+
+Why: a CI system reads exit 1 as "the implementation or the log is wrong". A tool failure (a bug of
+the kit, a missing dependency, an output that cannot be written, an option that makes no sense)
+must therefore never end with exit 1, and never with a traceback a user has to decode: it ends
+with exit 2 and one line saying what went wrong. ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from rmkit.errors import RmkitError, UsageError
+
+EXIT_PASS, EXIT_VIOLATIONS, EXIT_TOOL = 0, 1, 2
+
+CONTRACT = """exit codes (the same for every rmkit command):
+  0  pass
+  1  violations found (or a failing scenario); the report names each one
+  2  the tool could not do its job: usage error, unreadable input, missing dependency,
+     an implementation that cannot be started, an output that cannot be written,
+     or an internal error (one line; --debug before the command shows the traceback)"""
+
+# optional dependencies -> the extra of the rmkit package that installs them
+OPTIONAL_EXTRAS = {"pyspark": "spark", "py4j": "spark", "matplotlib": "spark", "hypothesis": "conform"}
+
+
+class OutputError(RmkitError):
+    """An output the command was asked to write cannot be written."""
+
+
+class MissingDependency(RmkitError):
+    """An optional dependency of one command is not installed."""
+
+
+def missing_dependency(exc: ModuleNotFoundError) -> MissingDependency | None:
+    """The error to show for an import that failed, when the module is one of the optional
+    dependencies (None otherwise: a module of the kit itself missing is a broken install)."""
+    root = (exc.name or "").split(".")[0]
+    extra = OPTIONAL_EXTRAS.get(root)
+    if extra is None:
+        return None
+    return MissingDependency(f"this command needs the Python package {root!r}, which is not installed: "
+                             f"pip install 'rmkit[{extra}]'")
+
+
+def run_guarded(func, args, debug: bool = False, argv: list[str] | None = None) -> int:
+    """``func(args)`` under the contract: the kit's own errors exit with their code and message,
+    anything unexpected with exit 2 and one line."""
+    try:
+        code = func(args)
+    except RmkitError as exc:
+        print(f"rmkit: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): nothing to report
+        _quiet_stdout()
+        return EXIT_PASS
+    except KeyboardInterrupt:
+        print("rmkit: interrupted; no verdict", file=sys.stderr)
+        return EXIT_TOOL
+    except ModuleNotFoundError as exc:
+        dep = missing_dependency(exc)
+        if dep is None:
+            return _internal(exc, debug, argv)
+        if debug:
+            traceback.print_exc()
+        print(f"rmkit: error: {dep}", file=sys.stderr)
+        return EXIT_TOOL
+    except Exception as exc:  # noqa: BLE001 -- the one place where anything unexpected is caught
+        return _internal(exc, debug, argv)
+    if code not in (EXIT_PASS, EXIT_VIOLATIONS, EXIT_TOOL):
+        return _internal(RuntimeError(f"the command returned exit code {code!r}"), debug, argv)
+    return code
+
+
+def _internal(exc: BaseException, debug: bool, argv) -> int:
+    if debug:
+        traceback.print_exception(exc)
+    text = str(exc).splitlines()[0][:300] if str(exc) else ""
+    cmd = " ".join(argv) if argv else " ".join(sys.argv[1:])
+    print(f"rmkit: internal error ({type(exc).__name__}{': ' + text if text else ''}); please report it with the "
+          f"command line (rmkit {cmd[:500]})" + ("" if debug else "; --debug shows the traceback"), file=sys.stderr)
+    return EXIT_TOOL
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so that the interpreter's final flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+# -- outputs ----------------------------------------------------------------------------------
+def check_writable_file(path: str | None, flag: str) -> None:
+    """Fail before any long work when ``path`` (a file to write) cannot be written: its folder is
+    missing or not writable, or the path is a folder. ``-`` and None (stdout) always can."""
+    if not path or path == "-":
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise OutputError(f"{flag} {path}: expected a file to write, found a folder")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputError(f"{flag} {path}: cannot write: the folder {str(parent)!r} does not exist")
+    if (p.exists() and not os.access(p, os.W_OK)) or not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {path}: cannot write: permission denied")
+
+
+def check_writable_dir(path: str | None, flag: str) -> None:
+    """Fail before any long work when ``path`` (a folder the command creates or fills) cannot be:
+    it is a file, or its nearest existing ancestor is not a writable folder."""
+    if not path:
+        return
+    p = Path(path)
+    if p.exists():
+        if not p.is_dir():
+            raise OutputError(f"{flag} {path}: expected a folder, found a file")
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise OutputError(f"{flag} {path}: cannot write into the folder: permission denied")
+        return
+    anc = p.absolute().parent
+    while not anc.exists():
+        anc = anc.parent
+    if not anc.is_dir() or not os.access(anc, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {path}: cannot create the folder: {str(anc)!r} is not a writable folder")
+
+
+def write_output(path: str, text: str, flag: str) -> None:
+    """Write a report; a failure (disk full, the folder removed meanwhile) is an :class:`OutputError`."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise OutputError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None
+
+
+# -- numbers in options -----------------------------------------------------------------------
+def finite_float(text: str) -> float:
+    """argparse type: a finite number (``nan`` and ``inf`` are usage errors, not watchdogs turned off)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, found {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, found {text!r}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, found {text!r}")
+    return value
+
+
+def require_finite(flag: str, value) -> None:
+    """For values that do not come through argparse (the API, the pytest plugin)."""
+    if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value)):
+        raise UsageError(f"{flag}: expected a finite number, found {value!r}")
