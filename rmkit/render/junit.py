@@ -4,10 +4,22 @@ rule (or one that could not be checked) a skipped case. Unreadable lines add a f
 
 from __future__ import annotations
 
+import re
 from xml.etree import ElementTree as ET
 
 from rmkit.rules import NON_STRICT, OFF, STRICT
 from rmkit.verdict import Report
+
+
+# what XML 1.0 forbids anywhere in a document (control characters, lone surrogates, U+FFFE/FFFF)
+_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` with each character XML 1.0 forbids written as a visible escape (``\\x1b``), so
+    that a report is valid XML whatever a log or an implementation put into it. Applied to the
+    serialized document: markup never holds such characters, so only content changes."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
 
 def _lines(report: Report, rule: str) -> str:
@@ -51,4 +63,4 @@ def render_junit(report: Report, rules=None, **_) -> str:
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
     suite.set("errors", "0")
-    return ET.tostring(suite, encoding="unicode") + "\n"
+    return xml_safe(ET.tostring(suite, encoding="unicode")) + "\n"

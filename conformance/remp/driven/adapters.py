@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import importlib
 import os
+import queue
 import select
 import shlex
 import subprocess
@@ -23,6 +24,7 @@ from rmkit.errors import UsageError
 
 PROTOCOL_VERSION = 1
 STDERR_KEEP = 200  # lines of the implementation's stderr kept for the report
+MAX_ANSWER_BYTES = 4 << 20  # one answer larger than this is reported as oversized, not read on
 
 
 @dataclass
@@ -57,40 +59,115 @@ def _check_outputs(role: str, seq: int, outputs, raw: bytes) -> list:
     return outputs
 
 
+class _Worker:
+    """Calls run on one daemon thread, so that a call that never returns can be abandoned (with its
+    thread) once the step timeout has passed: the kit goes on, the thread is left behind."""
+
+    def __init__(self):
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, daemon=True, name="rmkit-impl").start()
+
+    def _serve(self) -> None:
+        while True:
+            fn, arg, box = self._calls.get()
+            try:
+                box.append((True, fn(arg)))
+            except BaseException as exc:  # noqa: BLE001 -- handed to the caller, which reports it
+                box.append((False, exc))
+            box.done.set()
+
+    def call(self, fn, arg, timeout: float):
+        box = _Box()
+        self._calls.put((fn, arg, box))
+        if not box.done.wait(timeout):
+            raise TimeoutError
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+
+
+class _Box(list):
+    def __init__(self):
+        super().__init__()
+        self.done = threading.Event()
+
+
 class InProcessImplementation:
     """A Python implementation: ``factory(role)`` gives an object with ``hello(params)``,
-    ``step(event) -> list`` and ``bye()``, on the wire's JSON objects."""
+    ``step(event) -> list`` and ``bye()``, on the wire's JSON objects. Each call runs on a worker
+    thread under the same ``--timeout`` as the process form; after a timeout the object and its
+    thread are abandoned and the next scenario gets a new object from the factory."""
 
-    def __init__(self, spec: str, role: str):
-        self.spec, self.role = spec, role
+    def __init__(self, spec: str, role: str, timeout: float = 5.0):
+        self.spec, self.role, self.timeout = spec, role, timeout
         mod_name, _, attr = spec.partition(":")
         if not mod_name or not attr:
             raise UsageError(f"--impl {spec!r}: expected MODULE:FACTORY, e.g. rmkit.reference_impl.remp.adapter:factory")
         try:
-            factory = getattr(importlib.import_module(mod_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise UsageError(f"--impl {spec!r}: cannot load it ({type(exc).__name__}: {exc})") from None
-        self.obj = factory(role)
+            module = importlib.import_module(mod_name)
+        except (Exception, SystemExit) as exc:  # the module's own code failed: it cannot be started
+            raise UsageError(f"--impl {spec!r}: cannot load it: importing {mod_name} raised "
+                             f"{type(exc).__name__}: {exc}") from None
+        self.factory = getattr(module, attr, None)
+        if self.factory is None:
+            raise UsageError(f"--impl {spec!r}: cannot load it: module {mod_name} has no attribute {attr!r}")
+        if not callable(self.factory):
+            raise UsageError(f"--impl {spec!r}: expected FACTORY to be callable (FACTORY(role) returns the adapter), "
+                             f"found {type(self.factory).__name__}")
+        self.obj = None
+        self._worker = None
+        try:
+            self._new_object()
+        except ImplementationFailure as exc:
+            raise UsageError(f"--impl {spec!r}: the implementation cannot be started: {exc.detail}") from None
         self.name = getattr(self.obj, "name", spec)
+        if not isinstance(self.name, str):
+            self.name = spec
+
+    def _new_object(self) -> None:
+        try:
+            self.obj = self.factory(self.role)
+        except (Exception, SystemExit) as exc:
+            raise ImplementationFailure("start", 0, f"{self.spec}({self.role!r}) raised {type(exc).__name__}: {exc}") from None
+        for method in ("hello", "step", "bye"):
+            if not callable(getattr(self.obj, method, None)):
+                raise ImplementationFailure("start", 0, f"the object {self.spec}({self.role!r}) returned has no "
+                                                        f"{method}() method")
+        self._worker = _Worker()
+
+    def _call(self, what: str, seq: int, fn, arg):
+        try:
+            return self._worker.call(fn, arg, self.timeout)
+        except TimeoutError:
+            self.obj = self._worker = None  # abandoned: the next scenario starts a new object
+            raise ImplementationFailure("timeout", seq, f"{what} did not return within {self.timeout:g} s (--timeout)") from None
+        except (Exception, SystemExit) as exc:
+            raise ImplementationFailure("error", seq, f"{what} raised {type(exc).__name__}: {exc}") from None
 
     def start(self, hello: dict) -> None:
-        try:
-            self.obj.hello(dict(hello["params"], profile=hello["profile"]))
-        except Exception as exc:
-            raise ImplementationFailure("error", 0, f"hello raised {type(exc).__name__}: {exc}") from None
+        if self.obj is None:
+            self._new_object()
+        self._call("hello", 0, self.obj.hello, dict(hello["params"], profile=hello["profile"]))
 
     def step(self, seq: int, event: dict) -> list:
-        try:
-            outputs = self.obj.step(event)
-        except Exception as exc:
-            raise ImplementationFailure("error", seq, f"step raised {type(exc).__name__}: {exc}") from None
+        if self.obj is None:
+            raise ImplementationFailure("crash", seq, "the implementation was abandoned after a timeout")
+        outputs = self._call("step", seq, self.obj.step, event)
+        if isinstance(outputs, list) and len(outputs) > 64:
+            try:
+                size = len(orjson.dumps(outputs))
+            except TypeError:
+                size = 0  # not JSON: _check_outputs says what is wrong
+            if size > MAX_ANSWER_BYTES:
+                raise ImplementationFailure("oversized", seq, f"the answer holds {len(outputs):,} outputs, "
+                                                              f"{size:,} bytes as JSON (at most {MAX_ANSWER_BYTES:,})")
         return _check_outputs(self.role, seq, outputs, b"")
 
     def end(self) -> None:
-        try:
-            self.obj.bye()
-        except Exception as exc:
-            raise ImplementationFailure("error", -1, f"bye raised {type(exc).__name__}: {exc}") from None
+        if self.obj is None:
+            return
+        self._call("bye", -1, lambda _: self.obj.bye(), None)
 
     def stderr(self) -> str:
         return ""
@@ -125,7 +202,8 @@ class ProcessImplementation:
     def _readline(self) -> bytes | None:
         """The next line of the implementation's stdout, waiting at most the step timeout (read
         here, with select, rather than handed over by a thread: the handover cost more than the
-        reference's whole step); None at end of file; raises TimeoutError."""
+        reference's whole step); None at end of file; raises TimeoutError, or OverflowError for
+        an answer longer than MAX_ANSWER_BYTES."""
         deadline = time.monotonic() + self.timeout
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buf:
@@ -136,6 +214,8 @@ class ProcessImplementation:
             if not chunk:
                 return None
             self._buf += chunk
+            if len(self._buf) > MAX_ANSWER_BYTES and b"\n" not in self._buf:
+                raise OverflowError
         line, _, self._buf = self._buf.partition(b"\n")
         return line
 
@@ -154,7 +234,14 @@ class ProcessImplementation:
             self._crashed(step, "the process closed its input (it exited)")
 
     def _crashed(self, step: int, why: str, received: bytes = b""):
-        code = self.proc.wait(timeout=1) if self.proc else None
+        code = None
+        if self.proc is not None:
+            try:
+                code = self.proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:  # it closed its output but runs on: stopped here
+                why += ", yet kept running (stopped by the kit)"
+                self.proc.kill()
+                code = self.proc.wait()
         time.sleep(0.05)  # let the stderr reader catch the last lines
         self.proc = None
         raise ImplementationFailure("crash", step, f"{why}; exit code {code}", received, self.stderr())
@@ -166,6 +253,11 @@ class ProcessImplementation:
             self.close()
             raise ImplementationFailure("timeout", step, f"no answer within {self.timeout:g} s (--timeout)",
                                         stderr=self.stderr()) from None
+        except OverflowError:
+            head = self._buf[:300]
+            self.close()
+            raise ImplementationFailure("oversized", step, f"the answer is longer than {MAX_ANSWER_BYTES:,} bytes "
+                                                           "without ending its line", head, self.stderr()) from None
         if line is None:
             self._crashed(step, "the process exited without answering")
         try:
@@ -221,9 +313,9 @@ class ProcessImplementation:
 
 def open_implementation(args, role: str):
     """The implementation named by ``--impl-cmd`` or ``--impl`` for ``role``."""
-    if getattr(args, "impl_cmd", None):
+    if getattr(args, "impl_cmd", None) is not None:
         return ProcessImplementation(args.impl_cmd, role, args.timeout)
-    return InProcessImplementation(args.impl, role)
+    return InProcessImplementation(args.impl, role, getattr(args, "timeout", 5.0))
 
 
 def hello_message(role: str, profile: str, params: dict, scenario: str = "") -> dict:

@@ -14,6 +14,7 @@ from rmkit.conformance.remp.driven.runner import PASS, explain_failure, run_scen
 from rmkit.conformance.remp.driven.scenario import read_scenario
 from rmkit.conformance.remp.driven.suite import ROLES, regressions_dir, run_suite
 from rmkit.errors import UsageError
+from rmkit.guard import write_output
 
 
 def add_arguments(group: argparse._ArgumentGroup) -> None:
@@ -33,12 +34,12 @@ def conform(profile: str, args: argparse.Namespace) -> int:
                     progress=None if quiet or not sys.stderr.isatty() else (lambda m: print(f"  {m}", file=sys.stderr)))
     text = RENDERERS[args.format](rep)
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_output(args.out, text, "--out")
         print(f"{rep.verdict}: report written to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     if args.html:
-        Path(args.html).write_text(render_html(rep), encoding="utf-8")
+        write_output(args.html, render_html(rep), "--html")
         print(f"HTML report written to {args.html}", file=sys.stderr)
     return 0 if rep.verdict == PASS else 1
 
@@ -50,6 +51,8 @@ def replay(args: argparse.Namespace) -> int:
         res = run_scenario(sc, impl)
     finally:
         impl.close()
+    if res.verdict == PASS and not sc.events:  # a header alone: a pass would be a verdict on nothing
+        raise UsageError(f"{args.scenario}: the scenario has no steps: only the hello was checked, which is no pass")
     if args.format == "json":
         import orjson
 

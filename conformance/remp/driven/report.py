@@ -16,8 +16,15 @@ from xml.sax.saxutils import escape, quoteattr
 import orjson
 
 from rmkit.conformance.remp.driven.runner import FAIL, PASS, ScenarioResult, explain_failure
+from rmkit.render.junit import xml_safe
 
 NOT_EXERCISED = "not exercised"
+NOT_REACHED = "not reached"  # every scenario naming the rule ended before its first event (e.g. a crash at hello)
+
+
+def _unreached(r: ScenarioResult) -> bool:
+    """The scenario failed before the implementation got past hello: its rules were never put to it."""
+    return r.verdict == FAIL and r.failure is not None and r.failure.step == 0 and not r.failure.rules
 
 
 @dataclass
@@ -49,6 +56,9 @@ class ConformReport:
                 row = rows.get(rid)
                 if row is None:
                     continue
+                if _unreached(r):
+                    row.setdefault("unreached", []).append(sc.id)
+                    continue
                 row["scenarios"].append(sc.id)
                 if r.verdict == FAIL and (rid in broken or (rid in named and not broken)):
                     row["failed"].append(sc.id)
@@ -57,6 +67,8 @@ class ConformReport:
                 row["status"] = FAIL
             elif row["scenarios"]:
                 row["status"] = PASS
+            elif row.get("unreached"):
+                row["status"] = NOT_REACHED
         return list(rows.values())
 
     def as_dict(self) -> dict:
@@ -133,13 +145,13 @@ def render_junit(rep: ConformReport) -> str:
             cases.append(f'    <testcase classname="rmkit.conform.{origin}.{r.scenario.role}" name={quoteattr(name)}>{body}</testcase>')
         fails = sum(1 for r in rs if r.verdict == FAIL)
         suites.append(f'  <testsuite name="rmkit conform {origin}" tests="{len(rs)}" failures="{fails}">\n' + "\n".join(cases) + "\n  </testsuite>")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n' + "\n".join(suites) + "\n</testsuites>\n"
+    return xml_safe('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n' + "\n".join(suites) + "\n</testsuites>\n")
 
 
 def render_html(rep: ConformReport) -> str:
     """A standalone page: the verdict, the per-rule matrix, every scenario, every failure."""
     e = html.escape
-    colour = {PASS: "#2e7d32", FAIL: "#c62828", NOT_EXERCISED: "#757575"}
+    colour = {PASS: "#2e7d32", FAIL: "#c62828", NOT_EXERCISED: "#757575", NOT_REACHED: "#8d6e63"}
     rows = "\n".join(
         f"<tr><td><code>{e(r['id'])}</code></td><td>{e(r['title'])}</td>"
         f"<td style='color:#fff;background:{colour[r['status']]}'>{e(r['status'])}</td>"

@@ -9,6 +9,7 @@ reads on its own.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +56,9 @@ def write_scenario(path: Path, sc: Scenario, expected: list | None = None, failu
 
 
 def read_scenario(path: str | Path) -> Scenario:
-    """A scenario file back; errors name the file, line and field."""
+    """A scenario file back, checked against ``spec/schema/remp-scenario.schema.json`` (with its
+    format version), the roles and profiles of the spec, and each step's event against the wire
+    types; errors name the file, line and field."""
     p = Path(path)
     try:
         raw = p.read_bytes().splitlines()
@@ -74,17 +77,60 @@ def read_scenario(path: str | Path) -> Scenario:
         rows.append((n, obj))
     if not rows or rows[0][1].get("type") != "scenario":
         raise UsageError(f"{p}:1: type: expected a header line with \"type\": \"scenario\" (a file written by rmkit conform)")
-    head = rows[0][1]
-    for f in ("role", "profile", "params"):
-        if f not in head:
-            raise UsageError(f"{p}:{rows[0][0]}: field {f}: missing from the scenario header")
+    hline, head = rows[0]
+    if head.get("format") != FORMAT:
+        found = "nothing" if "format" not in head else repr(head["format"])
+        raise UsageError(f"{p}:{hline}: field format: expected {FORMAT!r} (the format this rmkit reads), found {found}")
+    _check_line(p, hline, head, "header")
+    _check_header(p, hline, head)
     events = []
     for n, obj in rows[1:]:
-        if obj.get("type") != "step" or not isinstance(obj.get("event"), dict):
-            raise UsageError(f"{p}:{n}: expected a step line {{\"type\": \"step\", \"seq\": N, \"event\": {{...}}}}")
-        if obj.get("seq") != len(events) + 1:
-            raise UsageError(f"{p}:{n}: field seq: expected {len(events) + 1}, found {obj.get('seq')!r}")
+        _check_line(p, n, obj, "step")
+        if obj["seq"] != len(events) + 1:
+            raise UsageError(f"{p}:{n}: field seq: expected {len(events) + 1}, found {obj['seq']!r}")
+        _check_event(p, n, obj["event"])
         events.append(obj["event"])
     return Scenario(id=str(head.get("id") or p.stem), role=head["role"], profile=head["profile"], params=head["params"],
                     events=events, title=head.get("title", ""), checks=tuple(head.get("checks") or ()),
                     origin="regression", note=head.get("failure") or {})
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(part: str):
+    import jsonschema
+
+    from rmkit.specload import load_schema
+
+    schema = load_schema("remp-scenario")
+    return jsonschema.Draft202012Validator({**schema, "$ref": f"#/$defs/{part}"})
+
+
+def _check_line(p: Path, n: int, obj: dict, part: str) -> None:
+    import jsonschema
+
+    errors = list(_validator(part).iter_errors(obj))
+    if errors:
+        err = jsonschema.exceptions.best_match(errors)
+        where = ".".join(map(str, err.absolute_path)) or "(line)"
+        raise UsageError(f"{p}:{n}: field {where}: {err.message} (spec/schema/remp-scenario.schema.json, {part})")
+
+
+def _check_header(p: Path, n: int, head: dict) -> None:
+    from rmkit.conformance.remp.driven.codec import adapter_spec
+    from rmkit.protocol import get_protocol
+
+    roles = list(adapter_spec()["roles"])
+    if head["role"] not in roles:
+        raise UsageError(f"{p}:{n}: field role: expected one of {', '.join(roles)}, found {head['role']!r}")
+    profiles = list(get_protocol("remp").profiles())
+    if head["profile"] not in profiles:
+        raise UsageError(f"{p}:{n}: field profile: expected one of {', '.join(profiles)}, found {head['profile']!r}")
+
+
+def _check_event(p: Path, n: int, event: dict) -> None:
+    from rmkit.conformance.remp.driven.codec import WireError, from_json
+
+    try:
+        from_json(event, where="event", part="events")
+    except WireError as exc:
+        raise UsageError(f"{p}:{n}: field {exc}") from None
