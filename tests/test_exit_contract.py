@@ -125,3 +125,181 @@ def test_truncated_gzip_reports_what_it_read(capsys, tmp_path):
     doc = json.loads(out)
     assert doc["receipts"] > 0 and doc["verdict"] == "fail"
     assert any("truncated" in p["error"] or "end-of-stream" in p["error"] for p in doc["input_problems"])
+
+
+# -- conform / replay -------------------------------------------------------------------------
+REFERENCE = "rmkit.reference_impl.remp.adapter:factory"
+PY = sys.executable
+
+
+def _module(tmp_path, monkeypatch, name, body):
+    (tmp_path / f"{name}.py").write_text(body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+@pytest.mark.parametrize("body,say", [
+    ("raise RuntimeError('broken at import')\n", "importing"),
+    ("import sys\nsys.exit(4)\n", "importing"),
+    ("def factory(role):\n    raise ValueError('no such role here')\n", "cannot be started"),
+    ("factory = 42\n", "callable"),
+    ("def factory(role):\n    return object()\n", "hello() method"),
+    ("x = 1\n", "no attribute"),
+])
+def test_an_impl_that_cannot_start_exits_2(capsys, tmp_path, monkeypatch, body, say):
+    name = _module(tmp_path, monkeypatch, f"impl_{abs(hash(body))}", body)
+    code, _, err = run(capsys, "conform", "--role", "consumer", "--impl", f"{name}:factory", "--catalogue-only",
+                       "--regressions", str(tmp_path / "regs"))
+    assert code == 2 and no_traceback(err) and say in err, err
+
+
+def test_empty_impl_cmd_is_a_usage_error(capsys, tmp_path):
+    code, _, err = run(capsys, "conform", "--role", "consumer", "--impl-cmd", "", "--catalogue-only",
+                       "--regressions", str(tmp_path / "regs"))
+    assert code == 2 and no_traceback(err) and "--impl-cmd" in err
+
+
+def _adapter(tmp_path, body):
+    script = tmp_path / "adapter.py"
+    script.write_text("import sys, json, os, time\n" + body)
+    return f"{PY} {script}"
+
+
+def test_an_adapter_that_closes_stdout_and_runs_on_is_a_crash(capsys, tmp_path):
+    cmd = _adapter(tmp_path, "os.close(1)\ntime.sleep(60)\n")
+    code, out, err = run(capsys, "conform", "--role", "consumer", "--impl-cmd", cmd, "--catalogue-only",
+                         "--regressions", str(tmp_path / "regs"), "--timeout", "2")
+    assert code == 1 and no_traceback(err)
+    assert "kept running" in out
+
+
+def test_a_crash_at_hello_marks_rules_not_reached(capsys, tmp_path):
+    cmd = _adapter(tmp_path, "sys.exit(3)\n")
+    code, out, err = run(capsys, "conform", "--role", "validator", "--impl-cmd", cmd, "--catalogue-only",
+                         "--regressions", str(tmp_path / "regs"), "--format", "json")
+    import json
+
+    doc = json.loads(out)
+    assert code == 1 and no_traceback(err)
+    statuses = {r["status"] for r in doc["rules"]}
+    assert "fail" not in statuses and "not reached" in statuses
+
+
+def test_junit_of_conform_is_valid_xml_when_the_adapter_prints_binary(capsys, tmp_path):
+    from xml.etree import ElementTree as ET
+
+    cmd = _adapter(tmp_path, "line = sys.stdin.readline()\nsys.stdout.buffer.write(b'\\x00\\x01\\x1b[31m\\xff\\xfe junk\\n')\n"
+                             "sys.stdout.flush()\nsys.stderr.buffer.write(b'\\x07\\x08 err\\n')\n")
+    code, out, err = run(capsys, "conform", "--role", "consumer", "--impl-cmd", cmd, "--catalogue-only",
+                         "--regressions", str(tmp_path / "regs"), "--format", "junit")
+    assert code == 1 and no_traceback(err)
+    ET.fromstring(out.split("\n", 1)[1])
+
+
+class _Hangs:
+    name = "hangs"
+
+    def __init__(self, role):
+        self.role = role
+
+    def hello(self, params):
+        pass
+
+    def step(self, event):
+        import time
+
+        time.sleep(30)
+
+    def bye(self):
+        pass
+
+
+class _Huge(_Hangs):
+    def step(self, event):
+        return [{"type": "Receipt", "receipt": {"kind": "x" * 1000}}] * 10_000
+
+
+def test_in_process_step_that_never_returns_times_out(capsys, tmp_path, monkeypatch):
+    import time
+
+    mod = _module(tmp_path, monkeypatch, "hang_impl", "from test_exit_contract import _Hangs as factory\n")
+    start = time.monotonic()
+    code, out, err = run(capsys, "replay", _scenario(tmp_path), "--impl", f"{mod}:factory", "--timeout", "0.5")
+    assert code == 1 and no_traceback(err)
+    assert "timeout" in out and "0.5 s" in out
+    assert time.monotonic() - start < 10
+
+
+def test_in_process_oversized_answer_is_reported(capsys, tmp_path, monkeypatch):
+    mod = _module(tmp_path, monkeypatch, "huge_impl", "from test_exit_contract import _Huge as factory\n")
+    code, out, err = run(capsys, "replay", _scenario(tmp_path), "--impl", f"{mod}:factory")
+    assert code == 1 and "oversized" in out
+
+
+def test_process_oversized_answer_is_reported(capsys, tmp_path):
+    cmd = _adapter(tmp_path, "for line in sys.stdin:\n"
+                             "    m = json.loads(line)\n"
+                             "    if m['type'] == 'hello': print(json.dumps({'type': 'ready'}), flush=True)\n"
+                             "    else: sys.stdout.write('x' * (8 << 20)); sys.stdout.flush(); time.sleep(30)\n")
+    code, out, err = run(capsys, "replay", _scenario(tmp_path), "--impl-cmd", cmd, "--timeout", "20")
+    assert code == 1 and "oversized" in out and no_traceback(err)
+
+
+def _scenario(tmp_path, header=None, steps=None):
+    from rmkit.conformance.remp.driven.catalogue import catalogue
+    from rmkit.conformance.remp.driven.scenario import write_scenario
+
+    p = write_scenario(tmp_path / "sc.jsonl", catalogue("spec", ["validator"])[0])
+    if header is not None or steps is not None:
+        import json
+
+        lines = [json.loads(x) for x in p.read_text().splitlines()]
+        head = header(lines[0]) if header else lines[0]
+        rest = steps(lines[1:]) if steps else lines[1:]
+        p.write_text("".join(json.dumps(x) + "\n" for x in [head] + rest))
+    return str(p)
+
+
+def _set(path, value):
+    def change(obj):
+        obj = dict(obj)
+        keys = path.split(".")
+        target = obj
+        for k in keys[:-1]:
+            target[k] = dict(target[k])
+            target = target[k]
+        if value is _DROP:
+            target.pop(keys[-1])
+        else:
+            target[keys[-1]] = value
+        return obj
+    return change
+
+
+_DROP = object()
+
+
+@pytest.mark.parametrize("header,say", [
+    (_set("role", "nope"), "field role"), (_set("role", None), "field role"),
+    (_set("profile", None), "field profile"), (_set("profile", "mainnet"), "field profile"),
+    (_set("params", None), "field params"), (_set("params.own_id", _DROP), "own_id"),
+    (_set("params.lifetime_ms", "60000"), "field params.lifetime_ms"),
+    (_set("format", "rmkit-remp-scenario/2"), "field format"), (_set("format", _DROP), "field format"),
+])
+def test_replay_bad_header_names_line_and_field(capsys, tmp_path, header, say):
+    code, _, err = run(capsys, "replay", _scenario(tmp_path, header=header), "--impl", REFERENCE)
+    assert code == 2 and no_traceback(err) and ":1: " in err and say in err, err
+
+
+def test_replay_mistyped_step_field_names_line_and_field(capsys, tmp_path):
+    def steps(rows):
+        rows = [dict(r) for r in rows]
+        rows[1]["event"] = {**rows[1]["event"], "time": "soon"}
+        return rows
+    code, _, err = run(capsys, "replay", _scenario(tmp_path, steps=steps), "--impl", REFERENCE)
+    assert code == 2 and no_traceback(err) and ":3: field event" in err, err
+
+
+def test_replay_header_only_is_no_pass(capsys, tmp_path):
+    code, out, err = run(capsys, "replay", _scenario(tmp_path, steps=lambda rows: []), "--impl", REFERENCE)
+    assert code == 2 and "no steps" in err and "pass" not in out
