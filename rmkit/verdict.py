@@ -61,6 +61,9 @@ class Report:
     # active rules that could not be checked (an input they need was not given): rule id -> why.
     # They are listed as such, never shown as passing.
     not_checked: dict[str, str] = field(default_factory=dict)
+    # active rules that could not be judged for some messages (e.g. no usable time): rule id ->
+    # {"messages": how many, "why": ...}. Their count covers the other messages only.
+    not_judged: dict[str, dict] = field(default_factory=dict)
     input_rule: str | None = None  # the rule that unreadable lines count against
     shown_per_rule: int = 0  # 0: every violation is listed
     verdict: str = FAIL
@@ -71,6 +74,11 @@ class Report:
         self.counts[rule] = self.counts.get(rule, 0) + n
         if mode == STRICT:
             self.strict_counts[rule] = self.strict_counts.get(rule, 0) + n
+
+    def add_not_judged(self, rule: str, messages: int, why: str) -> None:
+        if messages:
+            entry = self.not_judged.setdefault(rule, {"messages": 0, "why": why})
+            entry["messages"] += messages
 
     def decide(self) -> str:
         """Set and return the verdict: a run that read nothing, or could not read a line, fails."""

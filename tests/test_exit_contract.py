@@ -303,3 +303,121 @@ def test_replay_mistyped_step_field_names_line_and_field(capsys, tmp_path):
 def test_replay_header_only_is_no_pass(capsys, tmp_path):
     code, out, err = run(capsys, "replay", _scenario(tmp_path, steps=lambda rows: []), "--impl", REFERENCE)
     assert code == 2 and "no steps" in err and "pass" not in out
+
+
+# -- check and receipt: damaged input ---------------------------------------------------------
+def _seed_finalized_nested_deep(tmp_path):
+    deep = "[" * 1000 + "]" * 1000
+    line = ('{"kind":"Finalized","message_id":"%s","source_id":"%s","timestamp":5,"block_id":"%s",'
+            '"block_file_hash":"%s","mc_block_id":"%s","block_file_hash":"%s","extra":%s}'
+            % ("a" * 64, "b" * 64, "c" * 64, "d" * 64, "e" * 64, "f" * 64, deep))
+    p = tmp_path / "deep.jsonl"
+    p.write_text(line + "\n")
+    return str(p)
+
+
+@pytest.mark.parametrize("argv", [["check"], ["receipt", "encode"]])
+def test_deeply_nested_seed_finalized_is_no_recursion_error(capsys, tmp_path, argv):
+    code, out, err = run(capsys, *argv, _seed_finalized_nested_deep(tmp_path))
+    assert code in (1, 2) and no_traceback(err) and "internal error" not in err
+
+
+def test_sign_replace_source_on_the_seed_examples(capsys, tmp_path):
+    assert run(capsys, "keys", "gen", "--validators", "3", "--sessions", "1", "--seed", "1", "--out", str(tmp_path / "k"))[0] == 0
+    code, out, err = run(capsys, "receipt", "sign", "--key", str(tmp_path / "k" / "keys" / "fullnode.json"),
+                         "--replace-source", str(FIXTURES / "seed" / "examples.jsonl"))
+    assert code == 0 and no_traceback(err) and out.count("\n") >= 5
+
+
+def _kafka_dump(tmp_path, stamps, name="dump.jsonl"):
+    import json
+
+    src = FIXTURES / "rules" / "ever-node" / "REMP-EXPIRY-001.jsonl"
+    rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    out = []
+    for i, r in enumerate(rows):
+        r = dict(r)
+        if stamps is _DROP:
+            r.pop("timestamp")
+        else:
+            r["timestamp"] = stamps[i % len(stamps)]
+        out.append(json.dumps(r))
+    p = tmp_path / name
+    p.write_text("\n".join(out) + "\n")
+    return str(p)
+
+
+@pytest.mark.parametrize("stamp", ["1700000000000", None, -5, 1.7e12, True])
+def test_damaged_kafka_timestamps_are_input_problems_not_a_pass(capsys, tmp_path, stamp):
+    import json
+
+    code, out, err = run(capsys, "check", "--profile", "ever-node", "--format", "json", _kafka_dump(tmp_path, [stamp]))
+    doc = json.loads(out)
+    assert code == 2 and doc["verdict"] == "fail"
+    assert doc["input_problems"][0]["field"] == "timestamp" and doc["input_problems"][0]["line"] == 1
+    assert doc["not_judged"]["REMP-EXPIRY-001"]["messages"] == 1
+
+
+def test_rules_without_time_are_reported_not_judged(capsys, tmp_path):
+    import json
+
+    code, out, _ = run(capsys, "check", "--profile", "ever-node", "--format", "json", _kafka_dump(tmp_path, _DROP))
+    doc = json.loads(out)
+    assert doc["not_judged"]["REMP-EXPIRY-001"]["messages"] == 1 and "no usable time" in doc["not_judged"]["REMP-EXPIRY-001"]["why"]
+    code, text, _ = run(capsys, "check", "--profile", "ever-node", _kafka_dump(tmp_path, _DROP))
+    assert "1 not judged" in text
+    # with numeric timestamps the same log is judged, and fails
+    code, out, _ = run(capsys, "check", "--profile", "ever-node", "--format", "json",
+                       str(FIXTURES / "rules" / "ever-node" / "REMP-EXPIRY-001.jsonl"))
+    assert code == 1 and json.loads(out)["not_judged"] == {}
+
+
+def test_a_field_close_to_a_known_one_is_reported(capsys, tmp_path):
+    import json
+
+    rows = [json.loads(x) for x in open(CLEAN) if x.strip()]
+    i = next(i for i, r in enumerate(rows) if "signature" in r)
+    rows[i]["signatre"] = rows[i].pop("signature")
+    rows[0]["vendor_extension"] = 1  # an implementation's own field: not a finding
+    p = tmp_path / "typo.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out, _ = run(capsys, "check", "--format", "json", str(p))
+    doc = json.loads(out)
+    found = [v["explanation"] for v in doc["violations"] if v["rule"] == "REMP-SCHEMA-001"]
+    assert code == 1 and any("signatre: unknown field; did you mean 'signature'?" in e for e in found)
+    assert not any("vendor_extension" in e for e in found)
+
+
+def test_check_junit_is_valid_xml_with_control_characters(capsys, tmp_path):
+    import json
+    from xml.etree import ElementTree as ET
+
+    rows = [json.loads(x) for x in open(CLEAN) if x.strip()]
+    rows[1]["kind"] = "Final\x01ized\x1b[31m"
+    p = tmp_path / "ctl.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows) + "\x00\x02 not json\n")
+    code, out, _ = run(capsys, "check", "--format", "junit", str(p))
+    assert code == 2
+    root = ET.fromstring(out)
+    assert root.get("failures") != "0" and "\\x01" in out
+
+
+def test_spark_input_failures_are_input_errors():
+    from rmkit.errors import InputError
+    from rmkit.spark_checks.remp.cli import spark_input_error
+
+    fake = type("Py4JJavaError", (Exception,), {"__module__": "py4j.protocol"})
+    err = spark_input_error(fake("An error occurred\nCaused by: java.io.EOFException: Unexpected end of input stream\n\tat x"))
+    assert isinstance(err, InputError) and "EOFException" in str(err)
+    other = ValueError("x")
+    assert spark_input_error(other) is other
+
+
+@pytest.mark.slow
+def test_audit_on_a_truncated_gzip_exits_2_like_check(capsys, tmp_path):
+    data = gzip.compress(open(CLEAN, "rb").read() * 50)
+    p = tmp_path / "t.jsonl.gz"
+    p.write_bytes(data[:-40])
+    assert run(capsys, "check", str(p))[0] == 2
+    code, _, err = run(capsys, "audit", "--master", "local[1]", str(p))
+    assert code == 2 and "Traceback" not in err.split("rmkit: error")[-1]

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from rmkit.logread import iter_line_batches, unwrap_kafka
+from rmkit.logread import iter_line_batches, kafka_time_problem, unwrap_kafka
 from rmkit.metrics import LatencyHistogram
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
@@ -47,6 +47,8 @@ INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
 # receipt is a new submission of the same id (the documents: a message is forgotten once obsolete).
 START_KINDS = ("SentToValidators", "PutIntoQueue")
 REJECT_POSITIONS = ("rejected", "timed_out")
+NO_TIME = ("no usable time: receipt timestamp 0 or missing and no Kafka record timestamp; "
+           "give the checker Kafka dumps with their record timestamps")
 # signature verification outcomes counted in the metrics (with a validator set that has keys)
 SIG_COUNTS = ("valid", "invalid", "unsigned", "malformed", "unknown_source", "outside_session")
 
@@ -162,6 +164,8 @@ class RempLogChecker:
         self.modes = {r.id: r.mode(self.profile) for r in m.rules}
         self.jobs = jobs  # None: one process per core for large files (see parallel.auto_jobs)
         self.progress = progress  # called with (input index, bytes read so far) after each chunk
+        self._known_fields = None
+        self._near_cache: dict = {}
         self._kwargs = dict(profile=self.profile, lifetime_s=self.lifetime_s, horizon_s=self.horizon_s, roles=roles,
                             max_examples=max_examples, idle_receipts=idle_receipts, validator_set=validator_set)
 
@@ -213,6 +217,7 @@ class RempLogChecker:
         self.kind_counts: Counter[str] = Counter()
         self.outcomes: Counter[str] = Counter()
         self.not_judged = 0
+        self.untimed_live = self.untimed_expiry = 0  # messages the time rules could not judge
         self.no_time = 0
         self.redelivered = 0
         self.late = 0
@@ -236,6 +241,9 @@ class RempLogChecker:
         self._order.clear()
         rep = self._rep
         rep.messages = self.messages
+        for rule, n in (("REMP-LIVE-001", self.untimed_live), ("REMP-EXPIRY-001", self.untimed_expiry)):
+            if self.modes[rule] != OFF:
+                rep.add_not_judged(rule, n, NO_TIME)
         rep.violations.sort(key=_violation_order)
         rep.metrics = self._metrics(time.perf_counter() - self._started)
         rep.decide()
@@ -270,6 +278,32 @@ class RempLogChecker:
         """An input that broke off (truncated gzip...): one problem, reported by one share only."""
         if not self.partition or self.partition[0] == 0:
             self._problem(idx, lineno, error)
+
+    @property
+    def known_fields(self) -> frozenset:
+        """Every field name a receipt of any kind may carry in the spec."""
+        if self._known_fields is None:
+            names = {"kind", "signature", "timestamp", "message_id", "source_id"}
+            for ki in self.model.kinds.values():
+                names.update(fc.name for fc in ki.fields)
+            self._known_fields = frozenset(names)
+        return self._known_fields
+
+    def _near_fields(self, obj: dict) -> list[str]:
+        """Fields a receipt carries that the spec does not know but that are close to a known one
+        (``signatre``): most likely a misspelling, which would hide the field. Other unknown fields
+        are an implementation's own and pass."""
+        out = []
+        for key in obj.keys() - self.known_fields:
+            near = self._near_cache.get(key, False)
+            if near is False:
+                near = difflib.get_close_matches(key, sorted(self.known_fields), n=1, cutoff=0.8) if isinstance(key, str) else []
+                near = self._near_cache[key] = near[0] if near else None
+                if len(self._near_cache) > 10_000:
+                    self._near_cache.clear()
+            if near is not None:
+                out.append(f"{key}: unknown field; did you mean {near!r}?")
+        return sorted(out)
 
     def _kind_hint(self, kind: Any) -> str:
         if not isinstance(kind, str):
@@ -316,6 +350,7 @@ class RempLogChecker:
         top = self._top  # the latest time seen: (t, ref, message, kind, source or message)
         min_t = self.min_t if self.min_t is not None else 1 << 62
         queued_mask = m.queued_mask
+        known_fields = self.known_fields
         unsigned_roles = m.unsigned_roles
         fold = m.ids_fold_case
         intern_src = self._src_names.setdefault
@@ -346,6 +381,7 @@ class RempLogChecker:
                 kts = None
                 text = line
                 if "kind" not in obj and "value" in obj:
+                    rec = obj
                     obj, kts, text, err, fld = unwrap_kafka(obj)
                     if err:
                         self._problem(idx, lineno, err, fld)
@@ -353,6 +389,8 @@ class RempLogChecker:
                     if obj is None:  # a Kafka tombstone (null value): a deletion marker, not a receipt
                         self.kafka_tombstones += 1
                         continue
+                    if kts is None and "timestamp" in rec and kafka_time_problem(rec):
+                        self._problem(idx, lineno, kafka_time_problem(rec), "timestamp")  # and the receipt is checked
                 if "mc_block_id" in obj and "mc_block_file_hash" not in obj:  # rare: the seed's repeated block_file_hash
                     from rmkit.conformance.remp.tlreceipt import recover_master_file_hash  # (the TL tables load on demand)
 
@@ -404,6 +442,8 @@ class RempLogChecker:
                     problems = ki.validate(obj)
                     if problems:
                         bad = (bad or []) + problems
+                if not obj.keys() <= known_fields and self._near_fields(obj):
+                    bad = (bad or []) + self._near_fields(obj)
                 # ---- the message this receipt belongs to ----------------------------------
                 if fold and type(mid) is str:
                     mid = mid.lower()
@@ -727,6 +767,8 @@ class RempLogChecker:
         """Judge what can only be judged once a message's stream is complete, then forget it."""
         m = self.model
         violate = self._violate
+        if msg.incl and ((msg.put_t is None and msg.first_t is None) or None in msg.incl.values()):
+            self.untimed_expiry += 1  # an inclusion whose delay cannot be measured
         queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None and self._role_of(s, st) == VALIDATOR]
         outcome, final = evaluate_outcome(m.outcomes, msg.kmask, [st[1] for _, st in queued])
         fin = msg.fin
@@ -754,6 +796,8 @@ class RempLogChecker:
         if final:
             self.outcomes[outcome] += 1
         elif msg.first_t is None or self.hwm is None or (at_end and self.hwm - msg.first_t < self.horizon_ms):
+            if msg.first_t is None or self.hwm is None:
+                self.untimed_live += 1  # no time: not judged for want of it (the others: too near the end)
             self.not_judged += 1
             self.outcomes["not_judged:" + outcome] += 1
         else:

@@ -112,6 +112,8 @@ def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[
         out.unreadable += r.unreadable
         for rule, n in r.counts.items():
             out.count(rule, out.rules.get(rule), n)
+        for rule, nj in r.not_judged.items():
+            out.add_not_judged(rule, nj["messages"], nj["why"])
     # a source inferred as a full node in one share and as a validator in another
     first: dict[str, tuple] = {}
     extra: list[Violation] = []

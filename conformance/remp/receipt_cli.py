@@ -136,7 +136,7 @@ def sign(profile: str, args, out: IO[str], err: IO[str]) -> int:
         except SigningError as exc:
             reader.problem(lineno, str(exc), exc.field)
             continue
-        if rec is not receipt:  # a Kafka record: keep its layout (value as an object or a string)
+        if "kind" not in rec and "value" in rec:  # a Kafka record: keep its layout (value as an object or a string)
             rec = dict(rec)
             rec["value"] = dumps(signed).decode() if isinstance(rec["value"], str) else signed
             signed = rec

@@ -648,7 +648,10 @@ def recover_master_file_hash(obj: dict, text) -> dict:
     needle = b'"block_file_hash"' if isinstance(text, (bytes, bytearray)) else '"block_file_hash"'
     if text.count(needle) < 2:
         return obj
-    parsed = json.loads(text, object_pairs_hook=receipt_from_pairs)
+    try:
+        parsed = json.loads(text, object_pairs_hook=receipt_from_pairs)
+    except (RecursionError, ValueError):  # nested deeper than json's recursion allows: keep orjson's view,
+        return obj                        # whose fields the schema checks then report
     if isinstance(parsed, dict) and "kind" not in parsed and isinstance(parsed.get("value"), dict):
         parsed = parsed["value"]  # a Kafka record whose value is the receipt object
     return parsed if isinstance(parsed, dict) else obj

@@ -55,6 +55,9 @@ def render_junit(report: Report, rules=None, **_) -> str:
             failures += 1
         elif n and mode == NON_STRICT:
             ET.SubElement(case, "system-out").text = f"non-strict: {title}: {n} violation(s)\n" + _lines(report, rule_id)
+        nj = report.not_judged.get(rule_id) if mode != OFF else None
+        if nj:
+            ET.SubElement(case, "system-err").text = f"not judged for {nj['messages']} message(s): {nj['why']}"
     if report.receipts == 0:
         case = ET.SubElement(suite, "testcase", classname=f"rmkit.{report.protocol}.{report.profile}", name="input")
         ET.SubElement(case, "failure", message="no receipts were read: nothing was checked", type="empty")

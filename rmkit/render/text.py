@@ -42,6 +42,8 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
     if report.not_checked:
         whys = sorted(set(report.not_checked.values()))
         summary.add_row("not checked", escape(f"{', '.join(report.not_checked)}: {'; '.join(whys)}"))
+    for rule_id, nj in report.not_judged.items():
+        summary.add_row("not judged", escape(f"{rule_id} for {nj['messages']:,} message(s): {nj['why']}"))
     con.print(summary)
 
     table = Table(title="rules", box=box.SIMPLE)
@@ -52,8 +54,10 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
         rule = rules[rule_id] if rules is not None and rule_id in rules else None
         style = "red" if n and mode == STRICT else "yellow" if n and mode == NON_STRICT else "dim" if mode == OFF else ""
         unchecked = mode != OFF and rule_id in report.not_checked
-        table.add_row(rule_id, rule.severity if rule else "", mode,
-                      "not checked" if unchecked else f"{n:,}" if mode != OFF else "-",
+        shown = "not checked" if unchecked else f"{n:,}" if mode != OFF else "-"
+        if mode != OFF and rule_id in report.not_judged:
+            shown += f" ({report.not_judged[rule_id]['messages']:,} not judged)"
+        table.add_row(rule_id, rule.severity if rule else "", mode, shown,
                       rule.title if rule else "", style="dim" if unchecked else style)
     con.print(table)
 
