@@ -99,3 +99,4 @@ clean:
 # The TLA+ model's tables (kinds, transitions, thresholds) are generated from spec/remp.
 tla-tables: $(STAMP)
 	$(BIN)/python -m rmkit.conformance.remp.tla_tables tla/remp/REMPTables.tla
+	$(BIN)/python -m rmkit.conformance.corda.tla_tables > tla/corda/CordaProfiles.tla
