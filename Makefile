@@ -87,6 +87,7 @@ bench: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/rmkit spec docs --protocol remp -o spec/remp/README.md
+	$(BIN)/rmkit spec docs --protocol corda -o spec/corda/README.md
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/remp/make_rule_fixtures.py
@@ -98,3 +99,4 @@ clean:
 # The TLA+ model's tables (kinds, transitions, thresholds) are generated from spec/remp.
 tla-tables: $(STAMP)
 	$(BIN)/python -m rmkit.conformance.remp.tla_tables tla/remp/REMPTables.tla
+	$(BIN)/python -m rmkit.conformance.corda.tla_tables > tla/corda/CordaProfiles.tla

@@ -572,6 +572,8 @@ def cmd_tlc(args) -> int:
         return EXIT_USAGE
     expectations = compare(result, config)
     doc = result_document(result, model, config, expectations)
+    if config.finding is not None:
+        doc["finding"] = {**config.finding, "reproduced": config.expected_finding(result)}
     if args.format == "json":
         sys.stdout.write(dumps(doc))
     else:
@@ -591,9 +593,25 @@ def cmd_tlc(args) -> int:
             print(f"wrote {args.trace_out}", file=sys.stderr)
         else:
             print(f"--trace-out {args.trace_out}: no counterexample to write ({result.verdict})", file=sys.stderr)
+    if config.finding is not None and result.mode == "model-check" and result.verdict != "error":
+        return _tlc_finding(result, config)
     if result.verdict == PASS:
         return EXIT_PASS
     return EXIT_VIOLATIONS if result.verdict == VIOLATION else EXIT_USAGE
+
+
+def _tlc_finding(result, config) -> int:
+    """A config whose manifest entry expects a violation (a finding): the counterexample shown above
+    is the finding and the run passes; no violation, or another one, fails it."""
+    f = config.finding
+    if config.expected_finding(result):
+        print(f"\nfinding ({f['rule']}, profile {f['profile']}): {f['summary']}\n"
+              f"  shown by the counterexample above ({len(result.counterexamples[0].states)} states), "
+              f"as tla/manifest.json expects: not a failure of the model check")
+        return EXIT_PASS
+    found = f"{result.counterexamples[0].kind} {result.counterexamples[0].name}" if result.counterexamples else "no violation"
+    print(f"rmkit tlc: expected the finding {f['invariant']} ({f['rule']}), found {found}", file=sys.stderr)
+    return EXIT_VIOLATIONS
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,9 @@ def describe_models(manifest: Manifest) -> str:
             out.append(f"  {c.name:10} {c.module} + {c.cfg}  ({', '.join(flags)})")
             out.append(f"  {'':10} expect {c.result}: distinct states {_fig(c.distinct_states)}, "
                        f"total states {_fig(c.total_states)}, depth {_fig(c.depth)}")
+            if c.finding:
+                out.append(f"  {'':10} finding: {c.finding['invariant']} violated ({c.finding['rule']}, profile "
+                           f"{c.finding['profile']}): reported, and the run passes")
             if missing:
                 out.append(f"  {'':10} missing: {', '.join(missing)}")
     return "\n".join(out) + "\n"

@@ -30,8 +30,11 @@ RESULTS = ("success", "safety failure", "liveness failure", "deadlock failure", 
 _MODEL_KEYS = {"name": str, "path": str, "spec": str, "source": str, "configs": list}
 _CONFIG_KEYS = {"name": str, "module": str, "cfg": str, "workers": int, "runtime": str, "result": str,
                 "distinctStates": (int, type(None)), "totalStates": (int, type(None)), "depth": (int, type(None)),
-                "deadlock": bool, "slow": bool}
-_OPTIONAL = {"source"}
+                "deadlock": bool, "slow": bool, "finding": dict}
+_OPTIONAL = {"source", "finding"}
+# A config may expect a violation: a finding the model exists to show (e.g. a property an
+# implementation is known not to keep). Its counterexample is reported, and the run passes.
+_FINDING_KEYS = {"invariant": str, "rule": str, "profile": str, "summary": str}
 
 
 def tla_root() -> Path:
@@ -57,6 +60,12 @@ class ConfigEntry:
     depth: int | None
     deadlock: bool    # False: run with -deadlock (deadlock checking off)
     slow: bool
+    finding: dict | None = None   # an expected violation: invariant, rule, profile, summary
+
+    def expected_finding(self, result: TlcResult) -> bool:
+        """True when ``result`` is this config's expected finding: the named invariant violated."""
+        return (self.finding is not None and result.verdict == VIOLATION and bool(result.counterexamples)
+                and result.counterexamples[0].name == self.finding["invariant"])
 
     @property
     def runtime_s(self) -> int:
@@ -163,8 +172,13 @@ def _config(obj: Any, shown: str, where: str) -> ConfigEntry:
     for key in ("distinctStates", "totalStates", "depth"):
         if obj[key] is not None and obj[key] < 0:
             raise SpecError(shown, f"{where}.{key}", f"expected a number >= 0 or null, found {obj[key]}")
+    if "finding" in obj:
+        _check_keys(obj["finding"], _FINDING_KEYS, shown, f"{where}.finding")
+        if obj["result"] != "safety failure":
+            raise SpecError(shown, f"{where}.result", f"a config with a finding expects \"safety failure\", found {_found(obj['result'])}")
     return ConfigEntry(obj["name"], obj["module"].removesuffix(".tla"), obj["cfg"], obj["workers"], obj["runtime"],
-                       obj["result"], obj["distinctStates"], obj["totalStates"], obj["depth"], obj["deadlock"], obj["slow"])
+                       obj["result"], obj["distinctStates"], obj["totalStates"], obj["depth"], obj["deadlock"], obj["slow"],
+                       obj.get("finding"))
 
 
 def load_manifest(root: str | os.PathLike | None = None) -> Manifest:

@@ -1,0 +1,57 @@
+"""Corda P2P as an rmkit protocol: wires the spec, the rule set, the docs, the diagram and driven
+conformance to the core's :class:`rmkit.protocol.Protocol` interface (entry point ``corda``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rmkit.errors import UsageError
+from rmkit.protocol import Protocol
+from rmkit.rules import RuleSet
+from rmkit.specload import load_protocol_spec
+
+
+class Corda(Protocol):
+    name = "corda"
+    title = "Corda peer-to-peer messaging"
+
+    def spec(self) -> dict[str, Any]:
+        return load_protocol_spec(self.name)
+
+    def compiled(self, profile: str | None = None):
+        from rmkit.conformance.corda.spec import corda_spec
+
+        return corda_spec(self.check_profile(profile))
+
+    def rules(self) -> RuleSet:
+        return self.compiled().rules
+
+    def profiles(self) -> dict[str, str]:
+        profs = self.spec()["protocol"]["profiles"]
+        ordered = sorted(profs, key=lambda p: not profs[p].get("default", False))
+        return {p: " ".join(profs[p]["description"].split()) for p in ordered}
+
+    def validate(self) -> list[str]:
+        return [f"profile {p}: {len(self.compiled(p).rules)} rules, answers "
+                + ", ".join(f"{a} -> {c}" for a, c in self.compiled(p).consequence.items()) for p in self.profiles()]
+
+    def make_checker(self, profile: str, args: argparse.Namespace):
+        raise UsageError("protocol corda has no log checker (it has no log format of its own); "
+                         "use `rmkit conform --protocol corda` or `rmkit tlc corda`")
+
+    def explain(self, rule_id: str) -> dict[str, Any]:
+        return {"rule": self.rules()[rule_id]}
+
+    def diagram(self, profile: str) -> str:
+        from rmkit.conformance.corda.docs import path_diagram
+
+        return path_diagram(profile)
+
+    def docs(self) -> str:
+        from rmkit.conformance.corda.docs import spec_markdown
+
+        return spec_markdown()
+
+
+PROTOCOL = Corda()

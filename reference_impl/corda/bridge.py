@@ -1,0 +1,74 @@
+"""The bridge and the link it pushes over.
+
+The bridge takes messages from the local outbound queue and puts them on the link to the remote
+broker; it acknowledges a message locally only when the remote broker's acknowledgement comes back
+(spec/corda/system.yaml ``bridge``). A rollback (a failed transfer, a reconnect, a crash of the
+bridge between the remote and the local acknowledgement) cancels its unacknowledged deliveries,
+which the local broker then redelivers. The link loses and duplicates messages and loses
+acknowledgements (the adversary the documents assume: flaky connections).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rmkit.conformance.corda.spec import CordaSpec
+
+from .broker import Queue
+from .message import Message
+
+
+@dataclass
+class Link:
+    transit: list[tuple[int, Message]] = field(default_factory=list)   # (outbound tag, message) on the way
+    acks: list[int] = field(default_factory=list)                      # remote acknowledgements on the way back
+
+    def lose(self, i: int) -> None:
+        del self.transit[i]
+
+    def duplicate(self, i: int) -> None:
+        self.transit.insert(i + 1, self.transit[i])
+
+    def lose_ack(self, i: int) -> None:
+        del self.acks[i]
+
+    def accept(self, inbound: Queue) -> Message:
+        """The remote broker persists the head message and acknowledges it."""
+        tag, m = self.transit.pop(0)
+        inbound.produce(m)
+        self.acks.append(tag)
+        return m
+
+
+@dataclass
+class Bridge:
+    spec: CordaSpec
+    outbound: Queue
+    link: Link
+    dropped: list[Message] = field(default_factory=list)   # oversize messages acknowledged and dropped
+
+    def can_forward(self) -> bool:
+        if not any(not e.delivered for e in self.outbound.entries):
+            return False
+        # in order (spec): the next message waits until the one before it was remotely acknowledged
+        return not (self.spec.in_order_bridge and self.outbound.delivered())
+
+    def forward(self) -> Message:
+        d = self.outbound.deliver()
+        assert d is not None
+        if d.message.size > self.spec.max_message_size and self.spec.oversize == "dropped_by_bridge":
+            self.outbound.ack(d.tag)
+            self.dropped.append(d.message)
+        else:
+            self.link.transit.append((d.tag, d.message))
+        return d.message
+
+    def on_remote_ack(self) -> bool:
+        """The head acknowledgement from the remote broker: acknowledge the outbound copy."""
+        return self.outbound.ack(self.link.acks.pop(0))
+
+    def rollback(self) -> None:
+        """Roll back the session: unacknowledged deliveries come back; the connection is reset."""
+        self.outbound.disconnect()
+        self.link.transit.clear()
+        self.link.acks.clear()
