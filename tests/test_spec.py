@@ -46,6 +46,11 @@ def _sources(spec):
     for req in spec["conformance"]["requirements"]:
         yield f"conformance.{req['id']}", req["source"]
     yield "adapter.comparison", spec["adapter"]["comparison"]["source"]
+    for fr in spec["freedoms"]["freedoms"]:
+        for i, src in enumerate(fr["sources"]):
+            yield f"freedoms.{fr['id']}.sources[{i}]", src
+        for i, rd in enumerate(fr.get("readings") or ()):
+            yield f"freedoms.{fr['id']}.readings[{i}]", rd["source"]
     receipt = tl["receipt"]
     yield "tl.receipt.signed_source", receipt["signed_source"]
     for where in ("default_block", "signature"):

@@ -2,6 +2,7 @@
 validator may get it (REMP-FANOUT-002)."""
 
 from rmkit.conformance.examples._base import VariantAdapter
+from rmkit.conformance.remp.model import model_for
 
 
 class Adapter(VariantAdapter):
@@ -9,7 +10,8 @@ class Adapter(VariantAdapter):
     name = "example: fan-out below a third plus one"
 
     def params(self, p):
-        return dict(p, fanout=max(1, p["fanout"] - 1))  # the bug
+        n = len(p["validators"])
+        return dict(p, fanout=max(1, model_for(p.get("profile", "spec")).threshold("fanout_min", n) - 1))  # the bug
 
 
 def factory(role):

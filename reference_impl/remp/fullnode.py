@@ -103,6 +103,9 @@ class FullNode:
         self._ft = t.fullnode_transitions
         self._pos: dict[str, str] = {}  # msg_id -> this node's position (transitions.yaml, fullnode)
         self._finalizes = not t.validator_finalizes
+        # msg_id -> validators to send it to at this step, instead of the machine's own pick: set by
+        # the conformance judge to follow the legal choice of an implementation under test
+        self.choose: Optional[dict] = None
         self._handlers = {
             Submit: self._on_submit,
             ReceiptsFromValidator: self._on_receipts,
@@ -135,6 +138,10 @@ class FullNode:
         return True
 
     # ---- submission -----------------------------------------------------------------------------
+    def sets(self) -> tuple:
+        """The validator sets a new message goes to now: the current one, and the announced next one."""
+        return self._sets()
+
     def _sets(self) -> tuple:
         sets = [self.validators]
         if self.upcoming is not None and self.upcoming[0] > self.session:
@@ -156,7 +163,17 @@ class FullNode:
             self._emit(out, mid, "RejectedByFullnode", ev.time, error=error)
             return out
         union: dict = {}
+        chosen = self.choose.get(mid) if self.choose else None
+        if chosen is not None:
+            for v in chosen:
+                if v not in m.targets:
+                    m.targets[v] = None
+                    out.append(SendToValidator(v, mid, ev.uid, ev.time))
         for vs in self._sets():
+            for v in vs:
+                union[v] = None
+            if chosen is not None:
+                continue
             k = self.config.fanout if self.config.fanout is not None else self.traits.model.threshold("fanout_min", len(vs))
             k = max(1, min(k, len(vs)))
             picked = 0
@@ -167,8 +184,6 @@ class FullNode:
                     m.targets[v] = None
                     out.append(SendToValidator(v, mid, ev.uid, ev.time))
                 picked += 1
-            for v in vs:
-                union[v] = None
         m.total = len(union)
         m.last_send = ev.time
         if len(m.targets) < m.total:
@@ -248,6 +263,16 @@ class FullNode:
                     self.expiring.append((deadline, mid))
         return []
 
+    def resend_due(self, mid: str, now: int):
+        """Whether message ``mid`` must go to one more validator at ``now`` (the retry interval has
+        passed since its last send, at most a third answered, and a validator is left), for the judge."""
+        m = self.msgs.get(mid)
+        if m is None or mid not in self.watch or m.final or 3 * len(m.answered) > m.total:
+            return False
+        if now - m.last_send < self.config.retry_interval_ms:
+            return False
+        return any(v not in m.targets for vs in self._sets() for v in vs)
+
     def _on_tick(self, ev: Tick) -> list:
         out: list = []
         now = ev.time
@@ -263,6 +288,16 @@ class FullNode:
             del self.msgs[mid]
             self._pos.pop(mid, None)
             self.watch.pop(mid, None)
+        if self.choose:
+            for mid, chosen in self.choose.items():
+                m = self.msgs.get(mid)
+                if m is None:
+                    continue
+                for v in chosen:
+                    if v not in m.targets:
+                        m.targets[v] = None
+                        m.last_send = now
+                        out.append(SendToValidator(v, mid, m.uid, now))
         if self.watch:
             interval = self.config.retry_interval_ms
             for mid in list(self.watch):

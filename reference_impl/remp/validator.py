@@ -122,6 +122,9 @@ class Validator:
         self.uid_acc: dict[str, str] = {}
         self.suppressed: Counter = Counter()
         self.refused = 0
+        # the ids to hand the collator at the next round instead of the machine's own pick: set by
+        # the conformance judge to follow an implementation's legal collation order
+        self.choose_order: Optional[list] = None
         self._vt = {k: v for k, v in t.validator_transitions.items() if k in t.in_table}
         self._final = t.model.roles["validator"].final
         self._in_table = t.in_table
@@ -364,6 +367,27 @@ class Validator:
         if not self.member:
             return []
         out: list = []
+        if self.choose_order is not None:
+            take = [self.msgs[mid] for mid in self.choose_order]
+            for m in take:
+                m.queued = False
+        else:
+            take = self._take_oldest(out, ev)
+        for m in take:
+            m.cand = HANDED
+        if "AcceptedByQueue" in self._in_table:
+            for m in take:
+                self._emit(out, m, "AcceptedByQueue", ev.time)
+        out.append(HandToCollator(self.id, tuple(m.id for m in take), ev.time))
+        return out
+
+    def _unfit(self, m: _Msg) -> bool:
+        """Never collated now: processed, rejected (own collator, 2/3), at its own collator or in its
+        own candidate, or obsolete (a body that came after expiry, with a late record, is obsolete too)."""
+        return (m.done or m.acc is not None or m.own_rej or m.stopped or m.cand is not None or m.expired
+                or not self._live(m.session))
+
+    def _take_oldest(self, out: list, ev: CollationRound) -> list:
         queue, msgs = self.queue, self.msgs
         take: list = []
         keep: list = []
@@ -374,9 +398,8 @@ class Validator:
             if m is None or not m.queued:
                 continue
             m.queued = False
-            if (m.done or m.acc is not None or m.own_rej or m.stopped or m.cand is not None or m.expired
-                    or not self._live(m.session)):
-                continue  # (a body that came after expiry, with a late record, is obsolete too)
+            if self._unfit(m):
+                continue
             if m.others:
                 m.queued = True
                 keep.append(entry)
@@ -386,25 +409,46 @@ class Validator:
             take.append(m)
         for entry in keep:
             heapq.heappush(queue, entry)
-        for m in take:
-            m.cand = HANDED
-        if "AcceptedByQueue" in self._in_table:
-            for m in take:
-                self._emit(out, m, "AcceptedByQueue", ev.time)
-        out.append(HandToCollator(self.id, tuple(m.id for m in take), ev.time))
-        return out
+        return take
 
-    def _uid_duplicate_now(self, out: list, m: _Msg, time: int) -> bool:
+    def collation_plan(self, limit: int, accepted_first: bool = False) -> list:
+        """The ids a collation round would hand over now, without changing anything: oldest first
+        (a message in another validator's pending candidate held back), or, with ``accepted_first``
+        (000: "Accepted messages should be collated first"), those first and then the oldest. For the
+        conformance judge, which accepts either order (spec/remp/freedoms.yaml, REMP-FREE-005)."""
+        if not self.member:
+            return []
+        seen, first, rest = set(), [], []
+        for _, mid in sorted(self.queue):
+            m = self.msgs.get(mid)
+            if m is None or not m.queued or mid in seen or self._unfit(m):
+                continue
+            seen.add(mid)
+            if self._uid and m.uid is not None and self._uid_dup_reason(m):
+                continue
+            if m.others:
+                if accepted_first:
+                    first.append(mid)
+                continue
+            rest.append(mid)
+        return (first + rest)[:limit]
+
+    def _uid_dup_reason(self, m: _Msg):
         acc = self.uid_acc.get(m.uid)
         if acc is not None and acc != m.id:
-            self._reject_dup(out, m, time, f"message {acc} with this uid is already accepted")
-            return True
+            return f"message {acc} with this uid is already accepted"
         ids = self.uid_ids.get(m.uid)
         if ids:
             lowest = min(ids)
             if lowest < m.id:
-                self._reject_dup(out, m, time, f"message {lowest} with this uid has a lower id")
-                return True
+                return f"message {lowest} with this uid has a lower id"
+        return None
+
+    def _uid_duplicate_now(self, out: list, m: _Msg, time: int) -> bool:
+        why = self._uid_dup_reason(m)
+        if why is not None:
+            self._reject_dup(out, m, time, why)
+            return True
         return False
 
     def _on_collator(self, ev: CollatorResult) -> list:

@@ -65,7 +65,10 @@ class Difference:
 
     def summary(self) -> str:
         parts = []
-        if self.missing:
+        pairs = _pairs(self.missing, self.extra)
+        if pairs:
+            parts.extend(pairs)
+        elif self.missing:
             parts.append("missing " + ", ".join(describe(o) for o in self.missing))
         if self.extra:
             parts.append("unexpected " + ", ".join(describe(o) for o in self.extra))
@@ -84,11 +87,37 @@ def describe(o: dict) -> str:
         return f"CatchainBroadcast {o['record'].get('kind')} of {str(o['record'].get('msg_id'))[:8]}"
     if t == "HandToCollator":
         return f"HandToCollator [{', '.join(str(m)[:8] for m in o.get('msg_ids') or [])}]"
+    if t == "SendToValidator":
+        return f"SendToValidator {str(o.get('msg_id'))[:8]} to {o.get('validator')}"
+    if t == "BlockRefused":
+        return f"BlockRefused of block {(o.get('block') or {}).get('seqno')} for [{', '.join(str(m)[:8] for m in o.get('msg_ids') or [])}]"
+    if t == "Forwarded":
+        full = ", ".join(str(x.get("msg_id"))[:8] for x in o.get("full") or [] if isinstance(x, dict))
+        dig = ", ".join(str(x.get("msg_id"))[:8] for x in o.get("digests") or [] if isinstance(x, dict))
+        return f"Forwarded {o.get('session')}->{o.get('to_session')} whole [{full}] as ids [{dig}]"
     if t == "Outcome":
         return f"Outcome {o.get('name')} (final={o.get('final')}, lost={o.get('lost')})"
     if "msg_id" in o:
         return f"{t} {str(o['msg_id'])[:8]}"
     return t
+
+
+def _flat(o, prefix=""):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            yield from _flat(v, f"{prefix}{k}.")
+    else:
+        yield prefix[:-1], o
+
+
+def _pairs(missing, extra) -> list:
+    """When one output of a type is missing and one of the same type came instead, the fields that
+    differ (e.g. the validator of a SendToValidator), not two lines that look alike."""
+    if len(missing) != 1 or len(extra) != 1 or missing[0].get("type") != extra[0].get("type"):
+        return []
+    e, a = dict(_flat(missing[0])), dict(_flat(extra[0]))
+    diffs = [f"{k}: expected {e.get(k)!r}, found {a.get(k)!r}" for k in sorted(set(e) | set(a)) if e.get(k) != a.get(k)]
+    return [f"{missing[0].get('type')} differs in " + "; ".join(diffs)] if diffs else []
 
 
 def compare(expected: list, actual: list) -> Difference:

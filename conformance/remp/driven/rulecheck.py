@@ -79,7 +79,8 @@ class ReceiptLog:
     def evidence(self, rule: str, mid: str | None) -> list[tuple[int, str]]:
         """(step, receipt line) of the receipts a violation cites, from the last check."""
         out = []
-        for v in getattr(self, "last_report", None).violations:
+        report = getattr(self, "last_report", None)
+        for v in (report.violations if report is not None else ()):
             if v.rule == rule and v.message_id == mid:
                 for e in v.evidence:
                     if 1 <= e.line <= len(self.lines):

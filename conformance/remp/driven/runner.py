@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rmkit.conformance.remp.driven.adapters import ImplementationFailure, hello_message
-from rmkit.conformance.remp.driven.compare import Difference, compare, describe
+from rmkit.conformance.remp.driven.compare import describe
+from rmkit.conformance.remp.driven.judge import Judge, Judgement
 from rmkit.conformance.remp.driven.rulecheck import ReceiptLog, rules_broken
 from rmkit.conformance.remp.driven.scenario import Scenario
 from rmkit.reference_impl.remp.adapter import ReferenceAdapter
@@ -64,19 +65,34 @@ class LockStep:
         lifetime = params.get("lifetime_ms")
         self.ref_log, self.impl_log = ReceiptLog(role, profile, lifetime), ReceiptLog(role, profile, lifetime)
         self.seq = 0
+        self.judge = Judge(role, profile, self.ref)
+        self.last_time = None
         self.expected: list = []  # the reference's outputs for the latest event (kept when the implementation fails)
 
     def start(self) -> None:
         self.impl.start(self.hello)  # an ImplementationFailure is the caller's to report
 
-    def step(self, event: dict) -> tuple[list, list, Difference]:
-        """(reference's outputs, implementation's outputs, their difference) for one event."""
+    def step(self, event: dict) -> tuple[list, list, Judgement]:
+        """(reference's outputs, implementation's outputs, the judgement) for one event: the
+        implementation answers first, so that the reference can follow its legal choices."""
         self.seq += 1
-        expected = self.expected = self.ref.step(event)
-        actual = self.impl.step(self.seq, event)
+        try:
+            actual = self.impl.step(self.seq, event)
+        except ImplementationFailure:
+            self.expected = self.ref.step(event)  # for the report: what the reference would answer
+            raise
+        j = self.judge.step(event, actual)
+        expected = self.expected = j.expected
         self.ref_log.add(self.seq, expected)
         self.impl_log.add(self.seq, actual)
-        return expected, actual, compare(expected, actual)
+        t = event.get("time", event.get("start_time", event.get("now")))
+        if isinstance(t, int):
+            self.last_time = t
+        return expected, actual, j
+
+    def finish(self):
+        """Breaches that only the scenario's end shows (a paced final receipt never sent)."""
+        return self.judge.finish(self.last_time)
 
     def rules_broken(self) -> list:
         return rules_broken(self.impl_log, self.ref_log)
@@ -107,7 +123,17 @@ def run_scenario(sc: Scenario, impl) -> ScenarioResult:
             return failed(f.kind, i, event, run.expected, None, str(f), f.received, f.stderr or impl.stderr())
         expected_all.append(expected)
         if diff:
-            return failed("mismatch", i, event, expected, actual, diff.summary(), stderr=impl.stderr())
+            logged = run.rules_broken()
+            # the log rules the receipts break name the fault best; else the judge's attribution
+            wanted = [b.rule for b in diff.breaches] + ([] if logged else diff.rules)
+            named = [(r, None) for r in dict.fromkeys(wanted) if r not in {x for x, _ in logged}]
+            return failed("mismatch", i, event, expected, actual, diff.summary(), stderr=impl.stderr(),
+                          rules=logged + named)
+    late = run.finish()
+    if late:
+        step = len(sc.events)
+        return failed("rule", step, sc.events[-1], expected_all[-1], [], "; ".join(str(b) for b in late),
+                      stderr=impl.stderr(), rules=[(b.rule, None) for b in late])
     rules = run.rules_broken()
     if rules:
         r, m = rules[0]

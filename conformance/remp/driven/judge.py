@@ -1,0 +1,420 @@
+"""The shadow judge: is one step's output something the protocol allows from the current state?
+
+Why a judge and not an equality: the documents leave choices to an implementation
+(``spec/remp/freedoms.yaml``): which validators get a message, when further ones do, the collation
+order, what a hand-over may leave out, and in ever-node which receipts may be skipped or paced.
+At each step the implementation answers first; the judge reads its choice from those outputs, checks
+it with the freedom's predicate against the reference machine's state (never by enumerating the
+allowed outputs), and, when it is legal, steps the reference *with that choice* (its validators, its
+order), so that the reference continues from the state the implementation is in. What no freedom
+covers is compared exactly, up to ``comparison`` in ``adapter.yaml``. A step that is not allowed
+gets a :class:`Breach`: the rule or requirement broken, what was found and what was allowed.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+from rmkit.conformance.remp.driven.compare import Difference, compare, describe, normalize, _key
+from rmkit.conformance.remp.model import model_for
+from rmkit.specload import load_protocol_spec
+
+FREEDOM_FOR_DUPLICATE = "duplicate_receipt"
+
+
+@functools.lru_cache(maxsize=None)
+def freedoms(profile: str, role: str) -> dict:
+    """name -> freedom entry of ``spec/remp/freedoms.yaml`` that applies to ``role`` in ``profile``."""
+    return {f["name"]: f for f in load_protocol_spec("remp")["freedoms"]["freedoms"]
+            if profile in f["profiles"] and role in f["roles"]}
+
+
+@functools.lru_cache(maxsize=None)
+def fanout_floor(profile: str, n: int) -> int:
+    """The fewest validators of a set of ``n`` a new message must go to (REMP-FREE-001's floor)."""
+    f = freedoms(profile, "fullnode").get("fanout")
+    kind = (f or {}).get("floor", {}).get(profile, "fanout_min")
+    k = 1 if kind == "one" else model_for(profile).threshold("fanout_min", n)
+    return max(1, min(k, n))
+
+
+@functools.lru_cache(maxsize=None)
+def pacing_bound_ms(profile: str) -> int:
+    """The longest a paced receipt may wait (the largest of the profile's send spacings)."""
+    spacing = load_protocol_spec("remp")["behaviours"]["behaviours"]["send_spacing_ms"].get(profile)
+    return max(spacing) if spacing else 0
+
+
+@dataclass
+class Breach:
+    """A step the protocol does not allow: ``rule`` broken, ``found`` (what the implementation did),
+    ``allowed`` (what it could have done)."""
+
+    rule: str
+    found: str
+    allowed: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.found}" + (f"; allowed: {self.allowed}" if self.allowed else "")
+
+
+@dataclass
+class Judgement:
+    """One step judged: the reference's outputs (after following the implementation's legal
+    choices), the difference left after every freedom was applied, breaches of freedoms' bounds,
+    the freedoms used, and the rules the difference is attributed to."""
+
+    expected: list
+    diff: Difference
+    breaches: list = field(default_factory=list)
+    used: set = field(default_factory=set)
+    rules: list = field(default_factory=list)
+
+    def __bool__(self) -> bool:  # True when the step is NOT allowed
+        return bool(self.diff) or bool(self.breaches)
+
+    def summary(self) -> str:
+        parts = [str(b) for b in self.breaches]
+        if self.diff:
+            parts.append(self.diff.summary())
+        return "; ".join(parts)
+
+
+def _short(ids) -> str:
+    return "[" + ", ".join(str(x)[:8] for x in ids) + "]"
+
+
+class Judge:
+    """Judges one role's steps against the reference adapter ``ref`` (its machine is followed)."""
+
+    def __init__(self, role: str, profile: str, ref):
+        self.role, self.profile, self.ref = role, profile, ref
+        self.free = freedoms(profile, role)
+        model = model_for(profile)
+        self.final_kinds = frozenset(k for k, ki in model.kinds.items() if ki.final)
+        self.bound = pacing_bound_ms(profile)
+        self.paced = "paced_sending" in self.free
+        self.skip = "skip_intermediate" in self.free
+        self.pending: list = []  # ever-node: [key, made_seq, made_time, msg_id, kind, final]
+        self.made = 0
+        self.used_total: dict = {}
+        self._due: dict = {}  # full node: msg_id -> (last send, answered, total, validators left) of resends due
+
+    # ---- the step --------------------------------------------------------------------------------
+    def step(self, event: dict, actual: list) -> Judgement:
+        machine = self.ref.machine
+        breaches: list = []
+        used: set = set()
+        et = event.get("type")
+        cc_before = None
+        if self.role == "fullnode" and et in ("Submit", "Tick"):
+            self._fullnode_choice(event, actual, breaches, used)
+        elif self.role == "validator" and et == "CollationRound":
+            self._collation_choice(event, actual, breaches, used)
+        elif self.role == "validator" and et == "SessionSwitch":
+            cc_before = {mid for mid, m in machine.msgs.items() if m.from_cc}
+        try:
+            expected = self.ref.step(event)
+        finally:
+            if self.role == "fullnode":
+                machine.choose = None
+            elif self.role == "validator":
+                machine.choose_order = None
+        exp, act = expected, actual
+        if self.role == "validator":
+            if cc_before is not None:
+                exp, act = self._handover(exp, act, cc_before, breaches, used)
+            exp, act = self._receipts(event, exp, act, breaches, used)
+        diff = compare(exp, act)
+        if self._due:
+            diff = self._resend_breaches(event, diff, breaches)
+        j = Judgement(expected, diff, breaches, used)
+        j.rules = self._attribute(j, event)
+        for u in used:
+            self.used_total[u] = self.used_total.get(u, 0) + 1
+        return j
+
+    def finish(self, last_time: int | None) -> list:
+        """Breaches left at the scenario's end: paced final receipts whose bound has passed."""
+        if not self.paced or last_time is None:
+            return []
+        return [Breach("REMP-SEND-001", f"Receipt {p[4]} of {p[3][:8]} made at step {p[1]} (time {p[2]}) was never sent",
+                       f"send it at the latest {self.bound} ms later (the pacing bound)")
+                for p in self.pending if p[5] and last_time >= p[2] + self.bound]
+
+    # ---- full node: fan-out and resends ------------------------------------------------------------
+    def _fullnode_choice(self, event, actual, breaches, used) -> None:
+        fn = self.ref.machine
+        sends: dict = {}
+        for o in actual:
+            if o.get("type") == "SendToValidator":
+                sends.setdefault(o.get("msg_id"), []).append(o.get("validator"))
+        sets = fn.sets()
+        union = {v for vs in sets for v in vs}
+        choose: dict = {}
+        if event["type"] == "Submit":
+            mid = event["msg_id"]
+            known = mid in fn.msgs
+            if known or event.get("error") is not None or not event.get("has_body"):
+                return  # nothing is sent: compared exactly
+            picked = sends.get(mid, [])
+            problems = []
+            if len(set(picked)) != len(picked):
+                problems.append(Breach("REMP-FANOUT-002", f"sent {mid[:8]} twice to the same validator ({', '.join(picked)})",
+                                       "each validator once"))
+            strangers = [v for v in picked if v not in union]
+            if strangers:
+                problems.append(Breach("REMP-FANOUT-002", f"sent {mid[:8]} to {', '.join(strangers)}, not in the current "
+                                       "or announced validator set", f"validators of {_sets_text(sets)}"))
+            for i, vs in enumerate(sets):
+                k = fanout_floor(self.profile, len(vs))
+                got = [v for v in picked if v in vs]
+                if len(set(got)) < k:
+                    rule = "REMP-FANOUT-002" if i == 0 else "REMP-CLIENT-003"
+                    which = "the current set" if i == 0 else "the announced next set"
+                    problems.append(Breach(rule, f"sent {mid[:8]} to {len(set(got))} of the {len(vs)} validators of {which} "
+                                           f"({', '.join(got) or 'none'}); at least {k} required",
+                                           f"any {k} or more of {', '.join(vs)}"))
+            if problems:
+                breaches.extend(problems)
+                return
+            choose[mid] = picked
+            used.add("fanout")
+        else:
+            now = event["time"]
+            for mid, picked in sends.items():
+                m = fn.msgs.get(mid)
+                if m is None:
+                    continue  # compared exactly (the reference sends nothing for it)
+                bad = [v for v in picked if v not in union or v in m.targets]
+                if bad:
+                    breaches.append(Breach("REMP-CLIENT-001", f"resent {mid[:8]} to {', '.join(bad)}, already sent it or "
+                                           "not in the current or announced set",
+                                           f"validators not sent it yet: {', '.join(v for v in sorted(union) if v not in m.targets) or 'none'}"))
+                    return
+                choose[mid] = picked
+            for mid in fn.watch:  # the resends due now: if the implementation makes none, the reference's is missing
+                if mid not in choose and fn.resend_due(mid, now):
+                    m = fn.msgs[mid]
+                    self._due[mid] = (m.last_send, len(m.answered), m.total,
+                                      [v for vs in sets for v in vs if v not in m.targets])
+            if choose:
+                used.add("resend_pacing")
+        fn.choose = choose or None
+
+    def _resend_breaches(self, event, diff: Difference, breaches) -> Difference:
+        """A resend the reference made and the implementation did not, told as the requirement says."""
+        due, self._due = self._due, {}
+        missing = []
+        for o in diff.missing:
+            info = due.get(o.get("msg_id")) if o.get("type") == "SendToValidator" else None
+            if info is None:
+                missing.append(o)
+                continue
+            last, answered, total, left = info
+            breaches.append(Breach("REMP-CLIENT-001",
+                                   f"{o['msg_id'][:8]} was last sent at {last}, {event['time'] - last} ms ago, and {answered} of "
+                                   f"{total} validators answered, yet no validator more got it",
+                                   f"send it to one or more of {', '.join(left)} (every "
+                                   f"{self.ref.machine.config.retry_interval_ms} ms at the latest)"))
+        return Difference(tuple(missing), diff.extra, diff.order)
+
+    # ---- validator: collation order ---------------------------------------------------------------
+    def _collation_choice(self, event, actual, breaches, used) -> None:
+        v = self.ref.machine
+        handed = [o for o in actual if o.get("type") == "HandToCollator"]
+        if len(handed) != 1:
+            return  # compared exactly: a round hands one list (possibly empty) to the collator
+        ids = list(handed[0].get("msg_ids") or [])
+        limit = event["max_messages"]
+        oldest = v.collation_plan(limit)
+        if ids == oldest:
+            return
+        accepted = v.collation_plan(limit, accepted_first=True)
+        if ids == accepted and "collation_order" in self.free:
+            v.choose_order = ids
+            used.add("collation_order")
+            return
+        breaches.append(Breach(self._collation_rule(v, ids, oldest, accepted), f"handed the collator {_short(ids)}",
+                               f"{_short(oldest)} (oldest first)"
+                               + (f" or {_short(accepted)} (accepted first)" if accepted != oldest else "")))
+
+    def _collation_rule(self, v, ids, oldest, accepted) -> str:
+        """The requirement a wrong collation breaks, from what the reference knows of the messages."""
+        for mid in ids:
+            if mid in oldest or mid in accepted:
+                continue
+            m = v.msgs.get(mid)
+            if m is None:
+                return "REMP-COLL-001"
+            if m.acc is not None or m.done:
+                return "REMP-REPLAY-003"
+            if m.own_rej:
+                return "REMP-COLL-003"
+            if m.stopped:
+                return "REMP-COLL-002"
+            if m.expired or not v._live(m.session):
+                return "REMP-LIFE-001"
+        for mid in oldest:
+            if mid not in ids:
+                m = v.msgs.get(mid)
+                if m is not None and m.pos.startswith("ignored"):
+                    return "REMP-IGN-001"
+        return "REMP-COLL-001"
+
+    # ---- validator: hand-over ---------------------------------------------------------------------
+    def _handover(self, exp, act, cc, breaches, used):
+        ef = [o for o in exp if o.get("type") == "Forwarded"]
+        af = [o for o in act if o.get("type") == "Forwarded"]
+        if len(ef) != 1 or len(af) > 1 or "handover_catchain" not in self.free:
+            return exp, act
+        e = ef[0]
+        may_leave = "handover_catchain" in self.free
+        need_full = [x for x in e["full"] if not (may_leave and x["msg_id"] in cc)]
+        need_dig = [x for x in e["digests"] if not (may_leave and x["msg_id"] in cc)]
+        rest_e = [o for o in exp if o.get("type") != "Forwarded"]
+        rest_a = [o for o in act if o.get("type") != "Forwarded"]
+        if not af:
+            if need_full or need_dig:
+                breaches.append(Breach("REMP-FWD-001", "no hand-over at the session's end",
+                                       f"a Forwarded holding {_short(x['msg_id'] for x in need_full)} whole and "
+                                       f"{_short(x['msg_id'] for x in need_dig)} as ids"))
+            elif "handover_empty" in self.free:
+                used.add("handover_empty")
+            return rest_e, rest_a
+        a = af[0]
+        head = ("sender", "session", "to_session")
+        if any(a.get(k) != e.get(k) for k in head):
+            return exp, act  # compared exactly
+        key = lambda x: _key(x)  # noqa: E731
+        e_full, e_dig = {key(x) for x in e["full"]}, {key(x) for x in e["digests"]}
+        a_full, a_dig = [key(x) for x in a.get("full") or []], [key(x) for x in a.get("digests") or []]
+        extra = [k for k in a_full if k not in e_full] + [k for k in a_dig if k not in e_dig]
+        missing = [x["msg_id"] for x in need_full if key(x) not in a_full] + [x["msg_id"] for x in need_dig if key(x) not in a_dig]
+        if extra or missing:
+            found = []
+            if missing:
+                found.append(f"left out {_short(missing)}")
+            if extra:
+                found.append(f"{len(extra)} entries the reference does not hand over")
+            breaches.append(Breach("REMP-FWD-001", "the hand-over " + " and ".join(found),
+                                   f"pending {_short(x['msg_id'] for x in e['full'])} whole, processed "
+                                   f"{_short(x['msg_id'] for x in e['digests'])} as ids (those received via the catchain may be left out)"))
+        elif len(a_full) + len(a_dig) < len(e_full) + len(e_dig):
+            used.add("handover_catchain")
+        return rest_e, rest_a
+
+    # ---- validator: receipts (ever-node pacing, skipping; Duplicate reported or not) ------------------
+    def _receipts(self, event, exp, act, breaches, used):
+        may_omit_dup = FREEDOM_FOR_DUPLICATE in self.free
+        if not (self.paced or self.skip or may_omit_dup):
+            return exp, act
+        er = [o for o in exp if o.get("type") == "Receipt"]
+        ar = [o for o in act if o.get("type") == "Receipt"]
+        rest_e = [o for o in exp if o.get("type") != "Receipt"]
+        rest_a = [o for o in act if o.get("type") != "Receipt"]
+        a_keys = [_key(normalize(o)) for o in ar]
+        a_left = list(a_keys)
+        unmatched_e = []
+        for o in er:
+            k = _key(normalize(o))
+            r = o["receipt"]
+            self.made += 1
+            if k in a_left:
+                a_left.remove(k)
+                self._overtake(r["msg_id"], self.made)
+                continue
+            unmatched_e.append((k, r, self.made))
+        keep_a = []
+        for k, o in zip(a_keys, ar):
+            if k not in a_left:
+                continue
+            a_left.remove(k)
+            hit = next((p for p in self.pending if p[0] == k), None)
+            if hit is None:
+                keep_a.append(o)
+                continue
+            self.pending.remove(hit)
+            self._overtake(hit[3], hit[1])
+            used.add("paced_sending")
+        keep_e = []
+        time = event.get("time", event.get("start_time"))
+        for k, r, made in unmatched_e:
+            final = r["kind"] in self.final_kinds
+            if self.paced:
+                self.pending.append([k, made, time if time is not None else r.get("time", 0), r["msg_id"], r["kind"], final])
+                continue
+            if may_omit_dup and r["kind"] == "Duplicate":
+                used.add(FREEDOM_FOR_DUPLICATE)
+                continue
+            if self.skip and not final:
+                used.add("skip_intermediate")
+                continue
+            keep_e.append({"type": "Receipt", "receipt": r})
+        if self.paced and event.get("type") == "Tick":
+            now = event["time"]
+            for p in list(self.pending):
+                if p[2] + self.bound <= now:
+                    self.pending.remove(p)
+                    if p[5]:
+                        breaches.append(Breach("REMP-SEND-001", f"Receipt {p[4]} of {p[3][:8]} made at step {p[1]} "
+                                               f"(time {p[2]}) was not sent by the Tick at {now}",
+                                               f"send it by {p[2] + self.bound} (the pacing bound, {self.bound} ms), "
+                                               "or replace it by a later receipt of the message"))
+                    else:
+                        used.add("skip_intermediate")
+        return rest_e + keep_e, rest_a + keep_a
+
+    def _overtake(self, mid: str, made: int) -> None:
+        """A receipt of ``mid`` made at ``made`` was sent: the older ones still waiting were replaced."""
+        for p in [p for p in self.pending if p[3] == mid and p[1] < made]:
+            self.pending.remove(p)
+            if not p[5]:
+                self.used_total["skip_intermediate"] = self.used_total.get("skip_intermediate", 0) + 1
+            else:
+                self.used_total["paced_sending"] = self.used_total.get("paced_sending", 0) + 1
+
+    # ---- attribution ------------------------------------------------------------------------------
+    def _attribute(self, j: Judgement, event: dict) -> list:
+        rules = [b.rule for b in j.breaches]
+        for o in list(j.diff.missing) + list(j.diff.extra):
+            r = _rule_of_output(self.role, o, event)
+            if r:
+                rules.append(r)
+        if j.diff.order:
+            rules.append("REMP-COLL-001")
+        return list(dict.fromkeys(rules))
+
+
+def _sets_text(sets) -> str:
+    return " and ".join("{" + ", ".join(vs) + "}" for vs in sets)
+
+
+def _rule_of_output(role: str, o: dict, event: dict) -> str | None:
+    """The rule or requirement an output the judge could not accept bears on (for the per-rule table;
+    the log rules the receipts break are added by :mod:`.rulecheck`)."""
+    t = o.get("type")
+    if t == "BlockRefused":
+        return "REMP-VALID-001"
+    if t == "Forwarded":
+        return "REMP-FWD-001"
+    if t == "CatchainBroadcast":
+        return "REMP-QUEUE-001" if (o.get("record") or {}).get("kind") == "new" else None
+    if t == "HandToCollator":
+        return "REMP-COLL-001"
+    if t == "Receipt":
+        return "REMP-SEND-001"
+    if t == "SendToValidator":
+        return "REMP-CLIENT-001" if event.get("type") == "Tick" else "REMP-FANOUT-002"
+    if t == "Outcome":
+        return "REMP-CLIENT-002"
+    if t == "Publish":
+        kind = (o.get("receipt") or {}).get("kind")
+        return {"Finalized": "REMP-FIN-001", "RejectedByFullnode": "REMP-FN-001",
+                "SentToValidators": "REMP-FANOUT-002"}.get(kind)
+    return None
+
+
+def describe_all(outputs) -> str:
+    return ", ".join(describe(o) for o in outputs) or "(no outputs)"
