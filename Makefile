@@ -87,6 +87,7 @@ bench: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/rmkit spec docs --protocol remp -o spec/remp/README.md
+	$(BIN)/rmkit spec docs --protocol rmb -o spec/rmb/README.md
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/remp/make_rule_fixtures.py
