@@ -12,6 +12,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,spark]'
+	@# RMB: a real redis-server, and the public npm clients (pinned by interop/rmb-npm/package-lock.json)
+	@command -v redis-server >/dev/null || (apt-get update -q && apt-get install -y -q redis-server)
+	@command -v npm >/dev/null || (apt-get update -q && apt-get install -y -q nodejs npm)
+	cd interop/rmb-npm && npm ci --no-audit --no-fund --loglevel=error
 	@touch $(STAMP)
 
 demo: $(STAMP)
