@@ -33,7 +33,16 @@ def add_commands(rsub: argparse._SubParsersAction, guard) -> None:
                    help="keys of the twins (default mixed: odd twins ed25519, even sr25519)")
     u.add_argument("--dir", metavar="DIR", help="where the directory, keys and logs go (default: a temporary folder)")
     u.add_argument("--workers", type=int, default=4)
+    u.add_argument("--record", action="store_true",
+                   help="put a recording proxy (rmkit rmb record) in front of every daemon: the directory names the recorders")
+    u.add_argument("--down", type=int, default=0, metavar="K",
+                   help="also list K twins (ids N+1..N+K) in the directory with no daemon behind their address")
     u.set_defaults(func=guard(cmd_up))
+    r = rsub.add_parser("record", help="a recording HTTP proxy between daemons (message log of every exchange)")
+    from rmkit.reference_impl.rmb import recorder
+
+    recorder.add_arguments(r)
+    r.set_defaults(func=guard(recorder.run))
 
 
 def cmd_serve(args) -> int:
@@ -83,7 +92,8 @@ def cmd_up(args) -> int:
 
     if args.n < 1:
         raise UsageError(f"N: expected at least 1 twin, found {args.n}")
-    cluster = Cluster(args.n, profile=args.profile, key_type=args.key_type, workdir=args.dir, workers=args.workers)
+    cluster = Cluster(args.n, profile=args.profile, key_type=args.key_type, workdir=args.dir, workers=args.workers,
+                      record=args.record, down=args.down)
     stopping = {"now": False}
 
     def on_signal(signum, frame):
@@ -108,3 +118,23 @@ def cmd_up(args) -> int:
         cluster.stop()
         print("stopped", flush=True)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rmkit.reference_impl.rmb.cli serve ...``: the daemon without loading every
+    protocol's command line (``rmkit rmb up`` starts its twins this way)."""
+    from rmkit.conformance.rmb.cli import _guard
+    from rmkit.errors import RmkitError
+
+    p = argparse.ArgumentParser(prog="rmkit rmb")
+    add_commands(p.add_subparsers(dest="rmb_command", required=True), _guard)
+    args = p.parse_args(argv)
+    try:
+        return args.func(args)
+    except RmkitError as exc:
+        print(f"rmkit rmb: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

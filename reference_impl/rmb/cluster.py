@@ -40,18 +40,31 @@ class TwinProc:
     http_port: int
     log: Path
     proc: subprocess.Popen | None = None
+    record_port: int | None = None  # the recorder in front of the daemon, when recording
+    recorder: subprocess.Popen | None = None
+
+    @property
+    def address(self) -> str:
+        """What other twins are given: the recorder when there is one."""
+        return f"127.0.0.1:{self.record_port or self.http_port}"
 
 
 class Cluster:
-    def __init__(self, n: int, profile: str = "spec", key_type: str = "mixed", workdir: str | Path | None = None, workers: int = 4):
+    def __init__(self, n: int, profile: str = "spec", key_type: str = "mixed", workdir: str | Path | None = None, workers: int = 4,
+                 record: bool = False, down: int = 0):
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="rmb-up-")
         self.dir = Path(workdir or self._tmp.name)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.profile, self.workers = profile, workers
         self.twins = [TwinProc(i, key_type_of(i, key_type), test_seed(i), RedisServer(workdir=self.dir / f"redis-{i}"),
-                               free_port(), self.dir / f"twin-{i}.log.jsonl") for i in range(1, n + 1)]
-        self.directory = Directory({t.twin: Twin(t.twin, f"127.0.0.1:{t.http_port}", t.key_type, keypair(t.seed, t.key_type).public)
-                                    for t in self.twins})
+                               free_port(), self.dir / f"twin-{i}.log.jsonl", record_port=free_port() if record else None)
+                      for i in range(1, n + 1)]
+        # twins listed with no daemon behind their address (a destination that is down)
+        self.down = {i: free_port() for i in range(n + 1, n + down + 1)}
+        twins = {t.twin: Twin(t.twin, t.address, t.key_type, keypair(t.seed, t.key_type).public) for t in self.twins}
+        twins.update({i: Twin(i, f"127.0.0.1:{port}", key_type_of(i, key_type), keypair(test_seed(i), key_type_of(i, key_type)).public)
+                      for i, port in self.down.items()})
+        self.directory = Directory(twins)
         self.directory_path = self.dir / "directory.json"
 
     def start(self, timeout: float = 20.0) -> "Cluster":
@@ -63,23 +76,29 @@ class Cluster:
             for t in self.twins:
                 t.redis.start()
             for t in self.twins:
-                t.proc = subprocess.Popen([sys.executable, "-m", "rmkit", "rmb", "serve", "--twin", str(t.twin),
+                t.proc = subprocess.Popen([sys.executable, "-m", "rmkit.reference_impl.rmb.cli", "serve", "--twin", str(t.twin),
                                            "--directory", str(self.directory_path), "--seed", t.seed.hex(), "--redis", t.redis.url,
-                                           "--profile", self.profile, "--workers", str(self.workers), "--log", str(t.log)],
+                                           "--profile", self.profile, "--workers", str(self.workers), "--log", str(t.log),
+                                           "--listen", f"127.0.0.1:{t.http_port}"],
                                           stdout=subprocess.DEVNULL, stderr=open(self.dir / f"twin-{t.twin}.stderr", "w"),
                                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                if t.record_port:
+                    t.recorder = subprocess.Popen([sys.executable, "-m", "rmkit.reference_impl.rmb.recorder", "--listen",
+                                                   f"127.0.0.1:{t.record_port}", "--target", f"127.0.0.1:{t.http_port}",
+                                                   "--log", str(self.dir / f"recorder-{t.twin}.log.jsonl")],
+                                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             deadline = time.monotonic() + timeout
-            for t in self.twins:
+            for t, port in [(t, p) for t in self.twins for p in (t.http_port, t.record_port) if p]:
                 while True:
                     if t.proc.poll() is not None:
                         err = (self.dir / f"twin-{t.twin}.stderr").read_text()
                         raise UsageError(f"twin {t.twin}'s daemon exited at start ({t.proc.returncode}): {err[-800:]}")
                     try:
-                        socket.create_connection(("127.0.0.1", t.http_port), timeout=0.2).close()
+                        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
                         break
                     except OSError:
                         if time.monotonic() > deadline:
-                            raise UsageError(f"twin {t.twin}'s daemon did not listen on 127.0.0.1:{t.http_port} within {timeout} s")
+                            raise UsageError(f"twin {t.twin}'s daemon or recorder did not listen on 127.0.0.1:{port} within {timeout} s")
                         time.sleep(0.05)
         except BaseException:
             self.stop()
@@ -95,23 +114,27 @@ class Cluster:
         return None
 
     def stop(self) -> None:
+        procs = [p for t in self.twins for p in (t.proc, t.recorder) if p]
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
         for t in self.twins:
-            if t.proc and t.proc.poll() is None:
-                t.proc.terminate()
-        for t in self.twins:
-            if t.proc:
-                try:
-                    t.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    t.proc.kill()
-                    t.proc.wait()
             t.redis.stop()
 
     def describe(self) -> str:
         rows = [f"{len(self.twins)} twins, profile {self.profile}; directory {self.directory_path}; keys and ports in {self.dir / 'twins.json'}",
                 f"{'twin':>4}  {'key':7}  {'http':21}  {'redis':28}  log"]
         for t in self.twins:
-            rows.append(f"{t.twin:>4}  {t.key_type:7}  127.0.0.1:{t.http_port:<11}  {t.redis.url:28}  {t.log}")
+            rows.append(f"{t.twin:>4}  {t.key_type:7}  {t.address:<21}  {t.redis.url:28}  {t.log}"
+                        + (f"  (recorder in front of 127.0.0.1:{t.http_port})" if t.record_port else ""))
+        for i, port in self.down.items():
+            rows.append(f"{i:>4}  {self.directory.twins[i].key_type:7}  127.0.0.1:{port:<11}  (down: listed, nothing listens)")
         t = self.twins[0]
         rows.append(f"a client of twin {t.twin}: LPUSH msgbus.system.local to redis-cli -p {t.redis.port} "
                     f"(e.g. the npm ts-rmb-redis-client: new MessageBusClient({t.redis.port})); a handler of command CMD on "

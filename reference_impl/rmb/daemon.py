@@ -226,6 +226,7 @@ class RmbDaemon:
             self.log.record("forward-expired-skipped", direction="none", note=job)
             return
         twin = self.cfg.directory.get(dst)
+        msg = {**msg, "dst": [dst]}  # each destination gets its own copy: a receiver checks dst[0] (RMB-REMOTE-004)
         total = self._attempts(msg)
         deadline = msg["now"] + msg["exp"]
         while True:
