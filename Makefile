@@ -12,6 +12,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,spark]'
+	@# RMB: a real redis-server, and the public npm clients (pinned by interop/rmb-npm/package-lock.json)
+	@command -v redis-server >/dev/null || (apt-get update -q && apt-get install -y -q redis-server)
+	@command -v npm >/dev/null || (apt-get update -q && apt-get install -y -q nodejs npm)
+	cd interop/rmb-npm && npm ci --no-audit --no-fund --loglevel=error
 	@touch $(STAMP)
 
 demo: $(STAMP)
@@ -48,6 +52,12 @@ demo: $(STAMP)
 	$(BIN)/rmkit simulate --messages 3000 --seed 1 --lifetime 60 --files 2 --violations 0.004 -o build/demo/big/
 	-$(BIN)/rmkit audit --master 'local[2]' --lifetime 60 --out build/demo/audit build/demo/big/part-00000.jsonl build/demo/big/part-00001.jsonl
 	@ls build/demo/audit
+	@echo
+	@echo "== 9. RMB v1: the npm ts-rmb-redis-client through two reference daemons (each on its own redis-server, recorders"
+	@echo "      between them) to the npm MessageBusServer and a Python handler; then a twin that is down, an expired backlog"
+	@echo "      and a tampered signature. Logs in build/demo/rmb"
+	@rm -rf build/demo/rmb
+	$(BIN)/python -m rmkit.reference_impl.rmb.demo --npm interop/rmb-npm --dir build/demo/rmb
 
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q
@@ -88,6 +98,7 @@ bench: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/rmkit spec docs --protocol remp -o spec/remp/README.md
 	$(BIN)/rmkit spec docs --protocol corda -o spec/corda/README.md
+	$(BIN)/rmkit spec docs --protocol rmb -o spec/rmb/README.md
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/remp/make_rule_fixtures.py

@@ -299,6 +299,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="progress on stderr: auto = a status line on a terminal, else one line per TLC report")
     t.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text reports")
     t.set_defaults(func=cmd_tlc)
+
+    # -- commands a protocol adds of its own (e.g. `rmkit rmb`) ---------------------------------
+    for name in protocol_names():
+        get_protocol(name).add_commands(sub)
     _state_contract(p)
     return p
 

@@ -105,6 +105,9 @@ class Protocol:
         """Markdown tables generated from the spec (spec/<protocol>/README.md)."""
         raise NotImplementedError
 
+    def add_commands(self, sub: argparse._SubParsersAction) -> None:
+        """Top-level commands of the protocol's own (e.g. ``rmkit rmb ...``), added to ``sub``."""
+
 
 @functools.lru_cache(maxsize=None)
 def registry() -> dict[str, Protocol]:

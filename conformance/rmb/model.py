@@ -1,0 +1,139 @@
+"""spec/rmb compiled: the rules, the message's wire schema, the signature parameters and each
+profile's daemon behaviour, cross-checked once so a broken spec is an error naming file and line.
+
+Everything RMB-specific that code needs comes from here; nothing repeats a value of spec/rmb.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+
+from rmkit.errors import SpecError, UsageError
+from rmkit.rules import RuleSet
+from rmkit.specload import load_protocol_spec, spec_line
+
+PROTOCOL = "rmb"
+_JSON_TYPES = {"integer": "integer", "string": "string", "array": "array", "boolean": "boolean"}
+
+
+@dataclass(frozen=True)
+class RmbSpec:
+    raw: dict[str, Any]
+    rules: RuleSet
+    profiles: tuple[str, ...]
+
+    @property
+    def fields(self) -> dict[str, dict]:
+        return self.raw["message"]["fields"]
+
+    @property
+    def signature(self) -> dict[str, Any]:
+        return self.raw["signature"]
+
+    def behaviour(self, profile: str) -> dict[str, Any]:
+        """Setting name -> this profile's value (behaviour.yaml)."""
+        if profile not in self.profiles:
+            raise UsageError(f"protocol rmb has no profile {profile!r}; expected one of: {', '.join(self.profiles)}")
+        return {name: s["values"][profile] for name, s in self.raw["behaviour"]["settings"].items()}
+
+    def mode(self, rule_id: str, profile: str) -> str:
+        return self.rules[rule_id].mode(profile)
+
+
+def _message_schema(fields: dict[str, dict]) -> dict:
+    """The JSON Schema of a wire message, built from message.yaml (one fact, one place)."""
+    props: dict[str, Any] = {}
+    for name, f in fields.items():
+        p: dict[str, Any] = {"type": _JSON_TYPES[f["type"]]}
+        if "const" in f:
+            p["const"] = f["const"]
+        if "minimum" in f:
+            p["minimum"] = f["minimum"]
+        if "min_length" in f:
+            p["minLength"] = f["min_length"]
+        if f["type"] == "array":
+            p["items"] = {"type": f.get("items", "string"), **({"minimum": 0} if f.get("items") == "integer" else {})}
+            if "min_items" in f:
+                p["minItems"] = f["min_items"]
+        props[name] = p
+    return {"type": "object", "properties": props,
+            "required": [n for n, f in fields.items() if f["required"]]}
+
+
+@functools.lru_cache(maxsize=None)
+def message_validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(_message_schema(rmb_spec().fields))
+
+
+def message_problems(msg: Any) -> list[tuple[str, str, str]]:
+    """Every way ``msg`` breaks the v1 message: (rule id, field, what is wrong). Empty when valid."""
+    if not isinstance(msg, dict):
+        return [("RMB-MSG-001", "", f"expected a JSON object, found {type(msg).__name__}")]
+    out = []
+    for err in sorted(message_validator().iter_errors(msg), key=lambda e: list(map(str, e.absolute_path))):
+        where = ".".join(map(str, err.absolute_path)) or (err.validator == "required" and str(err.message).split("'")[1]) or ""
+        rule = "RMB-MSG-006" if where.startswith("dst") else "RMB-MSG-001"
+        out.append((rule, where, err.message))
+    for name, f in rmb_spec().fields.items():
+        if f.get("format") == "base64" and isinstance(msg.get(name), str) and not is_base64(msg[name]):
+            out.append(("RMB-MSG-002", name, "not standard padded base64"))
+    return out
+
+
+def is_base64(text: str) -> bool:
+    try:
+        base64.b64decode(text.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        return False
+    return len(text) % 4 == 0
+
+
+def _cross_check(spec: dict[str, Any], rules: RuleSet, profiles: tuple[str, ...]) -> None:
+    for i, r in enumerate(spec["rules"]["rules"]):
+        if not r["id"].startswith("RMB-"):
+            raise SpecError(*spec_line(spec, "rules", ["rules", i, "id"])[:1], f"rules[{i}].id",
+                            f"expected an RMB-... id, found {r['id']!r}", line=spec_line(spec, "rules", ["rules", i, "id"])[1])
+        if set(r["modes"]) != set(profiles):
+            shown, line = spec_line(spec, "rules", ["rules", i, "modes"])
+            raise SpecError(shown, f"rules[{i}].modes", f"expected a mode for each profile {sorted(profiles)}, found {sorted(r['modes'])}", line=line)
+    for name, s in spec["behaviour"]["settings"].items():
+        if set(s["values"]) != set(profiles):
+            shown, line = spec_line(spec, "behaviour", ["settings", name, "values"])
+            raise SpecError(shown, f"settings.{name}.values", f"expected a value for each profile {sorted(profiles)}, found {sorted(s['values'])}", line=line)
+        for j, rid in enumerate(s["rules"]):
+            if rid not in rules:
+                shown, line = spec_line(spec, "behaviour", ["settings", name, "rules", j])
+                raise SpecError(shown, f"settings.{name}.rules[{j}]", f"unknown rule {rid!r}", line=line)
+    for i, a in enumerate(spec["behaviour"]["ambiguities"]):
+        if set(a["readings"]) != set(profiles):
+            shown, line = spec_line(spec, "behaviour", ["ambiguities", i, "readings"])
+            raise SpecError(shown, f"ambiguities[{i}].readings", f"expected a reading for each profile {sorted(profiles)}", line=line)
+    sig, fields = spec["signature"], spec["message"]["fields"]
+    for key in ("pieces", ):
+        for j, piece in enumerate(sig["challenge"][key]):
+            if piece not in fields or not fields[piece]["signed"]:
+                shown, line = spec_line(spec, "signature", ["challenge", key, j])
+                raise SpecError(shown, f"challenge.pieces[{j}]", f"{piece!r} is not a field marked signed in message.yaml", line=line)
+    signed = {n for n, f in fields.items() if f["signed"]}
+    if signed != set(sig["challenge"]["pieces"]):
+        shown, line = spec_line(spec, "signature", ["challenge", "pieces"])
+        raise SpecError(shown, "challenge.pieces", f"expected every signed field of message.yaml {sorted(signed)}", line=line)
+    if set(sig["not_covered"]) != set(fields) - signed:
+        shown, line = spec_line(spec, "signature", ["not_covered"])
+        raise SpecError(shown, "not_covered", f"expected the unsigned fields of message.yaml {sorted(set(fields) - signed)}", line=line)
+
+
+@functools.lru_cache(maxsize=None)
+def rmb_spec() -> RmbSpec:
+    spec = load_protocol_spec(PROTOCOL)
+    profs = spec["protocol"]["profiles"]
+    profiles = tuple(sorted(profs, key=lambda p: not profs[p].get("default", False)))
+    rules = RuleSet.from_spec(spec["rules"])
+    _cross_check(spec, rules, profiles)
+    return RmbSpec(spec, rules, profiles)

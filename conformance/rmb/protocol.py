@@ -1,0 +1,64 @@
+"""RMB v1 as an rmkit protocol (entry point ``rmb``): the spec, the rule set, the docs, and the
+``rmkit rmb`` commands (sign, verify, serve, up). The log checker is a later step."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rmkit.errors import UsageError
+from rmkit.protocol import Protocol
+from rmkit.rules import RuleSet
+
+
+class Rmb(Protocol):
+    name = "rmb"
+    title = "ThreeFold Reliable Message Bus v1"
+
+    def spec(self) -> dict[str, Any]:
+        from rmkit.conformance.rmb.model import rmb_spec
+
+        return rmb_spec().raw
+
+    def rules(self) -> RuleSet:
+        from rmkit.conformance.rmb.model import rmb_spec
+
+        return rmb_spec().rules
+
+    def profiles(self) -> dict[str, str]:
+        profs = self.spec()["protocol"]["profiles"]
+        ordered = sorted(profs, key=lambda p: not profs[p].get("default", False))
+        return {p: " ".join(profs[p]["description"].split()) for p in ordered}
+
+    def validate(self) -> list[str]:
+        from rmkit.conformance.rmb.model import rmb_spec
+
+        s = rmb_spec()
+        behaviour = s.raw["behaviour"]
+        return [f"{len(s.rules)} rules, {len(s.fields)} message fields, {len(behaviour['settings'])} behaviour settings "
+                f"and {len(behaviour['ambiguities'])} ambiguities for profiles {', '.join(s.profiles)}; "
+                f"the challenge covers every signed field"]
+
+    def make_checker(self, profile: str, args: argparse.Namespace):
+        raise UsageError("protocol rmb has no log checker yet; `rmkit rmb verify` checks signatures")
+
+    def explain(self, rule_id: str) -> dict[str, Any]:
+        return {"rule": self.rules()[rule_id]}
+
+    def diagram(self, profile: str) -> str:
+        from rmkit.conformance.rmb.docs import flow_diagram
+
+        return flow_diagram(self.check_profile(profile))
+
+    def docs(self) -> str:
+        from rmkit.conformance.rmb.docs import spec_markdown
+
+        return spec_markdown()
+
+    def add_commands(self, sub: argparse._SubParsersAction) -> None:
+        from rmkit.conformance.rmb.cli import add_commands
+
+        add_commands(sub)
+
+
+PROTOCOL = Rmb()
