@@ -100,7 +100,40 @@ def spec_markdown() -> str:
     notes = spec["protocol"]["documents"]["002"].get("differs_from_001", [])
     if notes:
         out += ["", "## Where the documents differ", ""] + [f"- {n}" for n in notes]
+    out += _conflicts_markdown(spec) + _traceability_markdown(spec)
     return "\n".join(out) + "\n"
+
+
+def _conflicts_markdown(spec: dict) -> list[str]:
+    """Where the documents contradict themselves: the readings and each profile's choice."""
+    conflicts = spec["protocol"].get("conflicts") or {}
+    if not conflicts:
+        return []
+    profiles = list(spec["protocol"]["profiles"])
+    out = ["", "## Where the documents contradict themselves", "",
+           "| conflict | question | readings | " + " | ".join(profiles) + " |", "|" + "---|" * (3 + len(profiles))]
+    for name, c in conflicts.items():
+        readings = "<br>".join(f"{_cell(r['reading'])}: {_source(r)}" for r in c["readings"])
+        out.append(f"| {name} | {_cell(c['question'])} | {readings} | "
+                   + " | ".join(_cell(c["profiles"].get(p, "-")) for p in profiles) + " |")
+    return out
+
+
+def _traceability_markdown(spec: dict) -> list[str]:
+    """One row per normative sentence of the documents (spec/remp/traceability.yaml)."""
+    sentences = spec["traceability"]["sentences"]
+    counts = {st: sum(1 for s in sentences if s["status"] == st) for st in ("covered", "partial", "not-checkable")}
+    out = ["", "## Traceability", "",
+           f"Every normative sentence of documents 000, 001 and 002 ({len(sentences)}; one sentence the documents "
+           "render in several places counts once): " + ", ".join(f"{n} {st}" for st, n in counts.items()) + ".", "",
+           "| id | sentence | status | checked by | missing, why, or note |", "|---|---|---|---|---|"]
+    for s in sentences:
+        quote = "<br>".join(f"{r['doc']}: “{_cell(r['quote'])}”" for r in s["renderings"])
+        checks = "; ".join(f"{part}: {', '.join(ids)}" for part, ids in (s.get("checks") or {}).items()) or "-"
+        text = " ".join(f"{label}: {_cell(s[key])}" for key, label in (("missing", "missing"), ("why", "why"), ("note", "note"))
+                        if key in s)
+        out.append(f"| {s['id']} | {quote} | {s['status']} | {_cell(checks)} | {text or '-'} |")
+    return out
 
 
 def _tl_markdown(spec: dict) -> list[str]:
