@@ -90,10 +90,11 @@ class Remp(Protocol):
 
         from rmkit.conformance.remp.signing import generate_key_set
 
-        for flag, value, low in (("--validators", args.validators, 1), ("--sessions", args.sessions, 1),
-                                 ("--full-nodes", args.full_nodes, 0), ("--rotate", args.rotate, 0)):
-            if value is not None and value < low:
-                raise UsageError(f"{flag}: expected a number >= {low}, found {value}")
+        for flag, value, low, high in (("--validators", args.validators, 1, 1000), ("--sessions", args.sessions, 1, 10_000),
+                                       ("--full-nodes", args.full_nodes, 0, 1000), ("--rotate", args.rotate, 0, args.validators)):
+            # a test key set: the bounds keep a typo from deriving keys for hours
+            if value is not None and not low <= value <= high:
+                raise UsageError(f"{flag}: expected a number from {low} to {high}, found {value}")
         path = generate_key_set(args.out, args.validators, args.sessions, args.seed, args.rotate, args.full_nodes)
         print(f"wrote {path} ({args.sessions} sessions of {args.validators} validators, {args.full_nodes} full node(s)) "
               f"and their private keys in {path.parent / 'keys'}" + ("" if args.seed is not None else " (random keys)"),

@@ -58,6 +58,9 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--gzip", action="store_true", help="multi-file log: write part-NNNNN.jsonl.gz")
 
 
+SIM_LIFETIME_S = (1, 3600)  # the lifetimes the simulator runs in reasonable time (spec: 250)
+
+
 def wants_directory(args: argparse.Namespace) -> bool:
     """The documented rule telling ``-o DIR`` from ``-o FILE``."""
     out = args.out
@@ -70,10 +73,13 @@ def wants_directory(args: argparse.Namespace) -> bool:
 def run(profile: str, args: argparse.Namespace) -> int:
     if args.messages < 1 or (args.receipts is not None and args.receipts < 1):
         raise UsageError(f"--messages and --receipts: expected numbers >= 1, found {args.messages} and {args.receipts}")
-    if args.lifetime is not None and args.lifetime <= 0:
-        raise UsageError(f"--lifetime: expected a number of seconds > 0, found {args.lifetime}")
-    if args.validators < 1:
-        raise UsageError(f"--validators: expected a number >= 1, found {args.validators}")
+    if args.lifetime is not None and not SIM_LIFETIME_S[0] <= args.lifetime <= SIM_LIFETIME_S[1]:
+        # below, sessions switch faster than a message can be finalized (5-25 s) and the simulation
+        # never settles; above, it spends its time ticking through empty sessions
+        raise UsageError(f"--lifetime: the simulator takes {SIM_LIFETIME_S[0]}..{SIM_LIFETIME_S[1]} seconds, "
+                         f"found {args.lifetime:g}")
+    if not 1 <= args.validators <= 1000:
+        raise UsageError(f"--validators: expected a number from 1 to 1000, found {args.validators}")
     if wants_directory(args):
         return _run_directory(profile, args)
     return _run_file(profile, args)
