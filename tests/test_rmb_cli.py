@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from conftest import REPO
 from rmkit.cli import main
 from rmkit.reference_impl.rmb.cluster import demo_seed
@@ -42,3 +44,37 @@ def test_serve_refuses_a_key_that_is_not_the_directorys(tmp_path, capsys):
     assert main(["rmb", "serve", "--twin", "1", "--directory", str(tmp_path / "d.json"), "--seed", demo_seed(1).hex(),
                  "--redis", "redis://127.0.0.1:1/0", "--listen", "127.0.0.1:0"]) == 2  # no Redis there: cannot start
     assert "cannot start" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # starts two redis-servers and two daemon processes
+def test_up_prints_how_to_reach_the_twins_and_stops_every_child_on_ctrl_c(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from rmb_support import redis_server_or_skip
+
+    redis_server_or_skip()
+    proc = subprocess.Popen([sys.executable, "-m", "rmkit", "rmb", "up", "2", "--dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    while not lines or not lines[-1].startswith("ready"):
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        lines.append(line)
+    assert "redis://127.0.0.1:" in "".join(lines) and "MessageBusClient(" in "".join(lines)
+    twins = json.loads((tmp_path / "twins.json").read_text())
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert len(children) == 4  # two redis-servers, two daemons
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(30) == 0 and "stopped" in proc.stdout.read()
+    time.sleep(0.2)
+    for pid in children:
+        try:
+            os.kill(int(pid), 0)
+            raise AssertionError(f"child {pid} still runs")
+        except ProcessLookupError:
+            pass
+    assert len({t["redis_port"] for t in twins}) == 2
