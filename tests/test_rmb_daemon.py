@@ -12,6 +12,7 @@ from rmb_support import LoopThread, Net, redis_server_or_skip
 from rmkit.conformance.rmb.model import rmb_spec
 from rmkit.conformance.rmb.signing import verify
 from rmkit.reference_impl.rmb.redisproc import RedisServer
+from rmkit.specload import schema_problem
 
 PROFILES = ["spec", "rmb-rs-v1", "rmb-go"]
 
@@ -58,6 +59,8 @@ def b(profile):
 
 
 def events(log, name):
+    for e in log:  # every line of every log read here passes the log's schema
+        assert schema_problem(e, "rmb-log") is None, (schema_problem(e, "rmb-log"), e)
     return [e for e in log if e["event"] == name]
 
 

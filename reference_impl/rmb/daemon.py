@@ -132,7 +132,7 @@ class RmbDaemon:
         if self.b["uid_scheme"] == "uuid4":
             return str(uuid.uuid4())
         dst = msg["dst"][0]
-        n = await self.redis.incr(f"msgbus.counter.{dst}")
+        n = await self.redis.incr(self._fmt(self.b["uid_counter_key"], dst=dst))
         return self._fmt(self.b["uid_scheme"], dst=dst, n=n)
 
     # -- local dispatcher (RMB-LOCAL-001..003, RMB-DIR-001, RMB-MSG-005, RMB-BACKLOG-001, RMB-FANOUT-001)
@@ -173,7 +173,8 @@ class RmbDaemon:
             await self.redis.set(key, json.dumps(msg, ensure_ascii=False), ex=max(int(msg["exp"]), 1))
             self.log.record("backlog-set", direction="out", queue=key, msg=msg, note=f"ttl {max(int(msg['exp']), 1)} s")
         else:  # rmb-go: the request waits for its POST here; the backlog hash is written after it
-            await self.redis.set(f"msgbus.pending.{msg['uid']}", json.dumps(msg, ensure_ascii=False), ex=max(int(msg["exp"]) or 3600, 1))
+            await self.redis.set(self._fmt(self.b["pending_key"], uid=msg["uid"]), json.dumps(msg, ensure_ascii=False),
+                                 ex=max(int(msg["exp"]) or 3600, 1))
         for dst in msg["dst"]:  # RMB-FANOUT-001
             job = self._fmt(self.b["forward_job"], uid=msg["uid"], dst=dst)
             await self.redis.lpush(self.b["forward_queue"], job)
@@ -212,7 +213,7 @@ class RmbDaemon:
     async def _load_request(self, uid: str) -> dict | None:
         if self.b["backlog_written"] == "before-forward":
             return await self._backlog_get(uid)
-        raw = await self.redis.get(f"msgbus.pending.{uid}")
+        raw = await self.redis.get(self._fmt(self.b["pending_key"], uid=uid))
         return json.loads(raw) if raw else None
 
     async def _forward_job(self, job: str, attempt: int) -> None:
