@@ -168,16 +168,19 @@ class RmbDaemon:
         if self.b["local_shortcut"] and msg["dst"] == [self.twin]:  # RMB-LOCAL-003
             await self._push(self._fmt(self.b["command_queue"], cmd=msg["cmd"]), msg, "local-shortcut")
             return
+        pipe = self.redis.pipeline(transaction=True)  # the backlog entry and its jobs in one round trip, in this order
         if self.b["backlog_written"] == "before-forward":  # RMB-BACKLOG-001: TTL exp
-            key = self._fmt(self.b["backlog_key"], uid=msg["uid"])
-            await self.redis.set(key, json.dumps(msg, ensure_ascii=False), ex=max(int(msg["exp"]), 1))
-            self.log.record("backlog-set", direction="out", queue=key, msg=msg, note=f"ttl {max(int(msg['exp']), 1)} s")
+            key, ttl = self._fmt(self.b["backlog_key"], uid=msg["uid"]), max(int(msg["exp"]), 1)
         else:  # rmb-go: the request waits for its POST here; the backlog hash is written after it
-            await self.redis.set(self._fmt(self.b["pending_key"], uid=msg["uid"]), json.dumps(msg, ensure_ascii=False),
-                                 ex=max(int(msg["exp"]) or 3600, 1))
-        for dst in msg["dst"]:  # RMB-FANOUT-001
-            job = self._fmt(self.b["forward_job"], uid=msg["uid"], dst=dst)
-            await self.redis.lpush(self.b["forward_queue"], job)
+            key, ttl = self._fmt(self.b["pending_key"], uid=msg["uid"]), max(int(msg["exp"]) or 3600, 1)
+        pipe.set(key, json.dumps(msg, ensure_ascii=False), ex=ttl)
+        jobs = [self._fmt(self.b["forward_job"], uid=msg["uid"], dst=dst) for dst in msg["dst"]]  # RMB-FANOUT-001
+        for job in jobs:
+            pipe.lpush(self.b["forward_queue"], job)
+        await pipe.execute()
+        if self.b["backlog_written"] == "before-forward":
+            self.log.record("backlog-set", direction="out", queue=key, msg=msg, note=f"ttl {ttl} s")
+        for job in jobs:
             self.log.record("forward-job", direction="out", queue=self.b["forward_queue"], msg=None, note=job)
 
     # -- forward workers (RMB-FWD-001, RMB-SIG-006, RMB-RETRY-*, RMB-REPLY-001/002) -------------
@@ -373,9 +376,11 @@ class RmbDaemon:
             else:
                 queue = self._fmt(self.b["command_queue"], cmd=msg["cmd"])
             msg = {**msg, "ret": self.b["reply_queue"]}  # RMB-REMOTE-005
-            await self.redis.lpush(queue, json.dumps(msg, ensure_ascii=False))
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.lpush(queue, json.dumps(msg, ensure_ascii=False))
             if self.b["command_queue_limit"]:  # RMB-REMOTE-008: the oldest (tail) entries go
-                await self.redis.ltrim(queue, 0, self.b["command_queue_limit"] - 1)
+                pipe.ltrim(queue, 0, self.b["command_queue_limit"] - 1)
+            await pipe.execute()
         except aioredis.RedisError as exc:  # RMB-REMOTE-009
             return self._answer(request, self.b["status_storage_failure"], msg, f"storage failure: {exc}")
         self.log.record("to-handler", direction="out", queue=queue, msg=msg)
