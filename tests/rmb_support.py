@@ -55,7 +55,7 @@ import redis as syncredis
 
 from rmkit.conformance.rmb.directory import Directory, Twin
 from rmkit.conformance.rmb.signing import keypair
-from rmkit.reference_impl.rmb.cluster import key_type_of, test_seed
+from rmkit.reference_impl.rmb.cluster import key_type_of, demo_seed
 from rmkit.reference_impl.rmb.daemon import DaemonConfig, RmbDaemon
 from rmkit.reference_impl.rmb.handler import serve_commands
 from rmkit.reference_impl.rmb.redisproc import free_port
@@ -84,7 +84,7 @@ class Net:
     def __init__(self, loopthread: LoopThread, redis_port: int, profile: str, n: int = 3, running=(1, 2),
                  handlers: dict | None = None, tmp_path=None):
         self.lt, self.profile, self.redis_port = loopthread, profile, redis_port
-        self.keys = {i: keypair(test_seed(i), key_type_of(i, "mixed")) for i in range(1, n + 1)}
+        self.keys = {i: keypair(demo_seed(i), key_type_of(i, "mixed")) for i in range(1, n + 1)}
         self.ports = {i: free_port() for i in range(1, n + 1)}
         self.directory = Directory({i: Twin(i, f"127.0.0.1:{self.ports[i]}", self.keys[i].key_type, self.keys[i].public) for i in self.keys})
         self.running = running

@@ -12,6 +12,7 @@ from rmb_support import LoopThread, Net, redis_server_or_skip
 from rmkit.conformance.rmb.model import rmb_spec
 from rmkit.conformance.rmb.signing import verify
 from rmkit.reference_impl.rmb.redisproc import RedisServer
+from rmkit.specload import schema_problem
 
 PROFILES = ["spec", "rmb-rs-v1", "rmb-go"]
 
@@ -58,6 +59,8 @@ def b(profile):
 
 
 def events(log, name):
+    for e in log:  # every line of every log read here passes the log's schema
+        assert schema_problem(e, "rmb-log") is None, (schema_problem(e, "rmb-log"), e)
     return [e for e in log if e["event"] == name]
 
 
@@ -150,6 +153,7 @@ def test_destination_down_is_retried_then_reported(net, profile, tries, attempts
                 verify(p["message"], n.keys[1].public)
 
 
+@pytest.mark.slow  # waits rmb-go's fixed 5 s retry delay
 def test_rmb_go_retries_through_its_retry_queue_after_5_s(net):
     with net("rmb-go", running=(1,)) as n:
         t0 = time.monotonic()
@@ -231,7 +235,7 @@ def test_reply_endpoint_status_codes(net, profile):
         assert got["uid"] == "u-9" and got["tag"] == "t1" and got["ret"] == "client-ret"
 
 
-@pytest.mark.parametrize("profile", ["spec", "rmb-rs-v1"])
+@pytest.mark.parametrize("profile", ["rmb-rs-v1", pytest.param("spec", marks=pytest.mark.slow)])  # spec's 408: also test_rmb_e2e
 def test_reply_after_the_backlog_expired_is_dropped(net, profile):
     with net(profile) as n:
         req = n.request(1, [2], cmd="slow", exp=1)

@@ -3,7 +3,6 @@ interop/rmb-npm), both ways, both key types: messages the client signs verify in
 messages rmkit signs verify with the client's own verifier (@polkadot/keyring)."""
 
 import json
-import subprocess
 import sys
 
 import pytest
@@ -94,39 +93,50 @@ def test_rmkit_signed_messages_verify_with_the_npm_client():
         assert not results[t["case"]]["ok"], f"{t['case']}: the npm verifier accepted a tampered message"
 
 
-def test_cli_verifies_npm_vectors_and_exit_codes(npm_signed, tmp_path):
+def _cli(monkeypatch, capsys, argv, stdin=""):
+    """rmkit in this process (a subprocess per call costs seconds on a busy machine)."""
+    import io
+
+    from rmkit.cli import main
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_verifies_npm_vectors_and_exit_codes(npm_signed, tmp_path, monkeypatch, capsys):
     lines = [json.dumps(npm_signed[c["case"]]["message"], ensure_ascii=False) for c in CASES if c["mnemonic"] == WORDS and c["key_type"] == "sr25519"]
     pub = npm_signed["sr-words-api"]["public_key"]
     good = tmp_path / "good.jsonl"
     good.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    cli = [sys.executable, "-m", "rmkit", "rmb", "verify", "--public-key", pub, "--key-type", "sr25519"]
-    done = subprocess.run(cli + [str(good)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count(": valid (sr25519)") == len(lines)
+    cli = ["rmb", "verify", "--public-key", pub, "--key-type", "sr25519"]
+    code, out, err = _cli(monkeypatch, capsys, cli + [str(good)])
+    assert code == 0, out + err
+    assert out.count(": valid (sr25519)") == len(lines)
     bad = json.loads(lines[0])
     bad["cmd"] = "other"
-    done = subprocess.run(cli + ["-"], input=json.dumps(bad), capture_output=True, text=True)
-    assert done.returncode == 1 and "RMB-SIG-002" in done.stdout
-    done = subprocess.run(cli + ["-"], input=lines[0] + "\n{not json\n", capture_output=True, text=True)
-    assert done.returncode == 2 and "<stdin>:2: not JSON" in done.stderr
-    done = subprocess.run(cli + [str(tmp_path / "missing.json")], capture_output=True, text=True)
-    assert done.returncode == 2 and "cannot read" in done.stderr
+    code, out, _ = _cli(monkeypatch, capsys, cli + ["-"], json.dumps(bad))
+    assert code == 1 and "RMB-SIG-002" in out
+    code, _, err = _cli(monkeypatch, capsys, cli + ["-"], lines[0] + "\n{not json\n")
+    assert code == 2 and "<stdin>:2: not JSON" in err
+    code, _, err = _cli(monkeypatch, capsys, cli + [str(tmp_path / "missing.json")])
+    assert code == 2 and "cannot read" in err
 
 
-def test_cli_signs_with_a_mnemonic_and_verifies_through_a_directory(tmp_path):
+def test_cli_signs_with_a_mnemonic_and_verifies_through_a_directory(tmp_path, monkeypatch, capsys):
     msg = {"ver": 1, "uid": "u", "cmd": "c", "exp": 5, "try": 1, "dat": "", "src": 11, "dst": [12], "ret": "r", "now": 1}
     kp = keypair(seed_from_mnemonic(WORDS), "ed25519")
     (tmp_path / "dir.yaml").write_text(f"twins:\n  '11': {{address: '127.0.0.1:1', key_type: ed25519, public_key: '{kp.public.hex()}'}}\n")
-    signed = subprocess.run([sys.executable, "-m", "rmkit", "rmb", "sign", "--mnemonic", WORDS, "--key-type", "ed25519", "-"],
-                            input=json.dumps(msg), capture_output=True, text=True)
-    assert signed.returncode == 0, signed.stderr
-    assert json.loads(signed.stdout)["sig"] == kp.sign(msg)["sig"]
-    cli = [sys.executable, "-m", "rmkit", "rmb", "verify", "--directory", str(tmp_path / "dir.yaml"), "-"]
-    assert subprocess.run(cli, input=signed.stdout, capture_output=True, text=True).returncode == 0
-    other = json.loads(signed.stdout)
+    code, signed, err = _cli(monkeypatch, capsys, ["rmb", "sign", "--mnemonic", WORDS, "--key-type", "ed25519", "-"], json.dumps(msg))
+    assert code == 0, err
+    assert json.loads(signed)["sig"] == kp.sign(msg)["sig"]
+    cli = ["rmb", "verify", "--directory", str(tmp_path / "dir.yaml"), "-"]
+    assert _cli(monkeypatch, capsys, cli, signed)[0] == 0
+    other = json.loads(signed)
     other["src"] = 99
-    done = subprocess.run(cli, input=json.dumps(other), capture_output=True, text=True)
-    assert done.returncode == 1 and "unknown source twin 99" in done.stdout
+    code, out, _ = _cli(monkeypatch, capsys, cli, json.dumps(other))
+    assert code == 1 and "unknown source twin 99" in out
     (tmp_path / "bad.yaml").write_text("twins:\n  '11': {address: x, key_type: rsa, public_key: '00'}\n")
-    done = subprocess.run(cli[:-2] + [str(tmp_path / "bad.yaml"), "-"], input=signed.stdout, capture_output=True, text=True)
-    assert done.returncode == 2 and "bad.yaml:2" in done.stderr
+    code, _, err = _cli(monkeypatch, capsys, cli[:-2] + [str(tmp_path / "bad.yaml"), "-"], signed)
+    assert code == 2 and "bad.yaml:2" in err

@@ -59,7 +59,7 @@ def spec_markdown() -> str:
                  for p, v in zip(profiles, vals)]
         notes = " ".join(f"¹ {p}: {_cell(n)}." for p, n in st.get("notes", {}).items())
         out.append(f"| `{name}` | " + " | ".join(cells) + f" | {', '.join(st['rules'])} | {_cell(st['description'])}{(' ' + notes) if notes else ''} | {_source(st['source'])} |")
-    out += ["", "Bold: the profile differs from `spec`. ¹ a note: the value is the kit's reading, not a stated fact.",
+    out += ["", "Bold: the profile differs from `spec`. ¹ a note on the value (it says so where the value is the kit's reading rather than a stated fact).",
             "", "## Ambiguities and the reading each profile takes", ""]
     for a in spec["behaviour"]["ambiguities"]:
         out.append(f"- **{a['id']}**: {a['question']} ({_source(a['source'])})")

@@ -87,15 +87,20 @@ def seed_from_mnemonic(mnemonic: str) -> bytes:
         raise UsageError(f"--mnemonic: not a valid BIP39 mnemonic ({exc})") from None
 
 
-def seed_from_hex(text: str) -> bytes:
+def _hex32(text: str, what: str) -> bytes:
+    """32 bytes written as 64 hex digits (``0x`` optional); :class:`UsageError` naming ``what``."""
     raw = text[2:] if text.startswith("0x") else text
     try:
-        seed = bytes.fromhex(raw)
+        value = bytes.fromhex(raw)
     except ValueError:
-        raise UsageError(f"seed: expected 64 hex digits, found {text!r}") from None
-    if len(seed) != 32:
-        raise UsageError(f"seed: expected 32 bytes (64 hex digits), found {len(seed)} bytes")
-    return seed
+        raise UsageError(f"{what}: expected 64 hex digits, found {text!r}") from None
+    if len(value) != 32:
+        raise UsageError(f"{what}: expected 32 bytes (64 hex digits), found {len(value)} bytes")
+    return value
+
+
+def seed_from_hex(text: str) -> bytes:
+    return _hex32(text, "seed")
 
 
 def keypair(seed: bytes, key_type: str) -> KeyPair:
@@ -111,14 +116,7 @@ def keypair(seed: bytes, key_type: str) -> KeyPair:
 
 
 def public_key_from_hex(text: str) -> bytes:
-    raw = text[2:] if text.startswith("0x") else text
-    try:
-        key = bytes.fromhex(raw)
-    except ValueError:
-        raise UsageError(f"public key: expected 64 hex digits, found {text!r}") from None
-    if len(key) != 32:
-        raise UsageError(f"public key: expected 32 bytes, found {len(key)}")
-    return key
+    return _hex32(text, "public key")
 
 
 class BadSignature(Exception):

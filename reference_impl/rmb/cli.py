@@ -99,7 +99,8 @@ def cmd_up(args) -> int:
     def on_signal(signum, frame):
         stopping["now"] = True
 
-    signal.signal(signal.SIGTERM, on_signal)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # set, not inherited: a shell may start us with SIGINT ignored
+        signal.signal(sig, on_signal)
     try:
         cluster.start()
         print(cluster.describe(), flush=True)

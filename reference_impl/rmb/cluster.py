@@ -20,7 +20,7 @@ from rmkit.errors import UsageError
 from rmkit.reference_impl.rmb.redisproc import RedisServer, free_port
 
 
-def test_seed(twin: int) -> bytes:
+def demo_seed(twin: int) -> bytes:
     """Deterministic, public test keys: never use them for anything real."""
     return hashlib.sha256(f"rmkit-rmb-test-twin-{twin}".encode()).digest()
 
@@ -56,13 +56,13 @@ class Cluster:
         self.dir = Path(workdir or self._tmp.name)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.profile, self.workers = profile, workers
-        self.twins = [TwinProc(i, key_type_of(i, key_type), test_seed(i), RedisServer(workdir=self.dir / f"redis-{i}"),
+        self.twins = [TwinProc(i, key_type_of(i, key_type), demo_seed(i), RedisServer(workdir=self.dir / f"redis-{i}"),
                                free_port(), self.dir / f"twin-{i}.log.jsonl", record_port=free_port() if record else None)
                       for i in range(1, n + 1)]
         # twins listed with no daemon behind their address (a destination that is down)
         self.down = {i: free_port() for i in range(n + 1, n + down + 1)}
         twins = {t.twin: Twin(t.twin, t.address, t.key_type, keypair(t.seed, t.key_type).public) for t in self.twins}
-        twins.update({i: Twin(i, f"127.0.0.1:{port}", key_type_of(i, key_type), keypair(test_seed(i), key_type_of(i, key_type)).public)
+        twins.update({i: Twin(i, f"127.0.0.1:{port}", key_type_of(i, key_type), keypair(demo_seed(i), key_type_of(i, key_type)).public)
                       for i, port in self.down.items()})
         self.directory = Directory(twins)
         self.directory_path = self.dir / "directory.json"

@@ -132,7 +132,7 @@ class RmbDaemon:
         if self.b["uid_scheme"] == "uuid4":
             return str(uuid.uuid4())
         dst = msg["dst"][0]
-        n = await self.redis.incr(f"msgbus.counter.{dst}")
+        n = await self.redis.incr(self._fmt(self.b["uid_counter_key"], dst=dst))
         return self._fmt(self.b["uid_scheme"], dst=dst, n=n)
 
     # -- local dispatcher (RMB-LOCAL-001..003, RMB-DIR-001, RMB-MSG-005, RMB-BACKLOG-001, RMB-FANOUT-001)
@@ -168,15 +168,19 @@ class RmbDaemon:
         if self.b["local_shortcut"] and msg["dst"] == [self.twin]:  # RMB-LOCAL-003
             await self._push(self._fmt(self.b["command_queue"], cmd=msg["cmd"]), msg, "local-shortcut")
             return
+        pipe = self.redis.pipeline(transaction=True)  # the backlog entry and its jobs in one round trip, in this order
         if self.b["backlog_written"] == "before-forward":  # RMB-BACKLOG-001: TTL exp
-            key = self._fmt(self.b["backlog_key"], uid=msg["uid"])
-            await self.redis.set(key, json.dumps(msg, ensure_ascii=False), ex=max(int(msg["exp"]), 1))
-            self.log.record("backlog-set", direction="out", queue=key, msg=msg, note=f"ttl {max(int(msg['exp']), 1)} s")
+            key, ttl = self._fmt(self.b["backlog_key"], uid=msg["uid"]), max(int(msg["exp"]), 1)
         else:  # rmb-go: the request waits for its POST here; the backlog hash is written after it
-            await self.redis.set(f"msgbus.pending.{msg['uid']}", json.dumps(msg, ensure_ascii=False), ex=max(int(msg["exp"]) or 3600, 1))
-        for dst in msg["dst"]:  # RMB-FANOUT-001
-            job = self._fmt(self.b["forward_job"], uid=msg["uid"], dst=dst)
-            await self.redis.lpush(self.b["forward_queue"], job)
+            key, ttl = self._fmt(self.b["pending_key"], uid=msg["uid"]), max(int(msg["exp"]) or 3600, 1)
+        pipe.set(key, json.dumps(msg, ensure_ascii=False), ex=ttl)
+        jobs = [self._fmt(self.b["forward_job"], uid=msg["uid"], dst=dst) for dst in msg["dst"]]  # RMB-FANOUT-001
+        for job in jobs:
+            pipe.lpush(self.b["forward_queue"], job)
+        await pipe.execute()
+        if self.b["backlog_written"] == "before-forward":
+            self.log.record("backlog-set", direction="out", queue=key, msg=msg, note=f"ttl {ttl} s")
+        for job in jobs:
             self.log.record("forward-job", direction="out", queue=self.b["forward_queue"], msg=None, note=job)
 
     # -- forward workers (RMB-FWD-001, RMB-SIG-006, RMB-RETRY-*, RMB-REPLY-001/002) -------------
@@ -212,7 +216,7 @@ class RmbDaemon:
     async def _load_request(self, uid: str) -> dict | None:
         if self.b["backlog_written"] == "before-forward":
             return await self._backlog_get(uid)
-        raw = await self.redis.get(f"msgbus.pending.{uid}")
+        raw = await self.redis.get(self._fmt(self.b["pending_key"], uid=uid))
         return json.loads(raw) if raw else None
 
     async def _forward_job(self, job: str, attempt: int) -> None:
@@ -372,9 +376,11 @@ class RmbDaemon:
             else:
                 queue = self._fmt(self.b["command_queue"], cmd=msg["cmd"])
             msg = {**msg, "ret": self.b["reply_queue"]}  # RMB-REMOTE-005
-            await self.redis.lpush(queue, json.dumps(msg, ensure_ascii=False))
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.lpush(queue, json.dumps(msg, ensure_ascii=False))
             if self.b["command_queue_limit"]:  # RMB-REMOTE-008: the oldest (tail) entries go
-                await self.redis.ltrim(queue, 0, self.b["command_queue_limit"] - 1)
+                pipe.ltrim(queue, 0, self.b["command_queue_limit"] - 1)
+            await pipe.execute()
         except aioredis.RedisError as exc:  # RMB-REMOTE-009
             return self._answer(request, self.b["status_storage_failure"], msg, f"storage failure: {exc}")
         self.log.record("to-handler", direction="out", queue=queue, msg=msg)

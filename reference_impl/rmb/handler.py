@@ -12,6 +12,8 @@ from typing import Any, Awaitable, Callable
 
 import redis.asyncio as aioredis
 
+from rmkit.conformance.rmb.model import rmb_spec
+
 Handler = Callable[[dict, bytes], Awaitable[Any] | Any]
 
 
@@ -26,16 +28,16 @@ def answer_for(request: dict, result: Any = None, error: str | None = None) -> d
 async def serve_commands(redis_url: str, handlers: dict[str, Handler], stop: asyncio.Event) -> int:
     """Serve until ``stop`` is set; return the number of requests answered."""
     r = aioredis.Redis.from_url(redis_url, decode_responses=True)
-    queues = [f"msgbus.{cmd}" for cmd in handlers]
+    by_queue = {rmb_spec().behaviour("spec")["command_queue"].format(cmd=cmd): fn for cmd, fn in handlers.items()}
     served = 0
     try:
         while not stop.is_set():
-            got = await r.brpop(queues, timeout=1)
+            got = await r.brpop(list(by_queue), timeout=1)
             if not got:
                 continue
             queue, raw = got
             request = json.loads(raw)
-            fn = handlers[queue[len("msgbus."):]]
+            fn = by_queue[queue]
             try:
                 result = fn(request, base64.b64decode(request["dat"]))
                 if asyncio.iscoroutine(result):

@@ -1,6 +1,7 @@
 """The message log: one JSON line per message and HTTP exchange a daemon (or the recorder) sees:
 time, twin, direction, channel (redis queue or HTTP endpoint), status, uid and the message.
-The input of the RMB log rules."""
+The input of the RMB log rules; each line passes spec/schema/rmb-log.schema.json, which also lists
+every event name and its meaning."""
 
 from __future__ import annotations
 

@@ -1,0 +1,80 @@
+"""`rmkit rmb ...` and the rmb protocol through the core commands: exit codes and messages."""
+
+import json
+
+import pytest
+
+from conftest import REPO
+from rmkit.cli import main
+from rmkit.reference_impl.rmb.cluster import demo_seed
+
+
+def test_core_commands_know_rmb(capsys, tmp_path):
+    assert main(["spec", "validate", "--protocol", "rmb"]) == 0
+    assert "47 rules" in capsys.readouterr().out
+    assert main(["explain", "RMB-SIG-003"]) == 0
+    assert "pxy" in capsys.readouterr().out
+    assert main(["spec", "docs", "--protocol", "rmb", "--check", str(REPO / "spec" / "rmb" / "README.md")]) == 0
+    capsys.readouterr()
+    assert main(["spec", "profiles", "--protocol", "rmb"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("spec:")
+    (tmp_path / "x.jsonl").write_text("{}\n")
+    assert main(["check", "--protocol", "rmb", str(tmp_path / "x.jsonl")]) == 2
+    assert "no log checker" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2(tmp_path, capsys):
+    assert main(["rmb", "up", "0"]) == 2
+    assert main(["rmb", "verify", "--public-key", "00" * 32, "-"]) == 2
+    assert "needs --key-type" in capsys.readouterr().err
+    (tmp_path / "m.json").write_text("{}")
+    assert main(["rmb", "sign", "--seed", "abc", "--key-type", "ed25519", str(tmp_path / "m.json")]) == 2
+    assert main(["rmb", "sign", "--mnemonic", "not a real mnemonic at all", "--key-type", "sr25519", str(tmp_path / "m.json")]) == 2
+    assert "mnemonic" in capsys.readouterr().err
+
+
+def test_serve_refuses_a_key_that_is_not_the_directorys(tmp_path, capsys):
+    from rmkit.conformance.rmb.signing import keypair
+
+    pub = keypair(demo_seed(1), "ed25519").public.hex()
+    (tmp_path / "d.json").write_text(json.dumps({"twins": {"1": {"address": "127.0.0.1:1", "key_type": "ed25519", "public_key": pub}}}))
+    assert main(["rmb", "serve", "--twin", "1", "--directory", str(tmp_path / "d.json"), "--seed", demo_seed(2).hex()]) == 2
+    assert "not the directory's ed25519 key" in capsys.readouterr().err
+    assert main(["rmb", "serve", "--twin", "5", "--directory", str(tmp_path / "d.json"), "--seed", demo_seed(1).hex()]) == 2
+    assert main(["rmb", "serve", "--twin", "1", "--directory", str(tmp_path / "d.json"), "--seed", demo_seed(1).hex(),
+                 "--redis", "redis://127.0.0.1:1/0", "--listen", "127.0.0.1:0"]) == 2  # no Redis there: cannot start
+    assert "cannot start" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # starts two redis-servers and two daemon processes
+def test_up_prints_how_to_reach_the_twins_and_stops_every_child_on_ctrl_c(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from rmb_support import redis_server_or_skip
+
+    redis_server_or_skip()
+    proc = subprocess.Popen([sys.executable, "-m", "rmkit", "rmb", "up", "2", "--dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    while not lines or not lines[-1].startswith("ready"):
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        lines.append(line)
+    assert "redis://127.0.0.1:" in "".join(lines) and "MessageBusClient(" in "".join(lines)
+    twins = json.loads((tmp_path / "twins.json").read_text())
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert len(children) == 4  # two redis-servers, two daemons
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(30) == 0 and "stopped" in proc.stdout.read()
+    time.sleep(0.2)
+    for pid in children:
+        try:
+            os.kill(int(pid), 0)
+            raise AssertionError(f"child {pid} still runs")
+        except ProcessLookupError:
+            pass
+    assert len({t["redis_port"] for t in twins}) == 2
