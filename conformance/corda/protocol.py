@@ -40,6 +40,16 @@ class Corda(Protocol):
         raise UsageError("protocol corda has no log checker (it has no log format of its own); "
                          "use `rmkit conform --protocol corda` or `rmkit tlc corda`")
 
+    def conform(self, profile: str, args: argparse.Namespace) -> int:
+        from rmkit.conformance.corda.driven import cli as driven_cli
+
+        return driven_cli.conform(profile, args)
+
+    def replay(self, args: argparse.Namespace) -> int:
+        from rmkit.conformance.corda.driven import cli as driven_cli
+
+        return driven_cli.replay(args)
+
     def explain(self, rule_id: str) -> dict[str, Any]:
         return {"rule": self.rules()[rule_id]}
 

@@ -1,0 +1,67 @@
+"""``rmkit conform --protocol corda`` and ``rmkit replay --protocol corda``: exit 0 when every
+profile passes (non-strict findings are reported), 1 when a strict rule was broken, 2 when the
+implementation could not be driven (it cannot start, exits, or does not answer)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from rmkit.errors import RmkitError, UsageError
+
+from .adapters import ROLES, ImplementationFailed, open_factory
+from .suite import close, render, run, save, search, to_json
+
+
+class ImplementationError(RmkitError):
+    """The implementation could not be driven (exit 2)."""
+
+
+def conform(profile: str, args: argparse.Namespace) -> int:
+    for r in args.role or ROLES:
+        if r not in ROLES:
+            raise UsageError(f"--role {r!r}: protocol corda drives the roles {', '.join(ROLES)} "
+                             "(a bridge implementation is not driven yet)")
+    if args.format == "junit":
+        raise UsageError("--format junit: protocol corda writes text or json")
+    factory = open_factory(args)
+    derandomize = args.derandomize or os.environ.get("HYPOTHESIS_PROFILE") == "ci"
+    try:
+        result = search(factory, profile, max_examples=args.max_examples or 1, derandomize=derandomize, seed=args.seed)
+    except ImplementationFailed as exc:
+        raise ImplementationError(f"the implementation could not be driven: {exc}") from None
+    text = to_json([result]) if args.format == "json" else render([result])
+    if result.failure and args.regressions:
+        path = save(result, Path(args.regressions))
+        text += f"saved to {path} (rerun: rmkit replay --protocol corda {path} ...)\n" if args.format != "json" else ""
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"{result.verdict}: report written to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 1 if result.failure else 0
+
+
+def replay(args: argparse.Namespace) -> int:
+    try:
+        doc = json.loads(Path(args.scenario).read_text(encoding="utf-8"))
+        steps = [tuple(s) for s in doc["steps"]]
+        profile = doc["profile"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"FILE {args.scenario}: not a saved corda scenario ({exc})") from None
+    impl = open_factory(args)(doc.get("role", "receiver"))
+    try:
+        out = run(impl, profile, steps, doc.get("role", "receiver"))
+    except ImplementationFailed as exc:
+        raise ImplementationError(f"the implementation could not be driven: {exc}") from None
+    finally:
+        close(impl)
+    for line in out.log:
+        print(line)
+    for v in out.violations:
+        print(v.render())
+    print("fail" if out.strict else "pass")
+    return 1 if out.strict else 0
