@@ -62,7 +62,7 @@ def test_cli_drives_processes_and_replays_saved_scenarios(tmp_path, capsys):
     assert main(["conform", "--protocol", "corda", "--profile", "corda-os", "--impl-cmd", ref, "--max-examples", "30",
                  "--derandomize"]) == 0
     assert "PASS" in capsys.readouterr().out
-    assert main(["conform", "--protocol", "corda", "--profile", "corda-os", "--impl-cmd", bad, "--max-examples", "100",
+    assert main(["conform", "--protocol", "corda", "--profile", "corda-os", "--role", "receiver", "--impl-cmd", bad, "--max-examples", "100",
                  "--derandomize", "--regressions", str(tmp_path), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["verdict"] == "fail" and doc["profiles"][0]["failure"]["violations"][0]["rule"] == "CORDA-ACK-001"
@@ -70,4 +70,36 @@ def test_cli_drives_processes_and_replays_saved_scenarios(tmp_path, capsys):
     assert main(["replay", "--protocol", "corda", str(saved), "--impl", "rmkit.conformance.corda.driven.examples:ack_before_commit"]) == 1
     assert main(["replay", "--protocol", "corda", str(saved), "--impl", "rmkit.conformance.corda.driven.adapters:reference_factory"]) == 0
     assert main(["conform", "--protocol", "corda", "--impl-cmd", str(tmp_path / "missing")]) == 2
-    assert main(["conform", "--protocol", "corda", "--role", "bridge", "--impl-cmd", ref]) == 2
+    assert main(["conform", "--protocol", "corda", "--role", "sender", "--impl-cmd", ref]) == 2
+    assert main(["conform", "--protocol", "corda", "--role", "bridge", "--impl-cmd", ref, "--max-examples", "20"]) == 0
+
+
+BRIDGE_FAULTY = [("ack_on_send", "corda-os", "CORDA-BRIDGE-001"), ("no_rollback", "corda-os", "CORDA-BRIDGE-002"),
+                 ("pipelining", "spec", "CORDA-ORDER-001")]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_reference_bridge_passes_and_reports_the_as_built_findings(profile):
+    r = search(reference_factory, profile, max_examples=100, role="bridge")
+    assert r.failure is None, r.failure and [v.render() for v in r.failure.violations]
+    if profile != "spec":  # as built: oversize dropped, a session reordered after a rollback (non-strict)
+        assert {"CORDA-BRIDGE-003", "CORDA-ORDER-001"} <= set(r.findings)
+
+
+@pytest.mark.parametrize("name,profile,rule", BRIDGE_FAULTY)
+def test_faulty_bridge_is_caught_and_shrunk(name, profile, rule):
+    from rmkit.conformance.corda.driven import bridge
+
+    start = time.monotonic()
+    r = search(getattr(bridge, name), profile, max_examples=500, role="bridge")
+    assert r.failure is not None and time.monotonic() - start <= 60
+    assert len(r.failure.actions) <= 12
+    assert rule in {v.rule for v in r.failure.strict}
+
+
+@pytest.mark.parametrize("name,profile", [("batched_local_acks", "spec"), ("batched_local_acks", "corda-os"),
+                                          ("pipelining", "corda-os")])
+def test_legal_bridge_variant_passes(name, profile):
+    from rmkit.conformance.corda.driven import bridge
+
+    assert search(getattr(bridge, name), profile, max_examples=100, role="bridge").failure is None

@@ -1,6 +1,7 @@
 """The receiver adapter protocol and the reference adapter.
 
-An implementation under test plays the receiving node. The harness owns the broker: it delivers
+An implementation under test plays the receiving node (the bridge role's events are in
+:mod:`.bridge`). The harness owns the broker: it delivers
 copies and applies the implementation's acknowledgements. Each event is a JSON object; each reply
 is a JSON object that may carry, besides what the event asks for, ``commits`` (ids whose
 transaction committed, in order) and ``acks`` (``[tag, connection]`` pairs acknowledged):
@@ -32,7 +33,7 @@ from rmkit.reference_impl.corda.broker import Delivery, Queue
 from rmkit.reference_impl.corda.message import Message
 from rmkit.reference_impl.corda.receiver import ReceivingNode
 
-ROLES = ("receiver",)
+ROLES = ("receiver", "bridge")
 
 
 class ImplementationFailed(Exception):
@@ -104,9 +105,13 @@ class ReferenceReceiver:
         return {}
 
 
-def reference_factory(role: str) -> ReferenceReceiver:
+def reference_factory(role: str):
     if role not in ROLES:
         raise UsageError(f"--role {role!r}: expected one of {', '.join(ROLES)}")
+    if role == "bridge":
+        from .bridge import ReferenceBridge
+
+        return ReferenceBridge()
     return ReferenceReceiver()
 
 

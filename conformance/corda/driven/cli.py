@@ -13,6 +13,7 @@ from pathlib import Path
 from rmkit.errors import RmkitError, UsageError
 
 from .adapters import ROLES, ImplementationFailed, open_factory
+from .bridge import run_bridge
 from .suite import close, render, run, save, search, to_json
 
 
@@ -21,28 +22,32 @@ class ImplementationError(RmkitError):
 
 
 def conform(profile: str, args: argparse.Namespace) -> int:
-    for r in args.role or ROLES:
+    roles = args.role or list(ROLES)
+    for r in roles:
         if r not in ROLES:
-            raise UsageError(f"--role {r!r}: protocol corda drives the roles {', '.join(ROLES)} "
-                             "(a bridge implementation is not driven yet)")
+            raise UsageError(f"--role {r!r}: protocol corda drives the roles {', '.join(ROLES)}")
     if args.format == "junit":
         raise UsageError("--format junit: protocol corda writes text or json")
     factory = open_factory(args)
     derandomize = args.derandomize or os.environ.get("HYPOTHESIS_PROFILE") == "ci"
-    try:
-        result = search(factory, profile, max_examples=args.max_examples or 1, derandomize=derandomize, seed=args.seed)
-    except ImplementationFailed as exc:
-        raise ImplementationError(f"the implementation could not be driven: {exc}") from None
-    text = to_json([result]) if args.format == "json" else render([result])
-    if result.failure and args.regressions:
-        path = save(result, Path(args.regressions))
-        text += f"saved to {path} (rerun: rmkit replay --protocol corda {path} ...)\n" if args.format != "json" else ""
+    results = []
+    for role in roles:
+        try:
+            results.append(search(factory, profile, max_examples=args.max_examples or 1, derandomize=derandomize,
+                                  seed=args.seed, role=role))
+        except ImplementationFailed as exc:
+            raise ImplementationError(f"the implementation could not be driven as {role}: {exc}") from None
+    text = to_json(results) if args.format == "json" else render(results)
+    for result in results:
+        if result.failure and args.regressions:
+            path = save(result, Path(args.regressions))
+            text += f"saved to {path} (rerun: rmkit replay --protocol corda {path} ...)\n" if args.format != "json" else ""
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
-        print(f"{result.verdict}: report written to {args.out}", file=sys.stderr)
+        print(f"{'fail' if any(r.failure for r in results) else 'pass'}: report written to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    return 1 if result.failure else 0
+    return 1 if any(r.failure for r in results) else 0
 
 
 def replay(args: argparse.Namespace) -> int:
@@ -54,7 +59,8 @@ def replay(args: argparse.Namespace) -> int:
         raise UsageError(f"FILE {args.scenario}: not a saved corda scenario ({exc})") from None
     impl = open_factory(args)(doc.get("role", "receiver"))
     try:
-        out = run(impl, profile, steps, doc.get("role", "receiver"))
+        role = doc.get("role", "receiver")
+        out = (run_bridge if role == "bridge" else run)(impl, profile, steps, role)
     except ImplementationFailed as exc:
         raise ImplementationError(f"the implementation could not be driven: {exc}") from None
     finally:

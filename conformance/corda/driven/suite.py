@@ -127,6 +127,7 @@ class SearchResult:
     seconds: float
     failure: Outcome | None
     findings: dict = field(default_factory=dict)   # rule -> first Outcome showing a non-strict violation
+    role: str = "receiver"
 
     @property
     def verdict(self) -> str:
@@ -134,19 +135,23 @@ class SearchResult:
 
 
 def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool = True, seed: int | None = None,
-           max_steps: int = 25) -> SearchResult:
-    """Generate scenarios until one breaks a strict rule (then shrink it) or ``max_examples`` pass."""
+           max_steps: int = 25, role: str = "receiver") -> SearchResult:
+    """Generate scenarios for ``role`` until one breaks a strict rule (then shrink it) or
+    ``max_examples`` pass."""
+    from .bridge import actions as bridge_actions, run_bridge
+
+    play, steps = (run_bridge, bridge_actions()) if role == "bridge" else (run, actions())
     failures: list[Outcome] = []
     findings: dict[str, Outcome] = {}
     count = [0]
-    impl = factory("receiver")   # one implementation (one process) for every scenario
+    impl = factory(role)   # one implementation (one process) for every scenario
 
     @settings(max_examples=max_examples, derandomize=derandomize and seed is None, deadline=None, database=None,
               phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
-    @given(st.lists(actions(), max_size=max_steps))
+    @given(st.lists(steps, max_size=max_steps))
     def scenario(acts):
         count[0] += 1
-        out = run(impl, profile, acts)
+        out = play(impl, profile, acts)
         for v in out.violations:
             if v.mode != "strict" and (v.rule not in findings or len(acts) < len(findings[v.rule].actions)):
                 findings[v.rule] = out
@@ -166,13 +171,13 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
     finally:
         close(impl)
     # the last failing run is the shrunk one (Hypothesis replays the minimal example last)
-    return SearchResult(profile, count[0], time.monotonic() - start, failures[-1] if failures else None, findings)
+    return SearchResult(profile, count[0], time.monotonic() - start, failures[-1] if failures else None, findings, role)
 
 
 def render(results: list[SearchResult]) -> str:
     out = []
     for r in results:
-        out.append(f"corda receiver, profile {r.profile}: {r.verdict.upper()} ({r.examples} scenarios, {r.seconds:.1f} s)")
+        out.append(f"corda {r.role}, profile {r.profile}: {r.verdict.upper()} ({r.examples} scenarios, {r.seconds:.1f} s)")
         for rule, f in sorted(r.findings.items()):
             v = next(v for v in f.violations if v.rule == rule)
             out.append(f"  finding {rule} ({v.mode}, allowed to pass in this profile), shortest seen in {len(f.actions)} steps: "
@@ -191,7 +196,7 @@ def render(results: list[SearchResult]) -> str:
 
 
 def to_json(results: list[SearchResult]) -> str:
-    return json.dumps({"protocol": "corda", "role": "receiver",
+    return json.dumps({"protocol": "corda", "roles": sorted({r.role for r in results}),
                        "verdict": "fail" if any(r.failure for r in results) else "pass",
                        "profiles": [{"profile": r.profile, "verdict": r.verdict, "scenarios": r.examples,
                                      "seconds": round(r.seconds, 2),
@@ -205,7 +210,7 @@ def to_json(results: list[SearchResult]) -> str:
 def save(result: SearchResult, folder: Path) -> Path:
     """Write a failing scenario so that ``rmkit replay --protocol corda`` reruns it."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"corda-receiver-{result.profile}-{len(result.failure.actions)}steps.json"
-    path.write_text(json.dumps({"protocol": "corda", "role": "receiver", "profile": result.profile,
+    path = folder / f"corda-{result.role}-{result.profile}-{len(result.failure.actions)}steps.json"
+    path.write_text(json.dumps({"protocol": "corda", "role": result.role, "profile": result.profile,
                                 "steps": [list(a) for a in result.failure.actions]}) + "\n")
     return path
