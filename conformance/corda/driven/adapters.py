@@ -7,7 +7,9 @@ is a JSON object that may carry, besides what the event asks for, ``commits`` (i
 transaction committed, in order) and ``acks`` (``[tag, connection]`` pairs acknowledged):
 
 - ``{"type": "hello", "role": "receiver", "profile": P}`` -> ``{"ok": true}``: a new node with an
-  empty database (each scenario starts with one; one process serves every scenario)
+  empty database (each scenario starts with one; one process serves every scenario); with
+  ``"database": PATH`` the node keeps its database in that SQLite file, and a process started
+  again on it finds what was committed (the reference adapter does; the suite does not need it)
 - ``{"type": "deliver", "tag": T, "conn": C, "message": {dedup_id, session_id, session_init,
   sender_uuid, sequence_number, payload}}`` -> ``{"answer": "NEW" | "DUPLICATE" | "IN_FLIGHT", ...}``
 - ``{"type": "tick"}`` -> ``{...}``: time passes; the node may commit and acknowledge
@@ -58,14 +60,19 @@ class ReferenceReceiver:
     def __init__(self) -> None:
         self.node: ReceivingNode | None = None
 
-    def make_node(self, profile: str) -> ReceivingNode:
-        return ReceivingNode(corda_spec(profile), Queue("p2p.inbound.self"))
+    def make_node(self, profile: str, database: str | None = None) -> ReceivingNode:
+        store = None
+        if database:
+            from rmkit.reference_impl.corda.store import SqliteStore
+
+            store = SqliteStore(database)
+        return ReceivingNode(corda_spec(profile), Queue("p2p.inbound.self"), store=store)
 
     def handle(self, event: dict) -> dict:
         return getattr(self, f"on_{event['type']}")(event)
 
     def on_hello(self, event: dict) -> dict:
-        self.node = self.make_node(event["profile"])
+        self.node = self.make_node(event["profile"], event.get("database"))
         return {"ok": True}
 
     def on_deliver(self, event: dict) -> dict:

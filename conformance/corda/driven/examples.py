@@ -30,8 +30,8 @@ class DedupOnlyInMemory(ReferenceReceiver):
 class FastPathWithoutDbRead(ReferenceReceiver):
     """The fast path answers NEW for any message with a sender UUID when no mark exists."""
 
-    def make_node(self, profile):
-        node = super().make_node(profile)
+    def make_node(self, profile, database=None):
+        node = super().make_node(profile, database)
         plain = node.fast_path_new
 
         def fast_path_new(m):
@@ -58,8 +58,8 @@ class DuplicateAfterRestart(ReferenceReceiver):
     """Writes the processed id when it acknowledges (one tick after the commit), not in the commit's
     transaction: a restart in between lets the redelivered copy be processed again."""
 
-    def make_node(self, profile):
-        node = super().make_node(profile)
+    def make_node(self, profile, database=None):
+        node = super().make_node(profile, database)
         self.unwritten = []
         node.persist_dedup_facts = lambda m: self.unwritten.append(m)
         return node
@@ -80,9 +80,9 @@ class DuplicateAfterRestart(ReferenceReceiver):
 class BatchingAcks(ReferenceReceiver):
     """Acknowledges in batches, on every third tick only (acknowledgements may wait)."""
 
-    def make_node(self, profile):
+    def make_node(self, profile, database=None):
         self.ticks = 0
-        return super().make_node(profile)
+        return super().make_node(profile, database)
 
     def on_tick(self, event):
         self.ticks += 1
