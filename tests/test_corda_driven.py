@@ -38,7 +38,7 @@ def test_fast_path_finding_is_reported_not_failed():
 @pytest.mark.parametrize("name,profile,rule", FAULTY)
 def test_faulty_example_is_caught_and_shrunk(name, profile, rule):
     start = time.monotonic()
-    r = search(getattr(ex, name), profile, max_examples=500)
+    r = search(ex.FAULTY[name], profile, max_examples=500)
     assert r.failure is not None, f"{name} passed"
     assert time.monotonic() - start <= 60
     assert len(r.failure.actions) <= 12, r.failure.actions
@@ -46,13 +46,13 @@ def test_faulty_example_is_caught_and_shrunk(name, profile, rule):
 
 
 def test_ack_in_flight_is_legal_in_corda_os_2021():
-    assert search(ex.ack_in_flight, "corda-os-2021", max_examples=100).failure is None
+    assert search(ex.AckInFlight, "corda-os-2021", max_examples=100).failure is None
 
 
 @pytest.mark.parametrize("name", sorted(ex.LEGAL))
 @pytest.mark.parametrize("profile", ["spec", "corda-os"])
 def test_legal_variant_passes(name, profile):
-    r = search(getattr(ex, name), profile, max_examples=100)
+    r = search(ex.LEGAL[name], profile, max_examples=100)
     assert r.failure is None, r.failure and [v.render() for v in r.failure.violations]
 
 
@@ -67,15 +67,15 @@ def test_cli_drives_processes_and_replays_saved_scenarios(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["verdict"] == "fail" and doc["profiles"][0]["failure"]["violations"][0]["rule"] == "CORDA-ACK-001"
     saved = next(tmp_path.glob("*.json"))
-    assert main(["replay", "--protocol", "corda", str(saved), "--impl", "rmkit.conformance.corda.driven.examples:ack_before_commit"]) == 1
+    assert main(["replay", "--protocol", "corda", str(saved), "--impl", "rmkit.conformance.corda.driven.examples:AckBeforeCommit"]) == 1
     assert main(["replay", "--protocol", "corda", str(saved), "--impl", "rmkit.conformance.corda.driven.adapters:reference_factory"]) == 0
     assert main(["conform", "--protocol", "corda", "--impl-cmd", str(tmp_path / "missing")]) == 2
     assert main(["conform", "--protocol", "corda", "--role", "sender", "--impl-cmd", ref]) == 2
     assert main(["conform", "--protocol", "corda", "--role", "bridge", "--impl-cmd", ref, "--max-examples", "20"]) == 0
 
 
-BRIDGE_FAULTY = [("ack_on_send", "corda-os", "CORDA-BRIDGE-001"), ("no_rollback", "corda-os", "CORDA-BRIDGE-002"),
-                 ("pipelining", "spec", "CORDA-ORDER-001")]
+BRIDGE_FAULTY = [("AckOnSend", "corda-os", "CORDA-BRIDGE-001"), ("NoRollback", "corda-os", "CORDA-BRIDGE-002"),
+                 ("Pipelining", "spec", "CORDA-ORDER-001")]
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -97,8 +97,8 @@ def test_faulty_bridge_is_caught_and_shrunk(name, profile, rule):
     assert rule in {v.rule for v in r.failure.strict}
 
 
-@pytest.mark.parametrize("name,profile", [("batched_local_acks", "spec"), ("batched_local_acks", "corda-os"),
-                                          ("pipelining", "corda-os")])
+@pytest.mark.parametrize("name,profile", [("BatchedLocalAcks", "spec"), ("BatchedLocalAcks", "corda-os"),
+                                          ("Pipelining", "corda-os")])
 def test_legal_bridge_variant_passes(name, profile):
     from rmkit.conformance.corda.driven import bridge
 

@@ -27,11 +27,6 @@ class Corda(Protocol):
     def rules(self) -> RuleSet:
         return self.compiled().rules
 
-    def profiles(self) -> dict[str, str]:
-        profs = self.spec()["protocol"]["profiles"]
-        ordered = sorted(profs, key=lambda p: not profs[p].get("default", False))
-        return {p: " ".join(profs[p]["description"].split()) for p in ordered}
-
     def validate(self) -> list[str]:
         return [f"profile {p}: {len(self.compiled(p).rules)} rules, answers "
                 + ", ".join(f"{a} -> {c}" for a, c in self.compiled(p).consequence.items()) for p in self.profiles()]

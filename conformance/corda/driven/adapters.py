@@ -17,7 +17,8 @@ transaction committed, in order) and ``acks`` (``[tag, connection]`` pairs ackno
 - ``{"type": "broker_restart"}`` -> ``{}``: deliveries of earlier connections can no longer be acked
 
 Process implementations speak it as JSON Lines on stdin/stdout (``--impl-cmd``); Python ones are
-objects with ``handle(event) -> reply`` (``--impl module:factory``).
+objects with ``handle(event) -> reply`` made by ``FACTORY(role)`` (``--impl module:FACTORY``; a
+class taking the role works).
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ class ReferenceReceiver:
     commits what it is processing (oldest first) and acknowledges what is pending; the database
     (processed ids) survives a crash, nothing else does."""
 
-    def __init__(self) -> None:
+    def __init__(self, role: str = "receiver") -> None:
+        self.role = role
         self.node: ReceivingNode | None = None
 
     def make_node(self, profile: str, database: str | None = None) -> ReceivingNode:

@@ -51,6 +51,9 @@ class ReferenceBridge:
     rolls back when the link goes down, acknowledges and drops oversize messages where the profile
     does."""
 
+    def __init__(self, role: str = "bridge"):
+        self.role = role
+
     def handle(self, event: dict) -> dict:
         return getattr(self, f"on_{event['type']}")(event)
 
@@ -91,10 +94,6 @@ class ReferenceBridge:
         self.waiting.clear()
         self.unacked.clear()
         return {}
-
-
-def reference_bridge(role: str) -> ReferenceBridge:
-    return ReferenceBridge()
 
 
 @dataclass
@@ -299,17 +298,5 @@ class BatchedLocalAcks(ReferenceBridge):
         return super().on_crash(event)
 
 
-def ack_on_send(role):
-    return AckOnSend()
-
-
-def no_rollback(role):
-    return NoRollback()
-
-
-def pipelining(role):
-    return Pipelining()
-
-
-def batched_local_acks(role):
-    return BatchedLocalAcks()
+FAULTY = {"ack_on_send": AckOnSend, "no_rollback": NoRollback}
+LEGAL = {"batched_local_acks": BatchedLocalAcks}  # Pipelining: legal where the profile does not keep order

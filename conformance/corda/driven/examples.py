@@ -1,7 +1,8 @@
 """Receiving nodes for the driven suite: faulty ones, each missing one mechanism (must fail, with
 the rule it breaks), and legal variants making choices the protocol leaves open (must pass).
 Each is the reference adapter with one method changed; ``--impl
-rmkit.conformance.corda.driven.examples:NAME`` selects one."""
+rmkit.conformance.corda.driven.examples:CLASS`` selects one (``python -m
+rmkit.conformance.corda.driven.examples NAME ROLE`` serves one as a process)."""
 
 from __future__ import annotations
 
@@ -105,37 +106,9 @@ FAULTY = {"ack_before_commit": AckBeforeCommit, "dedup_only_in_memory": DedupOnl
 LEGAL = {"batching_acks": BatchingAcks, "newest_session_first": NewestSessionFirst}
 
 
-def ack_before_commit(role):
-    return AckBeforeCommit()
-
-
-def dedup_only_in_memory(role):
-    return DedupOnlyInMemory()
-
-
-def fast_path_without_db_read(role):
-    return FastPathWithoutDbRead()
-
-
-def ack_in_flight(role):
-    return AckInFlight()
-
-
-def duplicate_after_restart(role):
-    return DuplicateAfterRestart()
-
-
-def batching_acks(role):
-    return BatchingAcks()
-
-
-def newest_session_first(role):
-    return NewestSessionFirst()
-
-
 if __name__ == "__main__":
     import sys
 
     from .adapters import serve
 
-    serve(lambda role: {**FAULTY, **LEGAL}[sys.argv[1]](), sys.argv[2] if len(sys.argv) > 2 else "receiver")
+    serve({**FAULTY, **LEGAL}[sys.argv[1]], sys.argv[2] if len(sys.argv) > 2 else "receiver")
