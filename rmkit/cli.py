@@ -598,20 +598,20 @@ def cmd_tlc(args) -> int:
         else:
             print(f"--trace-out {args.trace_out}: no counterexample to write ({result.verdict})", file=sys.stderr)
     if config.finding is not None and result.mode == "model-check" and result.verdict != "error":
-        return _tlc_finding(result, config)
+        return _tlc_finding(result, config, sys.stdout if args.format == "text" else sys.stderr)
     if result.verdict == PASS:
         return EXIT_PASS
     return EXIT_VIOLATIONS if result.verdict == VIOLATION else EXIT_USAGE
 
 
-def _tlc_finding(result, config) -> int:
+def _tlc_finding(result, config, stream) -> int:
     """A config whose manifest entry expects a violation (a finding): the counterexample shown above
     is the finding and the run passes; no violation, or another one, fails it."""
     f = config.finding
     if config.expected_finding(result):
         print(f"\nfinding ({f['rule']}, profile {f['profile']}): {f['summary']}\n"
               f"  shown by the counterexample above ({len(result.counterexamples[0].states)} states), "
-              f"as tla/manifest.json expects: not a failure of the model check")
+              f"as tla/manifest.json expects: not a failure of the model check", file=stream)
         return EXIT_PASS
     found = f"{result.counterexamples[0].kind} {result.counterexamples[0].name}" if result.counterexamples else "no violation"
     print(f"rmkit tlc: expected the finding {f['invariant']} ({f['rule']}), found {found}", file=sys.stderr)

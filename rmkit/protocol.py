@@ -36,8 +36,10 @@ class Protocol:
         raise NotImplementedError
 
     def profiles(self) -> dict[str, str]:
-        """Profile name -> one-line description, default first."""
-        raise NotImplementedError
+        """Profile name -> one-line description, default first (from the spec's protocol.yaml)."""
+        profs = self.spec()["protocol"]["profiles"]
+        ordered = sorted(profs, key=lambda p: not profs[p].get("default", False))
+        return {p: " ".join(profs[p]["description"].split()) for p in ordered}
 
     def default_profile(self) -> str:
         return next(iter(self.profiles()))

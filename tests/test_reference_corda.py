@@ -192,3 +192,52 @@ def test_random_runs_keep_exactly_once_no_loss_and_ack_after_commit(profile, ste
     v = s.view()
     produced = {m.payload for m in s.sender.sent_log}
     assert {f"m{k}" for k in v["effects"]} == produced, "a message lost"
+
+
+def test_a_killed_receiver_process_finds_its_commits_in_sqlite(tmp_path):
+    """A real crash: the reference receiving node runs as a process on a SQLite database and is
+    killed (SIGKILL) between its commit and the broker seeing the acknowledgement, or before its
+    commit; a new process on the same file answers the redelivered copy DUPLICATE, or NEW."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    db = str(tmp_path / "node.sqlite")
+    msg = {"dedup_id": "N-f1-1-0", "session_id": "A:s1", "session_init": True, "sender_uuid": "A-0",
+           "sequence_number": 1, "payload": "m1"}
+
+    def start():
+        p = subprocess.Popen([sys.executable, "-m", "rmkit.conformance.corda.driven.adapters", "receiver"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        return p
+
+    def call(p, event):
+        p.stdin.write(json.dumps(event) + "\n")
+        p.stdin.flush()
+        return json.loads(p.stdout.readline())
+
+    def kill(p):
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+
+    hello = {"type": "hello", "role": "receiver", "profile": "corda-os", "database": db}
+    p = start()
+    call(p, hello)
+    assert call(p, {"type": "deliver", "tag": 1, "conn": 0, "message": msg})["answer"] == "NEW"
+    kill(p)  # before the commit: redelivered, NEW again
+    p = start()
+    call(p, hello)
+    assert call(p, {"type": "deliver", "tag": 1, "conn": 1, "message": msg})["answer"] == "NEW"
+    assert call(p, {"type": "tick"})["commits"] == ["N-f1-1-0"]
+    kill(p)  # after the commit, the acknowledgement lost with the process: redelivered, DUPLICATE
+    p = start()
+    call(p, hello)
+    assert call(p, {"type": "deliver", "tag": 1, "conn": 2, "message": msg})["answer"] == "DUPLICATE"
+    assert call(p, {"type": "tick"}) == {"commits": [], "acks": [[1, 2]]}
+    p.stdin.close()
+    p.wait()
+    from rmkit.reference_impl.corda.store import SqliteStore
+
+    assert SqliteStore(db).effects() == [("A:s1", "m1", "N-f1-1-0")]

@@ -7,17 +7,8 @@ from __future__ import annotations
 import graphviz
 
 from rmkit.conformance.corda.spec import PROTOCOL, corda_spec
+from rmkit.render.spectable import cell as _cell, source as _source
 from rmkit.specload import load_protocol_spec
-
-
-def _cell(x) -> str:
-    return str(x).replace("|", "\\|").replace("\n", " ")
-
-
-def _source(src: dict) -> str:
-    if "quote" in src:
-        return f"doc {src['doc']}: “{_cell(src['quote'])}”"
-    return f"{src['doc']}: {_cell(src['fact'])}"
 
 
 def spec_markdown() -> str:

@@ -27,11 +27,6 @@ class Corda(Protocol):
     def rules(self) -> RuleSet:
         return self.compiled().rules
 
-    def profiles(self) -> dict[str, str]:
-        profs = self.spec()["protocol"]["profiles"]
-        ordered = sorted(profs, key=lambda p: not profs[p].get("default", False))
-        return {p: " ".join(profs[p]["description"].split()) for p in ordered}
-
     def validate(self) -> list[str]:
         return [f"profile {p}: {len(self.compiled(p).rules)} rules, answers "
                 + ", ".join(f"{a} -> {c}" for a, c in self.compiled(p).consequence.items()) for p in self.profiles()]
@@ -39,6 +34,16 @@ class Corda(Protocol):
     def make_checker(self, profile: str, args: argparse.Namespace):
         raise UsageError("protocol corda has no log checker (it has no log format of its own); "
                          "use `rmkit conform --protocol corda` or `rmkit tlc corda`")
+
+    def conform(self, profile: str, args: argparse.Namespace) -> int:
+        from rmkit.conformance.corda.driven import cli as driven_cli
+
+        return driven_cli.conform(profile, args)
+
+    def replay(self, args: argparse.Namespace) -> int:
+        from rmkit.conformance.corda.driven import cli as driven_cli
+
+        return driven_cli.replay(args)
 
     def explain(self, rule_id: str) -> dict[str, Any]:
         return {"rule": self.rules()[rule_id]}

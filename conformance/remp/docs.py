@@ -6,6 +6,7 @@ from __future__ import annotations
 import graphviz
 
 from rmkit.conformance.remp.model import FULLNODE, VALIDATOR, RempModel, model_for
+from rmkit.render.spectable import cell as _cell, source as _source
 from rmkit.specload import load_protocol_spec
 
 _CATEGORY_COLOR = {"accepted": "darkgreen", "rejected": "red3", "ignored": "orange3", "timeout": "red3",
@@ -35,16 +36,6 @@ def status_diagram(model: RempModel) -> str:
                 g.edge(f"{role}_{frm}", f"{role}_{to}", label=kind.name, color=_CATEGORY_COLOR.get(kind.category, "black"),
                        fontcolor=_CATEGORY_COLOR.get(kind.category, "black"), style=style)
     return g.source
-
-
-def _cell(x) -> str:
-    return str(x).replace("|", "\\|").replace("\n", " ")
-
-
-def _source(src: dict) -> str:
-    if "quote" in src:
-        return f"doc {src['doc']}: “{_cell(src['quote'])}”"
-    return f"{src['doc']}: {_cell(src['fact'])}"
 
 
 def spec_markdown() -> str:

@@ -28,11 +28,6 @@ class Remp(Protocol):
     def rules(self) -> RuleSet:
         return self.model(self.default_profile()).rules
 
-    def profiles(self) -> dict[str, str]:
-        profs = self.spec()["protocol"]["profiles"]
-        ordered = sorted(profs, key=lambda p: not profs[p].get("default", False))
-        return {p: " ".join(profs[p]["description"].split()) for p in ordered}
-
     def validate(self) -> list[str]:
         """Compile every profile (cross-reference checks) and the TL wire format (every
         constructor id against its line, every kind mapped); return what was checked."""

@@ -7,6 +7,7 @@
 - :mod:`.bridge`: the bridge and the link it pushes over (ack after remote ack, rollback,
   oversize drop);
 - :mod:`.receiver`: the receiving node (deduplicator, processed-ids table, checkpoints, acks);
+- :mod:`.store`: the receiving node's database in SQLite (one transaction per commit);
 - :mod:`.system`: the whole path, one step at a time, with a crash at every named crash point.
 """
 
@@ -15,7 +16,8 @@ from .broker import Delivery, Queue
 from .message import Message, error_id, flow_id, random_id
 from .receiver import Answer, ReceivingNode
 from .sender import Flow, SendingNode
+from .store import SqliteStore
 from .system import StepRefused, System
 
 __all__ = ["Answer", "Bridge", "Delivery", "Flow", "Link", "Message", "Queue", "ReceivingNode", "SendingNode",
-           "StepRefused", "System", "error_id", "flow_id", "random_id"]
+           "SqliteStore", "StepRefused", "System", "error_id", "flow_id", "random_id"]

@@ -46,8 +46,12 @@ class ReceivingNode:
     to_ack: list[Delivery] = field(default_factory=list)                   # memory: acknowledgements pending
     marks: dict[tuple, int] = field(default_factory=dict)                  # memory: fast path high-water marks
     db_reads: int = 0
+    store: object | None = None                                            # a SqliteStore: db and effects on disk
 
     def __post_init__(self) -> None:
+        if self.store is not None:   # a (re)started process: what was committed, from the database
+            self.db = {i: Row(*r) for i, r in self.store.processed().items()}
+            self.effects = self.store.effects()
         self.load_marks()
 
     # -- the deduplicator ------------------------------------------------------------------------
@@ -108,6 +112,8 @@ class ReceivingNode:
         m = d.message
         self.journal.append(("persist_checkpoint", m.session_id))
         self.persist_dedup_facts(m)
+        if self.store is not None:
+            self.store.commit(m)   # checkpoint, processed id and effect in one SQLite transaction
         self.effects.append((m.session_id, m.payload, m.dedup_id))
         self.journal.append(("commit", m.dedup_id))
         self.processing.remove(d)

@@ -1,0 +1,302 @@
+"""The bridge role: a bridge implementation driven between the harness's local outbound queue and
+the remote broker, over a link the scenario controls.
+
+Events (each reply may carry ``send``: tags the bridge transmits now, ``acks``: ``[tag,
+connection]`` pairs it acknowledges to the local queue, ``rollback``: true to roll back its session,
+which makes the local broker redeliver everything unacknowledged):
+
+- ``{"type": "hello", "role": "bridge", "profile": P}``: a new bridge
+- ``{"type": "deliver", "tag", "conn", "message": {..., "size"}}``: the local queue hands it a message
+- ``{"type": "remote_ack", "tag"}``: the remote broker acknowledged the transfer of ``tag``
+- ``{"type": "link_down"}``: the connection failed; whatever was on the link is gone
+- ``{"type": "tick"}``, ``{"type": "crash"}`` (the bridge restarts; its deliveries are redelivered)
+
+The judge: a local acknowledgement only after the remote one (CORDA-BRIDGE-001), a dropped message
+(acknowledged, never transferred: CORDA-BRIDGE-003), the session's order where the profile keeps it
+(CORDA-ORDER-001: no message reaches the remote broker for the first time after a later one), and after the
+drain every message transferred at least once and the local queue empty (CORDA-BRIDGE-002).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hypothesis import strategies as st
+
+from rmkit.conformance.corda.spec import CordaSpec, corda_spec
+from rmkit.reference_impl.corda.broker import Delivery, Queue
+from rmkit.reference_impl.corda.message import Message, flow_id
+from rmkit.rules import OFF
+
+from .adapters import ImplementationFailed, message_from, message_to
+from .judge import Violation
+
+DRAIN_TICKS = 6
+
+
+def message(k: int, spec: CordaSpec) -> Message:
+    """Message k of one session; the third is oversize where the profile lets one reach the bridge."""
+    big = k == 3 and spec.oversize == "dropped_by_bridge"
+    return Message(flow_id("f1", k, 0), "A:s1", k == 1, f"m{k}", "A-0", k, spec.max_message_size + 1 if big else 100)
+
+
+def actions():
+    return st.sampled_from([("produce",), ("produce",), ("deliver",), ("deliver",), ("transfer",), ("transfer",),
+                            ("lose",), ("tick",), ("link_down",), ("crash",)])
+
+
+class ReferenceBridge:
+    """The reference bridge (reference_impl/corda/bridge.py's rules) behind the adapter protocol:
+    forwards at once (in order: one at a time), acknowledges locally on the remote acknowledgement,
+    rolls back when the link goes down, acknowledges and drops oversize messages where the profile
+    does."""
+
+    def __init__(self, role: str = "bridge"):
+        self.role = role
+
+    def handle(self, event: dict) -> dict:
+        return getattr(self, f"on_{event['type']}")(event)
+
+    def on_hello(self, event):
+        self.spec = corda_spec(event["profile"])
+        self.waiting: list[Delivery] = []     # delivered, not sent yet (in order: behind an unacked one)
+        self.unacked: dict[int, Delivery] = {}
+        return {"ok": True}
+
+    def _pump(self) -> list[int]:
+        sent = []
+        while self.waiting and not (self.spec.in_order_bridge and self.unacked):
+            d = self.waiting.pop(0)
+            self.unacked[d.tag] = d
+            sent.append(d.tag)
+        return sent
+
+    def on_deliver(self, event):
+        d = Delivery(event["tag"], message_from(event["message"]), False, event["conn"])
+        if event["message"].get("size", 0) > self.spec.max_message_size and self.spec.oversize == "dropped_by_bridge":
+            return {"acks": [[d.tag, d.connection]]}
+        self.waiting.append(d)
+        return {"send": self._pump()}
+
+    def on_remote_ack(self, event):
+        d = self.unacked.pop(event["tag"], None)
+        return {"acks": [[d.tag, d.connection]] if d else [], "send": self._pump()}
+
+    def on_link_down(self, event):
+        self.waiting.clear()
+        self.unacked.clear()
+        return {"rollback": True}
+
+    def on_tick(self, event):
+        return {"send": self._pump()}
+
+    def on_crash(self, event):
+        self.waiting.clear()
+        self.unacked.clear()
+        return {}
+
+
+@dataclass
+class BridgeJudge:
+    spec: CordaSpec
+    outbound: Queue
+    remote: Queue
+    step: int = 0
+    deliveries: dict[int, tuple] = field(default_factory=dict)   # tag -> (connection, message) live
+    transit: list[int] = field(default_factory=list)              # tags on the link
+    remote_acked: set[int] = field(default_factory=set)           # tags the remote acknowledged (ever)
+    transferred: set[str] = field(default_factory=set)            # ids the remote broker holds
+    produced: list[Message] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+
+    def _fail(self, rule: str, why: str) -> None:
+        mode = self.spec.mode(rule)
+        if mode != OFF:
+            self.violations.append(Violation(rule, mode, self.step, why))
+
+    def on_transfer(self, m: Message) -> None:
+        """The remote broker got ``m``: its first arrival must not follow a later message's."""
+        later = [x for x in self.produced if x.dedup_id in self.transferred and self.produced.index(x) > self.produced.index(m)]
+        if m.dedup_id not in self.transferred and later:
+            self._fail("CORDA-ORDER-001", f"{m.dedup_id} reached the remote broker after {later[0].dedup_id}, which was sent after it")
+        self.transferred.add(m.dedup_id)
+
+    def on_reply(self, reply: dict) -> None:
+        for tag in reply.get("send", []) or []:
+            if tag not in self.deliveries:
+                self._fail("CORDA-BRIDGE-002", f"sent tag {tag}, which the local queue had not delivered to it")
+                continue
+            self.sent_tags.add(tag)
+            self.transit.append(tag)
+        for pair in reply.get("acks", []) or []:
+            tag, conn = pair
+            live = self.deliveries.get(tag)
+            if live is None or live[0] != conn or not self.outbound.ack(tag, conn):
+                continue
+            m = live[1]
+            del self.deliveries[tag]
+            if tag not in self.remote_acked:
+                if m.dedup_id in self.transferred:
+                    self._fail("CORDA-BRIDGE-001", f"{m.dedup_id} (tag {tag}) acknowledged locally before the remote broker acknowledged this transfer")
+                elif tag in self.sent_tags:
+                    self._fail("CORDA-BRIDGE-001", f"{m.dedup_id} (tag {tag}) acknowledged locally before the remote broker acknowledged it")
+                else:
+                    self._fail("CORDA-BRIDGE-003", f"{m.dedup_id} (tag {tag}, {m.size} bytes) acknowledged and dropped, never transferred")
+        if reply.get("rollback"):
+            self.disconnect()
+
+    sent_tags: set = field(default_factory=set)
+
+    def disconnect(self) -> None:
+        self.outbound.disconnect()
+        self.deliveries.clear()
+        self.sent_tags.clear()
+
+    def at_end(self) -> None:
+        self.step += 1
+        dropped = {v.explanation.split(" ")[0] for v in self.violations if v.rule == "CORDA-BRIDGE-003"}
+        for m in self.produced:
+            if m.dedup_id not in self.transferred and m.dedup_id not in dropped:
+                self._fail("CORDA-BRIDGE-002", f"{m.dedup_id} never reached the remote broker")
+        if self.outbound.entries and not any(v.rule == "CORDA-BRIDGE-002" for v in self.violations):
+            self._fail("CORDA-BRIDGE-002", "messages left unacknowledged in the local queue after the drain: "
+                       + ", ".join(e.message.dedup_id for e in self.outbound.entries))
+
+
+def run_bridge(impl, profile: str, acts: list, role: str = "bridge"):
+    from .suite import Outcome
+
+    spec = corda_spec(profile)
+    judge = BridgeJudge(spec, Queue("internal.peers.B"), Queue("p2p.inbound.B"))
+    log: list[str] = []
+    next_k = [1]
+    try:
+        impl.handle({"type": "hello", "role": role, "profile": profile})
+
+        def call(event: dict) -> None:
+            reply = impl.handle(event)
+            if any(reply.values()):
+                log.append(f"{judge.step}: {event['type']}{' ' + str(event.get('tag')) if 'tag' in event else ''} -> {reply}")
+            judge.on_reply(reply)
+
+        def deliver() -> bool:
+            d = judge.outbound.deliver()
+            if d is None:
+                return False
+            judge.deliveries[d.tag] = (d.connection, d.message)
+            call({"type": "deliver", "tag": d.tag, "conn": d.connection, "message": {**message_to(d.message), "size": d.message.size}})
+            return True
+
+        def transfer() -> bool:
+            if not judge.transit:
+                return False
+            tag = judge.transit.pop(0)
+            live = judge.deliveries.get(tag)
+            if live is None:
+                return True
+            judge.remote.produce(live[1])
+            judge.on_transfer(live[1])
+            judge.remote_acked.add(tag)
+            call({"type": "remote_ack", "tag": tag})
+            return True
+
+        def link_down() -> None:
+            judge.transit.clear()
+            call({"type": "link_down"})
+
+        for act in acts:
+            judge.step += 1
+            kind = act[0]
+            if kind == "produce" and next_k[0] <= 4:
+                m = message(next_k[0], spec)
+                next_k[0] += 1
+                judge.outbound.produce(m)
+                judge.produced.append(m)
+                log.append(f"{judge.step}: produce {m.dedup_id} ({m.size} bytes)")
+            elif kind == "deliver":
+                deliver()
+            elif kind == "transfer":
+                transfer()
+            elif kind == "lose" and judge.transit:
+                judge.transit.pop(0)
+                log.append(f"{judge.step}: the link loses a message")
+            elif kind == "tick":
+                call({"type": "tick"})
+            elif kind == "link_down":
+                link_down()
+            elif kind == "crash":
+                call({"type": "crash"})
+                judge.disconnect()
+        for phase in range(2):
+            if phase:
+                link_down()
+            for _ in range(DRAIN_TICKS):
+                while deliver() or transfer():
+                    pass
+                call({"type": "tick"})
+        judge.at_end()
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ImplementationFailed(f"a malformed reply at step {judge.step}: {exc!r}") from None
+    return Outcome(profile, list(acts), judge.violations, log)
+
+
+# ---- examples -------------------------------------------------------------------------------------
+class AckOnSend(ReferenceBridge):
+    """Acknowledges locally as soon as it sends (no wait for the remote broker)."""
+
+    def _pump(self):
+        sent = super()._pump()
+        self.early = [[t, self.unacked[t].connection] for t in sent]
+        return sent
+
+    def on_deliver(self, event):
+        reply = super().on_deliver(event)
+        reply.setdefault("acks", []).extend(getattr(self, "early", []))
+        self.early = []
+        return reply
+
+
+class NoRollback(ReferenceBridge):
+    """Ignores a failed link: what was lost on it is never sent again."""
+
+    def on_link_down(self, event):
+        return {}
+
+
+class Pipelining(ReferenceBridge):
+    """Sends every message at once, whatever the profile (as built): faulty in spec, legal in corda-os."""
+
+    def _pump(self):
+        sent = [d.tag for d in self.waiting]
+        self.unacked.update({d.tag: d for d in self.waiting})
+        self.waiting.clear()
+        return sent
+
+
+class BatchedLocalAcks(ReferenceBridge):
+    """Legal: acknowledges locally in batches, on ticks, after the remote acknowledgements."""
+
+    def on_hello(self, event):
+        self.ready = []
+        return super().on_hello(event)
+
+    def on_remote_ack(self, event):
+        reply = super().on_remote_ack(event)
+        self.ready += reply.pop("acks")
+        return reply
+
+    def on_tick(self, event):
+        acks, self.ready = self.ready, []
+        return {**super().on_tick(event), "acks": acks}
+
+    def on_link_down(self, event):
+        self.ready = []   # rolled back: the broker redelivers them
+        return super().on_link_down(event)
+
+    def on_crash(self, event):
+        self.ready = []
+        return super().on_crash(event)
+
+
+FAULTY = {"ack_on_send": AckOnSend, "no_rollback": NoRollback}
+LEGAL = {"batched_local_acks": BatchedLocalAcks}  # Pipelining: legal where the profile does not keep order

@@ -1,0 +1,73 @@
+"""``rmkit conform --protocol corda`` and ``rmkit replay --protocol corda``: exit 0 when every
+profile passes (non-strict findings are reported), 1 when a strict rule was broken, 2 when the
+implementation could not be driven (it cannot start, exits, or does not answer)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from rmkit.errors import RmkitError, UsageError
+
+from .adapters import ROLES, ImplementationFailed, open_factory
+from .bridge import run_bridge
+from .suite import close, render, run, save, search, to_json
+
+
+class ImplementationError(RmkitError):
+    """The implementation could not be driven (exit 2)."""
+
+
+def conform(profile: str, args: argparse.Namespace) -> int:
+    roles = args.role or list(ROLES)
+    for r in roles:
+        if r not in ROLES:
+            raise UsageError(f"--role {r!r}: protocol corda drives the roles {', '.join(ROLES)}")
+    if args.format == "junit":
+        raise UsageError("--format junit: protocol corda writes text or json")
+    factory = open_factory(args)
+    derandomize = args.derandomize or os.environ.get("HYPOTHESIS_PROFILE") == "ci"
+    results = []
+    for role in roles:
+        try:
+            results.append(search(factory, profile, max_examples=args.max_examples or 1, derandomize=derandomize,
+                                  seed=args.seed, role=role))
+        except ImplementationFailed as exc:
+            raise ImplementationError(f"the implementation could not be driven as {role}: {exc}") from None
+    text = to_json(results) if args.format == "json" else render(results)
+    for result in results:
+        if result.failure and args.regressions:
+            path = save(result, Path(args.regressions))
+            text += f"saved to {path} (rerun: rmkit replay --protocol corda {path} ...)\n" if args.format != "json" else ""
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"{'fail' if any(r.failure for r in results) else 'pass'}: report written to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 1 if any(r.failure for r in results) else 0
+
+
+def replay(args: argparse.Namespace) -> int:
+    try:
+        doc = json.loads(Path(args.scenario).read_text(encoding="utf-8"))
+        steps = [tuple(s) for s in doc["steps"]]
+        profile = doc["profile"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"FILE {args.scenario}: not a saved corda scenario ({exc})") from None
+    impl = open_factory(args)(doc.get("role", "receiver"))
+    try:
+        role = doc.get("role", "receiver")
+        out = (run_bridge if role == "bridge" else run)(impl, profile, steps, role)
+    except ImplementationFailed as exc:
+        raise ImplementationError(f"the implementation could not be driven: {exc}") from None
+    finally:
+        close(impl)
+    for line in out.log:
+        print(line)
+    for v in out.violations:
+        print(v.render())
+    print("fail" if out.strict else "pass")
+    return 1 if out.strict else 0

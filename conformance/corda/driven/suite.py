@@ -1,0 +1,216 @@
+"""Scenarios for a receiving node, the lock-step runner, the search with shrinking, and reports.
+
+A scenario is a list of harness actions over four messages on two sessions (each may arrive as the
+original copy, with sender UUID and sequence number, or as a re-send during recovery, without
+them, any number of times and in any order: duplicates, redeliveries and reordering are all the
+documents' adversary): ``arrive``, ``deliver`` (the broker hands the next copy to the node),
+``tick``, ``crash`` (the node's process dies and restarts; the broker redelivers what it had not
+acknowledged) and ``broker_restart``. After the scenario a drain delivers and ticks until nothing
+moves, restarts the node once (so discarded copies come back) and drains again; then nothing may
+be lost and nothing left unacknowledged. Hypothesis generates scenarios and shrinks a failing one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+from rmkit.conformance.corda.spec import corda_spec
+from rmkit.reference_impl.corda.broker import Queue
+from rmkit.reference_impl.corda.message import Message, flow_id
+
+from .adapters import ImplementationFailed, message_to
+from .judge import Judge, Violation
+
+SESSIONS = ("A:s1", "A:s2")
+MESSAGES = [(s, k) for k in (1, 2) for s in SESSIONS]   # send order: the original copies' sequence numbers
+DRAIN_TICKS = 6
+
+
+def message(i: int, recovery: bool) -> Message:
+    session, k = MESSAGES[i]
+    seed = "f" + session.split(":")[1]
+    uuid, seq = (None, None) if recovery else ("A-0", i + 1)
+    return Message(flow_id(seed, k, 0), session, k == 1, f"{session}/m{k}", uuid, seq)
+
+
+def actions():
+    arrive = st.tuples(st.just("arrive"), st.integers(0, len(MESSAGES) - 1), st.booleans())
+    simple = st.sampled_from([("deliver",), ("deliver",), ("tick",), ("crash",), ("broker_restart",)])
+    return st.one_of(arrive, simple, simple)
+
+
+@dataclass
+class Outcome:
+    profile: str
+    actions: list
+    violations: list[Violation]
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def strict(self) -> list[Violation]:
+        return [v for v in self.violations if v.mode == "strict"]
+
+
+def run(impl, profile: str, acts: list, role: str = "receiver") -> Outcome:
+    """Play ``acts`` against the implementation (``hello`` starts it afresh), then drain; judge
+    every reply."""
+    judge = Judge(corda_spec(profile), Queue("p2p.inbound.B"))
+    inbound, log = judge.inbound, []
+    try:
+        impl.handle({"type": "hello", "role": role, "profile": profile})
+
+        def deliver() -> bool:
+            d = inbound.deliver()
+            if d is None:
+                return False
+            reply = impl.handle({"type": "deliver", "tag": d.tag, "conn": d.connection, "message": message_to(d.message)})
+            log.append(f"{judge.step}: deliver {d.message.dedup_id} (tag {d.tag}) -> {reply}")
+            judge.on_answer(d.tag, d.connection, d.message, reply.get("answer"))
+            judge.on_reply(reply)
+            return True
+
+        def tick() -> None:
+            reply = impl.handle({"type": "tick"})
+            if reply.get("commits") or reply.get("acks"):
+                log.append(f"{judge.step}: tick -> {reply}")
+            judge.on_reply(reply)
+
+        def crash(kind: str) -> None:
+            reply = impl.handle({"type": kind})
+            log.append(f"{judge.step}: {kind}")
+            if kind == "crash":
+                judge.on_crash()
+            judge.on_reply(reply)
+            inbound.disconnect()
+
+        for act in acts:
+            judge.step += 1
+            if act[0] == "arrive":
+                m = message(act[1], act[2])
+                inbound.produce(m)
+                judge.sent.add(m.dedup_id)
+                log.append(f"{judge.step}: arrive {m.dedup_id} ({'recovery re-send' if act[2] else 'original'})")
+            elif act[0] == "deliver":
+                deliver()
+            elif act[0] == "tick":
+                tick()
+            else:
+                crash(act[0])
+        for phase in range(2):
+            if phase:
+                crash("crash")
+            for _ in range(DRAIN_TICKS):
+                while deliver():
+                    pass
+                tick()
+        judge.at_end()
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ImplementationFailed(f"a malformed reply at step {judge.step}: {exc!r}") from None
+    return Outcome(profile, list(acts), judge.violations, log)
+
+
+def close(impl) -> None:
+    done = getattr(impl, "close", None)
+    if done:
+        done()
+
+
+@dataclass
+class SearchResult:
+    profile: str
+    examples: int
+    seconds: float
+    failure: Outcome | None
+    findings: dict = field(default_factory=dict)   # rule -> first Outcome showing a non-strict violation
+    role: str = "receiver"
+
+    @property
+    def verdict(self) -> str:
+        return "fail" if self.failure else "pass"
+
+
+def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool = True, seed: int | None = None,
+           max_steps: int = 25, role: str = "receiver") -> SearchResult:
+    """Generate scenarios for ``role`` until one breaks a strict rule (then shrink it) or
+    ``max_examples`` pass."""
+    from .bridge import actions as bridge_actions, run_bridge
+
+    play, steps = (run_bridge, bridge_actions()) if role == "bridge" else (run, actions())
+    failures: list[Outcome] = []
+    findings: dict[str, Outcome] = {}
+    count = [0]
+    impl = factory(role)   # one implementation (one process) for every scenario
+
+    @settings(max_examples=max_examples, derandomize=derandomize and seed is None, deadline=None, database=None,
+              phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+    @given(st.lists(steps, max_size=max_steps))
+    def scenario(acts):
+        count[0] += 1
+        out = play(impl, profile, acts)
+        for v in out.violations:
+            if v.mode != "strict" and (v.rule not in findings or len(acts) < len(findings[v.rule].actions)):
+                findings[v.rule] = out
+        if out.strict:
+            failures.append(out)
+            raise AssertionError(out.strict[0].render())
+
+    if seed is not None:
+        from hypothesis import seed as hseed
+
+        scenario = hseed(seed)(scenario)
+    start = time.monotonic()
+    try:
+        scenario()
+    except AssertionError:
+        pass
+    finally:
+        close(impl)
+    # the last failing run is the shrunk one (Hypothesis replays the minimal example last)
+    return SearchResult(profile, count[0], time.monotonic() - start, failures[-1] if failures else None, findings, role)
+
+
+def render(results: list[SearchResult]) -> str:
+    out = []
+    for r in results:
+        out.append(f"corda {r.role}, profile {r.profile}: {r.verdict.upper()} ({r.examples} scenarios, {r.seconds:.1f} s)")
+        for rule, f in sorted(r.findings.items()):
+            v = next(v for v in f.violations if v.rule == rule)
+            out.append(f"  finding {rule} ({v.mode}, allowed to pass in this profile), shortest seen in {len(f.actions)} steps: "
+                       + ", ".join(":".join(map(str, a)) for a in f.actions))
+            out.append(f"    {v.explanation}")
+        if r.failure:
+            f = r.failure
+            out.append(f"  shrunk scenario ({len(f.actions)} steps): " + ", ".join(":".join(map(str, a)) for a in f.actions))
+            for v in f.violations:
+                out.append(f"  {v.render()}")
+                rule = corda_spec(r.profile).rules[v.rule]
+                out.append(f"    what to do: {rule.advice}")
+            out.append("  exchange:")
+            out += [f"    {line}" for line in f.log[:40]]
+    return "\n".join(out) + "\n"
+
+
+def to_json(results: list[SearchResult]) -> str:
+    return json.dumps({"protocol": "corda", "roles": sorted({r.role for r in results}),
+                       "verdict": "fail" if any(r.failure for r in results) else "pass",
+                       "profiles": [{"profile": r.profile, "verdict": r.verdict, "scenarios": r.examples,
+                                     "seconds": round(r.seconds, 2),
+                                     "findings": {rule: [list(a) for a in f.actions] for rule, f in r.findings.items()},
+                                     "failure": None if not r.failure else {
+                                         "steps": [list(a) for a in r.failure.actions],
+                                         "violations": [v.__dict__ for v in r.failure.violations]}}
+                                    for r in results]}, indent=2) + "\n"
+
+
+def save(result: SearchResult, folder: Path) -> Path:
+    """Write a failing scenario so that ``rmkit replay --protocol corda`` reruns it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"corda-{result.role}-{result.profile}-{len(result.failure.actions)}steps.json"
+    path.write_text(json.dumps({"protocol": "corda", "role": result.role, "profile": result.profile,
+                                "steps": [list(a) for a in result.failure.actions]}) + "\n")
+    return path
