@@ -1,6 +1,7 @@
-"""Deliberately faulty REMP implementations: each a small variant of the reference machines that
-breaks one promise of the documents. They show what `rmkit conform` reports, and the kit's tests
-require that it finds every one of them (with the length of the shrunk scenario).
+"""Example REMP implementations, each a small variant of the reference machines. The faulty ones
+(``EXAMPLES``) break one promise of the documents: the kit's tests require that `rmkit conform`
+finds every one of them, shrunk. The legal ones (``LEGAL``) choose differently from the reference
+where the documents leave the choice (spec/remp/freedoms.yaml): they must pass.
 
 Use in-process: ``rmkit conform --role validator --impl rmkit.conformance.examples.no_replay_protection:factory``
 or as a process: ``rmkit conform --role validator --impl-cmd "python -m rmkit.conformance.examples no_replay_protection ROLE"``.
@@ -13,4 +14,35 @@ EXAMPLES = {
     "collates_rejected": ("validator", "collates messages that 2/3 of the validators rejected (000: not collated further)"),
     "low_fanout": ("fullnode", "sends each message to one validator fewer than floor(N/3)+1 (REMP-FANOUT-002)"),
     "early_reject": ("consumer", "tells the user 'rejected' at the first validator's reject (001: all validators must reject)"),
+    "ignores_next_set": ("fullnode", "sends new messages only to the current set while a switch is announced (REMP-CLIENT-003)"),
+    "forgets_at_switch": ("validator", "loses its replay memory at a session switch (REMP-VALID-001)"),
+    "slow_resend": ("fullnode", "resends every three retry intervals instead of every one (REMP-CLIENT-001)"),
+    "newest_first": ("validator", "collates the newest messages first (REMP-COLL-001)"),
+    "late_final_receipt": ("validator", "ever-node: paces receipts 10 s apart, past the pacing bound (REMP-SEND-001)"),
 }
+
+# the profiles each faulty example must be found in (default: both)
+FAULTY_PROFILES = {"non_sticky_final": ("spec",), "low_fanout": ("spec",), "late_final_receipt": ("ever-node",),
+                   "no_forwarding": ("spec", "ever-node")}
+
+# legal variants: name -> (role, profiles it must pass in, the freedom it uses)
+LEGAL = {
+    "random_fanout": ("fullnode", ("spec", "ever-node"), "another random floor(N/3)+1 of each set (REMP-FREE-001, -002)"),
+    "fanout_all": ("fullnode", ("spec", "ever-node"), "every validator of each set (REMP-FREE-001)"),
+    "paced_receipts": ("validator", ("ever-node",), "the node's paced, coalescing sender (REMP-FREE-006, -007)"),
+    "skips_intermediate": ("validator", ("ever-node",), "final receipts only (REMP-FREE-006)"),
+    "no_empty_handover": ("validator", ("spec", "ever-node"), "no Forwarded when there is nothing to hand over (REMP-FREE-004)"),
+    "optimised_validator": ("validator", ("spec", "ever-node"),
+                            "no hand-over of catchain-received messages, accepted first, no Duplicate (REMP-FREE-003, -005, -008)"),
+}
+
+
+def profiles_of(name: str) -> tuple:
+    """The profiles an example (faulty or legal) is judged in."""
+    if name in LEGAL:
+        return LEGAL[name][1]
+    return FAULTY_PROFILES.get(name, ("spec", "ever-node"))
+
+
+def role_of(name: str) -> str:
+    return (LEGAL.get(name) or EXAMPLES[name])[0]

@@ -395,8 +395,8 @@ class Validator:
         while queue and len(take) < limit:
             entry = heapq.heappop(queue)
             m = msgs.get(entry[1])
-            if m is None or not m.queued:
-                continue
+            if m is None or not m.queued or m.order != entry[0]:
+                continue  # a stale entry (of a message forgotten and received again)
             m.queued = False
             if self._unfit(m):
                 continue
@@ -419,9 +419,9 @@ class Validator:
         if not self.member:
             return []
         seen, first, rest = set(), [], []
-        for _, mid in sorted(self.queue):
+        for order, mid in sorted(self.queue):
             m = self.msgs.get(mid)
-            if m is None or not m.queued or mid in seen or self._unfit(m):
+            if m is None or not m.queued or m.order != order or mid in seen or self._unfit(m):
                 continue
             seen.add(mid)
             if self._uid and m.uid is not None and self._uid_dup_reason(m):

@@ -5,7 +5,7 @@ Weighted toward: resubmissions of a message still in processing and of one alrea
 (replays), messages failing pre-evaluation or without a body, too few answers (resends every
 retry interval), finalization through an accepted block and its masterchain commit, a second
 block claiming an already finalized message, switches announced ahead (sending to both sets) and
-the forgetting of obsolete messages (expiry edges).
+the forgetting of obsolete messages (expiry edges), a next set announced while messages arrive.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ class FullNodeWorld(DrivenMachine):
         self.time = 1_000
         self.sent: dict = {}  # message name -> validators it was sent to
         self.blocks: dict[int, dict] = {}
+        self.upcoming = None  # the next set, announced and not switched to yet
         m = model_for(self.profile)
         self.v_kinds = sorted(k for k, ki in m.kinds.items() if VALIDATOR in ki.issuers and ki.in_table)
         self.send({"type": "SessionSwitch", "seqno": 0, "start_time": 0, "validators": self.members})
@@ -108,10 +109,22 @@ class FullNodeWorld(DrivenMachine):
         self.send({"type": "MasterchainCommit", "block": block(n), "msg_ids": ids, "mc_block": block(n, master=True),
                    "time": self.tick()})
 
+    @precondition(lambda self: self.upcoming is None)
+    @rule(change=st.sampled_from(["rotate", "new", "same"]))
+    def announce_next(self, change):
+        """The next set is announced ahead of the switch: new messages must reach it too (000)."""
+        n = len(self.vals)
+        nxt = {"same": list(self.vals), "rotate": self.vals[1:] + [f"v{n + 1 + self.session}"],
+               "new": [f"w{self.session + 1}_{i}" for i in range(1, n + 1)]}[change]
+        self.upcoming = nxt
+        self.send({"type": "UpcomingValidators", "seqno": self.session + 1, "validators": nxt, "time": self.tick()})
+
     @rule(change=st.sampled_from(["same", "rotate"]), announce=st.booleans())
     def session_switch(self, change, announce):
         nxt = list(self.vals) if change == "same" else self.vals[1:] + [f"v{len(self.vals) + 1 + self.session}"]
-        if announce:
+        if self.upcoming is not None:
+            nxt, self.upcoming = self.upcoming, None
+        elif announce:
             self.send({"type": "UpcomingValidators", "seqno": self.session + 1, "validators": nxt, "time": self.tick()})
         self.session += 1
         self.vals = nxt

@@ -2,7 +2,8 @@
 records, blocks and hand-overs the generator plays.
 
 Weighted toward the hard parts of the documents, each a rule of its own so Hypothesis reaches it
-often: session switches with pending messages (and the validator leaving or joining the set),
+often: session switches with pending messages (and the validator leaving or joining the set), replays
+across a switch, time passing just past the ever-node pacing bound,
 replays of messages already in an accepted or committed block, expiry edges (a message two
 sessions old while its block is still pending), ignored-then-recollated blocks, rejections by 2/3
 of the validators, faulty peers (records about messages and blocks nobody else saw), duplicate
@@ -194,6 +195,18 @@ class ValidatorWorld(DrivenMachine):
         out = self._block_event("ShardBlockAccepted", n, collated_by=by)
         self.blocks[n]["st"] = "refused" if any(o["type"] == "BlockRefused" for o in out) else "accepted"
 
+    @precondition(lambda self: self._blocks_in("accepted", "committed"))
+    @rule(i=st.integers(0, 100), sender=st.integers(0, 10))
+    def replay_after_switch(self, i, sender):
+        """The session switches, then a peer of the new session replays a message accepted in the
+        previous one: the replay memory must survive the switch."""
+        old = self.blocks[self._pick(i, "accepted", "committed")]
+        self.session_switch("same", False)
+        by = self.peers[sender % len(self.peers)]
+        n = self._new_block([old["msgs"][0]], by)
+        out = self._block_event("ShardBlockAccepted", n, collated_by=by)
+        self.blocks[n]["st"] = "refused" if any(o["type"] == "BlockRefused" for o in out) else "accepted"
+
     @precondition(lambda self: self._blocks_in("ignored", "rejected", "mcignored"))
     @rule(i=st.integers(0, 100))
     def recollate_after_ignore(self, i):
@@ -258,7 +271,7 @@ class ValidatorWorld(DrivenMachine):
                            "digests": [{"msg_id": msg_id(m), "status": "accepted", "block_root": block(n)["root_hash"],
                                         "origin_session": prev} for m in b["msgs"]]})
 
-    @rule(dt=st.sampled_from([1, 100, 2_000, 30_000]))
+    @rule(dt=st.sampled_from([1, 100, 2_000, 5_100, 30_000]))
     def time_passes(self, dt):
         self.send({"type": "Tick", "time": self.tick(dt)})
 

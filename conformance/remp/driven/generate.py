@@ -49,7 +49,7 @@ def run_generated(role: str, profile: str, params: dict, impl, *, max_examples: 
     while done < max_examples:
         n = min(BATCH, max_examples - done)
         conf = settings(max_examples=n, stateful_step_count=steps, deadline=None, database=None,
-                        derandomize=derandomize and seed is None, print_blob=False,
+                        derandomize=derandomize and seed is None, print_blob=False, report_multiple_bugs=False,
                         suppress_health_check=list(HealthCheck),
                         phases=[Phase.explicit, Phase.generate, Phase.shrink])
         if seed is not None or not derandomize:

@@ -96,14 +96,16 @@ class Judge:
         self.bound = pacing_bound_ms(profile)
         self.paced = "paced_sending" in self.free
         self.skip = "skip_intermediate" in self.free
-        self.pending: list = []  # ever-node: [key, made_seq, made_time, msg_id, kind, final]
+        self.pending: list = []  # paced receipts not sent yet: [key, step, time made, msg_id, kind, final, rank]
         self.made = 0
+        self.seq = 0
         self.used_total: dict = {}
         self._due: dict = {}  # full node: msg_id -> (last send, answered, total, validators left) of resends due
 
     # ---- the step --------------------------------------------------------------------------------
     def step(self, event: dict, actual: list) -> Judgement:
         machine = self.ref.machine
+        self.seq += 1
         breaches: list = []
         used: set = set()
         et = event.get("type")
@@ -134,14 +136,6 @@ class Judge:
         for u in used:
             self.used_total[u] = self.used_total.get(u, 0) + 1
         return j
-
-    def finish(self, last_time: int | None) -> list:
-        """Breaches left at the scenario's end: paced final receipts whose bound has passed."""
-        if not self.paced or last_time is None:
-            return []
-        return [Breach("REMP-SEND-001", f"Receipt {p[4]} of {p[3][:8]} made at step {p[1]} (time {p[2]}) was never sent",
-                       f"send it at the latest {self.bound} ms later (the pacing bound)")
-                for p in self.pending if p[5] and last_time >= p[2] + self.bound]
 
     # ---- full node: fan-out and resends ------------------------------------------------------------
     def _fullnode_choice(self, event, actual, breaches, used) -> None:
@@ -336,14 +330,14 @@ class Judge:
                 keep_a.append(o)
                 continue
             self.pending.remove(hit)
-            self._overtake(hit[3], hit[1])
+            self._overtake(hit[3], hit[6])
             used.add("paced_sending")
         keep_e = []
         time = event.get("time", event.get("start_time"))
         for k, r, made in unmatched_e:
             final = r["kind"] in self.final_kinds
             if self.paced:
-                self.pending.append([k, made, time if time is not None else r.get("time", 0), r["msg_id"], r["kind"], final])
+                self.pending.append([k, self.seq, time if time is not None else r.get("time", 0), r["msg_id"], r["kind"], final, made])
                 continue
             if may_omit_dup and r["kind"] == "Duplicate":
                 used.add(FREEDOM_FOR_DUPLICATE)
@@ -368,7 +362,7 @@ class Judge:
 
     def _overtake(self, mid: str, made: int) -> None:
         """A receipt of ``mid`` made at ``made`` was sent: the older ones still waiting were replaced."""
-        for p in [p for p in self.pending if p[3] == mid and p[1] < made]:
+        for p in [p for p in self.pending if p[3] == mid and p[6] < made]:
             self.pending.remove(p)
             if not p[5]:
                 self.used_total["skip_intermediate"] = self.used_total.get("skip_intermediate", 0) + 1

@@ -66,7 +66,6 @@ class LockStep:
         self.ref_log, self.impl_log = ReceiptLog(role, profile, lifetime), ReceiptLog(role, profile, lifetime)
         self.seq = 0
         self.judge = Judge(role, profile, self.ref)
-        self.last_time = None
         self.expected: list = []  # the reference's outputs for the latest event (kept when the implementation fails)
 
     def start(self) -> None:
@@ -85,14 +84,7 @@ class LockStep:
         expected = self.expected = j.expected
         self.ref_log.add(self.seq, expected)
         self.impl_log.add(self.seq, actual)
-        t = event.get("time", event.get("start_time", event.get("now")))
-        if isinstance(t, int):
-            self.last_time = t
         return expected, actual, j
-
-    def finish(self):
-        """Breaches that only the scenario's end shows (a paced final receipt never sent)."""
-        return self.judge.finish(self.last_time)
 
     def rules_broken(self) -> list:
         return rules_broken(self.impl_log, self.ref_log)
@@ -129,11 +121,6 @@ def run_scenario(sc: Scenario, impl) -> ScenarioResult:
             named = [(r, None) for r in dict.fromkeys(wanted) if r not in {x for x, _ in logged}]
             return failed("mismatch", i, event, expected, actual, diff.summary(), stderr=impl.stderr(),
                           rules=logged + named)
-    late = run.finish()
-    if late:
-        step = len(sc.events)
-        return failed("rule", step, sc.events[-1], expected_all[-1], [], "; ".join(str(b) for b in late),
-                      stderr=impl.stderr(), rules=[(b.rule, None) for b in late])
     rules = run.rules_broken()
     if rules:
         r, m = rules[0]

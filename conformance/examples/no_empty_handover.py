@@ -1,0 +1,18 @@
+"""LEGAL: a validator that sends no hand-over at the session's end when it has nothing to forward."""
+
+from rmkit.conformance.examples._base import VariantAdapter
+
+
+class Adapter(VariantAdapter):
+    faulty_role = "validator"
+    name = "legal example: no empty hand-over"
+
+    def step(self, event):
+        out = super().step(event)
+        if self.role != self.faulty_role:
+            return out
+        return [o for o in out if not (o["type"] == "Forwarded" and not o["full"] and not o["digests"])]
+
+
+def factory(role):
+    return Adapter(role)
