@@ -1,5 +1,6 @@
-"""The committed simulator logs: each gives exactly the violation counts its manifest records, and
-the script that made them makes them again byte for byte."""
+"""The committed simulator logs: each gives exactly the violation counts its manifest records (derived
+from the injection plan and the simulator's own plan, never from a check), and the script that made
+them makes them again byte for byte."""
 
 import importlib.util
 import json
@@ -22,6 +23,8 @@ def test_log_gives_its_recorded_counts(entry):
     assert set(entry["injected"]) <= set(report.counts)
     if not entry["injected"]:
         assert report.verdict in ("pass", "non-strict")
+        # the messages lost, exactly those the simulator's plan loses by design
+        assert {v.message_id for v in report.violations if v.rule == "REMP-LIVE-001"} == set(entry["lost_by_design"])
 
 
 def test_clean_spec_log_covers_the_legal_surprises():

@@ -34,9 +34,10 @@ Manifest (``manifest.json``, format ``rmkit-simulate-manifest/1``)::
      "natural": [{"rule": "REMP-LIVE-001", "message_id": "...", "file": "...", "lines": [...]}],
      "missed": [{"rule": "REMP-FN-001", "file": "part-00002.jsonl", "why": "..."}]}
 
-- ``violations``: one entry per (rule, message) the checker must find because of a plant; a plant
-  that unavoidably breaks a second rule has one entry per rule, sharing ``plant`` (``aimed`` is
-  false for the companion). ``lines``: 1-based lines of the file holding the receipts the plant
+- ``violations``: one entry per (rule, message) a check must find because of a plant, from the
+  plan alone (the checker is never consulted); a plant whose injector declares that it always
+  breaks a second rule has one entry per rule, sharing ``plant`` (``aimed`` is false for the
+  companion). ``lines``: 1-based lines of the file holding the receipts the plant
   added or changed (for a plant that only removed receipts: the message's remaining lines).
 - ``natural``: what a clean log of the profile breaks by design (ever-node: non-strict
   REMP-LIVE-001 of messages the node forgets without a Timeout); empty for spec.
@@ -223,9 +224,9 @@ def make_part(cfg: BulkConfig, part: dict, out_dir: str) -> dict:
     _check_stride(part, stats)
     index_line = stats["index_line"]
     violations = []
-    for n, (p, found) in enumerate(plants):
+    for n, (p, expected) in enumerate(plants):
         lines = stats["marked"].get(n) or sorted(index_line[i] for i in ctx.by_message()[p.message_id] if i in index_line)
-        for rule in [p.rule] + sorted(found - {p.rule}):
+        for rule in [p.rule] + sorted(expected - {p.rule}):
             violations.append({"rule": rule, "message_id": None if rule == "REMP-INPUT-001" else p.message_id, "file": name,
                                "lines": lines, "plant": n, "aimed": rule == p.rule, "injector": p.injector})
     nat = [{"rule": rule, "message_id": mid, "file": name, "lines": sorted(index_line[i] for i in idxs if i in index_line)}

@@ -46,6 +46,8 @@ INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
 # Kinds that open a message's life: one arriving later than the expiry bound after the first
 # receipt is a new submission of the same id (the documents: a message is forgotten once obsolete).
 START_KINDS = ("SentToValidators", "PutIntoQueue")
+RELEASE_KINDS = ("IgnoredByMasterchain", "RejectedByMasterchain")  # the masterchain frees an accepted block's messages
+BLOCK_EVENT_KINDS = INCLUSION_KINDS + RELEASE_KINDS
 REJECT_POSITIONS = ("rejected", "timed_out")
 NO_TIME = ("no usable time: receipt timestamp 0 or missing and no Kafka record timestamp; "
            "give the checker Kafka dumps with their record timestamps")
@@ -107,7 +109,7 @@ class _Msg:
     """What the checker remembers about one open message."""
 
     __slots__ = ("id", "first_ref", "first_t", "last_seq", "srcs", "kmask", "fin", "acc", "incl",
-                 "fn_rej", "sent_t", "put_t", "seen", "fin_count")
+                 "fn_rej", "sent_t", "put_t", "seen", "fin_count", "blk")
 
     def __init__(self, mid: str, ref: int, t: int | None, seq: int):
         self.id = mid
@@ -124,6 +126,7 @@ class _Msg:
         self.sent_t: int | None = None
         self.put_t: int | None = None
         self.seen = array("q")  # hashes of the receipts seen: a few dozen, so an array beats a set in memory
+        self.blk: list | None = None  # timed block events for REMP-REPLAY-004/005: (kind, block, t, ref, source)
 
 
 class RempLogChecker:
@@ -339,6 +342,7 @@ class RempLogChecker:
         check_time = modes["REMP-TIME-001"] != OFF
         check_sig = modes["REMP-SIG-001"] != OFF
         check_role = modes["REMP-ROLE-001"] != OFF
+        track_blocks = modes["REMP-REPLAY-004"] != OFF or modes["REMP-REPLAY-005"] != OFF
         verify = self._check_signature if self.keyed else None
         # with keys, a source outside the validator set is REMP-SIG-003's finding, not a role problem
         unknown_is_role = check_role and not (self.keyed and modes["REMP-SIG-003"] != OFF)
@@ -592,6 +596,8 @@ class RempLogChecker:
                 elif kind == "RejectedByFullnode":
                     if msg.fn_rej is None:
                         msg.fn_rej = (ref, src)
+                elif kind == "Timeout":
+                    self._early_timeout(msg, ref, t, src)
                 if ki.has_block:
                     block = obj.get("block_id")
                     if type(block) is str:
@@ -601,6 +607,8 @@ class RempLogChecker:
                             self._inclusion(msg, kind, block, ref, t, src, expiry_ms)
                         elif kind == "Finalized":
                             self._finalized(msg, block, ref, t, src)
+                if track_blocks and kind in BLOCK_EVENT_KINDS and t is not None:
+                    self._block_event(msg, kind, obj.get("block_id"), ref, t, src)
                 if (seq & (SWEEP_EVERY - 1)) == 0:  # for logs whose receipts carry no time
                     self.seq = seq
                     self._sweep()
@@ -711,6 +719,50 @@ class RempLogChecker:
         if msg.fin is not None:
             self._replay(msg.id, msg.fin, kind, block, ref, t, src)
 
+    def _block_event(self, msg: _Msg, kind: str, block, ref: int, t: int, src) -> None:
+        """Remember a timed inclusion (block named) or masterchain release (block optional) for
+        REMP-REPLAY-004/005, judged when the message closes: receipts' times, not log order, decide."""
+        if type(block) is not str:
+            if kind in INCLUSION_KINDS:
+                return
+            block = None
+        elif self.model.ids_fold_case:
+            block = block.lower()
+        if msg.blk is None:
+            msg.blk = []
+        msg.blk.append((kind, block, t, ref, src))
+
+    def _replay_before_final(self, msg: _Msg) -> None:
+        """REMP-REPLAY-004/005: an inclusion into block B' at time t (before the message's
+        Finalized) while another block B was accepted before t and not released (ignored or
+        rejected by the masterchain) by t. One finding per rule and message, the first in log order."""
+        events = msg.blk
+        accepted = [e for e in events if e[0] == "IncludedIntoAcceptedBlock"]
+        if not accepted:
+            return
+        released = [(b, rt) for k, b, rt, _, _ in events if k in RELEASE_KINDS]
+        fin_t = msg.fin[2] if msg.fin is not None else None
+        for rule, kind in (("REMP-REPLAY-004", "IncludedIntoAcceptedBlock"), ("REMP-REPLAY-005", "IncludedIntoBlock")):
+            for k, b, t, ref, src in events:
+                if k != kind or (fin_t is not None and t >= fin_t):
+                    continue
+                held = next((a for a in accepted if a[1] != b and a[2] < t
+                             and not any((rb is None or rb == a[1]) and rt <= t for rb, rt in released)), None)
+                if held is not None:
+                    self._violate(rule, msg.id, f"{kind} into block {b[:16]}… while block {held[1][:16]}…, accepted {(t - held[2]) / 1000:.1f} s earlier, "
+                                  "still held it (not ignored or rejected by the masterchain)", [(held[3], held[0], held[4]), (ref, kind, src)])
+                    break
+
+    def _early_timeout(self, msg: _Msg, ref: int, t, src) -> None:
+        """REMP-EXPIRY-002: a Timeout less than one lifetime after the message was first queued
+        (measured from the earliest queueing seen, so a validator that got it later is not wronged)."""
+        base_t = msg.put_t if msg.put_t is not None else msg.first_t
+        life_ms = int(self.lifetime_s * 1000)
+        if t is not None and base_t is not None and t - base_t < life_ms:
+            self._violate("REMP-EXPIRY-002", msg.id,
+                          f"Timeout from {src} {(t - base_t) / 1000:.1f} s after the message was first queued; a message is tracked at least one lifetime ({life_ms / 1000:.0f} s)",
+                          [(msg.first_ref, None, None), (ref, "Timeout", src)])
+
     def _replay(self, mid: str, fin: tuple, kind: str, block: str, ref: int, t, src) -> None:
         """The replay rules for a receipt naming ``block`` about a message finalized as ``fin``
         (block, ref, time, source) — whether the message is still open or already judged."""
@@ -772,6 +824,8 @@ class RempLogChecker:
         queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None and self._role_of(s, st) == VALIDATOR]
         outcome, final = evaluate_outcome(m.outcomes, msg.kmask, [st[1] for _, st in queued])
         fin = msg.fin
+        if msg.blk is not None:
+            self._replay_before_final(msg)
         if fin is not None:
             fin_ev = (fin[1], "Finalized", fin[3])
             if queued and all(st[1] in REJECT_POSITIONS for _, st in queued):

@@ -141,10 +141,10 @@ def inject(receipts: list, names: list[str], seed: int) -> list[str]:
 # part's stream of ``(kafka_time_ms, receipt)`` items, the profile's model, the node ids, a signer)
 # and one message (its id and the stream indexes of its receipts). It returns a :class:`Plant`
 # describing the change as edits of that stream, or None when the message does not fit (it was not
-# finalized, no validator rejected it, ...). A plant names the rule it aims at and the rules it may
-# unavoidably break too (``companions``); :mod:`.planting` keeps it only if the checker, run on the
-# changed message, finds the aimed rule and nothing outside the companions. Receipts a plant adds
-# or changes are signed as their source would sign them (with ``--keys``: really).
+# finalized, no validator rejected it, ...). A plant names the rule it aims at and the rules it
+# always breaks too in that context (``companions``): together they are the plant's ground truth,
+# which the manifest records and a check must find exactly. Receipts a plant adds or changes are
+# signed as their source would sign them (with ``--keys``: really).
 
 VALIDATOR_ROLE, FULLNODE_ROLE = "validator", "fullnode"
 START_OF_BLOCK = ("block_id", "block_file_hash", "block_seqno", "shard", "wc")
@@ -218,6 +218,13 @@ def _positions(ctx, idxs, skip=()):
     return pos
 
 
+def _everywhere(ctx, idxs, i: int, new: dict) -> dict:
+    """``replace`` edits turning stream item i, and every redelivered copy of it, into ``new``
+    (a copy left unchanged would read as a second, different receipt of its source)."""
+    r = ctx.stream[i][1]
+    return {j: [(ctx.stream[j][0], new)] for j in idxs if ctx.stream[j][1] == r}
+
+
 def _idle_validator(ctx, idxs):
     """A validator of the shard that sent nothing about this message."""
     used = {ctx.stream[i][1]["source_id"] for i in idxs}
@@ -240,16 +247,24 @@ def schema_seqno_as_string(ctx, mid, idxs):
         return None
     i = cands[0]
     kts, r = ctx.stream[i]
-    return Plant("REMP-SCHEMA-001", mid, replace={i: [(kts, {**r, "block_seqno": str(r["block_seqno"])})]})
+    return Plant("REMP-SCHEMA-001", mid, replace=_everywhere(ctx, idxs, i, {**r, "block_seqno": str(r["block_seqno"])}))
 
 
 def kind_old_name(ctx, mid, idxs):
-    """REMP-KIND-001: IncludedIntoBlock written with the documents' old name AddedToBlock."""
-    cands = _of(ctx, idxs, "IncludedIntoBlock")
-    if not cands:
-        return None
-    kts, r = ctx.stream[cands[0]]
-    return Plant("REMP-KIND-001", mid, replace={cands[0]: [(kts, {**r, "kind": "AddedToBlock"})]})
+    """REMP-KIND-001: IncludedIntoBlock written with the documents' old name AddedToBlock (one
+    whose source's next receipt may follow the position before it: an unknown kind moves its
+    source nowhere, and the next receipt must not read as out of order, REMP-SEQ-001)."""
+    for i in _of(ctx, idxs, "IncludedIntoBlock"):
+        r = ctx.stream[i][1]
+        mine = [j for j in _of(ctx, idxs, src=r["source_id"]) if ctx.stream[j][1] != r]
+        nxt = [j for j in mine if j > i]
+        if nxt:
+            pos = _positions(ctx, [j for j in mine if j < i]).get(r["source_id"], ("none",))[0]
+            tr = ctx.model.kinds[ctx.stream[nxt[0]][1]["kind"]].transitions.get(VALIDATOR_ROLE)
+            if tr is None or pos not in tr[1]:
+                continue
+        return Plant("REMP-KIND-001", mid, replace=_everywhere(ctx, idxs, i, {**r, "kind": "AddedToBlock"}))
+    return None
 
 
 def kind_outside_table(ctx, mid, idxs):
@@ -281,7 +296,7 @@ def time_zero(ctx, mid, idxs):
         return None
     i = cands[-1]
     kts, r = ctx.stream[i]
-    return Plant("REMP-TIME-001", mid, replace={i: [(kts, ctx.signed({**r, "timestamp": 0}))]})
+    return Plant("REMP-TIME-001", mid, replace=_everywhere(ctx, idxs, i, ctx.signed({**r, "timestamp": 0})))
 
 
 def signature_malformed(ctx, mid, idxs):
@@ -296,7 +311,7 @@ def signature_malformed(ctx, mid, idxs):
         bad = ""
     else:
         bad = hashlib.blake2b(ctx.encode(kts, r), digest_size=64).hexdigest()
-    return Plant("REMP-SIG-001", mid, replace={i: [(kts, {**r, "signature": bad})]})
+    return Plant("REMP-SIG-001", mid, replace=_everywhere(ctx, idxs, i, {**r, "signature": bad}))
 
 
 def signature_of_other_bytes(ctx, mid, idxs):
@@ -310,7 +325,7 @@ def signature_of_other_bytes(ctx, mid, idxs):
     i = cands[ctx.rng.randrange(len(cands))]
     kts, r = ctx.stream[i]
     sig = ctx.signature_for({**r, "timestamp": r["timestamp"] + 1})
-    return Plant("REMP-SIG-002", mid, replace={i: [(kts, {**r, "signature": sig})]})
+    return Plant("REMP-SIG-002", mid, replace=_everywhere(ctx, idxs, i, {**r, "signature": sig}))
 
 
 def signed_by_stranger(ctx, mid, idxs):
@@ -355,9 +370,11 @@ def skip_queue_ack(ctx, mid, idxs):
 
 
 def queue_after_reject(ctx, mid, idxs):
-    """REMP-SRC-001: a validator whose collator rejected the message takes it up again."""
+    """REMP-SRC-001: a validator whose collator rejected the message takes it up again (in a
+    finalized message: in one that every validator rejected, the validator back in the queue
+    would also leave it without an outcome, REMP-LIVE-001)."""
     rej = _of(ctx, idxs, "RejectedByCollator")
-    if not rej:
+    if not rej or not _finalized_items(ctx, idxs):
         return None
     i = rej[-1]
     kts, r = ctx.stream[i]
@@ -415,7 +432,7 @@ def _fanout(rule, sent_to_of):
             bad = sent_to_of(r["total_validators"])
             if bad is None:
                 return None
-            return Plant(rule, mid, replace={i: [(kts, ctx.signed({**r, "sent_to": bad}))]})
+            return Plant(rule, mid, replace=_everywhere(ctx, idxs, i, ctx.signed({**r, "sent_to": bad})))
         puts = _of(ctx, idxs, "PutIntoQueue")  # ever-node: the node writes the documents' SentToValidators
         if not puts or _of(ctx, idxs, src=ctx.fullnode_id):
             return None
@@ -608,7 +625,8 @@ def finalized_though_fullnode_rejected(ctx, mid, idxs):
     rej = ctx.signed({"kind": "RejectedByFullnode", "message_id": mid, "timestamp": t, "source_id": fn, "signature": "",
                       "error": "Message rejected by pre-evaluation: duplicate submission"})
     return Plant("REMP-OUTCOME-002", mid, before={i + 1: [(kts + 20, rej)]},
-                 companions=frozenset({"REMP-FN-001", "REMP-SIG-003"} if ctx.profile == "spec" else ()))
+                 companions=frozenset(({"REMP-FN-001"} | ({"REMP-SIG-003"} if ctx.validator_set is not None else set()))
+                                      if ctx.profile == "spec" else ()))
 
 
 # rule -> the per-message injector that plants it

@@ -36,6 +36,7 @@ from graphlib import TopologicalSorter
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
+from rmkit.conformance.remp.checker import RELEASE_KINDS
 from rmkit.conformance.remp.model import FULLNODE, VALIDATOR, RempModel
 from rmkit.rules import OFF
 
@@ -435,6 +436,10 @@ class RempRules:
         add("REMP-EXPIRY-001", F.col("incl_first") & F.col("t").isNotNull() & base_t.isNotNull() & (F.col("t") - base_t > F.lit(self.lim.expiry_ms)),
             F.format_string(f"first included into block %s… %.1f s after a validator first received it; the {self.profile} profile keeps a message at most {self.lim.expiry_ms / 1000:.0f} s",
                             F.substring(F.col("block"), 1, 16), (F.col("t") - base_t) / 1000.0), F.array(me))
+        life_ms = int(self.lim.lifetime_s * 1000)
+        add("REMP-EXPIRY-002", kr & (F.col("kind") == "Timeout") & F.col("t").isNotNull() & base_t.isNotNull() & (F.col("t") - base_t < F.lit(life_ms)),
+            F.format_string(f"Timeout from %s %.1f s after the message was first queued; a message is tracked at least one lifetime ({life_ms / 1000:.0f} s)",
+                            F.col("src"), (F.col("t") - base_t) / 1000.0), F.array(me))
         return found.column()
 
     # -- stage 3: one aggregation per life (same partitioning: no further shuffle) ----------------
@@ -476,6 +481,10 @@ class RempRules:
             F.min(F.when(F.col("finr"), F.struct(P.alias("p"), F.col("block").alias("b"), F.col("t").alias("t"), F.col("src").alias("s")))).alias("fin"),
             F.min(F.when(kr & (F.col("kind") == "RejectedByFullnode"), F.struct(P.alias("p"), F.col("src").alias("s")))).alias("fn_rej"),
             F.collect_set(F.when(kr & (F.col("kind") == "IncludedIntoAcceptedBlock"), F.col("block"))).alias("acc"),
+            # timed inclusions (block named) and masterchain releases (block optional) for REMP-REPLAY-004/005
+            F.collect_list(F.when(kr & F.col("t").isNotNull() & ((F.col("kind").isin(*INCLUSION_KINDS) & F.col("block").isNotNull())
+                                                                  | F.col("kind").isin(*RELEASE_KINDS)),
+                                  F.struct(F.col("kind").alias("k"), F.col("block").alias("b"), F.col("t").alias("t")))).alias("blk"),
             F.min(F.when(kr & (F.col("kind") == "SentToValidators") & F.col("t").isNotNull(), F.struct(P.alias("p"), F.col("t").alias("t")))).alias("sent"),
             F.min(F.when(kr & (F.col("kind") == "PutIntoQueue") & (F.col("t") != 0), F.struct(P.alias("p"), F.col("t").alias("t")))).alias("put"),
             F.min(F.when(F.col("t").isNotNull(), F.struct(P.alias("p"), F.col("t").alias("t")))).alias("ft"),
@@ -534,6 +543,19 @@ class RempRules:
         add("REMP-OUTCOME-002", has_fin & fn.isNotNull(), F.lit("finalized after the full node rejected it"), F.array(fn_ev, fin_ev))
         add("REMP-FIN-002", has_fin & ~F.array_contains(F.col("acc"), fin.b),
             F.concat(F.lit("Finalized names shard block "), F.substring(fin.b, 1, 16), F.lit("…, which no validator reported as IncludedIntoAcceptedBlock")), F.array(fin_ev))
+        blk, fin_t = F.col("blk"), fin.t
+
+        def held(i):  # another block accepted before i and not released (by the masterchain) by i's time
+            return F.exists(blk, lambda a: (a.k == "IncludedIntoAcceptedBlock") & (a.b != i.b) & (a.t < i.t) & ~F.exists(
+                blk, lambda r: r.k.isin(*RELEASE_KINDS) & (r.b.isNull() | (r.b == a.b)) & (r.t <= i.t)))
+
+        def offends(kind):  # an inclusion of this kind, before Finalized, while another block is held
+            return lambda i: (i.k == kind) & (fin_t.isNull() | (i.t < fin_t)) & held(i)
+
+        for rule, kind in (("REMP-REPLAY-004", "IncludedIntoAcceptedBlock"), ("REMP-REPLAY-005", "IncludedIntoBlock")):
+            add(rule, F.exists(blk, offends(kind)),
+                F.lit(f"{kind} into another block while an accepted block still held the message (not ignored or rejected by the masterchain)"),
+                F.array(ev(F.col("first_p"), F.lit(None), F.lit(None))))
         add("REMP-FN-001", fn.isNotNull() & (F.col("nvals") > 0),
             F.format_string("rejected by the full node, yet %d validator(s) reported on it", F.col("nvals")), F.concat(F.array(fn_ev), F.col("val_ev")))
         first_ev = ev(F.col("first_p"), F.lit(None), F.lit(None))
