@@ -461,3 +461,18 @@ def test_a_full_disk_is_no_internal_error(capsys, argv):
 def test_values_that_would_run_for_hours_are_usage_errors(capsys, tmp_path, argv):
     code, _, err = run(capsys, *[a.format(tmp=tmp_path) for a in argv])
     assert code == 2 and no_traceback(err) and ("expected" in err or "takes" in err)
+
+
+def test_a_kit_error_in_the_generator_is_exit_2_not_a_verdict(capsys, tmp_path, monkeypatch):
+    from rmkit.conformance.remp.driven import suite
+    from rmkit.conformance.remp.driven.generate import Generated
+
+    monkeypatch.setattr(suite, "run_generated", lambda role, *a, **k: Generated(role, 0, 0, 0.0, kit_error="planted"))
+    code, out, err = run(capsys, "conform", "--role", "consumer", "--impl", REFERENCE, "--max-examples", "1",
+                         "--regressions", str(tmp_path / "regs"))
+    assert code == 2 and "kit error" in out and no_traceback(err)
+
+
+def test_jobs_beyond_any_machine_is_a_usage_error(capsys):
+    code, _, err = run(capsys, "check", "--jobs", "100000", CLEAN)
+    assert code == 2 and "--jobs" in err
