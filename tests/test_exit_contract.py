@@ -476,3 +476,29 @@ def test_a_kit_error_in_the_generator_is_exit_2_not_a_verdict(capsys, tmp_path, 
 def test_jobs_beyond_any_machine_is_a_usage_error(capsys):
     code, _, err = run(capsys, "check", "--jobs", "100000", CLEAN)
     assert code == 2 and "--jobs" in err
+
+
+def test_in_process_timeout_holds_off_the_main_thread_too(tmp_path, monkeypatch):
+    """Off the main thread no alarm can be used: the calls run on a worker thread, abandoned on timeout."""
+    import threading
+    import time
+
+    from rmkit.conformance.remp.driven.adapters import ImplementationFailure, InProcessImplementation, _Worker
+
+    mod = _module(tmp_path, monkeypatch, "hang_impl2", "from test_exit_contract import _Hangs as factory\n")
+    box = {}
+
+    def drive():
+        impl = InProcessImplementation(f"{mod}:factory", "validator", timeout=0.3)
+        box["worker"] = type(impl._worker)
+        impl.start({"params": {"own_id": "v1"}, "profile": "spec"})
+        try:
+            impl.step(1, {"type": "Tick", "time": 1})
+        except ImplementationFailure as exc:
+            box["failure"] = exc
+
+    start = time.monotonic()
+    t = threading.Thread(target=drive)
+    t.start()
+    t.join(10)
+    assert box["worker"] is _Worker and box["failure"].kind == "timeout" and time.monotonic() - start < 5
