@@ -64,16 +64,9 @@ def run_guarded(func, args, debug: bool = False, argv: list[str] | None = None) 
     except KeyboardInterrupt:
         print("rmkit: interrupted; no verdict", file=sys.stderr)
         return EXIT_TOOL
-    except ModuleNotFoundError as exc:
-        dep = missing_dependency(exc)
-        if dep is None:
-            return _internal(exc, debug, argv)
-        if debug:
-            traceback.print_exc()
-        print(f"rmkit: error: {dep}", file=sys.stderr)
-        return EXIT_TOOL
-    except OSError as exc:
-        problem = environment_problem(exc)
+    except (ModuleNotFoundError, OSError) as exc:
+        # not the kit's fault: an optional dependency missing, a full disk, a file that cannot be opened
+        problem = missing_dependency(exc) if isinstance(exc, ModuleNotFoundError) else environment_problem(exc)
         if problem is None:
             return _internal(exc, debug, argv)
         if debug:
