@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from rmkit.guard import positive_seconds
+
 ROLES = ("validator", "fullnode", "consumer")
 
 
@@ -23,7 +25,7 @@ def pytest_addoption(parser):
     group.addoption("--rmkit-role", action="append", metavar="ROLE", help="role(s) to test (default: all)")
     group.addoption("--rmkit-profile", default="spec", metavar="PROFILE", help="profile the implementation claims (default spec)")
     group.addoption("--rmkit-max-examples", type=int, default=100, metavar="N", help="generated scenarios per role (default 100)")
-    group.addoption("--rmkit-timeout", type=float, default=5.0, metavar="S", help="seconds per step (default 5)")
+    group.addoption("--rmkit-timeout", type=positive_seconds, default=5.0, metavar="S", help="seconds per step (default 5)")
     group.addoption("--rmkit-regressions", metavar="DIR", help="folder of saved failing scenarios (default .rmkit/regressions)")
 
 

@@ -16,6 +16,7 @@ from rmkit.protocol import get_protocol, protocol_names
 from rmkit.verdict import FAIL, NON_STRICT
 
 EXIT_PASS, EXIT_VIOLATIONS, EXIT_USAGE = 0, 1, 2
+MAX_JOBS = 256  # processes of `rmkit check --jobs`: beyond, a typo, not a machine
 
 EXIT_CODES = """exit codes:
   0  pass (also non-strict, unless --strict is given)
@@ -323,8 +324,8 @@ def _state_contract(parser: argparse.ArgumentParser) -> None:
 def cmd_check(args) -> int:
     proto = get_protocol(args.protocol)
     profile = proto.check_profile(args.profile)
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError(f"--jobs: expected a number >= 1, found {args.jobs}")
+    if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs: expected a number from 1 to {MAX_JOBS}, found {args.jobs}")
     if args.max_examples < 0:
         raise UsageError(f"--max-examples: expected a number >= 0, found {args.max_examples}")
     for path in args.logs:

@@ -9,6 +9,7 @@ with exit 2 and one line saying what went wrong. ``--debug`` shows the traceback
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import sys
@@ -63,19 +64,35 @@ def run_guarded(func, args, debug: bool = False, argv: list[str] | None = None) 
     except KeyboardInterrupt:
         print("rmkit: interrupted; no verdict", file=sys.stderr)
         return EXIT_TOOL
-    except ModuleNotFoundError as exc:
-        dep = missing_dependency(exc)
-        if dep is None:
+    except (ModuleNotFoundError, OSError) as exc:
+        # not the kit's fault: an optional dependency missing, a full disk, a file that cannot be opened
+        problem = missing_dependency(exc) if isinstance(exc, ModuleNotFoundError) else environment_problem(exc)
+        if problem is None:
             return _internal(exc, debug, argv)
         if debug:
             traceback.print_exc()
-        print(f"rmkit: error: {dep}", file=sys.stderr)
+        print(f"rmkit: error: {problem}", file=sys.stderr)
         return EXIT_TOOL
     except Exception as exc:  # noqa: BLE001 -- the one place where anything unexpected is caught
         return _internal(exc, debug, argv)
     if code not in (EXIT_PASS, EXIT_VIOLATIONS, EXIT_TOOL):
         return _internal(RuntimeError(f"the command returned exit code {code!r}"), debug, argv)
     return code
+
+
+_FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
+         errno.EFBIG: "file too large", errno.EROFS: "read-only file system", errno.EIO: "input/output error"}
+
+
+def environment_problem(exc: OSError) -> str | None:
+    """An operating-system failure that is the machine's, not the kit's (a full disk, a file
+    that cannot be opened), as the line to show; None for anything else."""
+    if exc.errno in _FULL:
+        where = f" ({exc.filename})" if exc.filename else " (an output: stdout or a report file)"
+        return f"cannot write{where}: {_FULL[exc.errno]}"
+    if exc.filename and exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTDIR):
+        return f"{exc.filename}: {exc.strerror}"
+    return None
 
 
 def _internal(exc: BaseException, debug: bool, argv) -> int:

@@ -421,3 +421,84 @@ def test_audit_on_a_truncated_gzip_exits_2_like_check(capsys, tmp_path):
     assert run(capsys, "check", str(p))[0] == 2
     code, _, err = run(capsys, "audit", "--master", "local[1]", str(p))
     assert code == 2 and "Traceback" not in err.split("rmkit: error")[-1]
+
+
+def test_replay_events_the_reference_cannot_take_name_the_line(capsys, tmp_path):
+    def steps(rows):
+        rows = [dict(r) for r in rows]
+        i = [i for i, r in enumerate(rows) if r["event"]["type"] == "SessionSwitch"][1]
+        rows[i]["event"] = {**rows[i]["event"], "start_time": -(2 ** 62)}
+        return rows
+
+    from rmkit.conformance.remp.driven.catalogue import catalogue
+    from rmkit.conformance.remp.driven.scenario import write_scenario
+
+    sc = next(s for s in catalogue("ever-node", ["validator"]) if s.id == "CAT-VAL-008")
+    p = write_scenario(tmp_path / "s.jsonl", sc)
+    import json
+
+    rows = [json.loads(x) for x in p.read_text().splitlines()]
+    p.write_text("".join(json.dumps(x) + "\n" for x in [rows[0]] + steps(rows[1:])))
+    code, _, err = run(capsys, "replay", str(p), "--impl", REFERENCE)
+    assert code == 2 and no_traceback(err) and "field event: the reference machine cannot take" in err, err
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["simulate", "--messages", "2", "-o", "/dev/full"],
+                                  ["receipt", "encode", CLEAN, "-o", "/dev/full"],
+                                  ["check", CLEAN, "--out", "/dev/full"]])
+def test_a_full_disk_is_no_internal_error(capsys, argv):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and no_traceback(err) and "internal error" not in err
+    assert "no space left" in err.lower()
+
+
+@pytest.mark.parametrize("argv", [["keys", "gen", "--validators", "99999999999", "--out", "{tmp}/k"],
+                                  ["keys", "gen", "--validators", "3", "--sessions", "99999999999", "--out", "{tmp}/k"],
+                                  ["simulate", "--messages", "2", "--lifetime", "0.5", "-o", "{tmp}/s.jsonl"],
+                                  ["simulate", "--messages", "2", "--lifetime", "1e9", "-o", "{tmp}/s.jsonl"],
+                                  ["simulate", "--messages", "2", "--validators", "99999999", "-o", "{tmp}/s.jsonl"]])
+def test_values_that_would_run_for_hours_are_usage_errors(capsys, tmp_path, argv):
+    code, _, err = run(capsys, *[a.format(tmp=tmp_path) for a in argv])
+    assert code == 2 and no_traceback(err) and ("expected" in err or "takes" in err)
+
+
+def test_a_kit_error_in_the_generator_is_exit_2_not_a_verdict(capsys, tmp_path, monkeypatch):
+    from rmkit.conformance.remp.driven import suite
+    from rmkit.conformance.remp.driven.generate import Generated
+
+    monkeypatch.setattr(suite, "run_generated", lambda role, *a, **k: Generated(role, 0, 0, 0.0, kit_error="planted"))
+    code, out, err = run(capsys, "conform", "--role", "consumer", "--impl", REFERENCE, "--max-examples", "1",
+                         "--regressions", str(tmp_path / "regs"))
+    assert code == 2 and "kit error" in out and no_traceback(err)
+
+
+def test_jobs_beyond_any_machine_is_a_usage_error(capsys):
+    code, _, err = run(capsys, "check", "--jobs", "100000", CLEAN)
+    assert code == 2 and "--jobs" in err
+
+
+def test_in_process_timeout_holds_off_the_main_thread_too(tmp_path, monkeypatch):
+    """Off the main thread no alarm can be used: the calls run on a worker thread, abandoned on timeout."""
+    import threading
+    import time
+
+    from rmkit.conformance.remp.driven.adapters import ImplementationFailure, InProcessImplementation, _Worker
+
+    mod = _module(tmp_path, monkeypatch, "hang_impl2", "from test_exit_contract import _Hangs as factory\n")
+    box = {}
+
+    def drive():
+        impl = InProcessImplementation(f"{mod}:factory", "validator", timeout=0.3)
+        box["worker"] = type(impl._worker)
+        impl.start({"params": {"own_id": "v1"}, "profile": "spec"})
+        try:
+            impl.step(1, {"type": "Tick", "time": 1})
+        except ImplementationFailure as exc:
+            box["failure"] = exc
+
+    start = time.monotonic()
+    t = threading.Thread(target=drive)
+    t.start()
+    t.join(10)
+    assert box["worker"] is _Worker and box["failure"].kind == "timeout" and time.monotonic() - start < 5

@@ -12,6 +12,7 @@ import os
 import queue
 import select
 import shlex
+import signal
 import subprocess
 import threading
 import time
@@ -87,6 +88,41 @@ class _Worker:
         return value
 
 
+class _StepTimeout(BaseException):
+    """Raised into an in-process call by the alarm (a BaseException, so that an implementation's
+    ``except Exception`` does not swallow it)."""
+
+
+def _alarm(signum, frame):
+    raise _StepTimeout
+
+
+class _Alarm:
+    """Calls run on the calling thread, interrupted by SIGALRM when they outlive the timeout: no
+    thread handover per step (which costs more than a reference step on a busy machine). Only on
+    the main thread, and only when no one else's alarm is pending; else :class:`_Worker`."""
+
+    @staticmethod
+    def usable() -> bool:
+        return (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+                and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
+
+    def call(self, fn, arg, timeout: float):
+        old = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        try:
+            started = time.monotonic()
+            value = fn(arg)
+            if time.monotonic() - started > timeout:  # it caught the alarm and went on: still too late
+                raise TimeoutError
+            return value
+        except _StepTimeout:
+            raise TimeoutError from None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+
+
 class _Box(list):
     def __init__(self):
         super().__init__()
@@ -95,9 +131,10 @@ class _Box(list):
 
 class InProcessImplementation:
     """A Python implementation: ``factory(role)`` gives an object with ``hello(params)``,
-    ``step(event) -> list`` and ``bye()``, on the wire's JSON objects. Each call runs on a worker
-    thread under the same ``--timeout`` as the process form; after a timeout the object and its
-    thread are abandoned and the next scenario gets a new object from the factory."""
+    ``step(event) -> list`` and ``bye()``, on the wire's JSON objects. Each call runs under the
+    same ``--timeout`` as the process form: interrupted by an alarm on the main thread, or on a
+    worker thread elsewhere; after a timeout the object (and its thread) is abandoned and the next
+    scenario gets a new object from the factory."""
 
     def __init__(self, spec: str, role: str, timeout: float = 5.0):
         self.spec, self.role, self.timeout = spec, role, timeout
@@ -126,15 +163,20 @@ class InProcessImplementation:
             self.name = spec
 
     def _new_object(self) -> None:
+        self._worker = _Alarm() if _Alarm.usable() else _Worker()
         try:
-            self.obj = self.factory(self.role)
+            self.obj = self._worker.call(self.factory, self.role, self.timeout)
+        except TimeoutError:
+            self.obj = self._worker = None
+            raise ImplementationFailure("start", 0, f"{self.spec}({self.role!r}) did not return within "
+                                                    f"{self.timeout:g} s (--timeout)") from None
         except (Exception, SystemExit) as exc:
+            self.obj = None
             raise ImplementationFailure("start", 0, f"{self.spec}({self.role!r}) raised {type(exc).__name__}: {exc}") from None
         for method in ("hello", "step", "bye"):
             if not callable(getattr(self.obj, method, None)):
                 raise ImplementationFailure("start", 0, f"the object {self.spec}({self.role!r}) returned has no "
                                                         f"{method}() method")
-        self._worker = _Worker()
 
     def _call(self, what: str, seq: int, fn, arg):
         try:

@@ -41,6 +41,10 @@ def conform(profile: str, args: argparse.Namespace) -> int:
     if args.html:
         write_output(args.html, render_html(rep), "--html")
         print(f"HTML report written to {args.html}", file=sys.stderr)
+    if rep.kit_errors and not any(r.verdict != PASS for r in rep.results):
+        print("rmkit conform: the kit itself failed (see 'kit error' above); no verdict on the implementation",
+              file=sys.stderr)
+        return 2  # a tool failure, not a verdict
     return 0 if rep.verdict == PASS else 1
 
 

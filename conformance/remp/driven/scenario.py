@@ -90,6 +90,7 @@ def read_scenario(path: str | Path) -> Scenario:
             raise UsageError(f"{p}:{n}: field seq: expected {len(events) + 1}, found {obj['seq']!r}")
         _check_event(p, n, obj["event"])
         events.append(obj["event"])
+    _check_reference(p, hline, head, rows[1:])
     return Scenario(id=str(head.get("id") or p.stem), role=head["role"], profile=head["profile"], params=head["params"],
                     events=events, title=head.get("title", ""), checks=tuple(head.get("checks") or ()),
                     origin="regression", note=head.get("failure") or {})
@@ -134,3 +135,23 @@ def _check_event(p: Path, n: int, event: dict) -> None:
         from_json(event, where="event", part="events")
     except WireError as exc:
         raise UsageError(f"{p}:{n}: field {exc}") from None
+
+
+def _check_reference(p: Path, hline: int, head: dict, steps: list) -> None:
+    """The reference machine must be able to take the scenario: events that contradict each other
+    (a session starting before the previous one...) make the file unusable, which is said here,
+    with the line, instead of failing in the middle of a run."""
+    from rmkit.reference_impl.remp.adapter import ReferenceAdapter
+
+    ref = ReferenceAdapter(head["role"])
+    try:
+        ref.hello(dict(head["params"], profile=head["profile"]))
+    except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
+        raise UsageError(f"{p}:{hline}: field params: the reference machine cannot start with them: "
+                         f"{type(exc).__name__}: {exc}") from None
+    for n, obj in steps:
+        try:
+            ref.step(obj["event"])
+        except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
+            raise UsageError(f"{p}:{n}: field event: the reference machine cannot take this event after the ones "
+                             f"before it: {type(exc).__name__}: {exc}") from None
