@@ -12,6 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,spark]'
+	@[ -f /usr/share/activemq/bin/activemq.jar ] || apt-get install -y -q activemq >/dev/null || echo "rmkit: could not install activemq (apt-get); the Corda broker tests will be skipped"
 	@touch $(STAMP)
 
 demo: $(STAMP)
