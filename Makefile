@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml
 	@command -v redis-server >/dev/null || (apt-get update -q && apt-get install -y -q redis-server)
 	@command -v npm >/dev/null || (apt-get update -q && apt-get install -y -q nodejs npm)
 	cd interop/rmb-npm && npm ci --no-audit --no-fund --loglevel=error
+	@# Corda: a real broker (ActiveMQ Classic, Debian's package)
+	@[ -f /usr/share/activemq/bin/activemq.jar ] || (apt-get update -q >/dev/null && apt-get install -y -q activemq >/dev/null) || echo "rmkit: could not install activemq (apt-get); the Corda broker tests will be skipped"
 	@touch $(STAMP)
 
 demo: $(STAMP)

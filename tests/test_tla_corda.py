@@ -55,19 +55,14 @@ def test_rmkit_tlc_corda_reports_the_fifo_counterexample_as_a_finding(tmp_path, 
     assert any(s["values"]["last"].get("a") == "BridgeRollback" for s in trace)
 
 
-def test_an_expected_finding_that_does_not_appear_fails(tmp_path, capsys):
+def test_an_expected_finding_that_does_not_appear_fails(tmp_path, capsys, monkeypatch):
     """A finding config whose model no longer violates the invariant is a failure (exit 1)."""
     root = tmp_path / "tla"
     shutil.copytree(REPO / "tla", root)
     cfg = root / "corda" / "MCCorda_fifo.cfg"
     cfg.write_text(cfg.read_text().replace("MaxLoss = 1", "MaxLoss = 0"))
-    import os
-
-    os.environ["RMKIT_TLA_DIR"] = str(root)
-    try:
-        assert main(["tlc", "corda", "--progress", "none"]) == 1
-    finally:
-        del os.environ["RMKIT_TLA_DIR"]
+    monkeypatch.setenv("RMKIT_TLA_DIR", str(root))
+    assert main(["tlc", "corda", "--progress", "none"]) == 1
     assert "expected the finding FifoPerSession" in capsys.readouterr().err
 
 

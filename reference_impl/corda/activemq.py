@@ -1,0 +1,86 @@
+"""A real message broker for the reference receiving node: Apache ActiveMQ Classic (Debian package
+``activemq``), started in the foreground on loopback, free ports and a temporary folder, and
+stopped by the PID of its JVM (never by name). Ready when it answers a STOMP CONNECT."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+JAR = Path("/usr/share/activemq/bin/activemq.jar")
+_LOG4J = """log4j.rootLogger=WARN, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=%d %-5p %m%n
+"""
+
+
+def available() -> str | None:
+    """None when a broker can be started here, else why not."""
+    if shutil.which("java") is None:
+        return "java is not installed (apt-get install openjdk-17-jre-headless)"
+    if not JAR.is_file():
+        return f"ActiveMQ is not installed ({JAR} missing; apt-get install activemq)"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ActiveMQ:
+    def __init__(self, folder: str | None = None):
+        self.base = Path(folder or tempfile.mkdtemp(prefix="rmkit-activemq-"))
+        self.stomp_port = _free_port()
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60) -> "ActiveMQ":
+        (self.base / "conf").mkdir(parents=True, exist_ok=True)
+        (self.base / "data").mkdir(exist_ok=True)
+        (self.base / "conf" / "log4j.properties").write_text(_LOG4J)
+        opens = [f"--add-opens=java.base/{m}=ALL-UNNAMED" for m in ("java.lang", "java.util", "java.util.concurrent", "java.net")]
+        uri = (f"broker:(tcp://127.0.0.1:{_free_port()},stomp://127.0.0.1:{self.stomp_port}?transport.tcpNoDelay=true)"
+               f"?brokerName=rmkit&useJmx=false&persistent=true&dataDirectory={self.base / 'data'}")
+        argv = ["java", "-Xms64m", "-Xmx256m", *opens, "-Dactivemq.home=/usr/share/activemq", f"-Dactivemq.base={self.base}",
+                f"-Dactivemq.conf={self.base / 'conf'}", f"-Dactivemq.data={self.base / 'data'}", "-jar", str(JAR), "start", uri]
+        self.log = open(self.base / "broker.log", "ab")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ActiveMQ exited with {self.proc.returncode}; see {self.base / 'broker.log'}")
+            if self._answers():
+                return self
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"ActiveMQ did not answer STOMP within {timeout} s; see {self.base / 'broker.log'}")
+
+    def _answers(self) -> bool:
+        import stomp
+
+        try:
+            c = stomp.Connection([("127.0.0.1", self.stomp_port)], heartbeats=(0, 0))
+            c.connect(wait=True)
+            c.disconnect()
+            return True
+        except Exception:
+            return False
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        if getattr(self, "log", None):
+            self.log.close()
