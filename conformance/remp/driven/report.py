@@ -1,9 +1,9 @@
 """The result of a conformance run, as a typed value, and its renderings: text, JSON, JUnit, HTML.
 
 The per-rule table (the matrix): every rule of the log rule set that the roles run can break, and
-every driven requirement of ``spec/remp/conformance.yaml``, with the scenarios that exercised it and
-its status: pass (exercised, never broken), fail (a scenario naming it failed, or a failing
-scenario's receipts broke it), or not exercised (listed, never shown as passing).
+every driven requirement of ``spec/remp/conformance.yaml``, with its status from evidence: fail (the
+implementation's outputs or receipts broke it), pass (a scenario that catches the rule's mutant ran
+clean), or not covered (with the reason; never shown as passing).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import orjson
 from rmkit.conformance.remp.driven.runner import FAIL, PASS, ScenarioResult, explain_failure
 from rmkit.render.junit import xml_safe
 
-NOT_EXERCISED = "not exercised"
-NOT_REACHED = "not reached"  # every scenario naming the rule ended before its first event (e.g. a crash at hello)
+NOT_COVERED = "not covered"
+NOT_REACHED = "not reached"  # every scenario that covers the rule ended before its first event (e.g. a crash at hello)
 
 
 def _unreached(r: ScenarioResult) -> bool:
@@ -46,30 +46,35 @@ class ConformReport:
         return FAIL if any(r.verdict == FAIL for r in self.results) else PASS
 
     def table(self) -> list[dict]:
-        rows = {rid: {"id": rid, "title": title, "status": NOT_EXERCISED, "scenarios": [], "failed": []}
-                for rid, title in self.rules.items()}
+        """Per rule, from evidence: ``fail`` when a scenario's outputs or receipts broke it; ``pass``
+        when a scenario that catches the rule's mutant (:mod:`.coverage`) ran clean; else ``not
+        covered``, with the reason. ``covered_by``: the scenarios that catch its mutant."""
+        from rmkit.conformance.remp.driven.coverage import coverage
+        from rmkit.conformance.remp.driven.mutants import why_not_covered
+
+        cov = coverage(self.profile) if self.rules else {}
+        ran = {}
         for r in self.results:
-            sc = r.scenario
-            named = set(sc.checks)
-            broken = {rule for rule, _ in (r.failure.rules if r.failure else [])}
-            for rid in named | broken:
-                row = rows.get(rid)
-                if row is None:
-                    continue
-                if _unreached(r):
-                    row.setdefault("unreached", []).append(sc.id)
-                    continue
-                row["scenarios"].append(sc.id)
-                if r.verdict == FAIL and (rid in broken or (rid in named and not broken)):
-                    row["failed"].append(sc.id)
-        for row in rows.values():
-            if row["failed"]:
-                row["status"] = FAIL
-            elif row["scenarios"]:
-                row["status"] = PASS
-            elif row.get("unreached"):
-                row["status"] = NOT_REACHED
-        return list(rows.values())
+            ran.setdefault(r.scenario.id, []).append(r)
+        rows = []
+        for rid, title in self.rules.items():
+            failed = [r.scenario.id for r in self.results
+                      if r.failure is not None and rid in {x for x, _ in r.failure.rules}]
+            covered_by = [sid for sid in cov.get(rid, []) if sid in ran]
+            clean = [sid for sid in covered_by if all(r.verdict == PASS for r in ran[sid])]
+            if failed:
+                status, why = FAIL, ""
+            elif clean:
+                status, why = PASS, ""
+            elif covered_by and all(_unreached(r) for sid in covered_by for r in ran[sid]):
+                status, why = NOT_REACHED, "the implementation never got past hello in the scenarios that cover it"
+            else:
+                status = NOT_COVERED
+                why = ("its covering scenarios failed for other reasons" if covered_by
+                       else why_not_covered(rid, self.profile))
+            rows.append({"id": rid, "title": title, "status": status, "covered_by": covered_by, "clean": clean,
+                         "failed": failed, "why": why, "scenarios": covered_by})
+        return rows
 
     def as_dict(self) -> dict:
         return {
@@ -107,8 +112,9 @@ def render_text(rep: ConformReport) -> str:
     out.append("")
     out.append("per-rule table:")
     for row in rep.table():
-        out.append(f"  {row['status']:<14} {row['id']:<16} {row['title'][:60]}"
-                   + (f"  (failed: {', '.join(row['failed'][:3])})" if row["failed"] else ""))
+        out.append(f"  {row['status']:<12} {row['id']:<16} covered by {len(row['covered_by']):>2}  {row['title'][:56]}"
+                   + (f"  (failed: {', '.join(row['failed'][:3])})" if row["failed"] else "")
+                   + (f"  ({row['why']})" if row["why"] else ""))
     failures = [r for r in rep.results if r.verdict == FAIL]
     if failures:
         out.append("")
@@ -145,17 +151,32 @@ def render_junit(rep: ConformReport) -> str:
             cases.append(f'    <testcase classname="rmkit.conform.{origin}.{r.scenario.role}" name={quoteattr(name)}>{body}</testcase>')
         fails = sum(1 for r in rs if r.verdict == FAIL)
         suites.append(f'  <testsuite name="rmkit conform {origin}" tests="{len(rs)}" failures="{fails}">\n' + "\n".join(cases) + "\n  </testsuite>")
+    rows = rep.table()
+    cases = []
+    for row in rows:
+        body = ""
+        if row["status"] == FAIL:
+            body = f"<failure message={quoteattr('broken in ' + ', '.join(row['failed']))} type=\"rule\"/>"
+        elif row["status"] in (NOT_COVERED, NOT_REACHED):
+            body = f"<skipped message={quoteattr(row['why'])}/>"
+        cases.append(f'    <testcase classname="rmkit.conform.rules" name={quoteattr(row["id"] + " (covered by " + str(len(row["covered_by"])) + ")")}>{body}</testcase>')
+    if rows:
+        suites.append(f'  <testsuite name="rmkit conform rules" tests="{len(rows)}" failures="{sum(r["status"] == FAIL for r in rows)}" '
+                      f'skipped="{sum(r["status"] in (NOT_COVERED, NOT_REACHED) for r in rows)}">\n' + "\n".join(cases) + "\n  </testsuite>")
     return xml_safe('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n' + "\n".join(suites) + "\n</testsuites>\n")
 
 
 def render_html(rep: ConformReport) -> str:
     """A standalone page: the verdict, the per-rule matrix, every scenario, every failure."""
     e = html.escape
-    colour = {PASS: "#2e7d32", FAIL: "#c62828", NOT_EXERCISED: "#757575", NOT_REACHED: "#8d6e63"}
+    colour = {PASS: "#2e7d32", FAIL: "#c62828", NOT_COVERED: "#757575", NOT_REACHED: "#8d6e63"}
+    table = rep.table()
+    covered = sum(1 for r in table if r["covered_by"])
     rows = "\n".join(
         f"<tr><td><code>{e(r['id'])}</code></td><td>{e(r['title'])}</td>"
-        f"<td style='color:#fff;background:{colour[r['status']]}'>{e(r['status'])}</td>"
-        f"<td>{e(', '.join(r['scenarios'][:6]))}{' ...' if len(r['scenarios']) > 6 else ''}</td></tr>" for r in rep.table())
+        f"<td style='color:#fff;background:{colour[r['status']]}'>{e(r['status'])}</td><td>{len(r['covered_by'])}</td>"
+        f"<td>{e(', '.join(r['covered_by'][:6]))}{' ...' if len(r['covered_by']) > 6 else ''}</td><td>{e(r['why'])}</td></tr>"
+        for r in table)
     scen = "\n".join(
         f"<tr><td><code>{e(r.scenario.id)}</code></td><td>{e(r.scenario.origin)}</td><td>{e(r.scenario.role)}</td>"
         f"<td>{e(r.scenario.title)}</td><td style='color:{colour[r.verdict]}'>{e(r.verdict)}</td><td>{r.steps}</td></tr>"
@@ -168,7 +189,9 @@ pre{{background:#f5f5f5;padding:8px;overflow-x:auto}}</style></head><body>
 <h1>REMP conformance: {e(rep.implementation)}</h1>
 <p>Profile <b>{e(rep.profile)}</b>, roles {e(', '.join(rep.roles))}, {len(rep.results)} scenarios, generated on
 {e(time.strftime('%Y-%m-%d %H:%M:%S'))}. Verdict: <b style="color:{colour[rep.verdict]}">{e(rep.verdict.upper())}</b></p>
-<h2>Rules</h2><table><tr><th>rule</th><th>title</th><th>status</th><th>scenarios</th></tr>
+<h2>Rules</h2><p>Coverage: {covered} of {len(table)} rules in scope are covered by a scenario that catches their mutant
+(a reference that breaks exactly that rule); a rule passes only when such a scenario ran clean.</p>
+<table><tr><th>rule</th><th>title</th><th>status</th><th>covered by</th><th>scenarios that catch its mutant</th><th>why not covered</th></tr>
 {rows}</table>
 <h2>Scenarios</h2><table><tr><th>id</th><th>origin</th><th>role</th><th>title</th><th>verdict</th><th>steps</th></tr>
 {scen}</table>

@@ -51,6 +51,7 @@ class ScenarioResult:
     failure: Failure | None = None
     expected: list = field(default_factory=list)  # the reference's outputs per step run
     implementation: str = ""
+    freedoms_used: dict = field(default_factory=dict)  # freedom name -> steps where the judge applied it
 
 
 class LockStep:
@@ -131,7 +132,8 @@ def run_scenario(sc: Scenario, impl) -> ScenarioResult:
         impl.end()
     except ImplementationFailure as f:
         return failed(f.kind, len(sc.events) + 1, None, [], None, str(f), f.received, f.stderr)
-    return ScenarioResult(sc, PASS, len(sc.events), None, expected_all, getattr(impl, "name", ""))
+    return ScenarioResult(sc, PASS, len(sc.events), None, expected_all, getattr(impl, "name", ""),
+                          dict(run.judge.used_total))
 
 
 def explain_failure(res: ScenarioResult) -> str:
