@@ -39,8 +39,10 @@ Manifest (``manifest.json``, format ``rmkit-simulate-manifest/1``)::
   breaks a second rule has one entry per rule, sharing ``plant`` (``aimed`` is false for the
   companion). ``lines``: 1-based lines of the file holding the receipts the plant
   added or changed (for a plant that only removed receipts: the message's remaining lines).
-- ``natural``: what a clean log of the profile breaks by design (ever-node: non-strict
-  REMP-LIVE-001 of messages the node forgets without a Timeout); empty for spec.
+- ``natural``: what a clean log of the profile breaks by design, from the simulator's plan
+  (:func:`~.planting.lost_by_design`, ever-node: non-strict REMP-LIVE-001 of messages every
+  collator rejects but a validator that stopped never answers, as the node sends no Timeout);
+  empty for spec.
 - REMP-INPUT-001 entries have ``message_id`` null (the line cannot be read): they are matched by
   (file, line).
 
@@ -198,7 +200,7 @@ def make_part(cfg: BulkConfig, part: dict, out_dir: str) -> dict:
         _check_stride(part, stats)
         return {"file": _file_entry(cfg, part, name, stats), "violations": [], "natural": [], "missed": []}
 
-    from rmkit.conformance.remp.planting import PartContext, natural_findings, plant_part
+    from rmkit.conformance.remp.planting import PartContext, judged, lost_by_design, plant_part
 
     stream = list(sim.timed())
     ctx = PartContext(stream=stream, profile=cfg.profile, part=part["part"], seed=cfg.seed, fullnode_id=sim.fullnode_id,
@@ -206,7 +208,9 @@ def make_part(cfg: BulkConfig, part: dict, out_dir: str) -> dict:
                       min(len(s.order) for s in keyset.validator_set.sessions),
                       lifetime_s=life, kafka=cfg.kafka, signer=signer, outsider=outsider_id, second_fullnode=fn2_id,
                       validator_set=keyset.validator_set if keyset else None, last_part=part["next_start_ms"] is None)
-    natural = natural_findings(ctx) if cfg.profile != "spec" else []
+    by_msg = ctx.by_message()
+    natural = [("REMP-LIVE-001", mid, by_msg[mid]) for mid in lost_by_design(sim, stream, cfg.profile, life, judged_to_end=False)
+               if judged(ctx, by_msg[mid])]
     plants, missed = plant_part(ctx, part["rules"], {mid for _, mid, _ in natural})
     before: dict = {}
     replace: dict = {}

@@ -109,7 +109,7 @@ class _Msg:
     """What the checker remembers about one open message."""
 
     __slots__ = ("id", "first_ref", "first_t", "last_seq", "srcs", "kmask", "fin", "acc", "incl",
-                 "fn_rej", "sent_t", "put_t", "seen", "fin_count", "blk")
+                 "fn_rej", "sent_t", "put_t", "seen", "fin_count", "blk", "coll")
 
     def __init__(self, mid: str, ref: int, t: int | None, seq: int):
         self.id = mid
@@ -127,6 +127,7 @@ class _Msg:
         self.put_t: int | None = None
         self.seen = array("q")  # hashes of the receipts seen: a few dozen, so an array beats a set in memory
         self.blk: list | None = None  # timed block events for REMP-REPLAY-004/005: (kind, block, t, ref, source)
+        self.coll: dict | None = None  # candidate block -> (source, ref) of its first IncludedIntoBlock (REMP-BLOCK-001)
 
 
 class RempLogChecker:
@@ -703,6 +704,8 @@ class RempLogChecker:
         return True if t is None or other_t is None else t > other_t
 
     def _inclusion(self, msg: _Msg, kind: str, block: str, ref: int, t, src, expiry_ms: int) -> None:
+        if kind == "IncludedIntoBlock" and src is not None:
+            self._collator_of(msg, block, ref, src)
         if msg.incl is None:
             msg.incl = {}
         if block not in msg.incl:
@@ -718,6 +721,15 @@ class RempLogChecker:
             msg.acc.setdefault(block, ref)
         if msg.fin is not None:
             self._replay(msg.id, msg.fin, kind, block, ref, t, src)
+
+    def _collator_of(self, msg: _Msg, block: str, ref: int, src: str) -> None:
+        """REMP-BLOCK-001: a candidate's IncludedIntoBlock from another source than its first one."""
+        if msg.coll is None:
+            msg.coll = {}
+        first = msg.coll.setdefault(block, (src, ref))
+        if first[0] != src:
+            self._violate("REMP-BLOCK-001", msg.id, f"IncludedIntoBlock for block {block[:16]}… from {src}, which {first[0]} reported collating",
+                          [(first[1], "IncludedIntoBlock", first[0]), (ref, "IncludedIntoBlock", src)])
 
     def _block_event(self, msg: _Msg, kind: str, block, ref: int, t: int, src) -> None:
         """Remember a timed inclusion (block named) or masterchain release (block optional) for

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import os
 import random
-import tempfile
-from typing import Iterable, Optional
+from typing import Optional
 
 import orjson
 
@@ -90,7 +88,6 @@ class PartContext:
         self.b64 = t.signature_encoding == "base64"
         self.expiry_ms = m.expiry_bound_ms(lifetime_s)
         self.horizon_ms = int(m.default_horizon_s(lifetime_s) * 1000)
-        self.close_after_ms = self.horizon_ms + 60_000  # the checker closes a message then
         # whether the checker's clock moves with validator receipts (it needs two timed sources)
         self.clocked = kafka or VALIDATOR_ROLE not in m.zero_time_roles
         self._times = [kts for kts, _ in stream]
@@ -163,34 +160,6 @@ class PartContext:
         return self._first_single
 
 
-def _checker(ctx: PartContext):
-    from rmkit.conformance.remp.checker import RempLogChecker
-
-    return RempLogChecker(ctx.profile, lifetime_s=ctx.lifetime_s, max_examples=0, validator_set=ctx.validator_set)
-
-
-def _clock(ctx: PartContext, t: int) -> list:
-    """Two receipts of a stand-in message from two validators at time t: the log's clock moves
-    there, as the rest of the log would move it."""
-    mid = hashlib.blake2b(f"clock:{t}".encode(), digest_size=32).hexdigest()
-    out = []
-    for n, v in enumerate(ctx.validators[:2]):
-        ts = t if VALIDATOR_ROLE not in ctx.model.zero_time_roles else 0
-        out.append((t + n, ctx.signed({"kind": "PutIntoQueue", "message_id": mid, "timestamp": ts, "source_id": v, "signature": ""})))
-    return out
-
-
-def _run_checker(ctx: PartContext, items: Iterable):
-    fd, path = tempfile.mkstemp(suffix=".jsonl", prefix="rmkit-plant-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for n, (kts, r) in enumerate(items):
-                f.write((r if isinstance(r, bytes) else ctx.encode(kts, r, n)) + b"\n")
-        return _checker(ctx).run([path])
-    finally:
-        os.unlink(path)
-
-
 def _first_time(items: list) -> Optional[int]:
     for kts, r in items:
         if isinstance(r, dict):
@@ -198,6 +167,34 @@ def _first_time(items: list) -> Optional[int]:
             if t:
                 return t
     return None
+
+
+def lost_by_design(sim, timed: list, profile: str, lifetime_s: float, judged_to_end: bool = True) -> list[str]:
+    """Messages the profile leaves without a final outcome by design, from the simulator's plan
+    (``sim.fates``) and the receipts it wrote (``timed``: ``(kafka_time_ms, receipt)``), never
+    from a check: in a profile without Timeout, a message every collator rejects (fate "bad") that
+    a validator queued and never rejected (it stopped once 2/3 had rejected) is never decided;
+    counted when the log runs past its horizon (``judged_to_end``; else every such message, for the
+    caller to judge)."""
+    m = model_for(profile)
+    if m.kinds["Timeout"].in_table:
+        return []
+    spec_kinds = {name: k for name, k in m.kinds.items()}
+    horizon_ms = m.default_horizon_s(lifetime_s) * 1000
+    end = max(kts for kts, _ in timed)
+    by_msg: dict = {}
+    for kts, r in timed:
+        by_msg.setdefault(r["message_id"], []).append((r.get("timestamp") or kts, r))
+    out = []
+    for mid, fate in sim.fates.items():
+        items = by_msg.get(mid, [])
+        if fate[0] != "bad" or not items or (judged_to_end and end - min(t for t, _ in items) < horizon_ms):
+            continue
+        queued = {r["source_id"] for _, r in items if spec_kinds[r["kind"]].bit & m.queued_mask and VALIDATOR_ROLE in spec_kinds[r["kind"]].issuers}
+        rejected = {r["source_id"] for _, r in items if spec_kinds[r["kind"]].category in ("rejected", "timeout")}
+        if queued - rejected:
+            out.append(mid)
+    return out
 
 
 def judged(ctx: PartContext, idxs: list) -> Optional[bool]:
@@ -212,25 +209,6 @@ def judged(ctx: PartContext, idxs: list) -> Optional[bool]:
         return False
     left = ctx.end_time() - t0 - ctx.horizon_ms
     return None if abs(left) < 10_000 else left > 0
-
-
-def natural_findings(ctx: PartContext) -> list:
-    """What the checker finds on the clean part, in the context of a longer log (for a part
-    followed by another, the clock moves past every message's horizon): ``[(rule, message id,
-    stream indexes)]``. The spec profile's simulator writes conforming logs, so this is only run
-    for profiles whose clean logs break rules by design (ever-node forgets expired messages
-    without a Timeout: non-strict REMP-LIVE-001)."""
-    items = list(ctx.stream)
-    if not ctx.last_part and ctx.clocked and items:
-        items += _clock(ctx, items[-1][0] + ctx.close_after_ms + 60_000)
-    rep = _run_checker(ctx, items)
-    bg = set(BACKGROUND.get(ctx.profile, ()))
-    out = []
-    for v in rep.violations:
-        if v.rule in bg or v.message_id is None:
-            continue
-        out.append((v.rule, v.message_id, sorted({e.line - 1 for e in v.evidence if e.line - 1 < len(ctx.stream)})))
-    return out
 
 
 def plant_part(ctx: PartContext, rules: list[str], exclude: set) -> tuple[list, list]:

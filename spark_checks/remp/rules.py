@@ -353,7 +353,7 @@ class RempRules:
             rows(F.col("tr"), "src", F.col("tr_.to").alias("to"), F.col("P").alias("p"), F.col("kind").alias("k")).alias("trs_before"),
             rows(F.col("finr"), F.col("block").alias("b"), F.col("P").alias("p"), "t", F.col("src").alias("s")).alias("fins_before"),
             rows(put, "t").alias("puts_before"),
-            rows(F.col("incl"), "block").alias("incl_before"),
+            rows(F.col("incl"), "block", F.col("kind").alias("k"), "src").alias("incl_before"),
             rows(F.col("tr"), "src", frame=AFTER).alias("trs_after"),
             rows(F.col("tr") & queued_kind, "src", frame=UPTO).alias("queued_upto"))
         same_src = lambda x: in_life(x) & (x.src == F.col("src"))  # noqa: E731
@@ -363,6 +363,9 @@ class RempRules:
         df = df.withColumn("fin_before", F.get(F.filter("fins_before", in_life), 0))
         df = df.withColumn("put_before", F.get(F.filter("puts_before", in_life), 0).t)
         df = df.withColumn("incl_first", F.col("incl") & ~F.exists("incl_before", lambda x: in_life(x) & (x.block == F.col("block"))))
+        # the source of the block's first IncludedIntoBlock (REMP-BLOCK-001)
+        df = df.withColumn("collator_before", F.get(F.filter("incl_before", lambda x: in_life(x) & (x.block == F.col("block"))
+                                                               & (x.k == "IncludedIntoBlock") & x.src.isNotNull()), 0).src)
         df = df.withColumn("src_last", F.col("tr") & ~F.exists("trs_after", same_src))
         df = df.withColumn("src_queued", F.col("src_last") & F.exists("queued_upto", same_src))
         return df.drop("trs_before", "fins_before", "puts_before", "incl_before", "trs_after", "queued_upto")
@@ -436,6 +439,10 @@ class RempRules:
         add("REMP-EXPIRY-001", F.col("incl_first") & F.col("t").isNotNull() & base_t.isNotNull() & (F.col("t") - base_t > F.lit(self.lim.expiry_ms)),
             F.format_string(f"first included into block %s… %.1f s after a validator first received it; the {self.profile} profile keeps a message at most {self.lim.expiry_ms / 1000:.0f} s",
                             F.substring(F.col("block"), 1, 16), (F.col("t") - base_t) / 1000.0), F.array(me))
+        add("REMP-BLOCK-001", F.col("incl") & (F.col("kind") == "IncludedIntoBlock") & F.col("src").isNotNull()
+            & F.col("collator_before").isNotNull() & (F.col("collator_before") != F.col("src")),
+            F.concat(F.lit("IncludedIntoBlock for block "), F.substring(F.col("block"), 1, 16), F.lit("… from "), F.col("src"),
+                     F.lit(", which "), F.col("collator_before"), F.lit(" reported collating")), F.array(me))
         life_ms = int(self.lim.lifetime_s * 1000)
         add("REMP-EXPIRY-002", kr & (F.col("kind") == "Timeout") & F.col("t").isNotNull() & base_t.isNotNull() & (F.col("t") - base_t < F.lit(life_ms)),
             F.format_string(f"Timeout from %s %.1f s after the message was first queued; a message is tracked at least one lifetime ({life_ms / 1000:.0f} s)",
