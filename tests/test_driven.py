@@ -92,7 +92,11 @@ def _example(name, role):
     return InProcessImplementation(f"rmkit.conformance.examples.{name}:factory", role)
 
 
-@pytest.mark.parametrize("name,profile", FAULTY_CASES)
+QUICK_FAULTY = {("no_replay_protection", "spec"), ("forgets_at_switch", "spec"), ("ignores_next_set", "ever-node")}
+
+
+@pytest.mark.parametrize("name,profile", [c if c in QUICK_FAULTY else pytest.param(*c, marks=pytest.mark.slow)
+                                          for c in FAULTY_CASES])
 def test_generated_scenarios_find_each_faulty_example_and_shrink_it(name, profile):
     role, _ = EXAMPLES[name]
     g = run_generated(role, profile, default_params(role, profile), _example(name, role), max_examples=300, derandomize=True)
@@ -111,7 +115,7 @@ def test_the_catalogue_alone_finds_each_faulty_example(name, profile):
 
 
 @pytest.mark.parametrize("name,profile", LEGAL_CASES)
-def test_each_legal_example_passes_the_catalogue_and_generated_scenarios(name, profile):
+def test_each_legal_example_passes_the_catalogue(name, profile):
     role = LEGAL[name][0]
     used: dict = {}
     for sc in catalogue(profile, [role]):
@@ -120,8 +124,20 @@ def test_each_legal_example_passes_the_catalogue_and_generated_scenarios(name, p
         for k, v in res.freedoms_used.items():
             used[k] = used.get(k, 0) + v
     assert used, f"{name}: the judge never had to accept a choice of it (it is the reference)"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,profile", LEGAL_CASES)
+def test_each_legal_example_passes_generated_scenarios(name, profile):
+    role = LEGAL[name][0]
     g = run_generated(role, profile, default_params(role, profile), _example(name, role), max_examples=100, derandomize=True)
     assert g.failing is None and not g.kit_error, f"{name} ({profile}): {g.message or g.kit_error}"
+
+
+def test_a_legal_example_passes_generated_scenarios_quickly():
+    g = run_generated("validator", "ever-node", default_params("validator", "ever-node"),
+                      _example("optimised_validator", "validator"), max_examples=25, derandomize=True)
+    assert g.failing is None and not g.kit_error, g.message or g.kit_error
 
 
 def test_every_freedom_is_used_by_a_legal_example():

@@ -3,20 +3,18 @@ announced next one (000: "It sends the message to each validator in the current 
 validator in the current shard and to each validator in the next shard"), the documents' form
 before the N/3+1 optimisation."""
 
-from rmkit.conformance.examples._base import VariantAdapter
+from rmkit.conformance.examples._base import ChoiceMachine, VariantAdapter
 from rmkit.reference_impl.remp.events import Submit
 from rmkit.reference_impl.remp.fullnode import FullNode
 
 
-class FanoutAllFullNode(FullNode):
-    def step(self, event):
+class FanoutAllFullNode(ChoiceMachine, FullNode):
+    hook = "choose"
+
+    def choice(self, event):
         if isinstance(event, Submit) and event.msg_id not in self.msgs:
-            everyone = list(dict.fromkeys(v for vs in self.sets() for v in vs))
-            self.choose = {event.msg_id: everyone}
-        try:
-            return super().step(event)
-        finally:
-            self.choose = None
+            return {event.msg_id: list(dict.fromkeys(v for vs in self.sets() for v in vs))}
+        return None
 
 
 class Adapter(VariantAdapter):

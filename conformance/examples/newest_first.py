@@ -1,20 +1,18 @@
 """A validator whose collator takes the newest messages first (000: "it takes the oldest messages
 from the hashmap"; neither reading of the documents allows it: REMP-COLL-001)."""
 
-from rmkit.conformance.examples._base import VariantAdapter
+from rmkit.conformance.examples._base import ChoiceMachine, VariantAdapter
 from rmkit.reference_impl.remp.events import CollationRound
 from rmkit.reference_impl.remp.validator import Validator
 
 
-class NewestFirstValidator(Validator):
-    def step(self, event):
+class NewestFirstValidator(ChoiceMachine, Validator):
+    hook = "choose_order"
+
+    def choice(self, event):
         if isinstance(event, CollationRound):
-            plan = self.collation_plan(10_000)
-            self.choose_order = list(reversed(plan))[: event.max_messages]
-        try:
-            return super().step(event)
-        finally:
-            self.choose_order = None
+            return list(reversed(self.collation_plan(10_000)))[: event.max_messages]
+        return None
 
 
 class Adapter(VariantAdapter):

@@ -7,11 +7,8 @@ class Adapter(VariantAdapter):
     faulty_role = "validator"
     name = "legal example: no empty hand-over"
 
-    def step(self, event):
-        out = super().step(event)
-        if self.role != self.faulty_role:
-            return out
-        return [o for o in out if not (o["type"] == "Forwarded" and not o["full"] and not o["digests"])]
+    def outputs(self, outs):
+        return [o for o in outs if not (o["type"] == "Forwarded" and not o["full"] and not o["digests"])]
 
 
 def factory(role):

@@ -3,19 +3,21 @@ messages it received via the catchain ("do not forward a message if it is receiv
 catchain") and collates messages another validator's collator accepted first ("Accepted messages
 should be collated first"); it also leaves out the Duplicate receipt and an empty hand-over."""
 
-from rmkit.conformance.examples._base import VariantAdapter
+from rmkit.conformance.examples._base import ChoiceMachine, VariantAdapter
 from rmkit.reference_impl.remp.events import CollationRound, Forwarded
 from rmkit.reference_impl.remp.validator import Validator
 
 
-class OptimisedValidator(Validator):
-    def step(self, event):
+class OptimisedValidator(ChoiceMachine, Validator):
+    hook = "choose_order"
+
+    def choice(self, event):
         if isinstance(event, CollationRound):
-            self.choose_order = self.collation_plan(event.max_messages, accepted_first=True)
-        try:
-            out = super().step(event)
-        finally:
-            self.choose_order = None
+            return self.collation_plan(event.max_messages, accepted_first=True)
+        return None
+
+    def step(self, event):
+        out = super().step(event)
         return [o for o in out if not (isinstance(o, Forwarded) and not o.full and not o.digests)]
 
     def _forward(self, session, to_session, time):

@@ -4,35 +4,34 @@ those left, through the machine's choice hook; it must pass wherever the referen
 
 import random
 
-from rmkit.conformance.examples._base import VariantAdapter
+from rmkit.conformance.examples._base import ChoiceMachine, VariantAdapter
 from rmkit.conformance.remp.model import model_for
 from rmkit.reference_impl.remp.events import Submit, Tick
 from rmkit.reference_impl.remp.fullnode import FullNode
 
 
-class RandomFanoutFullNode(FullNode):
+class RandomFanoutFullNode(ChoiceMachine, FullNode):
+    hook = "choose"
+
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self.rng = random.Random(7)
 
-    def step(self, event):
+    def choice(self, event):
         if isinstance(event, Submit) and event.msg_id not in self.msgs and event.error is None and event.has_body:
             picked = []
             for vs in self.sets():
                 k = model_for(self.traits.profile).threshold("fanout_min", len(vs))
                 picked += [v for v in self.rng.sample(list(vs), min(k, len(vs))) if v not in picked]
-            self.choose = {event.msg_id: picked}
-        elif isinstance(event, Tick):
-            self.choose = {}
+            return {event.msg_id: picked}
+        if isinstance(event, Tick):
+            due = {}
             for mid in list(self.watch):
                 if self.resend_due(mid, event.time):
                     m = self.msgs[mid]
-                    left = sorted({v for vs in self.sets() for v in vs if v not in m.targets})
-                    self.choose[mid] = [self.rng.choice(left)]
-        try:
-            return super().step(event)
-        finally:
-            self.choose = None
+                    due[mid] = [self.rng.choice(sorted({v for vs in self.sets() for v in vs if v not in m.targets}))]
+            return due
+        return None
 
 
 class Adapter(VariantAdapter):

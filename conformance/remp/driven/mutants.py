@@ -140,11 +140,8 @@ class Mutant(VariantAdapter):
 
     rewrite = None
 
-    def step(self, event):
-        out = super().step(event)
-        if self.rewrite is not None and self.role == self.faulty_role:
-            out = type(self).rewrite(out)
-        return out
+    def outputs(self, outs):
+        return outs if self.rewrite is None else type(self).rewrite(outs)
 
 
 def _mutant(rule: str, role: str, variant=None, config=None, params=None, rewrite=None) -> type:
