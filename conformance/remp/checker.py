@@ -47,7 +47,7 @@ INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
 # receipt is a new submission of the same id (the documents: a message is forgotten once obsolete).
 START_KINDS = ("SentToValidators", "PutIntoQueue")
 RELEASE_KINDS = ("IgnoredByMasterchain", "RejectedByMasterchain")  # the masterchain frees an accepted block's messages
-BLOCK_EVENT_KINDS = INCLUSION_KINDS + RELEASE_KINDS
+BLOCK_EVENT_KINDS = INCLUSION_KINDS + RELEASE_KINDS + ("RejectedByCollator",)
 REJECT_POSITIONS = ("rejected", "timed_out")
 NO_TIME = ("no usable time: receipt timestamp 0 or missing and no Kafka record timestamp; "
            "give the checker Kafka dumps with their record timestamps")
@@ -109,7 +109,7 @@ class _Msg:
     """What the checker remembers about one open message."""
 
     __slots__ = ("id", "first_ref", "first_t", "last_seq", "srcs", "kmask", "fin", "acc", "incl",
-                 "fn_rej", "sent_t", "put_t", "seen", "fin_count", "blk", "coll")
+                 "fn_rej", "sent_t", "put_t", "seen", "fin_count", "blk", "coll", "total")
 
     def __init__(self, mid: str, ref: int, t: int | None, seq: int):
         self.id = mid
@@ -128,6 +128,7 @@ class _Msg:
         self.seen = array("q")  # hashes of the receipts seen: a few dozen, so an array beats a set in memory
         self.blk: list | None = None  # timed block events for REMP-REPLAY-004/005: (kind, block, t, ref, source)
         self.coll: dict | None = None  # candidate block -> (source, ref) of its first IncludedIntoBlock (REMP-BLOCK-001)
+        self.total: int | None = None  # total_validators of the first SentToValidators (REMP-COLL-004)
 
 
 class RempLogChecker:
@@ -343,7 +344,7 @@ class RempLogChecker:
         check_time = modes["REMP-TIME-001"] != OFF
         check_sig = modes["REMP-SIG-001"] != OFF
         check_role = modes["REMP-ROLE-001"] != OFF
-        track_blocks = modes["REMP-REPLAY-004"] != OFF or modes["REMP-REPLAY-005"] != OFF
+        track_blocks = modes["REMP-REPLAY-004"] != OFF or modes["REMP-REPLAY-005"] != OFF or modes["REMP-COLL-004"] != OFF
         verify = self._check_signature if self.keyed else None
         # with keys, a source outside the validator set is REMP-SIG-003's finding, not a role problem
         unknown_is_role = check_role and not (self.keyed and modes["REMP-SIG-003"] != OFF)
@@ -590,6 +591,8 @@ class RempLogChecker:
                         msg.sent_t = t
                     n, total = obj.get("sent_to"), obj.get("total_validators")
                     if type(n) is int and type(total) is int and total > 0:
+                        if msg.total is None:
+                            msg.total = total
                         if n > total:
                             violate("REMP-FANOUT-001", mid, f"sent_to {n} > total_validators {total}", [(ref, kind, src)])
                         elif n < m.threshold("fanout_min", total):
@@ -765,6 +768,23 @@ class RempLogChecker:
                                   "still held it (not ignored or rejected by the masterchain)", [(held[3], held[0], held[4]), (ref, kind, src)])
                     break
 
+    def _collated_after_rejects(self, msg: _Msg) -> None:
+        """REMP-COLL-004: an IncludedIntoBlock later than the time by which ceil(2N/3) validators
+        (N: total_validators of the first SentToValidators) had reported RejectedByCollator."""
+        need = self.model.threshold("stop_collation_rejected", msg.total)
+        first: dict = {}  # source -> (time, ref) of its first reject
+        for k, _, t, ref, src in msg.blk:
+            if k == "RejectedByCollator" and src is not None and (src not in first or t < first[src][0]):
+                first[src] = (t, ref)
+        if need < 1 or len(first) < need:
+            return
+        cut_t, cut_ref = sorted(first.values())[need - 1]
+        for k, b, t, ref, src in msg.blk:
+            if k == "IncludedIntoBlock" and t > cut_t:
+                self._violate("REMP-COLL-004", msg.id, f"IncludedIntoBlock into block {b[:16]}… by {src} {(t - cut_t) / 1000:.1f} s after "
+                              f"{need} of {msg.total} validators had rejected the message", [(cut_ref, "RejectedByCollator", None), (ref, k, src)])
+                break
+
     def _early_timeout(self, msg: _Msg, ref: int, t, src) -> None:
         """REMP-EXPIRY-002: a Timeout less than one lifetime after the message was first queued
         (measured from the earliest queueing seen, so a validator that got it later is not wronged)."""
@@ -838,6 +858,8 @@ class RempLogChecker:
         fin = msg.fin
         if msg.blk is not None:
             self._replay_before_final(msg)
+            if msg.total is not None:
+                self._collated_after_rejects(msg)
         if fin is not None:
             fin_ev = (fin[1], "Finalized", fin[3])
             if queued and all(st[1] in REJECT_POSITIONS for _, st in queued):

@@ -531,9 +531,15 @@ def collated_again(ctx, mid, idxs):
 
 def collated_after_expiry(ctx, mid, idxs):
     """REMP-EXPIRY-001: a validator queues a message with the others, sits on it until it is
-    obsolete, then collates it; the shard rejects the block."""
+    obsolete, then collates it; the shard rejects the block. In a message 2/3 of the validators
+    the full node counted had rejected, that collation breaks REMP-COLL-004 too (where checked)."""
     if _of(ctx, idxs, "Finalized") or _of(ctx, idxs, "RejectedByFullnode"):
         return None
+    rejecters = {ctx.stream[i][1]["source_id"] for i in _of(ctx, idxs, "RejectedByCollator")}
+    sent = [ctx.stream[i][1] for i in _of(ctx, idxs, "SentToValidators")]
+    total = sent[0].get("total_validators") if sent else None
+    stopped = (ctx.model.mode("REMP-COLL-004") != "off" and isinstance(total, int) and total > 0
+               and len(rejecters) >= ctx.model.threshold("stop_collation_rejected", total))
     puts = _of(ctx, idxs, "PutIntoQueue")
     if not puts:
         return None
@@ -558,7 +564,7 @@ def collated_after_expiry(ctx, mid, idxs):
                                    "error": "Block rejected by the shardchain: message expired"}))]
     edits = _after(ctx, puts[0], 1, put)
     edits.setdefault(j, []).extend(late)
-    return Plant("REMP-EXPIRY-001", mid, before=edits)
+    return Plant("REMP-EXPIRY-001", mid, before=edits, companions=frozenset({"REMP-COLL-004"} if stopped else ()))
 
 
 def lost_after_queue(ctx, mid, idxs):

@@ -490,8 +490,12 @@ class RempRules:
             F.collect_set(F.when(kr & (F.col("kind") == "IncludedIntoAcceptedBlock"), F.col("block"))).alias("acc"),
             # timed inclusions (block named) and masterchain releases (block optional) for REMP-REPLAY-004/005
             F.collect_list(F.when(kr & F.col("t").isNotNull() & ((F.col("kind").isin(*INCLUSION_KINDS) & F.col("block").isNotNull())
-                                                                  | F.col("kind").isin(*RELEASE_KINDS)),
-                                  F.struct(F.col("kind").alias("k"), F.col("block").alias("b"), F.col("t").alias("t")))).alias("blk"),
+                                                                  | F.col("kind").isin(*RELEASE_KINDS, "RejectedByCollator")),
+                                  F.struct(F.col("kind").alias("k"), F.col("block").alias("b"), F.col("t").alias("t"),
+                                           F.col("src").alias("s")))).alias("blk"),
+            # total_validators of the first SentToValidators (REMP-COLL-004)
+            F.min(F.when(kr & (F.col("kind") == "SentToValidators") & F.col("sent_to").isNotNull() & (F.col("total_validators") > 0),
+                         F.struct(P.alias("p"), F.col("total_validators").alias("n")))).alias("total"),
             F.min(F.when(kr & (F.col("kind") == "SentToValidators") & F.col("t").isNotNull(), F.struct(P.alias("p"), F.col("t").alias("t")))).alias("sent"),
             F.min(F.when(kr & (F.col("kind") == "PutIntoQueue") & (F.col("t") != 0), F.struct(P.alias("p"), F.col("t").alias("t")))).alias("put"),
             F.min(F.when(F.col("t").isNotNull(), F.struct(P.alias("p"), F.col("t").alias("t")))).alias("ft"),
@@ -563,6 +567,18 @@ class RempRules:
             add(rule, F.exists(blk, offends(kind)),
                 F.lit(f"{kind} into another block while an accepted block still held the message (not ignored or rejected by the masterchain)"),
                 F.array(ev(F.col("first_p"), F.lit(None), F.lit(None))))
+        frac, plus, minus_one, rounding = self.m.thresholds["stop_collation_rejected"]
+        n = F.col("total.n")
+        base = (n - 1 if minus_one else n).cast("decimal(38,0)") * F.lit(frac.numerator)
+        need = (F.ceil(base / F.lit(frac.denominator)) if rounding == "ceil" else F.floor(base / F.lit(frac.denominator))) + F.lit(plus)
+
+        def after_rejects(i):  # at least `need` validators had rejected before this inclusion
+            return (i.k == "IncludedIntoBlock") & (F.size(F.array_distinct(F.transform(
+                F.filter(blk, lambda r: (r.k == "RejectedByCollator") & r.s.isNotNull() & (r.t < i.t)), lambda r: r.s))) >= need)
+
+        add("REMP-COLL-004", n.isNotNull() & (need >= 1) & F.exists(blk, after_rejects),
+            F.format_string("IncludedIntoBlock after %s of %d validators had rejected the message", need.cast("string"), n),
+            F.array(ev(F.col("first_p"), F.lit(None), F.lit(None))))
         add("REMP-FN-001", fn.isNotNull() & (F.col("nvals") > 0),
             F.format_string("rejected by the full node, yet %d validator(s) reported on it", F.col("nvals")), F.concat(F.array(fn_ev), F.col("val_ev")))
         first_ev = ev(F.col("first_p"), F.lit(None), F.lit(None))
