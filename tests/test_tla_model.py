@@ -46,8 +46,29 @@ def test_configuration_checks_to_the_manifest_figures(name):
     result = run_tlc(model.dir, cfg.module, cfg.cfg, workers=cfg.workers, deadlock_check=cfg.deadlock)
     assert result.verdict == "pass", result.error or result.counterexamples
     assert result.complete
+    assert cfg.distinct_states is not None, f"{name}: no expected figures in tla/manifest.json"
     assert result.distinct_states == cfg.distinct_states
     assert result.total_states == cfg.total_states
+
+
+def test_seven_validators_two_byzantine_simulated():
+    """N = 7, f = 2: random behaviours of TLC's simulation mode for a fixed time (CI); the
+    exhaustive check of the same configuration runs under `make test-slow`."""
+    model, cfg = _config("seven")
+    result = run_tlc(model.dir, cfg.module, cfg.cfg, workers=1, deadlock_check=False, simulate_depth=60, seed=7,
+                     timeout=40)
+    assert result.verdict == "pass", result.error or result.counterexamples
+    assert not result.complete
+
+
+@pytest.mark.slow
+def test_seven_validators_two_byzantine_exhaustive():
+    model, cfg = _config("seven")
+    result = run_tlc(model.dir, cfg.module, cfg.cfg, workers=cfg.workers, deadlock_check=cfg.deadlock)
+    assert result.verdict == "pass", result.error or result.counterexamples
+    assert result.complete
+    if cfg.distinct_states is not None:
+        assert result.distinct_states == cfg.distinct_states
 
 
 def test_every_configuration_switches_every_mechanism_on():
@@ -80,7 +101,7 @@ MUTATIONS = {
     "FinalSticky": ("MCREMP_handover.cfg", {"CacheOnReceive": "FALSE"},
                     "a copy of a processed message is taken again (validators' and full node's cache)"),
     "RejectsStopCollation": ("MCREMP.cfg", {"StopRule": "FALSE"}, "the 2/3 rule is no longer applied"),
-    "NoInclusionAfterObsolete": ("MCREMP.cfg", {"LifetimeFromMessage": "FALSE"},
+    "NoInclusionAfterObsolete": ("MCREMP_handover.cfg", {"LifetimeFromMessage": "FALSE"},
                                  "a message's lifetime counts from its arrival at each validator"),
     "ObsoleteNotForwarded": ("MCREMP_handover.cfg", {"LifetimeFromMessage": "FALSE"},
                              "a message's lifetime counts from its arrival at each validator"),

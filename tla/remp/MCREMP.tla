@@ -21,9 +21,14 @@ CandsBound == Len(cands) <= MaxCands
 \* the client makes its messages in the first session (a message made later expires after the
 \* last session explored, so it adds states but no expiry).
 SubmitFirst == session > 0 => \A m \in Msgs : fn[m] # "none"
-\* at most MaxInTransit catchain records and MaxInTransit copies from the full node in transit.
-TransitBound == Cardinality(cc) <= MaxInTransit /\ Cardinality(net) <= MaxInTransit
+\* at most MaxInTransit catchain records, and one fan-out's copies from the full node, in transit.
+TransitBound == Cardinality(cc) <= MaxInTransit /\ Cardinality(net) <= Fanout
 Bounds == CandsBound /\ SubmitFirst /\ TransitBound
+
+\* The view of the live configuration: without the reject records counted. There no collator
+\* rejects and one faulty validator cannot reach StopCollationRejected(4) = 3 alone, so the records
+\* change no step and no property: states that differ only in them are the same state.
+LiveView == <<session, fn, origin, passed, net, byz, st, arr, tip, ses, handed, cc, cands, chain>>
 
 \* Honest validators are interchangeable, and so are messages.
 MCSymmetry == Permutations(Honest) \cup Permutations(Msgs)
