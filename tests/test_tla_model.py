@@ -40,7 +40,7 @@ def _config(name):
     return model, model.config(name)
 
 
-@pytest.mark.parametrize("name", ["small", "handover", "live"])
+@pytest.mark.parametrize("name", ["small", "handover", "livehandover"])
 def test_configuration_checks_to_the_manifest_figures(name):
     model, cfg = _config(name)
     result = run_tlc(model.dir, cfg.module, cfg.cfg, workers=cfg.workers, deadlock_check=cfg.deadlock)
@@ -107,10 +107,10 @@ MUTATIONS = {
                              "a message's lifetime counts from its arrival at each validator"),
     "FinalizedWasSubmittedAndAccepted": ("MCREMP.cfg", {"BodiesSigned": "FALSE"},
                                          "faulty validators can make up message bodies"),
-    "EveryMemberHasIt": ("MCREMP_live.cfg", {"Rebroadcast": "FALSE"},
-                         "the catchain no longer re-sends a record that was lost"),
-    "EverySubmittedResolved": ("MCREMP_live.cfg", {"Fanout": "1"},
-                               "the full node sends to floor(N/3) validators instead of floor(N/3) + 1"),
+    "EverySubmittedResolved": ("MCREMP_livehandover.cfg", {"Rebroadcast": "FALSE"},
+                               "the catchain no longer re-sends a record that was lost (here the hand-over)"),
+    "EveryMemberHasIt": ("MCREMP_live.cfg", {"Fanout": "1"},
+                         "the full node sends to floor(N/3) validators instead of floor(N/3) + 1"),
 }
 TEMPORAL = {"FinalSticky", "RejectsStopCollation", "EveryMemberHasIt", "EverySubmittedResolved"}
 
@@ -141,7 +141,7 @@ def _mutant_folder(tmp_path, key):
 
 def test_every_property_has_a_mutation():
     checked = set()
-    for cfg in ("MCREMP.cfg", "MCREMP_live.cfg"):
+    for cfg in ("MCREMP.cfg", "MCREMP_livehandover.cfg"):
         text = (MODEL_DIR / cfg).read_text()
         checked |= {w for ln in text.splitlines() if ln.startswith(("INVARIANTS", "PROPERTIES")) for w in ln.split()[1:]}
     assert checked - {"TypeOK"} == {_property(k) for k in MUTATIONS}
