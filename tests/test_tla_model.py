@@ -62,6 +62,15 @@ def test_seven_validators_two_byzantine_simulated():
 
 
 @pytest.mark.slow
+def test_liveness_with_a_byzantine_validator():
+    """N = 4, f = 1 under LiveSpec: every sent message is resolved, every honest member gets it."""
+    model, cfg = _config("live")
+    result = run_tlc(model.dir, cfg.module, cfg.cfg, workers=cfg.workers, deadlock_check=cfg.deadlock)
+    assert result.verdict == "pass", result.error or result.counterexamples
+    assert result.complete
+
+
+@pytest.mark.slow
 def test_seven_validators_two_byzantine_exhaustive():
     model, cfg = _config("seven")
     result = run_tlc(model.dir, cfg.module, cfg.cfg, workers=cfg.workers, deadlock_check=cfg.deadlock)
