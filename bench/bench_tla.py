@@ -4,7 +4,7 @@ streaming checker of ``rmkit check`` on the same trace, measured in the same run
 Printed:
 
 - small / handover / live: TLC's wall time, distinct and generated states, depth (``--deep``
-  adds the deep configuration, about 7 minutes);
+  adds the slow configurations: seven validators, two of them Byzantine);
 - agreement, model -> reference: TLC behaviours drawn per second and steps replayed per second;
 - trace validation: for walks of the reference machines of about ``--receipts`` receipts (five
   validators, eight messages), the wall time of TLC validating the trace (JVM start-up included)

@@ -1,25 +1,36 @@
 ------------------------------- MODULE MCREMP -------------------------------
-(* Model values and bounds for checking REMP with TLC; the configurations   *)
-(* MCREMP.cfg (small, exhaustive in CI) and MCREMP_deep.cfg (scheduled)     *)
-(* say what each bound means.                                               *)
+(* Model values and bounds for checking REMP with TLC; each configuration   *)
+(* (MCREMP*.cfg) says in its header what it checks and what its bounds      *)
+(* leave out.                                                               *)
 EXTENDS REMP
 
-CONSTANTS v1, v2, v3, v4, v5, m1, m2
+CONSTANTS v1, v2, v3, v4, v5, v6, v7, m1, m2
 
-\* Sessions 0..MaxSession with the same two validators (N = 2).
-MCMembersTwo == [s \in 0..MaxSession |-> {v1, v2}]
-\* One validator per session, a different one after each switch (N = 1): every pending message
-\* must be handed over.
+\* The same four validators in every session (N = 4, FaultyMax(4) = 1, Quorum 3).
+MCMembersFour == [s \in 0..MaxSession |-> {v1, v2, v3, v4}]
+\* The same seven validators in every session (N = 7, FaultyMax(7) = 2, Quorum 5).
+MCMembersSeven == [s \in 0..MaxSession |-> {v1, v2, v3, v4, v5, v6, v7}]
+\* One validator per session, a different one after each switch (N = 1): what the next validator
+\* knows of the previous session comes from the hand-over alone.
 MCMembersAlternating == [s \in 0..MaxSession |-> IF s % 2 = 0 THEN {v1} ELSE {v2}]
-\* Sessions 0..MaxSession with the same four validators (N = 4, FaultyMax(4) = 1).
-MCMembersSame == [s \in 0..MaxSession |-> {v1, v2, v3, v4}]
-\* The set changes at each switch: four of five validators serve in each session.
-MCMembersRotating == [s \in 0..MaxSession |-> IF s % 2 = 0 THEN {v1, v2, v3, v4} ELSE {v2, v3, v4, v5}]
 
-CONSTANT MaxBlocks
-\* State constraint: at most MaxBlocks candidates are made (each ignore or reject can make the
-\* collator try again; without a bound the state space is infinite).
-BlocksBound == Len(blocks) <= MaxBlocks
+CONSTANTS MaxCands, MaxInTransit
+\* State constraints (each configuration says which it uses):
+\* at most MaxCands candidate blocks (each ignored round can make collators try again);
+CandsBound == Len(cands) <= MaxCands
+\* the client makes its messages in the first session (a message made later expires after the
+\* last session explored, so it adds states but no expiry).
+SubmitFirst == session > 0 => \A m \in Msgs : fn[m] # "none"
+\* at most MaxInTransit catchain records, and one fan-out's copies from the full node, in transit.
+TransitBound == Cardinality(cc) <= MaxInTransit /\ Cardinality(net) <= Fanout
+Bounds == CandsBound /\ SubmitFirst /\ TransitBound
 
-MCSymmetry == Permutations(Honest)
+\* The view of the live configuration: without the reject records counted. There no collator
+\* rejects and one faulty validator cannot reach StopCollationRejected(4) = 3 alone, so the records
+\* change no step and no property: states that differ only in them are the same state.
+LiveView == <<session, fn, origin, passed, net, byz, st, arr, tip, ses, handed, cc, cands, chain>>
+
+\* Honest validators are interchangeable, and so are messages.
+MCSymmetry == Permutations(Honest) \cup Permutations(Msgs)
+MsgSymmetry == Permutations(Msgs)
 =============================================================================

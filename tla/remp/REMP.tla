@@ -1,534 +1,542 @@
 -------------------------------- MODULE REMP --------------------------------
 (***************************************************************************)
-(* REMP, Everscale's Reliable External Messaging Protocol, as the design   *)
-(* documents describe it:                                                  *)
-(*   000 "REMP: Reliable External Messaging Protocol" (statuses, levels,   *)
-(*       catchain records, collation order, replay protection),           *)
-(*   001 "REMP architecture and message lifetimes" (fan-out to N/3+1      *)
-(*       validators, lifetime by master catchain session, N -> N+2).      *)
-(* Where the documents leave a choice open, the model makes the choice of  *)
-(* the project's Python reference machines (reference_impl/remp), so that  *)
-(* the two can be checked against each other step by step; each such      *)
-(* choice is marked "reference:" below.                                    *)
+(* REMP, Everscale's Reliable External Messaging Protocol, against the     *)
+(* adversary its design documents assume:                                  *)
+(*   000 "REMP: Reliable External Messaging Protocol" (statuses, catchain  *)
+(*       records, collation, "If the message was processed by some node    *)
+(*       and accepted, then the current block is declined", forward        *)
+(*       messages "for replay protection purposes"),                       *)
+(*   001 "REMP architecture and message lifetimes" (fan-out to N/3+1,       *)
+(*       "we suppose that at most N/3 validators are invalid", N -> N+2).  *)
 (*                                                                         *)
-(* Actors: honest validators of the current and the previous session      *)
-(* (Members), up to FaultyMax(N) faulty validators that drop or withhold   *)
-(* everything they get, one full node, a lossy network from the full node  *)
-(* to the validators, and the REMP catchain (reliable among honest         *)
-(* validators, unordered, asynchronous). Shard blocks and master blocks    *)
-(* are decided by the environment: accepted, ignored or rejected.          *)
+(* Local knowledge: each honest validator acts on what it holds itself:    *)
+(* copies it received from the full node, catchain records delivered to it *)
+(* (one recipient at a time, in any order), the shard blocks it applied,   *)
+(* the hand-over records of the previous session's validators. No action   *)
+(* writes into two validators. The masterchain's session switch is a       *)
+(* global event; each validator notices it in its own step (Rotate).       *)
 (*                                                                         *)
-(* Receipts are not variables: each validator's status of each message     *)
-(* (pos) is the position its receipts moved it to, by the spec's           *)
-(* transition table (REMPTables, generated from spec/remp). A receipt the   *)
-(* table does not allow from the current position is not sent.            *)
+(* Adversary: the validators in Faulty (at most FaultyMax(N) per session)  *)
+(* withhold, equivocate (a record to one peer and not to another, or       *)
+(* different records to different peers), post records for messages they  *)
+(* never saw, sign anything, and propose blocks with any message whose     *)
+(* body they hold, including messages already in the shard chain. They    *)
+(* cannot make up a message body (the client signs it) nor an honest       *)
+(* validator's record or signature, nor a digest of a block that was never *)
+(* accepted (a digest names a block signed by 2/3).                        *)
+(*                                                                         *)
+(* Mechanisms are constants (TRUE in every configuration of MCREMP); the   *)
+(* mutation tests set one of them FALSE and TLC must find the property it  *)
+(* protects violated.                                                      *)
 (***************************************************************************)
 EXTENDS Naturals, FiniteSets, Sequences, TLC, REMPTables
 
 CONSTANTS
     Validators,   \* every validator of any session
-    Faulty,       \* the faulty ones: they drop or withhold what they receive
-    Msgs,         \* external messages
-    Members,      \* [0..MaxSession -> SUBSET Validators]: the shard's set per session
+    Faulty,       \* the Byzantine ones
+    Msgs,         \* external messages (ids; each has its own body and expiry)
+    Members,      \* [0..MaxSession -> SUBSET Validators]: the shard's validators per session
     MaxSession,   \* last master catchain session explored
-    MinFanout     \* the full node sends to at least this many validators (FanoutMin(N) or more)
+    Fanout,       \* how many validators the full node sends each message to
+    \* mechanisms
+    ValidateAgainstCache,  \* a validator refuses to sign a block holding a message its cache has as accepted
+    CacheOnReceive,        \* a copy of a message already processed is not taken again (validators, full node)
+    Digests,               \* at a switch, accepted messages are handed over as digests
+    Rebroadcast,           \* the catchain re-sends a record until its recipient has it
+    StopRule,              \* collation stops once 2/3 of the members rejected a message
+    LifetimeFromMessage,   \* a message's lifetime counts from its own session (its expiry), not from arrival
+    BodiesSigned           \* a faulty validator cannot make up a message body
 
 ASSUME Faulty \subseteq Validators
-ASSUME \A s \in 0..MaxSession : MinFanout >= FanoutMin(Cardinality(Members[s]))
 ASSUME \A s \in 0..MaxSession :
           /\ Members[s] \subseteq Validators
           /\ Cardinality(Faulty \cap Members[s]) <= FaultyMax(Cardinality(Members[s]))
+          /\ Fanout <= Cardinality(Members[s])
 
 Honest == Validators \ Faulty
 Sessions == 0..MaxSession
-NoBlock == 0
-
-(* What one honest validator knows about one message (reference: _Msg).   *)
-(* rec: it has an entry; body: header and body known (else only the id,    *)
-(* from a catchain record or a block); queued: in the collation queue;      *)
-(* cand: its own pending candidate block holding it; acc: the accepted     *)
-(* shard block holding it; done: committed or forgotten; ownRej: its own   *)
-(* collator (or the shardchain) rejected it; rej: validators whose reject  *)
-(* records it counted; stopped: 2/3 rejected it; expired: obsolete but     *)
-(* kept until its block's fate is known; others: pending candidates of     *)
-(* other validators holding it; gone: forgotten after expiry.              *)
-Entry == [pos: VPositions, rec: BOOLEAN, body: BOOLEAN, queued: BOOLEAN,
-          cand: Nat, acc: Nat, done: BOOLEAN, ownRej: BOOLEAN,
-          rej: SUBSET Validators, stopped: BOOLEAN, expired: BOOLEAN,
-          others: SUBSET Nat, gone: BOOLEAN]
-
-NoEntry == [pos |-> "none", rec |-> FALSE, body |-> FALSE, queued |-> FALSE,
-            cand |-> NoBlock, acc |-> NoBlock, done |-> FALSE, ownRej |-> FALSE,
-            rej |-> {}, stopped |-> FALSE, expired |-> FALSE, others |-> {},
-            gone |-> FALSE]
-
-(* Catchain records (000: "the message is put into the REMP catchain";    *)
-(* refusal and "successfully collated" receipts; 001 hand-over).          *)
-(*   new:    a message with its body (also a pending message forwarded    *)
-(*           at a session switch)                                          *)
-(*   accept: the sender's collator put the message into candidate b       *)
-(*   reject: the sender's collator rejected the message                   *)
-(*   digest: a processed (b > 0, the accepted block) or finally rejected  *)
-(*           (b = 0) message handed over as its id only                   *)
-Records == [k: {"new"}, m: Msgs]
-           \cup [k: {"accept"}, m: Msgs, b: Nat]
-           \cup [k: {"reject"}, m: Msgs, from: Validators]
-           \cup [k: {"digest"}, m: Msgs, b: Nat]
-
-BlockStates == {"candidate", "accepted", "ignored", "rejected", "committed", "mcignored"}
-
-VARIABLES
-    session,  \* the master catchain session in action
-    fn,       \* [Msgs -> FnPositions]: the full node's status of each message
-    sub,      \* [Msgs -> Sessions]: session in which the full node sent it (its lifetime counts from it)
-    net,      \* copies <<m, v>> in flight from the full node to validator v
-    vs,       \* [Honest -> [Msgs -> Entry]]
-    cc,       \* records posted into the catchain, not yet delivered: [rec, to] (to: the recipients)
-    blocks,   \* sequence of [by, msgs, st, ses, h, shard]: candidates (collator, messages, state,
-              \* session, shard blocks accepted before it was made, whether it became one)
-    last      \* the step just taken, with its parameters (for trace translation; not in the view)
-
-vars == <<session, fn, sub, net, vs, cc, blocks, last>>
-view == <<session, fn, sub, net, vs, cc, blocks>>
-
-N == Cardinality(Members[session])
 HonestMembers(s) == Honest \cap Members[s]
+FaultyMembers(s) == Faulty \cap Members[s]
+NOf(s) == Cardinality(Members[s])
+\* consensus on shard blocks: a block needs the signatures of more than 2/3 of the session's validators
+Quorum(s) == (2 * NOf(s)) \div 3 + 1
 
 (* 001: "if a message is received when master catchain N was in action,   *)
 (* then it becomes obsolete at master catchain N+2."                       *)
 LiveIn(origin, s) == s < origin + ObsoleteAfterSessions
 
-(* A receipt moves the validator's position if the spec's table allows it. *)
-Emit(e, kind) == IF e.pos \in VFrom[kind] THEN [e EXCEPT !.pos = VTo[kind]] ELSE e
+(* An honest validator's status of a message (its receipts, coarsened):    *)
+(* queued (PutIntoQueue), cand (IncludedIntoBlock: in its own candidate),   *)
+(* rejected (RejectedByCollator), accepted (in a shard block it applied or  *)
+(* known from a digest: its replay cache), gone (Timeout / forgotten).      *)
+Statuses == {"none", "queued", "cand", "rejected", "accepted", "gone"}
+FinalStatuses == {"rejected", "accepted", "gone"}
 
-(* A message's body arrives: report it and queue it, unless it is already *)
-(* processed or obsolete (reference: _enter).                              *)
-Enter(e, m) ==
-    IF e.acc # NoBlock \/ e.done \/ ~LiveIn(sub[m], session) THEN e
-    ELSE LET e2 == Emit(e, "PutIntoQueue")
-         IN IF e2.ownRej \/ e2.stopped THEN e2 ELSE [e2 EXCEPT !.queued = TRUE]
+VARIABLES
+    session,  \* the master catchain session in action (the masterchain's clock)
+    fn,       \* [Msgs -> FnPositions]: the full node's status of each message
+    origin,   \* [Msgs -> Sessions]: the session the client made the message in (its expiry counts from it)
+    passed,   \* messages the full node passed on to validators (the client submitted them)
+    net,      \* copies <<m, v>> in flight from the full node to validator v, in any order; a copy
+              \* that is lost is one never received (the full node's resends stand for its retries)
+    byz,      \* message bodies the faulty validators hold (they share everything)
+    st,       \* [Honest -> [Msgs -> Statuses]]
+    rej,      \* [Honest -> [Msgs -> SUBSET Validators]]: senders of the reject records it counted
+    arr,      \* [Honest -> [Msgs -> Sessions]]: session of arrival (used only when ~LifetimeFromMessage)
+    tip,      \* [Honest -> Nat]: shard blocks the validator applied
+    ses,      \* [Honest -> Sessions]: the session the validator works in
+    handed,   \* [Honest -> SUBSET Validators]: previous validators whose hand-over it received
+    cc,       \* catchain records in transit: [r: record, to: recipient]
+    cands,    \* sequence of candidate blocks [by, msgs, ses, h]: proposer, messages, session, height
+    chain,    \* the shard chain: sequence of accepted blocks [msgs, ses]
+    last      \* the step just taken (for readable traces; not in the view)
 
-(* Count a reject record; 000: "those rejected by 2/3 of collators should  *)
-(* not be collated further".                                               *)
-CountReject(e, who) ==
-    LET r == e.rej \cup {who}
-    IN [e EXCEPT !.rej = r, !.stopped = @ \/ Cardinality(r) >= StopCollationRejected(N)]
+vars == <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain, last>>
+view == <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
 
-(* Shard blocks accepted so far (the height the next one would get).      *)
-Height == Cardinality({i \in 1..Len(blocks) : blocks[i].shard})
+ChainMsgs == UNION {chain[i].msgs : i \in 1..Len(chain)}
 
-Stub(e) == IF e.rec THEN e ELSE [e EXCEPT !.rec = TRUE]
+(* Whether validator w takes m to be live in its session: from the         *)
+(* message's own session, or (mutation) from when w first saw it.          *)
+Arrival(w, m) == IF st[w][m] = "none" THEN ses[w] ELSE arr[w][m]
+LiveFor(w, m, s) == IF LifetimeFromMessage THEN LiveIn(origin[m], s) ELSE LiveIn(Arrival(w, m), s)
 
-(* Post records into the catchain of the current session: every other     *)
-(* honest member will get them. The catchain is a common log: a record      *)
-(* reaches all its recipients in one step, at a time of the network's       *)
-(* choosing (other steps may come first).                                   *)
-Posted(from, recs, s) ==
-    IF HonestMembers(s) \ {from} = {} THEN {}
-    ELSE {[rec |-> r, to |-> HonestMembers(s) \ {from}] : r \in recs}
+Stopped(w, m) ==
+    StopRule /\ Cardinality(rej[w][m] \cap Members[ses[w]]) >= StopCollationRejected(NOf(ses[w]))
 
-Post(from, recs) == cc \cup Posted(from, recs, session)
+(* A validator new to a session works once it has the hand-over of enough  *)
+(* of the previous validators that at least one of them is honest... and   *)
+(* as many as the faulty ones can leave out: N - f of them.                *)
+Ready(w) ==
+    IF ses[w] = 0 THEN TRUE
+    ELSE \/ w \in Members[ses[w] - 1]
+         \/ Cardinality(handed[w]) >= NOf(ses[w] - 1) - FaultyMax(NOf(ses[w] - 1))
+
+Works(w) == w \in Members[session] /\ ses[w] = session /\ Ready(w)
+
+Records ==
+    [k: {"new"}, m: Msgs, s: Sessions]
+    \cup [k: {"reject"}, m: Msgs, from: Validators, s: Sessions]
+    \cup [k: {"handover"}, from: Validators, s: Sessions, acc: SUBSET Msgs, pend: SUBSET Msgs, rej: SUBSET Msgs]
+
+(* Records an honest validator posts go to each other honest member of     *)
+(* its session (the faulty ones get everything: their bodies are added to  *)
+(* byz where the record carries one).                                      *)
+Post(from, r, s) == {[r |-> r, to |-> w] : w \in HonestMembers(s) \ {from}}
+(* A body in transit is the same record whoever sent it (its sender does    *)
+(* not matter to the recipient), so copies from several senders merge.     *)
 
 TypeOK ==
     /\ session \in Sessions
     /\ fn \in [Msgs -> FnPositions]
-    /\ sub \in [Msgs -> Sessions]
+    /\ origin \in [Msgs -> Sessions]
+    /\ passed \subseteq Msgs
     /\ net \subseteq Msgs \X Validators
-    /\ vs \in [Honest -> [Msgs -> Entry]]
-    /\ cc \subseteq [rec: Records, to: SUBSET Honest]
-    /\ \A i \in 1..Len(blocks) :
-          /\ blocks[i].by \in Honest
-          /\ blocks[i].msgs \subseteq Msgs
-          /\ blocks[i].st \in BlockStates
-          /\ blocks[i].ses \in Sessions
-          /\ blocks[i].h \in Nat
-          /\ blocks[i].shard \in BOOLEAN
+    /\ byz \subseteq Msgs
+    /\ st \in [Honest -> [Msgs -> Statuses]]
+    /\ rej \in [Honest -> [Msgs -> SUBSET Validators]]
+    /\ arr \in [Honest -> [Msgs -> Sessions]]
+    /\ tip \in [Honest -> 0..Len(chain)]
+    /\ ses \in [Honest -> Sessions]
+    /\ handed \in [Honest -> SUBSET Validators]
+    /\ cc \subseteq [r: Records, to: Honest]
+    /\ \A i \in 1..Len(cands) :
+          /\ cands[i].by \in Validators /\ cands[i].msgs \subseteq Msgs /\ cands[i].msgs # {}
+          /\ cands[i].ses \in Sessions /\ cands[i].h \in Nat
+    /\ \A i \in 1..Len(chain) : chain[i].msgs \subseteq Msgs /\ chain[i].ses \in Sessions
 
 Init ==
     /\ session = 0
     /\ fn = [m \in Msgs |-> "none"]
-    /\ sub = [m \in Msgs |-> 0]
+    /\ origin = [m \in Msgs |-> 0]
+    /\ passed = {}
     /\ net = {}
-    /\ vs = [w \in Honest |-> [m \in Msgs |-> NoEntry]]
+    /\ byz = {}
+    /\ st = [w \in Honest |-> [m \in Msgs |-> "none"]]
+    /\ rej = [w \in Honest |-> [m \in Msgs |-> {}]]
+    /\ arr = [w \in Honest |-> [m \in Msgs |-> 0]]
+    /\ tip = [w \in Honest |-> 0]
+    /\ ses = [w \in Honest |-> 0]
+    /\ handed = [w \in Honest |-> {}]
     /\ cc = {}
-    /\ blocks = << >>
+    /\ cands = << >>
+    /\ chain = << >>
     /\ last = [a |-> "Init"]
 
 -----------------------------------------------------------------------------
-(* The full node. 001: "If at least 1/3 + 1 of validators receive the      *)
-(* message via REMP Client protocol, then at least one good validator      *)
-(* processes it": it sends to at least FanoutMin(N) validators.            *)
-Submit(m, to) ==
+(* The client and the full node.                                           *)
+
+Recipients == {T \in SUBSET Members[session] : Cardinality(T) = Fanout}
+
+(* The client makes message m in this session (its expiry counts from it)  *)
+(* and the full node passes pre-evaluation and sends it to Fanout          *)
+(* validators of the session (001: "at least 1/3 + 1 of validators").      *)
+Submit(m, T) ==
     /\ fn[m] = "none"
     /\ fn' = [fn EXCEPT ![m] = FnTo["SentToValidators"]]
-    /\ sub' = [sub EXCEPT ![m] = session]
-    /\ net' = net \cup {<<m, v>> : v \in to}
-    /\ last' = [a |-> "Submit", m |-> m, to |-> to]
-    /\ UNCHANGED <<session, vs, cc, blocks>>
+    /\ origin' = [origin EXCEPT ![m] = session]
+    /\ passed' = passed \cup {m}
+    /\ net' = net \cup {<<m, v>> : v \in T}
+    /\ last' = [a |-> "Submit", m |-> m, to |-> T]
+    /\ UNCHANGED <<session, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
 
-(* 000: the full node pre-evaluates the message; a failure is final.       *)
-RejectByFullNode(m) ==
+(* 000: pre-evaluation failed; RejectedByFullnode is final.                *)
+PreReject(m) ==
     /\ fn[m] = "none"
     /\ fn' = [fn EXCEPT ![m] = FnTo["RejectedByFullnode"]]
-    /\ last' = [a |-> "RejectByFullNode", m |-> m]
-    /\ UNCHANGED <<session, sub, net, vs, cc, blocks>>
+    /\ last' = [a |-> "PreReject", m |-> m]
+    /\ UNCHANGED <<session, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
 
-(* The network loses a copy.                                               *)
-Lose(m, v) ==
-    /\ <<m, v>> \in net
-    /\ net' = net \ {<<m, v>>}
-    /\ last' = [a |-> "Lose", m |-> m, v |-> v]
-    /\ UNCHANGED <<session, fn, sub, vs, cc, blocks>>
+(* The full node resends a message it has no outcome for, once its         *)
+(* previous copies are gone (the client                                     *)
+(* resubmitting the same message while it is in processing comes to the    *)
+(* same), to Fanout validators of the session in action.                   *)
+Resend(m, T) ==
+    /\ fn[m] = "sent"
+    /\ \A v \in Validators : <<m, v>> \notin net   \* the previous copies arrived or were lost
+    /\ net' = net \cup {<<m, v>> : v \in T}
+    /\ last' = [a |-> "Resend", m |-> m, to |-> T]
+    /\ UNCHANGED <<session, fn, origin, passed, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
 
-(* A faulty validator receives a copy and withholds it for ever.           *)
-Withhold(m, v) ==
-    /\ <<m, v>> \in net
-    /\ v \in Faulty
-    /\ net' = net \ {<<m, v>>}
-    /\ last' = [a |-> "Withhold", m |-> m, v |-> v]
-    /\ UNCHANGED <<session, fn, sub, vs, cc, blocks>>
+(* The client resubmits a message that already has a final status. The      *)
+(* full node's cache answers with that status; without the cache            *)
+(* (mutation) it evaluates the message again.                               *)
+Resubmit(m) ==
+    /\ fn[m] \in FnFinal
+    /\ IF CacheOnReceive THEN fn' = fn
+       ELSE fn' \in {[fn EXCEPT ![m] = x] : x \in {FnTo["SentToValidators"], FnTo["RejectedByFullnode"]} \ {fn[m]}}
+    /\ last' = [a |-> "Resubmit", m |-> m]
+    /\ UNCHANGED <<session, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
 
-(* An honest validator receives the message from the full node. 000: it   *)
-(* is put into the queue (PutIntoQueue) and into the REMP catchain; a copy *)
-(* it already has is ignored (reference: _on_message).                     *)
+(* The full node follows the shard chain: a message in an accepted block    *)
+(* is Finalized (this model does not separate shard and master chain).     *)
+Finalize(m) ==
+    /\ fn[m] = "sent"
+    /\ \E i \in 1..Len(chain) : m \in chain[i].msgs
+    /\ fn' = [fn EXCEPT ![m] = FnTo["Finalized"]]
+    /\ last' = [a |-> "Finalize", m |-> m]
+    /\ UNCHANGED <<session, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
+
+-----------------------------------------------------------------------------
+(* Honest validators.                                                      *)
+
+(* A copy of m's body reaches w (from the full node, the catchain or a      *)
+(* hand-over): a live message w has no status for is queued; one it        *)
+(* already processed is left alone (its cache), an obsolete one is not      *)
+(* taken (001: "Such messages are not transmitted").                        *)
+Take(w, m) ==
+    IF st[w][m] = "none" THEN (IF LiveFor(w, m, ses[w]) THEN "queued" ELSE "none")
+    ELSE IF ~CacheOnReceive /\ st[w][m] \in FinalStatuses /\ LiveFor(w, m, ses[w]) THEN "queued"
+    ELSE st[w][m]
+
+Arrive(w, M) ==
+    IF LifetimeFromMessage THEN arr
+    ELSE [arr EXCEPT ![w] = [m \in Msgs |-> IF m \in M /\ st[w][m] = "none" THEN ses[w] ELSE @[m]]]
+
+(* 000: a validator receiving a message from the full node queues it and,   *)
+(* not having it from the catchain yet, puts it into the REMP catchain.     *)
 Receive(m, v) ==
-    LET e == vs[v][m] IN
     /\ <<m, v>> \in net
     /\ v \in Honest
     /\ net' = net \ {<<m, v>>}
-    /\ IF e.gone \/ e.body
-          THEN UNCHANGED <<vs, cc>>
-          ELSE /\ vs' = [vs EXCEPT ![v][m] = Enter([e EXCEPT !.rec = TRUE, !.body = TRUE], m)]
-               /\ cc' = Post(v, {[k |-> "new", m |-> m]})
+    /\ IF v \in Members[ses[v]] /\ st[v][m] = "none" /\ LiveFor(v, m, ses[v])
+          THEN /\ st' = [st EXCEPT ![v][m] = "queued"]
+               /\ arr' = Arrive(v, {m})
+               /\ cc' = cc \cup Post(v, [k |-> "new", m |-> m, s |-> ses[v]], ses[v])
+               /\ byz' = IF FaultyMembers(ses[v]) # {} THEN byz \cup {m} ELSE byz
+          ELSE /\ st' = IF v \in Members[ses[v]] THEN [st EXCEPT ![v][m] = Take(v, m)] ELSE st
+               /\ UNCHANGED <<arr, cc, byz>>
     /\ last' = [a |-> "Receive", m |-> m, v |-> v]
-    /\ UNCHANGED <<session, fn, sub, blocks>>
+    /\ UNCHANGED <<session, fn, origin, passed, rej, tip, ses, handed, cands, chain>>
 
------------------------------------------------------------------------------
-(* The REMP catchain delivers record r to validator w.                     *)
-OnRecord(w, r, e) ==
+(* What record r, of w's session, does to w.                               *)
+Learn(w, r) ==
     CASE r.k = "new" ->
-            \* a copy from the catchain; an obsolete one is not taken any more
-            IF e.gone THEN e
-            ELSE IF ~e.rec THEN (IF LiveIn(sub[r.m], session)
-                                  THEN Enter([e EXCEPT !.rec = TRUE, !.body = TRUE], r.m) ELSE e)
-            ELSE IF ~e.body THEN Enter([e EXCEPT !.body = TRUE], r.m)
-            ELSE e
-      [] r.k = "accept" ->
-            \* another validator collated it: not collated here while that candidate is pending;
-            \* 000 "SkippedAsDuplicate ... Each node" reports Duplicate for a queued message
-            IF e.gone \/ blocks[r.b].st # "candidate" THEN e
-            ELSE LET e2 == [Stub(e) EXCEPT !.others = @ \cup {r.b}]
-                 IN IF e2.body /\ e2.pos = "queue" /\ ~e2.done /\ e2.acc = NoBlock
-                       THEN Emit(e2, "Duplicate") ELSE e2
+            /\ st' = [st EXCEPT ![w][r.m] = Take(w, r.m)]
+            /\ arr' = Arrive(w, {r.m})
+            /\ UNCHANGED <<rej, handed>>
       [] r.k = "reject" ->
-            IF e.gone THEN e ELSE CountReject(Stub(e), r.from)
-      [] r.k = "digest" ->
-            \* hand-over digests only teach ids the validator does not know yet
-            IF e.rec \/ e.gone \/ ~LiveIn(sub[r.m], session) THEN e
-            ELSE IF r.b # NoBlock THEN [Stub(e) EXCEPT !.acc = r.b]
-            ELSE [Stub(e) EXCEPT !.stopped = TRUE]
+            /\ rej' = [rej EXCEPT ![w][r.m] = @ \cup {r.from}]
+            /\ UNCHANGED <<st, arr, handed>>
+      [] r.k = "handover" ->
+            /\ st' = [st EXCEPT ![w] = [m \in Msgs |->
+                        IF m \in r.acc /\ @[m] \in {"none", "queued", "rejected"} THEN "accepted"
+                        ELSE IF m \in r.pend THEN Take(w, m) ELSE @[m]]]
+            /\ arr' = Arrive(w, r.pend)
+            /\ rej' = [rej EXCEPT ![w] = [m \in Msgs |-> IF m \in r.rej THEN @[m] \cup {r.from} ELSE @[m]]]
+            \* (only a validator new to the session waits for hand-overs)
+            /\ handed' = IF w \in Members[ses[w] - 1] THEN handed ELSE [handed EXCEPT ![w] = @ \cup {r.from}]
 
-DeliverRecord(p) ==
-    LET r == p.rec IN
+(* The catchain delivers record p.r to p.to, in any order. A record of a   *)
+(* session the recipient has left is dropped; one of a session it has not  *)
+(* reached yet waits.                                                      *)
+Deliver(p) ==
+    /\ p \in cc
+    /\ p.r.s <= ses[p.to]
+    /\ cc' = cc \ {p}
+    /\ IF p.r.s # ses[p.to] THEN UNCHANGED <<st, rej, arr, handed>> ELSE Learn(p.to, p.r)
+    /\ last' = [a |-> "Deliver", to |-> p.to, r |-> p.r]
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, tip, ses, cands, chain>>
+
+(* Without re-broadcast (mutation) a record lost on the way is never       *)
+(* delivered; with it, a loss only delays the record.                      *)
+CcLose(p) ==
+    /\ ~Rebroadcast
     /\ p \in cc
     /\ cc' = cc \ {p}
-    /\ vs' = [w \in Honest |-> IF w \in p.to THEN [vs[w] EXCEPT ![r.m] = OnRecord(w, r, @)] ELSE vs[w]]
-    /\ last' = [a |-> "DeliverRecord", r |-> r, to |-> p.to]
-    /\ UNCHANGED <<session, fn, sub, net, blocks>>
+    /\ last' = [a |-> "CatchainLoses", to |-> p.to, r |-> p.r]
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cands, chain>>
 
------------------------------------------------------------------------------
-(* Collation. 000: messages are collated oldest first, never one already   *)
-(* in an accepted block, one rejected by 2/3, one another validator has in *)
-(* a pending candidate, or an obsolete one. Reference: a round hands every *)
-(* eligible message to the collator, which accepts it into the candidate,  *)
-(* rejects it, or ignores it (then it returns to the queue).               *)
-Eligible(e, m) ==
-    /\ LiveIn(sub[m], session)
-    /\ e.queued /\ e.body /\ ~e.gone /\ ~e.done /\ ~e.ownRej /\ ~e.stopped /\ ~e.expired
-    /\ e.acc = NoBlock /\ e.cand = NoBlock /\ e.others = {}
+(* Collation round of w at the height it has applied. 000: messages        *)
+(* rejected by 2/3 are not collated further; obsolete ones are not. The     *)
+(* collator accepts each message it is handed into the candidate, rejects   *)
+(* it (the validator tells the others), or ignores it (it stays queued).   *)
+Eligible(w) == {m \in Msgs : st[w][m] = "queued" /\ LiveFor(w, m, ses[w]) /\ ~Stopped(w, m)}
 
-Collated(e, res, v, b) ==
-    CASE res = "acc" -> Emit([e EXCEPT !.queued = FALSE, !.cand = b], "IncludedIntoBlock")
-      [] res = "rej" -> Emit(CountReject([e EXCEPT !.queued = FALSE, !.ownRej = TRUE], v), "RejectedByCollator")
-      [] res = "ign" -> Emit([e EXCEPT !.queued = TRUE], "IgnoredByCollator")
-
-CollateWith(v, res) ==
-    LET taken == DOMAIN res
-        A == {m \in taken : res[m] = "acc"}
-        R == {m \in taken : res[m] = "rej"}
-        b == Len(blocks) + 1
+CollateWith(w, res) ==
+    LET A == {m \in DOMAIN res : res[m] = "acc"}
+        R == {m \in DOMAIN res : res[m] = "rej"}
     IN
-    /\ blocks' = IF A = {} THEN blocks
-                 ELSE Append(blocks, [by |-> v, msgs |-> A, st |-> "candidate", ses |-> session,
-                                     h |-> Height, shard |-> FALSE])
-    /\ vs' = [vs EXCEPT ![v] = [m \in Msgs |-> IF m \in taken THEN Collated(@[m], res[m], v, b) ELSE @[m]]]
-    /\ cc' = Post(v, {[k |-> "accept", m |-> m, b |-> b] : m \in A} \cup {[k |-> "reject", m |-> m, from |-> v] : m \in R})
-    /\ last' = [a |-> "Collate", v |-> v, res |-> res]
-    /\ UNCHANGED <<session, fn, sub, net>>
+    /\ A # {}  \/ R # {}
+    /\ cands' = IF A = {} THEN cands
+                ELSE Append(cands, [by |-> w, msgs |-> A, ses |-> session, h |-> tip[w]])
+    /\ st' = [st EXCEPT ![w] = [m \in Msgs |-> IF m \in A THEN "cand" ELSE IF m \in R THEN "rejected" ELSE @[m]]]
+    /\ rej' = [rej EXCEPT ![w] = [m \in Msgs |-> IF m \in R THEN @[m] \cup {w} ELSE @[m]]]
+    /\ cc' = cc \cup UNION {Post(w, [k |-> "reject", m |-> m, from |-> w, s |-> session], session) : m \in R}
+    /\ last' = [a |-> "Collate", v |-> w, res |-> res]
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, arr, tip, ses, handed, chain>>
 
-Taken(v) == {m \in Msgs : Eligible(vs[v][m], m)}
+NoCandidateYet(v) == ~\E i \in 1..Len(cands) : cands[i].by = v /\ cands[i].ses = session /\ cands[i].h = Len(chain)
 
-(* A round may find nothing to collate (res is then the empty function).   *)
-Collate(v) ==
-    /\ v \in HonestMembers(session)
-    /\ \E res \in [Taken(v) -> {"acc", "rej", "ign"}] : CollateWith(v, res)
+Collate(w) ==
+    /\ Works(w)
+    /\ tip[w] = Len(chain)
+    /\ NoCandidateYet(w)
+    /\ \E res \in [Eligible(w) -> {"acc", "rej", "ign"}] : CollateWith(w, res)
 
-(* No overload: the collator takes every message it is handed.             *)
-CollateAll(v) ==
-    /\ v \in HonestMembers(session)
-    /\ Taken(v) # {}
-    /\ CollateWith(v, [m \in Taken(v) |-> "acc"])
+(* No overload and valid messages: the collator includes every message it *)
+(* is handed (rejections are checked for safety, not here).                 *)
+CollateNoOverload(w) ==
+    /\ Works(w)
+    /\ tip[w] = Len(chain)
+    /\ NoCandidateYet(w)
+    /\ CollateWith(w, [m \in Eligible(w) |-> "acc"])
 
------------------------------------------------------------------------------
-(* Shard blocks. 000: validation refuses a block holding a message that is *)
-(* already in another accepted block (replay protection); with at most     *)
-(* FaultyMax(N) faulty validators, such a block cannot gather 2/3. A        *)
-(* candidate of an earlier session can no longer become a shard block      *)
-(* (reference: the simulator ignores it); only its fate is announced.       *)
-(* ---                                                                      *)
-(* already in another accepted block (replay protection); with at most     *)
-(* FaultyMax(N) faulty validators, such a block cannot gather 2/3.         *)
-Refused(b) ==
-    \E w \in Honest, m \in blocks[b].msgs :
-        ~vs[w][m].gone /\ vs[w][m].acc \notin {NoBlock, b}
+(* Validation of a candidate on top of the chain u has applied. 000: "If   *)
+(* the message was processed by some node and accepted, then the current    *)
+(* block is declined" (u's cache); an obsolete message is not valid.        *)
+Valid(u, m) ==
+    /\ ValidateAgainstCache => st[u][m] # "accepted"
+    /\ LiveFor(u, m, session)
 
-OnShardAccepted(e, b) ==
-    IF e.gone THEN e
-    \* reference: an id known only from an accepted block is remembered apart, without an entry
-    ELSE IF ~e.rec THEN [e EXCEPT !.acc = b]
-    ELSE LET e2 == [e EXCEPT !.acc = b, !.others = {}, !.cand = NoBlock, !.queued = FALSE]
-         IN IF e2.body /\ ~e2.done /\ e2.pos # "none"
-               THEN Emit(e2, "IncludedIntoAcceptedBlock") ELSE e2
+(* u signs candidate b if it works in b's session, has applied the chain  *)
+(* b builds on, and finds every message of b valid.                       *)
+WouldSign(u, b) ==
+    /\ Works(u)
+    /\ cands[b].h = tip[u]
+    /\ \A m \in cands[b].msgs : Valid(u, m)
 
-SetBlock(b, st) == [blocks EXCEPT ![b].st = st, ![b].shard = @ \/ st = "accepted"]
+(* Consensus: a candidate on top of the chain that more than 2/3 of the    *)
+(* session's validators sign is accepted. Each honest validator signs on   *)
+(* its own knowledge (the step reads the signers, writes none of them);    *)
+(* the faulty ones sign anything.                                          *)
+Accept(b) ==
+    /\ cands[b].ses = session
+    /\ cands[b].h = Len(chain)
+    /\ Cardinality({u \in HonestMembers(session) : WouldSign(u, b)} \cup FaultyMembers(session)) >= Quorum(session)
+    /\ chain' = Append(chain, [msgs |-> cands[b].msgs, ses |-> session])
+    /\ last' = [a |-> "Accept", b |-> b, signers |-> {u \in HonestMembers(session) : WouldSign(u, b)}]
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands>>
 
-ForBlock(b, F(_, _)) ==
-    [w \in Honest |-> [m \in Msgs |-> IF m \in blocks[b].msgs THEN F(vs[w][m], b) ELSE vs[w][m]]]
+(* w applies the next shard block of its session: its messages go into w's *)
+(* cache (IncludedIntoAcceptedBlock); messages of w's own candidate that    *)
+(* lost the round return to the queue (IgnoredByShardchain).               *)
+Apply(w) ==
+    LET blk == chain[tip[w] + 1] IN
+    /\ tip[w] < Len(chain)
+    /\ blk.ses = ses[w]
+    /\ w \in Members[ses[w]]
+    /\ tip' = [tip EXCEPT ![w] = @ + 1]
+    /\ st' = [st EXCEPT ![w] = [m \in Msgs |->
+                 IF m \in blk.msgs /\ @[m] # "gone" THEN "accepted"
+                 ELSE IF @[m] = "cand" THEN "queued" ELSE @[m]]]
+    /\ last' = [a |-> "Apply", v |-> w, h |-> tip[w] + 1]
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, rej, arr, ses, handed, cc, cands, chain>>
 
-Acceptable(b) ==
-    /\ blocks[b].st = "candidate"
-    /\ blocks[b].ses = session     \* a candidate is decided in its own session,
-    /\ blocks[b].h = Height        \* and before another block of its round is accepted
-    /\ ~Refused(b)
+(* w moves to the session in action. 001: its messages obsolete there time  *)
+(* out; candidates of the ended session are dead (their messages return to  *)
+(* the queue). A validator of the ended session hands over to the next      *)
+(* one's validators: pending messages whole, accepted ones as digests       *)
+(* (000: "for replay protection purposes"), rejected ones as ids            *)
+(* (remp-as-built section 5). A validator new to the shard syncs the chain  *)
+(* (its state, not the messages in it).                                     *)
+Rotate(w) ==
+    LET old == ses[w]
+        new == old + 1
+        s2 == [m \in Msgs |-> IF st[w][m] \in {"queued", "cand", "accepted", "rejected"} /\ ~LiveFor(w, m, new)
+                                 THEN "gone"
+                              ELSE IF st[w][m] = "cand" THEN "queued" ELSE st[w][m]]
+        ho == [k |-> "handover", from |-> w, s |-> new,
+               acc |-> IF Digests THEN {m \in Msgs : s2[m] = "accepted"} ELSE {},
+               pend |-> {m \in Msgs : s2[m] = "queued" /\ ~Stopped(w, m)},
+               rej |-> {m \in Msgs : s2[m] = "rejected"}]
+    IN
+    /\ old < session
+    /\ w \in Members[old] => tip[w] = Len(chain)
+    /\ ses' = [ses EXCEPT ![w] = new]
+    /\ st' = [st EXCEPT ![w] = s2]
+    /\ cc' = IF w \in Members[old] THEN cc \cup Post(w, ho, new) ELSE cc
+    /\ byz' = IF w \in Members[old] /\ FaultyMembers(new) # {} THEN byz \cup ho.pend ELSE byz
+    /\ tip' = IF w \in Members[new] \ Members[old] THEN [tip EXCEPT ![w] = Len(chain)] ELSE tip
+    /\ last' = [a |-> "Rotate", v |-> w, s |-> new]
+    /\ UNCHANGED <<session, fn, origin, passed, net, rej, arr, handed, cands, chain>>
 
-ShardAccept(b) ==
-    /\ Acceptable(b)
-    /\ blocks' = SetBlock(b, "accepted")
-    /\ vs' = ForBlock(b, OnShardAccepted)
-    /\ last' = [a |-> "ShardAccept", b |-> b]
-    /\ UNCHANGED <<session, fn, sub, net, cc>>
-
-(* A validator's own candidate that did not become a shard block (000:    *)
-(* "Ignored ... returns the message to the queue").                         *)
-CandidateFate(e, b) == [e EXCEPT !.others = @ \ {b}]
-OwnCandidate(e, b) == e.rec /\ ~e.gone /\ e.cand = b /\ ~e.done /\ e.acc = NoBlock
-
-OnShardIgnored(e, b) ==
-    IF ~e.rec \/ e.gone THEN e
-    ELSE LET e1 == CandidateFate(e, b) IN
-         IF ~OwnCandidate(e, b) THEN (IF e1.cand = b THEN [e1 EXCEPT !.cand = NoBlock] ELSE e1)
-         ELSE LET e2 == [e1 EXCEPT !.cand = NoBlock] IN
-              IF e2.expired THEN [Emit(e2, "Timeout") EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE]
-              ELSE LET e3 == Emit(e2, "IgnoredByShardchain")
-                   IN IF e3.ownRej THEN e3 ELSE [e3 EXCEPT !.queued = TRUE]
-
-OnShardRejected(e, b) ==
-    IF ~e.rec \/ e.gone THEN e
-    ELSE LET e1 == CandidateFate(e, b) IN
-         IF ~OwnCandidate(e, b) THEN (IF e1.cand = b THEN [e1 EXCEPT !.cand = NoBlock] ELSE e1)
-         ELSE LET e2 == Emit([e1 EXCEPT !.cand = NoBlock, !.ownRej = TRUE], "RejectedByShardchain")
-              IN IF e2.expired THEN [e2 EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE] ELSE e2
-
-ShardIgnore(b) ==
-    /\ blocks[b].st = "candidate"
-    /\ blocks' = SetBlock(b, "ignored")
-    /\ vs' = ForBlock(b, OnShardIgnored)
-    /\ last' = [a |-> "ShardIgnore", b |-> b]
-    /\ UNCHANGED <<session, fn, sub, net, cc>>
-
-ShardReject(b) ==
-    /\ blocks[b].st = "candidate"
-    /\ blocks' = SetBlock(b, "rejected")
-    /\ vs' = ForBlock(b, OnShardRejected)
-    /\ last' = [a |-> "ShardReject", b |-> b]
-    /\ UNCHANGED <<session, fn, sub, net, cc>>
-
------------------------------------------------------------------------------
-(* Masterchain. 000: "AddedToShardchain -> AddedToMasterchain /           *)
-(* BlockIgnoredByMasterchain / BlockRejectedByMasterchain"; the full node  *)
-(* reports Finalized (in the documents' profile Finalized is the full       *)
-(* node's receipt).                                                         *)
-OnCommit(e, b) ==
-    IF ~e.rec \/ e.gone THEN e
-    ELSE LET e1 == IF e.acc = NoBlock THEN [e EXCEPT !.acc = b] ELSE e IN
-         IF e1.done THEN e1
-         ELSE IF e1.expired THEN [e1 EXCEPT !.done = TRUE, !.gone = TRUE, !.queued = FALSE]
-         ELSE [e1 EXCEPT !.done = TRUE]
-
-McCommit(b) ==
-    /\ blocks[b].st = "accepted"
-    /\ blocks' = SetBlock(b, "committed")
-    /\ vs' = ForBlock(b, OnCommit)
-    /\ fn' = [m \in Msgs |-> IF m \in blocks[b].msgs /\ fn[m] = "sent" THEN FnTo["Finalized"] ELSE fn[m]]
-    /\ last' = [a |-> "McCommit", b |-> b]
-    /\ UNCHANGED <<session, sub, net, cc>>
-
-OnMcIgnored(e, b) ==
-    IF ~e.rec /\ e.acc = b THEN [e EXCEPT !.acc = NoBlock]
-    ELSE IF ~e.rec \/ e.gone \/ e.acc # b \/ e.done THEN e
-    ELSE LET e1 == [e EXCEPT !.acc = NoBlock] IN
-         IF ~e1.body THEN e1
-         ELSE IF e1.expired THEN [Emit(e1, "Timeout") EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE]
-         ELSE LET e2 == Emit(e1, "IgnoredByMasterchain")
-              IN IF e2.ownRej \/ e2.stopped THEN e2 ELSE [e2 EXCEPT !.queued = TRUE]
-
-McIgnore(b) ==
-    /\ blocks[b].st = "accepted"
-    /\ blocks' = SetBlock(b, "mcignored")
-    /\ vs' = ForBlock(b, OnMcIgnored)
-    /\ last' = [a |-> "McIgnore", b |-> b]
-    /\ UNCHANGED <<session, fn, sub, net, cc>>
-
------------------------------------------------------------------------------
-(* Session switch. 001: at the end of a session its validators hand over  *)
-(* to the next session's catchain: pending messages whole, processed or   *)
-(* finally rejected ones as ids (reference fact: remp-as-built section 5). *)
-(* Messages received in session s expire at s+2: Timeout, unless a block   *)
-(* holding them is still pending (its fate then decides).                   *)
-Pending(e) ==
-    e.rec /\ e.body /\ ~e.gone /\ ~e.expired /\ ~e.done /\ e.acc = NoBlock /\ ~e.ownRej /\ ~e.stopped
-
-Forward(v, new) ==
-    IF v \notin Members[session] THEN {}
-    ELSE {[k |-> "new", m |-> m] : m \in {m \in Msgs : Pending(vs[v][m]) /\ LiveIn(sub[m], new)}}
-         \cup {[k |-> "digest", m |-> m, b |-> vs[v][m].acc] :
-                 m \in {m \in Msgs : LET e == vs[v][m] IN
-                          e.rec /\ e.body /\ ~e.gone /\ ~e.expired /\ LiveIn(sub[m], new) /\ e.acc # NoBlock}}
-         \cup {[k |-> "digest", m |-> m, b |-> NoBlock] :
-                 m \in {m \in Msgs : LET e == vs[v][m] IN
-                          e.rec /\ e.body /\ ~e.gone /\ ~e.expired /\ LiveIn(sub[m], new)
-                          /\ e.acc = NoBlock /\ ~e.done /\ (e.ownRej \/ e.stopped)}}
-
-Expire(e, m, new) ==
-    IF ~e.rec /\ ~LiveIn(sub[m], new) THEN [e EXCEPT !.acc = NoBlock]
-    ELSE IF ~e.rec \/ e.gone \/ LiveIn(sub[m], new) THEN e
-    ELSE IF ~e.done /\ (e.cand # NoBlock \/ e.acc # NoBlock) THEN [e EXCEPT !.expired = TRUE]
-    ELSE LET e1 == IF ~e.done /\ e.body /\ ~e.ownRej THEN Emit(e, "Timeout") ELSE e
-         IN [e1 EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE]
-
-SwitchSession ==
-    LET new == session + 1 IN
+(* The masterchain moves to the next session once every honest validator   *)
+(* works in this one (sessions last long enough for that).                 *)
+Switch ==
     /\ session < MaxSession
-    /\ session' = new
-    /\ vs' = [w \in Honest |-> [m \in Msgs |-> Expire(vs[w][m], m, new)]]
-    /\ cc' = cc \cup UNION {Posted(v, Forward(v, new), new) : v \in Honest}
-    \* copies still in flight to the old session's validators are lost (the message's own
-    \* expiry time keeps it from being received later)
-    /\ net' = {}
-    /\ last' = [a |-> "Switch", s |-> new]
-    /\ UNCHANGED <<fn, sub, blocks>>
+    /\ \A w \in Honest : ses[w] = session
+    /\ session' = session + 1
+    /\ last' = [a |-> "Switch", s |-> session + 1]
+    /\ UNCHANGED <<fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
 
 -----------------------------------------------------------------------------
-Next ==
-    \/ \E m \in Msgs, to \in SUBSET Members[session] :
-          Cardinality(to) >= MinFanout /\ Submit(m, to)
-    \/ \E m \in Msgs : RejectByFullNode(m)
-    \/ \E <<m, v>> \in net : Lose(m, v) \/ Withhold(m, v) \/ Receive(m, v)
-    \/ \E p \in cc : DeliverRecord(p)
-    \/ \E v \in Honest : Collate(v)
-    \/ \E b \in 1..Len(blocks) : ShardAccept(b) \/ ShardIgnore(b) \/ ShardReject(b)
-                                 \/ McCommit(b) \/ McIgnore(b)
-    \/ SwitchSession
+(* Faulty validators.                                                      *)
+
+ByzReceive(m, v) ==
+    /\ <<m, v>> \in net
+    /\ v \in Faulty
+    /\ net' = net \ {<<m, v>>}
+    /\ byz' = byz \cup {m}
+    /\ last' = [a |-> "ByzReceive", m |-> m, v |-> v]
+    /\ UNCHANGED <<session, fn, origin, passed, st, rej, arr, tip, ses, handed, cc, cands, chain>>
+
+Bodies == IF BodiesSigned THEN byz \cup ChainMsgs ELSE Msgs
+
+(* A record to one honest member: a body it holds, a reject of any message *)
+(* (seen or not), or (in a session after the first) a hand-over that        *)
+(* leaves out or adds what it likes, but digests only of real blocks.       *)
+ByzRecords(v) ==
+    [k: {"new"}, m: Bodies, s: {session}]
+    \cup [k: {"reject"}, m: Msgs, from: {v}, s: {session}]
+    \cup (IF session > 0 /\ v \in Members[session - 1]
+          THEN [k: {"handover"}, from: {v}, s: {session}, acc: {{}}, pend: SUBSET Bodies, rej: SUBSET Msgs]
+          ELSE {})
+
+(* A faulty validator's record reaches one honest member w of its session *)
+(* (to w alone: equivocation); the adversary picks the moment, so it is    *)
+(* delivered in the same step.                                             *)
+ByzTell(v, w, r) ==
+    /\ ses[w] = session
+    /\ Learn(w, r)
+    /\ last' = [a |-> "ByzTell", v |-> v, to |-> w, r |-> r]
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, tip, ses, cc, cands, chain>>
+
+ByzPropose(v, M) ==
+    /\ NoCandidateYet(v)
+    /\ cands' = Append(cands, [by |-> v, msgs |-> M, ses |-> session, h |-> Len(chain)])
+    /\ last' = [a |-> "ByzPropose", v |-> v, msgs |-> M]
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, chain>>
+
+Byzantine ==
+    \/ \E <<m, v>> \in net : ByzReceive(m, v)
+    \/ \E v \in FaultyMembers(session), w \in HonestMembers(session) :
+          \E r \in ByzRecords(v) : ByzTell(v, w, r)
+    \/ \E v \in FaultyMembers(session), M \in SUBSET Bodies : M # {} /\ ByzPropose(v, M)
+
+-----------------------------------------------------------------------------
+Environment ==
+    \/ \E m \in Msgs, T \in Recipients : Submit(m, T) \/ Resend(m, T)
+    \/ \E m \in Msgs : PreReject(m) \/ Resubmit(m) \/ Finalize(m)
+    \/ \E p \in cc : CcLose(p)
+    \/ \E b \in 1..Len(cands) : Accept(b)
+    \/ Switch
+
+HonestSteps(Collation(_)) ==
+    \/ \E <<m, v>> \in net : Receive(m, v)
+    \/ \E p \in cc : Deliver(p)
+    \/ \E w \in Honest : Collation(w) \/ Apply(w) \/ Rotate(w)
+
+Next == Environment \/ HonestSteps(Collate) \/ Byzantine
 
 Spec == Init /\ [][Next]_vars
 
 -----------------------------------------------------------------------------
-(* Safety.                                                                 *)
+(* Safety: what users are promised.                                        *)
 
-(* 000 replay protection: no message is in two blocks that reach the      *)
-(* masterchain.                                                            *)
+(* 000 replay protection: no message is in two blocks of the shard chain.  *)
 NoReplay ==
-    \A m \in Msgs :
-        Cardinality({i \in 1..Len(blocks) : blocks[i].st = "committed" /\ m \in blocks[i].msgs}) <= 1
+    \A i, j \in 1..Len(chain) : i # j => chain[i].msgs \cap chain[j].msgs = {}
 
-(* 001: no message is included into a block once obsolete (N -> N+2).      *)
-NoInclusionAfterExpiry ==
-    \A i \in 1..Len(blocks) : \A m \in blocks[i].msgs : LiveIn(sub[m], blocks[i].ses)
+(* 001: no message is in a block of a session in which it is obsolete.     *)
+NoInclusionAfterObsolete ==
+    \A i \in 1..Len(chain) : \A m \in chain[i].msgs : LiveIn(origin[m], chain[i].ses)
 
-(* 000: Finalized only after the shardchain accepted a block holding it.   *)
-FinalizedNeedsAcceptedBlock ==
-    \A m \in Msgs : fn[m] = "finalized" =>
-        \E i \in 1..Len(blocks) : m \in blocks[i].msgs /\ blocks[i].shard /\ blocks[i].st = "committed"
+(* Every message in the shard chain was submitted by the client and passed *)
+(* on by the full node; every Finalized one is in the shard chain.         *)
+FinalizedWasSubmittedAndAccepted ==
+    /\ \A i \in 1..Len(chain) : chain[i].msgs \subseteq passed
+    /\ \A m \in Msgs : fn[m] = "finalized" => m \in ChainMsgs
 
-(* Outcome consistency: a message is not both finalized and finally        *)
-(* rejected by every honest validator that had it.                         *)
-RejectedByAll(m) ==
-    /\ \E w \in Honest : vs[w][m].body
-    /\ \A w \in Honest : vs[w][m].body => vs[w][m].pos = "rejected"
-
-OutcomeConsistent == \A m \in Msgs : ~(fn[m] = "finalized" /\ RejectedByAll(m))
-
-Safety == NoReplay /\ NoInclusionAfterExpiry /\ FinalizedNeedsAcceptedBlock /\ OutcomeConsistent
-
-(* Final statuses never change (000: Finalized, Rejected and Timeout end a *)
-(* message's story at a source).                                           *)
+(* A final status never changes: the full node's Finalized or Rejected; a  *)
+(* validator's accepted (only forgotten once obsolete) and its rejected    *)
+(* (000: "will not be tried again by this particular validator"; it may    *)
+(* still learn that another validator's block holds the message).          *)
 FinalSticky ==
-    [][/\ \A w \in Honest, m \in Msgs : vs[w][m].pos \in VFinal => vs'[w][m].pos = vs[w][m].pos
-       /\ \A m \in Msgs : fn[m] \in FnFinal => fn'[m] = fn[m]]_vars
+    [][/\ \A m \in Msgs : fn[m] \in FnFinal => fn'[m] = fn[m]
+       /\ \A w \in Honest, m \in Msgs :
+            /\ st[w][m] = "accepted" => st'[w][m] \in {"accepted", "gone"}
+            /\ st[w][m] = "rejected" => st'[w][m] \in {"rejected", "accepted", "gone"}
+            /\ st[w][m] = "gone" => st'[w][m] = "gone"]_vars
 
-(* Forwarded at the switch: every unexpired, unprocessed message an honest *)
-(* validator of the ending session has is in the next session's queue of   *)
-(* every honest member: known to it with its body, or forwarded to it.     *)
-KnowsOrGets(w, m) ==
-    \/ vs'[w][m].body \/ vs'[w][m].gone
-    \/ \E p \in cc' : p.rec = [k |-> "new", m |-> m] /\ w \in p.to
+(* 000: "those rejected by 2/3 of collators should not be collated         *)
+(* further": no honest validator puts a message into a new candidate once  *)
+(* reject records of 2/3 of its session's validators reached it.           *)
+RejectsStopCollation ==
+    [][\A w \in Honest, m \in Msgs :
+         (Cardinality(rej[w][m] \cap Members[ses[w]]) >= StopCollationRejected(NOf(ses[w])) /\ st[w][m] # "cand")
+            => st'[w][m] # "cand"]_vars
 
-ForwardedAtSwitch ==
-    [][session' = session + 1 =>
-         \A m \in Msgs :
-            (\E v \in HonestMembers(session) : Pending(vs[v][m]) /\ LiveIn(sub[m], session'))
-               => \A w \in HonestMembers(session') : KnowsOrGets(w, m)]_vars
+(* 001: obsolete messages are not forwarded: no honest validator holds in  *)
+(* its queue (the set it collates from and hands over) a message obsolete  *)
+(* in its session, and no honest hand-over in transit carries one.         *)
+ObsoleteNotForwarded ==
+    /\ \A w \in Honest, m \in Msgs : st[w][m] \in {"queued", "cand"} => LiveIn(origin[m], ses[w])
+    /\ \A p \in cc : (p.r.k = "handover" /\ p.r.from \in Honest) => \A m \in p.r.pend : LiveIn(origin[m], p.r.s)
 
 -----------------------------------------------------------------------------
-(* Liveness under fairness: no overload (the collator takes what it is     *)
-(* handed, the shardchain and the masterchain accept what is valid), the   *)
-(* catchain delivers, sessions go on. A candidate that can no longer be    *)
-(* accepted (a replay, superseded, or of an earlier session) is ignored.    *)
-NextNoOverload ==
-    \/ \E m \in Msgs, to \in SUBSET Members[session] :
-          Cardinality(to) >= MinFanout /\ Submit(m, to)
-    \/ \E m \in Msgs : RejectByFullNode(m)
-    \/ \E <<m, v>> \in net : Lose(m, v) \/ Withhold(m, v) \/ Receive(m, v)
-    \/ \E p \in cc : DeliverRecord(p)
-    \/ \E v \in Honest : CollateAll(v)
-    \/ \E b \in 1..Len(blocks) : ShardAccept(b) \/ (~Acceptable(b) /\ ShardIgnore(b)) \/ McCommit(b)
-    \/ SwitchSession
+(* Liveness under fairness: at most FaultyMax(N) faulty, Fanout =          *)
+(* FanoutMin(N), no overload (the collator includes or rejects what it is  *)
+(* handed), the catchain delivers each honest sender's records, the full   *)
+(* node resends, blocks with a quorum are accepted, sessions go on.        *)
+NextLive == Environment \/ HonestSteps(CollateNoOverload) \/ Byzantine
 
-(* Without overload a message is in at most one candidate per collator,    *)
-(* per session and per round of competing candidates: a bound on the       *)
-(* blocks the fairness conditions must name.                               *)
-MaxBlocksLive == 2 * Cardinality(Honest) * Cardinality(Msgs) * (MaxSession + 1)
-
+(* Each class of honest step is finite (a record is delivered once, a     *)
+(* message collated once per height, a block accepted once),              *)
+(* so one weak fairness condition per class makes each happen; receiving  *)
+(* a copy needs strong fairness, as the full node's resends go on.        *)
 LiveSpec ==
-    /\ Init /\ [][NextNoOverload]_vars
-    /\ WF_vars(\E p \in cc : DeliverRecord(p))
-    /\ \A v \in Honest : WF_vars(CollateAll(v))
-    /\ \A b \in 1..MaxBlocksLive : WF_vars(b <= Len(blocks) /\ (ShardAccept(b) \/ (~Acceptable(b) /\ ShardIgnore(b))))
-    /\ \A b \in 1..MaxBlocksLive : WF_vars(b <= Len(blocks) /\ McCommit(b))
-    /\ WF_vars(SwitchSession)
+    /\ Init /\ [][NextLive]_vars
+    /\ \A m \in Msgs : WF_vars(\E T \in Recipients : Resend(m, T)) /\ WF_vars(Finalize(m))
+    /\ \A m \in Msgs : SF_vars(\E v \in Honest : Receive(m, v))
+    /\ WF_vars(\E p \in cc : Deliver(p))
+    /\ WF_vars(\E w \in Honest : CollateNoOverload(w))
+    /\ WF_vars(\E w \in Honest : Apply(w))
+    /\ WF_vars(\E w \in Honest : Rotate(w))
+    /\ WF_vars(\E b \in 1..Len(cands) : Accept(b))
+    /\ WF_vars(Switch)
 
-HadIt(m) == \E w \in Honest : vs[w][m].body
-
-(* Resolved: finalized, rejected by the full node, or no honest member of  *)
-(* the session in action still works on it: each one that has it rejected  *)
-(* it, saw it stopped by 2/3 rejections, or let it expire.                 *)
-Active(w, m) ==
-    LET e == vs[w][m] IN
-    e.body /\ ~e.gone /\ ~e.done /\ ~e.ownRej /\ ~e.stopped /\ LiveIn(sub[m], session)
-
+(* Resolved: Finalized or rejected at the full node, obsolete, or every    *)
+(* honest validator of the session is done with it (in its cache,          *)
+(* rejected, forgotten, or stopped by 2/3 rejects).                        *)
 Resolved(m) ==
     \/ fn[m] \in FnFinal
-    \/ \A w \in HonestMembers(session) : ~Active(w, m)
+    \/ ~LiveIn(origin[m], session)
+    \/ \A w \in HonestMembers(session) : st[w][m] \in FinalStatuses \/ Stopped(w, m)
 
-EveryMessageResolved == \A m \in Msgs : HadIt(m) ~> Resolved(m)
+EverySubmittedResolved == \A m \in Msgs : fn[m] = "sent" ~> Resolved(m)
+
+EveryMemberHasIt ==
+    \A m \in Msgs, w \in Honest :
+        (fn[m] = "sent" /\ w \in Members[session]) ~> (st[w][m] # "none" \/ Resolved(m))
 =============================================================================

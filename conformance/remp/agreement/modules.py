@@ -2,7 +2,7 @@
 simulation to draw behaviours from.
 
 Why generated, in a temporary folder: a trace is data, not a second spec; each module EXTENDS the
-one model (``tla/remp/REMP.tla``) and adds only the scenario's constants and, for a trace, the
+step-level model (``tla/remp/REMPSteps.tla``) and adds only the scenario's constants and, for a trace, the
 steps it must follow. TLC 2.15 reads no JSON, so the trace is written as TLA+ sequences.
 """
 
@@ -63,7 +63,7 @@ def trace_module(sc: Scenario, steps: list, name: str = "REMPTrace") -> tuple[st
     statuses = ",\n    ".join(tla(s.statuses, names) for s in steps)
     module = f"""---- MODULE {name} ----
 \\* GENERATED trace of the REMP reference machines ({len(steps)} steps); the model must admit it.
-EXTENDS REMP
+EXTENDS REMPSteps
 CONSTANTS {", ".join(sorted(names))}
 TraceMembers == {_members(sc)}
 TraceActions == <<
@@ -95,7 +95,7 @@ def simulation_module(sc: Scenario, depth: int, name: str = "REMPSim") -> tuple[
     (``SimDepthReached`` violated) or where the model can go no further (a deadlock)."""
     module = f"""---- MODULE {name} ----
 \\* GENERATED: the REMP model with a step counter, to draw random behaviours from TLC.
-EXTENDS REMP
+EXTENDS REMPSteps
 CONSTANTS {", ".join(sorted(_names(sc)))}
 SimMembers == {_members(sc)}
 VARIABLE n
