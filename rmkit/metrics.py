@@ -67,6 +67,20 @@ class LatencyHistogram:
             return None
         return sum(n for b, n in self.buckets.items() if self._value(b) <= limit) / self.count
 
+    def log_bins(self, per_decade: int = 10) -> list[list]:
+        """Counts in bins of equal width on a log axis: [low, high, count] per non-empty bin, the
+        edges 10**(k / per_decade) ms (values below 1 ms in [0, 1)). A bucket of the histogram
+        goes to the bin holding its value (buckets are 1.6 % wide, so a value near an edge may land
+        in the neighbouring bin)."""
+        import math
+
+        counts: Counter[int] = Counter()
+        for b, n in self.buckets.items():
+            v = self._value(b)
+            counts[-1 if v < 1 else math.floor(math.log10(v) * per_decade + 1e-9)] += n
+        edge = lambda k: round(10 ** (k / per_decade), 3)  # noqa: E731
+        return [[0, 1, counts[-1]] if k == -1 else [edge(k), edge(k + 1), counts[k]] for k in sorted(counts)]
+
     def summary(self, promise: tuple[int, int] | None = None) -> dict:
         out = {"count": self.count}
         if self.count:
