@@ -33,14 +33,24 @@ class LatencyHistogram:
         return (b & 0xFFFF) << shift
 
     def add(self, v: int) -> None:
-        v = max(0, int(v))
-        self.buckets[self._bucket(v)] += 1
+        """Count one value (called per message and source, so kept to plain operations)."""
+        v = int(v) if v > 0 else 0
+        if v < 1024:
+            b = v
+        else:
+            shift = v.bit_length() - 7
+            b = ((shift + 1) << 16) | (v >> shift)  # _bucket, inlined
+        buckets = self.buckets
+        buckets[b] = buckets.get(b, 0) + 1
+        if self.count:
+            if v > self.max:
+                self.max = v
+            elif v < self.min:
+                self.min = v
+        else:
+            self.max = self.min = v
         self.count += 1
         self.total += v
-        if self.max is None or v > self.max:
-            self.max = v
-        if self.min is None or v < self.min:
-            self.min = v
 
     def merge(self, other: "LatencyHistogram") -> None:
         """Add another histogram's counts (used to combine the shares of a parallel run)."""

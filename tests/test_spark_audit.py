@@ -368,8 +368,21 @@ def test_the_job_names_no_protocol_each_key_is_one_share_in_log_order(spark, tmp
     assert len(share_of) == 8
 
 
+def test_the_job_script_entry_runs_in_the_session_spark_submit_gives(spark, tmp_path, capsys):
+    """job.py's entry (what spark-submit runs) on the running session, as under spark-submit."""
+    from rmkit.spark_checks.job import main
+
+    fixture = FIX / "rules" / "spec" / "REMP-REPLAY-001.jsonl"
+    assert main(["--format", "json", "--out", str(tmp_path / "o"), str(fixture)]) == 1
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["counts"] == {"REMP-REPLAY-001": 1}
+    capsys.readouterr()
+
+
+@pytest.mark.slow
 def test_spark_submit_runs_the_job_script(tmp_path):
-    """The documented cluster path, run locally: pyspark's own spark-submit with the entry script."""
+    """The documented cluster path, run locally: pyspark's own spark-submit with the entry script
+    (a second JVM, so slow)."""
     home = Path(pyspark.__file__).parent
     job = REPO / "spark_checks" / "job.py"
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
