@@ -145,3 +145,32 @@ def test_a_share_travels_between_processes(tmp_path):
     want = RempLogChecker("spec", lifetime_s=60, jobs=1, max_examples=0).run([str(path)])
     assert sharded.merge([str(path)], [back]).counts == want.counts
     assert recs[0][0] >> LINE_BITS == 0
+
+
+def test_a_message_closed_before_its_source_showed_a_role_in_the_share_is_held_back(tmp_path):
+    """The share closes the finalized message mid-run (another message of the share moves its
+    clock 1,000 s on) before it has seen the full node issue a full-node kind: it holds the message
+    back and judges it at the merge on the role the full node showed first in the log (in another
+    share, before the message's last receipt), as rmkit check judges it."""
+    src = FIX / "rules" / "ever-node" / "REMP-OUTCOME-001.jsonl"
+    lines = src.read_bytes().split(b"\n")
+    lines = [x for x in lines if x]
+    later = []
+    for n, line in enumerate(lines[1:3]):  # two validators' PutIntoQueue for a new message, 1,000 s later
+        rec = orjson.loads(line)
+        rec["timestamp"] += 1_000_000
+        rec["offset"] += 100
+        rec["key"] = rec["value"]["message_id"] = "ab" * 32
+        later.append(orjson.dumps(rec))
+    path = tmp_path / "held-back.jsonl"
+    path.write_bytes(b"\n".join(lines + later) + b"\n")
+    one = RempLogChecker("ever-node", jobs=1, max_examples=0).run([str(path)])
+    assert ("REMP-OUTCOME-001", orjson.loads(lines[1])["value"]["message_id"]) in {(v.rule, v.message_id) for v in one.violations}
+    recs = records(path)
+    apart = [recs[:1], recs[1:]]  # the full node's RejectedByFullnode alone in the first share
+    sharded = RempShards(RempLogChecker("ever-node", max_examples=0)._kwargs)
+    parts = [sharded.check_share([str(path)], [([r for r, _ in p], [x for _, x in p])]) for p in apart]
+    assert len(parts[1]._deferred) == 1
+    got = sharded.merge([str(path)], parts)
+    assert {(v.rule, v.message_id) for v in got.violations} == {(v.rule, v.message_id) for v in one.violations}
+    assert got.counts == one.counts and got.metrics["outcomes"] == one.metrics["outcomes"]
