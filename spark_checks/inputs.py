@@ -50,7 +50,8 @@ def _is_remote(p: str) -> bool:
 
 def expand_paths(paths: list[str]) -> LogFiles:
     """Files in log order. A local gzip file without the .gz suffix is linked under a name with
-    it, since Spark picks the codec by suffix (``rmkit check`` goes by the magic bytes)."""
+    it, since Spark picks the codec by suffix (``rmkit check`` goes by the magic bytes); a file
+    given twice is linked under a second name, so that each input has its own path."""
     out = LogFiles()
     for p in paths:
         if _is_remote(p):  # a cluster file system: Spark lists it
@@ -79,6 +80,11 @@ def expand_paths(paths: list[str]) -> LogFiles:
                         link = os.path.join(out.tmpdir, f"{len(out.read)}-{os.path.basename(f)}.gz")
                         os.symlink(read, link)
                         read = link
+            if read in out.read:  # the same file twice in one log: read twice, under a second name
+                out.tmpdir = out.tmpdir or tempfile.mkdtemp(prefix="rmkit-audit-")
+                link = os.path.join(out.tmpdir, f"{len(out.read)}-{os.path.basename(read)}")
+                os.symlink(read, link)
+                read = link
             out.read.append(read)
             out.shown.append(f)
             out.parquet.append(f.endswith(".parquet"))

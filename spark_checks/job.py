@@ -52,7 +52,9 @@ class AuditResult:
 
 def audit(spark, checker, paths: list[str], partitions: int | None = None, per_file: bool = False) -> AuditResult:
     """Check ``paths`` as one log with ``checker`` (a :class:`rmkit.protocol.ShardedChecker`), or,
-    with ``per_file``, each file as a log of its own in the same Spark job."""
+    with ``per_file``, each file as a log of its own in the same Spark job (``checker`` may then
+    be a list: one per path, each with the same key, e.g. one protocol's checker with other
+    settings per file)."""
     from pyspark.sql import functions as F
 
     from rmkit.spark_checks import inputs
@@ -69,8 +71,12 @@ def audit(spark, checker, paths: list[str], partitions: int | None = None, per_f
             F.count(F.lit(1)).alias("n"), F.min("rid").alias("r0")).collect())
         offsets = inputs.line_offsets(counts)
         t_count = time.perf_counter() - started
+        per = checker if isinstance(checker, list) else None
+        if per is not None and (not per_file or len(per) != len(files.shown) or len({c.key for c in per}) != 1):
+            raise ValueError("a checker per file: expected per_file, one checker per path and one key for all")
+        key = per[0].key if per is not None else checker.key
         records = lines.select("fidx", inputs.line_numbers(offsets).alias("lineno"),
-                               inputs.key_column(checker.key, F.col("line")).alias("key"), "line")
+                               inputs.key_column(key, F.col("line")).alias("key"), "line")
         by = [F.col("key"), F.col("fidx")] if per_file else [F.col("key")]
         records = records.repartition(partitions, *by).sortWithinPartitions("fidx", "lineno").select("fidx", "lineno", "line")
         shown = list(files.shown)
@@ -83,8 +89,9 @@ def audit(spark, checker, paths: list[str], partitions: int | None = None, per_f
             for fidx, share in shares:
                 by_file.setdefault(fidx, []).append(share)
             for fidx in range(len(shown)):
-                got = by_file.get(fidx) or [checker.check_share(shown, [])]
-                reports[fidx] = checker.merge(shown, got)
+                own = per[fidx] if per is not None else checker
+                got = by_file.get(fidx) or [own.check_share(shown, [])]
+                reports[fidx] = own.merge(shown, got)
                 reports[fidx].inputs = [shown[fidx]]
             report = _combined(reports, shown)
         else:
@@ -136,7 +143,8 @@ def _share_runner(checker, shown: list[str], per_file: bool):
         head = next(rows, None)
         while head is not None:
             state = [head[0], None]
-            share = checker.check_share(shown, batches(itertools.chain([head], rows), state))
+            own = checker[head[0]] if isinstance(checker, list) else checker
+            share = own.check_share(shown, batches(itertools.chain([head], rows), state))
             yield (head[0] if per_file else 0), share
             head = state[1]
 

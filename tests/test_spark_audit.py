@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -64,19 +63,18 @@ def audit(spark, paths, profile, lifetime=None, validators=None, **kw):
 
 
 def assert_agree(spark, logs: list[tuple]) -> int:
-    """Audit each (path, profile, lifetime, validators) as its own log, batched per settings."""
-    groups = defaultdict(list)
-    for path, profile, lifetime, validators in logs:
-        groups[(profile, lifetime, validators)].append(str(path))
+    """Audit each (path, profile, lifetime, validators) as its own log, all in one Spark job."""
+    from rmkit.spark_checks.job import audit as run
+
+    checkers = [RempShards(checker(profile, lifetime, validators)._kwargs) for _, profile, lifetime, validators in logs]
+    res = run(spark, checkers, [str(p) for p, *_ in logs], per_file=True)
     compared = 0
-    for (profile, lifetime, validators), paths in groups.items():
-        res = audit(spark, paths, profile, lifetime, validators, per_file=True)
-        for i, path in enumerate(paths):
-            want, got = check(path, profile, lifetime, validators), res.reports[i]
-            assert pairs(got) == pairs(want), f"{path} ({profile}): missing {pairs(want) - pairs(got)}, extra {pairs(got) - pairs(want)}"
-            assert (got.counts, got.receipts, got.messages, got.unreadable, got.verdict, got.not_checked) == \
-                   (want.counts, want.receipts, want.messages, want.unreadable, want.verdict, want.not_checked), path
-            compared += 1
+    for i, (path, profile, lifetime, validators) in enumerate(logs):
+        want, got = check(path, profile, lifetime, validators), res.reports[i]
+        assert pairs(got) == pairs(want), f"{path} ({profile}): missing {pairs(want) - pairs(got)}, extra {pairs(got) - pairs(want)}"
+        assert (got.counts, got.receipts, got.messages, got.unreadable, got.verdict, got.not_checked) == \
+               (want.counts, want.receipts, want.messages, want.unreadable, want.verdict, want.not_checked), path
+        compared += 1
     return compared
 
 
