@@ -22,6 +22,7 @@ merge the shares). Steps:
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import sys
@@ -137,8 +138,6 @@ def _share_runner(checker, shown: list[str], per_file: bool):
             yield refs, lines
 
     def run(rows):
-        import itertools
-
         rows = iter(rows)
         head = next(rows, None)
         while head is not None:
@@ -229,7 +228,9 @@ def run_audit(proto, profile: str, args) -> int:
     out = getattr(args, "out", None)
     args.max_examples = 0 if out else max_examples  # the tables in --out hold every finding
     checker = proto.sharded_checker(profile, args)
-    inputs.expand_paths(list(args.paths))  # no input: an error before Spark starts
+    found = inputs.expand_paths(list(args.paths))  # no input: an error before Spark starts
+    if found.tmpdir:
+        shutil.rmtree(found.tmpdir, ignore_errors=True)
     master = None if getattr(args, "submitted", False) else (getattr(args, "master", None) or "local[*]")
     spark = get_session(master, shuffle_partitions=getattr(args, "partitions", None))
     res = audit(spark, checker, list(args.paths), partitions=getattr(args, "partitions", None))
