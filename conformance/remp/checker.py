@@ -72,7 +72,7 @@ LINE_BITS = REF_LINE_BITS  # a receipt reference is (input index << LINE_BITS) |
 LINE_MASK = (1 << LINE_BITS) - 1
 SWEEP_EVERY = 4096
 # messages a share holds back for roles it has not seen (beyond: judged on the share's roles)
-MAX_DEFERRED = 200_000
+MAX_DEFERRED = 20_000  # a few KB each: memory stays bounded when a source never shows its role
 INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
 # Kinds that open a message's life: one arriving later than the expiry bound after the first
 # receipt is a new submission of the same id (the documents: a message is forgotten once obsolete).
