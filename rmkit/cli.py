@@ -32,11 +32,12 @@ TLC_EXIT_CODES = """exit codes:
      model, java or tla2tools.jar missing, out of memory, timeout of a model check"""
 
 
-AUDIT_EXIT_CODES = """exit codes:
+AUDIT_EXIT_CODES = """exit codes (as rmkit check's):
   0  pass (also non-strict, unless --strict is given)
   1  violations: the verdict is fail
-  2  usage error, no input found, records that could not be read (quarantined, as
-     `rmkit check` does for unreadable lines), pyspark (pip install 'rmkit[spark]') or Java missing"""
+  2  records that could not be read (quarantined, with file and line), no receipt read, an input
+     that cannot be opened or decompressed, usage error, pyspark (pip install 'rmkit[spark]') or
+     Java missing, the job failed"""
 
 CONFORM_EXIT_CODES = """exit codes:
   0  the implementation passed every scenario
@@ -214,9 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Check the same rules as `rmkit check` with a Spark job, for logs larger than one\n"
                                     "machine reads comfortably or kept on a cluster. Runs Spark in local mode by default\n"
                                     "(started by the command itself); --master points it at a cluster.\n\n"
+                                    "The protocol's own checker runs on Spark: records are grouped by their key (REMP:\n"
+                                    "the message id), each share is checked in log order, and the shares merge as\n"
+                                    "`rmkit check --jobs` merges its processes.\n\n"
                                     "Input: receipt JSONL, Kafka dump records, `kcat -C -J` output, .gz, Parquet;\n"
                                     "files, directories and globs. Records that cannot be read go to a quarantine\n"
-                                    "table (file and offset), are counted, and fail the verdict.",
+                                    "table (file and line), are counted, and fail the verdict.",
                         epilog=AUDIT_EXIT_CODES)
     au.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs of receipt logs")
     au.add_argument("--protocol", default="remp")
@@ -226,6 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "operator's report (with charts) to DIR")
     au.add_argument("--format", choices=("text", "json"), default="text", help="console summary format (default: text)")
     au.add_argument("--strict", action="store_true", help="treat a non-strict verdict as failure (exit 1)")
+    au.add_argument("--max-examples", type=int, default=1000, metavar="N",
+                    help="violations per rule shown in the summary (default 1000; 0: all); the tables in --out hold every one")
+    au.add_argument("--partitions", type=int, metavar="N",
+                    help="shares of record keys, each checked by one task (default: one per 64 MB of input, at least "
+                         "the session's shuffle partitions: 4 in local mode, the cluster's otherwise)")
+    au.add_argument("--submitted", action="store_true", help=argparse.SUPPRESS)  # under spark-submit: its master
     for name in protocol_names():
         get_protocol(name).add_audit_arguments(au.add_argument_group(f"{name} options"))
     au.set_defaults(func=cmd_audit)
@@ -344,9 +354,15 @@ def cmd_check(args) -> int:
         print(f"{report.verdict}: report written to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    return check_exit_code(report, args.strict)
+
+
+def check_exit_code(report, strict: bool) -> int:
+    """The exit code of a checked log (``rmkit check`` and ``rmkit audit``): 2 when a line could
+    not be read or nothing was read, 1 for violations (non-strict ones only with --strict)."""
     if report.unreadable or report.receipts == 0:
         return EXIT_USAGE
-    if report.verdict == FAIL or (args.strict and report.verdict == NON_STRICT):
+    if report.verdict == FAIL or (strict and report.verdict == NON_STRICT):
         return EXIT_VIOLATIONS
     return EXIT_PASS
 

@@ -1,5 +1,5 @@
 """Read receipt logs as a stream: JSONL of receipts, or a Kafka dump (one record per line with
-``topic, partition, offset, timestamp, key, value``), plain or ``.gz``, a file or ``-`` (stdin).
+``topic, partition, offset, timestamp, key, value``, or ``kcat -C -J`` envelopes), plain or ``.gz``, a file or ``-`` (stdin).
 
 Nothing is held beyond the current chunk of lines; the caller decodes each line and reports the
 ones it cannot read (file and line), never dropping them.
@@ -111,8 +111,10 @@ def kafka_time_problem(rec: dict[str, Any]) -> str | None:
 
 
 def unwrap_kafka(rec: dict[str, Any]):
-    value = rec.get("value")
-    ts = rec.get("timestamp")
+    """(receipt, record time, receipt text, error, field) of a Kafka record; ``kcat -C -J`` names
+    the value ``payload`` and the time ``ts``."""
+    value = rec.get("value") if "value" in rec else rec.get("payload")
+    ts = rec.get("timestamp") if "timestamp" in rec else rec.get("ts")
     ts = ts if type(ts) is int and ts > 0 else None
     if isinstance(value, str):
         try:

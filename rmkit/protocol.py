@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any, Iterable, Protocol as _TypingProtocol
+from typing import Any, Iterable, Protocol as _TypingProtocol, Sequence
 
 from rmkit.errors import UsageError
 from rmkit.rules import RuleSet
@@ -21,6 +22,37 @@ ENTRY_POINT_GROUP = "rmkit.protocols"
 
 class LogChecker(_TypingProtocol):
     def run(self, inputs: list[str]) -> Report: ...
+
+
+# A record's reference, as a sharded checker receives it: its input's index << REF_LINE_BITS | its
+# 1-based line number (the row number for a table format).
+REF_LINE_BITS = 40
+
+
+@dataclass(frozen=True)
+class RecordKey:
+    """Where a log record's key is: the value whose records a checker judges together (REMP's
+    message id). Each path is a list of JSON object keys, tried in order; a step into a value that
+    is a string reads the string as JSON (a Kafka record's value held as text). A record without a
+    key at any path still goes to exactly one share."""
+
+    paths: tuple[tuple[str, ...], ...]
+    fold_case: bool = True  # keys that differ only in case land in the same share
+
+
+class ShardedChecker(_TypingProtocol):
+    """A protocol's log checker run in shares, by a distributed job (``rmkit audit``) or by
+    processes (``rmkit check --jobs``): every share gets all records of its keys, in log order, and
+    the shares' partial results merge into one report. Must be picklable (it travels to workers)."""
+
+    key: RecordKey
+
+    def check_share(self, inputs: list[str], batches: Iterable[tuple[Sequence[int], Sequence[bytes | str]]]) -> Any:
+        """Check one share: ``batches`` yields (refs, raw lines) in log order (see REF_LINE_BITS);
+        returns the share's picklable partial result."""
+
+    def merge(self, inputs: list[str], shares: list[Any]) -> Report:
+        """One report from every share's partial result (at least one)."""
 
 
 class Protocol:
@@ -78,11 +110,20 @@ class Protocol:
         raise UsageError(f"protocol {self.name} has no receipt tools")
 
     def add_audit_arguments(self, group: argparse._ArgumentGroup) -> None:
-        """Protocol-specific options of ``rmkit audit``."""
+        """Protocol-specific options of ``rmkit audit``: by default those of ``rmkit check``
+        (the audit runs the same checker)."""
+        self.add_check_arguments(group)
+
+    def sharded_checker(self, profile: str, args: argparse.Namespace) -> ShardedChecker:
+        """The log checker as a :class:`ShardedChecker`, which ``rmkit audit`` runs on Spark."""
+        raise UsageError(f"protocol {self.name} has no sharded log checker, so no Spark audit")
 
     def audit(self, profile: str, args: argparse.Namespace) -> int:
-        """Run ``rmkit audit`` (a Spark job over ``args.paths``); return the exit code."""
-        raise UsageError(f"protocol {self.name} has no Spark audit")
+        """Run ``rmkit audit``: the protocol's own checker over ``args.paths``, sharded by record
+        key on Spark (one job for every protocol); return the exit code."""
+        from rmkit.spark_checks.job import run_audit
+
+        return run_audit(self, profile, args)
 
     def add_conform_arguments(self, group: argparse._ArgumentGroup) -> None:
         """Protocol-specific options of ``rmkit conform`` and ``rmkit replay``."""

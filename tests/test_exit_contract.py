@@ -402,17 +402,6 @@ def test_check_junit_is_valid_xml_with_control_characters(capsys, tmp_path):
     assert root.get("failures") != "0" and "\\x01" in out
 
 
-def test_spark_input_failures_are_input_errors():
-    from rmkit.errors import InputError
-    from rmkit.spark_checks.remp.cli import spark_input_error
-
-    fake = type("Py4JJavaError", (Exception,), {"__module__": "py4j.protocol"})
-    err = spark_input_error(fake("An error occurred\nCaused by: java.io.EOFException: Unexpected end of input stream\n\tat x"))
-    assert isinstance(err, InputError) and "EOFException" in str(err)
-    other = ValueError("x")
-    assert spark_input_error(other) is other
-
-
 @pytest.mark.slow
 def test_audit_on_a_truncated_gzip_exits_2_like_check(capsys, tmp_path):
     data = gzip.compress(open(CLEAN, "rb").read() * 50)

@@ -22,6 +22,7 @@ import orjson
 
 from rmkit.logread import iter_line_batches, kafka_time_problem, unwrap_kafka
 from rmkit.metrics import LatencyHistogram
+from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 from rmkit.conformance.remp.model import VALIDATOR, RempModel, model_for
@@ -39,9 +40,39 @@ def final_clock(clocks: list, tops: list, clock_jump_ms: int) -> int | None:
     return end
 
 
-LINE_BITS = 40  # a receipt reference is (input index << LINE_BITS) | line number
+def latency_entry(spec: dict, hist: LatencyHistogram) -> dict:
+    """A latency's figures in the report: its endpoints, percentiles, the share within the
+    promise, and counts in log10 bins (the operator's chart)."""
+    return {"from": spec["from"], "to": spec["to"]} | hist.summary(tuple(spec["promise"])) | {"log10_bins": hist.log_bins()}
+
+
+def per_source_metrics(shares: list[dict], role_of) -> dict[str, dict]:
+    """Per source, summed over the shares of a run: role, messages, receipts, the share of its
+    messages it ended rejected / timed out, latency of its first receipt after a message's first."""
+    total: dict[str, list] = {}
+    for share in shares:
+        for src, f in share.items():
+            t = total.get(src)
+            if t is None:
+                total[src] = [f[0], f[1], f[2], f[3], f[4], LatencyHistogram()]
+                total[src][5].merge(f[5])
+            else:
+                for i in range(1, 5):
+                    t[i] += f[i]
+                t[5].merge(f[5])
+    out = {}
+    for src, (seen, n, receipts, rejected, timed_out, hist) in sorted(total.items(), key=lambda kv: (-kv[1][1], kv[0])):
+        out[src] = {"role": role_of(src, seen), "messages": n, "receipts": receipts,
+                    "rejected_share": round(rejected / n, 4), "timed_out_share": round(timed_out / n, 4),
+                    "latency_ms": hist.summary()}
+    return out
+
+
+LINE_BITS = REF_LINE_BITS  # a receipt reference is (input index << LINE_BITS) | line number
 LINE_MASK = (1 << LINE_BITS) - 1
 SWEEP_EVERY = 4096
+# messages a share holds back for roles it has not seen (beyond: judged on the share's roles)
+MAX_DEFERRED = 20_000  # a few KB each: memory stays bounded when a source never shows its role
 INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
 # Kinds that open a message's life: one arriving later than the expiry bound after the first
 # receipt is a new submission of the same id (the documents: a message is forgotten once obsolete).
@@ -116,7 +147,7 @@ class _Msg:
         self.first_ref = ref
         self.first_t = t
         self.last_seq = seq
-        self.srcs: dict[str, list] = {}  # source -> [role, position, last ref, last kind, queued ref]
+        self.srcs: dict[str, list] = {}  # source -> [role, position, last ref, last kind, queued ref, first time, receipts]
         self.kmask = 0  # bits of the kinds seen (KindInfo.bit)
         self.fin: tuple | None = None  # (block_id, ref, t, source) of the first Finalized
         self.fin_count = 0
@@ -174,6 +205,18 @@ class RempLogChecker:
         self._kwargs = dict(profile=self.profile, lifetime_s=self.lifetime_s, horizon_s=self.horizon_s, roles=roles,
                             max_examples=max_examples, idle_receipts=idle_receipts, validator_set=validator_set)
 
+    def __getstate__(self) -> dict:
+        """A share's state travels between processes (see :class:`parallel.RempShards`) without
+        the compiled model, which is rebuilt from the profile, or the progress callback."""
+        state = dict(self.__dict__)
+        state["model"] = None
+        state["progress"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.model = model_for(self.profile)
+
     # ------------------------------------------------------------------------------------------
     def run(self, inputs: list[str]) -> Report:
         """Check ``inputs`` (paths, or ``-`` for stdin) in one pass and return the report."""
@@ -194,9 +237,10 @@ class RempLogChecker:
     def end_clock(self, clocks: list, tops: list) -> int | None:
         return final_clock(clocks, tops, self.clock_jump_ms)
 
-    def begin(self, inputs: list[str], partition: tuple[int, int] | None = None) -> None:
+    def begin(self, inputs: list[str], partition: tuple[int, int] | None = None, shared: bool = False) -> None:
         """Reset for a run. With ``partition=(k, n)`` only the messages whose id falls into
-        share k of n are checked (see :mod:`rmkit.conformance.remp.parallel`)."""
+        share k of n are checked (see :mod:`rmkit.conformance.remp.parallel`); ``shared``: the
+        caller feeds one share's records (:meth:`feed`) and merges the shares."""
         self._started = time.perf_counter()
         self.partition = partition
         self._rep = Report(protocol="remp", profile=self.profile, inputs=list(inputs),
@@ -232,6 +276,12 @@ class RempLogChecker:
         self._next_sweep_t = 0
         self._top: tuple | None = None  # the latest time seen: (t, ref, message, kind, source or message)
         self.lat = {name: LatencyHistogram() for name in self.model.latency}
+        self.per_source: dict[str, list] = {}  # source -> SourceFigures fields (see _source_figures)
+        # a share of a sharded run holds back messages whose sources' roles it has not seen
+        self._deferring = partition is not None or shared
+        self._deferred: list[tuple] = []
+        self._first_roles: dict[str, tuple] | None = None
+        self._before = 1 << 62
 
     def finish(self, end_hwm: int | None) -> Report:
         """Judge the messages still open against the log's final clock and complete the report."""
@@ -271,18 +321,18 @@ class RempLogChecker:
         ev = [Evidence(ref & LINE_MASK, kind, src, self._files[ref >> LINE_BITS]) for ref, (kind, src) in by_ref.items()]
         rep.violations.append(Violation(rule, self.model.rules[rule].severity, mode, mid, explanation, ev))
 
-    def _problem(self, idx: int, lineno: int, error: str, field: str | None = None) -> None:
+    def _problem(self, ref: int, error: str, field: str | None = None) -> None:
         rep = self._rep
         rep.unreadable += 1
         if len(rep.input_problems) < max(self.max_examples, 1) or not self.max_examples:
-            rep.input_problems.append(InputProblem(self._files[idx], lineno, error, field))
+            rep.input_problems.append(InputProblem(self._files[ref >> LINE_BITS], ref & LINE_MASK, error, field))
         if self.modes["REMP-INPUT-001"] != OFF:
             rep.count("REMP-INPUT-001", self.modes["REMP-INPUT-001"])
 
     def _read_error(self, idx: int, lineno: int, error: str) -> None:
         """An input that broke off (truncated gzip...): one problem, reported by one share only."""
         if not self.partition or self.partition[0] == 0:
-            self._problem(idx, lineno, error)
+            self._problem(idx << LINE_BITS | lineno, error)
 
     @property
     def known_fields(self) -> frozenset:
@@ -324,6 +374,26 @@ class RempLogChecker:
 
     # ------------------------------------------------------------------------------------------
     def _run_file(self, idx: int, path: str) -> None:
+        self.feed(self._file_batches(idx, path))
+
+    def _file_batches(self, idx: int, path: str):
+        """The lines of one input as (refs, lines) batches for :meth:`feed`."""
+        base = idx << LINE_BITS
+        lineno = 0
+        progress = self.progress
+        done = 0
+        for batch in iter_line_batches(path, on_error=lambda n, why: self._read_error(idx, n, why)):
+            if progress is not None:
+                done += sum(map(len, batch)) + len(batch)
+                progress(idx, done)
+            yield range(base | (lineno + 1), base | (lineno + 1 + len(batch))), batch
+            lineno += len(batch)
+
+    def feed(self, batches) -> None:
+        """Check records in log order: ``batches`` yields (refs, lines), each ref the record's
+        input index << LINE_BITS | its line number, each line the raw record (bytes or str). A
+        file's lines come from :meth:`_run_file`; a distributed job hands over the records of
+        some messages (all of each one's, in log order) and merges the shares as ``--jobs`` does."""
         m = self.model
         kinds = m.kinds
         modes = self.modes
@@ -338,7 +408,6 @@ class RempLogChecker:
         kind_counts = self.kind_counts
         loads = orjson.loads
         JSONDecodeError = orjson.JSONDecodeError
-        base = idx << LINE_BITS
         check_schema = modes["REMP-SCHEMA-001"] != OFF
         check_kind2 = modes["REMP-KIND-002"] != OFF
         check_time = modes["REMP-TIME-001"] != OFF
@@ -361,42 +430,34 @@ class RempLogChecker:
         fold = m.ids_fold_case
         intern_src = self._src_names.setdefault
         rep = self._rep
-        lineno = 0
-        progress = self.progress
-        done = 0
-        for batch in iter_line_batches(path, on_error=lambda n, why: self._read_error(idx, n, why)):
-            if progress is not None:
-                done += sum(map(len, batch)) + len(batch)
-                progress(idx, done)
-            for line in batch:
-                lineno += 1
+        for refs, batch in batches:
+            for ref, line in zip(refs, batch):
                 if part_n:
                     share = partition_share(line, part_n)
-                    if (lineno % part_n if share is None else share) != part_k:
+                    if ((ref & LINE_MASK) % part_n if share is None else share) != part_k:
                         continue
                 try:
                     obj = loads(line)
                 except JSONDecodeError as exc:
                     if line.strip():
-                        self._problem(idx, lineno, f"not JSON: {exc}")
+                        self._problem(ref, f"not JSON: {exc}")
                     continue
                 if type(obj) is not dict:
-                    self._problem(idx, lineno, f"expected a JSON object, found {type(obj).__name__}")
+                    self._problem(ref, f"expected a JSON object, found {type(obj).__name__}")
                     continue
-                ref = base | lineno
                 kts = None
                 text = line
-                if "kind" not in obj and "value" in obj:
+                if "kind" not in obj and ("value" in obj or "payload" in obj):  # a Kafka record or kcat -J envelope
                     rec = obj
                     obj, kts, text, err, fld = unwrap_kafka(obj)
                     if err:
-                        self._problem(idx, lineno, err, fld)
+                        self._problem(ref, err, fld)
                         continue
                     if obj is None:  # a Kafka tombstone (null value): a deletion marker, not a receipt
                         self.kafka_tombstones += 1
                         continue
                     if kts is None and "timestamp" in rec and kafka_time_problem(rec):
-                        self._problem(idx, lineno, kafka_time_problem(rec), "timestamp")  # and the receipt is checked
+                        self._problem(ref, kafka_time_problem(rec), "timestamp")  # and the receipt is checked
                 if "mc_block_id" in obj and "mc_block_file_hash" not in obj:  # rare: the seed's repeated block_file_hash
                     from rmkit.conformance.remp.tlreceipt import recover_master_file_hash  # (the TL tables load on demand)
 
@@ -564,7 +625,7 @@ class RempLogChecker:
                     if trans is not None:
                         if st is None:
                             src = intern_src(src, src)  # one string per source, not one per message
-                            st = msg.srcs[src] = [role, "none", ref, ki.name, None]
+                            st = msg.srcs[src] = [role, "none", ref, ki.name, None, t, 0]
                         to, allowed = trans
                         pos = st[1]
                         if pos not in allowed:
@@ -580,6 +641,7 @@ class RempLogChecker:
                         st[1] = to
                         st[2] = ref
                         st[3] = ki.name
+                        st[6] += 1
                         if st[4] is None and ki.bit & queued_mask:
                             st[4] = ref
                 # ---- per-message rules ----------------------------------------------------------
@@ -692,6 +754,13 @@ class RempLogChecker:
                       f"timestamp {t} is {ahead:,.0f} s ahead of every other source's; the log's clock did not follow it",
                       [(ref, kind if isinstance(kind, str) else None, src)])
 
+    def _final_role(self, src: str, seen: str) -> str:
+        """A source's role for the report: declared, else inferred, else the one it first acted in."""
+        if self.declared_roles is not None and src in self.declared_roles:
+            return self.declared_roles[src]
+        known = self._roles.get(src)
+        return known[0] if known is not None else seen
+
     def _role_of(self, src: str, st: list) -> str:
         """The role a source plays, as known at the end: declared, else inferred from any message,
         else the one assumed when its receipt arrived."""
@@ -700,6 +769,10 @@ class RempLogChecker:
             if role is not None:
                 return role
         known = self._roles.get(src)
+        if known is None and self._first_roles:
+            known = self._first_roles.get(src)
+            if known is not None and known[1] > self._before:
+                known = None
         return known[0] if known is not None else st[0]
 
     def _after(self, t: int | None, other_t: int | None) -> bool:
@@ -848,11 +921,41 @@ class RempLogChecker:
 
     # ------------------------------------------------------------------------------------------
     def _close(self, msg: _Msg, at_end: bool) -> None:
-        """Judge what can only be judged once a message's stream is complete, then forget it."""
+        """Judge what can only be judged once a message's stream is complete, then forget it.
+        In a share of a sharded run, a message with a source whose role the share has not seen yet
+        is judged at the end, on the roles of the whole log (see :meth:`settle_roles`)."""
+        if self._deferring and len(self._deferred) < MAX_DEFERRED and self._role_unseen(msg):
+            self._deferred.append((msg, at_end, self.hwm))
+        else:
+            self._judge(msg, at_end, self.hwm)
+        if self.hwm is not None:  # late receipts of a judged message are recognised as such
+            self._tombs[msg.id] = (msg.fin, msg.first_t, msg.id)
+            self._tomb_order.append((self.hwm + self.close_after_ms, msg.id))
+
+    def _role_unseen(self, msg: _Msg) -> bool:
+        declared, known = self.declared_roles, self._roles
+        return any(s not in known and (declared is None or s not in declared) for s in msg.srcs)
+
+    def settle_roles(self, first_roles: dict[str, tuple]) -> None:
+        """A share's last step before :meth:`finish`: the roles every source first showed in the
+        whole log (source -> (role, ref, message), earliest ref over all shares) stand in for the
+        roles this share did not see; the messages held back for them are judged. A held-back
+        message uses a role shown before its last receipt (``rmkit check`` judges it soon after),
+        a message still open at the end any role shown in the log."""
+        self._deferring = False
+        self._first_roles = first_roles
+        deferred, self._deferred = self._deferred, []
+        for msg, at_end, hwm in deferred:
+            self._before = max(st[2] for st in msg.srcs.values())
+            self._judge(msg, at_end, hwm)
+        self._before = 1 << 62
+
+    def _judge(self, msg: _Msg, at_end: bool, hwm: int | None) -> None:
         m = self.model
         violate = self._violate
         if msg.incl and ((msg.put_t is None and msg.first_t is None) or None in msg.incl.values()):
             self.untimed_expiry += 1  # an inclusion whose delay cannot be measured
+        self._source_figures(msg)
         queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None and self._role_of(s, st) == VALIDATOR]
         outcome, final = evaluate_outcome(m.outcomes, msg.kmask, [st[1] for _, st in queued])
         fin = msg.fin
@@ -883,8 +986,8 @@ class RempLogChecker:
             self._lat("queue_ack_ms", msg.put_t - msg.sent_t)
         if final:
             self.outcomes[outcome] += 1
-        elif msg.first_t is None or self.hwm is None or (at_end and self.hwm - msg.first_t < self.horizon_ms):
-            if msg.first_t is None or self.hwm is None:
+        elif msg.first_t is None or hwm is None or (at_end and hwm - msg.first_t < self.horizon_ms):
+            if msg.first_t is None or hwm is None:
                 self.untimed_live += 1  # no time: not judged for want of it (the others: too near the end)
             self.not_judged += 1
             self.outcomes["not_judged:" + outcome] += 1
@@ -894,9 +997,25 @@ class RempLogChecker:
             violate("REMP-LIVE-001", msg.id,
                     f"no final outcome {self.horizon_s:.0f} s after its first receipt (last known: {outcome})",
                     [(msg.first_ref, None, None)] + last[:6])
-        if self.hwm is not None:  # late receipts of a judged message are recognised as such
-            self._tombs[msg.id] = (fin, msg.first_t, msg.id)
-            self._tomb_order.append((self.hwm + self.close_after_ms, msg.id))
+
+    def _source_figures(self, msg: _Msg) -> None:
+        """The operator's per-source figures, per message closed: [role first seen, messages,
+        receipts, messages it ended rejected, ended timed out, latency of its first receipt after
+        the message's first]."""
+        figures = self.per_source
+        first_t = msg.first_t
+        for src, st in msg.srcs.items():
+            f = figures.get(src)
+            if f is None:
+                f = figures[src] = [st[0], 0, 0, 0, 0, LatencyHistogram()]
+            f[1] += 1
+            f[2] += st[6]
+            if st[1] == "rejected":
+                f[3] += 1
+            elif st[1] == "timed_out":
+                f[4] += 1
+            if st[5] is not None and first_t is not None:
+                f[5].add(st[5] - first_t)
 
     def _lat(self, name: str, value: int) -> None:
         if name in self.lat:
@@ -906,7 +1025,7 @@ class RempLogChecker:
         m = self.model
         lat = {}
         for name, spec in m.latency.items():
-            lat[name] = {"from": spec["from"], "to": spec["to"]} | self.lat[name].summary(tuple(spec["promise"]))
+            lat[name] = latency_entry(spec, self.lat[name])
         roles = Counter(r for r, _, _ in self._roles.values())
         if self.declared_roles is not None:
             roles = Counter(self.declared_roles.values())
@@ -924,6 +1043,7 @@ class RempLogChecker:
             "receipts_without_time": self.no_time,
             "log_time_span_s": round((self.hwm - self.min_t) / 1000, 3) if self.hwm is not None and self.min_t is not None else None,
             "sources": dict(roles),
+            "per_source": per_source_metrics([self.per_source], self._final_role),
             "latency_ms": lat,
             **({"signatures": {k: self.sig_counts.get(k, 0) for k in SIG_COUNTS}} if self.keyed else {}),
             "elapsed_s": round(elapsed, 3),

@@ -2,9 +2,13 @@
 messages whose id hashes into its share, so per-message state never crosses processes.
 
 Only three things are global and are reconciled here: the log's clock at the end (workers agree
-on it before judging the messages still open), the role each source plays (a source seen as a
-full node by one worker and as a validator by another is a REMP-ROLE-001 violation), and the
-report (counts add, examples are merged in line order, histograms add).
+on it before judging the messages still open), the role each source plays (the role it showed
+first in the whole log judges the messages a share held back for a role it had not seen; a source
+seen as a full node by one worker and as a validator by another is a REMP-ROLE-001 violation),
+and the report (counts add, examples are merged in line order, histograms add).
+
+The same shares run on Spark (:class:`RempShards`, ``rmkit audit``): there a share is the set of
+messages of one partition instead of one process's hash share.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ import time
 from collections import Counter
 from typing import Any
 
+from rmkit.protocol import RecordKey
 from rmkit.verdict import Evidence, Report, Violation
 
-from rmkit.conformance.remp.checker import LINE_BITS, LINE_MASK, RempLogChecker, _violation_order
+from rmkit.conformance.remp.checker import LINE_BITS, LINE_MASK, RempLogChecker, _violation_order, latency_entry, per_source_metrics
 
 # Below this many bytes of input one process is faster than starting several.
 MIN_PARALLEL_BYTES = 32 << 20
@@ -49,10 +54,11 @@ def _worker(conn, kwargs: dict[str, Any], inputs: list[str], k: int, n: int, don
         checker.begin(inputs, partition=(k, n))
         for idx, path in enumerate(inputs):
             checker._run_file(idx, path)
-        conn.send(("hwm", checker.hwm, checker.top_time))
-        end_hwm = conn.recv()
+        conn.send(("hwm", checker.hwm, checker.top_time, checker._roles))
+        end_hwm, roles = conn.recv()
+        checker.settle_roles(roles)
         report = checker.finish(end_hwm)
-        conn.send(("done", report, checker.lat, checker._roles))
+        conn.send(("done", report, checker.lat, checker._roles, checker.per_source))
     except BaseException as exc:  # report any failure to the parent instead of hanging it
         conn.send(("error", f"{type(exc).__name__}: {exc}", getattr(exc, "exit_code", None), exc))
     finally:
@@ -83,8 +89,9 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
             if msg[0] == "error":
                 raise msg[3]
         end = RempLogChecker(**kwargs).end_clock([m[1] for m in first], [m[2] for m in first])
+        roles = first_roles([m[3] for m in first])
         for p in pipes:
-            p.send(end)
+            p.send((end, roles))
         results = [p.recv() for p in pipes]
         for msg in results:
             if msg[0] == "error":
@@ -94,14 +101,56 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.kill()
-    report = _merge(kwargs, inputs, [r[1] for r in results], [r[2] for r in results], [r[3] for r in results])
+    report = _merge(kwargs, inputs, [r[1] for r in results], [r[2] for r in results], [r[3] for r in results],
+                    [r[4] for r in results])
     elapsed = time.perf_counter() - started
     report.metrics["elapsed_s"] = round(elapsed, 3)
     report.metrics["receipts_per_s"] = round(report.receipts / elapsed) if elapsed > 0 else None
     return report
 
 
-def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[dict]) -> Report:
+def first_roles(shares: list[dict]) -> dict[str, tuple]:
+    """The role each source showed first in the whole log: source -> (role, ref, message), the
+    earliest ref over the shares' inferred roles."""
+    out: dict[str, tuple] = {}
+    for share in shares:
+        for src, entry in share.items():
+            seen = out.get(src)
+            if seen is None or entry[1] < seen[1]:
+                out[src] = entry
+    return out
+
+
+class RempShards:
+    """The REMP checker as a :class:`rmkit.protocol.ShardedChecker` (``rmkit audit`` runs it on
+    Spark): a share is the checker after reading every receipt of its messages in log order; the
+    shares finish on one clock and merge as ``--jobs`` shares do (:func:`_merge`)."""
+
+    # the message id: a receipt's, or that of the receipt a Kafka record (or kcat envelope) holds
+    key = RecordKey((("message_id",), ("value", "message_id"), ("payload", "message_id")), fold_case=True)
+
+    def __init__(self, kwargs: dict[str, Any]):
+        self.kwargs = kwargs
+
+    def check_share(self, inputs: list[str], batches) -> RempLogChecker:
+        checker = RempLogChecker(**self.kwargs)
+        checker.begin(inputs, shared=True)
+        checker.feed(batches)
+        return checker
+
+    def merge(self, inputs: list[str], shares: list[RempLogChecker]) -> Report:
+        """Judge every share's open messages on the log's final clock, then merge the reports."""
+        end = shares[0].end_clock([c.hwm for c in shares], [c.top_time for c in shares])
+        roles = first_roles([c._roles for c in shares])
+        reports = []
+        for c in shares:
+            c.settle_roles(roles)
+            reports.append(c.finish(end))
+        return _merge(self.kwargs, inputs, reports, [c.lat for c in shares], [c._roles for c in shares],
+                      [c.per_source for c in shares])
+
+
+def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[dict], per_source: list[dict]) -> Report:
     probe = RempLogChecker(**kwargs)
     base = reports[0]
     out = Report(protocol=base.protocol, profile=base.profile, inputs=list(inputs), rules=dict(base.rules),
@@ -138,6 +187,9 @@ def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[
     problems = sorted((p for r in reports for p in r.input_problems), key=lambda p: (inputs.index(p.file), p.line))
     out.input_problems = problems[: out.shown_per_rule or None]
     out.metrics = _merge_metrics(probe, reports, lats, roles)
+    declared = probe.declared_roles or {}
+    out.metrics["per_source"] = per_source_metrics(
+        per_source, lambda src, seen: declared.get(src) or (first[src][0] if src in first else seen))
     out.decide()
     return out
 
@@ -168,7 +220,7 @@ def _merge_metrics(probe, reports, lats, roles) -> dict[str, Any]:
         hist = lats[0][name]
         for other in lats[1:]:
             hist.merge(other[name])
-        lat[name] = {"from": spec["from"], "to": spec["to"]} | hist.summary(tuple(spec["promise"]))
+        lat[name] = latency_entry(spec, hist)
     merged["latency_ms"] = lat
     if "signatures" in merged:
         merged["signatures"] = {k: sum(m["signatures"][k] for m in ms) for k in merged["signatures"]}

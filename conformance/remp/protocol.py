@@ -49,6 +49,11 @@ class Remp(Protocol):
                                 "{validators: [source ids], full_nodes: [source ids]} gives roles only "
                                 "(default: roles inferred from the kinds each source issues)")
 
+    def sharded_checker(self, profile: str, args: argparse.Namespace):
+        from rmkit.conformance.remp.parallel import RempShards
+
+        return RempShards(self.make_checker(profile, args)._kwargs)
+
     def make_checker(self, profile: str, args: argparse.Namespace):
         from rmkit.conformance.remp.checker import RempLogChecker
         from rmkit.conformance.remp.sources import load_validator_set
@@ -105,16 +110,6 @@ class Remp(Protocol):
         from rmkit.conformance.remp import receipt_cli
 
         return receipt_cli.run(action, profile, args)
-
-    def add_audit_arguments(self, group: argparse._ArgumentGroup) -> None:
-        from rmkit.spark_checks.remp import cli as audit_cli
-
-        audit_cli.add_arguments(group)
-
-    def audit(self, profile: str, args: argparse.Namespace) -> int:
-        from rmkit.spark_checks.remp import cli as audit_cli
-
-        return audit_cli.run(profile, args)
 
     def add_conform_arguments(self, group: argparse._ArgumentGroup) -> None:
         from rmkit.conformance.remp.driven import cli as driven_cli

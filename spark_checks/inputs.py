@@ -1,0 +1,190 @@
+"""Reading logs into one DataFrame of raw records with their positions (no schema: the
+protocol's own checker parses each record, so every format it reads is read the same way).
+
+Accepted: JSON Lines (a protocol's records, Kafka dump records, ``kcat -C -J`` envelopes), any of
+them gzip-compressed (also without the ``.gz`` suffix), and Parquet files (each row handed over as
+the JSON object it stands for). Files, directories and globs; the log order is the order the paths
+are given in, a directory's or glob's files sorted by name (as ``rmkit check`` reads them when
+given in that order).
+
+Every row keeps its position: the file's index, the start of the file split Spark read it from and
+the row's id within the split (``monotonically_increasing_id`` is consecutive inside one split);
+a first cheap pass counts the rows of each split, from which every row's 1-based line number
+follows (:func:`line_offsets`).
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import os
+import tempfile
+import zlib
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from rmkit.errors import InputError
+from rmkit.protocol import RecordKey
+
+GZIP_MAGIC = b"\x1f\x8b"
+# in a directory: the manifest `rmkit simulate -o DIR` writes beside its logs is not a log
+SIDE_FILES = ("manifest.json",)
+LOG_SUFFIXES = (".jsonl", ".json", ".ndjson", ".log", ".txt", ".gz", ".parquet")
+
+
+@dataclass
+class LogFiles:
+    """The inputs in log order: what Spark reads (``read``) and what reports show (``shown``)."""
+
+    read: list[str] = field(default_factory=list)
+    shown: list[str] = field(default_factory=list)
+    parquet: list[bool] = field(default_factory=list)
+    tmpdir: str | None = None
+
+
+def _is_remote(p: str) -> bool:
+    return "://" in p and not p.startswith("file://")
+
+
+def expand_paths(paths: list[str]) -> LogFiles:
+    """Files in log order. A local gzip file without the .gz suffix is linked under a name with
+    it, since Spark picks the codec by suffix (``rmkit check`` goes by the magic bytes); a file
+    given twice is linked under a second name, so that each input has its own path."""
+    out = LogFiles()
+    for p in paths:
+        if _is_remote(p):  # a cluster file system: Spark lists it
+            out.read.append(p)
+            out.shown.append(p)
+            out.parquet.append(p.endswith(".parquet"))
+            continue
+        local = p[len("file://"):] if p.startswith("file://") else p
+        if os.path.isdir(local):
+            found = sorted(os.path.join(d, f) for d, _, fs in os.walk(local) for f in fs
+                           if not f.startswith((".", "_")) and f.endswith(LOG_SUFFIXES) and f not in SIDE_FILES)
+        elif any(c in local for c in "*?["):
+            found = sorted(f for f in glob.glob(local, recursive=True) if os.path.isfile(f))
+        else:
+            if not os.path.exists(local):
+                raise InputError(f"input {p!r}: no such file or directory")
+            found = [local]
+        if not found:
+            raise InputError(f"input {p!r}: expected receipt logs ({', '.join(LOG_SUFFIXES)}), found no file")
+        for f in found:
+            read = os.path.abspath(f)
+            if not f.endswith(".gz") and not f.endswith(".parquet"):
+                with open(f, "rb") as fh:
+                    if fh.read(2) == GZIP_MAGIC:
+                        out.tmpdir = out.tmpdir or tempfile.mkdtemp(prefix="rmkit-audit-")
+                        link = os.path.join(out.tmpdir, f"{len(out.read)}-{os.path.basename(f)}.gz")
+                        os.symlink(read, link)
+                        read = link
+            if read in out.read:  # the same file twice in one log: read twice, under a second name
+                out.tmpdir = out.tmpdir or tempfile.mkdtemp(prefix="rmkit-audit-")
+                link = os.path.join(out.tmpdir, f"{len(out.read)}-{os.path.basename(read)}")
+                os.symlink(read, link)
+                read = link
+            out.read.append(read)
+            out.shown.append(f)
+            out.parquet.append(f.endswith(".parquet"))
+    return out
+
+
+def _norm(uri: str) -> str:
+    """A path as Spark reports it (``file:/x``, ``file:///x``) reduced to the plain path."""
+    if uri.startswith("file:"):
+        uri = uri[5:]
+        while uri.startswith("//"):
+            uri = uri[1:]
+    return uri
+
+
+def _file_index(files: list[str]) -> Column:
+    """The input index of a row, from Spark's file path of it."""
+    pairs = []
+    for i, f in enumerate(files):
+        pairs += [F.lit(_norm(f) if not _is_remote(f) else f), F.lit(i)]
+    path = F.col("_metadata.file_path")
+    key = F.when(path.startswith("file:"), F.regexp_replace(path, r"^file:/*", "/")).otherwise(path)
+    return F.element_at(F.create_map(*pairs), key).cast("int")
+
+
+def read_lines(spark: SparkSession, files: LogFiles) -> DataFrame:
+    """One row per line (or Parquet row, as JSON text): fidx, blk, rid, line. Lines end at
+    ``\\n`` only, as ``rmkit check`` splits them."""
+    frames = []
+    text = [f for f, pq in zip(files.read, files.parquet) if not pq]
+    if text:
+        frames.append(spark.read.option("lineSep", "\n").text(text).select(
+            _file_index(files.read).alias("fidx"), F.col("_metadata.file_block_start").alias("blk"),
+            F.monotonically_increasing_id().alias("rid"), F.col("value").alias("line")))
+    pq = [f for f, p in zip(files.read, files.parquet) if p]
+    if pq:
+        # a Parquet row is turned into the JSON line it stands for, then read like one
+        df = spark.read.parquet(*pq)
+        frames.append(df.select(_file_index(files.read).alias("fidx"), F.col("_metadata.file_block_start").alias("blk"),
+                                F.monotonically_increasing_id().alias("rid"),
+                                F.to_json(F.struct(*[F.col(c) for c in df.columns])).alias("line")))
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def key_column(key: RecordKey, line: Column) -> Column:
+    """The record's key (see :class:`RecordKey`), found by Spark's JSON reader: the first path
+    that gives a value; null when none does (such records go to one share together)."""
+    found = []
+    for path in key.paths:
+        value = line
+        for step in path:
+            value = F.get_json_object(value, "$." + _json_path_step(step))
+        found.append(value)
+    out = F.coalesce(*found) if len(found) > 1 else found[0]
+    return F.lower(out) if key.fold_case else out
+
+
+def _json_path_step(step: str) -> str:
+    if not step.replace("_", "").isalnum():
+        raise ValueError(f"record key path step {step!r}: expected letters, digits and underscores")
+    return step
+
+
+def line_numbers(offsets: dict[tuple[int, int], int]) -> Column:
+    """A row's 1-based line number: its id within the split plus the split's offset."""
+    pairs = []
+    for (fidx, blk), off in offsets.items():
+        pairs += [F.lit(f"{fidx}:{blk}"), F.lit(off)]
+    table = F.create_map(*pairs) if pairs else F.create_map().cast("map<string,bigint>")
+    where = F.concat_ws(":", F.col("fidx").cast("string"), F.col("blk").cast("string"))
+    return F.col("rid") + F.coalesce(table[where], F.lit(1))
+
+
+def line_offsets(pieces) -> dict[tuple[int, int], int]:
+    """(file index, split start) -> the number to add to a row's id to get its 1-based line
+    number, from counts of the parsed rows: ``pieces`` are rows with ``fidx, blk, n`` (rows) and
+    ``r0`` (the first id), several of one split adding up (e.g. one per status)."""
+    splits: dict[tuple[int, int], list[int]] = {}
+    for r in pieces:
+        n_r0 = splits.setdefault((r.fidx, r.blk), [0, r.r0])
+        n_r0[0] += r.n
+        n_r0[1] = min(n_r0[1], r.r0)
+    out: dict[tuple[int, int], int] = {}
+    before: dict[int, int] = {}
+    for (fidx, blk), (n, r0) in sorted(splits.items()):
+        done = before.get(fidx, 0)
+        out[(fidx, blk)] = done - r0 + 1
+        before[fidx] = done + n
+    return out
+
+
+def gz_readable(path: str) -> bool:
+    """Whether a local gzip file decompresses (Spark reports a broken one only as a failed task)."""
+    try:
+        with gzip.open(path, "rb") as f:
+            while f.read(1 << 20):
+                pass
+        return True
+    except (OSError, EOFError, zlib.error):
+        return False

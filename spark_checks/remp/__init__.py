@@ -1,1 +1,0 @@
-"""``rmkit audit --protocol remp``: the REMP rules of ``rmkit check`` as one PySpark job."""
