@@ -127,7 +127,7 @@ def test_lifetime_option_changes_the_expiry_bound(capsys):
 
 def test_explain_and_list(capsys):
     code, out, _ = run(capsys, "explain", "REMP-EXPIRY-001")
-    assert code == 0 and "N+2" in out and "example" in out and "-> REMP-EXPIRY-001" in out
+    assert code == 0 and "mc_catchain_lifetime" in out and "example" in out and "-> REMP-EXPIRY-001" in out
     code, out, _ = run(capsys, "explain", "list")
     assert code == 0 and out.count("REMP-") >= 20
     code, _, err = run(capsys, "explain", "REMP-NOPE-001")
