@@ -2,8 +2,8 @@
 scenario against each rule's mutant (:mod:`.mutants`); a scenario covers a rule when it fails on
 that rule's mutant.
 
-Computed once per spec and catalogue (the key hashes the spec files the scenarios and the judge
-read, and the mutants' source), kept in memory and, where the folder is writable, on disk.
+Computed once per spec and code (the key hashes the REMP spec files and the source of the core,
+the checker, the judge, the mutants and the reference machines), kept in memory and, where the folder is writable, on disk.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from rmkit.conformance.remp.driven.catalogue import catalogue
 from rmkit.specload import spec_root
 
 CACHE_DIR = Path(".rmkit") / "coverage"
-SPEC_FILES = ("conformance.yaml", "freedoms.yaml", "adapter.yaml", "rules.yaml", "kinds.yaml", "transitions.yaml")
 
 
 class _Impl:
@@ -46,10 +45,20 @@ class _Impl:
 
 
 def key(profile: str) -> str:
+    """A coverage result holds only as long as everything a scenario's verdict rests on is
+    unchanged: the REMP spec, the mutants, and the code that runs and judges scenarios (the
+    checker, the judge, the reference machines, the core). So the key hashes all of them."""
+    import rmkit
+    import rmkit.conformance.remp as remp_pkg
+    import rmkit.reference_impl.remp as ref_pkg
+
     h = hashlib.sha256(profile.encode())
-    for name in SPEC_FILES:
-        h.update((spec_root() / "remp" / name).read_bytes())
-    h.update(inspect.getsource(mutants).encode())
+    files = sorted((spec_root() / "remp").glob("*.yaml"))
+    for pkg in (rmkit, remp_pkg, ref_pkg):
+        files += sorted(Path(pkg.__file__).parent.rglob("*.py"))
+    for f in files:
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
 
