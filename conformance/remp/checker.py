@@ -859,13 +859,15 @@ class RempLogChecker:
                 break
 
     def _early_timeout(self, msg: _Msg, ref: int, t, src) -> None:
-        """REMP-EXPIRY-002: a Timeout less than one lifetime after the message was first queued
-        (measured from the earliest queueing seen, so a validator that got it later is not wronged)."""
+        """REMP-EXPIRY-002: a Timeout earlier than the spec's floor (a share of one lifetime, since a
+        session may close early) after the message was first queued (measured from the earliest
+        queueing seen, so a validator that got it later is not wronged)."""
         base_t = msg.put_t if msg.put_t is not None else msg.first_t
-        life_ms = int(self.lifetime_s * 1000)
-        if t is not None and base_t is not None and t - base_t < life_ms:
+        floor_ms = int(self.lifetime_s * 1000 * self.model.timeout_floor_lifetimes)
+        if t is not None and base_t is not None and t - base_t < floor_ms:
             self._violate("REMP-EXPIRY-002", msg.id,
-                          f"Timeout from {src} {(t - base_t) / 1000:.1f} s after the message was first queued; a message is tracked at least one lifetime ({life_ms / 1000:.0f} s)",
+                          f"Timeout from {src} {(t - base_t) / 1000:.1f} s after the message was first queued; a message is tracked at least "
+                          f"one lifetime, and no session closes as early as {floor_ms / 1000:.0f} s",
                           [(msg.first_ref, None, None), (ref, "Timeout", src)])
 
     def _replay(self, mid: str, fin: tuple, kind: str, block: str, ref: int, t, src) -> None:

@@ -177,6 +177,7 @@ class RempModel:
         self.default_lifetime_s: float = lt["mc_catchain_lifetime"]["default_seconds"]
         self.expiry_bound_lifetimes: float = lt["expiry_bound_lifetimes"][profile]["value"]
         self.horizon_extra_s: float = lt["horizon"]["extra_seconds"]
+        self.timeout_floor_lifetimes: float = lt["timeout_floor_lifetimes"]["value"]  # REMP-EXPIRY-002
         self.latency: dict[str, dict[str, Any]] = lt["latency"]
         self.session_rules = lt["session_rules"]
         self.thresholds = {name: (Fraction(t["fraction"]), t["plus"], t.get("of_n_minus_one", False), t.get("round", "floor"))
