@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from spec_support import broken_spec_copy
 
 from conftest import REPO, SEEDS
 from rmkit.cli import main
@@ -93,16 +94,7 @@ def test_profiles_differ_where_the_reference_says():
 
 
 def _broken_copy(tmp_path, monkeypatch, file, old, new):
-    root = tmp_path / "spec"
-    shutil.copytree(REPO / "spec", root)
-    path = root / "corda" / file
-    text = path.read_text(encoding="utf-8")
-    assert old in text
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-    monkeypatch.setenv("RMKIT_SPEC_DIR", str(root))
-    load_protocol_spec.cache_clear()
-    load_schema.cache_clear()
-    corda_spec.cache_clear()
+    broken_spec_copy(tmp_path, monkeypatch, "corda", file, old, new, corda_spec)
 
 
 @pytest.fixture

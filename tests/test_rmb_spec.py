@@ -5,6 +5,7 @@ import re
 import shutil
 
 import pytest
+from spec_support import broken_spec_copy
 
 from conftest import REPO
 from rmkit.conformance.rmb.docs import flow_diagram, spec_markdown
@@ -116,15 +117,7 @@ def test_message_schema_comes_from_message_yaml():
 @pytest.fixture
 def broken_spec(tmp_path, monkeypatch):
     def make(file, old, new):
-        root = tmp_path / "spec"
-        shutil.copytree(REPO / "spec", root)
-        path = root / "rmb" / file
-        text = path.read_text(encoding="utf-8")
-        assert old in text
-        path.write_text(text.replace(old, new, 1), encoding="utf-8")
-        monkeypatch.setenv("RMKIT_SPEC_DIR", str(root))
-        for f in (load_protocol_spec, load_schema, rmb_spec):
-            f.cache_clear()
+        broken_spec_copy(tmp_path, monkeypatch, "rmb", file, old, new, rmb_spec)
     yield make
     for f in (load_protocol_spec, load_schema, rmb_spec):
         f.cache_clear()

@@ -4,6 +4,7 @@ import re
 import shutil
 
 import pytest
+from spec_support import broken_spec_copy
 
 from conftest import REPO, SEEDS
 from rmkit.conformance.remp.docs import spec_markdown
@@ -107,17 +108,7 @@ def test_both_profiles_compile_and_differ_where_reference_says():
 
 
 def _broken_copy(tmp_path, monkeypatch, file, old, new):
-    root = tmp_path / "spec"
-    shutil.copytree(REPO / "spec", root)
-    path = root / "remp" / file
-    text = path.read_text(encoding="utf-8")
-    assert old in text
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-    monkeypatch.setenv("RMKIT_SPEC_DIR", str(root))
-    load_protocol_spec.cache_clear()
-    from rmkit.specload import load_schema
-
-    load_schema.cache_clear()
+    broken_spec_copy(tmp_path, monkeypatch, "remp", file, old, new)
 
 
 @pytest.fixture
