@@ -61,8 +61,11 @@ demo: $(STAMP)
 	@rm -rf build/demo/rmb
 	$(BIN)/python -m rmkit.reference_impl.rmb.demo --npm interop/rmb-npm --dir build/demo/rmb
 
+# Two worker processes (TEST_WORKERS=1 for one), each given whole modules so that a module's
+# redis-server, broker or Spark session starts once.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -m slow

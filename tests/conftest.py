@@ -3,6 +3,7 @@
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=40,
@@ -13,3 +14,33 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures" / "remp"
 SEEDS = REPO.parent / "shared" / "seeds"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one Spark session of a test process (each xdist worker has its own): local[2],
+    loopback, UI off, 2 shuffle partitions. Every protocol's audit tests share it: starting a JVM
+    costs more than most audits of a fixture."""
+    pytest.importorskip("pyspark")
+    from rmkit.spark_checks.session import get_session
+
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    s = get_session("local[2]", shuffle_partitions=2, progress=False)
+    yield s
+    s.stop()
+
+
+# Modules that run for minutes (TLC, Spark, large simulations). `make test` spreads modules over two
+# worker processes (pytest-xdist, one module per worker at a time so that a module's server or
+# session starts once); handing out the longest first keeps one worker from finishing minutes
+# before the other.
+LONG_MODULES = ("test_tla_model", "test_spark_audit", "test_tla_agreement", "test_simulate_scale",
+                "test_tla_corda", "test_driven", "test_corda_agreement", "test_rmb_e2e")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    def rank(item) -> int:
+        name = item.path.stem if hasattr(item, "path") else ""
+        return LONG_MODULES.index(name) if name in LONG_MODULES else len(LONG_MODULES)
+
+    items.sort(key=rank)  # stable: the order within a module is kept

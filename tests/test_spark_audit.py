@@ -1,7 +1,7 @@
 """`rmkit audit` (the protocol's checker sharded on Spark) against `rmkit check` (the same checker
 streaming in one process): for the same log, the same set of (rule, message id) violations, the
 same counts, receipts, messages and unreadable lines. One local Spark session serves every test
-(a session-scoped fixture); the fixture logs are checked in a few batched jobs (each file a log of
+(the session-scoped `spark` fixture of conftest.py); the fixture logs are checked in a few batched jobs (each file a log of
 its own) to keep the session's work small."""
 
 from __future__ import annotations
@@ -28,17 +28,6 @@ from rmkit.verdict import Report, Violation  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "fixtures" / "remp"
-
-
-@pytest.fixture(scope="session")
-def spark():
-    """The one Spark session of the test run: local[2], loopback, UI off, 2 shuffle partitions."""
-    from rmkit.spark_checks.session import get_session
-
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    s = get_session("local[2]", shuffle_partitions=2, progress=False)
-    yield s
-    s.stop()
 
 
 def pairs(report) -> set:
