@@ -462,7 +462,8 @@ def simulate(sc: Scenario, *, traces: int, depth: int, seed: int, timeout: float
         (folder / "RMBSim.tla").write_text(module)
         (folder / "RMBSim.cfg").write_text(cfg)
         result = run_tlc(folder, "RMBSim", "RMBSim.cfg", simulate_depth=depth + 1, seed=seed,
-                         continue_after_violation=True, max_traces=traces, timeout=timeout, deadlock_check=False)
+                         continue_after_violation=True, max_traces=traces, timeout=timeout, deadlock_check=False,
+                         java_opts=("-XX:TieredStopAtLevel=1",))   # a small model: the quick JIT tier is enough
     if result.verdict == ERROR:
         raise SimulationFailed(result.error.message if result.error else "TLC error")
     return result.traces
