@@ -484,12 +484,19 @@ def agree(sc: Scenario, redis_port: int, *, traces: int = 20, depth: int = 25, s
 if __name__ == "__main__":
     import sys
 
+    from rmkit.conformance.rmb.trace_validation import reference_walk, validate
     from rmkit.reference_impl.rmb.redisproc import RedisServer
 
     with RedisServer() as server:
         for profile in sys.argv[1:] or ["spec", "rmb-rs-v1", "rmb-go"]:
             t = _time.monotonic()
             n, steps, bad = agree(Scenario(profile), server.port, traces=100, depth=30, seed=7)
-            print(f"{profile}: {n} behaviours, {steps} steps replayed, {len(bad)} disagreements, {_time.monotonic() - t:.1f} s")
+            print(f"{profile}: model -> reference: {n} behaviours, {steps} steps replayed, {len(bad)} disagreements, "
+                  f"{_time.monotonic() - t:.1f} s")
             for d in bad[:3]:
                 print(d.render())
+            t = _time.monotonic()
+            walks = [reference_walk(Scenario(profile), server.port, seed=s) for s in range(40)]
+            missed = validate(Scenario(profile), walks)
+            print(f"{profile}: reference -> model: {len(walks)} walks, {sum(len(w) - 1 for w in walks)} steps, "
+                  f"{len(missed)} not followed by the model {missed}, {_time.monotonic() - t:.1f} s")
