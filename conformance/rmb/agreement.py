@@ -22,12 +22,9 @@ import asyncio
 import base64
 import json
 import math
-import shutil
-import tempfile
 import time as _time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Optional
 
 import aiohttp
@@ -40,8 +37,7 @@ from rmkit.reference_impl.rmb.cluster import demo_seed
 from rmkit.reference_impl.rmb.daemon import DaemonConfig, RmbDaemon
 from rmkit.reference_impl.rmb.handler import answer_for
 from rmkit.reference_impl.rmb.redisproc import free_port
-from rmkit.tlc import run_tlc
-from rmkit.tlc.manifest import tla_root
+from rmkit.tlc.generated import run_generated
 from rmkit.tlc.result import ERROR, STATE
 
 BUDGETS = ("MaxLoss", "MaxFail", "MaxReplyLoss", "MaxDup", "MaxCrash", "MaxDelay")
@@ -454,16 +450,9 @@ SimGoOn == n < {depth} /\\ ENABLED Next
 def simulate(sc: Scenario, *, traces: int, depth: int, seed: int, timeout: float = 120) -> list:
     """Up to ``traces`` random behaviours of up to ``depth`` steps (fewer where the model stops)."""
     module, cfg = simulation_module(sc, depth)
-    with tempfile.TemporaryDirectory(prefix="rmkit-rmb-sim-") as tmp:
-        folder = Path(tmp)
-        for f in (tla_root() / "rmb").glob("*.tla"):
-            if not f.name.startswith("MC"):
-                shutil.copy(f, folder / f.name)
-        (folder / "RMBSim.tla").write_text(module)
-        (folder / "RMBSim.cfg").write_text(cfg)
-        result = run_tlc(folder, "RMBSim", "RMBSim.cfg", simulate_depth=depth + 1, seed=seed,
-                         continue_after_violation=True, max_traces=traces, timeout=timeout, deadlock_check=False,
-                         java_opts=("-XX:TieredStopAtLevel=1",))   # a small model: the quick JIT tier is enough
+    result = run_generated("rmb", "RMBSim", module, cfg, simulate_depth=depth + 1, seed=seed,
+                           continue_after_violation=True, max_traces=traces, timeout=timeout, deadlock_check=False,
+                           java_opts=("-XX:TieredStopAtLevel=1",))   # a small model: the quick JIT tier is enough
     if result.verdict == ERROR:
         raise SimulationFailed(result.error.message if result.error else "TLC error")
     return result.traces

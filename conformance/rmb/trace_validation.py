@@ -16,13 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import random
-import shutil
-import tempfile
-from pathlib import Path
 
 from rmkit.conformance.rmb.agreement import BUDGETS, Harness, Scenario, _virtual_environment
-from rmkit.tlc import run_tlc
-from rmkit.tlc.manifest import tla_root
+from rmkit.tlc.generated import run_generated
 from rmkit.tlc.result import ERROR
 
 
@@ -153,15 +149,8 @@ TraceEnd == i < Lengths[which]
 def validate(sc: Scenario, walks: list[list[dict]], timeout: float = 120) -> list[int]:
     """The walks (numbered from 1) the model could NOT follow to their end; empty: every walk agrees."""
     module, cfg = trace_module(sc, walks)
-    with tempfile.TemporaryDirectory(prefix="rmkit-rmb-trace-") as tmp:
-        folder = Path(tmp)
-        for f in (tla_root() / "rmb").glob("*.tla"):
-            if not f.name.startswith("MC"):
-                shutil.copy(f, folder / f.name)
-        (folder / "RMBTrace.tla").write_text(module)
-        (folder / "RMBTrace.cfg").write_text(cfg)
-        result = run_tlc(folder, "RMBTrace", "RMBTrace.cfg", deadlock_check=False, timeout=timeout,
-                         continue_after_violation=True, max_traces=None, java_opts=("-XX:TieredStopAtLevel=1",))
+    result = run_generated("rmb", "RMBTrace", module, cfg, deadlock_check=False, timeout=timeout,
+                           continue_after_violation=True, max_traces=None, java_opts=("-XX:TieredStopAtLevel=1",))
     if result.verdict == ERROR or not result.complete:
         raise RuntimeError(result.error.message if result.error else "TLC did not finish")
     followed = {cex.states[-1].values["which"] for cex in result.counterexamples}
