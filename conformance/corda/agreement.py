@@ -12,18 +12,15 @@ state of a trace carries its own step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 from rmkit.reference_impl.corda import StepRefused, System
+from rmkit.conformance.disagreement import Disagreement, SimulationFailed
 from rmkit.tlc.generated import run_generated
 from rmkit.tlc.result import ERROR, STATE
 
 BOUNDS = ("MaxSenderCrash", "MaxRcvCrash", "MaxBrokerRestart", "MaxRollback", "MaxLoss", "MaxDup")
-
-
-class SimulationFailed(Exception):
-    """TLC gave no behaviours (an error verdict)."""
 
 
 @dataclass(frozen=True)
@@ -31,24 +28,6 @@ class Scenario:
     profile: str
     n: int = 2
     bounds: tuple[int, ...] = (1, 1, 1, 1, 1, 1)   # in the order of BOUNDS
-
-
-@dataclass
-class Disagreement:
-    step: int
-    action: dict
-    model: dict
-    reference: Optional[dict]
-    reason: str
-    steps: list = field(default_factory=list)
-
-    def render(self) -> str:
-        lines = [f"step {self.step}: {self.action}: {self.reason}"]
-        if self.reference is not None:
-            for key in self.model:
-                mark = "  " if self.model[key] == self.reference.get(key) else "!="
-                lines.append(f"  {mark} {key:9} model {self.model[key]}  reference {self.reference.get(key)}")
-        return "\n".join(lines)
 
 
 def _m(m: dict) -> tuple:

@@ -24,7 +24,7 @@ import json
 import math
 import time as _time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import aiohttp
@@ -37,6 +37,7 @@ from rmkit.reference_impl.rmb.cluster import demo_seed
 from rmkit.reference_impl.rmb.daemon import DaemonConfig, RmbDaemon
 from rmkit.reference_impl.rmb.handler import answer_for
 from rmkit.reference_impl.rmb.redisproc import free_port
+from rmkit.conformance.disagreement import Disagreement, SimulationFailed
 from rmkit.tlc.generated import run_generated
 from rmkit.tlc.result import ERROR, STATE
 
@@ -48,14 +49,6 @@ RET = "agreement.client.ret"
 SETTLE_S = 5.0              # the longest a daemon step may take before the harness gives up
 
 
-class SimulationFailed(Exception):
-    """TLC gave no behaviours (an error verdict)."""
-
-
-class StepStuck(Exception):
-    """A reference task did not reach its next parking point in time."""
-
-
 @dataclass(frozen=True)
 class Scenario:
     profile: str
@@ -64,24 +57,6 @@ class Scenario:
     exp: int = 1
     max_time: int = 3
     budgets: tuple[int, ...] = (1, 1, 1, 1, 1, 2)   # in the order of BUDGETS
-
-
-@dataclass
-class Disagreement:
-    step: int
-    action: dict
-    model: dict
-    reference: Optional[dict]
-    reason: str
-    steps: list = field(default_factory=list)
-
-    def render(self) -> str:
-        lines = [f"step {self.step}: {self.action}: {self.reason}", "  steps: " + ", ".join(str(s) for s in self.steps)]
-        if self.reference is not None:
-            for key in self.model:
-                mark = "  " if self.model[key] == self.reference.get(key) else "!="
-                lines.append(f"  {mark} {key:6} model {self.model[key]}  reference {self.reference.get(key)}")
-        return "\n".join(lines)
 
 
 # ---- the model's state in a comparable shape ----------------------------------------------------
