@@ -116,3 +116,4 @@ clean:
 tla-tables: $(STAMP)
 	$(BIN)/python -m rmkit.conformance.remp.tla_tables tla/remp/REMPTables.tla
 	$(BIN)/python -m rmkit.conformance.corda.tla_tables > tla/corda/CordaProfiles.tla
+	$(BIN)/python -m rmkit.conformance.rmb.tla_tables > tla/rmb/RMBProfiles.tla

@@ -12,22 +12,15 @@ state of a trace carries its own step.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Optional
 
 from rmkit.reference_impl.corda import StepRefused, System
-from rmkit.tlc import run_tlc
-from rmkit.tlc.manifest import tla_root
+from rmkit.conformance.disagreement import Disagreement, SimulationFailed
+from rmkit.tlc.generated import run_generated
 from rmkit.tlc.result import ERROR, STATE
 
 BOUNDS = ("MaxSenderCrash", "MaxRcvCrash", "MaxBrokerRestart", "MaxRollback", "MaxLoss", "MaxDup")
-
-
-class SimulationFailed(Exception):
-    """TLC gave no behaviours (an error verdict)."""
 
 
 @dataclass(frozen=True)
@@ -35,24 +28,6 @@ class Scenario:
     profile: str
     n: int = 2
     bounds: tuple[int, ...] = (1, 1, 1, 1, 1, 1)   # in the order of BOUNDS
-
-
-@dataclass
-class Disagreement:
-    step: int
-    action: dict
-    model: dict
-    reference: Optional[dict]
-    reason: str
-    steps: list = field(default_factory=list)
-
-    def render(self) -> str:
-        lines = [f"step {self.step}: {self.action}: {self.reason}"]
-        if self.reference is not None:
-            for key in self.model:
-                mark = "  " if self.model[key] == self.reference.get(key) else "!="
-                lines.append(f"  {mark} {key:9} model {self.model[key]}  reference {self.reference.get(key)}")
-        return "\n".join(lines)
 
 
 def _m(m: dict) -> tuple:
@@ -115,15 +90,8 @@ SimDepthReached == n < {depth}
 def simulate(sc: Scenario, *, traces: int, depth: int, seed: int, timeout: float = 120) -> list:
     """Up to ``traces`` random behaviours of ``depth`` steps (fewer where the model stops)."""
     module, cfg = simulation_module(sc, depth)
-    with tempfile.TemporaryDirectory(prefix="rmkit-corda-sim-") as tmp:
-        folder = Path(tmp)
-        for f in (tla_root() / "corda").glob("*.tla"):
-            if not f.name.startswith("MC"):
-                shutil.copy(f, folder / f.name)
-        (folder / "CordaSim.tla").write_text(module)
-        (folder / "CordaSim.cfg").write_text(cfg)
-        result = run_tlc(folder, "CordaSim", "CordaSim.cfg", simulate_depth=depth + 1, seed=seed,
-                         continue_after_violation=True, max_traces=traces, timeout=timeout)
+    result = run_generated("corda", "CordaSim", module, cfg, simulate_depth=depth + 1, seed=seed,
+                           continue_after_violation=True, max_traces=traces, timeout=timeout)
     if result.verdict == ERROR:
         raise SimulationFailed(result.error.message if result.error else "TLC error")
     return result.traces
