@@ -127,6 +127,27 @@ def _cross_check(spec: dict[str, Any], rules: RuleSet, profiles: tuple[str, ...]
     if set(sig["not_covered"]) != set(fields) - signed:
         shown, line = spec_line(spec, "signature", ["not_covered"])
         raise SpecError(shown, "not_covered", f"expected the unsigned fields of message.yaml {sorted(set(fields) - signed)}", line=line)
+    _cross_check_logcheck(spec, rules)
+
+
+def _cross_check_logcheck(spec: dict[str, Any], rules: RuleSet) -> None:
+    """logcheck.yaml names every rule once: checked from a log, or not loggable (with why)."""
+    lc = spec["logcheck"]
+    both = set(lc["checked"]) & set(lc["not_loggable"])
+    for part in ("checked", "not_loggable", "needs_directory"):
+        for rid in lc[part]:
+            if rid not in rules:
+                shown, line = spec_line(spec, "logcheck", [part, rid] if part != "needs_directory" else [part, lc[part].index(rid)])
+                raise SpecError(shown, f"{part}.{rid}", f"unknown rule {rid!r}", line=line)
+    missing = [r.id for r in rules if r.id not in lc["checked"] and r.id not in lc["not_loggable"]]
+    if missing or both:
+        shown, line = spec_line(spec, "logcheck", ["checked"])
+        raise SpecError(shown, "checked", f"expected every rule of rules.yaml once under checked or not_loggable; "
+                        f"missing {missing}, under both {sorted(both)}", line=line)
+    for i, rid in enumerate(lc["needs_directory"]):
+        if rid not in lc["checked"]:
+            shown, line = spec_line(spec, "logcheck", ["needs_directory", i])
+            raise SpecError(shown, f"needs_directory[{i}]", f"{rid} is not under checked", line=line)
 
 
 @functools.lru_cache(maxsize=None)
