@@ -160,6 +160,7 @@ class Group:
     def judge(self) -> Findings:
         self.messages()
         self.exchanges()
+        self.handed()
         self.sender()
         self.replies()
         self.local()
@@ -194,7 +195,7 @@ class Group:
                 if not isinstance(uid, str) or not uid:
                     self.out.add("RMB-MSG-005", f"twin {r.twin} posted a message without a uid", r)
                 elif src != r.twin:
-                    owner = next((b for b in self.of("backlog-set") if b.twin == src and src != r.twin), None)
+                    owner = next((b for b in self.recs if b.event in ("backlog-set", "forward-job") and b.twin == src and src != r.twin), None)
                     if owner is not None:
                         self.out.add("RMB-NODE-001", f"twin {r.twin} posted request {uid}, which twin {src} stored in its backlog: "
                                      "two daemons share one Redis", owner, r)
@@ -220,6 +221,31 @@ class Group:
                 continue
             seen.add(key)
             self._exchange(r, kind, twin)
+
+    def handed(self) -> None:
+        """An accepted request is pushed to its command queue with ret the reply queue (RMB-REMOTE-005)."""
+        c, b = self.c, self.c.b
+        px = b["proxy"]
+        for a in self.of("http-answer"):
+            if a.endpoint != c.remote or a.status != c.accepted or a.twin is None or not isinstance(a.msg, dict):
+                continue
+            if message_problems(a.msg) or a.msg["dst"][0] != a.twin:
+                continue
+            pushed = [h for h in self.recs if h.event == "to-handler" and h.twin == a.twin and abs(h.time - a.time) <= c.tol + 1
+                      and isinstance(h.msg, dict) and h.msg.get("sig") == a.msg.get("sig")]
+            if not pushed:
+                self.out.add("RMB-REMOTE-005", "request accepted but never pushed to a command queue", a)
+                continue
+            h = pushed[0]
+            cmd = a.msg.get("cmd")
+            want = px["request_queue"] if px and cmd == px["cmd"] else c.command_queue(cmd)
+            bad = []
+            if h.queue != want and not (px and cmd == px["cmd"]):  # a wrong proxy queue is RMB-PROXY-001
+                bad.append(f"queue {h.queue!r}, expected {want!r}")
+            if not isinstance(h.msg, dict) or h.msg.get("ret") != b["reply_queue"]:
+                bad.append(f"ret {h.msg.get('ret') if isinstance(h.msg, dict) else None!r}, expected {b['reply_queue']!r}")
+            if bad:
+                self.out.add("RMB-REMOTE-005", "accepted request pushed with " + "; ".join(bad), h)
 
     def _exchange(self, r: Rec, kind: str, twin: int | None) -> None:
         c, b, msg, t = self.c, self.c.b, r.msg, r.time
@@ -341,6 +367,9 @@ class Group:
                 self.out.add("RMB-FANOUT-001", f"forward job {j.note!r} is not of the profile's form {c.b['forward_job']!r}", j)
                 continue
             d = int(m.group(2))
+            if c.directory is not None and c.directory.get(d) is None and not (backlog is not None and dsts and d in dsts):
+                self.out.add("RMB-DIR-001", f"a forward job for twin {d}, which the directory does not know: the request should have "
+                             "been answered with an error", j)
             if d in seen:
                 self.out.add("RMB-FANOUT-001", f"a second forward job for twin {d}", seen[d], j)
                 continue
@@ -436,10 +465,19 @@ class Group:
             if a.endpoint != c.reply or a.status != c.accepted or not isinstance(a.msg, dict) or message_problems(a.msg):
                 continue
             life = self.life(a.twin)
-            if life is None or not life[0] < a.time < life[1] - c.tol or a.msg["dst"][0] != a.twin:
+            if life is None or not life[0] + (c.tol if c.after_post else 0) < a.time < life[1] - c.tol or a.msg["dst"][0] != a.twin:
                 continue
-            if not any(r.event == "reply-to-ret" and r.twin == a.twin and abs(r.time - a.time) <= c.tol + 1 for r in self.recs):
-                self.out.add("RMB-REPLY-005", "a reply to a live request was accepted but never pushed to the request's ret", life[2], a)
+            if self.sig_verdict(a.msg)[0] is not None:
+                continue  # a forged reply accepted is RMB-REPLY-007
+            src = a.msg.get("src")
+            routes = [r for r in self.recs if r.event == "reply-to-ret" and r.twin == a.twin]
+            if not any(isinstance(r.msg, dict) and r.msg.get("src") == src and abs(r.time - a.time) <= c.tol + 1 for r in routes):
+                routed = any(r.time < a.time for r in routes)
+                if routed:
+                    self.out.add("RMB-REPLY-006", "a reply accepted while the request's TTL runs was dropped after an earlier reply "
+                                 "was routed: the backlog entry was removed", life[2], a)
+                else:
+                    self.out.add("RMB-REPLY-005", "a reply to a live request was accepted but never pushed to the request's ret", life[2], a)
         for h in self.of("handler-reply"):
             w, msg = h.twin, h.msg
             if w is None or not isinstance(msg, dict):
