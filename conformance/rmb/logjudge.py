@@ -97,6 +97,16 @@ class Group:
         self.recs = recs
         self.out = Findings()
         self._sig: dict[bytes, tuple] = {}
+        self._problems: dict[bytes, list] = {}
+
+    def problems(self, msg: Any) -> list[tuple[str, str, str]]:
+        """message_problems, once per distinct message of the group (one message is logged by
+        its sender, its receiver and a recorder)."""
+        fp = fingerprint(msg)
+        got = self._problems.get(fp)
+        if got is None:
+            got = self._problems[fp] = message_problems(msg)
+        return got
 
     # -- helpers ----------------------------------------------------------------------------
     def of(self, event: str, twin: int | None = None) -> list[Rec]:
@@ -180,7 +190,7 @@ class Group:
             if fp in seen:
                 continue
             seen.add(fp)
-            for rule, fld, what in message_problems(msg):
+            for rule, fld, what in self.problems(msg):
                 self.out.add(rule, f"{r.event} {r.endpoint}: field {fld or '(message)'}: {what}", r)
             now, exp = msg.get("now"), msg.get("exp")
             if _int(now) and not (low <= now <= r.time + ahead):
@@ -229,7 +239,7 @@ class Group:
         for a in self.of("http-answer"):
             if a.endpoint != c.remote or a.status != c.accepted or a.twin is None or not isinstance(a.msg, dict):
                 continue
-            if message_problems(a.msg) or a.msg["dst"][0] != a.twin:
+            if self.problems(a.msg) or a.msg["dst"][0] != a.twin:
                 continue
             pushed = [h for h in self.recs if h.event == "to-handler" and h.twin == a.twin and abs(h.time - a.time) <= c.tol + 1
                       and isinstance(h.msg, dict) and h.msg.get("sig") == a.msg.get("sig")]
@@ -252,7 +262,7 @@ class Group:
         remote = kind == "remote"
         reasons: list[tuple[str, set]] = []  # refusals that apply: (rule, statuses)
         maybe: set = {b["status_storage_failure"]}  # statuses the log cannot rule out
-        problems = message_problems(msg) if msg is not None else [("RMB-MSG-001", "", "body is not JSON")]
+        problems = self.problems(msg) if msg is not None else [("RMB-MSG-001", "", "body is not JSON")]
         if problems:
             reasons.append(("RMB-REMOTE-002", {b["status_bad_body"]}))
         else:
@@ -462,7 +472,7 @@ class Group:
             elif "tag" in req and isinstance(r.msg, dict) and r.msg.get("tag") != req["tag"]:
                 self.out.add("RMB-REPLY-005", f"reply tag {r.msg.get('tag')!r}, the request's is {req['tag']!r}", rec, r)
         for a in self.of("http-answer"):
-            if a.endpoint != c.reply or a.status != c.accepted or not isinstance(a.msg, dict) or message_problems(a.msg):
+            if a.endpoint != c.reply or a.status != c.accepted or not isinstance(a.msg, dict) or self.problems(a.msg):
                 continue
             life = self.life(a.twin)
             if life is None or not life[0] + (c.tol if c.after_post else 0) < a.time < life[1] - c.tol or a.msg["dst"][0] != a.twin:
