@@ -39,6 +39,7 @@ class Share:
     records: int = 0
     groups: int = 0
     max_time: float | None = None
+    min_time: float | None = None
     found: list[tuple] = field(default_factory=list)  # (rule, uid, why, [(ref, event, who)])
     pending: list[tuple] = field(default_factory=list)  # (rule, uid, why, [(ref, event, who)], due)
     problems: list[tuple] = field(default_factory=list)  # (ref, error, field)
@@ -93,6 +94,8 @@ class RmbShards:
                 share.events[rec.event] += 1
                 if share.max_time is None or rec.time > share.max_time:
                     share.max_time = rec.time
+                if share.min_time is None or rec.time < share.min_time:
+                    share.min_time = rec.time
                 groups.setdefault(record_key(obj), []).append(rec)
         share.groups = sum(1 for k in groups if k is not None)
         for recs in groups.values():
@@ -152,7 +155,9 @@ class RmbShards:
         events: Counter = Counter()
         for s in shares:
             events.update(s.events)
-        rep.metrics = {"records_per_event": dict(events.most_common()), "log_time_span_s": None, "jobs": len(shares),
+        starts = [s.min_time for s in shares if s.min_time is not None]
+        span = round(end - min(starts), 3) if starts and end is not None else None
+        rep.metrics = {"records_per_event": dict(events.most_common()), "log_time_span_s": span, "jobs": len(shares),
                        "loggable_rules": len(lc["checked"]), "not_loggable_rules": len(lc["not_loggable"])}
         rep.decide()
         return rep
