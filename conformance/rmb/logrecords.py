@@ -81,6 +81,14 @@ def decode(line: bytes | str) -> tuple[dict | None, str | None, str | None]:
         return None, f"not JSON ({exc})"[:200], None
     if type(obj) is not dict:
         return None, f"expected a JSON object (a log record), found {type(obj).__name__}", None
+    if obj.keys() == _known_fields():  # the common case: every field there, none else; check the values only
+        for name, types, allowed in _field_table():
+            value = obj[name]
+            if (value not in allowed if allowed is not None and type(value) is str else
+                    allowed is not None or type(value) not in types):
+                break
+        else:
+            return obj, None, None
     for name, types, allowed in _field_table():
         if name not in obj:
             return None, f"missing field {name!r} of rmkit-rmb-log/1", name
