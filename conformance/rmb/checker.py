@@ -142,7 +142,7 @@ class RmbShards:
                 continue
             kept[rule] += 1
             ev = [Evidence(ref & LINE_MASK, event, who, inputs[ref >> REF_LINE_BITS]) for ref, event, who in _unique(evid)]
-            rep.violations.append(Violation(rule, spec.rules[rule].severity, mode, uid, f"{why}. {spec.rules[rule].advice}", ev))
+            rep.violations.append(Violation(rule, spec.rules[rule].severity, mode, uid, why, ev))
         for rule, n in sorted(waited.items()):
             if modes.get(rule, OFF) != OFF and rule not in not_checked:
                 rep.add_not_judged(rule, n, f"the log ends less than {self.ctx().horizon:g} s after the cause")
