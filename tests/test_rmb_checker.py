@@ -58,7 +58,7 @@ def test_every_loggable_active_rule_has_a_fixture_of_its_own(profile):
 def test_off_rules_are_silent_on_every_fixture():
     for profile in SPEC.profiles:
         off = {r.id for r in SPEC.rules if r.mode(profile) == "off"}
-        for entry in FIXTURES:
+        for entry in [e for e in FIXTURES if e["profile"] != profile]:  # in its own profile the first test counts exactly
             report = check([ROOT / entry["file"]], profile)
             assert not off & set(report.counts), (profile, entry["file"])
 
