@@ -108,6 +108,7 @@ docs: $(STAMP)
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/remp/make_rule_fixtures.py
 	$(BIN)/python fixtures/remp/tl/make_vectors.py
+	$(BIN)/python fixtures/rmb/make_rule_fixtures.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

@@ -422,6 +422,8 @@ def cmd_explain(args) -> int:
     for prof, note in r.profile_notes.items():
         print(f"  in {prof}: {note}")
     print(f"  what to do: {r.advice}")
+    if info.get("not_loggable"):
+        print(f"  log check: not checked from logs: {info['not_loggable']}")
     ex = info.get("example")
     if ex:
         print(f"\nexample ({ex['profile']} profile, fixture {ex['fixture']}):")

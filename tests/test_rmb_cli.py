@@ -19,8 +19,9 @@ def test_core_commands_know_rmb(capsys, tmp_path):
     assert main(["spec", "profiles", "--protocol", "rmb"]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("spec:")
     (tmp_path / "x.jsonl").write_text("{}\n")
-    assert main(["check", "--protocol", "rmb", str(tmp_path / "x.jsonl")]) == 2
-    assert "no log checker" in capsys.readouterr().err
+    assert main(["check", "--protocol", "rmb", "--format", "json", str(tmp_path / "x.jsonl")]) == 2  # not a log record
+    problem = json.loads(capsys.readouterr().out)["input_problems"][0]
+    assert (problem["line"], problem["field"]) == (1, "format")
 
 
 def test_usage_errors_exit_2(tmp_path, capsys):

@@ -71,11 +71,61 @@ def message_validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(_message_schema(rmb_spec().fields))
 
 
+_PY = {"integer": int, "string": str, "array": list, "boolean": bool}
+_KNOWN_KEYWORDS = {"type", "const", "minimum", "minLength", "items", "minItems"}
+
+
+def _fits(value: Any, rule: dict) -> bool:
+    """Whether ``value`` passes one property of the message schema (the keywords it uses only)."""
+    want = _PY[rule["type"]]
+    if type(value) is not want:  # a bool is no integer, as in JSON Schema
+        return False
+    if "const" in rule and value != rule["const"]:
+        return False
+    if "minimum" in rule and value < rule["minimum"]:
+        return False
+    if "minLength" in rule and len(value) < rule["minLength"]:
+        return False
+    if "minItems" in rule and len(value) < rule["minItems"]:
+        return False
+    return "items" not in rule or all(_fits(v, rule["items"]) for v in value)
+
+
+@functools.lru_cache(maxsize=None)
+def _fast_schema() -> tuple[tuple[str, dict], ...]:
+    """The message schema as (field, property) pairs for :func:`message_is_valid`; a keyword it
+    does not interpret is a build error, so the fast path can never accept more than the schema."""
+    schema = _message_schema(rmb_spec().fields)
+    for name, prop in schema["properties"].items():
+        for rule in (prop, prop.get("items", {})):
+            unknown = set(rule) - _KNOWN_KEYWORDS
+            if unknown:
+                raise SpecError("spec/rmb/message.yaml", f"fields.{name}", f"the fast validity check does not know {sorted(unknown)}")
+    required = set(schema["required"])
+    return tuple((name, {**prop, "required": name in required}) for name, prop in schema["properties"].items())
+
+
+def message_is_valid(msg: Any) -> bool:
+    """True when ``msg`` passes the message schema (the common case, checked without jsonschema)."""
+    if type(msg) is not dict:
+        return False
+    for name, prop in _fast_schema():
+        if name in msg:
+            if not _fits(msg[name], prop):
+                return False
+        elif prop["required"]:
+            return False
+    return True
+
+
 def message_problems(msg: Any) -> list[tuple[str, str, str]]:
     """Every way ``msg`` breaks the v1 message: (rule id, field, what is wrong). Empty when valid."""
     if not isinstance(msg, dict):
         return [("RMB-MSG-001", "", f"expected a JSON object, found {type(msg).__name__}")]
     out = []
+    if message_is_valid(msg):
+        return [("RMB-MSG-002", name, "not standard padded base64") for name, f in rmb_spec().fields.items()
+                if f.get("format") == "base64" and isinstance(msg.get(name), str) and not is_base64(msg[name])]
     for err in sorted(message_validator().iter_errors(msg), key=lambda e: list(map(str, e.absolute_path))):
         where = ".".join(map(str, err.absolute_path)) or (err.validator == "required" and str(err.message).split("'")[1]) or ""
         rule = "RMB-MSG-006" if where.startswith("dst") else "RMB-MSG-001"
@@ -127,6 +177,27 @@ def _cross_check(spec: dict[str, Any], rules: RuleSet, profiles: tuple[str, ...]
     if set(sig["not_covered"]) != set(fields) - signed:
         shown, line = spec_line(spec, "signature", ["not_covered"])
         raise SpecError(shown, "not_covered", f"expected the unsigned fields of message.yaml {sorted(set(fields) - signed)}", line=line)
+    _cross_check_logcheck(spec, rules)
+
+
+def _cross_check_logcheck(spec: dict[str, Any], rules: RuleSet) -> None:
+    """logcheck.yaml names every rule once: checked from a log, or not loggable (with why)."""
+    lc = spec["logcheck"]
+    both = set(lc["checked"]) & set(lc["not_loggable"])
+    for part in ("checked", "not_loggable", "needs_directory"):
+        for rid in lc[part]:
+            if rid not in rules:
+                shown, line = spec_line(spec, "logcheck", [part, rid] if part != "needs_directory" else [part, lc[part].index(rid)])
+                raise SpecError(shown, f"{part}.{rid}", f"unknown rule {rid!r}", line=line)
+    missing = [r.id for r in rules if r.id not in lc["checked"] and r.id not in lc["not_loggable"]]
+    if missing or both:
+        shown, line = spec_line(spec, "logcheck", ["checked"])
+        raise SpecError(shown, "checked", f"expected every rule of rules.yaml once under checked or not_loggable; "
+                        f"missing {missing}, under both {sorted(both)}", line=line)
+    for i, rid in enumerate(lc["needs_directory"]):
+        if rid not in lc["checked"]:
+            shown, line = spec_line(spec, "logcheck", ["needs_directory", i])
+            raise SpecError(shown, f"needs_directory[{i}]", f"{rid} is not under checked", line=line)
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,5 +1,5 @@
 """RMB v1 as an rmkit protocol (entry point ``rmb``): the spec, the rule set, the docs, and the
-``rmkit rmb`` commands (sign, verify, serve, up). The log checker is a later step."""
+``rmkit rmb`` commands (sign, verify, serve, up), and the log checker (``rmkit check/audit --protocol rmb``)."""
 
 from __future__ import annotations
 
@@ -39,11 +39,28 @@ class Rmb(Protocol):
                 f"and {len(behaviour['ambiguities'])} ambiguities for profiles {', '.join(s.profiles)}; "
                 f"the challenge covers every signed field"]
 
+    def add_check_arguments(self, group: argparse._ArgumentGroup) -> None:
+        group.add_argument("--directory", metavar="FILE",
+                           help="the twin directory (JSON or YAML, spec/schema/rmb-directory.schema.json): with it every "
+                                "posted message's signature is verified (RMB-SIG-002..004, RMB-REMOTE-003, RMB-REPLY-007, "
+                                "RMB-DIR-001; otherwise reported as not checked). --horizon S: a follow-up the log should "
+                                "show (a POST, an error on ret) is judged only when the log goes on S s after its cause "
+                                "(default: spec/rmb/logcheck.yaml's)")
+
     def make_checker(self, profile: str, args: argparse.Namespace):
-        raise UsageError("protocol rmb has no log checker yet; `rmkit rmb verify` checks signatures")
+        from rmkit.conformance.rmb.checker import make_checker
+
+        return make_checker(self.check_profile(profile), args)
+
+    def sharded_checker(self, profile: str, args: argparse.Namespace):
+        from rmkit.conformance.rmb.checker import sharded_checker
+
+        return sharded_checker(self.check_profile(profile), args)
 
     def explain(self, rule_id: str) -> dict[str, Any]:
-        return {"rule": self.rules()[rule_id]}
+        from rmkit.conformance.rmb.explain import explain_rule
+
+        return explain_rule(rule_id)
 
     def diagram(self, profile: str) -> str:
         from rmkit.conformance.rmb.docs import flow_diagram

@@ -127,9 +127,9 @@ class BadSignature(Exception):
         self.rule, self.reason = rule, reason
 
 
-def verify(msg: dict[str, Any], public: bytes, key_type: str | None = None) -> str:
-    """Return the key type the signature used; raise :class:`BadSignature` when it does not
-    verify under ``public`` (and, when given, is not of ``key_type``)."""
+def parse_sig(msg: dict[str, Any]) -> tuple[str, bytes]:
+    """(key type, 64-byte signature) of ``msg``'s sig; :class:`BadSignature` (RMB-SIG-001) when it
+    is missing or malformed. Needs no key: the log checker judges the form of every sig with it."""
     sig_hex = msg.get("sig")
     if not isinstance(sig_hex, str) or not sig_hex:
         raise BadSignature("RMB-SIG-001", "the message is not signed (sig empty or missing)")
@@ -144,17 +144,28 @@ def verify(msg: dict[str, Any], public: bytes, key_type: str | None = None) -> s
     used = by_prefix.get(raw[0])
     if used is None:
         raise BadSignature("RMB-SIG-001", f"unknown key type prefix {raw[:1]!r} (expected one of {sorted(chr(b) for b in by_prefix)})")
-    if key_type and used != key_type:
-        raise BadSignature("RMB-SIG-002", f"signed with {used} but the key is {key_type}")
-    data, signature = digest(msg), raw[1:]
-    if used == ED25519:
+    return used, raw[1:]
+
+
+def verifies(data: bytes, signature: bytes, public: bytes, key_type: str) -> bool:
+    """Whether ``signature`` (64 bytes) is ``key_type``'s signature of ``data`` under ``public``."""
+    if key_type == ED25519:
         try:
             nacl.signing.VerifyKey(public).verify(data, signature)
         except (nacl.exceptions.BadSignatureError, ValueError):
-            raise BadSignature("RMB-SIG-002", "ed25519 signature does not verify over the challenge's MD5") from None
-    else:
-        import sr25519
+            return False
+        return True
+    import sr25519
 
-        if not sr25519.verify(signature, data, public):
-            raise BadSignature("RMB-SIG-002", "sr25519 signature does not verify over the challenge's MD5")
+    return bool(sr25519.verify(signature, data, public))
+
+
+def verify(msg: dict[str, Any], public: bytes, key_type: str | None = None) -> str:
+    """Return the key type the signature used; raise :class:`BadSignature` when it does not
+    verify under ``public`` (and, when given, is not of ``key_type``)."""
+    used, signature = parse_sig(msg)
+    if key_type and used != key_type:
+        raise BadSignature("RMB-SIG-002", f"signed with {used} but the key is {key_type}")
+    if not verifies(digest(msg), signature, public, used):
+        raise BadSignature("RMB-SIG-002", f"{used} signature does not verify over the challenge's MD5")
     return used

@@ -181,7 +181,7 @@ class RmbDaemon:
         if self.b["backlog_written"] == "before-forward":
             self.log.record("backlog-set", direction="out", queue=key, msg=msg, note=f"ttl {ttl} s")
         for job in jobs:
-            self.log.record("forward-job", direction="out", queue=self.b["forward_queue"], msg=None, note=job)
+            self.log.record("forward-job", direction="out", queue=self.b["forward_queue"], msg=None, note=job, uid=msg["uid"])
 
     # -- forward workers (RMB-FWD-001, RMB-SIG-006, RMB-RETRY-*, RMB-REPLY-001/002) -------------
     async def _worker_loop(self) -> None:
@@ -227,7 +227,7 @@ class RmbDaemon:
         uid, dst = parsed
         msg = await self._load_request(uid)
         if msg is None:  # RMB-BACKLOG-002: expired, skipped without a POST
-            self.log.record("forward-expired-skipped", direction="none", note=job)
+            self.log.record("forward-expired-skipped", direction="none", note=job, uid=uid)
             return
         twin = self.cfg.directory.get(dst)
         msg = {**msg, "dst": [dst]}  # each destination gets its own copy: a receiver checks dst[0] (RMB-REMOTE-004)
@@ -375,16 +375,16 @@ class RmbDaemon:
                 queue = proxy["request_queue"]
             else:
                 queue = self._fmt(self.b["command_queue"], cmd=msg["cmd"])
-            msg = {**msg, "ret": self.b["reply_queue"]}  # RMB-REMOTE-005
+            received, msg = msg, {**msg, "ret": self.b["reply_queue"]}  # RMB-REMOTE-005
             pipe = self.redis.pipeline(transaction=True)
             pipe.lpush(queue, json.dumps(msg, ensure_ascii=False))
             if self.b["command_queue_limit"]:  # RMB-REMOTE-008: the oldest (tail) entries go
                 pipe.ltrim(queue, 0, self.b["command_queue_limit"] - 1)
             await pipe.execute()
         except aioredis.RedisError as exc:  # RMB-REMOTE-009
-            return self._answer(request, self.b["status_storage_failure"], msg, f"storage failure: {exc}")
+            return self._answer(request, self.b["status_storage_failure"], received, f"storage failure: {exc}")
         self.log.record("to-handler", direction="out", queue=queue, msg=msg)
-        return self._answer(request, self.b["accepted"]["status"], msg, "accepted")  # RMB-REMOTE-001
+        return self._answer(request, self.b["accepted"]["status"], received, "accepted")  # RMB-REMOTE-001: the message as received
 
     async def _reply(self, request: web.Request) -> web.Response:
         msg, refused = await self._checked(request)

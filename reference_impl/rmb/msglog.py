@@ -23,10 +23,12 @@ class MessageLog:
         self._lock = threading.Lock()
 
     def record(self, event: str, *, direction: str, queue: str | None = None, endpoint: str | None = None,
-               status: int | None = None, peer: str | None = None, msg: Any = None, note: str | None = None) -> None:
+               status: int | None = None, peer: str | None = None, msg: Any = None, note: str | None = None,
+               uid: str | None = None) -> None:
         if self._f is None:
             return
-        uid = msg.get("uid") if isinstance(msg, dict) else None
+        if uid is None:  # a line without a message (a forward job) names its request's uid itself
+            uid = msg.get("uid") if isinstance(msg, dict) else None
         line = {"format": FORMAT, "time": round(time.time(), 6), "who": self.who, "event": event, "direction": direction,
                 "queue": queue, "endpoint": endpoint, "status": status, "peer": peer, "uid": uid, "message": msg, "note": note}
         text = json.dumps(line, ensure_ascii=False, separators=(",", ":"))

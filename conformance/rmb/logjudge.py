@@ -1,0 +1,633 @@
+"""The RMB log rules: one judgment of every record of one request (one uid), in time order.
+
+Each check names its rule (spec/rmb/logcheck.yaml lists what each rule reads); values come from
+the profile's behaviour (behaviour.yaml). A finding is ``(rule, explanation, records)``; a finding
+that depends on the log going on (an expected follow-up that never came) is *pending* until the
+log's end is known (:mod:`.checker` decides it against the whole log's last time).
+
+Where the log cannot decide (a TTL ending within the clock tolerance of an exchange, a signature
+without the directory), both outcomes are allowed: the checker stays quiet on legal behaviour.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from rmkit.conformance.rmb.directory import Directory
+from rmkit.conformance.rmb.model import message_problems
+from rmkit.conformance.rmb.signing import BadSignature, challenge, digest, parse_sig, verifies
+from rmkit.conformance.rmb.logrecords import Rec
+
+TTL_NOTE = re.compile(r"ttl (\d+) s")
+
+
+@dataclass
+class Ctx:
+    """What every judgment needs: the profile's behaviour and the checker's settings."""
+
+    b: dict[str, Any]
+    settings: dict[str, Any]
+    directory: Directory | None
+    profile: str
+
+    def __post_init__(self):
+        b = self.b
+        self.accepted = b["accepted"]["status"]
+        self.remote, self.reply = b["remote_endpoint"], b["reply_endpoint"]
+        self.tol = float(self.settings["clock_tolerance_s"])
+        self.horizon = float(self.settings["horizon_s"])
+        self.after_post = b["backlog_written"] == "after-post"
+        sep = b["forward_job"].replace("{uid}", "\x00").replace("{dst}", "\x01")
+        self.job_re = re.compile("^" + re.escape(sep).replace("\x00", "(.+)").replace("\x01", r"(\d+)") + "$")
+
+    def attempts(self, msg: dict) -> int:
+        """The attempts a worker makes for ``msg``: try clamped to the profile's bounds."""
+        bounds = self.b["try_bounds"]
+        t = msg.get("try")
+        n = max(t if isinstance(t, int) and not isinstance(t, bool) else 0, bounds["min"])
+        return min(n, bounds["max"]) if bounds["max"] else n
+
+    def retryable(self, status: int | None) -> bool:
+        return status is None or self.b["retry_on"] == "any"
+
+    def command_queue(self, cmd: Any) -> str:
+        return self.b["command_queue"].format(cmd=cmd)
+
+
+@dataclass
+class Findings:
+    found: list[tuple] = field(default_factory=list)  # (rule, explanation, [recs])
+    pending: list[tuple] = field(default_factory=list)  # (rule, explanation, [recs], due time)
+
+    def add(self, rule: str, why: str, *recs: Rec) -> None:
+        self.found.append((rule, why, [r for r in recs if r is not None]))
+
+    def later(self, rule: str, why: str, due: float, *recs: Rec) -> None:
+        self.pending.append((rule, why, [r for r in recs if r is not None], due))
+
+
+def fingerprint(msg: Any) -> bytes:
+    return orjson.dumps(msg, option=orjson.OPT_SORT_KEYS)
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _peer_twin(peer: Any) -> int | None:
+    if isinstance(peer, str) and "@" in peer:
+        head = peer.split("@", 1)[0]
+        return int(head) if head.isdigit() else None
+    return None
+
+
+class Group:
+    """Every record of one uid (sorted by time, then position) and the judgments over them."""
+
+    def __init__(self, ctx: Ctx, recs: list[Rec]):
+        self.c = ctx
+        self.recs = recs
+        self.out = Findings()
+        self._sig: dict[bytes, tuple] = {}
+        self._problems: dict[bytes, list] = {}
+
+    def problems(self, msg: Any) -> list[tuple[str, str, str]]:
+        """message_problems, once per distinct message of the group (one message is logged by
+        its sender, its receiver and a recorder)."""
+        fp = fingerprint(msg)
+        got = self._problems.get(fp)
+        if got is None:
+            got = self._problems[fp] = message_problems(msg)
+        return got
+
+    # -- helpers ----------------------------------------------------------------------------
+    def of(self, event: str, twin: int | None = None) -> list[Rec]:
+        return [r for r in self.recs if r.event == event and (twin is None or r.twin == twin)]
+
+    def sig_verdict(self, msg: dict) -> tuple[str | None, str]:
+        """(rule, why) of a message's signature: RMB-SIG-001 without a key; with the directory
+        RMB-SIG-002, or -003 / -004 when the signature verifies over a known wrong challenge."""
+        fp = fingerprint(msg)
+        if fp in self._sig:
+            return self._sig[fp]
+        self._sig[fp] = out = self._sig_verdict(msg)
+        return out
+
+    def _sig_verdict(self, msg: dict) -> tuple[str | None, str]:
+        try:
+            used, sig = parse_sig(msg)
+        except BadSignature as bad:
+            return bad.rule, bad.reason
+        d = self.c.directory
+        if d is None:
+            return None, ""
+        twin = d.get(msg.get("src"))
+        if twin is None:
+            return "RMB-SIG-002", f"src twin {msg.get('src')!r} is not in the directory"
+        if used != twin.key_type:
+            return "RMB-SIG-002", f"signed with {used} but twin {twin.id}'s key is {twin.key_type}"
+        try:
+            if verifies(digest(msg), sig, twin.public_key, used):
+                return None, ""
+            if msg.get("pxy") is True and verifies(hashlib.md5(challenge({**msg, "pxy": False})).digest(), sig, twin.public_key, used):
+                return "RMB-SIG-003", "the signature verifies over a challenge ending with false, but pxy is true"
+            if verifies(hashlib.md5(challenge(msg)).hexdigest().encode("ascii"), sig, twin.public_key, used):
+                return "RMB-SIG-004", "the signature verifies over the digest's hex text, not its 16 raw bytes"
+        except (TypeError, ValueError, UnicodeError) as exc:
+            return "RMB-SIG-002", f"the challenge cannot be built: {exc}"
+        return "RMB-SIG-002", f"the {used} signature does not verify under twin {twin.id}'s key"
+
+    def life(self, twin: int | None) -> tuple[float, float, Rec, dict] | None:
+        """(start, end, record, request) of the request's backlog entry on ``twin``: from its
+        backlog-set (TTL exp), or in an after-post profile from its first accepted request POST."""
+        if twin is None:
+            return None
+        c = self.c
+        if not c.after_post:
+            for r in self.recs:
+                if r.event == "backlog-set" and r.twin == twin and isinstance(r.msg, dict):
+                    m = TTL_NOTE.search(r.note or "")
+                    exp = r.msg.get("exp")
+                    ttl = int(m.group(1)) if m else (max(exp, 1) if _int(exp) else None)
+                    return (r.time, r.time + ttl, r, r.msg) if ttl is not None else None
+            return None
+        sc = c.b["scrubber"] or {}
+        for r in self.recs:
+            if r.event == "http-post" and r.twin == twin and r.endpoint == c.remote and r.status == c.accepted and isinstance(r.msg, dict):
+                exp = r.msg.get("exp") if _int(r.msg.get("exp")) else 0
+                return r.time, r.time + (exp or sc.get("default_exp_s", 3600)) + sc.get("interval_s", 0), r, r.msg
+        return None
+
+    # -- every judgment ---------------------------------------------------------------------
+    def judge(self) -> Findings:
+        self.messages()
+        self.exchanges()
+        self.handed()
+        self.sender()
+        self.replies()
+        self.local()
+        self.proxy()
+        self.scrubber()
+        return self.out
+
+    def messages(self) -> None:
+        """The messages daemons put on the wire (MSG-*, SIG-*, NODE-001), each judged once."""
+        c, seen = self.c, set()
+        low, ahead = c.settings["plausible_unix_s"]
+        for r in self.recs:
+            if r.event not in ("http-post", "recorded-request") or not isinstance(r.msg, dict):
+                continue
+            msg = r.msg
+            fp = fingerprint(msg)
+            if fp in seen:
+                continue
+            seen.add(fp)
+            for rule, fld, what in self.problems(msg):
+                self.out.add(rule, f"{r.event} {r.endpoint}: field {fld or '(message)'}: {what}", r)
+            now, exp = msg.get("now"), msg.get("exp")
+            if _int(now) and not (low <= now <= r.time + ahead):
+                self.out.add("RMB-MSG-003", f"now {now} is not Unix seconds near the line's time {int(r.time)}", r)
+            if _int(exp) and exp >= low:
+                self.out.add("RMB-MSG-004", f"exp {exp} is a Unix time, not seconds relative to now", r)
+            rule, why = self.sig_verdict(msg)
+            if rule:
+                self.out.add(rule, f"{r.event} {r.endpoint}: {why}", r)
+            if r.event == "http-post" and r.twin is not None:
+                uid, src = msg.get("uid"), msg.get("src")
+                if not isinstance(uid, str) or not uid:
+                    self.out.add("RMB-MSG-005", f"twin {r.twin} posted a message without a uid", r)
+                elif src != r.twin:
+                    owner = next((b for b in self.recs if b.event in ("backlog-set", "forward-job") and b.twin == src and src != r.twin), None)
+                    if owner is not None:
+                        self.out.add("RMB-NODE-001", f"twin {r.twin} posted request {uid}, which twin {src} stored in its backlog: "
+                                     "two daemons share one Redis", owner, r)
+                    else:
+                        self.out.add("RMB-MSG-005", f"twin {r.twin} posted a message with src {src!r}, not its own twin", r)
+
+    def exchanges(self) -> None:
+        """What an endpoint answered (http-answer, or a recorder's recorded-response), against
+        the statuses the profile allows for that message at that time."""
+        c, seen = self.c, set()
+        for r in self.recs:
+            if r.event == "http-answer":
+                twin = r.twin
+            elif r.event == "recorded-response" and r.status != 502:  # 502: the recorder's own "unreachable"
+                twin = None
+            else:
+                continue
+            kind = "remote" if r.endpoint == c.remote else "reply" if r.endpoint == c.reply else None
+            if kind is None:
+                continue
+            key = (r.endpoint, fingerprint(r.msg), r.status)
+            if key in seen:
+                continue
+            seen.add(key)
+            self._exchange(r, kind, twin)
+
+    def handed(self) -> None:
+        """An accepted request is pushed to its command queue with ret the reply queue (RMB-REMOTE-005)."""
+        c, b = self.c, self.c.b
+        px = b["proxy"]
+        for a in self.of("http-answer"):
+            if a.endpoint != c.remote or a.status != c.accepted or a.twin is None or not isinstance(a.msg, dict):
+                continue
+            if self.problems(a.msg) or a.msg["dst"][0] != a.twin:
+                continue
+            pushed = [h for h in self.recs if h.event == "to-handler" and h.twin == a.twin and abs(h.time - a.time) <= c.tol + 1
+                      and isinstance(h.msg, dict) and h.msg.get("sig") == a.msg.get("sig")]
+            if not pushed:
+                self.out.add("RMB-REMOTE-005", "request accepted but never pushed to a command queue", a)
+                continue
+            h = pushed[0]
+            cmd = a.msg.get("cmd")
+            want = px["request_queue"] if px and cmd == px["cmd"] else c.command_queue(cmd)
+            bad = []
+            if h.queue != want and not (px and cmd == px["cmd"]):  # a wrong proxy queue is RMB-PROXY-001
+                bad.append(f"queue {h.queue!r}, expected {want!r}")
+            if not isinstance(h.msg, dict) or h.msg.get("ret") != b["reply_queue"]:
+                bad.append(f"ret {h.msg.get('ret') if isinstance(h.msg, dict) else None!r}, expected {b['reply_queue']!r}")
+            if bad:
+                self.out.add("RMB-REMOTE-005", "accepted request pushed with " + "; ".join(bad), h)
+
+    def _exchange(self, r: Rec, kind: str, twin: int | None) -> None:
+        c, b, msg, t = self.c, self.c.b, r.msg, r.time
+        remote = kind == "remote"
+        reasons: list[tuple[str, set]] = []  # refusals that apply: (rule, statuses)
+        maybe: set = {b["status_storage_failure"]}  # statuses the log cannot rule out
+        problems = self.problems(msg) if msg is not None else [("RMB-MSG-001", "", "body is not JSON")]
+        if problems:
+            reasons.append(("RMB-REMOTE-002", {b["status_bad_body"]}))
+        else:
+            if twin is not None and msg["dst"][0] != twin:
+                reasons.append(("RMB-REMOTE-004" if remote else "RMB-REPLY-003", {b["status_wrong_destination"]}))
+            elif twin is None:
+                maybe.add(b["status_wrong_destination"])  # a recorder does not know whose door it is
+            rule, _ = self.sig_verdict(msg)
+            if c.directory is None:
+                maybe.add(b["status_bad_signature"])
+            elif rule is not None:
+                reasons.append(("RMB-REMOTE-003" if remote else "RMB-REPLY-007", {b["status_bad_signature"]}))
+            if remote:
+                for rule_id, limit in (("RMB-REMOTE-006", b["age_limit_s"] is not None and msg["now"] + b["age_limit_s"]),
+                                       ("RMB-REMOTE-007", b["refuse_expired"] and msg["now"] + msg["exp"])):
+                    if limit is False or limit is None:
+                        continue
+                    if t > limit + c.tol:
+                        reasons.append((rule_id, {b["status_bad_body"]}))
+                    elif t > limit - c.tol:
+                        maybe.add(b["status_bad_body"])
+        allowed = set(maybe).union(*(s for _, s in reasons)) if reasons else set(maybe)
+        default = "RMB-REMOTE-001"
+        if not reasons:
+            if remote:
+                allowed.add(c.accepted)
+            else:
+                default = self._reply_expectation(r, twin, allowed)
+        if r.status in allowed:
+            return
+        rule = reasons[0][0] if reasons else default
+        want = " or ".join(str(s) for s in sorted(allowed - maybe) or sorted(allowed))
+        why = (f"{r.endpoint} answered {r.status} where the profile answers {want}"
+               + (f" ({', '.join(x for x, _ in reasons)})" if reasons else ""))
+        self.out.add(rule, why, self.life(twin)[2] if rule == "RMB-REPLY-006" and self.life(twin) else None, r)
+
+    def _reply_expectation(self, r: Rec, twin: int | None, allowed: set) -> str:
+        """Fill the statuses allowed for a valid reply by whether its request is live; return the
+        rule a different answer breaks."""
+        c, b = self.c, self.c.b
+        life = self.life(twin)
+        if life is None:
+            allowed.update({c.accepted, b["reply_without_backlog"]})
+            return "RMB-REPLY-005"
+        start, end, _, _ = life
+        if start + (c.tol if c.after_post else 0) < r.time < end - c.tol:  # rmb-go: a reply may outrun its backlog write
+            allowed.add(c.accepted)
+            routed = any(x.event == "reply-to-ret" and x.twin == twin and x.time < r.time for x in self.recs)
+            return "RMB-REPLY-006" if routed and r.status == b["reply_without_backlog"] else "RMB-REPLY-005"
+        if r.time > end + c.tol or r.time < start - c.tol:
+            allowed.add(b["reply_without_backlog"])
+            return "RMB-REPLY-004"
+        allowed.update({c.accepted, b["reply_without_backlog"]})
+        return "RMB-REPLY-005"
+
+    def sender(self) -> None:
+        """A daemon's requests: backlog, forward jobs, POSTs, attempts and the error on ret."""
+        c, b = self.c, self.c.b
+        twins = {r.twin for r in self.recs if r.twin is not None and r.event in ("backlog-set", "forward-job", "http-post")}
+        for w in sorted(twins):
+            backlog = next((r for r in self.recs if r.event == "backlog-set" and r.twin == w), None)
+            life = self.life(w)
+            request = backlog.msg if backlog is not None and isinstance(backlog.msg, dict) else None
+            dsts = request.get("dst") if request else None
+            dsts = dsts if isinstance(dsts, list) else None
+            if backlog is not None and request is not None:
+                m = TTL_NOTE.search(backlog.note or "")
+                exp = request.get("exp")
+                if m and _int(exp) and int(m.group(1)) != max(exp, 1):
+                    self.out.add("RMB-BACKLOG-001", f"backlog TTL {m.group(1)} s, but exp is {exp}", backlog)
+                if dsts == [w]:
+                    self.out.add("RMB-LOCAL-003", f"a request for twin {w} itself went to the backlog instead of msgbus.$cmd", backlog)
+                if c.directory is not None and dsts:
+                    unknown = [d for d in dsts if c.directory.get(d) is None]
+                    if unknown:
+                        self.out.add("RMB-DIR-001", f"destination twin(s) {unknown} are not in the directory, yet the request was stored "
+                                     "for forwarding instead of answered with an error", backlog)
+            jobs = [r for r in self.recs if r.event == "forward-job" and r.twin == w]
+            posts = [r for r in self.recs if r.event == "http-post" and r.twin == w and isinstance(r.msg, dict)
+                     and r.msg.get("src") == w and r.endpoint != c.reply and (jobs or backlog or r.endpoint == c.remote)]
+            if not c.after_post:
+                for r in jobs + posts:
+                    if backlog is None or r.ref < backlog.ref and r.time <= backlog.time:
+                        self.out.add("RMB-BACKLOG-001", f"{r.event} for request {r.uid} with no backlog entry stored before it", r)
+                        break
+            self._jobs(w, jobs, dsts, backlog)
+            by_dst: dict[Any, list[Rec]] = {}
+            for p in posts:
+                d = p.msg.get("dst")
+                if p.endpoint != c.remote:
+                    self.out.add("RMB-FWD-001", f"request posted to {p.endpoint}, the profile's remote endpoint is {c.remote}", p)
+                if not (isinstance(d, list) and len(d) == 1) or (dsts is not None and d[0] not in dsts):
+                    self.out.add("RMB-FANOUT-001", f"a POST carries dst {d!r}, expected one destination of the request's {dsts}", p)
+                    continue
+                peer = _peer_twin(p.peer)
+                if peer is not None and peer != d[0]:
+                    self.out.add("RMB-FWD-001", f"the copy for twin {d[0]} was posted to twin {peer}", p)
+                elif c.directory is not None and c.directory.get(d[0]) is not None and isinstance(p.peer, str) \
+                        and p.peer.split("@", 1)[-1] != c.directory.get(d[0]).address:
+                    self.out.add("RMB-FWD-001", f"posted to {p.peer}, the directory gives twin {d[0]} {c.directory.get(d[0]).address}", p)
+                if life is not None and not c.after_post and p.time > life[1] + c.tol:
+                    self.out.add("RMB-BACKLOG-002", f"request posted {p.time - life[1]:.1f} s after its backlog TTL ran out", life[2], p)
+                by_dst.setdefault(d[0], []).append(p)
+            for d, attempts in by_dst.items():
+                self._attempts(w, d, attempts, request)
+
+    def _jobs(self, w: int, jobs: list[Rec], dsts: list | None, backlog: Rec | None) -> None:
+        c, seen = self.c, {}
+        for j in jobs:
+            m = c.job_re.match(j.note or "")
+            if m is None:
+                self.out.add("RMB-FANOUT-001", f"forward job {j.note!r} is not of the profile's form {c.b['forward_job']!r}", j)
+                continue
+            d = int(m.group(2))
+            if c.directory is not None and c.directory.get(d) is None and not (backlog is not None and dsts and d in dsts):
+                self.out.add("RMB-DIR-001", f"a forward job for twin {d}, which the directory does not know: the request should have "
+                             "been answered with an error", j)
+            if d in seen:
+                self.out.add("RMB-FANOUT-001", f"a second forward job for twin {d}", seen[d], j)
+                continue
+            seen[d] = j
+            if dsts is not None and d not in dsts:
+                self.out.add("RMB-FANOUT-001", f"a forward job for twin {d}, which is not a destination of {dsts}", j)
+            done = any((r.event == "http-post" and r.twin == w and isinstance(r.msg, dict) and r.msg.get("dst") == [d]
+                        and r.endpoint != c.reply)
+                       or (r.event == "forward-expired-skipped" and r.twin == w and r.note == j.note)
+                       or (r.event == "error-to-ret" and r.twin == w and isinstance(r.msg, dict) and r.msg.get("src") == d)
+                       for r in self.recs if r.time >= j.time - c.tol)
+            if not done:
+                self.out.later("RMB-FWD-001", f"forward job {j.note!r} never led to a POST, a skip or an error", j.time + c.horizon, j)
+        if dsts is not None and backlog is not None:
+            for d in dsts:
+                if d not in seen and not (c.b["local_shortcut"] and dsts == [w]):
+                    self.out.add("RMB-FANOUT-001", f"no forward job for destination twin {d} of {dsts}", backlog)
+
+    def _attempts(self, w: int, d: int, attempts: list[Rec], request: dict | None) -> None:
+        c, b = self.c, self.c.b
+        first = attempts[0]
+        total = c.attempts(first.msg)
+        if len(attempts) > total:
+            self.out.add("RMB-RETRY-001", f"{len(attempts)} attempts to twin {d}, try allows {total}", *attempts[total:total + 1], first)
+        for a, nxt in zip(attempts, attempts[1:]):
+            if a.status == c.accepted or (a.status is not None and 200 <= a.status < 300):
+                self.out.add("RMB-RETRY-003", f"posted again after twin {d} accepted it ({a.status})", a, nxt)
+                break
+            if not c.retryable(a.status):
+                self.out.add("RMB-RETRY-003", f"retried after HTTP {a.status}; the profile retries {b['retry_on']} failures only", a, nxt)
+                break
+        if b["restamp_per_attempt"]:
+            deadline = (request["now"] + request["exp"]) if request and _int(request.get("now")) and _int(request.get("exp")) else None
+            for a in attempts:
+                now, exp = a.msg.get("now"), a.msg.get("exp")
+                if not (_int(now) and _int(exp)):
+                    continue
+                late = a.time - now > float(c.settings["restamp_tolerance_s"]) + 1
+                moved = deadline is not None and now + exp != deadline
+                if late or moved:
+                    self.out.add("RMB-RETRY-004", f"attempt with now {now}, exp {exp} at {a.time:.0f}: "
+                                 + ("not re-stamped" if late else f"deadline {now + exp} is not the request's {deadline}"), a)
+                    break
+        last = attempts[-1]
+        if last.status in (c.accepted, 200, 202):
+            return
+        deadline = None
+        if _int(last.msg.get("now")) and _int(last.msg.get("exp")):
+            deadline = last.msg["now"] + last.msg["exp"]
+        errors = [r for r in self.recs if r.event == "error-to-ret" and r.twin == w and isinstance(r.msg, dict)
+                  and r.msg.get("src") == d and r.time >= last.time - c.tol]
+        until = errors[0].time if errors else last.time
+        final = not c.retryable(last.status) or len(attempts) >= total or (deadline is not None and until >= deadline - c.tol)
+        if not final:
+            if errors:
+                self.out.add("RMB-RETRY-003", f"gave up on twin {d} after {len(attempts)} of {total} attempts on a retryable failure",
+                             last, errors[0])
+            return
+        if not errors:
+            self.out.later("RMB-RETRY-002", f"the request failed for twin {d} (status {last.status}) but no error reached its ret",
+                           last.time + c.horizon, last)
+            return
+        e = errors[0]
+        ret = request.get("ret") if request else last.msg.get("ret")
+        bad = []
+        if not (isinstance(e.msg.get("err"), str) and e.msg["err"]):
+            bad.append("err is empty")
+        if e.msg.get("dat") not in ("", None):
+            bad.append("dat is not empty")
+        if ret and e.queue != ret:
+            bad.append(f"pushed to {e.queue!r}, the request's ret is {ret!r}")
+        if bad:
+            self.out.add("RMB-RETRY-002", "the error message for twin {}: {}".format(d, "; ".join(bad)), e)
+
+    def replies(self) -> None:
+        """Receiver side of replies: routed to the request's ret (REPLY-005), never after the TTL
+        (REPLY-004); sender side: every handler reply posted (REPLY-001) and its attempts (REPLY-002)."""
+        c, b = self.c, self.c.b
+        for r in self.of("reply-to-ret"):
+            life = self.life(r.twin)
+            if life is None:
+                self.out.add("RMB-REPLY-004", f"twin {r.twin} pushed a reply for {r.uid} with no request of its own in the log", r)
+                continue
+            start, end, rec, req = life
+            if r.time > end + c.tol:
+                self.out.add("RMB-REPLY-004", f"reply pushed to ret {r.time - end:.1f} s after the request's backlog TTL ran out", rec, r)
+            ret = req.get("ret")
+            if ret and r.queue != ret:
+                self.out.add("RMB-REPLY-005", f"reply pushed to {r.queue!r}, the request's ret is {ret!r}", rec, r)
+            elif "tag" in req and isinstance(r.msg, dict) and r.msg.get("tag") != req["tag"]:
+                self.out.add("RMB-REPLY-005", f"reply tag {r.msg.get('tag')!r}, the request's is {req['tag']!r}", rec, r)
+        for a in self.of("http-answer"):
+            if a.endpoint != c.reply or a.status != c.accepted or not isinstance(a.msg, dict) or self.problems(a.msg):
+                continue
+            life = self.life(a.twin)
+            if life is None or not life[0] + (c.tol if c.after_post else 0) < a.time < life[1] - c.tol or a.msg["dst"][0] != a.twin:
+                continue
+            if self.sig_verdict(a.msg)[0] is not None:
+                continue  # a forged reply accepted is RMB-REPLY-007
+            src = a.msg.get("src")
+            routes = [r for r in self.recs if r.event == "reply-to-ret" and r.twin == a.twin]
+            if not any(isinstance(r.msg, dict) and r.msg.get("src") == src and abs(r.time - a.time) <= c.tol + 1 for r in routes):
+                routed = any(r.time < a.time for r in routes)
+                if routed:
+                    self.out.add("RMB-REPLY-006", "a reply accepted while the request's TTL runs was dropped after an earlier reply "
+                                 "was routed: the backlog entry was removed", life[2], a)
+                else:
+                    self.out.add("RMB-REPLY-005", "a reply to a live request was accepted but never pushed to the request's ret", life[2], a)
+        for h in self.of("handler-reply"):
+            w, msg = h.twin, h.msg
+            if w is None or not isinstance(msg, dict):
+                continue
+            d = msg.get("dst")
+            if not (isinstance(d, list) and d):
+                continue
+            posts = [p for p in self.recs if p.event == "http-post" and p.twin == w and isinstance(p.msg, dict)
+                     and p.msg.get("dst") == d and p.time >= h.time - c.tol and p.endpoint != c.remote]
+            dropped = any(r.event in ("reply-unknown-twin-dropped", "reply-invalid-dropped") and r.twin == w for r in self.recs)
+            if not posts:
+                if not dropped:
+                    self.out.later("RMB-REPLY-001", f"handler reply for twin {d[0]} was never posted", h.time + c.horizon, h)
+                continue
+            for p in posts:
+                if p.endpoint != c.reply:
+                    self.out.add("RMB-REPLY-001", f"reply posted to {p.endpoint}, the profile's reply endpoint is {c.reply}", p)
+                    return
+            total = c.attempts(msg)
+            if len(posts) > total:
+                self.out.add("RMB-REPLY-002", f"{len(posts)} reply attempts, try allows {total}", posts[total])
+            for a, nxt in zip(posts, posts[1:]):
+                if a.status is not None and not c.retryable(a.status):
+                    self.out.add("RMB-REPLY-002", f"reply retried after HTTP {a.status}; replies are retried on connection errors only", a, nxt)
+                    break
+            last = posts[-1]
+            if last.status not in (c.accepted, 200, 202) and (not c.retryable(last.status) or len(posts) >= total):
+                if not any(r.event == "reply-lost" and r.twin == w for r in self.recs):
+                    self.out.later("RMB-REPLY-002", "a reply lost for good was not logged (reply-lost)", last.time + c.horizon, last)
+
+    def local(self) -> None:
+        """A client's message that breaks the schema is answered on its ret (RMB-LOCAL-002)."""
+        c = self.c
+        for r in self.of("local-request"):
+            msg = r.msg
+            probe = {**msg, "uid": msg.get("uid") or "", "src": 0} if isinstance(msg, dict) else msg
+            problems = message_problems(probe)
+            if not problems:
+                continue
+            ret = msg.get("ret") if isinstance(msg, dict) else None
+            answered = any(x.twin == r.twin and x.time >= r.time - c.tol and
+                           ((x.event == "error-to-ret" and ret and x.queue == ret) or
+                            (x.event == "local-invalid-dropped" and not (isinstance(ret, str) and ret)))
+                           for x in self.recs)
+            if not answered:
+                self.out.later("RMB-LOCAL-002", f"invalid local message ({problems[0][0]}: field {problems[0][1]}) "
+                               + (f"got no error on its ret {ret!r}" if ret else "was neither answered nor logged as dropped"),
+                               r.time + c.horizon, r)
+
+    def proxy(self) -> None:
+        """Envelopes (RMB-PROXY-001..005): the payload validated, handed over, answered back."""
+        c, b = self.c, self.c.b
+        px = b["proxy"]
+        if not px:
+            return
+        for h in self.of("to-handler"):
+            if isinstance(h.msg, dict) and h.msg.get("cmd") == px["cmd"] and h.queue != px["request_queue"]:
+                self.out.add("RMB-PROXY-001", f"an envelope went to {h.queue!r}, the profile's proxy queue is {px['request_queue']!r}", h)
+        for e in self.of("proxy-envelope"):
+            env, w = e.msg, e.twin
+            if not isinstance(env, dict):
+                continue
+            why = self._payload_problem(env, w, e.time)
+            handed = [r for r in self.recs if r.event == "proxy-payload-to-handler" and r.twin == w and r.time >= e.time - c.tol]
+            refused = [r for r in self.recs if r.event == "proxy-refused" and r.twin == w and r.time >= e.time - c.tol]
+            if why and handed:
+                self.out.add("RMB-PROXY-002", f"payload handed to a command though {why}", e, handed[0])
+            elif why is None and refused and c.directory is not None:
+                self.out.add("RMB-PROXY-002", f"a valid payload was refused: {refused[0].msg.get('err') if isinstance(refused[0].msg, dict) else ''}",
+                             e, refused[0])
+            elif not handed and not refused:
+                self.out.later("RMB-PROXY-002" if why else "RMB-PROXY-004", "envelope neither refused nor handed to a command",
+                               e.time + c.horizon, e)
+            for hd in handed[:1]:
+                payload = hd.msg if isinstance(hd.msg, dict) else {}
+                bad = []
+                if hd.queue != c.command_queue(payload.get("cmd")):
+                    bad.append(f"queue {hd.queue!r}, expected {c.command_queue(payload.get('cmd'))!r}")
+                if payload.get("ret") != px["reply_queue"]:
+                    bad.append(f"ret {payload.get('ret')!r}, expected {px['reply_queue']!r}")
+                if payload.get("uid") != env.get("uid"):
+                    bad.append(f"uid {payload.get('uid')!r}, the envelope's is {env.get('uid')!r}")
+                if bad:
+                    self.out.add("RMB-PROXY-004", "payload handed over with " + "; ".join(bad), hd)
+            for rf in refused[:1]:
+                if isinstance(rf.msg, dict) and (rf.msg.get("dst") != [env.get("src")] or not rf.msg.get("err")):
+                    self.out.add("RMB-PROXY-002", f"the refusal goes to {rf.msg.get('dst')!r}, not the envelope's sender {env.get('src')!r}", rf)
+            for ans in [r for r in self.recs if r.event == "proxy-answer" and r.twin == w]:
+                replies = [r for r in self.recs if r.event == "proxy-reply" and r.twin == w and r.time >= ans.time - c.tol]
+                dropped = [r for r in self.recs if r.event == "proxy-answer-dropped" and r.twin == w and r.time >= ans.time - c.tol]
+                if dropped and handed and _int(env.get("exp")) and dropped[0].time < handed[0].time + max(env["exp"], 1) - c.tol:
+                    self.out.add("RMB-PROXY-003", f"answer dropped as expired {dropped[0].time - handed[0].time:.1f} s after the envelope "
+                                 f"was parked with TTL {env['exp']} s", handed[0], dropped[0])
+                if not replies:
+                    if not dropped:
+                        self.out.later("RMB-PROXY-005", "a proxied answer was never wrapped back", ans.time + c.horizon, ans)
+                    continue
+                rp = replies[0]
+                want_q = env.get("ret") if px["reply_to"] == "envelope-ret" else b["reply_queue"]
+                bad = []
+                if not isinstance(rp.msg, dict) or rp.msg.get("dst") != [env.get("src")] or rp.msg.get("src") != w:
+                    bad.append(f"src/dst {rp.msg.get('src') if isinstance(rp.msg, dict) else None}/"
+                               f"{rp.msg.get('dst') if isinstance(rp.msg, dict) else None}, expected {w}/[{env.get('src')}]")
+                if rp.queue != want_q:
+                    bad.append(f"pushed to {rp.queue!r}, expected {want_q!r}")
+                if bad:
+                    self.out.add("RMB-PROXY-005", "the wrapped answer: " + "; ".join(bad), rp)
+
+    def _payload_problem(self, env: dict, w: int | None, t: float) -> str | None:
+        """Why an envelope's payload must be refused, or None when it is valid (as far as the log
+        and the directory tell)."""
+        try:
+            payload = json.loads(base64.b64decode(env.get("dat") or "", validate=True))
+        except (ValueError, binascii.Error, TypeError):
+            return "the payload is not base64 JSON"
+        problems = message_problems(payload)
+        if problems:
+            return f"the payload breaks the schema ({problems[0][0]}: field {problems[0][1]})"
+        if w is not None and w not in payload["dst"]:
+            return f"the payload is not for twin {w}"
+        rule, why = self.sig_verdict(payload)
+        if rule:
+            return f"the payload's signature fails ({why})"
+        age = self.c.b["age_limit_s"]
+        if age is not None and payload["now"] < t - age - self.c.tol:
+            return "the payload is too old"
+        return None
+
+    def scrubber(self) -> None:
+        """rmb-go: a request's timeout comes at epoch + exp (0: the default), not before (RMB-BACKLOG-003)."""
+        c, sc = self.c, self.c.b["scrubber"]
+        if not sc:
+            return
+        for s in self.of("scrubber-timeout"):
+            life = self.life(s.twin)
+            if life is not None and s.time < life[1] - sc.get("interval_s", 0) - c.tol:
+                self.out.add("RMB-BACKLOG-003", f"request timed out {life[1] - s.time:.1f} s before epoch + exp", life[2], s)
+            if isinstance(s.msg, dict) and s.msg.get("err") != sc["error"]:
+                self.out.add("RMB-BACKLOG-003", f"scrubber error {s.msg.get('err')!r}, expected {sc['error']!r}", s)
+        for w in {r.twin for r in self.recs if r.twin is not None}:
+            life = self.life(w)
+            if life is not None and not any(s.twin == w for s in self.of("scrubber-timeout")):
+                self.out.later("RMB-BACKLOG-003", "no request timeout after epoch + exp", life[1] + c.horizon, life[2])

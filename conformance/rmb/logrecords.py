@@ -1,0 +1,120 @@
+"""Lines of an RMB message log (rmkit-rmb-log/1) decoded into records, and the record key that
+groups them (the request's uid) for the checker and for its shares.
+
+The field table is read from spec/schema/rmb-log.schema.json (one fact, one place); a line that
+breaks it is an input problem naming the field, counted and reported, never judged."""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+import orjson
+
+from rmkit.specload import spec_root
+
+_PY_TYPES = {"string": (str,), "number": (int, float), "integer": (int,), "null": (type(None),), "object": (dict,),
+             "array": (list,), "boolean": (bool,)}
+
+
+class Rec:
+    """One log line: where it is (ref: input index << REF_LINE_BITS | line) and what it says."""
+
+    __slots__ = ("ref", "time", "who", "twin", "event", "queue", "endpoint", "status", "peer", "uid", "msg", "note")
+
+    def __init__(self, ref: int, obj: dict[str, Any]):
+        self.ref = ref
+        self.time = float(obj["time"])
+        self.who = obj["who"]
+        self.twin = twin_of(self.who)
+        self.event = obj["event"]
+        self.queue = obj["queue"]
+        self.endpoint = obj["endpoint"]
+        self.status = obj["status"]
+        self.peer = obj["peer"]
+        self.uid = obj["uid"]
+        self.msg = obj["message"]
+        self.note = obj["note"]
+
+    def __getstate__(self):
+        return tuple(getattr(self, k) for k in self.__slots__)
+
+    def __setstate__(self, state):
+        for k, v in zip(self.__slots__, state):
+            setattr(self, k, v)
+
+
+def twin_of(who: str) -> int | None:
+    """The twin a line's writer is (``twin-N``), None for a recorder."""
+    if who.startswith("twin-") and who[5:].isdigit():
+        return int(who[5:])
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _field_table() -> tuple[tuple[str, tuple, frozenset | None], ...]:
+    schema = json.loads((spec_root() / "schema" / "rmb-log.schema.json").read_text(encoding="utf-8"))
+    out = []
+    for name in schema["required"]:
+        prop = schema["properties"][name]
+        if "const" in prop:
+            out.append((name, (), frozenset([prop["const"]])))
+        elif "enum" in prop:
+            out.append((name, (), frozenset(prop["enum"])))
+        else:
+            kinds = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
+            out.append((name, tuple(t for k in kinds for t in _PY_TYPES[k]), None))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _known_fields() -> frozenset:
+    return frozenset(name for name, _, _ in _field_table())
+
+
+def decode(line: bytes | str) -> tuple[dict | None, str | None, str | None]:
+    """(record object, error, field): the object when the line is a valid log record."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return None, f"not JSON ({exc})"[:200], None
+    if type(obj) is not dict:
+        return None, f"expected a JSON object (a log record), found {type(obj).__name__}", None
+    if obj.keys() == _known_fields():  # the common case: every field there, none else; check the values only
+        for name, types, allowed in _field_table():
+            value = obj[name]
+            if (value not in allowed if allowed is not None and type(value) is str else
+                    allowed is not None or type(value) not in types):
+                break
+        else:
+            return obj, None, None
+    for name, types, allowed in _field_table():
+        if name not in obj:
+            return None, f"missing field {name!r} of rmkit-rmb-log/1", name
+        value = obj[name]
+        if allowed is not None:
+            if not isinstance(value, str) or value not in allowed:
+                shown = sorted(allowed) if len(allowed) < 4 else "the log schema's list"
+                return None, f"expected one of {shown}, found {value!r}"[:200], name
+        elif not isinstance(value, types) or (type(value) is bool):
+            return None, f"expected {'/'.join(sorted({t.__name__ for t in types}))}, found {type(value).__name__} {value!r}"[:200], name
+    extra = obj.keys() - _known_fields()
+    if extra:
+        name = sorted(extra)[0]
+        return None, f"unknown field {name!r} (rmkit-rmb-log/1 has no other fields)", name
+    return obj, None, None
+
+
+def record_key(obj: Any) -> str | None:
+    """The key a record is grouped by, as :class:`RmbShards.key` finds it with a JSON path: the
+    line's uid, else its message's uid; lower case. None: the records without a uid, together."""
+    if type(obj) is not dict:
+        return None
+    uid = obj.get("uid")
+    if uid is None:
+        m = obj.get("message")
+        uid = m.get("uid") if type(m) is dict else None
+    if uid is None:
+        return None
+    return (uid if isinstance(uid, str) else orjson.dumps(uid).decode()).lower()

@@ -1,0 +1,184 @@
+"""`rmkit check --protocol rmb`: every planted violation of the per-rule fixtures is found at its
+planted line, in each profile, and nothing else; the clean logs of the real reference daemons
+(real redis-servers, HTTP, recorders) give no finding; bad input is named and counted; the
+coverage of rules no log can show is stated, never passed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from rmkit.conformance.rmb.checker import RmbLogChecker, RmbShards
+from rmkit.conformance.rmb.model import rmb_spec
+
+REPO = Path(__file__).resolve().parent.parent
+ROOT = REPO / "fixtures" / "rmb" / "rules"
+LOGS = REPO / "fixtures" / "rmb" / "logs"
+MANIFEST = json.loads((ROOT / "manifest.json").read_text(encoding="utf-8"))
+FIXTURES = MANIFEST["fixtures"]
+DIRECTORY = str(ROOT / MANIFEST["directory"])
+SPEC = rmb_spec()
+LOGCHECK = SPEC.raw["logcheck"]
+
+
+def check(paths, profile, directory=DIRECTORY, jobs=1, **kw):
+    return RmbLogChecker(RmbShards(profile, directory, max_examples=0, **kw), jobs=jobs).run([str(p) for p in paths])
+
+
+def clean_logs(profile: str) -> list[Path]:
+    return sorted((LOGS / profile).glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("entry", FIXTURES, ids=[f["file"] for f in FIXTURES])
+def test_fixture_breaks_exactly_the_rules_it_names_at_the_planted_line(entry):
+    report = check([ROOT / entry["file"]], entry["profile"], DIRECTORY if entry["directory"] else None)
+    assert sorted(report.counts) == entry["expect"], [(v.rule, v.explanation) for v in report.violations]
+    assert report.unreadable == 0 and report.receipts > 0
+    if entry["expect"]:
+        lines = {e.line for v in report.violations if v.rule in entry["expect"] for e in v.evidence}
+        assert set(entry["lines"]) <= lines, (entry["lines"], sorted(lines))
+        modes = {SPEC.mode(r, entry["profile"]) for r in entry["expect"]}
+        assert report.verdict == ("fail" if "strict" in modes else "non-strict")
+    else:
+        assert report.verdict == "pass", report.reasons
+
+
+@pytest.mark.parametrize("profile", SPEC.profiles)
+def test_every_loggable_active_rule_has_a_fixture_of_its_own(profile):
+    named = {f["file"].split("/")[1][:-6] for f in FIXTURES if f["profile"] == profile}
+    skipped = MANIFEST["unshowable"].get(profile, {})
+    missing = [r.id for r in SPEC.rules if r.mode(profile) != "off" and r.id in LOGCHECK["checked"]
+               and r.id not in named and r.id not in skipped]
+    assert not missing, f"loggable rules with no fixture in profile {profile}: {missing}"
+
+
+def test_off_rules_are_silent_on_every_fixture():
+    for profile in SPEC.profiles:
+        off = {r.id for r in SPEC.rules if r.mode(profile) == "off"}
+        for entry in [e for e in FIXTURES if e["profile"] != profile]:  # in its own profile the first test counts exactly
+            report = check([ROOT / entry["file"]], profile)
+            assert not off & set(report.counts), (profile, entry["file"])
+
+
+def test_coverage_is_honest_about_rules_no_log_shows_and_rules_that_need_the_directory():
+    report = check([ROOT / "spec" / "RMB-SIG-002.jsonl"], "spec", directory=None)
+    assert report.verdict == "pass" and not report.counts  # the forged signature is not judged without keys...
+    for rid in LOGCHECK["needs_directory"]:
+        assert "--directory" in report.not_checked[rid]  # ...and the report says so
+    unlogged = {rid for rid in LOGCHECK["not_loggable"] if SPEC.mode(rid, "spec") != "off"}
+    assert unlogged and all(report.not_checked[rid].startswith("no log shows it") for rid in unlogged)
+    with_keys = check([ROOT / "spec" / "RMB-SIG-002.jsonl"], "spec")
+    assert set(with_keys.not_checked) == unlogged and with_keys.counts == {"RMB-SIG-002": 1}
+
+
+@pytest.mark.parametrize("profile", SPEC.profiles)
+def test_logs_of_the_real_reference_daemons_pass(profile):
+    logs = clean_logs(profile)
+    assert any(p.name.startswith("recorder-") for p in logs) and any(p.name.startswith("twin-") for p in logs)
+    directory = str(LOGS / profile / "directory.json")
+    whole = check(logs, profile, directory)
+    assert whole.verdict == "pass", [(v.rule, v.explanation, [(e.file, e.line) for e in v.evidence]) for v in whole.violations]
+    assert whole.receipts > 50 and whole.messages >= 5
+    events = set(whole.metrics["records_per_event"])
+    assert {"http-post", "http-answer", "reply-to-ret", "error-to-ret", "recorded-request", "recorded-response"} <= events
+    for part in ([p for p in logs if p.name.startswith("twin-")], [p for p in logs if p.name.startswith("recorder-")]):
+        assert check(part, profile, directory).verdict == "pass", part
+
+
+def test_a_planted_violation_is_found_among_the_real_daemons_records(tmp_path):
+    """A reply pushed to another client's queue, planted into twin 1's real log: REPLY-005 only."""
+    logs = clean_logs("spec")
+    twin1 = next(p for p in logs if p.name == "twin-1.jsonl")
+    lines = twin1.read_text(encoding="utf-8").splitlines()
+    at = next(i for i, line in enumerate(lines) if json.loads(line)["event"] == "reply-to-ret")
+    rec = json.loads(lines[at])
+    rec["queue"] = "client.someone-else"
+    lines[at] = json.dumps(rec)
+    planted = tmp_path / "twin-1.jsonl"
+    planted.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = check([planted, *[p for p in logs if p != twin1]], "spec", str(LOGS / "spec" / "directory.json"))
+    assert report.counts == {"RMB-REPLY-005": 1}
+    assert any(e.line == at + 1 and e.file == str(planted) for e in report.violations[0].evidence)
+
+
+def test_bad_lines_are_named_counted_and_the_rest_still_checked(tmp_path):
+    good = (ROOT / "spec" / "RMB-REPLY-005.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(good[0])
+    broken = [good[0], "{not json", json.dumps({k: v for k, v in first.items() if k != "who"}),
+              json.dumps({**first, "status": "202"}), json.dumps({**first, "event": "teleported"}), *good[1:]]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(broken) + "\n", encoding="utf-8")
+    report = check([path], "spec")
+    assert report.unreadable == 4 and report.verdict == "fail"
+    assert [(p.line, p.field) for p in report.input_problems] == [(2, None), (3, "who"), (4, "status"), (5, "event")]
+    assert all(p.file == str(path) for p in report.input_problems)
+    assert report.counts == {"RMB-REPLY-005": 1}  # the readable lines were still checked
+
+
+def rmkit(capsys, *args):
+    """``rmkit ARGS`` in this process (a subprocess per call costs seconds of imports)."""
+    from rmkit.cli import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_exit_codes_and_report_formats(tmp_path, capsys):
+    clean = str(ROOT / "spec" / "clean-fan-out.jsonl")
+    bad = str(ROOT / "spec" / "RMB-RETRY-001.jsonl")
+    code, out, err = rmkit(capsys, "check", "--protocol", "rmb", "--directory", DIRECTORY, clean)
+    assert code == 0, out + err
+    code, out, _ = rmkit(capsys, "check", "--protocol", "rmb", "--directory", DIRECTORY, "--format", "json", bad)
+    rep = json.loads(out)
+    assert code == 1 and rep["counts"] == {"RMB-RETRY-001": 1} and rep["violations"][0]["evidence"][0]["file"] == bad
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert rmkit(capsys, "check", "--protocol", "rmb", str(empty))[0] == 2  # a run that checked nothing fails
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("[1, 2]\n")
+    code, out, _ = rmkit(capsys, "check", "--protocol", "rmb", "--format", "json", str(junk))
+    assert code == 2 and json.loads(out)["input_problems"][0]["line"] == 1
+    code, _, err = rmkit(capsys, "check", "--protocol", "rmb", "--directory", str(tmp_path / "nope.json"), clean)
+    assert code == 2 and "--directory" in err
+    code, out, _ = rmkit(capsys, "check", "--protocol", "rmb", "--format", "junit", bad)
+    assert code == 1 and "RMB-RETRY-001" in out
+
+
+def test_jobs_give_the_same_report_as_one_process():
+    paths = clean_logs("spec") + [ROOT / "spec" / f for f in ("RMB-REPLY-006.jsonl", "RMB-FANOUT-001.jsonl", "RMB-LOCAL-002.jsonl")]
+    one, two = check(paths, "spec", str(LOGS / "spec" / "directory.json")), check(paths, "spec", str(LOGS / "spec" / "directory.json"), jobs=3)
+    key = lambda r: (sorted((v.rule, v.message_id, tuple((e.file, e.line) for e in v.evidence)) for v in r.violations),  # noqa: E731
+                     r.counts, r.receipts, r.messages, r.unreadable, r.verdict, r.not_judged)
+    assert key(one) == key(two) and one.counts
+
+
+def test_explain_shows_the_fixture_violation_and_says_when_no_log_can(capsys):
+    code, out, _ = rmkit(capsys, "explain", "RMB-REPLY-004")
+    assert code == 0 and "example (spec profile, fixture rmb/rules/spec/RMB-REPLY-004.jsonl)" in out
+    assert "-> RMB-REPLY-004" in out
+    code, out, _ = rmkit(capsys, "explain", "RMB-REMOTE-008")
+    assert code == 0 and "not checked from logs" in out
+
+
+def test_fixture_files_are_what_the_builder_writes():
+    spec = importlib.util.spec_from_file_location("mk_rmb", REPO / "fixtures" / "rmb" / "make_rule_fixtures.py")
+    mk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mk)
+    for rel, text in mk.write_all().items():
+        assert (ROOT / rel).read_text(encoding="utf-8") == text, f"{rel} is stale: run python fixtures/rmb/make_rule_fixtures.py"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", SPEC.profiles)
+def test_fresh_logs_of_the_reference_daemons_pass(profile, tmp_path):
+    """Three daemons on their own redis-servers, recorders between them, the clean-log traffic."""
+    spec = importlib.util.spec_from_file_location("mk_clean", REPO / "fixtures" / "rmb" / "make_clean_logs.py")
+    mk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mk)
+    mk.run(profile, tmp_path / profile)
+    report = check(sorted((tmp_path / profile).glob("*.jsonl")), profile, str(tmp_path / profile / "directory.json"))
+    assert report.verdict == "pass", [(v.rule, v.explanation) for v in report.violations]
