@@ -42,6 +42,21 @@ class Rmb(Protocol):
     def make_checker(self, profile: str, args: argparse.Namespace):
         raise UsageError("protocol rmb has no log checker yet; `rmkit rmb verify` checks signatures")
 
+    def add_conform_arguments(self, group: argparse._ArgumentGroup) -> None:
+        from rmkit.conformance.rmb.driven.cli import add_arguments
+
+        add_arguments(group)
+
+    def conform(self, profile: str, args: argparse.Namespace) -> int:
+        from rmkit.conformance.rmb.driven.cli import conform
+
+        return conform(profile, args)
+
+    def replay(self, args: argparse.Namespace) -> int:
+        from rmkit.conformance.rmb.driven.cli import replay
+
+        return replay(args)
+
     def explain(self, rule_id: str) -> dict[str, Any]:
         return {"rule": self.rules()[rule_id]}
 
