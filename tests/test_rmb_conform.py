@@ -67,7 +67,8 @@ def reference():
 
 CHEAP = ["request, reply", "fan-out to two twins, both reply", "a 4xx is final", "connection closed, then accepted",
          "unknown destination", "local twin", "forged reply", "remote request: bad_sig", "remote request: tampered_unsigned",
-         "remote request: good", "forward job of an expired request", "invalid local message: empty_dst"]
+         "remote request: good", "forward job of an expired request", "invalid local message: empty_dst",
+         "proxy envelope: good payload"]
 
 
 def test_reference_passes_cheap_scenarios_with_checks_of_many_rules(reference):
@@ -76,7 +77,8 @@ def test_reference_passes_cheap_scenarios_with_checks_of_many_rules(reference):
                                                    __import__("rmkit.conformance.rmb.driven.suite", fromlist=["x"]).describe_run(r, reference.rules)]
     checked = {c.rule for r in runs for a in r.acts for c in a.checks}
     assert {"RMB-SIG-006", "RMB-BACKLOG-001", "RMB-REPLY-005", "RMB-REPLY-006", "RMB-RETRY-003", "RMB-DIR-001", "RMB-LOCAL-003",
-            "RMB-REMOTE-003", "RMB-SIG-005", "RMB-REPLY-007", "RMB-BACKLOG-002", "RMB-LOCAL-002"} <= checked
+            "RMB-REMOTE-003", "RMB-SIG-005", "RMB-REPLY-007", "RMB-BACKLOG-002", "RMB-LOCAL-002",
+            "RMB-PROXY-005"} <= checked
 
 
 def test_the_report_shows_http_exchanges_and_redis_operations(reference):

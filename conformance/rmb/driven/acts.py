@@ -495,7 +495,86 @@ async def run_bad_local(ctx: Ctx, act: dict) -> ActResult:
     return res
 
 
-RUNNERS = {"send": run_send, "remote": run_remote, "stale_job": run_stale_job, "bad_local": run_bad_local}
+# ---- proxying -------------------------------------------------------------------------------------
+PROXY_VARIANTS = ("good", "bad_payload_sig", "not_for_me")
+
+
+async def run_proxy(ctx: Ctx, act: dict) -> ActResult:
+    """Kit twin 2 (the proxy) posts an envelope (cmd system.proxy) whose dat is a payload signed by
+    kit twin 3 (the sender); the daemon must check the payload, hand it to its command with the
+    envelope's uid, park the envelope, and wrap the handler's answer back to twin 2."""
+    h, b, T = ctx.h, ctx.h.b, ctx.h.timing
+    res = ActResult(act)
+    proxy = b["proxy"]
+    if proxy is None:  # the profile has no proxy: nothing to judge
+        return res
+    cmd = ctx.fresh("cmd")
+    variant = act["variant"]
+    payload = client_message(cmd, [PEER_ED if variant == "not_for_me" else IUT], 30, 1, "", f"payload {cmd}")
+    payload.update(src=PEER_SR, uid=str(uuid.uuid4()))
+    payload = h.keys[PEER_SR].sign(payload)
+    if variant == "bad_payload_sig":
+        payload["dat"] = b64("changed by the proxy")
+    envelope = client_message(proxy["cmd"], [IUT], 30, 1, ctx.fresh("ret"), "")
+    envelope.update(uid=str(uuid.uuid4()), src=PEER_ED, dat=b64(json.dumps(payload)))
+    uid = envelope["uid"]
+    since = time.monotonic()
+    try:
+        status, text = await h.post(b["remote_endpoint"], json.dumps(h.keys[PEER_ED].sign(envelope)).encode(), T["response_s"])
+        _kit(ctx, res, f"twin {PEER_ED} POSTed an envelope ({variant} payload of twin {PEER_SR}) -> {status} {text[:80]!r}")
+        res.check("RMB-PROXY-001", status == b["accepted"]["status"], f"the envelope was answered {status} "
+                  f"(expected {b['accepted']['status']}: it passes the normal checks)")
+        queue = b["command_queue"].format(cmd=cmd)
+
+        def back():
+            return [e for e in h.twins.exchanges if e.uid == uid and e.twin == PEER_ED]
+        if variant != "good":
+            req = await h.pop(queue, T["quiet_s"])
+            res.check("RMB-PROXY-002", req is None, f"a {variant} payload reached {queue}: {req is not None} (expected never)")
+            await h.twins.wait(lambda: bool(back()), T["response_s"])
+            errs = [e for e in back() if isinstance(e.msg, dict) and e.msg.get("err")]
+            res.check("RMB-PROXY-002", bool(errs), f"{len(back())} message(s) back to the proxy twin, {len(errs)} with err set "
+                      "(expected an error for the refused payload)")
+            return res
+        req = await h.pop(queue, T["response_s"])
+        if not isinstance(req, dict):
+            res.check("RMB-PROXY-001", False, f"the payload never reached {queue}")
+            return res
+        res.check("RMB-PROXY-001", True, f"the payload reached {queue}")
+        res.check("RMB-PROXY-004", req.get("ret") == proxy["reply_queue"] and req.get("dat") == payload["dat"],
+                  f"the payload on {queue} has ret {req.get('ret')!r} (expected {proxy['reply_queue']}) and its dat intact")
+        parked = await h.redis.pttl(proxy["backlog_key"].format(uid=uid))
+        res.check("RMB-PROXY-003", req.get("uid") == uid and parked > 0,
+                  f"the payload took uid {req.get('uid')!r} (expected the envelope's {uid}); the envelope parked under "
+                  f"{proxy['backlog_key'].format(uid=uid)} with PTTL {parked} (expected a TTL)")
+        answer = {**req, "src": IUT, "dst": [PEER_SR], "dat": b64(f"proxied answer {cmd}"), "err": "", "sig": "", "now": int(time.time())}
+        await h.push(req.get("ret") or proxy["reply_queue"], answer)
+        _kit(ctx, res, f"handler pushed its answer to {req.get('ret')}")
+        await h.twins.wait(lambda: bool(back()), T["response_s"])
+        got = back()
+        ok, why = False, "nothing came back to the proxy twin"
+        for e in got:
+            m = e.msg if isinstance(e.msg, dict) else {}
+            try:
+                inner = json.loads(__import__("base64").b64decode(m.get("dat", "")))
+            except ValueError:
+                inner = None
+            inner_sig = h.signature_problem(inner) if isinstance(inner, dict) else "dat holds no message"
+            ok = (e.path == b["reply_endpoint"] and m.get("dst") == [PEER_ED] and e.sig_problem is None and isinstance(inner, dict)
+                  and inner.get("dat") == answer["dat"] and inner_sig is None)
+            why = (f"{e.path} dst {m.get('dst')}, envelope sig {e.sig_problem or 'ok'}, wrapped answer "
+                   f"{'dat intact' if isinstance(inner, dict) and inner.get('dat') == answer['dat'] else 'missing or changed'}, "
+                   f"its sig {inner_sig or 'ok'}")
+            if ok:
+                break
+        res.check("RMB-PROXY-005", ok, f"the reply envelope to twin {PEER_ED}: {why} (expected {b['reply_endpoint']}, dst "
+                  f"[{PEER_ED}], signed, dat = the handler's answer signed by the daemon)")
+        return res
+    finally:
+        _evidence(ctx, res, {cmd, uid}, since)
+
+
+RUNNERS = {"proxy": run_proxy, "send": run_send, "remote": run_remote, "stale_job": run_stale_job, "bad_local": run_bad_local}
 
 
 async def run_act(ctx: Ctx, act: dict) -> ActResult:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from rmkit.conformance.rmb.driven.acts import REMOTE_VARIANTS, REPLY_VARIANTS, RUNNERS
+from rmkit.conformance.rmb.driven.acts import PROXY_VARIANTS, REMOTE_VARIANTS, REPLY_VARIANTS, RUNNERS
 from rmkit.errors import UsageError
 
 FORMAT = "rmkit-rmb-scenario/1"
@@ -33,9 +33,6 @@ NOT_DRIVEN = {
     "RMB-LOCAL-001": "judged through every send act (a request never taken from the local queue reaches no twin)",
     "RMB-REMOTE-008": "needs 500 queued requests per command; not driven",
     "RMB-REMOTE-009": "needs a failing Redis under a running daemon; not driven",
-    "RMB-PROXY-001": "proxying is not driven yet", "RMB-PROXY-002": "proxying is not driven yet",
-    "RMB-PROXY-003": "proxying is not driven yet", "RMB-PROXY-004": "proxying is not driven yet",
-    "RMB-PROXY-005": "proxying is not driven yet",
 }
 
 
@@ -111,6 +108,8 @@ def act_problem(a: dict) -> str | None:
             return f"variant: expected one of {', '.join(REMOTE_VARIANTS)}"
         if any(x not in ANSWERS for x in a.get("reply_answers") or []):
             return f"reply_answers: expected answers of {', '.join(ANSWERS)}"
+    elif a["act"] == "proxy" and a.get("variant") not in PROXY_VARIANTS:
+        return f"variant: expected one of {', '.join(PROXY_VARIANTS)}"
     elif a["act"] == "bad_local" and a.get("variant") not in BAD_LOCAL:
         return f"variant: expected one of {', '.join(BAD_LOCAL)}"
     return None
@@ -156,6 +155,7 @@ def catalogue(profile: str, slow_retries: bool) -> list[Scenario]:
     named += [("reply refused with 500", [{"act": "remote", "variant": "good", "from": "p3", "reply_answers": ["500"]}]),
               ("reply after a closed connection", [{"act": "remote", "variant": "good", "reply_answers": ["close", "accept"]}])]
     named += [(f"invalid local message: {v}", [{"act": "bad_local", "variant": v}]) for v in BAD_LOCAL]
+    named += [(f"proxy envelope: {v} payload", [{"act": "proxy", "variant": v}]) for v in PROXY_VARIANTS]
     return [Scenario(f"catalogue-{i:02d}", profile, acts, title, "catalogue") for i, (title, acts) in enumerate(named, 1)]
 
 
@@ -188,7 +188,9 @@ def acts_strategy(slow_retries: bool):
                                         **({"reply_answers": r} if r else {})},
                        st.sampled_from(REMOTE_VARIANTS), peers,
                        st.lists(st.sampled_from(("accept", "close", "500")), max_size=2))
-    other = st.one_of(st.just({"act": "stale_job"}), st.builds(lambda v: {"act": "bad_local", "variant": v}, st.sampled_from(BAD_LOCAL)))
+    other = st.one_of(st.just({"act": "stale_job"}),
+                      st.builds(lambda v: {"act": "proxy", "variant": v}, st.sampled_from(PROXY_VARIANTS)),
+                      st.builds(lambda v: {"act": "bad_local", "variant": v}, st.sampled_from(BAD_LOCAL)))
     return st.one_of(send(), send(), remote, other)
 
 
