@@ -17,7 +17,7 @@ from rmkit.cli import main
 from rmkit.conformance.rmb.driven.harness import PLACEHOLDERS, Harness, expand_command
 from rmkit.conformance.rmb.driven.judge import Rules, planned_attempts
 from rmkit.conformance.rmb.driven.scenario import Scenario, catalogue, read_scenario, write_scenario
-from rmkit.conformance.rmb.driven.suite import run_scenario, search
+from rmkit.conformance.rmb.driven.suite import describe_run, run_scenario, search
 from rmkit.conformance.rmb.examples.variants import FAULTY, LEGAL
 from rmkit.conformance.rmb.model import rmb_spec
 from rmkit.errors import UsageError
@@ -73,8 +73,8 @@ CHEAP = ["request, reply", "fan-out to two twins, both reply", "a 4xx is final",
 
 def test_reference_passes_cheap_scenarios_with_checks_of_many_rules(reference):
     runs = reference.run(CHEAP)
-    assert reference.failed_rules(runs) == set(), [line for r in runs if r.failed(reference.rules) for line in
-                                                   __import__("rmkit.conformance.rmb.driven.suite", fromlist=["x"]).describe_run(r, reference.rules)]
+    assert reference.failed_rules(runs) == set(), [line for r in runs if r.failed(reference.rules)
+                                                   for line in describe_run(r, reference.rules)]
     checked = {c.rule for r in runs for a in r.acts for c in a.checks}
     assert {"RMB-SIG-006", "RMB-BACKLOG-001", "RMB-REPLY-005", "RMB-REPLY-006", "RMB-RETRY-003", "RMB-DIR-001", "RMB-LOCAL-003",
             "RMB-REMOTE-003", "RMB-SIG-005", "RMB-REPLY-007", "RMB-BACKLOG-002", "RMB-LOCAL-002",

@@ -39,7 +39,7 @@ class Ctx:
     def __init__(self, h: Harness):
         self.h = h
         self.run = uuid.uuid4().hex[:6]
-        self.uids: dict[str, str] = {}  # uid -> the cmd of the request it was given to
+        self.uids = h.uids  # uid -> the cmd of the request it was given to, over the whole run
         self.t0 = time.monotonic()
 
     def fresh(self, what: str) -> str:

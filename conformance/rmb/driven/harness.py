@@ -217,6 +217,7 @@ class Harness:
         self.proc: subprocess.Popen | None = None
         self.twins = KitTwins(self)
         self.ops: list[RedisOp] = []
+        self.uids: dict[str, str] = {}  # every uid the daemon gave a request (RMB-FREE-001: unique)
         self._monitor_task: asyncio.Task | None = None
         self._kit_clients: set[str] = set()
         self.port = 0
