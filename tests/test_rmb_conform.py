@@ -18,7 +18,7 @@ from rmkit.conformance.rmb.driven.harness import PLACEHOLDERS, Harness, expand_c
 from rmkit.conformance.rmb.driven.judge import Rules, planned_attempts
 from rmkit.conformance.rmb.driven.scenario import Scenario, catalogue, read_scenario, write_scenario
 from rmkit.conformance.rmb.driven.suite import describe_run, run_scenario, search
-from rmkit.conformance.rmb.examples.variants import FAULTY, LEGAL
+from rmkit.conformance.rmb.examples.variants import FAULTY, LEGAL, MUTANTS
 from rmkit.conformance.rmb.model import rmb_spec
 from rmkit.errors import UsageError
 
@@ -207,5 +207,17 @@ def test_every_legal_variant_passes(name):
         assert d.failed_rules(d.run()) == set()
         g = search(d.h, d.loop, d.rules, max_examples=15, derandomize=True, seed=None, time_budget=None, slow_retries=False)
         assert g.failing is None, g.failing and g.failing.scenario.acts
+    finally:
+        d.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_every_rule_mutant_fails_by_its_rule(name):
+    """Per-rule verdicts rest on evidence: the catalogue's checks of a rule fail a daemon that breaks it."""
+    cls, profile, rule = MUTANTS[name]
+    d = Driven(variant_cmd(name), profile)
+    try:
+        assert rule in d.failed_rules(d.run())
     finally:
         d.close()

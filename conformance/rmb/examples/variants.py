@@ -165,6 +165,95 @@ class Restamps(RmbDaemon):
         self.b["restamp_per_attempt"] = True
 
 
+# ---- rule mutants: one promise broken each, to show the scenario that judges a rule can fail it --
+class NoErrorOnFailure(RmbDaemon):
+    """Never tells the client that a request could not be delivered."""
+
+    async def _request_failed(self, msg, dst, reason):
+        self.log.record("error-swallowed", direction="none", msg=msg, note=reason)
+
+
+class AcceptsForgedRequests(RmbDaemon):
+    """Takes any signature as valid (the source twin is still looked up in the directory)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        import rmkit.reference_impl.rmb.daemon as daemon_module
+
+        daemon_module.verify = lambda msg, public, key_type=None: key_type
+
+
+class DeletesBacklogOnReply(RmbDaemon):
+    """Deletes the backlog entry on the first reply (the V daemon's way), losing the others of a fan-out."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.b["backlog_deleted_on_reply"] = True
+
+
+class WholeDstPerCopy(RmbDaemon):
+    """Posts every destination the whole dst list, not a copy for itself."""
+
+    async def _post(self, twin, endpoint, msg, attempt):
+        if endpoint == self.b["remote_endpoint"] and hasattr(self, "_full"):
+            full = self._full.get(msg["uid"])
+            if full and full != msg["dst"]:
+                msg = self.cfg.keypair.sign({**msg, "dst": full})
+        return await super()._post(twin, endpoint, msg, attempt)
+
+    async def _load_request(self, uid):
+        msg = await super()._load_request(uid)
+        if msg:
+            self.__dict__.setdefault("_full", {})[uid] = msg["dst"]
+        return msg
+
+
+class ForgetsUnknownTwins(RmbDaemon):
+    """Drops a request naming an unknown twin without telling the client."""
+
+    async def _push(self, queue, msg, event):
+        if event == "error-to-ret" and str(msg.get("err", "")).startswith("unknown destination"):
+            return
+        await super()._push(queue, msg, event)
+
+
+class ConstantUid(RmbDaemon):
+    """Gives every request the same uid."""
+
+    async def _new_uid(self, msg):
+        return "the-uid"
+
+
+class NoProxyCheck(RmbDaemon):
+    """Hands a proxied payload to its command without checking its signature or destination."""
+
+    async def _proxy_refuse(self, envelope, why):
+        import base64
+        import json
+
+        payload = json.loads(base64.b64decode(envelope["dat"]))
+        payload = {**payload, "uid": envelope["uid"], "ret": self.b["proxy"]["reply_queue"]}
+        await self._push(self.b["command_queue"].format(cmd=payload["cmd"]), payload, "proxy-payload-unchecked")
+
+
+class RepliesNeverPosted(RmbDaemon):
+    """Pops the handlers' answers but never posts them back."""
+
+    async def _send_reply(self, msg, attempt):
+        self.log.record("reply-swallowed", direction="none", msg=msg)
+
+
+MUTANTS = {  # name -> (class, profile, the rule whose scenarios must catch it)
+    "no-error-on-failure": (NoErrorOnFailure, "spec", "RMB-RETRY-002"),
+    "accepts-forged-requests": (AcceptsForgedRequests, "spec", "RMB-REMOTE-003"),
+    "deletes-backlog-on-reply": (DeletesBacklogOnReply, "spec", "RMB-REPLY-006"),
+    "whole-dst-per-copy": (WholeDstPerCopy, "spec", "RMB-FANOUT-001"),
+    "forgets-unknown-twins": (ForgetsUnknownTwins, "spec", "RMB-DIR-001"),
+    "constant-uid": (ConstantUid, "spec", "RMB-MSG-005"),
+    "no-proxy-check": (NoProxyCheck, "spec", "RMB-PROXY-002"),
+    "replies-never-posted": (RepliesNeverPosted, "spec", "RMB-REPLY-001"),
+}
+
 # name -> (class, the profile it is judged in, the rules that must catch it (faulty) or None (legal))
 FAULTY = {
     "signs-wrong-fields": (SignsWrongFields, "spec", {"RMB-SIG-006"}),
@@ -183,4 +272,4 @@ LEGAL = {
     "reordered-replies": ReorderedReplies,
     "restamps": Restamps,
 }
-VARIANTS = {**{k: v[0] for k, v in FAULTY.items()}, **LEGAL}
+VARIANTS = {**{k: v[0] for k, v in FAULTY.items()}, **{k: v[0] for k, v in MUTANTS.items()}, **LEGAL}
