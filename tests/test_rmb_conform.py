@@ -87,6 +87,7 @@ def test_the_report_shows_http_exchanges_and_redis_operations(reference):
     assert "POST twin 2 /rmb-remote" in evidence and "sig ok" in evidence and "backlog at arrival: present, TTL" in evidence
     assert re.search(r"redis \[[0-9.:]+\] .*backlog\.", evidence), evidence  # the daemon's own SET of the backlog entry
     assert "kit: client pushed to msgbus.system.local" in evidence
+    assert not re.search(r"redis \[[0-9.:]+\] (RPOP|PTTL)", evidence), evidence  # the kit's own reads are not the daemon's
 
 
 @pytest.mark.parametrize("name,titles", [("retries-on-4xx", ["a 4xx is final"]), ("signs-wrong-fields", ["request, reply"])])

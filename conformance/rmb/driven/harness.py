@@ -41,6 +41,7 @@ PEERS = (PEER_ED, PEER_SR)
 KEY_TYPES = {IUT: "ed25519", PEER_ED: "ed25519", PEER_SR: "sr25519", DOWN: "ed25519"}
 PLACEHOLDERS = ("python", "redis", "twin", "key_file", "seed", "key_type", "directory", "listen", "host", "port", "profile", "workdir")
 START_TIMEOUT_S = 30.0
+KIT_CLIENT = "rmkit-conform-kit"  # the name the kit's own Redis connections carry (told apart in MONITOR)
 
 
 class ImplementationCannotStart(RmkitError):
@@ -227,7 +228,7 @@ class Harness:
     # -- life cycle ---------------------------------------------------------------------------
     async def start(self) -> None:
         self.redis_server = RedisServer(workdir=self.dir / "redis").start()
-        self.redis = aioredis.Redis.from_url(self.redis_server.url, decode_responses=True)
+        self.redis = aioredis.Redis.from_url(self.redis_server.url, decode_responses=True, client_name=KIT_CLIENT)
         await self.twins.start()
         self.port = free_port()
         down_port = free_port()  # nothing listens there: connection refused
@@ -264,7 +265,7 @@ class Harness:
                     raise ImplementationCannotStart(f"the implementation did not listen on {addr[IUT]} within "
                                                     f"{START_TIMEOUT_S:.0f} s: {self.stderr_tail()}") from None
                 await asyncio.sleep(0.05)
-        self._kit_clients = {c["addr"] for c in await self.redis.client_list()}
+        self._kit_clients = {c["addr"] for c in await self.redis.client_list() if c.get("name") == KIT_CLIENT}
         self._monitor_task = asyncio.create_task(self._monitor())
         await asyncio.sleep(0.2)  # the daemon's loops reach their first pop
 
@@ -276,6 +277,9 @@ class Harness:
                 async for info in m.listen():
                     client = f"{info.get('client_address')}:{info.get('client_port')}"
                     cmd = info.get("command", "")
+                    if KIT_CLIENT in cmd and cmd.upper().startswith("CLIENT SETNAME"):
+                        self._kit_clients.add(client)
+                        continue
                     if cmd.upper().startswith(("BRPOP", "BLPOP", "PING", "CLIENT", "INFO", "HELLO", "SELECT")):
                         continue
                     self.ops.append(RedisOp(time.monotonic(), client, cmd))
