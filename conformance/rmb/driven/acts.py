@@ -153,7 +153,7 @@ async def _judge_self(ctx: Ctx, res: ActResult, msg: dict, got: list) -> None:
               f"(expected it with ret {b['reply_queue']}, having gone over HTTP)")
     if not ok:
         return
-    answer = {**req, "src": req["dst"][0], "dst": [req["src"]], "dat": b64("answer"), "err": "", "sig": "", "now": int(time.time())}
+    answer = {**req, "src": IUT, "dst": [IUT], "dat": b64("answer"), "err": "", "sig": "", "now": int(time.time())}
     await h.push(b["reply_queue"], answer)
     _kit(ctx, res, f"handler pushed its answer to {b['reply_queue']}")
     await _wait_ret(h, got, lambda g: any(m.get("dat") == answer["dat"] for _, m in g if isinstance(m, dict)), T["response_s"])
@@ -278,7 +278,8 @@ async def _judge_forward(ctx: Ctx, res: ActResult, act: dict, msg: dict, peers: 
 
 
 def _reply_message(h: Harness, request: dict, p: int, text: str) -> dict:
-    return {"ver": 1, "uid": request["uid"], "cmd": request["cmd"], "exp": request["exp"], "try": request["try"], "dat": b64(text),
+    return {"ver": 1, "uid": request["uid"], "cmd": str(request.get("cmd", "")), "exp": request.get("exp", 30),
+            "try": request.get("try", 1), "dat": b64(text),
             "src": p, "dst": [IUT], "ret": h.b["reply_queue"], "shm": "", "now": int(time.time()), "err": ""}
 
 
@@ -408,18 +409,19 @@ async def run_remote(ctx: Ctx, act: dict) -> ActResult:
             res.check(rule_seen, req is None, f"the refused {variant} request reached the handler queue {queue}: {req is not None}")
             return res
         req = await h.pop(queue, T["response_s"])
-        if req is None:
-            res.check("RMB-REMOTE-005", False, f"the accepted request never reached {queue}")
+        if not isinstance(req, dict):
+            res.check("RMB-REMOTE-005", False, f"the accepted request never reached {queue} as a message: "
+                      f"{'nothing came' if req is None else repr(req)[:120]}")
             return res
         covered = all(req.get(f) == m.get(f) for f in ("uid", "cmd", "dat", "src", "dst", "now"))
-        res.check("RMB-REMOTE-005", isinstance(req, dict) and req.get("ret") == b["reply_queue"] and covered,
-                  f"{queue} got ret {req.get('ret') if isinstance(req, dict) else req!r} and the request's fields intact: {covered} "
+        res.check("RMB-REMOTE-005", req.get("ret") == b["reply_queue"] and covered,
+                  f"{queue} got ret {req.get('ret')!r} and the request's fields intact: {covered} "
                   f"(expected ret {b['reply_queue']})")
         plan = list(act.get("reply_answers") or [])
         if not plan:
             return res
         h.twins.plans[(p, uid)] = plan
-        answer = {**req, "src": req["dst"][0], "dst": [req["src"]], "dat": b64(f"answer to {uid}"), "err": "", "sig": "",
+        answer = {**req, "src": IUT, "dst": [p], "dat": b64(f"answer to {uid}"), "err": "", "sig": "",
                   "now": int(time.time())}
         await h.push(b["reply_queue"], answer)
         _kit(ctx, res, f"handler pushed its answer to {b['reply_queue']} (twin {p} will answer {', '.join(plan)})")
