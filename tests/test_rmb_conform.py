@@ -17,7 +17,7 @@ from rmkit.cli import main
 from rmkit.conformance.rmb.driven.harness import PLACEHOLDERS, Harness, expand_command
 from rmkit.conformance.rmb.driven.judge import Rules, planned_attempts
 from rmkit.conformance.rmb.driven.scenario import Scenario, catalogue, read_scenario, write_scenario
-from rmkit.conformance.rmb.driven.suite import describe_run, run_scenario, search
+from rmkit.conformance.rmb.driven.suite import describe_run, run_batches, search
 from rmkit.conformance.rmb.examples.variants import FAULTY, LEGAL, MUTANTS
 from rmkit.conformance.rmb.model import rmb_spec
 from rmkit.errors import UsageError
@@ -46,9 +46,7 @@ class Driven:
         chosen = [sc for sc in cat if titles is None or sc.title in titles]
         assert titles is None or len(chosen) == len(titles), f"unknown titles in {titles}"
 
-        async def together():
-            return await asyncio.gather(*(run_scenario(self.h, sc) for sc in chosen))
-        return self.loop.run_until_complete(together())
+        return run_batches(self.h, self.loop, chosen)
 
     def failed_rules(self, runs) -> set[str]:
         return {c.rule for r in runs for _, c in r.failures(self.rules)} | ({"crash"} if any(r.crashed for r in runs) else set())

@@ -228,7 +228,8 @@ class Harness:
     # -- life cycle ---------------------------------------------------------------------------
     async def start(self) -> None:
         self.redis_server = RedisServer(workdir=self.dir / "redis").start()
-        self.redis = aioredis.Redis.from_url(self.redis_server.url, decode_responses=True, client_name=KIT_CLIENT)
+        self.redis = aioredis.Redis.from_url(self.redis_server.url, decode_responses=True, client_name=KIT_CLIENT,
+                                            socket_connect_timeout=30)
         await self.twins.start()
         self.port = free_port()
         down_port = free_port()  # nothing listens there: connection refused

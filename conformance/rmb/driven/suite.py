@@ -51,6 +51,24 @@ async def run_scenario(h: Harness, sc: Scenario, ctx: Ctx | None = None) -> Scen
     return run
 
 
+def run_batches(h: Harness, loop, scenarios: list[Scenario], say=None) -> list[ScenarioRun]:
+    """Run ``scenarios`` :data:`CATALOGUE_BATCH` at a time (more at once would load a daemon with few
+    workers beyond the judge's patience); stop early when the daemon died."""
+    runs: list[ScenarioRun] = []
+    for i in range(0, len(scenarios), CATALOGUE_BATCH):
+        batch = scenarios[i:i + CATALOGUE_BATCH]
+        if say:
+            say(f"catalogue {batch[0].id}..{batch[-1].id}")
+
+        async def together(batch=batch):
+            ctx = Ctx(h)
+            return await asyncio.gather(*(run_scenario(h, sc, ctx) for sc in batch))
+        runs += loop.run_until_complete(together())
+        if not h.alive():
+            break
+    return runs
+
+
 @dataclass
 class Generated:
     examples: int = 0
@@ -145,17 +163,7 @@ def run_suite(h: Harness, loop, *, max_examples: int, derandomize: bool, seed: i
     for sc in regressions:
         say(f"regression {sc.id}")
         rep.runs.append(loop.run_until_complete(run_scenario(h, sc)))
-    cat = catalogue(h.profile, slow)
-    for i in range(0, len(cat), CATALOGUE_BATCH):
-        batch = cat[i:i + CATALOGUE_BATCH]
-        say(f"catalogue {batch[0].id}..{batch[-1].id}")
-
-        async def together(batch=batch):
-            ctx = Ctx(h)
-            return await asyncio.gather(*(run_scenario(h, sc, ctx) for sc in batch))
-        rep.runs += loop.run_until_complete(together())
-        if not h.alive():
-            break
+    rep.runs += run_batches(h, loop, catalogue(h.profile, slow), say)
     if not catalogue_only and max_examples > 0 and h.alive():
         say("generated scenarios")
         g = search(h, loop, rules, max_examples=max_examples, derandomize=derandomize, seed=seed, time_budget=time_budget,
