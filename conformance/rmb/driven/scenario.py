@@ -106,6 +106,8 @@ def act_problem(a: dict) -> str | None:
     elif a["act"] == "remote":
         if a.get("variant") not in REMOTE_VARIANTS:
             return f"variant: expected one of {', '.join(REMOTE_VARIANTS)}"
+        if a.get("from", "p2") not in ("p2", "p3"):
+            return "from: expected p2 or p3 (the kit twins that post)"
         if any(x not in ANSWERS for x in a.get("reply_answers") or []):
             return f"reply_answers: expected answers of {', '.join(ANSWERS)}"
     elif a["act"] == "proxy" and a.get("variant") not in PROXY_VARIANTS:
