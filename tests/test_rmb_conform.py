@@ -172,12 +172,16 @@ def test_freedoms_quote_their_sources_verbatim():
 @pytest.mark.slow
 @pytest.mark.parametrize("profile", ["spec", "rmb-rs-v1", "rmb-go"])
 def test_reference_passes_the_catalogue_and_generated_scenarios_in_every_profile(profile):
-    d = Driven(REFERENCE, profile)
+    assert_passes(REFERENCE, profile, examples=10 if profile == "rmb-go" else 25)
+
+
+def assert_passes(cmd: str, profile: str, examples: int) -> None:
+    """The whole catalogue and ``examples`` generated scenarios pass."""
+    d = Driven(cmd, profile)
     try:
-        runs = d.run()
-        assert d.failed_rules(runs) == set()
-        g = search(d.h, d.loop, d.rules, max_examples=10 if profile == "rmb-go" else 25, derandomize=True, seed=None,
-                   time_budget=None, slow_retries=d.h.b["retry_delay_s"] >= 1)
+        assert d.failed_rules(d.run()) == set()
+        g = search(d.h, d.loop, d.rules, max_examples=examples, derandomize=True, seed=None, time_budget=None,
+                   slow_retries=d.h.b["retry_delay_s"] >= 1)
         assert g.failing is None, g.failing and g.failing.scenario.acts
     finally:
         d.close()
@@ -201,13 +205,7 @@ def test_every_faulty_variant_is_caught_by_the_catalogue_and_found_and_shrunk_by
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(LEGAL))
 def test_every_legal_variant_passes(name):
-    d = Driven(variant_cmd(name), "spec")
-    try:
-        assert d.failed_rules(d.run()) == set()
-        g = search(d.h, d.loop, d.rules, max_examples=15, derandomize=True, seed=None, time_budget=None, slow_retries=False)
-        assert g.failing is None, g.failing and g.failing.scenario.acts
-    finally:
-        d.close()
+    assert_passes(variant_cmd(name), "spec", examples=15)
 
 
 @pytest.mark.slow
