@@ -65,6 +65,7 @@ def spec_markdown() -> str:
         out.append(f"- **{a['id']}**: {a['question']} ({_source(a['source'])})")
         for p in profiles:
             out.append(f"  - {p}: {a['readings'][p]}")
+    out += _freedoms_markdown(spec["freedoms"])
     out += ["", "## Rules", "", "| id | severity | " + " | ".join(profiles) + " | title | statement | source |",
             "|---|---|" + "---|" * (len(profiles) + 3)]
     for r in s.rules:
@@ -73,6 +74,19 @@ def spec_markdown() -> str:
                    + "".join(f" *{p}: {_cell(n)}*" for p, n in r.profile_notes.items()) + f" | {_source(r.source)} |")
     out += ["", f"{len(s.rules)} rules.", ""]
     return "\n".join(out)
+
+
+def _freedoms_markdown(fr: dict) -> list[str]:
+    """What the documents leave to a daemon (spec/rmb/freedoms.yaml) and the kit's timing."""
+    out = ["", "## Freedoms: what `rmkit conform --protocol rmb` accepts either way", "",
+           "| id | name | profiles | statement | breaks | sources | the reference daemon |", "|---|---|---|---|---|---|---|"]
+    for f in fr["freedoms"]:
+        bounds = "".join(f" *{p}: {_cell(v)}*" for p, v in f.get("bounds", {}).items())
+        out.append(f"| {f['id']} | `{f['name']}` | {', '.join(f['profiles'])} | {_cell(f['statement'])}{bounds} | "
+                   f"{', '.join(f['breaks'])} | {'; '.join(_source(x) for x in f['sources'])} | {_cell(f['reference'])} |")
+    out += ["", "Timing of the driven judge (the documents state none; the kit's readings):", ""]
+    out += [f"- `{k}` = {v['value']} s: {v['note']}" for k, v in fr["timing"].items()]
+    return out
 
 
 def flow_diagram(profile: str) -> str:

@@ -57,6 +57,21 @@ class Rmb(Protocol):
 
         return sharded_checker(self.check_profile(profile), args)
 
+    def add_conform_arguments(self, group: argparse._ArgumentGroup) -> None:
+        from rmkit.conformance.rmb.driven.cli import add_arguments
+
+        add_arguments(group)
+
+    def conform(self, profile: str, args: argparse.Namespace) -> int:
+        from rmkit.conformance.rmb.driven.cli import conform
+
+        return conform(profile, args)
+
+    def replay(self, args: argparse.Namespace) -> int:
+        from rmkit.conformance.rmb.driven.cli import replay
+
+        return replay(args)
+
     def explain(self, rule_id: str) -> dict[str, Any]:
         from rmkit.conformance.rmb.explain import explain_rule
 

@@ -45,7 +45,8 @@ def add_commands(rsub: argparse._SubParsersAction, guard) -> None:
     r.set_defaults(func=guard(recorder.run))
 
 
-def cmd_serve(args) -> int:
+def cmd_serve(args, daemon_class=None) -> int:
+    """Run one daemon; ``daemon_class`` (a subclass of RmbDaemon) runs a variant of the reference."""
     from rmkit.conformance.rmb.directory import Directory
     from rmkit.conformance.rmb.model import rmb_spec
     from rmkit.conformance.rmb.signing import keypair, seed_from_hex, seed_from_mnemonic
@@ -63,13 +64,13 @@ def cmd_serve(args) -> int:
     if not port.isdigit():
         raise UsageError(f"--listen: expected HOST:PORT, found {args.listen or me.address!r}")
     cfg = DaemonConfig(args.twin, kp, directory, args.redis, args.profile, host or "127.0.0.1", int(port), args.workers, args.log)
-    return asyncio.run(_serve(cfg))
+    return asyncio.run(_serve(cfg, daemon_class))
 
 
-async def _serve(cfg) -> int:
+async def _serve(cfg, daemon_class=None) -> int:
     from rmkit.reference_impl.rmb.daemon import RmbDaemon
 
-    daemon = RmbDaemon(cfg)
+    daemon = (daemon_class or RmbDaemon)(cfg)
     try:
         await daemon.start()
     except Exception as exc:  # noqa: BLE001 - cannot start: exit 2 with the reason

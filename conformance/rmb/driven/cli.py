@@ -1,0 +1,120 @@
+"""``rmkit conform --protocol rmb --impl-cmd CMD`` and ``rmkit replay --protocol rmb FILE``.
+
+Exit 0 every strict rule held (non-strict findings are reported), 1 a scenario broke a strict rule
+or the daemon died under test, 2 the daemon could not be started (or another tool failure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from rmkit.errors import UsageError
+
+IMPL_HELP = ("rmb: CMD starts the daemon under test; placeholders {python} (this Python), {redis} (its own fresh Redis URL), {twin}, {key_file} "
+             "(a file holding its seed as 0x + 64 hex digits), {seed}, {key_type}, {directory} (the twin directory, JSON), "
+             "{listen} (HOST:PORT it must serve HTTP on), {host}, {port}, {profile}, {workdir}")
+
+
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--rmb-workdir", metavar="DIR", help="rmb: keep the directory, key, Redis and the daemon's output in DIR "
+                                                            "(default: a temporary folder, removed). " + IMPL_HELP)
+
+
+def _check(args: argparse.Namespace) -> str:
+    if getattr(args, "impl", None):
+        raise UsageError("--impl: protocol rmb drives a daemon process at its wire; give --impl-cmd CMD")
+    if getattr(args, "role", None):
+        raise UsageError("--role: protocol rmb has one role (the daemon); leave --role out")
+    return args.impl_cmd
+
+
+def _open(args, profile: str):
+    from rmkit.conformance.rmb.driven.harness import Harness
+
+    loop = asyncio.new_event_loop()
+    h = Harness(_check(args), profile, response_s=args.timeout, workdir=getattr(args, "rmb_workdir", None))
+    try:
+        loop.run_until_complete(h.start())
+    except BaseException:
+        loop.run_until_complete(h.stop())
+        loop.close()
+        raise
+    return h, loop
+
+
+def _close(h, loop) -> None:
+    loop.run_until_complete(h.stop())
+    loop.close()
+
+
+def regressions_for(folder: Path, profile: str) -> list:
+    from rmkit.conformance.rmb.driven.scenario import read_scenario
+
+    if not folder.is_dir():
+        return []
+    return [sc for sc in (read_scenario(p) for p in sorted(folder.glob("rmb-*.json"))) if sc.profile == profile]
+
+
+def conform(profile: str, args: argparse.Namespace) -> int:
+    from rmkit.conformance.rmb.driven.judge import Rules
+    from rmkit.conformance.rmb.driven.suite import render_json, render_text, run_suite
+    from rmkit.guard import write_output
+
+    if args.format == "junit":
+        raise UsageError("--format junit: protocol rmb writes text or json")
+    folder = Path(args.regressions or os.environ.get("RMKIT_REGRESSIONS", ".rmkit/regressions"))
+    regressions = regressions_for(folder, profile)
+    derandomize = args.derandomize or os.environ.get("HYPOTHESIS_PROFILE") == "ci"
+    h, loop = _open(args, profile)
+    quiet = args.format != "text" and not args.out
+    try:
+        rep = run_suite(h, loop, max_examples=args.max_examples, derandomize=derandomize, seed=args.seed,
+                        time_budget=args.time_budget, catalogue_only=args.catalogue_only, regressions=regressions,
+                        save_dir=folder, progress=None if quiet or not sys.stderr.isatty() else (lambda m: print(f"  {m}", file=sys.stderr)))
+    finally:
+        _close(h, loop)
+    text = render_json(rep) if args.format == "json" else render_text(rep)
+    verdict = rep.verdict(Rules(profile))
+    if args.out:
+        write_output(args.out, text, "--out")
+        print(f"{verdict}: report written to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    if args.html:
+        import html
+
+        write_output(args.html, f"<!doctype html><meta charset=utf-8><title>rmkit conform rmb</title><pre>{html.escape(render_text(rep))}</pre>\n", "--html")
+    return 0 if verdict == "pass" else 1
+
+
+def replay(args: argparse.Namespace) -> int:
+    from rmkit.conformance.rmb.driven.judge import Rules
+    from rmkit.conformance.rmb.driven.scenario import read_scenario
+    from rmkit.conformance.rmb.driven.suite import describe_run, run_scenario
+
+    sc = read_scenario(args.scenario)
+    h, loop = _open(args, sc.profile)
+    try:
+        run = loop.run_until_complete(run_scenario(h, sc))
+    finally:
+        _close(h, loop)
+    rules = Rules(sc.profile)
+    if args.format == "json":
+        import json
+
+        sys.stdout.write(json.dumps({"scenario": sc.id, "profile": sc.profile, "verdict": "fail" if run.failed(rules) else "pass",
+                                     "crashed": run.crashed,
+                                     "checks": [{"act": i, **c.as_dict()} for i, a in enumerate(run.acts) for c in a.checks]},
+                                    indent=2) + "\n")
+    else:
+        print(f"replaying {args.scenario}: {len(sc.acts)} act(s), profile {sc.profile}")
+        if run.failed(rules):
+            print("\n".join(describe_run(run, rules)))
+        else:
+            n = sum(len(a.checks) for a in run.acts)
+            print(f"{sc.id}: pass ({n} checks held)")
+    return 1 if run.failed(rules) else 0

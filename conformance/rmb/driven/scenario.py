@@ -1,0 +1,200 @@
+"""A scenario (acts the kit plays at once against one daemon), its file form, the catalogue of
+named scenarios per profile, and the Hypothesis strategy of generated ones.
+
+Why both: the catalogue reaches every rule a wire can show whatever the generator draws; the
+generated scenarios combine destinations, answers, retries and replies in ways nobody listed, and
+Hypothesis shrinks a failing one to the fewest, simplest acts. Files are JSON so that a failure
+reruns exactly with ``rmkit replay --protocol rmb FILE --impl-cmd CMD``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from rmkit.conformance.rmb.driven.acts import PROXY_VARIANTS, REMOTE_VARIANTS, REPLY_VARIANTS, RUNNERS
+from rmkit.errors import UsageError
+
+FORMAT = "rmkit-rmb-scenario/1"
+ANSWERS = ("accept", "slow", "close", "400", "401", "403", "500", "502")
+# rules no act of a single daemon's wire shows, and why (reported, never counted as passed)
+NOT_DRIVEN = {
+    "RMB-MSG-002": "the client's encoding of dat: a daemon forwards dat as given (its answers to a bad dat are RMB-REMOTE-002)",
+    "RMB-MSG-003": "the client sets now; a daemon's now is judged by RMB-MSG-004 / RMB-RETRY-004",
+    "RMB-MSG-006": "the client fills dst; a daemon's refusal of an empty dst is RMB-REMOTE-002 and RMB-LOCAL-002",
+    "RMB-SIG-002": "judged on the daemon's POSTs as RMB-SIG-006 (who signs) and on its answers as RMB-REMOTE-003",
+    "RMB-SIG-003": "judged through RMB-SIG-006: a daemon writing another pxy fails verification there",
+    "RMB-SIG-004": "judged through RMB-SIG-006: a hex digest signed fails verification there",
+    "RMB-NODE-001": "a deployment rule: the kit gives the daemon its own redis-server",
+    "RMB-LOCAL-001": "judged through every send act (a request never taken from the local queue reaches no twin)",
+    "RMB-REMOTE-008": "needs 500 queued requests per command; not driven",
+    "RMB-REMOTE-009": "needs a failing Redis under a running daemon; not driven",
+}
+
+
+@dataclass
+class Scenario:
+    id: str
+    profile: str
+    acts: list
+    title: str = ""
+    origin: str = "generated"  # catalogue | generated | regression
+    note: dict = field(default_factory=dict)
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps([self.profile, self.acts], sort_keys=True).encode()).hexdigest()[:12]
+
+
+def write_scenario(path: Path, sc: Scenario, failure: dict | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"format": FORMAT, "protocol": "rmb", "id": sc.id, "profile": sc.profile, "title": sc.title, "acts": sc.acts}
+    if failure:
+        doc["failure"] = failure
+    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def read_scenario(path: str | Path) -> Scenario:
+    """A saved scenario back; errors name the file and the field."""
+    from rmkit.conformance.rmb.model import rmb_spec
+
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{p}: cannot read ({exc.strerror})") from None
+    except ValueError as exc:
+        raise UsageError(f"{p}:{getattr(exc, 'lineno', 1)}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise UsageError(f"{p}:1: field format: expected {FORMAT!r} (a file written by rmkit conform --protocol rmb), found {found!r}")
+    if doc.get("profile") not in rmb_spec().profiles:
+        raise UsageError(f"{p}: field profile: expected one of {', '.join(rmb_spec().profiles)}, found {doc.get('profile')!r}")
+    acts = doc.get("acts")
+    if not isinstance(acts, list) or not acts:
+        raise UsageError(f"{p}: field acts: expected a non-empty list of acts")
+    for i, a in enumerate(acts):
+        if not isinstance(a, dict) or a.get("act") not in RUNNERS:
+            raise UsageError(f"{p}: field acts[{i}].act: expected one of {', '.join(RUNNERS)}, found {a.get('act') if isinstance(a, dict) else a!r}")
+        problem = act_problem(a)
+        if problem:
+            raise UsageError(f"{p}: field acts[{i}].{problem}")
+    return Scenario(str(doc.get("id") or p.stem), doc["profile"], acts, doc.get("title", ""), "regression", doc.get("failure") or {})
+
+
+def act_problem(a: dict) -> str | None:
+    """What makes an act unusable (``field: why``), or None."""
+    from rmkit.conformance.rmb.driven.acts import TARGETS
+
+    if a["act"] == "send":
+        dst = a.get("dst")
+        if not isinstance(dst, list) or not dst or any(t not in TARGETS for t in dst):
+            return f"dst: expected a non-empty list of {', '.join(TARGETS)}"
+        for k in ("exp", "try"):
+            if not isinstance(a.get(k), int) or a[k] < 0:
+                return f"{k}: expected an integer >= 0"
+        for t, plan in (a.get("answers") or {}).items():
+            if not isinstance(plan, list) or not plan or any(x not in ANSWERS for x in plan):
+                return f"answers.{t}: expected a non-empty list of {', '.join(ANSWERS)}"
+        for t, v in (a.get("replies") or {}).items():
+            if v is not None and v not in REPLY_VARIANTS:
+                return f"replies.{t}: expected one of {', '.join(REPLY_VARIANTS)}"
+    elif a["act"] == "remote":
+        if a.get("variant") not in REMOTE_VARIANTS:
+            return f"variant: expected one of {', '.join(REMOTE_VARIANTS)}"
+        if a.get("from", "p2") not in ("p2", "p3"):
+            return "from: expected p2 or p3 (the kit twins that post)"
+        if any(x not in ANSWERS for x in a.get("reply_answers") or []):
+            return f"reply_answers: expected answers of {', '.join(ANSWERS)}"
+    elif a["act"] == "proxy" and a.get("variant") not in PROXY_VARIANTS:
+        return f"variant: expected one of {', '.join(PROXY_VARIANTS)}"
+    elif a["act"] == "bad_local" and a.get("variant") not in BAD_LOCAL:
+        return f"variant: expected one of {', '.join(BAD_LOCAL)}"
+    return None
+
+
+BAD_LOCAL = ("bad_dat", "empty_dst", "no_cmd", "string_exp")
+
+
+def _send(dst, tries=2, exp=30, answers=None, replies=None) -> dict:
+    a = {"act": "send", "dst": dst, "exp": exp, "try": tries}
+    if answers:
+        a["answers"] = answers
+    if replies:
+        a["replies"] = replies
+    return a
+
+
+def catalogue(profile: str, slow_retries: bool) -> list[Scenario]:
+    """The named scenarios: every rule a daemon's wire shows, in this profile. ``slow_retries``:
+    the profile pauses seconds between attempts (rmb-go), so retries are kept few."""
+    many = 2 if slow_retries else 7
+    named = [
+        ("request, reply", [_send(["p2"], replies={"p2": "good"})]),
+        ("fan-out to two twins, both reply", [_send(["p2", "p3"], replies={"p2": "good", "p3": "good"})]),
+        ("a 4xx is final", [_send(["p2"], tries=3, answers={"p2": ["400"]})]),
+        ("a 5xx (retried in rmb-go only)", [_send(["p3"], tries=2, answers={"p3": ["502"]})]),
+        ("connection closed, then accepted", [_send(["p2"], tries=3, answers={"p2": ["close", "accept"]})]),
+        ("connection closed every time: try bounds", [_send(["p2"], tries=many, answers={"p2": ["close"]})]),
+        ("try 0 is one attempt", [_send(["p3"], tries=0, answers={"p3": ["close"]})]),
+        ("connection refused", [_send(["down"], tries=2)]),
+        ("a slow twin is not retried", [_send(["p2"], answers={"p2": ["slow"]}, replies={"p2": "good"})]),
+        ("one destination fails, the other replies", [_send(["p2", "down"], tries=1, replies={"p2": "good"})]),
+        ("unknown destination", [_send(["p2", "unknown"])]),
+        ("local twin", [_send(["self"])]),
+        ("forged reply", [_send(["p3"], replies={"p3": "forged"})]),
+        ("reply for another twin", [_send(["p2"], replies={"p2": "wrong_dst"})]),
+        ("reply after the backlog expired", [_send(["p2"], exp=2, replies={"p2": "late"})]),
+        ("forward job of an expired request", [{"act": "stale_job"}]),
+    ]
+    for v in REMOTE_VARIANTS:
+        named.append((f"remote request: {v}", [{"act": "remote", "variant": v, "from": "p3" if v == "wrong_key_type" else "p2",
+                                                 **({"reply_answers": ["accept"]} if v == "good" else {})}]))
+    named += [("reply refused with 500", [{"act": "remote", "variant": "good", "from": "p3", "reply_answers": ["500"]}]),
+              ("reply after a closed connection", [{"act": "remote", "variant": "good", "reply_answers": ["close", "accept"]}])]
+    named += [(f"invalid local message: {v}", [{"act": "bad_local", "variant": v}]) for v in BAD_LOCAL]
+    named += [(f"proxy envelope: {v} payload", [{"act": "proxy", "variant": v}]) for v in PROXY_VARIANTS]
+    return [Scenario(f"catalogue-{i:02d}", profile, acts, title, "catalogue") for i, (title, acts) in enumerate(named, 1)]
+
+
+def acts_strategy(slow_retries: bool):
+    """Hypothesis: one act. Tries are kept small where retries are seconds apart (rmb-go)."""
+    tries = st.integers(0, 2 if slow_retries else 6)
+    plan = st.lists(st.sampled_from(ANSWERS), min_size=1, max_size=3)
+    peers = st.sampled_from(["p2", "p3"])
+
+    @st.composite
+    def send(draw):
+        dst = draw(st.one_of(st.lists(st.sampled_from(["p2", "p3", "down"]), min_size=1, max_size=3, unique=True),
+                             st.just(["self"]), st.just(["p2", "unknown"])))
+        act = {"act": "send", "dst": dst, "exp": 30, "try": draw(tries)}
+        answers, replies = {}, {}
+        for t in dst:
+            if t in ("p2", "p3"):
+                answers[t] = draw(plan)
+                replies[t] = draw(st.one_of(st.none(), st.sampled_from(REPLY_VARIANTS)))
+        if "late" in replies.values():
+            act["exp"] = 2
+            answers = {t: ["accept"] for t in answers}
+        if answers:
+            act["answers"] = answers
+        if any(replies.values()):
+            act["replies"] = {t: v for t, v in replies.items() if v}
+        return act
+
+    remote = st.builds(lambda v, p, r: {"act": "remote", "variant": v, "from": "p3" if v == "wrong_key_type" else p,
+                                        **({"reply_answers": r} if r else {})},
+                       st.sampled_from(REMOTE_VARIANTS), peers,
+                       st.lists(st.sampled_from(("accept", "close", "500")), max_size=2))
+    other = st.one_of(st.just({"act": "stale_job"}),
+                      st.builds(lambda v: {"act": "proxy", "variant": v}, st.sampled_from(PROXY_VARIANTS)),
+                      st.builds(lambda v: {"act": "bad_local", "variant": v}, st.sampled_from(BAD_LOCAL)))
+    return st.one_of(send(), send(), remote, other)
+
+
+def scenario_strategy(slow_retries: bool, max_acts: int = 3):
+    return st.lists(acts_strategy(slow_retries), min_size=1, max_size=max_acts)

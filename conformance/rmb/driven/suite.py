@@ -1,0 +1,264 @@
+"""One conformance run against a daemon: saved regressions, the catalogue, then generated
+scenarios with shrinking; per-rule verdicts from the checks that ran; text and JSON reports.
+
+A failing generated scenario is shrunk by Hypothesis (fewer acts, simpler answers), run once more
+on its own for the report, and saved so that ``rmkit replay`` reruns it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rmkit.conformance.rmb.driven.acts import Ctx, run_act
+from rmkit.conformance.rmb.driven.harness import Harness
+from rmkit.conformance.rmb.driven.judge import ActResult, Rules
+from rmkit.conformance.rmb.driven.scenario import NOT_DRIVEN, Scenario, catalogue, scenario_strategy, write_scenario
+
+CATALOGUE_BATCH = 8  # catalogue scenarios run at once (each act has its own names, so they never mix)
+
+
+@dataclass
+class ScenarioRun:
+    scenario: Scenario
+    acts: list[ActResult]
+    crashed: str = ""
+    seconds: float = 0.0
+
+    def failures(self, rules: Rules, strict_only: bool = True) -> list[tuple[ActResult, object]]:
+        out = []
+        for a in self.acts:
+            for c in a.checks:
+                if not c.ok and rules.mode(c.rule) != "off" and (not strict_only or rules.mode(c.rule) == "strict"):
+                    out.append((a, c))
+        return out
+
+    def failed(self, rules: Rules) -> bool:
+        return bool(self.crashed) or bool(self.failures(rules))
+
+
+async def run_scenario(h: Harness, sc: Scenario, ctx: Ctx | None = None) -> ScenarioRun:
+    """Play every act of ``sc`` at once against the running daemon."""
+    ctx = ctx or Ctx(h)
+    start = time.monotonic()
+    results = await asyncio.gather(*(run_act(ctx, a) for a in sc.acts))
+    run = ScenarioRun(sc, list(results), seconds=time.monotonic() - start)
+    if not h.alive():
+        run.crashed = f"the implementation exited (status {h.proc.returncode}): {h.stderr_tail(600)}"
+    return run
+
+
+def run_batches(h: Harness, loop, scenarios: list[Scenario], say=None) -> list[ScenarioRun]:
+    """Run ``scenarios`` :data:`CATALOGUE_BATCH` at a time (more at once would load a daemon with few
+    workers beyond the judge's patience); stop early when the daemon died."""
+    runs: list[ScenarioRun] = []
+    for i in range(0, len(scenarios), CATALOGUE_BATCH):
+        batch = scenarios[i:i + CATALOGUE_BATCH]
+        if say:
+            say(f"catalogue {batch[0].id}..{batch[-1].id}")
+
+        async def together(batch=batch):
+            ctx = Ctx(h)
+            return await asyncio.gather(*(run_scenario(h, sc, ctx) for sc in batch))
+        runs += loop.run_until_complete(together())
+        if not h.alive():
+            break
+    return runs
+
+
+@dataclass
+class Generated:
+    examples: int = 0
+    seconds: float = 0.0
+    failing: ScenarioRun | None = None
+    found_after_s: float | None = None
+    shrink_runs: int = 0
+
+
+def search(h: Harness, loop: asyncio.AbstractEventLoop, rules: Rules, *, max_examples: int, derandomize: bool,
+           seed: int | None, time_budget: float | None, slow_retries: bool, shrink_budget_s: float = 120.0) -> Generated:
+    """Generated scenarios until one fails (then shrunk) or ``max_examples`` pass."""
+    from hypothesis import HealthCheck, Phase, given, reject, settings
+
+    g = Generated()
+    start = time.monotonic()
+    smallest: list[ScenarioRun] = []
+
+    def size(run: ScenarioRun) -> tuple:
+        return (len(run.scenario.acts), len(json.dumps(run.scenario.acts)))
+
+    @settings(max_examples=max(1, max_examples), derandomize=derandomize and seed is None, deadline=None, database=None,
+              phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+              print_blob=False)
+    @given(scenario_strategy(slow_retries))
+    def scenario(acts):
+        if g.found_after_s is not None:
+            if time.monotonic() - start - g.found_after_s > shrink_budget_s:
+                reject()
+            g.shrink_runs += 1
+        elif time_budget is not None and time.monotonic() - start > time_budget:
+            return
+        g.examples += 1
+        sc = Scenario(f"generated-{g.examples}", h.profile, acts)
+        run = loop.run_until_complete(run_scenario(h, sc))
+        if run.failed(rules):
+            if g.found_after_s is None:
+                g.found_after_s = time.monotonic() - start
+            if not smallest or size(run) <= size(smallest[0]):
+                smallest[:] = [run]
+            raise AssertionError(run.scenario.id)
+
+    if seed is not None:
+        from hypothesis import seed as hseed
+
+        scenario = hseed(seed)(scenario)
+    try:
+        scenario()
+    except Exception:  # noqa: BLE001 - the failure (or a flaky replay) is in ``smallest``
+        if not smallest:
+            raise
+    g.seconds = time.monotonic() - start
+    if smallest:
+        g.failing = smallest[0]
+    return g
+
+
+@dataclass
+class ConformReport:
+    implementation: str
+    profile: str
+    runs: list[ScenarioRun] = field(default_factory=list)
+    generated: Generated | None = None
+    final: ScenarioRun | None = None  # the shrunk failure rerun on its own
+    saved: list[Path] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def per_rule(self, rules: Rules) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for run in self.runs + ([self.final] if self.final else []):
+            for a in run.acts:
+                for c in a.checks:
+                    if rules.mode(c.rule) == "off":
+                        continue
+                    out.setdefault(c.rule, [0, 0])[0 if c.ok else 1] += 1
+        return out
+
+    def failing_runs(self, rules: Rules) -> list[ScenarioRun]:
+        return [r for r in self.runs + ([self.final] if self.final else []) if r.failed(rules)]
+
+    def verdict(self, rules: Rules) -> str:
+        return "fail" if self.failing_runs(rules) else "pass"
+
+
+def run_suite(h: Harness, loop, *, max_examples: int, derandomize: bool, seed: int | None, time_budget: float | None,
+              catalogue_only: bool, regressions: list[Scenario], save_dir: Path | None, progress=None) -> ConformReport:
+    rules = Rules(h.profile)
+    rep = ConformReport(h.name, h.profile)
+    start = time.monotonic()
+    say = progress or (lambda m: None)
+    slow = h.b["retry_delay_s"] >= 1
+    for sc in regressions:
+        say(f"regression {sc.id}")
+        rep.runs.append(loop.run_until_complete(run_scenario(h, sc)))
+    rep.runs += run_batches(h, loop, catalogue(h.profile, slow), say)
+    if not catalogue_only and max_examples > 0 and h.alive():
+        say("generated scenarios")
+        g = search(h, loop, rules, max_examples=max_examples, derandomize=derandomize, seed=seed, time_budget=time_budget,
+                   slow_retries=slow)
+        rep.generated = g
+        if g.failing is not None:
+            rerun = loop.run_until_complete(run_scenario(h, g.failing.scenario))
+            rep.final = rerun if rerun.failed(rules) else g.failing
+            rep.final.scenario.title = f"shrunk to {len(g.failing.scenario.acts)} act(s)" + \
+                ("" if rerun.failed(rules) else " (passed when rerun: the implementation is not deterministic here)")
+            if save_dir is not None:
+                path = save_dir / f"rmb-{h.profile}-{g.failing.scenario.digest()}.json"
+                rep.saved.append(write_scenario(path, g.failing.scenario, failure=_failure_dict(rep.final, rules)))
+    rep.seconds = time.monotonic() - start
+    return rep
+
+
+def _failure_dict(run: ScenarioRun, rules: Rules) -> dict:
+    return {"crashed": run.crashed, "checks": [{"act": i, **c.as_dict()} for i, a in enumerate(run.acts)
+                                               for c in a.checks if not c.ok and rules.mode(c.rule) != "off"]}
+
+
+# ---- reports --------------------------------------------------------------------------------------
+def describe_run(run: ScenarioRun, rules: Rules, evidence_lines: int = 30) -> list[str]:
+    sc = run.scenario
+    out = [f"{sc.id} ({sc.origin}{': ' + sc.title if sc.title else ''}), profile {sc.profile}: FAIL"]
+    if run.crashed:
+        out.append(f"  {run.crashed}")
+    for i, a in enumerate(run.acts):
+        bad = [c for c in a.checks if not c.ok and rules.mode(c.rule) != "off"]
+        if not bad:
+            continue
+        out.append(f"  act {i + 1}: {json.dumps(a.act)}")
+        for c in bad:
+            out.append(f"    {c.rule} ({rules.severity(c.rule)}, {rules.mode(c.rule)}) {rules.title(c.rule)}: {c.detail}")
+            out.append(f"      what to do: {rules.advice(c.rule)}")
+        out.append("    exchanges and Redis operations:")
+        out += [f"      {line}" for line in a.evidence[:evidence_lines]]
+        if len(a.evidence) > evidence_lines:
+            out.append(f"      ... {len(a.evidence) - evidence_lines} more")
+    return out
+
+
+def render_text(rep: ConformReport) -> str:
+    rules = Rules(rep.profile)
+    table = rep.per_rule(rules)
+    out = [f"rmkit conform --protocol rmb, profile {rep.profile}: {rep.verdict(rules).upper()}",
+           f"  implementation: {rep.implementation}",
+           f"  {len(rep.runs)} scenario(s) run besides generation, {rep.seconds:.1f} s"]
+    g = rep.generated
+    if g is not None:
+        out.append(f"  generated: {g.examples} scenario(s) in {g.seconds:.1f} s"
+                   + (f"; first failure after {g.found_after_s:.1f} s, {g.shrink_runs} shrink run(s)" if g.found_after_s is not None else ""))
+    out += ["", "rule            mode        checks  failed  title"]
+    for r in rules.spec.rules:
+        rid = r.id
+        mode = rules.mode(rid)
+        if mode == "off":
+            continue
+        if rid in table:
+            ok, bad = table[rid]
+            out.append(f"{rid:<15} {mode:<11} {ok + bad:>6}  {bad:>6}  {r.title}")
+        else:
+            why = NOT_DRIVEN.get(rid, "no scenario of this run reached it")
+            out.append(f"{rid:<15} {mode:<11} {'-':>6}  {'-':>6}  not checked: {why}")
+    fails = rep.failing_runs(rules)
+    findings = [(run, a, c) for run in rep.runs for a, c in run.failures(rules, strict_only=False) if rules.mode(c.rule) != "strict"]
+    if findings:
+        out += ["", "findings (non-strict in this profile, reported but not failing):"]
+        for run, a, c in findings[:10]:
+            out.append(f"  {c.rule} in {run.scenario.id}: {c.detail}")
+    for run in fails[:5]:
+        out += [""] + describe_run(run, rules)
+    for p in rep.saved:
+        out.append(f"\nsaved to {p} (rerun: rmkit replay --protocol rmb {p} --impl-cmd CMD)")
+    return "\n".join(out) + "\n"
+
+
+def render_json(rep: ConformReport) -> str:
+    rules = Rules(rep.profile)
+    table = rep.per_rule(rules)
+    g = rep.generated
+
+    def run_dict(run: ScenarioRun) -> dict:
+        return {"id": run.scenario.id, "origin": run.scenario.origin, "title": run.scenario.title, "acts": run.scenario.acts,
+                "crashed": run.crashed,
+                "failures": [{"act": a.act, **c.as_dict(), "mode": rules.mode(c.rule), "evidence": a.evidence}
+                             for a, c in run.failures(rules, strict_only=False)]}
+    doc = {"protocol": "rmb", "profile": rep.profile, "implementation": rep.implementation, "verdict": rep.verdict(rules),
+           "seconds": round(rep.seconds, 2), "scenarios": len(rep.runs),
+           "generated": None if g is None else {"examples": g.examples, "seconds": round(g.seconds, 2),
+                                                "found_after_s": g.found_after_s, "shrink_runs": g.shrink_runs},
+           "rules": {r.id: ({"mode": rules.mode(r.id), "checks": sum(table[r.id]), "failed": table[r.id][1]} if r.id in table else
+                            {"mode": rules.mode(r.id), "not_checked": NOT_DRIVEN.get(r.id, "no scenario of this run reached it")})
+                     for r in rules.spec.rules if rules.mode(r.id) != "off"},
+           "failures": [run_dict(r) for r in rep.failing_runs(rules)],
+           "saved": [str(p) for p in rep.saved]}
+    return json.dumps(doc, indent=2) + "\n"

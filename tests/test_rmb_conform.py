@@ -1,0 +1,220 @@
+"""`rmkit conform --protocol rmb`: a daemon driven at its real wire (its own redis-server, kit
+twins over HTTP). The reference passes, faulty variants are caught by the rule they break, legal
+variants pass; the exit contract; saved scenarios replay. The full matrix (every profile, every
+variant, generated scenarios with shrinking) is behind ``slow``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+
+import pytest
+
+from rmb_support import redis_server_or_skip
+from rmkit.cli import main
+from rmkit.conformance.rmb.driven.harness import PLACEHOLDERS, Harness, expand_command
+from rmkit.conformance.rmb.driven.judge import Rules, planned_attempts
+from rmkit.conformance.rmb.driven.scenario import Scenario, catalogue, read_scenario, write_scenario
+from rmkit.conformance.rmb.driven.suite import describe_run, run_batches, search
+from rmkit.conformance.rmb.examples.variants import FAULTY, LEGAL, MUTANTS
+from rmkit.conformance.rmb.model import rmb_spec
+from rmkit.errors import UsageError
+
+SERVE = ("--twin {twin} --directory {directory} --seed {seed} --redis {redis} --listen {listen} --profile {profile}")
+REFERENCE = "{python} -m rmkit.reference_impl.rmb.cli serve " + SERVE
+
+
+def variant_cmd(name: str) -> str:
+    return f"{{python}} -m rmkit.conformance.rmb.examples {name} serve " + SERVE
+
+
+class Driven:
+    """One daemon under a harness, its event loop kept for the module's tests."""
+
+    def __init__(self, cmd: str, profile: str):
+        redis_server_or_skip()
+        self.loop = asyncio.new_event_loop()
+        self.h = Harness(cmd, profile)
+        self.loop.run_until_complete(self.h.start())
+        self.rules = Rules(profile)
+
+    def run(self, titles: list[str] | None = None):
+        """The catalogue scenarios with these titles (all when None), at once; their runs."""
+        cat = catalogue(self.h.profile, self.h.b["retry_delay_s"] >= 1)
+        chosen = [sc for sc in cat if titles is None or sc.title in titles]
+        assert titles is None or len(chosen) == len(titles), f"unknown titles in {titles}"
+
+        return run_batches(self.h, self.loop, chosen)
+
+    def failed_rules(self, runs) -> set[str]:
+        return {c.rule for r in runs for _, c in r.failures(self.rules)} | ({"crash"} if any(r.crashed for r in runs) else set())
+
+    def close(self):
+        self.loop.run_until_complete(self.h.stop())
+        self.loop.close()
+
+
+@pytest.fixture(scope="module")
+def reference():
+    d = Driven(REFERENCE, "spec")
+    yield d
+    d.close()
+
+
+CHEAP = ["request, reply", "fan-out to two twins, both reply", "a 4xx is final", "connection closed, then accepted",
+         "unknown destination", "local twin", "forged reply", "remote request: bad_sig", "remote request: tampered_unsigned",
+         "remote request: good", "forward job of an expired request", "invalid local message: empty_dst",
+         "proxy envelope: good payload"]
+
+
+def test_reference_passes_cheap_scenarios_with_checks_of_many_rules(reference):
+    runs = reference.run(CHEAP)
+    assert reference.failed_rules(runs) == set(), [line for r in runs if r.failed(reference.rules)
+                                                   for line in describe_run(r, reference.rules)]
+    checked = {c.rule for r in runs for a in r.acts for c in a.checks}
+    assert {"RMB-SIG-006", "RMB-BACKLOG-001", "RMB-REPLY-005", "RMB-REPLY-006", "RMB-RETRY-003", "RMB-DIR-001", "RMB-LOCAL-003",
+            "RMB-REMOTE-003", "RMB-SIG-005", "RMB-REPLY-007", "RMB-BACKLOG-002", "RMB-LOCAL-002",
+            "RMB-PROXY-005"} <= checked
+
+
+def test_the_report_shows_http_exchanges_and_redis_operations(reference):
+    run, = reference.run(["request, reply"])
+    evidence = "\n".join(run.acts[0].evidence)
+    assert "POST twin 2 /rmb-remote" in evidence and "sig ok" in evidence and "backlog at arrival: present, TTL" in evidence
+    assert re.search(r"redis \[[0-9.:]+\] .*backlog\.", evidence), evidence  # the daemon's own SET of the backlog entry
+    assert "kit: client pushed to msgbus.system.local" in evidence
+    assert not re.search(r"redis \[[0-9.:]+\] (RPOP|PTTL)", evidence), evidence  # the kit's own reads are not the daemon's
+
+
+@pytest.mark.parametrize("name,titles", [("retries-on-4xx", ["a 4xx is final"]), ("signs-wrong-fields", ["request, reply"])])
+def test_faulty_variant_is_caught_by_its_rule(name, titles):
+    cls, profile, expect = FAULTY[name]
+    d = Driven(variant_cmd(name), profile)
+    try:
+        failed = d.failed_rules(d.run(titles))
+    finally:
+        d.close()
+    assert failed & expect, failed
+
+
+def test_legal_variant_passes():
+    d = Driven(variant_cmd("counter-uids"), "spec")
+    try:
+        runs = d.run(["request, reply", "fan-out to two twins, both reply", "remote request: good"])
+        assert d.failed_rules(runs) == set()
+    finally:
+        d.close()
+
+
+def test_an_implementation_that_cannot_start_exits_2(capsys, tmp_path):
+    redis_server_or_skip()
+    code = main(["conform", "--protocol", "rmb", "--impl-cmd", f"{sys.executable} -c 'import sys; sys.exit(3)'",
+                 "--catalogue-only", "--regressions", str(tmp_path)])
+    assert code == 2
+    assert "exited at start (status 3)" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2(capsys, tmp_path):
+    assert main(["conform", "--protocol", "rmb", "--impl", "x:y", "--regressions", str(tmp_path)]) == 2
+    assert "--impl-cmd" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "rmkit-rmb-scenario/1", "profile": "spec", "acts": [{"act": "send", "dst": ["nobody"]}]}))
+    assert main(["replay", "--protocol", "rmb", str(bad), "--impl-cmd", "true"]) == 2
+    assert "acts[0].dst" in capsys.readouterr().err
+
+
+def test_placeholders_are_filled_and_other_braces_kept():
+    words = expand_command("d --r {redis} --k {key_file} '{\"a\": 1}' {listen}", {p: f"<{p}>" for p in PLACEHOLDERS})
+    assert words == ["d", "--r", "<redis>", "--k", "<key_file>", '{"a": 1}', "<listen>"]
+    with pytest.raises(UsageError):
+        expand_command("", {})
+
+
+def test_attempts_follow_the_profile():
+    spec, rs, go = (rmb_spec().behaviour(p) for p in ("spec", "rmb-rs-v1", "rmb-go"))
+    assert planned_attempts(spec, ["400"], 3) == (1, False)  # an HTTP error is final
+    assert planned_attempts(go, ["400"], 3) == (3, False)  # rmb-go retries any failure
+    assert planned_attempts(spec, ["close", "accept"], 3) == (2, True)
+    assert planned_attempts(rs, ["close"], 9) == (5, False)  # try clamped to 5
+    assert planned_attempts(spec, ["close"], 0) == (1, False)  # try 0 is one attempt
+
+
+def test_saved_scenario_replays_and_fails_the_faulty_daemon(tmp_path, capsys):
+    redis_server_or_skip()
+    sc = Scenario("saved", "spec", [{"act": "send", "dst": ["p2"], "exp": 30, "try": 3, "answers": {"p2": ["400"]}}])
+    path = write_scenario(tmp_path / "rmb-spec-x.json", sc)
+    assert read_scenario(path).acts == sc.acts
+    assert main(["replay", "--protocol", "rmb", str(path), "--impl-cmd", variant_cmd("retries-on-4xx")]) == 1
+    out = capsys.readouterr().out
+    assert "RMB-RETRY-003" in out and "POST twin 2" in out
+
+
+def test_freedoms_quote_their_sources_verbatim():
+    from test_rmb_spec import SHARED, _norm
+
+    if SHARED is None:
+        pytest.skip("the seed documents are not beside this checkout")
+    seed = _norm(next((SHARED / "seeds").glob("004_*.txt")).read_text(encoding="utf-8"))
+    ref = _norm((SHARED / "reference" / "rmb-as-built.md").read_text(encoding="utf-8"))
+    fr = rmb_spec().raw["freedoms"]
+    for f in fr["freedoms"]:
+        assert set(f["breaks"]) <= set(rmb_spec().rules.ids()), f["id"]
+        for src in f["sources"]:
+            if "quote" in src:
+                assert _norm(src["quote"]) in seed, (f["id"], src["quote"])
+            else:
+                assert _norm(src["fact"].split("] ", 1)[1]) in ref, (f["id"], src["fact"])
+
+
+# ---- the full matrix --------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", ["spec", "rmb-rs-v1", "rmb-go"])
+def test_reference_passes_the_catalogue_and_generated_scenarios_in_every_profile(profile):
+    assert_passes(REFERENCE, profile, examples=10 if profile == "rmb-go" else 25)
+
+
+def assert_passes(cmd: str, profile: str, examples: int) -> None:
+    """The whole catalogue and ``examples`` generated scenarios pass."""
+    d = Driven(cmd, profile)
+    try:
+        assert d.failed_rules(d.run()) == set()
+        g = search(d.h, d.loop, d.rules, max_examples=examples, derandomize=True, seed=None, time_budget=None,
+                   slow_retries=d.h.b["retry_delay_s"] >= 1)
+        assert g.failing is None, g.failing and g.failing.scenario.acts
+    finally:
+        d.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FAULTY))
+def test_every_faulty_variant_is_caught_by_the_catalogue_and_found_and_shrunk_by_the_generator(name):
+    cls, profile, expect = FAULTY[name]
+    d = Driven(variant_cmd(name), profile)
+    try:
+        assert d.failed_rules(d.run()) & expect
+        g = search(d.h, d.loop, d.rules, max_examples=200, derandomize=True, seed=None, time_budget=None,
+                   slow_retries=d.h.b["retry_delay_s"] >= 1, shrink_budget_s=90)
+        assert g.failing is not None, f"{name}: not found in {g.examples} generated scenarios"
+        assert len(g.failing.scenario.acts) == 1  # shrunk to one act
+    finally:
+        d.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(LEGAL))
+def test_every_legal_variant_passes(name):
+    assert_passes(variant_cmd(name), "spec", examples=15)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_every_rule_mutant_fails_by_its_rule(name):
+    """Per-rule verdicts rest on evidence: the catalogue's checks of a rule fail a daemon that breaks it."""
+    cls, profile, rule = MUTANTS[name]
+    d = Driven(variant_cmd(name), profile)
+    try:
+        assert rule in d.failed_rules(d.run())
+    finally:
+        d.close()
