@@ -64,7 +64,11 @@ class ActiveMQ:
         raise RuntimeError(f"ActiveMQ did not answer STOMP within {timeout} s; see {self.base / 'broker.log'}")
 
     def _answers(self) -> bool:
+        import logging
+
         import stomp
+
+        logging.getLogger("stomp.py").setLevel(logging.CRITICAL)   # refused connects while it starts are expected
 
         try:
             c = stomp.Connection([("127.0.0.1", self.stomp_port)], heartbeats=(0, 0))
@@ -82,5 +86,14 @@ class ActiveMQ:
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        if getattr(self, "log", None):
+            self.log.close()
+
+    def kill(self) -> None:
+        """SIGKILL the JVM (a crash: the journal is replayed at the next :meth:`start`, which keeps
+        the folder and the STOMP port)."""
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
         if getattr(self, "log", None):
             self.log.close()
