@@ -11,13 +11,18 @@
 - :mod:`.system`: the whole path, one step at a time, with a crash at every named crash point.
 """
 
-from .bridge import Bridge, Link
-from .broker import Delivery, Queue
-from .message import Message, error_id, flow_id, random_id
-from .receiver import Answer, ReceivingNode
-from .sender import Flow, SendingNode
-from .store import SqliteStore
-from .system import StepRefused, System
+import importlib
 
-__all__ = ["Answer", "Bridge", "Delivery", "Flow", "Link", "Message", "Queue", "ReceivingNode", "SendingNode",
-           "SqliteStore", "StepRefused", "System", "error_id", "flow_id", "random_id"]
+# Imported on first use, so that the node and bridge processes (``python -m ...corda.node``) start
+# without loading the spec and the machines they do not run.
+_EXPORTS = {"Bridge": "bridge", "Link": "bridge", "Delivery": "broker", "Queue": "broker", "Message": "message",
+            "error_id": "message", "flow_id": "message", "random_id": "message", "Answer": "receiver",
+            "ReceivingNode": "receiver", "Flow": "sender", "SendingNode": "sender", "SqliteStore": "store",
+            "StepRefused": "system", "System": "system"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,7 +25,7 @@ class ComponentFailed(Exception):
 
 class Cluster:
     def __init__(self, folder: str | Path, nodes: list[str], policy: Policy, *, flows: int = 2, messages: int = 10,
-                 variant: str = "reference", paced: bool = False, heartbeat_ms: int = 1000):
+                 variant: str = "reference", paced: bool = False, heartbeat_ms: int = 3000):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.nodes, self.policy, self.flows, self.messages = list(nodes), policy, flows, messages

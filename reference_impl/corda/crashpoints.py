@@ -4,7 +4,7 @@
 A process passes :meth:`CrashPoints.reach` at each named point. A point is armed either at start
 (``--crash-at POINT[:K[:MODE]]`` or the environment variable ``RMKIT_CORDA_CRASH`` in the same
 form) or while the process runs, by an arm file (``<folder>/<component>.arm`` holding
-``POINT K MODE``), which is how the crash-point harness picks its next point without a restart.
+``POINT K MODE``, written to a temporary name and renamed), which is how the crash-point harness picks its next point without a restart.
 At the K-th pass after arming the process either kills itself (``exit``: SIGKILL, nothing runs
 after) or pauses (``pause``: writes ``<folder>/<component>.paused`` naming the point and sleeps,
 for the harness to kill it from outside)."""
@@ -18,6 +18,13 @@ from pathlib import Path
 
 ENV = "RMKIT_CORDA_CRASH"
 MODES = ("exit", "pause")
+
+
+def arm(folder: str | Path, component: str, point: str, k: int, mode: str) -> None:
+    """Arm a running process's crash point (atomically: a half-written file is never read)."""
+    tmp = Path(folder) / f"{component}.arm.tmp"
+    tmp.write_text(f"{point} {k} {mode}")
+    os.replace(tmp, Path(folder) / f"{component}.arm")
 
 
 def parse(text: str) -> tuple[str, int, str]:
@@ -51,13 +58,14 @@ class CrashPoints:
         if f is None:
             return
         try:
-            mtime = f.stat().st_mtime_ns
+            st = f.stat()
         except FileNotFoundError:
             return
-        if mtime != self._arm_mtime:
-            self._arm_mtime = mtime
+        version = (st.st_ino, st.st_mtime_ns)
+        if version != self._arm_mtime:
             try:
                 self.armed, self.passes = parse(f.read_text()), 0
+                self._arm_mtime = version
             except (OSError, ValueError):
                 pass   # half-written: read again at the next pass
 
