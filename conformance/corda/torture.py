@@ -113,7 +113,7 @@ def audit(cluster: Cluster, credit: int, policy: Policy) -> tuple[list[Violation
     first_seen: dict[str, int] = {}
     for node in cluster.nodes:
         for e in read_events(cluster.events(node)) if cluster.events(node).exists() else []:
-            first_seen.setdefault(e["id"], e["t"])
+            first_seen[e["id"]] = min(first_seen.get(e["id"], e["t"]), e["t"])
     for node in cluster.nodes:
         effects = cluster.effects(node)
         per_id = Counter(did for _, _, did in effects)
@@ -134,7 +134,8 @@ def audit(cluster: Cluster, credit: int, policy: Policy) -> tuple[list[Violation
             elif did not in expected[node]:
                 violations.append(Violation("duplicated", node, did, "committed but never sent to this node", first_seen.get(did)))
         violations += _ack_order(node, events, _unrecorded_commits(cluster, node, events), policy, first_seen, counts)
-    return violations, counts
+    order = {"lost": 0, "duplicated": 1, "acked_before_commit": 2}
+    return sorted(violations, key=lambda v: order[v.kind]), counts
 
 
 def _unrecorded_commits(cluster: Cluster, node: str, events: list[dict]) -> set[str]:
@@ -182,7 +183,7 @@ class Torture:
 
     def __init__(self, folder: str | Path, seed: int, cycles: int, *, nodes: list[str] | None = None, flows: int = 2,
                  profile: str = "corda-os", variant: str = "reference", keep_going: bool = False, point_wait: float = 2.5,
-                 drain_timeout: float = 30.0, log=None):
+                 drain_timeout: float = 12.0, log=None):
         from rmkit.conformance.corda.spec import corda_spec
 
         self.folder, self.seed, self.cycles = Path(folder), seed, cycles

@@ -9,6 +9,16 @@
 - :mod:`.receiver`: the receiving node (deduplicator, processed-ids table, checkpoints, acks);
 - :mod:`.store`: the receiving node's database in SQLite (one transaction per commit);
 - :mod:`.system`: the whole path, one step at a time, with a crash at every named crash point.
+
+On a real broker and database (processes):
+
+- :mod:`.activemq`: an ActiveMQ Classic broker started, killed and restarted by the PID of its JVM;
+- :mod:`.stomp_link`: one STOMP 1.2 connection (heart-beats, individual acks, receipts);
+- :mod:`.node`: the reference node process (sending and receiving flows, SQLite, faulty variants);
+- :mod:`.bridge_node`: the bridge process (local ack after the peer broker's receipt);
+- :mod:`.crashpoints`: the crash-point hooks of those processes;
+- :mod:`.records`: the node's event records and processed-id export;
+- :mod:`.cluster`: brokers, bridges and nodes on loopback (``rmkit corda up``, the harness).
 """
 
 import importlib
