@@ -182,8 +182,8 @@ class Torture:
     """One run of the harness."""
 
     def __init__(self, folder: str | Path, seed: int, cycles: int, *, nodes: list[str] | None = None, flows: int = 2,
-                 profile: str = "corda-os", variant: str = "reference", keep_going: bool = False, point_wait: float = 2.5,
-                 drain_timeout: float = 12.0, log=None):
+                 profile: str = "corda-os", variant: str = "reference", variant_nodes: list[str] | None = None,
+                 keep_going: bool = False, point_wait: float = 2.5, drain_timeout: float = 12.0, log=None):
         from rmkit.conformance.corda.spec import corda_spec
 
         self.folder, self.seed, self.cycles = Path(folder), seed, cycles
@@ -195,7 +195,7 @@ class Torture:
         # each cycle may add up to 1 + point_wait / 0.5 messages per flow (see _wait_paused)
         self.messages = cycles * (2 + int(point_wait / 0.5)) + 5
         self.cluster = Cluster(self.folder, self.nodes, self.policy, flows=flows, messages=self.messages,
-                               variant=variant, paced=True)
+                               variant=variant, variant_nodes=variant_nodes, paced=True)
         self.credit = 0
         self.log = log or (lambda line: None)
 

@@ -25,11 +25,13 @@ class ComponentFailed(Exception):
 
 class Cluster:
     def __init__(self, folder: str | Path, nodes: list[str], policy: Policy, *, flows: int = 2, messages: int = 10,
-                 variant: str = "reference", paced: bool = False, heartbeat_ms: int = 3000):
+                 variant: str = "reference", variant_nodes: list[str] | None = None, paced: bool = False,
+                 heartbeat_ms: int = 3000):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.nodes, self.policy, self.flows, self.messages = list(nodes), policy, flows, messages
         self.variant, self.paced, self.heartbeat_ms = variant, paced, heartbeat_ms
+        self.variant_nodes = set(nodes if variant_nodes is None else variant_nodes)   # the others run the reference
         self.brokers = {n: ActiveMQ(str(self.folder / f"broker-{n}")) for n in nodes}
         self.procs: dict[str, subprocess.Popen] = {}
         self.starts: dict[str, int] = {}
@@ -64,7 +66,8 @@ class Cluster:
             return [sys.executable, "-m", "rmkit.reference_impl.corda.node", "--name", n,
                     "--port", str(self.brokers[n].stomp_port), "--peers", ",".join(p for p in self.nodes if p != n),
                     "--db", str(self.db(n)), "--events", str(self.events(n)), "--flows", str(self.flows),
-                    "--messages", str(self.messages), "--policy", self.policy.to_json(), "--variant", self.variant,
+                    "--messages", str(self.messages), "--policy", self.policy.to_json(),
+                    "--variant", self.variant if n in self.variant_nodes else "reference",
                     "--folder", str(self.folder), "--heartbeat-ms", str(self.heartbeat_ms)]
         a, b = names
         return [sys.executable, "-m", "rmkit.reference_impl.corda.bridge_node", "--name", comp,
