@@ -7,7 +7,7 @@ redelivers it to the restarted bridge and the peer receives a duplicate (crash p
 ``bridge_between_remote_ack_and_local_ack``).
 
 ``python -m rmkit.reference_impl.corda.bridge_node --name N --local-port P --remote-port Q
---peer B [--folder DIR] [--crash-at POINT[:K[:MODE]]]``. Exits 0 on SIGTERM, 3 when either broker
+--peer B [--in-order] [--folder DIR] [--crash-at POINT[:K[:MODE]]]``. Exits 0 on SIGTERM, 3 when either broker
 connection is lost."""
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ def run(args: argparse.Namespace) -> int:
     hooks = CrashPoints(args.name, args.folder, args.crash_at)
     local = StompLink(args.local_port, args.heartbeat_ms)
     remote = StompLink(args.remote_port, args.heartbeat_ms)
-    local.subscribe(f"internal.peers.{args.peer}", args.prefetch)
+    window = 1 if args.in_order else args.prefetch   # in order: the next only after the last one's receipt
+    local.subscribe(f"internal.peers.{args.peer}", window)
     while not stopping:
         remote.check()
-        frames = local.take(args.prefetch, 0.1)
+        frames = local.take(window, 0.1)
         receipts = [remote.send_async(f"p2p.inbound.{args.peer}", {k: f.headers[k] for k in HEADERS if k in f.headers}, f.body)
                     for f in frames]   # pipelined: each is acknowledged locally only after its own receipt
         for frame, rid in zip(frames, receipts):
@@ -53,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--peer", required=True)
     a.add_argument("--folder")
     a.add_argument("--crash-at")
-    a.add_argument("--prefetch", type=int, default=16)
+    a.add_argument("--prefetch", type=int, default=16, help="messages in flight at once (pipelined)")
+    a.add_argument("--in-order", action="store_true",
+                   help="one message at a time, the next only after the peer broker's receipt for the last "
+                        "(the spec profile's in_order_bridge)")
     a.add_argument("--heartbeat-ms", type=int, default=1000)
     args = a.parse_args(argv)
     try:

@@ -72,7 +72,8 @@ class Cluster:
         a, b = names
         return [sys.executable, "-m", "rmkit.reference_impl.corda.bridge_node", "--name", comp,
                 "--local-port", str(self.brokers[a].stomp_port), "--remote-port", str(self.brokers[b].stomp_port),
-                "--peer", b, "--folder", str(self.folder), "--heartbeat-ms", str(self.heartbeat_ms)]
+                "--peer", b, "--folder", str(self.folder), "--heartbeat-ms", str(self.heartbeat_ms),
+                *(["--in-order"] if self.policy.in_order_bridge else [])]
 
     # -- processes ---------------------------------------------------------------------------------
     def start(self) -> None:

@@ -52,19 +52,20 @@ LINK_LOST = 3
 
 @dataclass(frozen=True)
 class Policy:
-    """What the node takes from its profile (spec/corda/system.yaml): each answer's consequence and
-    whether the deduplicator has the fast path. Passed as JSON by a supervisor that already loaded
+    """What a node takes from its profile (spec/corda/system.yaml): each answer's consequence and
+    whether the deduplicator has the fast path (and, for its bridges, whether they keep order). Passed as JSON by a supervisor that already loaded
     the spec, so that a restart does not load it again."""
 
     consequence: dict
     fast_path: bool
+    in_order_bridge: bool = False   # for the bridges: one message at a time (the API's per-session order kept)
 
     @classmethod
     def of_profile(cls, profile: str) -> "Policy":
         from rmkit.conformance.corda.spec import corda_spec
 
         s = corda_spec(profile)
-        return cls(dict(s.consequence), s.fast_path)
+        return cls(dict(s.consequence), s.fast_path, s.in_order_bridge)
 
     def to_json(self) -> str:
         return json.dumps({"consequence": self.consequence, "fast_path": self.fast_path})
