@@ -31,6 +31,19 @@ def test_the_schedule_comes_from_the_seed_alone():
     assert any(x.target.startswith("broker-") for x in plan(7, 200, ["A", "B"], points))
 
 
+def test_every_crash_point_of_the_spec_is_hooked_in_a_process():
+    """The harness arms the spec's crash points by name: each process role must pass its points."""
+    import inspect
+    import re
+
+    from rmkit.reference_impl.corda import bridge_node, node
+
+    hooked = set(re.findall(r'reach\("([a-z_]+)"\)', inspect.getsource(node) + inspect.getsource(bridge_node)))
+    points = corda_spec("corda-os").crash_points
+    assert hooked == {p for p, role in points.items() if role != "broker"}
+    assert {role for p, role in points.items() if p not in hooked} == {"broker"}   # a broker is killed, not armed
+
+
 def test_records_have_the_fields_of_each_event(tmp_path):
     m = Message("N-Af0-3-0", "A:Af0", False, "Af0:3", "u1", 7)
     log = EventLog(tmp_path / "e.jsonl", "B")

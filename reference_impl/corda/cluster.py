@@ -118,6 +118,9 @@ class Cluster:
         """Start again every process that is no longer running; an exit that is neither a kill nor
         a lost broker connection (3) is remembered as unexpected."""
         restarted = []
+        for n, b in self.brokers.items():
+            if b.proc is None or b.proc.poll() is not None:
+                self.unexpected.append(f"broker {n} is not running (see {b.base / 'broker.log'})")
         for comp in self.components():
             p = self.procs.get(comp)
             if p is None or p.poll() is not None:
@@ -133,7 +136,10 @@ class Cluster:
     def restart_broker(self, node: str) -> float:
         """Start a killed broker again on its folder and port; seconds until it answers STOMP."""
         t0 = time.monotonic()
-        self.brokers[node].start()
+        try:
+            self.brokers[node].start()
+        except RuntimeError as e:
+            raise ComponentFailed(f"broker {node} did not restart: {e}") from None
         return time.monotonic() - t0
 
     def set_credit(self, n: int) -> None:
