@@ -53,6 +53,11 @@ class Corda(Protocol):
 
         return path_diagram(profile)
 
+    def add_commands(self, sub: argparse._SubParsersAction) -> None:
+        from rmkit.conformance.corda.cli import add_commands
+
+        add_commands(sub)
+
     def docs(self) -> str:
         from rmkit.conformance.corda.docs import spec_markdown
 

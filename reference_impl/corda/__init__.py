@@ -9,15 +9,30 @@
 - :mod:`.receiver`: the receiving node (deduplicator, processed-ids table, checkpoints, acks);
 - :mod:`.store`: the receiving node's database in SQLite (one transaction per commit);
 - :mod:`.system`: the whole path, one step at a time, with a crash at every named crash point.
+
+On a real broker and database (processes):
+
+- :mod:`.activemq`: an ActiveMQ Classic broker started, killed and restarted by the PID of its JVM;
+- :mod:`.stomp_link`: one STOMP 1.2 connection (heart-beats, individual acks, receipts);
+- :mod:`.node`: the reference node process (sending and receiving flows, SQLite, faulty variants);
+- :mod:`.bridge_node`: the bridge process (local ack after the peer broker's receipt);
+- :mod:`.crashpoints`: the crash-point hooks of those processes;
+- :mod:`.records`: the node's event records and processed-id export;
+- :mod:`.cluster`: brokers, bridges and nodes on loopback (``rmkit corda up``, the harness).
 """
 
-from .bridge import Bridge, Link
-from .broker import Delivery, Queue
-from .message import Message, error_id, flow_id, random_id
-from .receiver import Answer, ReceivingNode
-from .sender import Flow, SendingNode
-from .store import SqliteStore
-from .system import StepRefused, System
+import importlib
 
-__all__ = ["Answer", "Bridge", "Delivery", "Flow", "Link", "Message", "Queue", "ReceivingNode", "SendingNode",
-           "SqliteStore", "StepRefused", "System", "error_id", "flow_id", "random_id"]
+# Imported on first use, so that the node and bridge processes (``python -m ...corda.node``) start
+# without loading the spec and the machines they do not run.
+_EXPORTS = {"Bridge": "bridge", "Link": "bridge", "Delivery": "broker", "Queue": "broker", "Message": "message",
+            "error_id": "message", "flow_id": "message", "random_id": "message", "Answer": "receiver",
+            "ReceivingNode": "receiver", "Flow": "sender", "SendingNode": "sender", "SqliteStore": "store",
+            "StepRefused": "system", "System": "system"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-
-from rmkit.conformance.corda.spec import CordaSpec
+from typing import TYPE_CHECKING
 
 from .broker import Delivery, Queue
 from .message import Message
+
+if TYPE_CHECKING:   # the node process starts without loading the spec (a restart must be quick)
+    from rmkit.conformance.corda.spec import CordaSpec
 
 
 class Answer(str, enum.Enum):

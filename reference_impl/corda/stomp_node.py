@@ -18,8 +18,6 @@ import queue
 import signal
 import sys
 
-from rmkit.conformance.corda.spec import corda_spec
-
 from .broker import Delivery, Queue
 from .message import Message
 from .receiver import ReceivingNode
@@ -44,6 +42,8 @@ def from_headers(h: dict) -> Message:
 
 def main(argv: list[str] | None = None) -> int:
     import stomp
+
+    from rmkit.conformance.corda.spec import corda_spec
 
     a = argparse.ArgumentParser(prog="stomp_node")
     a.add_argument("--port", type=int, required=True)

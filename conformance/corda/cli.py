@@ -1,0 +1,209 @@
+"""``rmkit corda up`` (brokers, bridges and reference nodes on loopback, a short run, stopped
+cleanly) and ``rmkit corda torture`` (the crash-point harness, :mod:`.torture`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rmkit.errors import UsageError
+
+TORTURE_EXIT_CODES = """exit codes:
+  0  nothing lost, nothing duplicated, every acknowledgement after its commit
+  1  a message was lost or duplicated, or acknowledged before its commit (the report gives the
+     crash schedule that ran while it was on its way; the same --seed replays the schedule)
+  2  the harness could not do its job (no broker, a process that cannot start, usage error)"""
+UP_EXIT_CODES = """exit codes:
+  0  every message of every flow committed once at its receiver, everything stopped cleanly
+  1  a message was lost or duplicated
+  2  the cluster could not start (no broker, usage error)"""
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    from rmkit.reference_impl.corda.node import VARIANTS
+
+    p = sub.add_parser("corda", help="Corda P2P on a real broker and database: start a cluster, run the crash-point harness")
+    csub = p.add_subparsers(dest="corda_command", metavar="CORDA_COMMAND")
+    up = csub.add_parser("up", help="start brokers, bridges and reference nodes on loopback, run the flows, stop",
+                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=UP_EXIT_CODES,
+                         description="One ActiveMQ Classic broker per node (free ports, temporary folders), a bridge per\n"
+                                     "ordered pair of nodes, one reference node process per node (SQLite). Every flow sends\n"
+                                     "--messages messages to a peer; the run ends when all are committed (or after\n"
+                                     "--duration seconds), then everything is stopped by PID.")
+    up.add_argument("--nodes", default="A,B", help="comma-separated node names (alphanumeric; default A,B)")
+    up.add_argument("--flows", type=int, default=2, help="sending flows per node (default 2)")
+    up.add_argument("--messages", type=int, default=50, help="messages per flow (default 50)")
+    up.add_argument("--profile", default="corda-os", help="spec profile of the nodes (default corda-os)")
+    up.add_argument("--duration", type=float, help="stop after this many seconds even if not every message arrived")
+    up.add_argument("--dir", help="keep the run's folder here (default: a temporary folder, removed)")
+    up.set_defaults(func=cmd_up)
+    t = csub.add_parser("torture", help="kill -9 nodes, bridges and brokers at crash points and random times; audit",
+                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=TORTURE_EXIT_CODES,
+                        description="Start brokers, bridges and nodes on loopback; run --cycles crash cycles planned from\n"
+                                    "--seed (kill -9 of a node, a bridge or a broker at a crash point of the spec or at a\n"
+                                    "random time, then a restart); drain; check from the databases that every message was\n"
+                                    "committed exactly once at its receiver and from the records that every acknowledgement\n"
+                                    "followed its commit. --variant runs a faulty node that must be caught.")
+    t.add_argument("--seed", type=int, default=1, help="seed of the crash schedule (default 1)")
+    t.add_argument("--cycles", type=int, default=200, help="crash cycles (default 200)")
+    t.add_argument("--flows", type=int, default=2, help="sending flows per node (default 2)")
+    t.add_argument("--profile", default="corda-os", help="spec profile of the nodes (default corda-os)")
+    t.add_argument("--variant", choices=VARIANTS, default="reference",
+                   help="the node: reference, or a faulty variant the harness must catch")
+    t.add_argument("--keep-going", action="store_true", help="run every cycle even after a violation shows")
+    t.add_argument("--dir", help="the run's folder (databases, records, logs; default: a temporary folder, "
+                                 "kept when the run fails)")
+    t.add_argument("--format", choices=("text", "json"), default="text")
+    t.add_argument("--out", help="also write the JSON report here")
+    t.add_argument("--quiet", action="store_true", help="no line per cycle on stderr")
+    t.set_defaults(func=cmd_torture)
+    p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
+
+
+def _need_broker() -> None:
+    from rmkit.reference_impl.corda.activemq import available
+
+    why = available()
+    if why:
+        raise UsageError(f"cannot start a broker: {why}")
+    try:
+        import stomp  # noqa: F401
+    except ImportError:
+        raise UsageError("the Corda node needs stomp.py: pip install 'rmkit[corda]'") from None
+
+
+def _folder(arg: str | None, prefix: str) -> tuple[Path, bool]:
+    if arg:
+        Path(arg).mkdir(parents=True, exist_ok=True)
+        if any(Path(arg).iterdir()):
+            raise UsageError(f"--dir {arg}: expected an empty or new folder")
+        return Path(arg), False
+    return Path(tempfile.mkdtemp(prefix=prefix)), True
+
+
+def cmd_up(args) -> int:
+    from rmkit.reference_impl.corda.cluster import Cluster, ComponentFailed
+    from rmkit.reference_impl.corda.node import Policy
+
+    nodes = [n for n in args.nodes.split(",") if n]
+    if len(nodes) < 2 or not all(n.isalnum() for n in nodes) or len(set(nodes)) != len(nodes):
+        raise UsageError(f"--nodes {args.nodes!r}: expected two or more distinct alphanumeric names")
+    if args.flows < 1 or args.messages < 1:
+        raise UsageError("--flows and --messages: expected numbers >= 1")
+    _need_broker()
+    policy = Policy.of_profile(args.profile)
+    folder, temporary = _folder(args.dir, "rmkit-corda-up-")
+    cluster = Cluster(folder, nodes, policy, flows=args.flows, messages=args.messages)
+    t0 = time.monotonic()
+    try:
+        cluster.start()
+    except ComponentFailed as e:
+        print(f"rmkit corda up: {e}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    print(f"{len(nodes)} brokers, {len(cluster.bridge_names())} bridges, {len(nodes)} nodes up in {started - t0:.1f} s "
+          f"(folder {folder})")
+    expected = cluster.expected()
+    total = sum(len(v) for v in expected.values())
+    try:
+        while True:
+            time.sleep(0.5)
+            got = {n: cluster.effects(n) for n in nodes}
+            done = sum(len({e[2] for e in got[n]} & expected[n]) for n in nodes)
+            print(f"  {time.monotonic() - started:6.1f} s  committed {done}/{total}", flush=True)
+            if done == total or (args.duration and time.monotonic() - started > args.duration):
+                break
+    except KeyboardInterrupt:
+        print("interrupted: stopping", file=sys.stderr)
+    cluster.stop()
+    dup = sum(len(got[n]) - len({e[2] for e in got[n]}) for n in nodes)
+    span = _records_span(cluster, nodes)
+    rate = f"{done / span:.1f} messages/s end to end from the first send to the last commit" if span else "no rate"
+    print(f"{done} of {total} messages committed exactly once ({rate}: broker, bridge, broker, SQLite); "
+          f"duplicates: {dup}; stopped")
+    if temporary:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 1 if dup or done < total and not args.duration else 0
+
+
+def _records_span(cluster, nodes) -> float:
+    """Seconds from the first send to the last commit, from the nodes' records."""
+    from rmkit.reference_impl.corda.records import read_events
+
+    sent, committed = [], []
+    for n in nodes:
+        for e in read_events(cluster.events(n)) if cluster.events(n).exists() else []:
+            (sent if e["event"] == "sent" else committed if e["event"] == "committed" else []).append(e["t"])
+    return (max(committed) - min(sent)) / 1000 if sent and committed else 0.0
+
+
+def cmd_torture(args) -> int:
+    from rmkit.conformance.corda.torture import Torture
+
+    if args.cycles < 1 or args.flows < 1:
+        raise UsageError("--cycles and --flows: expected numbers >= 1")
+    if args.out:
+        try:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).touch()
+        except OSError as e:
+            raise UsageError(f"--out {args.out}: cannot write ({e.strerror})") from None
+    _need_broker()
+    folder, temporary = _folder(args.dir, "rmkit-corda-torture-")
+    log = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    run = Torture(folder, args.seed, args.cycles, flows=args.flows, profile=args.profile, variant=args.variant,
+                  keep_going=args.keep_going, log=log)
+    result = run.run()
+    report = result.to_json()
+    report["folder"] = str(folder)
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=1))
+    if args.format == "json":
+        print(json.dumps(report, indent=1))
+    else:
+        print(text_report(run, result, folder if not (temporary and result.exit_code == 0) else None))
+    if temporary and result.exit_code == 0:
+        shutil.rmtree(folder, ignore_errors=True)
+    return result.exit_code
+
+
+def text_report(run, result, folder: Path | None) -> str:
+    lines = [f"rmkit corda torture --seed {result.seed} --cycles {result.cycles_planned} --variant {result.variant} "
+             f"--profile {result.profile}"]
+    per_min = result.cycles_run / (result.elapsed_s / 60) if result.elapsed_s else 0
+    reached = sum(1 for c in result.schedule[:result.cycles_run] if c.reached)
+    points = sum(1 for c in result.schedule[:result.cycles_run] if c.point)
+    lines.append(f"  {result.cycles_run} crash cycles in {result.elapsed_s:.1f} s ({per_min:.0f} per minute); "
+                 f"{reached} of {points} crash points reached, {result.cycles_run - points} kills at random times")
+    if result.broker_restarts_s:
+        rs = sorted(result.broker_restarts_s)
+        lines.append(f"  broker restarts: {len(rs)}, median {rs[len(rs) // 2]:.2f} s, max {rs[-1]:.2f} s")
+    c = result.counts
+    if c:
+        lines.append(f"  messages expected {c['expected']}, effects committed {c['committed']}, acknowledgements {c['acks']}"
+                     f" (commit records lost to kills: {c['commit_records_lost_to_kills']})")
+    if result.error:
+        lines.append(f"HARNESS FAILURE: {result.error}")
+    elif not result.violations:
+        lines.append("PASS: nothing lost, nothing duplicated, every acknowledgement after its commit")
+    else:
+        kinds = {}
+        for v in result.violations:
+            kinds[v.kind] = kinds.get(v.kind, 0) + 1
+        lines.append("FAIL: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
+        for v in result.violations[:10]:
+            lines.append(f"  {v.kind}: {v.id} at node {v.node}: {v.detail}")
+            for cyc in run.culprits(v, result)[-6:]:
+                lines.append(f"      {cyc.describe()}")
+        if len(result.violations) > 10:
+            lines.append(f"  ... {len(result.violations) - 10} more (--format json lists all)")
+        lines.append(f"  replay the schedule: rmkit corda torture --seed {result.seed} --cycles {result.cycles_planned} "
+                     f"--variant {result.variant} --profile {result.profile}")
+    if folder:
+        lines.append(f"  records, databases and logs: {folder}")
+    return "\n".join(lines)

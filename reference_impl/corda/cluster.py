@@ -1,0 +1,187 @@
+"""Brokers, bridges and nodes on loopback, as processes: one ActiveMQ Classic broker per node (free
+ports, a data folder each under one run folder), one node process per node, one bridge process per
+ordered pair of nodes (n(n-1) bridges). Every process is started, killed (SIGKILL) and stopped by
+its PID; a broker restart keeps its folder and STOMP port. ``rmkit corda up`` and the crash-point
+harness drive it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .activemq import ActiveMQ
+from .node import Policy, flow_plan
+
+
+class ComponentFailed(Exception):
+    """A process of the cluster could not run (not a crash the harness caused)."""
+
+
+class Cluster:
+    def __init__(self, folder: str | Path, nodes: list[str], policy: Policy, *, flows: int = 2, messages: int = 10,
+                 variant: str = "reference", variant_nodes: list[str] | None = None, paced: bool = False,
+                 heartbeat_ms: int = 3000):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.nodes, self.policy, self.flows, self.messages = list(nodes), policy, flows, messages
+        self.variant, self.paced, self.heartbeat_ms = variant, paced, heartbeat_ms
+        self.variant_nodes = set(nodes if variant_nodes is None else variant_nodes)   # the others run the reference
+        self.brokers = {n: ActiveMQ(str(self.folder / f"broker-{n}")) for n in nodes}
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.starts: dict[str, int] = {}
+        self.unexpected: list[str] = []
+        if paced:
+            self.set_credit(0)
+
+    # -- names -------------------------------------------------------------------------------------
+    def node_names(self) -> list[str]:
+        return [f"node-{n}" for n in self.nodes]
+
+    def bridge_names(self) -> list[str]:
+        return [f"bridge-{a}-{b}" for a in self.nodes for b in self.nodes if a != b]
+
+    def components(self) -> list[str]:
+        return self.node_names() + self.bridge_names()
+
+    def clients_of(self, broker: str) -> list[str]:
+        """The processes connected to a node's broker: the node, its bridges and those into it."""
+        return [c for c in self.components() if broker in c.split("-")[1:]]
+
+    def db(self, node: str) -> Path:
+        return self.folder / f"{node}.sqlite"
+
+    def events(self, node: str) -> Path:
+        return self.folder / f"events-{node}.jsonl"
+
+    def argv(self, comp: str) -> list[str]:
+        kind, *names = comp.split("-")
+        if kind == "node":
+            n = names[0]
+            return [sys.executable, "-m", "rmkit.reference_impl.corda.node", "--name", n,
+                    "--port", str(self.brokers[n].stomp_port), "--peers", ",".join(p for p in self.nodes if p != n),
+                    "--db", str(self.db(n)), "--events", str(self.events(n)), "--flows", str(self.flows),
+                    "--messages", str(self.messages), "--policy", self.policy.to_json(),
+                    "--variant", self.variant if n in self.variant_nodes else "reference",
+                    "--folder", str(self.folder), "--heartbeat-ms", str(self.heartbeat_ms)]
+        a, b = names
+        return [sys.executable, "-m", "rmkit.reference_impl.corda.bridge_node", "--name", comp,
+                "--local-port", str(self.brokers[a].stomp_port), "--remote-port", str(self.brokers[b].stomp_port),
+                "--peer", b, "--folder", str(self.folder), "--heartbeat-ms", str(self.heartbeat_ms),
+                *(["--in-order"] if self.policy.in_order_bridge else [])]
+
+    # -- processes ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        errors: list[str] = []
+
+        def up(b: ActiveMQ) -> None:
+            try:
+                b.start()
+            except Exception as e:   # reported below
+                errors.append(str(e))
+
+        threads = [threading.Thread(target=up, args=(b,)) for b in self.brokers.values()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            self.stop()
+            raise ComponentFailed("; ".join(errors))
+        for c in self.components():
+            self.spawn(c)
+
+    def spawn(self, comp: str) -> None:
+        for leftover in (f"{comp}.arm", f"{comp}.paused"):
+            (self.folder / leftover).unlink(missing_ok=True)
+        log = open(self.folder / f"{comp}.log", "ab")
+        self.procs[comp] = subprocess.Popen(self.argv(comp), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        self.starts[comp] = self.starts.get(comp, 0) + 1
+
+    def alive(self, comp: str) -> bool:
+        p = self.procs.get(comp)
+        return p is not None and p.poll() is None
+
+    def kill(self, comp: str) -> None:
+        p = self.procs.get(comp)
+        if p is not None and p.poll() is None:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+
+    def restart_dead(self) -> list[str]:
+        """Start again every process that is no longer running; an exit that is neither a kill nor
+        a lost broker connection (3) is remembered as unexpected."""
+        restarted = []
+        for n, b in self.brokers.items():
+            if b.proc is None or b.proc.poll() is not None:
+                self.unexpected.append(f"broker {n} is not running (see {b.base / 'broker.log'})")
+        for comp in self.components():
+            p = self.procs.get(comp)
+            if p is None or p.poll() is not None:
+                if p is not None and p.returncode not in (0, 3, -signal.SIGKILL):
+                    self.unexpected.append(f"{comp} exited with {p.returncode} (see {self.folder / (comp + '.log')})")
+                self.spawn(comp)
+                restarted.append(comp)
+        return restarted
+
+    def kill_broker(self, node: str) -> None:
+        self.brokers[node].kill()
+
+    def restart_broker(self, node: str) -> float:
+        """Start a killed broker again on its folder and port; seconds until it answers STOMP."""
+        t0 = time.monotonic()
+        try:
+            self.brokers[node].start()
+        except RuntimeError as e:
+            raise ComponentFailed(f"broker {node} did not restart: {e}") from None
+        return time.monotonic() - t0
+
+    def set_credit(self, n: int) -> None:
+        tmp = self.folder / "credit.tmp"
+        tmp.write_text(str(n))
+        os.replace(tmp, self.folder / "credit")
+
+    def stop(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for p in self.procs.values():
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait()
+        for b in self.brokers.values():
+            b.stop()
+
+    # -- what the databases hold -------------------------------------------------------------------
+    def effects(self, node: str) -> list[tuple[str, str, str]]:
+        """(session, payload, dedup id) committed at a node, read from its database."""
+        if not self.db(node).exists():
+            return []
+        c = sqlite3.connect(f"file:{self.db(node)}?mode=ro", uri=True, timeout=10)
+        try:
+            return list(c.execute("SELECT session_id, payload, dedup_id FROM effects ORDER BY n"))
+        except sqlite3.OperationalError:   # the node has not created its tables yet
+            return []
+        finally:
+            c.close()
+
+    def expected(self, credit: int | None = None) -> dict[str, set[str]]:
+        """node -> the dedup ids its database must hold once each: every message of every flow of
+        its peers, up to ``credit`` messages per flow."""
+        from .message import flow_id
+
+        n = self.messages if credit is None else min(credit, self.messages)
+        out: dict[str, set[str]] = {x: set() for x in self.nodes}
+        for x in self.nodes:
+            for flow, peer in flow_plan(x, [p for p in self.nodes if p != x], self.flows):
+                out[peer].update(flow_id(flow, k, 0) for k in range(1, n + 1))
+        return out

@@ -1,0 +1,291 @@
+"""The reference node process on a real broker and a real database.
+
+One process per node: its sending flows suspend at each send (checkpoint committed first, then the
+message produced to the peer's outbound queue ``internal.peers.<peer>`` on the node's own broker,
+waiting for the broker's receipt), and its receiving side consumes ``p2p.inbound.<node>`` over
+STOMP 1.2 with individual acknowledgements and heart-beats, asks the deduplicator (the reference
+machine's :meth:`~.receiver.ReceivingNode.check`, reading the database), commits the step (session
+checkpoints, processed ids, effects) in one SQLite transaction and acknowledges only after it.
+A restarted node replays each flow from its checkpoint: it re-sends the last checkpoint's message
+with the same N- id and without sender UUID or sequence number.
+
+Every action is recorded (:mod:`.records`); crash points (:mod:`.crashpoints`) sit at
+``sender_after_checkpoint``, ``receiver_before_commit`` and ``receiver_between_commit_and_ack``.
+
+Faulty variants (``--variant``), which the crash-point harness must catch:
+
+- ``ack_before_commit``: a NEW copy is acknowledged when it arrives, before its commit;
+- ``memory_dedup``: the deduplicator asks only an in-memory set of the ids this process
+  committed, never the database (a restart forgets);
+- ``fastpath_no_db``: the sequence-number fast path keeps its marks in memory and takes a missing
+  mark as "nothing seen yet", answering NEW without the database read the spec requires.
+
+``python -m rmkit.reference_impl.corda.node --name A --port P --peers B --db FILE --events FILE
+[--flows N] [--messages M] [--profile P | --policy JSON] [--variant V] [--folder DIR]
+[--crash-at POINT[:K[:MODE]]]``. Exits 0 on SIGTERM, 3 when its broker connection is lost,
+2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from .broker import Queue
+from .crashpoints import CrashPoints
+from .message import Message, flow_id
+from .receiver import Answer, ReceivingNode
+from .records import EventLog
+from .stomp_link import LinkLost, StompLink
+from .stomp_node import from_headers, to_headers
+from .store import SqliteStore
+
+VARIANTS = ("reference", "ack_before_commit", "memory_dedup", "fastpath_no_db")
+LINK_LOST = 3
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a node takes from its profile (spec/corda/system.yaml): each answer's consequence and
+    whether the deduplicator has the fast path (and, for its bridges, whether they keep order). Passed as JSON by a supervisor that already loaded
+    the spec, so that a restart does not load it again."""
+
+    consequence: dict
+    fast_path: bool
+    in_order_bridge: bool = False   # for the bridges: one message at a time (the API's per-session order kept)
+
+    @classmethod
+    def of_profile(cls, profile: str) -> "Policy":
+        from rmkit.conformance.corda.spec import corda_spec
+
+        s = corda_spec(profile)
+        return cls(dict(s.consequence), s.fast_path, s.in_order_bridge)
+
+    def to_json(self) -> str:
+        return json.dumps({"consequence": self.consequence, "fast_path": self.fast_path})
+
+    @classmethod
+    def from_json(cls, text: str) -> "Policy":
+        d = json.loads(text)
+        return cls(dict(d["consequence"]), bool(d["fast_path"]))
+
+
+def flow_plan(node: str, peers: list[str], flows: int) -> list[tuple[str, str]]:
+    """A node's sending flows: (flow name, the peer it sends to), round robin over the peers. The
+    flow's name is the seed of its N- deduplication ids."""
+    return [(f"{node}f{i}", peers[i % len(peers)]) for i in range(flows if peers else 0)]
+
+
+class Deduplicator(ReceivingNode):
+    """The reference machine's deduplicator (in-flight set, fast path, database, in that order)
+    with its database reads going to the node's store."""
+
+    def __init__(self, policy: Policy, store: SqliteStore, variant: str = "reference"):
+        self._store, self.variant, self.committed_here = store, variant, set()
+        super().__init__(policy, Queue("unused"))
+
+    def load_marks(self) -> None:
+        store = getattr(self, "_store", None)
+        self.marks = store.marks() if store is not None and self.spec.fast_path and self.variant == "reference" else {}
+
+    def fast_path_new(self, m: Message) -> bool:
+        if self.variant == "fastpath_no_db":   # faulty: no mark is taken as "nothing seen yet"
+            key = m.sender_key
+            return key is not None and m.sequence_number is not None and m.sequence_number > self.marks.get(key, 0)
+        return super().fast_path_new(m)
+
+    def in_database(self, dedup_id: str) -> bool:
+        self.db_reads += 1
+        if self.variant == "memory_dedup":   # faulty: only what this process committed
+            return dedup_id in self.committed_here
+        return self._store.has(dedup_id)
+
+    def committed(self, m: Message) -> None:
+        """After the commit: the id leaves the in-flight set; the fast path's mark moves up."""
+        self.in_flight.pop(m.dedup_id, None)
+        self.committed_here.add(m.dedup_id)
+        key = m.sender_key
+        if (self.spec.fast_path or self.variant == "fastpath_no_db") and key is not None and m.sequence_number is not None:
+            self.marks[key] = max(self.marks.get(key, 0), m.sequence_number)
+
+
+class Node:
+    def __init__(self, args: argparse.Namespace, policy: Policy):
+        self.args, self.name, self.policy = args, args.name, policy
+        self.store = SqliteStore(args.db)
+        self.events = EventLog(args.events, self.name)
+        self.dedup = Deduplicator(policy, self.store, args.variant)
+        self.hooks = CrashPoints(f"node-{self.name}", args.folder, args.crash_at)
+        self.uuid = uuid.uuid4().hex[:12]
+        self.seq = 0
+        self.flows = flow_plan(self.name, args.peers, args.flows)
+        self.discarded = 0
+        self.stopping = False
+        self.link: StompLink | None = None
+
+    # -- receiving ---------------------------------------------------------------------------
+    def connect(self) -> None:
+        self.link = StompLink(self.args.port, self.args.heartbeat_ms)
+        self.link.subscribe(f"p2p.inbound.{self.name}", self.args.prefetch)
+
+    def reconnect(self) -> None:
+        """Discarded (IN_FLIGHT) copies are redelivered only to a new consumer: reconnect."""
+        self.link.close()
+        self.discarded = 0
+        self.connect()
+
+    def receive(self, frames: list) -> None:
+        """One step of the receiving flows over the copies that arrived together."""
+        new = []
+        for f in frames:
+            m = from_headers(f.headers)
+            delivery = f.headers.get("message-id", "")
+            self.events.write("received", m, delivery=delivery)
+            answer = self.dedup.check(m)
+            self.events.write("dedup", m, verdict=answer.value.lower())
+            consequence = self.policy.consequence[answer.value]
+            if consequence == "process":
+                self.dedup.in_flight[m.dedup_id] = f
+                new.append((m, f))
+                if self.args.variant == "ack_before_commit":   # faulty: acknowledged before the commit
+                    self.ack(m, f)
+            elif consequence == "ack_and_drop":
+                self.ack(m, f)
+            else:
+                self.events.write("discarded", m, delivery=delivery)
+                self.discarded += 1
+        if not new:
+            return
+        self.hooks.reach("receiver_before_commit")
+        tx = self.store.commit_batch([m for m, _ in new])
+        for m, _ in new:
+            self.events.write("committed", m, tx=tx)
+            self.dedup.committed(m)
+        self.hooks.reach("receiver_between_commit_and_ack")
+        if self.args.variant != "ack_before_commit":
+            for m, f in new:
+                self.ack(m, f)
+
+    def ack(self, m: Message, frame) -> None:
+        self.link.ack(frame)
+        self.events.write("acked", m, delivery=frame.headers.get("message-id", ""))
+
+    # -- sending -------------------------------------------------------------------------------
+    def credit(self) -> int:
+        """How many suspends each flow may have made by now: ``--messages``, or less while a
+        supervisor paces the run (a number in ``<folder>/credit``)."""
+        if self.args.folder:
+            try:
+                return min(self.args.messages, int((Path(self.args.folder) / "credit").read_text()))
+            except (OSError, ValueError):
+                pass
+        return self.args.messages
+
+    def message(self, flow: str, suspends: int, original: bool) -> Message:
+        """The message of a flow's suspend: an original send carries the process's sender UUID and
+        next sequence number, a re-send during recovery neither."""
+        uuid_, seq = None, None
+        if original:
+            self.seq += 1
+            uuid_, seq = self.uuid, self.seq
+        return Message(flow_id(flow, suspends, 0), f"{self.name}:{flow}", suspends == 1, f"{flow}:{suspends}", uuid_, seq)
+
+    def produce(self, sends: list[tuple[str, Message]]) -> None:
+        """Send to the peers' outbound queues, pipelined, and wait for every receipt: a flow suspends
+        again only once the broker holds its last message."""
+        receipts = [(m, self.link.send_async(f"internal.peers.{peer}", to_headers(m))) for peer, m in sends]
+        for m, rid in receipts:
+            self.link.wait(rid)
+            self.events.write("sent", m)
+
+    def recover(self) -> None:
+        """Replay every flow from its checkpoint: re-send the last checkpoint's message."""
+        done = self.store.flows()
+        self.produce([(peer, self.message(flow, done[flow], original=False)) for flow, peer in self.flows if done.get(flow, 0) > 0])
+        self.suspends = {flow: done.get(flow, 0) for flow, _ in self.flows}
+
+    def send_step(self) -> bool:
+        """Every flow that may send now suspends (checkpoint committed) and sends; False when none may."""
+        limit = self.credit()
+        sends = []
+        for flow, peer in self.flows:
+            if self.suspends[flow] < limit:
+                _, k = self.store.checkpoint_flow(flow)
+                self.suspends[flow] = k
+                self.hooks.reach("sender_after_checkpoint")
+                sends.append((peer, self.message(flow, k, original=True)))
+        self.produce(sends)
+        return bool(sends)
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self) -> int:
+        self.connect()
+        self.recover()
+        idle_since = time.monotonic()
+        may_send = True
+        while not self.stopping:
+            frames = self.link.take(self.args.batch, 0.005 if may_send else 0.1)
+            now = time.monotonic()
+            if frames:
+                self.receive(frames)
+                idle_since = now
+            elif self.discarded and now - idle_since > self.args.rediscover:
+                self.reconnect()
+                idle_since = now
+            may_send = self.send_step()
+        self.link.close()
+        return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    a = argparse.ArgumentParser(prog="python -m rmkit.reference_impl.corda.node", description=__doc__.split("\n\n")[0])
+    a.add_argument("--name", required=True, help="the node's name (alphanumeric)")
+    a.add_argument("--port", type=int, required=True, help="STOMP port of the node's own broker")
+    a.add_argument("--peers", default="", help="comma-separated peers its flows send to")
+    a.add_argument("--db", required=True, help="the node's SQLite file")
+    a.add_argument("--events", required=True, help="its events file (JSON Lines, appended)")
+    a.add_argument("--flows", type=int, default=2, help="sending flows (each to one peer, round robin)")
+    a.add_argument("--messages", type=int, default=10, help="messages each flow sends (one per suspend)")
+    g = a.add_mutually_exclusive_group()
+    g.add_argument("--profile", default="corda-os", help="spec profile (default corda-os)")
+    g.add_argument("--policy", help="the profile's consequences and fast path as JSON (see Policy)")
+    a.add_argument("--variant", choices=VARIANTS, default="reference")
+    a.add_argument("--folder", help="folder of arm files and the pacing credit (from a supervisor)")
+    a.add_argument("--crash-at", help="POINT[:K[:MODE]] (also env RMKIT_CORDA_CRASH)")
+    a.add_argument("--batch", type=int, default=16, help="most copies consumed in one step")
+    a.add_argument("--prefetch", type=int, default=32)
+    a.add_argument("--heartbeat-ms", type=int, default=1000)
+    a.add_argument("--rediscover", type=float, default=0.5,
+                   help="seconds idle with discarded copies before reconnecting to get them redelivered")
+    return a
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    args.peers = [p for p in args.peers.split(",") if p]
+    if not args.name.isalnum() or not all(p.isalnum() for p in args.peers):
+        print("node: --name and --peers must be alphanumeric (they become deduplication id seeds)", file=sys.stderr)
+        return 2
+    policy = Policy.from_json(args.policy) if args.policy else Policy.of_profile(args.profile)
+    node = Node(args, policy)
+
+    def stop(*_):
+        node.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        return node.run()
+    except LinkLost as e:
+        print(f"node {args.name}: {e}", file=sys.stderr)
+        return LINK_LOST
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""The crash-point harness on real brokers (ActiveMQ Classic) and real databases (SQLite): the
+reference node loses and duplicates nothing while nodes, bridges and brokers are killed; each
+faulty variant of the node is caught. Small runs by default; 200-cycle runs and the variants that
+need a particular interleaving are marked slow."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rmkit.conformance.corda.spec import corda_spec
+from rmkit.conformance.corda.torture import Torture, _ack_order, plan
+from rmkit.reference_impl.corda.activemq import available
+from rmkit.reference_impl.corda.crashpoints import CrashPoints, arm, parse
+from rmkit.reference_impl.corda.message import Message
+from rmkit.reference_impl.corda.node import Policy
+from rmkit.reference_impl.corda.records import EventLog, read_events
+
+needs_broker = pytest.mark.skipif(available() is not None, reason=str(available()))
+OS = Policy.of_profile("corda-os")
+
+
+# -- without a broker --------------------------------------------------------------------------------
+def test_the_schedule_comes_from_the_seed_alone():
+    points = corda_spec("corda-os").crash_points
+    a, b, c = plan(7, 50, ["A", "B"], points), plan(7, 50, ["A", "B"], points), plan(8, 50, ["A", "B"], points)
+    assert [x.describe() for x in a] == [x.describe() for x in b] != [x.describe() for x in c]
+    named = {x.point for x in a if x.point}
+    assert named <= set(points) and {"receiver_between_commit_and_ack", "sender_after_checkpoint"} <= named
+    assert any(x.target.startswith("broker-") for x in plan(7, 200, ["A", "B"], points))
+
+
+def test_every_crash_point_of_the_spec_is_hooked_in_a_process():
+    """The harness arms the spec's crash points by name: each process role must pass its points."""
+    import inspect
+    import re
+
+    from rmkit.reference_impl.corda import bridge_node, node
+
+    hooked = set(re.findall(r'reach\("([a-z_]+)"\)', inspect.getsource(node) + inspect.getsource(bridge_node)))
+    points = corda_spec("corda-os").crash_points
+    assert hooked == {p for p, role in points.items() if role != "broker"}
+    assert {role for p, role in points.items() if p not in hooked} == {"broker"}   # a broker is killed, not armed
+
+
+def test_records_have_the_fields_of_each_event(tmp_path):
+    m = Message("N-Af0-3-0", "A:Af0", False, "Af0:3", "u1", 7)
+    log = EventLog(tmp_path / "e.jsonl", "B")
+    log.write("received", m, delivery="ID:1")
+    log.write("dedup", m, verdict="new")
+    log.write("committed", m, tx=4)
+    log.write("acked", m, delivery="ID:1")
+    log.write("sent", Message("N-Af0-3-0", "A:Af0", False, "Af0:3"))
+    with pytest.raises(ValueError):
+        log.write("dedup", m, verdict="NEW")
+    base = {"t", "node", "event", "id", "sender", "seq", "session"}
+    got = read_events(tmp_path / "e.jsonl")
+    assert [set(e) - base for e in got] == [{"delivery"}, {"verdict"}, {"tx"}, {"delivery"}, set()]
+    assert got[2] == {**got[2], "node": "B", "id": "N-Af0-3-0", "sender": "A/u1", "seq": 7, "session": "A:Af0", "tx": 4}
+    assert got[4]["sender"] == "A" and got[4]["seq"] is None   # a re-send during recovery
+    (tmp_path / "e.jsonl").open("ab").write(b'{"t": 1, "cut sh')   # a line cut short by a kill is left out
+    assert len(read_events(tmp_path / "e.jsonl")) == 5
+
+
+def test_a_crash_point_armed_while_running_fires_at_its_pass(tmp_path):
+    assert parse("receiver_before_commit:2:pause") == ("receiver_before_commit", 2, "pause")
+    with pytest.raises(ValueError):
+        parse("p:0")
+    hooks = CrashPoints("node-A", tmp_path)
+    hooks.reach("receiver_before_commit")   # not armed: passes
+    arm(tmp_path, "node-A", "receiver_before_commit", 2, "pause")
+    code = ("import sys; from rmkit.reference_impl.corda.crashpoints import CrashPoints\n"
+            f"h = CrashPoints('node-A', {str(tmp_path)!r})\n"
+            "h.reach('sender_after_checkpoint'); h.reach('receiver_before_commit'); print('first', flush=True)\n"
+            "h.reach('receiver_before_commit'); print('never')")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline() == "first\n"
+    for _ in range(200):
+        if (tmp_path / "node-A.paused").exists():
+            break
+        __import__("time").sleep(0.05)
+    assert (tmp_path / "node-A.paused").read_text() == "receiver_before_commit"
+    p.kill()
+    p.wait()
+    assert "never" not in p.stdout.read()
+
+
+def _events(*rows):
+    out = []
+    for ev, did, extra in rows:
+        out.append({"t": 1, "node": "B", "event": ev, "id": did, "sender": "A", "seq": None, "session": "A:Af0", **extra})
+    return out
+
+
+def test_ack_order_is_judged_per_delivery_and_profile():
+    ok = _events(("received", "x", {"delivery": "1"}), ("dedup", "x", {"verdict": "new"}), ("committed", "x", {"tx": 1}),
+                 ("acked", "x", {"delivery": "1"}))
+    early = _events(("received", "x", {"delivery": "1"}), ("dedup", "x", {"verdict": "new"}), ("acked", "x", {"delivery": "1"}),
+                    ("committed", "x", {"tx": 1}))
+    in_flight = _events(("received", "x", {"delivery": "1"}), ("dedup", "x", {"verdict": "new"}),
+                        ("received", "x", {"delivery": "2"}), ("dedup", "x", {"verdict": "in_flight"}),
+                        ("acked", "x", {"delivery": "2"}), ("committed", "x", {"tx": 1}), ("acked", "x", {"delivery": "1"}))
+    lost_record = _events(("received", "x", {"delivery": "1"}), ("dedup", "x", {"verdict": "duplicate"}),
+                          ("acked", "x", {"delivery": "1"}))
+    counts = {"acks": 0, "commit_records_lost_to_kills": 0}
+    assert _ack_order("B", ok, set(), OS, {}, counts) == []
+    assert [v.kind for v in _ack_order("B", early, set(), OS, {}, counts)] == ["acked_before_commit"]
+    assert len(_ack_order("B", in_flight, set(), OS, {}, counts)) == 1            # corda-os: IN_FLIGHT is never acked
+    assert _ack_order("B", in_flight, set(), Policy.of_profile("corda-os-2021"), {}, counts) == []   # 2021: acked at once
+    assert len(_ack_order("B", lost_record, set(), OS, {}, counts)) == 1
+    assert _ack_order("B", lost_record, {"x"}, OS, {}, counts) == []   # committed by a process killed before its record
+    assert counts["commit_records_lost_to_kills"] == 1
+
+
+def test_bad_usage_exits_2(capsys):
+    from rmkit.cli import main
+
+    assert main(["corda", "torture", "--cycles", "0"]) == 2
+    assert "--cycles" in capsys.readouterr().err
+
+
+# -- on real brokers ---------------------------------------------------------------------------------
+def torture(tmp_path, **kw):
+    return Torture(tmp_path / "run", kw.pop("seed", 3), kw.pop("cycles", 10), **kw).run()
+
+
+@needs_broker
+def test_reference_node_loses_nothing_and_a_node_acking_before_commit_is_caught(tmp_path):
+    """One run, so one pair of broker start-ups: node A runs the reference, node B acknowledges
+    before its commit. Everything B received is judged; A must come out clean."""
+    r = torture(tmp_path, seed=3, cycles=8, variant="ack_before_commit", variant_nodes=["B"], drain_timeout=6)
+    assert r.error is None and r.exit_code == 1 and r.cycles_run == 8
+    at = {n: [v for v in r.violations if v.node == n] for n in "AB"}
+    assert at["A"] == [], [v.__dict__ for v in at["A"]]
+    assert "acked_before_commit" in {v.kind for v in at["B"]} and {v.kind for v in at["B"]} <= {"acked_before_commit", "lost"}
+    assert r.counts["committed"] > 0
+    assert any(c.reached for c in r.schedule)   # a crash point was reached, not only random kills
+    exported = [json.loads(line) for line in (tmp_path / "run" / "processed-A.jsonl").read_text().splitlines()]
+    assert exported and set(exported[0]) == {"node", "id", "sender", "seq", "tx", "t"}
+
+
+@needs_broker
+@pytest.mark.slow
+def test_reference_node_alone_passes(tmp_path):
+    r = torture(tmp_path, seed=3, cycles=30)
+    assert r.exit_code == 0 and r.counts["committed"] == r.counts["expected"] > 0, [v.__dict__ for v in r.violations]
+
+
+@needs_broker
+@pytest.mark.slow
+def test_ack_before_commit_is_caught(tmp_path):
+    r = torture(tmp_path, seed=3, cycles=10, variant="ack_before_commit")
+    assert r.exit_code == 1 and "acked_before_commit" in {v.kind for v in r.violations}
+
+
+@needs_broker
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["memory_dedup", "fastpath_no_db"])
+def test_faulty_deduplicators_are_caught(tmp_path, variant):
+    r = torture(tmp_path, seed=1, cycles=60, variant=variant)
+    assert r.exit_code == 1 and "duplicated" in {v.kind for v in r.violations}
+
+
+@needs_broker
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", ["corda-os-2021", "corda-ent-fastpath", "spec"])
+def test_legal_profiles_pass(tmp_path, profile):
+    r = torture(tmp_path, seed=5, cycles=40, profile=profile)
+    assert r.exit_code == 0, [v.__dict__ for v in r.violations]
+
+
+@needs_broker
+@pytest.mark.slow
+def test_two_hundred_cycles_through_the_command(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "rmkit.cli", "corda", "torture", "--seed", "11", "--cycles", "200", "--quiet",
+                        "--dir", str(tmp_path / "run"), "--format", "json"], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert json.loads(r.stdout)["cycles_run"] == 200
