@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import time
 import zlib
 
 import orjson
@@ -76,6 +77,7 @@ def _worker(conn, checker, inputs: list[str], k: int, n: int) -> None:
 
 
 def run_parallel(checker, inputs: list[str], jobs: int) -> Report:
+    started = time.perf_counter()
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     pipes, procs = [], []
     for k in range(jobs):
@@ -96,5 +98,7 @@ def run_parallel(checker, inputs: list[str], jobs: int) -> Report:
         if kind == "error":
             raise value
     report = checker.merge(inputs, [value for _, value in results])
-    report.metrics["jobs"] = jobs
+    elapsed = time.perf_counter() - started
+    report.metrics.update(jobs=jobs, elapsed_s=round(elapsed, 3),
+                          receipts_per_s=round(report.receipts / elapsed) if elapsed > 0 else None)
     return report
