@@ -75,7 +75,7 @@ class _Track:
     rows: list[tuple[int, int, int, Any, Any]] = field(default_factory=list)  # (ref, tx, t, sender, seq)
     acks: list[tuple[int, int, str]] = field(default_factory=list)   # acks with no commit before: (ref, t, answer)
     new_after: list[tuple[int, int, str, Any]] = field(default_factory=list)  # NEW answers with no commit before
-    acked: bool = False
+    acked: int = 0   # the ref of the last acknowledgement of a copy (0: none)
 
 
 @dataclass
@@ -399,7 +399,7 @@ class _ShareRun:
         answer = c.verdict if c is not None else None
         if c is not None:
             c.done = c.done or "acked"
-        tr.acked = True
+        tr.acked = ref
         if answer is not None and self.spec.consequence[answer] == "discard":
             self.find("CORDA-DEDUP-004", mid, f"node {node} acknowledged delivery {obj['delivery']} of {mid}, which its "
                       f"deduplicator answered {answer} (another copy was being processed): if that copy's commit "
@@ -473,11 +473,16 @@ class _ShareRun:
                 self.find_if("events", node, "CORDA-ACK-002", mid, f"the processed-ids table of node {node} holds {mid}, "
                              "which the node never received: the id was persisted outside a transaction that processed it",
                              [(row[0], "row", node)])
-            if settled and tr.copies and not tr.commits and row is None and not tr.acked:
+            if settled and tr.copies and not tr.commits and row is None:
                 last = tr.copies[-1]
-                self.find("CORDA-REDELIVER-001", mid, f"node {node} received {mid} ({len(tr.copies)} cop"
-                          f"{'y' if len(tr.copies) == 1 else 'ies'}), never acknowledged nor committed it, and no copy "
-                          "came again", [(last.ref, "received", node)] + ([(last.vref, "dedup", node)] if last.vref else []))
+                refs = [(last.ref, "received", node)] + ([(last.vref, "dedup", node)] if last.vref else [])
+                if tr.acked:
+                    self.find("CORDA-DEDUP-002", mid, f"node {node} acknowledged {mid} and never committed it: the broker "
+                              "forgot the message, its effect never happened", refs + [(tr.acked, "acked", node)])
+                else:
+                    self.find("CORDA-REDELIVER-001", mid, f"node {node} received {mid} ({len(tr.copies)} cop"
+                              f"{'y' if len(tr.copies) == 1 else 'ies'}), never acknowledged nor committed it, and no "
+                              "copy came again", refs)
         if settled:
             for mid, fact in self.sent.items():
                 if mid not in self.received and mid not in committed_ids:
