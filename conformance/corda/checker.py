@@ -50,7 +50,7 @@ NOT_SETTLED = ("the log may end while messages are still in transit: give --sett
                "records were taken after all sent messages had time to arrive")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Copy:
     """One copy of a message a node received (a delivery), and what the node did with it."""
 
@@ -65,17 +65,22 @@ class _Copy:
     done: str | None = None      # acked | discarded | committed
 
 
-@dataclass
 class _Track:
-    """One message id on one node."""
+    """One message id on one node (slots, lists made when first needed: there is one per message)."""
 
-    copies: list[_Copy] = field(default_factory=list)
-    by_delivery: dict[str, _Copy] = field(default_factory=dict)
-    commits: list[tuple[int, int, int]] = field(default_factory=list)   # (ref, tx, t)
-    rows: list[tuple[int, int, int, Any, Any]] = field(default_factory=list)  # (ref, tx, t, sender, seq)
-    acks: list[tuple[int, int, str]] = field(default_factory=list)   # acks with no commit before: (ref, t, answer)
-    new_after: list[tuple[int, int, str, Any]] = field(default_factory=list)  # NEW answers with no commit before
-    acked: int = 0   # the ref of the last acknowledgement of a copy (0: none)
+    __slots__ = ("copies", "by_delivery", "commits", "rows", "acks", "new_after", "acked")
+
+    def __init__(self):
+        self.copies: list[_Copy] = []
+        self.by_delivery: dict[str, _Copy] = {}
+        self.commits: list[tuple[int, int, int]] = []   # (ref, tx, t)
+        self.rows: list[tuple] = []                      # (ref, tx, t, sender, seq)
+        self.acks: list[tuple] = _EMPTY                   # acks with no commit before: (ref, t, answer, copy ref, verdict ref)
+        self.new_after: list[tuple] = _EMPTY              # NEW answers with no commit before: (ref, t, sender, seq)
+        self.acked = 0                                    # the ref of the last acknowledgement (0: none)
+
+
+_EMPTY: list = []  # shared until a track needs a list of its own (replaced, never appended to)
 
 
 @dataclass
@@ -277,19 +282,23 @@ class _ShareRun:
     def feed(self, batches) -> Share:
         started = time.perf_counter()
         loads = orjson.loads
+        JSONDecodeError = orjson.JSONDecodeError
         read = self.fmt.read
         out = self.out
+        events: Counter = Counter()
+        nodes: set = set()
+        ids = self.ids
+        handlers = {ev: getattr(self, "ev_" + ev) for ev in self.fmt.required}
+        records = 0
         for refs, lines in batches:
             for ref, line in zip(refs, lines):
-                if isinstance(line, BrokenLine):
-                    self.problem(ref, str(line))
-                    continue
-                if not line.strip():
-                    continue
                 try:
                     obj = loads(line)
-                except orjson.JSONDecodeError as exc:
-                    self.problem(ref, f"not JSON: {exc}")
+                except JSONDecodeError as exc:
+                    if isinstance(line, BrokenLine):
+                        self.problem(ref, str(line))
+                    elif line and not line.isspace():
+                        self.problem(ref, f"not JSON: {exc}")
                     continue
                 kind, problems = read(obj)
                 if problems:
@@ -297,19 +306,23 @@ class _ShareRun:
                     more = f" (and {len(problems) - 1} more: {', '.join(str(p[0]) for p in problems[1:])})" if len(problems) > 1 else ""
                     self.problem(ref, why + more, fld)
                     continue
-                out.records += 1
+                records += 1
                 mid = obj["id"]
-                if mid not in self.ids:
-                    self.ids[mid] = ref
+                if mid not in ids:
+                    ids[mid] = ref
                     if self.spec.id_format(mid) is None:
                         self.find("CORDA-ID-001", mid, f"id {mid!r} is in none of the formats R-, N-, E- "
                                   "(spec/corda/messages.yaml dedup_ids)", [(ref, obj.get("event", "row"), obj["node"])])
                 if kind == ROW:
                     self.row(obj, ref)
                 else:
-                    out.events[obj["event"]] += 1
-                    out.event_nodes.add(obj["node"])
-                    getattr(self, "ev_" + obj["event"])(obj, ref)
+                    ev = obj["event"]
+                    events[ev] += 1
+                    nodes.add(obj["node"])
+                    handlers[ev](obj, ref)
+        out.records += records
+        out.events.update(events)
+        out.event_nodes |= nodes
         self.finish()
         out.seconds = time.perf_counter() - started
         return out
@@ -365,7 +378,7 @@ class _ShareRun:
             if tr.commits:
                 self.out.renewed.append((ref, node, mid, c.sender, c.seq, tr.commits[0][0], None))
             else:
-                tr.new_after.append((ref, obj["t"], c.sender, c.seq))
+                tr.new_after = [*tr.new_after, (ref, obj["t"], c.sender, c.seq)]
 
     def ev_committed(self, obj: dict, ref: int) -> None:
         tr = self.track(obj)
@@ -408,7 +421,7 @@ class _ShareRun:
         if answer == "IN_FLIGHT":
             return  # acknowledged now by the profile's choice (corda-os-2021): CORDA-ACK-001 holds for other copies
         if not tr.commits:
-            tr.acks.append((ref, obj["t"], answer or "no answer", c.ref if c is not None else None, c.vref if c is not None else None))
+            tr.acks = [*tr.acks, (ref, obj["t"], answer or "no answer", c.ref if c is not None else None, c.vref if c is not None else None)]
 
     def ev_discarded(self, obj: dict, ref: int) -> None:
         tr = self.track(obj)

@@ -20,6 +20,8 @@ from rmkit.specload import load_protocol_spec, spec_line
 from rmkit.conformance.corda.spec import ANSWERS, PROTOCOL
 
 EVENT, ROW = "event", "row"
+_MISSING = object()
+_NONE: list = []  # no problems (shared: never appended to)
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,24 @@ class FieldRule:
         return what + (" or null" if self.nullable else "")
 
 
+def _fits(plan: tuple) -> Any:
+    """A function telling whether a record has every field of ``plan`` right: the plan written out
+    as straight-line code (compiled once), since this runs for every record; a record it rejects
+    is read again field by field for the message."""
+    body = []
+    for name, typ, least, nullable, required in plan:
+        ok = "type(x) is str and x != ''" if typ is str else "type(x) is int" + ("" if least is None else f" and x >= {least}")
+        if nullable:
+            ok = f"x is None or {ok}"
+        if not required:
+            ok = f"x is M or {ok}"
+        body += [f"    x = o.get({name!r}, M)", f"    if not ({ok}):", "        return False"]
+    code = "def fits(o, M=M):\n" + "\n".join(body + ["    return True"]) + "\n"
+    scope: dict[str, Any] = {"M": _MISSING}
+    exec(compile(code, "<corda record plan>", "exec"), scope)
+    return scope["fits"]
+
+
 def _found(value: Any) -> str:
     text = repr(value)
     return f"{type(value).__name__} {text[:60]}{'…' if len(text) > 60 else ''}"
@@ -66,40 +86,59 @@ class RecordFormat:
     row_fields: dict[str, FieldRule]
     row_required: tuple[str, ...]
 
+    def __post_init__(self) -> None:
+        # per event, and for a row: (name, python type, least value, nullable, required) to test
+        # inline; reading is per record, so it avoids a call per field
+        def plan(names, fields, required):
+            return tuple((n, str if fields[n].type == "string" else int, fields[n].minimum, fields[n].nullable,
+                          n in required) for n in names)
+
+        object.__setattr__(self, "_plans", {ev: plan(self.checked[ev], self.event_fields, (*self.always, *self.required[ev]))
+                                            for ev in self.required})
+        object.__setattr__(self, "_row_plan", plan(self.row_required, self.row_fields, self.row_required))
+        object.__setattr__(self, "_fits", {ev: _fits(p) for ev, p in self._plans.items()})
+        object.__setattr__(self, "_row_fits", _fits(self._row_plan))
+
     def read(self, obj: Any) -> tuple[str | None, list[tuple[str | None, str]]]:
         """(EVENT or ROW, problems as (field, message)) of one parsed line; no problems: usable."""
         if type(obj) is not dict:
             return None, [(None, f"expected a JSON object (an event or a processed-ids row), found {_found(obj)}")]
-        if "event" in obj:
-            ev = obj["event"]
-            if type(ev) is not str or ev not in self.required:
+        ev = obj.get("event", _MISSING)
+        if ev is not _MISSING:
+            fits = self._fits.get(ev) if type(ev) is str else None
+            if fits is None:
                 return EVENT, [("event", self._event_hint(ev))]
-            out = []
-            for name in self.checked[ev]:
-                rule = self.event_fields[name]
-                if name not in obj:
-                    if name in self.always or name in self.required[ev]:
-                        out.append((name, f"missing: a {ev} event carries {name} ({rule.shown()})"))
-                    continue
-                why = rule.problem(obj[name])
-                if why:
-                    out.append((name, why))
-            if ev == "dedup" and not out and obj["verdict"] not in self.verdicts:
-                out.append(("verdict", self._hint(obj["verdict"], list(self.verdicts), "verdict")))
-            return EVENT, out
-        if "tx" not in obj and "id" not in obj:
+            if fits(obj) and (ev != "dedup" or obj["verdict"] in self.verdicts):
+                return EVENT, _NONE
+            plan, kind, what = self._plans[ev], EVENT, f"a {ev} event"
+        elif "tx" in obj or "id" in obj:
+            if self._row_fits(obj):
+                return ROW, _NONE
+            plan, kind, what = self._row_plan, ROW, "a processed-ids row"
+        else:
             return None, [(None, "expected an event (with field event) or a processed-ids row (fields "
                                  + ", ".join(self.row_required) + "), found neither")]
-        out = []
-        for name in self.row_required:
-            rule = self.row_fields[name]
-            if name not in obj:
-                out.append((name, f"missing: a processed-ids row carries {name} ({rule.shown()})"))
+        out = None
+        for name, typ, least, nullable, required in plan:
+            v = obj.get(name, _MISSING)
+            if v is _MISSING:
+                if required:
+                    out = out or []
+                    fields = self.event_fields if kind == EVENT else self.row_fields
+                    out.append((name, f"missing: {what} carries {name} ({fields[name].shown()})"))
                 continue
-            why = rule.problem(obj[name])
-            if why:
-                out.append((name, why))
-        return ROW, out
+            if type(v) is typ and (v != "" if typ is str else least is None or v >= least):
+                continue
+            if v is None and nullable:
+                continue
+            out = out or []
+            fields = self.event_fields if kind == EVENT else self.row_fields
+            out.append((name, fields[name].problem(v)))
+        if out:
+            return kind, out
+        if kind == EVENT and ev == "dedup" and obj["verdict"] not in self.verdicts:
+            return kind, [("verdict", self._hint(obj["verdict"], list(self.verdicts), "verdict"))]
+        return kind, _NONE
 
     def _event_hint(self, ev: Any) -> str:
         return self._hint(ev, list(self.required), "event")
