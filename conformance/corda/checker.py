@@ -26,7 +26,7 @@ from typing import Any, Iterable, Sequence
 
 import orjson
 
-from rmkit.logread import iter_line_batches
+from rmkit.logread import auto_jobs, iter_line_batches
 from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
@@ -137,7 +137,7 @@ class CordaLogChecker:
     # -- whole runs ----------------------------------------------------------------------------
     def run(self, inputs: list[str]) -> Report:
         """Check ``inputs`` (paths, or ``-``) as one log; with ``jobs`` > 1, in that many processes."""
-        from rmkit.conformance.corda.parallel import auto_jobs, run_parallel
+        from rmkit.conformance.corda.parallel import run_parallel
 
         jobs = auto_jobs(inputs) if self.jobs is None else self.jobs
         if jobs > 1 and "-" not in inputs:
@@ -405,13 +405,17 @@ class _ShareRun:
                                      obj["seq"] if "seq" in obj else c.seq))
         tr.commits.append((ref, obj["tx"], obj["t"]))
 
-    def ev_acked(self, obj: dict, ref: int) -> None:
+    def _settle_copy(self, obj: dict, done: str) -> tuple[_Track, str, str, _Copy | None, str | None]:
+        """(track, node, id, the copy the event's delivery names, its answer) of an acked or discarded
+        event; the copy is marked with what was done to it."""
         tr = self.track(obj)
-        node, mid = obj["node"], obj["id"]
         c = tr.by_delivery.get(obj["delivery"])
-        answer = c.verdict if c is not None else None
         if c is not None:
-            c.done = c.done or "acked"
+            c.done = c.done or done
+        return tr, obj["node"], obj["id"], c, c.verdict if c is not None else None
+
+    def ev_acked(self, obj: dict, ref: int) -> None:
+        tr, node, mid, c, answer = self._settle_copy(obj, "acked")
         tr.acked = ref
         if answer is not None and self.spec.consequence[answer] == "discard":
             self.find("CORDA-DEDUP-004", mid, f"node {node} acknowledged delivery {obj['delivery']} of {mid}, which its "
@@ -424,12 +428,7 @@ class _ShareRun:
             tr.acks = [*tr.acks, (ref, obj["t"], answer or "no answer", c.ref if c is not None else None, c.vref if c is not None else None)]
 
     def ev_discarded(self, obj: dict, ref: int) -> None:
-        tr = self.track(obj)
-        node, mid = obj["node"], obj["id"]
-        c = tr.by_delivery.get(obj["delivery"])
-        answer = c.verdict if c is not None else None
-        if c is not None:
-            c.done = c.done or "discarded"
+        _, node, mid, c, answer = self._settle_copy(obj, "discarded")
         if answer == "IN_FLIGHT":
             return
         refs = [(c.ref, "received", node), (c.vref or None, "dedup", node)] if c is not None else []

@@ -9,7 +9,6 @@ with the same :meth:`CordaLogChecker.merge` the audit uses.
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import time
 import zlib
 
@@ -18,22 +17,6 @@ import orjson
 from rmkit.verdict import Report
 
 from rmkit.conformance.corda.checker import BrokenLine
-
-# Below this many bytes of input one process is faster than starting several.
-MIN_PARALLEL_BYTES = 32 << 20
-
-
-def auto_jobs(inputs: list[str]) -> int:
-    if any(p == "-" for p in inputs):
-        return 1
-    try:
-        size = sum(os.path.getsize(p) for p in inputs)
-    except OSError:
-        return 1
-    if size < MIN_PARALLEL_BYTES:
-        return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(8, cores))
 
 
 def share_of(line, n: int, key: str = "id") -> int:
