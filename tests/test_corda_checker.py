@@ -245,3 +245,17 @@ def test_audit_command_runs_the_corda_checker(spark, capsys):
     rep = json.loads(capsys.readouterr().out)
     assert {(v["rule"], v["message_id"]) for v in rep["violations"]} == {
         ("CORDA-DEDUP-002", "N-f1-2-0"), ("CORDA-DEDUP-002", "N-f2-2-0"), ("CORDA-ACK-001", "N-f2-2-0")}
+
+
+def test_a_truncated_gzip_is_one_unreadable_line_after_those_it_held(tmp_path):
+    import gzip
+
+    text = (ROOT / "spec" / "CORDA-ACK-001.jsonl").read_bytes() * 200
+    whole = gzip.compress(text)
+    log = tmp_path / "events.jsonl.gz"
+    log.write_bytes(whole[: len(whole) * 2 // 3])
+    for jobs in (1, 2):
+        report = CordaLogChecker("spec", jobs=jobs).run([str(log)])
+        assert report.unreadable == 1 and report.receipts > 100
+        assert "truncated" in report.input_problems[0].error
+        assert "CORDA-ACK-001" in report.counts

@@ -119,7 +119,8 @@ class CordaLogChecker:
         self.max_examples = max_examples
         self.jobs = jobs
         self.key = RecordKey(((record_format().key,),), fold_case=False)
-        self.progress = None
+        self.progress = None  # called with (input index, bytes read so far) while one process reads
+        self._modes: dict[str, str] | None = None
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -132,7 +133,9 @@ class CordaLogChecker:
 
     @property
     def modes(self) -> dict[str, str]:
-        return {r.id: r.mode(self.profile) for r in self.spec.rules}
+        if self._modes is None:
+            self._modes = {r.id: r.mode(self.profile) for r in self.spec.rules}
+        return self._modes
 
     # -- whole runs ----------------------------------------------------------------------------
     def run(self, inputs: list[str]) -> Report:
@@ -144,18 +147,19 @@ class CordaLogChecker:
             return run_parallel(self, inputs, jobs)
         return self.merge(inputs, [self.check_share(inputs, self.file_batches(inputs))])
 
-    def file_batches(self, inputs: list[str], problems: list | None = None):
-        """Every line of ``inputs`` as (refs, lines) batches; a read that breaks off is recorded in
-        ``problems`` (or in this share's report when None) as the line that could not be read."""
+    def file_batches(self, inputs: list[str]):
+        """Every line of ``inputs`` as (refs, lines) batches; where an input breaks off (a truncated
+        gzip), a :class:`BrokenLine` at the line that could not be read, which the share reports."""
         for idx, path in enumerate(inputs):
             base = idx << REF_LINE_BITS
-            lineno = 0
+            lineno = done = 0
             broken = []
             for batch in iter_line_batches(path, on_error=lambda n, why: broken.append((base | n, why))):
                 yield range(base | (lineno + 1), base | (lineno + 1 + len(batch))), batch
                 lineno += len(batch)
                 if self.progress is not None:
-                    self.progress(idx, 0)
+                    done += sum(map(len, batch)) + len(batch)
+                    self.progress(idx, done)
             for ref, why in broken:
                 yield [ref], [BrokenLine(why)]
 
