@@ -68,16 +68,22 @@ class _Copy:
 class _Track:
     """One message id on one node (slots, lists made when first needed: there is one per message)."""
 
-    __slots__ = ("copies", "by_delivery", "commits", "rows", "acks", "new_after", "acked")
+    __slots__ = ("copies", "commits", "rows", "acks", "new_after", "acked")
 
     def __init__(self):
         self.copies: list[_Copy] = []
-        self.by_delivery: dict[str, _Copy] = {}
-        self.commits: list[tuple[int, int, int]] = []   # (ref, tx, t)
-        self.rows: list[tuple] = []                      # (ref, tx, t, sender, seq)
+        self.commits: list[tuple[int, int, int]] = _EMPTY   # (ref, tx, t)
+        self.rows: list[tuple] = _EMPTY                      # (ref, tx, t, sender, seq)
         self.acks: list[tuple] = _EMPTY                   # acks with no commit before: (ref, t, answer, copy ref, verdict ref)
         self.new_after: list[tuple] = _EMPTY              # NEW answers with no commit before: (ref, t, sender, seq)
         self.acked = 0                                    # the ref of the last acknowledgement (0: none)
+
+    def copy(self, delivery: str) -> _Copy | None:
+        """The latest copy of this delivery (a redelivery may carry the broker's message-id again)."""
+        for c in reversed(self.copies):
+            if c.delivery == delivery:
+                return c
+        return None
 
 
 _EMPTY: list = []  # shared until a track needs a list of its own (replaced, never appended to)
@@ -253,10 +259,9 @@ class _ShareRun:
         self.fmt = record_format()
         self.out = Share()
         self.tracks: dict[tuple[str, str], _Track] = {}
-        self.ids: dict[str, int] = {}      # id -> first ref
+        self.ids: set[str] = set()
         self.sent: dict[str, tuple] = {}   # id -> its first send
         self.received: set[str] = set()    # ids some node received
-        self.seq_seen: set[tuple] = set()
         self.stored: Counter = Counter()
 
     # findings --------------------------------------------------------------------------------
@@ -313,7 +318,7 @@ class _ShareRun:
                 records += 1
                 mid = obj["id"]
                 if mid not in ids:
-                    ids[mid] = ref
+                    ids.add(mid)
                     if self.spec.id_format(mid) is None:
                         self.find("CORDA-ID-001", mid, f"id {mid!r} is in none of the formats R-, N-, E- "
                                   "(spec/corda/messages.yaml dedup_ids)", [(ref, obj.get("event", "row"), obj["node"])])
@@ -339,8 +344,9 @@ class _ShareRun:
         return t
 
     def _seq(self, sender, seq, mid, ref) -> None:
-        if seq is not None and (sender, seq, mid) not in self.seq_seen:
-            self.seq_seen.add((sender, seq, mid))
+        """A use of a sequence number: once per id's first send and per node's first copy (the merge
+        keeps one per sender, number and id)."""
+        if seq is not None:
             self.out.seqs.append((sender, seq, mid, ref))
 
     # events ----------------------------------------------------------------------------------
@@ -352,21 +358,21 @@ class _ShareRun:
             self.out.sends.append(fact)
         if obj["seq"] is not None:
             self.out.sent_seqs.append((ref, obj["sender"], obj["seq"], mid))
-        self._seq(obj["sender"], obj["seq"], mid, ref)
+            self._seq(obj["sender"], obj["seq"], mid, ref)
 
     def ev_received(self, obj: dict, ref: int) -> None:
         tr = self.track(obj)
         c = _Copy(ref, obj["delivery"], obj["sender"], obj["seq"], obj["session"])
         tr.copies.append(c)
-        tr.by_delivery[c.delivery] = c
         self.received.add(obj["id"])
-        self._seq(c.sender, c.seq, obj["id"], ref)
+        if len(tr.copies) == 1:
+            self._seq(c.sender, c.seq, obj["id"], ref)
 
     def ev_dedup(self, obj: dict, ref: int) -> None:
         tr = self.track(obj)
         node, mid = obj["node"], obj["id"]
         if "delivery" in obj:
-            c = tr.by_delivery.get(obj["delivery"])
+            c = tr.copy(obj["delivery"])
         else:
             c = next((c for c in reversed(tr.copies) if c.verdict is None), None)
         if c is None:
@@ -407,13 +413,13 @@ class _ShareRun:
         else:
             self.out.commits.append((ref, node, mid, obj.get("session", c.session), obj.get("sender", c.sender),
                                      obj["seq"] if "seq" in obj else c.seq))
-        tr.commits.append((ref, obj["tx"], obj["t"]))
+        tr.commits = [*tr.commits, (ref, obj["tx"], obj["t"])]
 
     def _settle_copy(self, obj: dict, done: str) -> tuple[_Track, str, str, _Copy | None, str | None]:
         """(track, node, id, the copy the event's delivery names, its answer) of an acked or discarded
         event; the copy is marked with what was done to it."""
         tr = self.track(obj)
-        c = tr.by_delivery.get(obj["delivery"])
+        c = tr.copy(obj["delivery"])
         if c is not None:
             c.done = c.done or done
         return tr, obj["node"], obj["id"], c, c.verdict if c is not None else None
@@ -453,7 +459,7 @@ class _ShareRun:
         if tr.rows:
             self.find("CORDA-DEDUP-001", obj["id"], f"the processed-ids table of node {obj['node']} holds {obj['id']} "
                       "twice: it was processed twice", [(tr.rows[0][0], "row", obj["node"]), (ref, "row", obj["node"])])
-        tr.rows.append((ref, obj["tx"], obj["t"], obj["sender"], obj["seq"]))
+        tr.rows = [*tr.rows, (ref, obj["tx"], obj["t"], obj["sender"], obj["seq"])]
 
     # end of the share --------------------------------------------------------------------------
     def finish(self) -> Share:

@@ -132,10 +132,11 @@ def _sender_order(checker, inputs, commits) -> Iterable[Violation]:
 def _sequence_numbers(checker, inputs, shares) -> Iterable[Violation]:
     """One sender key's sequence numbers are never reused for another id, and its sends carry them
     in increasing order."""
-    by_pair: dict[tuple, list] = defaultdict(list)
+    by_pair: dict[tuple, dict] = defaultdict(dict)  # (sender, seq) -> id -> its first use's ref
     for sender, seq, mid, ref in sorted((x for s in shares for x in s.seqs), key=lambda x: x[3]):
-        by_pair[(sender, seq)].append((ref, mid))
-    for (sender, seq), uses in by_pair.items():
+        by_pair[(sender, seq)].setdefault(mid, ref)
+    for (sender, seq), first in by_pair.items():
+        uses = [(ref, mid) for mid, ref in first.items()]
         for ref, mid in uses[1:]:
             yield checker.violation(inputs, "CORDA-ID-003", mid, f"sender {sender} used sequence number {seq} for {mid} "
                                     f"and for {uses[0][1]}", [(uses[0][0], None, None), (ref, None, None)])
