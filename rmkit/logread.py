@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import sys
 import zlib
 from typing import IO, Any, Iterator
@@ -132,3 +133,20 @@ def unwrap_kafka(rec: dict[str, Any]):
     if type(inner) is not dict:
         return None, ts, None, f"Kafka record value: expected a JSON object, found {type(inner).__name__}", "value"
     return inner, ts, text, None, None
+
+
+# Below this many bytes of input one process is faster than starting several.
+MIN_PARALLEL_BYTES = 32 << 20
+
+
+def auto_jobs(inputs: list[str]) -> int:
+    """How many processes to use for these inputs: one per core (at most 8), one for stdin or small logs."""
+    if any(p == "-" for p in inputs):
+        return 1
+    try:
+        size = sum(os.path.getsize(p) for p in inputs)
+    except OSError:
+        return 1
+    if size < MIN_PARALLEL_BYTES:
+        return 1
+    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))

@@ -138,4 +138,4 @@ def test_cli_lists_validates_and_explains_corda(capsys):
     assert main(["explain", "CORDA-ORDER-001"]) == 0
     out = capsys.readouterr().out
     assert "corda-os = non-strict" in out and "section Ordering" in out
-    assert main(["check", "--protocol", "corda", str(REPO / "README.md")]) == 2  # no log checker: a usage error
+    assert main(["check", "--protocol", "corda", str(REPO / "README.md")]) == 2  # no record in it: nothing checked

@@ -11,6 +11,25 @@ from rmkit.render.spectable import cell as _cell, source as _source
 from rmkit.specload import load_protocol_spec
 
 
+def _records_markdown(rec: dict) -> list[str]:
+    """The records a node keeps, which the log checker reads (spec/corda/records.yaml)."""
+    ev = rec["events"]
+    out = ["", f"## Records a node keeps ({rec['format']})", "", f"Events file: {' '.join(ev['description'].split())}", "",
+           "| field | type | meaning |", "|---|---|---|"]
+    for name, f in ev["fields"].items():
+        kind = f["type"] + (f" >= {f['min']}" if "min" in f else "") + (" or null" if f.get("nullable") else "")
+        out.append(f"| {name} | {kind} | {_cell(' '.join(f['description'].split()))} |")
+    out += ["", f"Every event carries {', '.join(ev['always'])}.", "", "| event | also carries | may carry | meaning |", "|---|---|---|---|"]
+    for name, k in ev["kinds"].items():
+        out.append(f"| {name} | {', '.join(k['required'])} | {', '.join(k.get('optional', [])) or '-'} | {_cell(' '.join(k['description'].split()))} |")
+    out += ["", "Verdicts: " + ", ".join(f"{v} = {a}" for v, a in ev["verdicts"].items()) + ".", ""]
+    out += [f"- {w}" for w in ev["writer"]]
+    out += ["", f"Processed-ids export: {' '.join(rec['processed']['description'].split())} Fields: "
+            + ", ".join(rec["processed"]["required"]) + ".", "",
+            f"The checker shards by `{rec['key']}` ({_source(rec['source'])})."]
+    return out
+
+
 def spec_markdown() -> str:
     spec = load_protocol_spec(PROTOCOL)
     profiles = list(spec["protocol"]["profiles"])
@@ -52,6 +71,7 @@ def spec_markdown() -> str:
     for name, p in system["profile_params"].items():
         out.append(f"| {name} | " + " | ".join(str(p["values"][x]).lower() if isinstance(p["values"][x], bool) else str(p["values"][x])
                                              for x in profiles) + f" | {_cell(p['description'])} |")
+    out += _records_markdown(spec["records"])
     out += ["", "## Rules", "", "| id | severity | " + " | ".join(profiles) + " | statement | source |", "|" + "---|" * (4 + len(profiles))]
     for r in spec["rules"]["rules"]:
         out.append(f"| {r['id']} | {r['severity']} | " + " | ".join(r["modes"][p] for p in profiles)

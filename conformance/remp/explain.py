@@ -13,6 +13,7 @@ from typing import Any
 from rmkit.conformance.remp.checker import RempLogChecker
 from rmkit.conformance.remp.model import model_for
 from rmkit.conformance.remp.sources import load_validator_set
+from rmkit.examples import fixture_example
 from rmkit.rules import OFF
 
 
@@ -45,8 +46,6 @@ def explain_rule(rule_id: str) -> dict[str, Any]:
             hit = Violation(rule_id, rule.severity, rule.mode(profile), None, p.error, [Evidence(p.line, None, None, entry["file"])])
         if hit is None:
             continue
-        wanted = sorted({e.line for e in hit.evidence})
-        shown = [f"{n:3}: {lines[n - 1][:150]}{'…' if len(lines[n - 1]) > 150 else ''}" for n in wanted if 0 < n <= len(lines)]
-        out["example"] = {"profile": profile, "fixture": entry["file"], "why": entry["why"], "receipts": shown, "violation": hit}
+        out["example"] = fixture_example(hit, lines, profile, entry["file"], entry["why"])
         break
     return out

@@ -24,21 +24,7 @@ from rmkit.verdict import Evidence, Report, Violation
 
 from rmkit.conformance.remp.checker import LINE_BITS, LINE_MASK, RempLogChecker, _violation_order, latency_entry, per_source_metrics
 
-# Below this many bytes of input one process is faster than starting several.
-MIN_PARALLEL_BYTES = 32 << 20
-
-
-def auto_jobs(inputs: list[str]) -> int:
-    """How many processes to use for these inputs: one per core (at most 8), one for stdin or small logs."""
-    if any(p == "-" for p in inputs):
-        return 1
-    try:
-        size = sum(os.path.getsize(p) for p in inputs)
-    except OSError:
-        return 1
-    if size < MIN_PARALLEL_BYTES:
-        return 1
-    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs  # noqa: F401 (one rule for every protocol's --jobs)
 
 
 def _worker(conn, kwargs: dict[str, Any], inputs: list[str], k: int, n: int, done=None) -> None:

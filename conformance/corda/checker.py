@@ -1,0 +1,513 @@
+"""Checker of a Corda node's records (``rmkit check --protocol corda``, ``rmkit audit --protocol corda``).
+
+The records (spec/corda/records.yaml) are the node's events file(s) and its processed-ids export.
+The checker runs in two steps, so that one process, ``--jobs`` processes and a Spark job run the
+same code (:class:`CordaLogChecker` is a :class:`rmkit.protocol.ShardedChecker`):
+
+1. :meth:`CordaLogChecker.check_share` reads every record of some message ids (all of each id's
+   records, in log order) and judges what one id's records show: its copies on each node, their
+   deduplicator verdicts, commits, acknowledgements and drops, and its rows in the processed-ids
+   export. It keeps a few compact facts per id for step 2.
+2. :meth:`CordaLogChecker.merge` adds the shares up and judges what spans ids from those facts: a
+   sender's sequence numbers, a session's order, the fast path's high-water marks, and whether a
+   node's export (or events file) was given at all.
+
+Every finding names its rule from spec/corda/rules.yaml; the profile's mode decides whether it is
+checked and whether it fails the run. Records the checker cannot read are input problems naming
+file, line and field; they are counted and make the run exit 2, the rest is still checked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import orjson
+
+from rmkit.logread import auto_jobs, iter_line_batches
+from rmkit.protocol import REF_LINE_BITS, RecordKey
+from rmkit.rules import OFF
+from rmkit.verdict import Evidence, InputProblem, Report, Violation
+
+from rmkit.conformance.corda.recordspec import EVENT, ROW, record_format
+from rmkit.conformance.corda.spec import corda_spec
+
+LINE_MASK = (1 << REF_LINE_BITS) - 1
+# Rules a node's records cannot show (no bridge, queue or sender-replay events): listed as not
+# checked, never as passing; `rmkit corda torture` and `rmkit conform --protocol corda` judge them.
+NOT_IN_RECORDS = {
+    "CORDA-ID-002": "the records do not say which flow replay produced a send",
+    "CORDA-BRIDGE-001": "the records hold no bridge events",
+    "CORDA-BRIDGE-002": "the records hold no bridge events",
+    "CORDA-BRIDGE-003": "the records hold no bridge events",
+    "CORDA-QUEUE-001": "the records hold no queue names",
+}
+# Rules that judge what never happened: only when the log ends after everything settled.
+SETTLED_RULES = ("CORDA-DEDUP-002", "CORDA-REDELIVER-001")
+NOT_SETTLED = ("the log may end while messages are still in transit: give --settled when every node's "
+               "records were taken after all sent messages had time to arrive")
+
+
+@dataclass(slots=True)
+class _Copy:
+    """One copy of a message a node received (a delivery), and what the node did with it."""
+
+    ref: int
+    delivery: str
+    sender: str
+    seq: int | None
+    session: str
+    verdict: str | None = None   # the spec's answer: NEW, DUPLICATE, IN_FLIGHT
+    vref: int = 0
+    vt: int = 0
+    done: str | None = None      # acked | discarded | committed
+
+
+class _Track:
+    """One message id on one node (slots, lists made when first needed: there is one per message)."""
+
+    __slots__ = ("copies", "commits", "rows", "acks", "new_after", "acked")
+
+    def __init__(self):
+        self.copies: list[_Copy] = []
+        self.commits: list[tuple[int, int, int]] = _EMPTY   # (ref, tx, t)
+        self.rows: list[tuple] = _EMPTY                      # (ref, tx, t, sender, seq)
+        self.acks: list[tuple] = _EMPTY                   # acks with no commit before: (ref, t, answer, copy ref, verdict ref)
+        self.new_after: list[tuple] = _EMPTY              # NEW answers with no commit before: (ref, t, sender, seq)
+        self.acked = 0                                    # the ref of the last acknowledgement (0: none)
+
+    def copy(self, delivery: str) -> _Copy | None:
+        """The latest copy of this delivery (a redelivery may carry the broker's message-id again)."""
+        for c in reversed(self.copies):
+            if c.delivery == delivery:
+                return c
+        return None
+
+
+_EMPTY: list = []  # shared until a track needs a list of its own (replaced, never appended to)
+
+
+@dataclass
+class Share:
+    """What one share hands to :meth:`CordaLogChecker.merge` (picklable, compact)."""
+
+    records: int = 0
+    ids: int = 0
+    seconds: float = 0.0   # spent checking this share
+    unreadable: int = 0
+    counts: Counter = field(default_factory=Counter)
+    violations: list[Violation] = field(default_factory=list)
+    problems: list[InputProblem] = field(default_factory=list)
+    events: Counter = field(default_factory=Counter)
+    verdicts: Counter = field(default_factory=Counter)
+    rows: int = 0
+    event_nodes: set = field(default_factory=set)
+    export_nodes: set = field(default_factory=set)
+    # facts for the checks that span ids
+    commits: list[tuple] = field(default_factory=list)     # (ref, node, id, session, sender, seq), first commit per node and id
+    sends: list[tuple] = field(default_factory=list)       # (ref, node, id, session, sender, seq), first send per id
+    seqs: list[tuple] = field(default_factory=list)        # (sender, seq, id, ref), one per (sender, seq, id)
+    sent_seqs: list[tuple] = field(default_factory=list)   # (ref, sender, seq, id) of every send with a seq
+    renewed: list[tuple] = field(default_factory=list)     # (verdict ref, node, id, sender, seq, commit ref or None, row ref or None)
+    pending: list[tuple] = field(default_factory=list)     # (needs "events"|"export", node, Violation)
+
+
+class CordaLogChecker:
+    """Check a Corda node's records against one profile. ``settled``: the records were taken after
+    every sent message had time to arrive, so what never happened (a loss, a missing redelivery) is
+    judged (otherwise those rules are listed as not checked)."""
+
+    def __init__(self, profile: str = "spec", *, settled: bool = False, max_examples: int = 1000, jobs: int | None = 1):
+        self.profile = profile
+        self.settled = settled
+        self.max_examples = max_examples
+        self.jobs = jobs
+        self.key = RecordKey(((record_format().key,),), fold_case=False)
+        self.progress = None  # called with (input index, bytes read so far) while one process reads
+        self._modes: dict[str, str] | None = None
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["progress"] = None
+        return state
+
+    @property
+    def spec(self):
+        return corda_spec(self.profile)
+
+    @property
+    def modes(self) -> dict[str, str]:
+        if self._modes is None:
+            self._modes = {r.id: r.mode(self.profile) for r in self.spec.rules}
+        return self._modes
+
+    # -- whole runs ----------------------------------------------------------------------------
+    def run(self, inputs: list[str]) -> Report:
+        """Check ``inputs`` (paths, or ``-``) as one log; with ``jobs`` > 1, in that many processes."""
+        from rmkit.conformance.corda.parallel import run_parallel
+
+        jobs = auto_jobs(inputs) if self.jobs is None else self.jobs
+        if jobs > 1 and "-" not in inputs:
+            return run_parallel(self, inputs, jobs)
+        return self.merge(inputs, [self.check_share(inputs, self.file_batches(inputs))])
+
+    def file_batches(self, inputs: list[str]):
+        """Every line of ``inputs`` as (refs, lines) batches; where an input breaks off (a truncated
+        gzip), a :class:`BrokenLine` at the line that could not be read, which the share reports."""
+        for idx, path in enumerate(inputs):
+            base = idx << REF_LINE_BITS
+            lineno = done = 0
+            broken = []
+            for batch in iter_line_batches(path, on_error=lambda n, why: broken.append((base | n, why))):
+                yield range(base | (lineno + 1), base | (lineno + 1 + len(batch))), batch
+                lineno += len(batch)
+                if self.progress is not None:
+                    done += sum(map(len, batch)) + len(batch)
+                    self.progress(idx, done)
+            for ref, why in broken:
+                yield [ref], [BrokenLine(why)]
+
+    # -- step 1: one share ---------------------------------------------------------------------
+    def check_share(self, inputs: list[str], batches: Iterable[tuple[Sequence[int], Sequence[bytes | str]]]) -> Share:
+        return _ShareRun(self, inputs).feed(batches)
+
+    # -- step 2: merge ---------------------------------------------------------------------------
+    def merge(self, inputs: list[str], shares: list[Share]) -> Report:
+        from rmkit.conformance.corda.spanning import judge_spanning
+
+        started = time.perf_counter()
+        modes = self.modes
+        rep = Report(protocol="corda", profile=self.profile, inputs=list(inputs), rules=dict(modes),
+                     shown_per_rule=self.max_examples)
+        rep.not_checked = {r: why for r, why in NOT_IN_RECORDS.items() if modes.get(r, OFF) != OFF}
+        if not self.settled:
+            rep.not_checked.update({r: NOT_SETTLED for r in SETTLED_RULES if modes[r] != OFF})
+        found: list[Violation] = []
+        problems: list[InputProblem] = []
+        events: Counter = Counter()
+        verdicts: Counter = Counter()
+        event_nodes: set = set()
+        export_nodes: set = set()
+        rows = 0
+        for s in shares:
+            rep.receipts += s.records
+            rep.messages += s.ids
+            rep.unreadable += s.unreadable
+            for rule, n in s.counts.items():
+                rep.count(rule, modes[rule], n)
+            found += s.violations
+            problems += s.problems
+            events.update(s.events)
+            verdicts.update(s.verdicts)
+            event_nodes |= s.event_nodes
+            export_nodes |= s.export_nodes
+            rows += s.rows
+        for need, node, v in (p for s in shares for p in s.pending):
+            if node in (event_nodes if need == "events" else export_nodes):
+                rep.count(v.rule, v.mode)
+                found.append(v)
+        for v in judge_spanning(self, inputs, shares):
+            rep.count(v.rule, v.mode)
+            found.append(v)
+        kept: Counter = Counter()
+        for v in sorted(found, key=lambda v: (_first(v, inputs), v.rule, v.message_id or "")):
+            if self.max_examples and kept[v.rule] >= self.max_examples:
+                continue
+            kept[v.rule] += 1
+            rep.violations.append(v)
+        problems.sort(key=lambda p: (inputs.index(p.file) if p.file in inputs else 0, p.line))
+        rep.input_problems = problems[: self.max_examples or None]
+        per_kind = dict(sorted(events.items())) | ({"processed-ids row": rows} if rows else {})
+        elapsed = time.perf_counter() - started + sum(s.seconds for s in shares)
+        rep.metrics = {"receipts_per_kind": per_kind, "verdicts": dict(sorted(verdicts.items())),
+                       "nodes_with_events": sorted(event_nodes), "nodes_with_export": sorted(export_nodes),
+                       "shares": len(shares), "elapsed_s": round(elapsed, 3),
+                       "receipts_per_s": round(rep.receipts / elapsed) if elapsed > 0 else None}
+        rep.decide()
+        return rep
+
+    # -- helpers shared by both steps ------------------------------------------------------------
+    def violation(self, inputs: list[str], rule: str, mid: str | None, explanation: str,
+                  refs: Iterable[tuple[int, str | None, str | None]]) -> Violation:
+        seen: dict[int, tuple] = {}
+        for ref, kind, node in refs:
+            if ref is not None and ref not in seen:
+                seen[ref] = (kind, node)
+        ev = [Evidence(ref & LINE_MASK, kind, node, inputs[ref >> REF_LINE_BITS]) for ref, (kind, node) in sorted(seen.items())]
+        return Violation(rule, self.spec.rules[rule].severity, self.modes[rule], mid, explanation, ev)
+
+
+def _first(v: Violation, inputs: list[str]) -> tuple:
+    return min(((inputs.index(e.file) if e.file in inputs else 0, e.line) for e in v.evidence), default=(0, 0))
+
+
+class BrokenLine(str):
+    """Stands for a line that could not be read at all (an input that broke off)."""
+
+
+class _ShareRun:
+    """Step 1 over the records of one share: per (node, id) a :class:`_Track`, judged as records come
+    and at the end."""
+
+    def __init__(self, checker: CordaLogChecker, inputs: list[str]):
+        self.c = checker
+        self.inputs = inputs
+        self.modes = checker.modes
+        self.spec = checker.spec
+        self.fmt = record_format()
+        self.out = Share()
+        self.tracks: dict[tuple[str, str], _Track] = {}
+        self.ids: set[str] = set()
+        self.sent: dict[str, tuple] = {}   # id -> its first send
+        self.received: set[str] = set()    # ids some node received
+        self.stored: Counter = Counter()
+
+    # findings --------------------------------------------------------------------------------
+    def find(self, rule: str, mid: str, why: str, refs) -> None:
+        mode = self.modes[rule]
+        if mode == OFF:
+            return
+        out = self.out
+        out.counts[rule] += 1
+        if self.c.max_examples and self.stored[rule] >= self.c.max_examples:
+            return
+        self.stored[rule] += 1
+        out.violations.append(self.c.violation(self.inputs, rule, mid, why, refs))
+
+    def find_if(self, need: str, node: str, rule: str, mid: str, why: str, refs) -> None:
+        """A finding that holds only if the node's events (or export) were given at all: decided at the merge."""
+        if self.modes[rule] != OFF:
+            self.out.pending.append((need, node, self.c.violation(self.inputs, rule, mid, why, refs)))
+
+    def problem(self, ref: int, error: str, fld: str | None = None) -> None:
+        out = self.out
+        out.unreadable += 1
+        if not self.c.max_examples or len(out.problems) < self.c.max_examples:
+            out.problems.append(InputProblem(self.inputs[ref >> REF_LINE_BITS], ref & LINE_MASK, error, fld))
+
+    # reading ---------------------------------------------------------------------------------
+    def feed(self, batches) -> Share:
+        started = time.perf_counter()
+        loads = orjson.loads
+        JSONDecodeError = orjson.JSONDecodeError
+        read = self.fmt.read
+        out = self.out
+        events: Counter = Counter()
+        nodes: set = set()
+        ids = self.ids
+        handlers = {ev: getattr(self, "ev_" + ev) for ev in self.fmt.required}
+        records = 0
+        for refs, lines in batches:
+            for ref, line in zip(refs, lines):
+                try:
+                    obj = loads(line)
+                except JSONDecodeError as exc:
+                    if isinstance(line, BrokenLine):
+                        self.problem(ref, str(line))
+                    elif line and not line.isspace():
+                        self.problem(ref, f"not JSON: {exc}")
+                    continue
+                kind, problems = read(obj)
+                if problems:
+                    fld, why = problems[0]
+                    more = f" (and {len(problems) - 1} more: {', '.join(str(p[0]) for p in problems[1:])})" if len(problems) > 1 else ""
+                    self.problem(ref, why + more, fld)
+                    continue
+                records += 1
+                mid = obj["id"]
+                if mid not in ids:
+                    ids.add(mid)
+                    if self.spec.id_format(mid) is None:
+                        self.find("CORDA-ID-001", mid, f"id {mid!r} is in none of the formats R-, N-, E- "
+                                  "(spec/corda/messages.yaml dedup_ids)", [(ref, obj.get("event", "row"), obj["node"])])
+                if kind == ROW:
+                    self.row(obj, ref)
+                else:
+                    ev = obj["event"]
+                    events[ev] += 1
+                    nodes.add(obj["node"])
+                    handlers[ev](obj, ref)
+        out.records += records
+        out.events.update(events)
+        out.event_nodes |= nodes
+        self.finish()
+        out.seconds = time.perf_counter() - started
+        return out
+
+    def track(self, obj: dict) -> _Track:
+        key = (obj["node"], obj["id"])
+        t = self.tracks.get(key)
+        if t is None:
+            t = self.tracks[key] = _Track()
+        return t
+
+    def _seq(self, sender, seq, mid, ref) -> None:
+        """A use of a sequence number: once per id's first send and per node's first copy (the merge
+        keeps one per sender, number and id)."""
+        if seq is not None:
+            self.out.seqs.append((sender, seq, mid, ref))
+
+    # events ----------------------------------------------------------------------------------
+    def ev_sent(self, obj: dict, ref: int) -> None:
+        mid = obj["id"]
+        fact = (ref, obj["node"], mid, obj["session"], obj["sender"], obj["seq"])
+        if mid not in self.sent:
+            self.sent[mid] = fact
+            self.out.sends.append(fact)
+        if obj["seq"] is not None:
+            self.out.sent_seqs.append((ref, obj["sender"], obj["seq"], mid))
+            self._seq(obj["sender"], obj["seq"], mid, ref)
+
+    def ev_received(self, obj: dict, ref: int) -> None:
+        tr = self.track(obj)
+        c = _Copy(ref, obj["delivery"], obj["sender"], obj["seq"], obj["session"])
+        tr.copies.append(c)
+        self.received.add(obj["id"])
+        if len(tr.copies) == 1:
+            self._seq(c.sender, c.seq, obj["id"], ref)
+
+    def ev_dedup(self, obj: dict, ref: int) -> None:
+        tr = self.track(obj)
+        node, mid = obj["node"], obj["id"]
+        if "delivery" in obj:
+            c = tr.copy(obj["delivery"])
+        else:
+            c = next((c for c in reversed(tr.copies) if c.verdict is None), None)
+        if c is None:
+            self.problem(ref, f"a dedup verdict for {mid} on node {node} with no received copy "
+                              + (f"of delivery {obj['delivery']!r} " if "delivery" in obj else "awaiting one ")
+                              + "before it (records.yaml: received is written before its dedup)", "event")
+            self.out.records -= 1
+            return
+        answer = self.fmt.verdicts[obj["verdict"]]
+        c.verdict, c.vref, c.vt = answer, ref, obj["t"]
+        self.out.verdicts[answer] += 1
+        if answer == "NEW":
+            if tr.commits:
+                self.out.renewed.append((ref, node, mid, c.sender, c.seq, tr.commits[0][0], None))
+            else:
+                tr.new_after = [*tr.new_after, (ref, obj["t"], c.sender, c.seq)]
+
+    def ev_committed(self, obj: dict, ref: int) -> None:
+        tr = self.track(obj)
+        node, mid = obj["node"], obj["id"]
+        c = next((c for c in reversed(tr.copies) if c.verdict == "NEW" and c.done != "committed"), None)
+        if c is None:
+            other = next((c for c in reversed(tr.copies) if c.verdict is not None and c.done != "committed"), None)
+            if other is None:
+                self.problem(ref, f"{mid} committed on node {node} with no received copy answered before it "
+                                  "(records.yaml: received and dedup come before the commit)", "event")
+                self.out.records -= 1
+                return
+            self.find("CORDA-DEDUP-003", mid, f"node {node} committed {mid} from a copy its deduplicator answered "
+                      f"{other.verdict}: a copy that is not NEW was handed to its flow",
+                      [(other.vref, "dedup", node), (ref, "committed", node)])
+            c = other
+        c.done = "committed"
+        if tr.commits:
+            self.find("CORDA-DEDUP-001", mid, f"node {node} committed {mid} again (transaction {obj['tx']}; "
+                      f"first in transaction {tr.commits[0][1]}): its effect happened twice",
+                      [(tr.commits[0][0], "committed", node), (c.vref, "dedup", node), (ref, "committed", node)])
+        else:
+            self.out.commits.append((ref, node, mid, obj.get("session", c.session), obj.get("sender", c.sender),
+                                     obj["seq"] if "seq" in obj else c.seq))
+        tr.commits = [*tr.commits, (ref, obj["tx"], obj["t"])]
+
+    def _settle_copy(self, obj: dict, done: str) -> tuple[_Track, str, str, _Copy | None, str | None]:
+        """(track, node, id, the copy the event's delivery names, its answer) of an acked or discarded
+        event; the copy is marked with what was done to it."""
+        tr = self.track(obj)
+        c = tr.copy(obj["delivery"])
+        if c is not None:
+            c.done = c.done or done
+        return tr, obj["node"], obj["id"], c, c.verdict if c is not None else None
+
+    def ev_acked(self, obj: dict, ref: int) -> None:
+        tr, node, mid, c, answer = self._settle_copy(obj, "acked")
+        tr.acked = ref
+        if answer is not None and self.spec.consequence[answer] == "discard":
+            self.find("CORDA-DEDUP-004", mid, f"node {node} acknowledged delivery {obj['delivery']} of {mid}, which its "
+                      f"deduplicator answered {answer} (another copy was being processed): if that copy's commit "
+                      "fails, no copy is left", [(c.ref, "received", node), (c.vref, "dedup", node), (ref, "acked", node)])
+            return
+        if answer == "IN_FLIGHT":
+            return  # acknowledged now by the profile's choice (corda-os-2021): CORDA-ACK-001 holds for other copies
+        if not tr.commits:
+            tr.acks = [*tr.acks, (ref, obj["t"], answer or "no answer", c.ref if c is not None else None, c.vref if c is not None else None)]
+
+    def ev_discarded(self, obj: dict, ref: int) -> None:
+        _, node, mid, c, answer = self._settle_copy(obj, "discarded")
+        if answer == "IN_FLIGHT":
+            return
+        refs = [(c.ref, "received", node), (c.vref or None, "dedup", node)] if c is not None else []
+        if answer == "DUPLICATE":
+            self.find("CORDA-DEDUP-003", mid, f"node {node} dropped delivery {obj['delivery']} of {mid} without "
+                      "acknowledging it although it was a DUPLICATE: the broker keeps redelivering it",
+                      refs + [(ref, "discarded", node)])
+        else:
+            self.find("CORDA-DEDUP-008", mid, f"node {node} dropped delivery {obj['delivery']} of {mid} without "
+                      f"acknowledgement after the answer {answer or '(none)'}: only an IN_FLIGHT copy is dropped so",
+                      refs + [(ref, "discarded", node)])
+
+    def row(self, obj: dict, ref: int) -> None:
+        out = self.out
+        out.rows += 1
+        out.export_nodes.add(obj["node"])
+        tr = self.track(obj)
+        if tr.rows:
+            self.find("CORDA-DEDUP-001", obj["id"], f"the processed-ids table of node {obj['node']} holds {obj['id']} "
+                      "twice: it was processed twice", [(tr.rows[0][0], "row", obj["node"]), (ref, "row", obj["node"])])
+        tr.rows = [*tr.rows, (ref, obj["tx"], obj["t"], obj["sender"], obj["seq"])]
+
+    # end of the share --------------------------------------------------------------------------
+    def finish(self) -> Share:
+        out = self.out
+        out.ids = len(self.ids)
+        settled = self.c.settled
+        committed_ids = set()
+        for (node, mid), tr in self.tracks.items():
+            if tr.commits or tr.rows:
+                committed_ids.add(mid)
+            row = tr.rows[0] if tr.rows else None
+            for ref, t, answer, cref, vref in tr.acks:
+                if row is not None and row[2] <= t:
+                    continue  # committed before the ack: the commit's event was lost in a crash (the row shows it)
+                later = next((r for r, _, _ in tr.commits if r > ref), None)
+                self.find("CORDA-ACK-001", mid, f"node {node} acknowledged a copy of {mid} (answer {answer}) "
+                          + (f"before its commit (line {later & LINE_MASK})" if later else "and never committed it")
+                          + ": a crash in between loses the message",
+                          [(cref, "received", node), (vref, "dedup", node), (ref, "acked", node)]
+                          + ([(later, "committed", node)] if later else []))
+            for ref, t, sender, seq in tr.new_after:
+                if row is not None and row[2] < t and not (tr.commits and tr.commits[0][0] < ref):
+                    out.renewed.append((ref, node, mid, sender, seq, None, row[0]))
+            if tr.commits and row is not None and all(tx != row[1] for _, tx, _ in tr.commits):
+                self.find("CORDA-ACK-002", mid, f"the processed-ids row of {mid} on node {node} was written by transaction "
+                          f"{row[1]}, its commit was transaction {tr.commits[0][1]}: the id was not persisted in the "
+                          "checkpoint's transaction", [(tr.commits[0][0], "committed", node), (row[0], "row", node)])
+            if tr.commits and row is None:
+                self.find_if("export", node, "CORDA-DEDUP-005", mid, f"node {node} committed {mid} but its processed-ids "
+                             "export has no row for it: a redelivered copy would be processed again",
+                             [(tr.commits[0][0], "committed", node)])
+            if row is not None and not tr.commits and not tr.copies:
+                self.find_if("events", node, "CORDA-ACK-002", mid, f"the processed-ids table of node {node} holds {mid}, "
+                             "which the node never received: the id was persisted outside a transaction that processed it",
+                             [(row[0], "row", node)])
+            if settled and tr.copies and not tr.commits and row is None:
+                last = tr.copies[-1]
+                refs = [(last.ref, "received", node)] + ([(last.vref, "dedup", node)] if last.vref else [])
+                if tr.acked:
+                    self.find("CORDA-DEDUP-002", mid, f"node {node} acknowledged {mid} and never committed it: the broker "
+                              "forgot the message, its effect never happened", refs + [(tr.acked, "acked", node)])
+                else:
+                    self.find("CORDA-REDELIVER-001", mid, f"node {node} received {mid} ({len(tr.copies)} cop"
+                              f"{'y' if len(tr.copies) == 1 else 'ies'}), never acknowledged nor committed it, and no "
+                              "copy came again", refs)
+        if settled:
+            for mid, fact in self.sent.items():
+                if mid not in self.received and mid not in committed_ids:
+                    self.find("CORDA-DEDUP-002", mid, f"{mid}, sent by node {fact[1]} on session {fact[3]}, never reached "
+                              "a node whose records were given: lost on the way", [(fact[0], "sent", fact[1])])
+        return out

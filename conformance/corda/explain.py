@@ -1,0 +1,41 @@
+"""``rmkit explain CORDA-...``: a rule with its source and a live example violation.
+
+The example is the rule's own fixture (fixtures/corda/rules, shipped with the kit) run through the
+log checker, so it cannot drift from what the checker reports. Rules a node's records cannot show
+(the bridge's, the queues') have no fixture: their examples come from `rmkit conform --protocol corda`.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from rmkit.examples import fixture_example
+from rmkit.rules import OFF
+
+from rmkit.conformance.corda.checker import CordaLogChecker
+from rmkit.conformance.corda.spec import corda_spec, profiles
+
+
+def _fixture_root():
+    return resources.files("rmkit.fixtures") / "corda" / "rules"
+
+
+def explain_rule(rule_id: str) -> dict[str, Any]:
+    rule = corda_spec(profiles()[0]).rules[rule_id]
+    out: dict[str, Any] = {"rule": rule, "example": None}
+    manifest = json.loads((_fixture_root() / "manifest.json").read_text(encoding="utf-8"))["fixtures"]
+    for profile in [p for p in profiles() if rule.mode(p) != OFF]:
+        entry = next((f for f in manifest if f["profile"] == profile and f["file"].endswith(f"/{rule_id}.jsonl")), None)
+        if entry is None:
+            continue
+        with resources.as_file(_fixture_root() / entry["file"]) as path:
+            report = CordaLogChecker(profile, settled=entry["settled"]).run([str(path)])
+            lines = path.read_text(encoding="utf-8").splitlines()
+        hit = next((v for v in report.violations if v.rule == rule_id), None)
+        if hit is None:
+            continue
+        out["example"] = fixture_example(hit, lines, profile, entry["file"], entry["why"])
+        break
+    return out

@@ -1,0 +1,151 @@
+"""The checks that span message ids, run once over the facts every share kept (see
+:mod:`rmkit.conformance.corda.checker`): a sender's sequence numbers, the order of a session, and the
+deduplicator's wrong NEW answers classified by what the fast path's high-water mark was then.
+
+The facts are compact tuples (one per commit, per send and per distinct sequence number), so the
+merge holds a few tuples per message, never the records themselves.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import defaultdict
+from typing import Iterable
+
+from rmkit.rules import OFF
+from rmkit.verdict import Violation
+
+N_ID = re.compile(r"^N-([0-9A-Za-z]+)-([0-9]+)-([0-9]+)$")
+
+
+def judge_spanning(checker, inputs: list[str], shares) -> list[Violation]:
+    modes = checker.modes
+    commits = sorted(c for s in shares for c in s.commits)
+    out: list[Violation] = []
+    out += _renewed(checker, inputs, shares, commits)
+    if modes["CORDA-ORDER-001"] != OFF:
+        out += _session_order(checker, inputs, shares, commits)
+    if modes["CORDA-ORDER-002"] != OFF:
+        out += _sender_order(checker, inputs, commits)
+    if modes["CORDA-ID-003"] != OFF:
+        out += _sequence_numbers(checker, inputs, shares)
+    return out
+
+
+def _renewed(checker, inputs, shares, commits) -> Iterable[Violation]:
+    """A NEW answer for an id the node had committed: which mechanism failed. Without a fast path the
+    database of processed ids did (CORDA-DEDUP-005). With it, the mark of the copy's sender key at
+    that moment (the highest committed sequence number) decides: none yet, so the database should
+    have been read (CORDA-DEDUP-006); below the copy's number, so the fast path trusted a mark the
+    sender's order does not uphold (CORDA-DEDUP-007); else the database answered wrong (005)."""
+    fast = checker.spec.fast_path
+    marks: dict[tuple, list] = defaultdict(lambda: ([], []))  # (node, sender) -> (refs, running max seq)
+    if fast:
+        for ref, node, _mid, _session, sender, seq in commits:
+            if seq is not None:
+                refs, top = marks[(node, sender)]
+                refs.append(ref)
+                top.append(max(seq, top[-1]) if top else seq)
+    for vref, node, mid, sender, seq, cref, rref in sorted(r for s in shares for r in s.renewed):
+        shown = f"committed before (line {(cref or rref) & ((1 << 40) - 1)})"
+        rule, why = "CORDA-DEDUP-005", f"the deduplicator of node {node} answered NEW for {mid}, {shown}: the processed id was not found"
+        if fast and seq is not None:
+            refs, top = marks.get((node, sender), ([], []))
+            i = bisect.bisect_left(refs, vref)
+            if i == 0:
+                rule, why = "CORDA-DEDUP-006", (f"node {node} answered NEW for {mid} ({shown}) with no high-water mark for "
+                                                f"sender {sender}: the fast path skipped the database")
+            elif seq > top[i - 1]:
+                rule, why = "CORDA-DEDUP-007", (f"node {node} answered NEW for {mid} ({shown}): its sequence number {seq} is "
+                                                f"above sender {sender}'s mark {top[i - 1]}, but the id was committed under another key")
+        if checker.modes[rule] == OFF:
+            continue
+        refs = [(vref, "dedup", node)] + [(r, kind, node) for r, kind in ((cref, "committed"), (rref, "row")) if r is not None]
+        out = checker.violation(inputs, rule, mid, why, refs)
+        yield out
+
+
+def _send_keys(shares) -> dict[str, int]:
+    return {mid: ref for s in shares for ref, _node, mid, *_ in s.sends}
+
+
+def _session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
+    """FIFO per session: a message committed after one of its session sent later. The send order comes
+    from the sender's ``sent`` events where both were given, else from two N- ids of one flow (seed,
+    suspends, index), else from one sender key's sequence numbers."""
+    sent = _send_keys(shares)
+    sessions: dict[tuple, list] = defaultdict(list)
+    for c in commits:
+        sessions[(c[1], c[3])].append(c)
+    for (node, session), items in sessions.items():
+        top_sent = None                     # (send ref, commit)
+        top_flow: dict[str, tuple] = {}     # seed -> ((suspends, index), commit)
+        top_seq: dict[str, tuple] = {}      # sender -> (seq, commit)
+        for c in items:
+            ref, _, mid, _, sender, seq = c
+            ahead = None
+            s = sent.get(mid)
+            if s is not None:
+                if top_sent is not None and top_sent[0] > s:
+                    ahead = top_sent[1]
+                if top_sent is None or s > top_sent[0]:
+                    top_sent = (s, c)
+            m = N_ID.match(mid)
+            if m is not None:
+                pos = (int(m.group(2)), int(m.group(3)))
+                prev = top_flow.get(m.group(1))
+                if ahead is None and prev is not None and prev[0] > pos and (s is None or sent.get(prev[1][2]) is None):
+                    ahead = prev[1]
+                if prev is None or pos > prev[0]:
+                    top_flow[m.group(1)] = (pos, c)
+            if seq is not None:
+                prev = top_seq.get(sender)
+                if ahead is None and prev is not None and prev[0] > seq and (s is None or sent.get(prev[1][2]) is None):
+                    ahead = prev[1]
+                if prev is None or seq > prev[0]:
+                    top_seq[sender] = (seq, c)
+            if ahead is not None:
+                refs = [(ahead[0], "committed", node), (ref, "committed", node)]
+                refs += [(sent[x], "sent", None) for x in (mid, ahead[2]) if x in sent]
+                yield checker.violation(inputs, "CORDA-ORDER-001", mid, f"session {session} on node {node}: {mid} was "
+                                        f"consumed after {ahead[2]}, which was sent after it", refs)
+
+
+def _sender_order(checker, inputs, commits) -> Iterable[Violation]:
+    """Where the fast path trusts a sender key's mark, that key's messages must be committed in
+    increasing sequence numbers at each node."""
+    top: dict[tuple, tuple] = {}
+    for c in commits:
+        ref, node, mid, _, sender, seq = c
+        if seq is None:
+            continue
+        prev = top.get((node, sender))
+        if prev is not None and prev[0] > seq:
+            yield checker.violation(inputs, "CORDA-ORDER-002", mid, f"node {node} committed {mid} (sequence number {seq} of "
+                                    f"sender {sender}) after {prev[1][2]} (number {prev[0]}): the mark had passed it",
+                                    [(prev[1][0], "committed", node), (ref, "committed", node)])
+        if prev is None or seq > prev[0]:
+            top[(node, sender)] = (seq, c)
+
+
+def _sequence_numbers(checker, inputs, shares) -> Iterable[Violation]:
+    """One sender key's sequence numbers are never reused for another id, and its sends carry them
+    in increasing order."""
+    by_pair: dict[tuple, dict] = defaultdict(dict)  # (sender, seq) -> id -> its first use's ref
+    for sender, seq, mid, ref in sorted((x for s in shares for x in s.seqs), key=lambda x: x[3]):
+        by_pair[(sender, seq)].setdefault(mid, ref)
+    for (sender, seq), first in by_pair.items():
+        uses = [(ref, mid) for mid, ref in first.items()]
+        for ref, mid in uses[1:]:
+            yield checker.violation(inputs, "CORDA-ID-003", mid, f"sender {sender} used sequence number {seq} for {mid} "
+                                    f"and for {uses[0][1]}", [(uses[0][0], None, None), (ref, None, None)])
+    top: dict[str, tuple] = {}
+    for ref, sender, seq, mid in sorted(x for s in shares for x in s.sent_seqs):
+        prev = top.get(sender)
+        if prev is not None and seq < prev[0]:
+            yield checker.violation(inputs, "CORDA-ID-003", mid, f"sender {sender} sent {mid} with sequence number {seq} "
+                                    f"after {prev[2]} with {prev[0]}: one sender UUID's numbers only increase",
+                                    [(prev[1], "sent", None), (ref, "sent", None)])
+        if prev is None or seq > prev[0]:
+            top[sender] = (seq, ref, mid)
