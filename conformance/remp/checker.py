@@ -424,7 +424,7 @@ class RempLogChecker:
         unknown_is_role = check_role and not (self.keyed and modes["REMP-SIG-003"] != OFF)
         expiry_ms = self.expiry_ms
         hwm = self.hwm
-        good_src: set[str] = set()
+        good_src: dict[str, str] = {}  # source ids found good -> as compared (case-folded when the profile folds)
         part_k, part_n = self.partition or (0, 0)
         seq = self.seq
         top = self._top  # the latest time seen: (t, ref, message, kind, source or message)
@@ -503,13 +503,17 @@ class RempLogChecker:
                         near = self._near_fields(obj) or None
                 bad = None
                 if type(src) is str:
-                    if src not in good_src:
+                    folded = good_src.get(src)  # a source id found good before: its folded form
+                    if folded is not None:
+                        src = folded
+                    else:
                         if hash_ok(src):
-                            good_src.add(src)
+                            if len(good_src) < 100_000:
+                                good_src[src] = src.lower() if fold else src
                         else:
                             bad = [f"source_id: expected {m.hash_expected}, found {src!r}"]
-                    if fold:
-                        src = src.lower()
+                        if fold:
+                            src = src.lower()
                 else:
                     bad = [f"source_id: expected {m.hash_expected}, found {'nothing' if src is None else repr(src)}"]
                     src = None

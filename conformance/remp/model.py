@@ -112,11 +112,14 @@ def _hex_check(pattern: str) -> Callable[[Any], bool] | None:
     lower_only = cases == {"f"}
     fromhex = bytes.fromhex
 
-    def check(v) -> bool:
-        if type(v) is not str or len(v) not in lengths:
+    def check(v) -> bool:  # called once per receipt for its signature: kept to a few operations
+        if type(v) is not str:
+            return False
+        n = len(v)
+        if n not in lengths:
             return False
         try:
-            ok = len(fromhex(v)) * 2 == len(v)  # fromhex skips spaces: the length catches them
+            ok = len(fromhex(v)) * 2 == n  # fromhex skips spaces: the length catches them
         except ValueError:
             return False
         return ok and (not lower_only or v.islower() or v.isdigit())
