@@ -9,6 +9,7 @@ naming file, line and field, never a wrong verdict later.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 from importlib import resources
@@ -59,13 +60,17 @@ def _dotted(path: list[Any]) -> str:
     return out
 
 
-def _read_yaml(path: Path, shown: str) -> tuple[Any, yaml.Node | None]:
+# libyaml's safe loader when PyYAML has it (ten times faster: every command loads the spec), else PyYAML's own
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _read_yaml(path: Path, shown: str) -> tuple[Any, yaml.Node | None, str]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(shown, "", f"cannot read the file ({exc.strerror})") from None
     try:
-        return yaml.safe_load(text), yaml.compose(text)
+        return yaml.load(text, Loader=_LOADER), yaml.compose(text, Loader=_LOADER), text
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise SpecError(shown, "", f"not valid YAML: {getattr(exc, 'problem', exc)}",
@@ -102,6 +107,47 @@ def validate_document(data: Any, schema_name: str, shown: str, node: yaml.Node |
     if problem is not None:
         where, message, line = problem
         raise SpecError(shown, where, message, line=line)
+
+
+CACHE_DIR_ENV = "RMKIT_CACHE_DIR"
+
+
+def _passed_dir() -> Path:
+    base = os.environ.get(CACHE_DIR_ENV) or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "rmkit")
+    return Path(base) / "spec-passed"
+
+
+@functools.lru_cache(maxsize=None)
+def _jsonschema_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jsonschema")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _validate_spec_file(data: Any, schema_name: str, shown: str, node, text: str) -> None:
+    """:func:`validate_document` for a spec file, skipped when this very text passed this very
+    schema before under this jsonschema version (JSON Schema validation is most of a command's
+    start-up). What passed is remembered as a digest, one empty file each, in the user's cache
+    folder (``RMKIT_CACHE_DIR``); without a writable one every start validates."""
+    try:
+        schema_text = (spec_root() / "schema" / f"{schema_name}.schema.json").read_bytes()
+    except OSError:
+        schema_text = b""  # load_schema reports it
+    digest = hashlib.sha256(b"\0".join((_jsonschema_version().encode(), schema_name.encode(), schema_text,
+                                        text.encode()))).hexdigest()
+    mark = _passed_dir() / digest
+    if mark.exists():
+        return
+    validate_document(data, schema_name, shown, node)
+    try:
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        mark.touch()
+    except OSError:
+        pass
 
 
 def read_user_document(path: str, option: str) -> tuple[Any, yaml.Node | None]:
@@ -155,16 +201,16 @@ def load_protocol_spec(protocol: str) -> dict[str, Any]:
         known = ", ".join(available_protocol_specs()) or "none"
         raise UsageError(f"no spec for protocol {protocol!r}: expected {manifest_path}; protocols with a spec: {known}")
     shown = f"spec/{protocol}/protocol.yaml"
-    manifest, node = _read_yaml(manifest_path, shown)
-    validate_document(manifest, "protocol", shown, node)
+    manifest, node, text = _read_yaml(manifest_path, shown)
+    _validate_spec_file(manifest, "protocol", shown, node, text)
     if manifest["protocol"] != protocol:
         raise SpecError(shown, "protocol", f"expected {protocol!r} (the folder name), found {manifest['protocol']!r}",
                         line=_yaml_line(node, ["protocol"]))
     out: dict[str, Any] = {"protocol": manifest}
     for part, entry in manifest["files"].items():
         shown_part = f"spec/{protocol}/{entry['file']}"
-        data, pnode = _read_yaml(root / entry["file"], shown_part)
-        validate_document(data, entry["schema"], shown_part, pnode)
+        data, pnode, text = _read_yaml(root / entry["file"], shown_part)
+        _validate_spec_file(data, entry["schema"], shown_part, pnode, text)
         out[part] = data
         out.setdefault("_nodes", {})[part] = (shown_part, pnode)
     return out

@@ -168,6 +168,9 @@ class RempLogChecker:
     ``roles``: optional ``source_id -> "fullnode" | "validator"`` (from ``--validators``); without
     it, each source's role is inferred from the first kind it issues that only one role may issue.
 
+    ``typed``: read well-formed receipts with the typed decoder (:mod:`.decode`); the findings are
+    the same either way (False reads every line into a dict, the general path).
+
     ``validator_set``: the ``--validators`` file loaded (:mod:`.sources`); its roles are used when
     ``roles`` is not given, and when it carries public keys the signature rules (those that
     ``require`` validator_keys: every signature verified, every source a member of the validator
@@ -177,7 +180,7 @@ class RempLogChecker:
     def __init__(self, profile: str = "spec", *, lifetime_s: float | None = None,
                  horizon_s: float | None = None, roles: dict[str, str] | None = None,
                  max_examples: int = 1000, idle_receipts: int = 2_000_000, jobs: int | None = 1,
-                 model: RempModel | None = None, progress=None, validator_set=None):
+                 model: RempModel | None = None, progress=None, validator_set=None, typed: bool = True):
         self.model = model or model_for(profile)
         m = self.model
         self.profile = m.profile
@@ -202,8 +205,10 @@ class RempLogChecker:
         self.progress = progress  # called with (input index, bytes read so far) after each chunk
         self._known_fields = None
         self._near_cache: dict = {}
+        self.typed = typed  # read well-formed receipts with the typed decoder (decode.py); False: orjson dicts only
         self._kwargs = dict(profile=self.profile, lifetime_s=self.lifetime_s, horizon_s=self.horizon_s, roles=roles,
-                            max_examples=max_examples, idle_receipts=idle_receipts, validator_set=validator_set)
+                            max_examples=max_examples, idle_receipts=idle_receipts, validator_set=validator_set,
+                            typed=typed)
 
     def __getstate__(self) -> dict:
         """A share's state travels between processes (see :class:`parallel.RempShards`) without
@@ -419,7 +424,7 @@ class RempLogChecker:
         unknown_is_role = check_role and not (self.keyed and modes["REMP-SIG-003"] != OFF)
         expiry_ms = self.expiry_ms
         hwm = self.hwm
-        good_src: set[str] = set()
+        good_src: dict[str, str] = {}  # source ids found good -> as compared (case-folded when the profile folds)
         part_k, part_n = self.partition or (0, 0)
         seq = self.seq
         top = self._top  # the latest time seen: (t, ref, message, kind, source or message)
@@ -430,53 +435,85 @@ class RempLogChecker:
         fold = m.ids_fold_case
         intern_src = self._src_names.setdefault
         rep = self._rep
+        # the typed decoder (decode.py); signatures are verified on the receipt as a dict
+        typed, kind_of, mc_kinds = (None, None, ()) if self.keyed or not self.typed else m.typed_decoder()
         for refs, batch in batches:
             for ref, line in zip(refs, batch):
                 if part_n:
                     share = partition_share(line, part_n)
                     if ((ref & LINE_MASK) % part_n if share is None else share) != part_k:
                         continue
-                try:
-                    obj = loads(line)
-                except JSONDecodeError as exc:
-                    if line.strip():
-                        self._problem(ref, f"not JSON: {exc}")
-                    continue
-                if type(obj) is not dict:
-                    self._problem(ref, f"expected a JSON object, found {type(obj).__name__}")
-                    continue
                 kts = None
                 text = line
-                if "kind" not in obj and ("value" in obj or "payload" in obj):  # a Kafka record or kcat -J envelope
-                    rec = obj
-                    obj, kts, text, err, fld = unwrap_kafka(obj)
-                    if err:
-                        self._problem(ref, err, fld)
+                obj = None
+                if typed is not None:  # a well-formed receipt of a known kind, typed (decode.py)
+                    try:
+                        obj = typed(line)
+                    except Exception:  # noqa: BLE001 - whatever it cannot type, the general reading below explains
+                        obj = None
+                    else:
+                        ki = kind_of[type(obj)]
+                        if ki.name in mc_kinds and obj.mc_block_file_hash is None:
+                            obj = None  # the master block's file hash may need recovering: the general reading
+                near = None
+                if obj is not None:
+                    seq += 1
+                    kind = ki.name
+                    mid = obj.message_id
+                    src = obj.source_id
+                    ts = obj.timestamp
+                    sig = obj.signature
+                    block = obj.block_id if ki.has_block else None
+                    validate = ki.validate_typed
+                else:
+                    try:
+                        obj = loads(line)
+                    except JSONDecodeError as exc:
+                        if line.strip():
+                            self._problem(ref, f"not JSON: {exc}")
                         continue
-                    if obj is None:  # a Kafka tombstone (null value): a deletion marker, not a receipt
-                        self.kafka_tombstones += 1
+                    if type(obj) is not dict:
+                        self._problem(ref, f"expected a JSON object, found {type(obj).__name__}")
                         continue
-                    if kts is None and "timestamp" in rec and kafka_time_problem(rec):
-                        self._problem(ref, kafka_time_problem(rec), "timestamp")  # and the receipt is checked
-                if "mc_block_id" in obj and "mc_block_file_hash" not in obj:  # rare: the seed's repeated block_file_hash
-                    from rmkit.conformance.remp.tlreceipt import recover_master_file_hash  # (the TL tables load on demand)
+                    if "kind" not in obj and ("value" in obj or "payload" in obj):  # a Kafka record or kcat -J envelope
+                        rec = obj
+                        obj, kts, text, err, fld = unwrap_kafka(obj)
+                        if err:
+                            self._problem(ref, err, fld)
+                            continue
+                        if obj is None:  # a Kafka tombstone (null value): a deletion marker, not a receipt
+                            self.kafka_tombstones += 1
+                            continue
+                        if kts is None and "timestamp" in rec and kafka_time_problem(rec):
+                            self._problem(ref, kafka_time_problem(rec), "timestamp")  # and the receipt is checked
+                    if "mc_block_id" in obj and "mc_block_file_hash" not in obj:  # rare: the seed's repeated block_file_hash
+                        from rmkit.conformance.remp.tlreceipt import recover_master_file_hash  # (the TL tables load on demand)
 
-                    obj = recover_master_file_hash(obj, text)
-                seq += 1
-                kind = obj.get("kind")
-                mid = obj.get("message_id")
-                src = obj.get("source_id")
-                ts = obj.get("timestamp")
-                ki = kinds.get(kind) if type(kind) is str else None
+                        obj = recover_master_file_hash(obj, text)
+                    seq += 1
+                    kind = obj.get("kind")
+                    mid = obj.get("message_id")
+                    src = obj.get("source_id")
+                    ts = obj.get("timestamp")
+                    sig = obj.get("signature")
+                    block = obj.get("block_id")
+                    ki = kinds.get(kind) if type(kind) is str else None
+                    validate = ki.validate if ki is not None else None
+                    if not obj.keys() <= known_fields:
+                        near = self._near_fields(obj) or None
                 bad = None
                 if type(src) is str:
-                    if src not in good_src:
+                    folded = good_src.get(src)  # a source id found good before: its folded form
+                    if folded is not None:
+                        src = folded
+                    else:
                         if hash_ok(src):
-                            good_src.add(src)
+                            if len(good_src) < 100_000:
+                                good_src[src] = src.lower() if fold else src
                         else:
                             bad = [f"source_id: expected {m.hash_expected}, found {src!r}"]
-                    if fold:
-                        src = src.lower()
+                        if fold:
+                            src = src.lower()
                 else:
                     bad = [f"source_id: expected {m.hash_expected}, found {'nothing' if src is None else repr(src)}"]
                     src = None
@@ -505,12 +542,12 @@ class RempLogChecker:
                         min_t = t
                 else:
                     self.no_time += 1
-                if ki is not None and ki.validate is not None:
-                    problems = ki.validate(obj)
+                if validate is not None:
+                    problems = validate(obj)
                     if problems:
                         bad = (bad or []) + problems
-                if not obj.keys() <= known_fields and self._near_fields(obj):
-                    bad = (bad or []) + self._near_fields(obj)
+                if near is not None:
+                    bad = (bad or []) + near
                 # ---- the message this receipt belongs to ----------------------------------
                 if fold and type(mid) is str:
                     mid = mid.lower()
@@ -538,7 +575,6 @@ class RempLogChecker:
                                 self._late_receipt(tomb, ki, obj, ref, t, src)
                                 if verify is not None and type(src) is str:
                                     # a late receipt is still a signed statement: its origin is checked
-                                    sig = obj.get("signature")
                                     sig_fmt = None if sig is None or sig == "" else bool(type(sig) is str and sig_ok(sig))
                                     if sig_fmt is False and check_sig:
                                         violate("REMP-SIG-001", mid, f"signature: expected {m.signature_expected}, found {str(sig)[:40]!r}",
@@ -609,7 +645,6 @@ class RempLogChecker:
                         violate("REMP-TIME-001", mid, f"{kind} from {role} {src} has timestamp 0", [(ref, kind, src)])
                     sig_fmt = None  # the signature's format: True good, False bad, None not looked at
                     if check_sig:
-                        sig = obj.get("signature")
                         if sig is None or sig == "":
                             if sig_required and (role not in unsigned_roles if role else not issuers & unsigned_roles):
                                 violate("REMP-SIG-001", mid, f"{kind} from {src} carries no signature", [(ref, kind, src)])
@@ -665,7 +700,6 @@ class RempLogChecker:
                 elif kind == "Timeout":
                     self._early_timeout(msg, ref, t, src)
                 if ki.has_block:
-                    block = obj.get("block_id")
                     if type(block) is str:
                         if fold:
                             block = block.lower()
@@ -674,7 +708,7 @@ class RempLogChecker:
                         elif kind == "Finalized":
                             self._finalized(msg, block, ref, t, src)
                 if track_blocks and kind in BLOCK_EVENT_KINDS and t is not None:
-                    self._block_event(msg, kind, obj.get("block_id"), ref, t, src)
+                    self._block_event(msg, kind, block, ref, t, src)
                 if (seq & (SWEEP_EVERY - 1)) == 0:  # for logs whose receipts carry no time
                     self.seq = seq
                     self._sweep()

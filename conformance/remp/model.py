@@ -30,10 +30,12 @@ class FieldCheck:
     fmt: dict[str, Any] | None = None  # the profile's format entry, for the compiled validator
 
 
-def compile_validator(kind: str, fields: tuple[FieldCheck, ...]) -> Callable[[dict], list[str] | None] | None:
+def compile_validator(kind: str, fields: tuple[FieldCheck, ...], typed: bool = False) -> Callable[[Any], list[str] | None] | None:
     """Generate one function that checks every field of a kind and returns the problems (or
     None). Generated code avoids a call per field on the hot path: integers are checked inline,
-    strings against a set of values already found good before calling the format's check."""
+    strings against a set of values already found good before calling the format's check.
+    ``typed``: the function reads a typed receipt's attributes (:mod:`.decode`) instead of a
+    dict's keys; the checks and their texts are the same."""
     if not fields:
         return None
     env: dict[str, Any] = {}
@@ -44,7 +46,7 @@ def compile_validator(kind: str, fields: tuple[FieldCheck, ...]) -> Callable[[di
         env[f"check{i}"], env[f"good{i}"] = fc.check, set()
         missing = f"{fc.name}: required for {kind}, missing"
         wrong = f"{fc.name}: expected {fc.expected}, found "
-        body.append(f"    v = obj.get({fc.name!r})")
+        body.append(f"    v = obj.{fc.name}" if typed else f"    v = obj.get({fc.name!r})")
         body.append("    if v is None:")
         body.append(f"        if {fc.required!r}: bad = (bad or []) + [{missing!r}]")
         fmt = fc.fmt or {}
@@ -73,6 +75,7 @@ class KindInfo:
     in_table: bool
     fields: tuple[FieldCheck, ...]
     validate: Callable[[dict], list[str] | None] | None  # compiled from fields
+    validate_typed: Callable[[Any], list[str] | None] | None  # the same, on a typed receipt (decode.py)
     bit: int  # this kind's bit in a message's set of kinds seen
     has_block: bool  # carries the shard block group (required or optional)
     # role -> (position after, positions it may follow)
@@ -109,11 +112,14 @@ def _hex_check(pattern: str) -> Callable[[Any], bool] | None:
     lower_only = cases == {"f"}
     fromhex = bytes.fromhex
 
-    def check(v) -> bool:
-        if type(v) is not str or len(v) not in lengths:
+    def check(v) -> bool:  # called once per receipt for its signature: kept to a few operations
+        if type(v) is not str:
+            return False
+        n = len(v)
+        if n not in lengths:
             return False
         try:
-            ok = len(fromhex(v)) * 2 == len(v)  # fromhex skips spaces: the length catches them
+            ok = len(fromhex(v)) * 2 == n  # fromhex skips spaces: the length catches them
         except ValueError:
             return False
         return ok and (not lower_only or v.islower() or v.isdigit())
@@ -198,6 +204,8 @@ class RempModel:
         self.hash_check, self.hash_expected = self.formats[common["message_id"]["format"]]
         self.ids_fold_case: bool = self.hash_check("A" * 64)  # upper-case hex allowed: compare ids case-folded
         self.seed_names = {alias: k.name for k in self.kinds.values() for alias in k.seed_names}
+        self._typed = None
+        self._threshold_of: dict[tuple[str, int], int] = {}
 
     # -- cross-reference checks -------------------------------------------------------------
     def _check_rules(self, spec, manifest):
@@ -302,6 +310,7 @@ class RempModel:
                     _fail(spec, "transitions", ["roles", role, "kinds"], f"kind {name} may be issued by {role} in profile {self.profile} but has no transition for that role")
             out[name] = KindInfo(name, k["status"], k["level"], k["category"], k["final"], issuers,
                                  k["in_table"][self.profile], tuple(fields), compile_validator(name, tuple(fields)),
+                                 compile_validator(name, tuple(fields), typed=True),
                                  1 << len(out), has_block, transitions, tuple(k.get("seed_names", ())))
         for role, r in trans.items():
             for name in r["kinds"]:
@@ -337,15 +346,31 @@ class RempModel:
 
     # -- helpers used by checker, machines and docs ------------------------------------------
 
+    def typed_decoder(self) -> tuple:
+        """(decode, kind_of, kinds whose master block file hash may need recovering) of the typed
+        decoder (:mod:`.decode`), built on first use."""
+        if self._typed is None:
+            from rmkit.conformance.remp.decode import TypedDecoder
+
+            dec = TypedDecoder(self)
+            recover = frozenset(k.name for k in self.kinds.values() if any(f.name == "mc_block_file_hash" for f in k.fields))
+            self._typed = (dec.decode, dec.kind_of, recover)
+        return self._typed
+
     def mode(self, rule_id: str) -> str:
         return self.rules[rule_id].mode(self.profile)
 
     def threshold(self, name: str, n: int) -> int:
         """The count a threshold of protocol.yaml gives for N validators (e.g. fanout_min(7) = 3)."""
-        frac, plus, minus_one, rounding = self.thresholds[name]
-        base = (n - 1 if minus_one else n) * frac.numerator
-        whole = -(-base // frac.denominator) if rounding == "ceil" else base // frac.denominator
-        return whole + plus
+        got = self._threshold_of.get((name, n))  # asked per message: remembered
+        if got is None:
+            frac, plus, minus_one, rounding = self.thresholds[name]
+            base = (n - 1 if minus_one else n) * frac.numerator
+            whole = -(-base // frac.denominator) if rounding == "ceil" else base // frac.denominator
+            got = whole + plus
+            if len(self._threshold_of) < 4096:
+                self._threshold_of[(name, n)] = got
+        return got
 
     def expiry_bound_ms(self, lifetime_s: float) -> int:
         return int(self.expiry_bound_lifetimes * lifetime_s * 1000)

@@ -1,0 +1,62 @@
+"""Typed decoding of REMP receipts: one msgspec Struct per receipt kind, built from the spec.
+
+The checker's hot path. Decoding a line straight into the Struct of its kind (the ``kind`` field
+is the tag) is cheaper than building a dict, and it settles on the way what the checker would
+otherwise test field by field: the line is JSON, an object, of a known kind, with no field the
+spec does not know, every integer an integer and every string a string.
+
+Only a receipt that passes all of that is decoded here. Anything else (unknown kind, unknown or
+misspelt field, a string where a number belongs, a Kafka envelope, bad JSON, an integer beyond 64
+bits) makes :meth:`TypedDecoder.decode` raise, and the checker reads the line the general way
+(orjson into a dict), which says what is wrong. Field formats (hex patterns, minimums) and
+required fields are not judged here: the checker runs the same compiled field checks on the
+typed receipt as on a dict (``KindInfo.validate_typed``), so a finding's text does not depend on
+the path a line took. ``tests/test_typed_decode.py`` holds both paths equal on every fixture.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+import msgspec
+
+from rmkit.conformance.remp.model import RempModel
+
+# The integers both decoders read alike: orjson turns a larger literal into a float, msgspec
+# into an int. Beyond 64 signed bits a line takes the general path.
+INT_RANGE = msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)
+
+
+def _field_type(fmt: dict[str, Any]):
+    from typing import Annotated
+
+    base = Annotated[int, INT_RANGE] if fmt["type"] == "integer" else str
+    return Optional[base]  # missing and null read alike (None), as dict.get gives them
+
+
+class TypedDecoder:
+    """``decode(line)`` -> the typed receipt of the line's kind; raises on anything else.
+    ``kind_of[type(receipt)]`` is the kind's :class:`~rmkit.conformance.remp.model.KindInfo`."""
+
+    def __init__(self, model: RempModel):
+        spec = model.spec["kinds"]
+        formats = model.spec["formats"]["formats"]
+        structs = []
+        self.kind_of: dict[type, Any] = {}
+        for name, ki in model.kinds.items():
+            own = [(fc.name, _field_type(fc.fmt), None) for fc in ki.fields]
+            common = [(f, _field_type(formats[entry["format"]][model.profile]), None)
+                      for f, entry in spec["common_fields"].items() if f not in {o[0] for o in own}]
+            names = [f[0] for f in common + own]
+            if "kind" in names or len(set(names)) != len(names):
+                raise ValueError(f"kind {name}: field names {names} cannot form a typed receipt")
+            cls = msgspec.defstruct(f"Typed{name}", common + own, tag_field="kind", tag=name,
+                                    forbid_unknown_fields=True, gc=False, namespace={"get": _get})
+            structs.append(cls)
+            self.kind_of[cls] = ki
+        self.decode = msgspec.json.Decoder(Union[tuple(structs)]).decode
+
+
+def _get(self, name: str, default=None):
+    """Read a field as from the dict a receipt would be (the checker's colder paths use ``get``)."""
+    return getattr(self, name, default)
