@@ -13,6 +13,7 @@ import queue
 import select
 import shlex
 import signal
+import _signal
 import subprocess
 import threading
 import time
@@ -108,7 +109,7 @@ class _Alarm:
                 and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
 
     def call(self, fn, arg, timeout: float):
-        old = signal.signal(signal.SIGALRM, _alarm)
+        old = _signal.signal(signal.SIGALRM, _alarm)  # the C call: signal.signal's enum wrapping costs more than a step
         signal.setitimer(signal.ITIMER_REAL, timeout)
         try:
             started = time.monotonic()
@@ -120,7 +121,7 @@ class _Alarm:
             raise TimeoutError from None
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
+            _signal.signal(signal.SIGALRM, old)
 
 
 class _Box(list):

@@ -12,8 +12,7 @@ catchain deliveries, records from an older session's catchain.
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
-from hypothesis.stateful import precondition, rule
+from rmkit.conformance.remp.driven.draws import precondition, rule, st
 
 from rmkit.conformance.remp.driven.machine import DrivenMachine
 from rmkit.conformance.remp.driven.names import OWN_VALIDATOR, block, msg_id

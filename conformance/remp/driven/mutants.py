@@ -58,12 +58,31 @@ class _RebroadcastsCatchainCopy(Validator):
         return out
 
 
-class _NeverObsolete(Validator):
-    def _live(self, session):
-        return True  # the mutation: no message ever becomes obsolete
+class _CopiesObsoleteOn(Validator):
+    """Breaks REMP-LIFE-001 alone: the hand-over at a switch copies on the messages that turn
+    obsolete at it (it still times them out and never collates them)."""
+
+    def _forward(self, session, to_session, time):
+        self._live = lambda s: True  # the mutation: every message counts as live for the hand-over
+        try:
+            return super()._forward(session, to_session, time)
+        finally:
+            del self._live
+
+
+class _CollatesObsolete(Validator):
+    """Breaks REMP-EXPIRY-001 alone: an obsolete message is timed out and left out of the hand-over
+    as due, but stays in the queue, so it is collated (and included) after it became obsolete."""
 
     def _expire(self, out, m, time):
-        return
+        if not m.done and (m.cand is not None or m.acc is not None):
+            return super()._expire(out, m, time)
+        if not m.done and m.body and not m.own_rej:
+            self._emit(out, m, "Timeout", time)
+        # the mutation: the message is not forgotten
+
+    def _unfit(self, m):
+        return m.done or m.acc is not None or m.own_rej or m.stopped or m.cand is not None
 
 
 class _CollatesProcessed(Validator):
@@ -168,9 +187,8 @@ MUTANTS: dict = {
     "REMP-COLL-003": ("validator", _mutant("REMP-COLL-003", "validator", _RecollatesOwnRejected), BOTH),
     "REMP-IGN-001": ("validator", _mutant("REMP-IGN-001", "validator", _IgnoredNotRequeued), BOTH),
     "REMP-QUEUE-001": ("validator", _mutant("REMP-QUEUE-001", "validator", _RebroadcastsCatchainCopy), BOTH),
-    "REMP-LIFE-001": ("validator", _mutant("REMP-LIFE-001", "validator", _NeverObsolete), BOTH),
-    # the same fault seen in the receipts: a block after expiry (the log rule behind REMP-LIFE-001)
-    "REMP-EXPIRY-001": ("validator", _mutant("REMP-EXPIRY-001", "validator", _NeverObsolete), BOTH),
+    "REMP-LIFE-001": ("validator", _mutant("REMP-LIFE-001", "validator", _CopiesObsoleteOn), BOTH),
+    "REMP-EXPIRY-001": ("validator", _mutant("REMP-EXPIRY-001", "validator", _CollatesObsolete), BOTH),
     "REMP-REPLAY-003": ("validator", _mutant("REMP-REPLAY-003", "validator", _CollatesProcessed), BOTH),
     "REMP-SEND-001": ("validator", _mutant("REMP-SEND-001", "validator", rewrite=_drop_kind("RejectedByCollator")), BOTH),
     "REMP-KIND-001": ("validator", _mutant("REMP-KIND-001", "validator", rewrite=_rename("IncludedIntoBlock", "IncludedIntoBlocks")), BOTH),
