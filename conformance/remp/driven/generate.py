@@ -147,7 +147,7 @@ def _failing(p: Played) -> bool:
 
 def run_generated(role: str, profile: str, params: dict, impl, *, max_examples: int = 100, seed: int | None = None,
                   derandomize: bool = False, time_budget: float | None = None,
-                  steps: int = STEPS_PER_SCENARIO, wanted=_failing) -> Generated:
+                  steps: int = STEPS_PER_SCENARIO, wanted=_failing, shrink_budget: float = SHRINK_BUDGET_S) -> Generated:
     """Up to ``max_examples`` scenarios (fewer when ``time_budget`` runs out); the first that fails
     as ``wanted`` says (by default: at all) is shrunk and returned. Derandomized runs start from seed 0."""
     trace = Trace()
@@ -163,7 +163,7 @@ def run_generated(role: str, profile: str, params: dict, impl, *, max_examples: 
             return Generated(role, done, trace.steps, time.perf_counter() - started, kit_error=p.kit_error)
         if p.failure is not None and wanted(p):
             found = time.perf_counter() - started
-            small = shrink(world, choices.made, steps, wanted) or p
+            small = shrink(world, choices.made, steps, wanted, shrink_budget) or p
             failing = Scenario(id=f"generated-{role}", role=role, profile=profile, params=params, events=small.events,
                                origin="generated")
             failing.id = f"generated-{role}-{failing.digest()}"

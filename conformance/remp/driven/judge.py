@@ -100,6 +100,7 @@ class Judge:
         self.made = 0
         self.seq = 0
         self.used_total: dict = {}
+        self.ignored: set = set()  # validator: ids of the messages whose block (or collator) ignored them
         self.obsolete: set = set()  # validator: ids of the messages that became obsolete at a switch
         self._due: dict = {}  # full node: msg_id -> (last send, answered, total, validators left) of resends due
 
@@ -115,6 +116,10 @@ class Judge:
             self._fullnode_choice(event, actual, breaches, used)
         elif self.role == "validator" and et == "CollationRound":
             self._collation_choice(event, actual, breaches, used)
+        elif self.role == "validator" and et in ("ShardBlockIgnored", "MasterchainIgnore"):
+            self.ignored.update(event.get("msg_ids") or ())
+        elif self.role == "validator" and et == "CollatorResult" and event.get("result") == "ignored":
+            self.ignored.add(event.get("msg_id"))
         elif self.role == "validator" and et == "SessionSwitch":
             cc_before = {mid for mid, m in machine.msgs.items() if m.from_cc}
             held = list(machine.msgs.values())
@@ -256,8 +261,7 @@ class Judge:
                 return "REMP-EXPIRY-001"  # an obsolete message handed to the collator: to be included after expiry
         for mid in oldest:
             if mid not in ids:
-                m = v.msgs.get(mid)
-                if m is not None and m.pos.startswith("ignored"):
+                if mid in self.ignored:  # left out after it was ignored: it did not return to the queue
                     return "REMP-IGN-001"
         return "REMP-COLL-001"
 

@@ -101,12 +101,19 @@ class _CollatesProcessed(Validator):
 
 
 class _FinalizesTwice(FullNode):
+    """Breaks REMP-FIN-001 alone: a later commit of a finalized message finalizes it again, naming
+    the block it was finalized in (so the receipts claim no second block, REMP-REPLAY-002's fault)."""
+
     def _on_commit(self, ev):
+        firsts = self.__dict__.setdefault("_finalized_in", {})
         done = {mid for mid in ev.msg_ids if mid in self.msgs and self.msgs[mid].final}
         out = super()._on_commit(ev)
+        for o in out:
+            if isinstance(o, Publish) and o.receipt.kind == "Finalized":
+                firsts.setdefault(o.receipt.msg_id, (o.receipt.block, o.receipt.mc_block))
         for mid in done:  # the mutation: a second commit of the message finalizes it again
-            out.append(Publish(Receipt("Finalized", mid, self.id, ev.time, block=ev.block, mc_block=ev.mc_block),
-                               FULLNODE, ev.time))
+            blk, mc = firsts.get(mid, (ev.block, ev.mc_block))
+            out.append(Publish(Receipt("Finalized", mid, self.id, ev.time, block=blk, mc_block=mc), FULLNODE, ev.time))
         return out
 
 
@@ -194,7 +201,7 @@ MUTANTS: dict = {
     "REMP-KIND-001": ("validator", _mutant("REMP-KIND-001", "validator", rewrite=_rename("IncludedIntoBlock", "IncludedIntoBlocks")), BOTH),
     "REMP-KIND-002": ("validator", _mutant("REMP-KIND-002", "validator", rewrite=_rename("IncludedIntoBlock", "AcceptedByQueue")), ("spec",)),
     "REMP-ROLE-001": ("validator", _mutant("REMP-ROLE-001", "validator", rewrite=_rename("PutIntoQueue", "RejectedByFullnode")), BOTH),
-    "REMP-SEQ-001": ("validator", _mutant("REMP-SEQ-001", "validator", rewrite=_drop_kind("PutIntoQueue")), ("spec",)),
+    "REMP-SEQ-001": ("validator", _mutant("REMP-SEQ-001", "validator", rewrite=_rename("PutIntoQueue", "AcceptedByQueue")), ("spec",)),
     "REMP-SCHEMA-001": ("validator", _mutant("REMP-SCHEMA-001", "validator", rewrite=_no_error("RejectedByCollator")), BOTH),
     "REMP-FANOUT-002": ("fullnode", _example("low_fanout"), ("spec",)),
     "REMP-FANOUT-002/ever-node": ("fullnode", _mutant("REMP-FANOUT-002", "fullnode", _SendsToNobody), ("ever-node",)),
