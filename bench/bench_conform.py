@@ -1,33 +1,85 @@
 """Driven conformance throughput: generated scenarios per second against the reference adapter
 in-process and as a process (the ratio is the process adapter's slowdown, measured in the same
-run); per faulty example and profile the time a derandomized run (catalogue, then generated, as
+run), optionally beside an earlier version of the kit (``--baseline REF``: a git revision, run from
+an export of it in a subprocess, so that before and after are measured under the same load); per
+faulty example and profile the time a derandomized run (catalogue, then generated, as
 `rmkit conform --derandomize`) takes to find and shrink it, and the shrunk length; per legal
-example and profile the time of a run that must pass.
+example and profile the time of a run that must pass. The load average is printed with the rates:
+absolute figures mean little on a shared machine, ratios measured in one run do.
 
-    python bench/bench_conform.py [--examples N] [--skip-rates]
+    python bench/bench_conform.py [--examples N] [--skip-rates] [--skip-examples] [--baseline REF]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from rmkit.conformance.examples import EXAMPLES, LEGAL, profiles_of, role_of
 from rmkit.conformance.remp.driven.adapters import InProcessImplementation, ProcessImplementation
+from rmkit.conformance.remp.driven.coverage import generated_scenarios
 from rmkit.conformance.remp.driven.generate import run_generated
 from rmkit.conformance.remp.driven.names import default_params
 from rmkit.conformance.remp.driven.suite import run_suite
 
 REFERENCE = "rmkit.reference_impl.remp.adapter:factory"
+ROOT = Path(__file__).resolve().parent.parent
+# the import name of each package folder of the source tree (pyproject.toml's package-dir)
+PACKAGE_DIRS = {"spec": "spec", "conformance": "conformance", "reference_impl": "reference_impl", "fixtures": "fixtures",
+                "tla": "tla", "spark_checks": "spark_checks"}
+RATE = """
+import sys, time
+from rmkit.conformance.remp.driven.adapters import InProcessImplementation
+from rmkit.conformance.remp.driven.generate import run_generated
+from rmkit.conformance.remp.driven.names import default_params
+role, n = sys.argv[1], int(sys.argv[2])
+impl = InProcessImplementation("rmkit.reference_impl.remp.adapter:factory", role)
+p = default_params(role, "spec")
+run_generated(role, "spec", p, impl, max_examples=2, derandomize=True)
+t = time.perf_counter()
+g = run_generated(role, "spec", p, impl, max_examples=n, derandomize=True)
+dt = time.perf_counter() - t
+assert g.failing is None, g.message
+print(dt, g.examples, g.steps)
+"""
 
 
 def rate(impl, role: str, n: int) -> tuple[float, int, int]:
+    run_generated(role, "spec", default_params(role, "spec"), impl, max_examples=2, derandomize=True)  # warm
     t = time.perf_counter()
     g = run_generated(role, "spec", default_params(role, "spec"), impl, max_examples=n, derandomize=True)
+    dt = time.perf_counter() - t
     impl.close()
     assert g.failing is None and not g.kit_error, g.message or g.kit_error
-    return time.perf_counter() - t, g.examples, g.steps
+    return dt, g.examples, g.steps
+
+
+def baseline_tree(ref: str, into: Path) -> Path:
+    """The package tree of revision ``ref``, importable as ``rmkit`` from the returned folder."""
+    src = into / "src"
+    src.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    pkg = into / "path"
+    pkg.mkdir()
+    shutil.copytree(src / "rmkit", pkg / "rmkit")
+    for name, folder in PACKAGE_DIRS.items():
+        if (src / folder).is_dir() and not (pkg / "rmkit" / name).exists():
+            (pkg / "rmkit" / name).symlink_to(src / folder, target_is_directory=True)
+    return pkg
+
+
+def baseline_rate(path: Path, role: str, n: int) -> tuple[float, int, int]:
+    env = dict(os.environ, PYTHONPATH=str(path))
+    out = subprocess.run([sys.executable, "-c", RATE, role, str(n)], env=env, check=True, capture_output=True, text=True,
+                         cwd=path).stdout.split()
+    return float(out[0]), int(out[1]), int(out[2])
 
 
 def example_run(name: str, profile: str):
@@ -38,31 +90,52 @@ def example_run(name: str, profile: str):
     dt = time.perf_counter() - t
     failed = [r for r in rep.results if r.verdict == "fail"]
     g = rep.generated.get(role)
-    shrunk = len(g.failing.events) if g is not None and g.failing is not None else None
-    return dt, rep.verdict, [r.scenario.id for r in failed if r.scenario.origin == "catalogue"], shrunk
+    return dt, rep.verdict, [r.scenario.id for r in failed if r.scenario.origin == "catalogue"], g
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--examples", type=int, default=200)
+    ap.add_argument("--examples", type=int, default=300)
     ap.add_argument("--skip-rates", action="store_true")
+    ap.add_argument("--skip-examples", action="store_true")
+    ap.add_argument("--baseline", metavar="REF", help="also measure the in-process rate of git revision REF")
     args = ap.parse_args()
     if not args.skip_rates:
-        print(f"generated scenarios (up to 40 steps each), derandomized, {args.examples} per role")
-        for role in ("validator", "fullnode", "consumer"):
-            ti, ni, si = rate(InProcessImplementation(REFERENCE, role), role, args.examples)
-            tp, np_, sp = rate(ProcessImplementation(f"{sys.executable} -m rmkit.reference_impl.remp.adapter ROLE", role, 60),
-                               role, args.examples)
-            print(f"  {role:<9} in-process {ni / ti:7.1f} scenarios/s ({si / ti:8.0f} steps/s) | process {np_ / tp:7.1f} scenarios/s "
-                  f"({sp / tp:8.0f} steps/s) | process / in-process slowdown {tp / ti * ni / np_:4.2f}x")
+        tmp = Path(tempfile.mkdtemp(prefix="rmkit-bench-"))
+        try:
+            base = baseline_tree(args.baseline, tmp) if args.baseline else None
+            print(f"generated scenarios (up to 40 steps each), derandomized, {args.examples} per role; "
+                  f"load average {os.getloadavg()[0]:.1f}")
+            for role in ("validator", "fullnode", "consumer"):
+                ti, ni, si = rate(InProcessImplementation(REFERENCE, role), role, args.examples)
+                tp, np_, sp = rate(ProcessImplementation(f"{sys.executable} -m rmkit.reference_impl.remp.adapter ROLE", role, 60),
+                                   role, args.examples)
+                line = (f"  {role:<9} in-process {ni / ti:7.1f} scenarios/s ({si / ti:7.0f} steps/s) | process {np_ / tp:7.1f} "
+                        f"scenarios/s ({sp / tp:7.0f} steps/s) | process slowdown {tp / ti * ni / np_:4.2f}x")
+                if base is not None:
+                    tb, nb, sb = baseline_rate(base, role, args.examples)
+                    line += (f" | {args.baseline}: {nb / tb:6.1f} scenarios/s ({sb / tb:6.0f} steps/s), "
+                             f"now {(ni / ti) / (nb / tb):4.1f}x the scenarios/s")
+                print(line + f" | load {os.getloadavg()[0]:.1f}", flush=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if args.skip_examples:
+        return
+    for profile in ("spec", "ever-node"):
+        generated_scenarios(profile)  # the coverage measurement, once (cached), outside the timings below
     for title, names in (("faulty examples: a derandomized run (catalogue + 500 generated) must fail", EXAMPLES),
                          ("legal examples: a derandomized run (catalogue + 100 generated) must pass", LEGAL)):
         print(title)
         for name in names:
             for profile in profiles_of(name):
-                dt, verdict, cat, shrunk = example_run(name, profile)
-                found = f"; generated {'shrunk to %d steps' % shrunk if shrunk is not None else 'none failed'}"
-                print(f"  {name:<22} {profile:<9} {dt:6.1f} s  {verdict.upper():<4}  catalogue failed: {', '.join(cat) or '-'}{found}")
+                dt, verdict, cat, g = example_run(name, profile)
+                if g is not None and g.failing is not None:
+                    found = (f"; generated: found after {g.examples} scenarios ({g.found_s:.1f} s), shrunk from "
+                             f"{g.shrunk_from} to {len(g.failing.events)} steps")
+                else:
+                    found = "; generated: none failed"
+                print(f"  {name:<22} {profile:<9} {dt:6.1f} s  {verdict.upper():<4}  catalogue failed: {', '.join(cat) or '-'}{found}",
+                      flush=True)
 
 
 if __name__ == "__main__":

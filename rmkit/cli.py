@@ -243,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     # -- conform / replay ---------------------------------------------------------------------
     cf = sub.add_parser("conform", formatter_class=_Formatter, help="drive an implementation through generated scenarios",
                         description="Drive an implementation under test through the catalogue of named scenarios (one per\n"
-                                    "rule), then through Hypothesis-generated ones; compare every step's outputs with the\n"
+                                    "rule), then through generated ones (seeded, shrunk by Hypothesis); compare every step's outputs with the\n"
                                     "reference machine and check the rules on the receipts so far. A failing scenario is\n"
                                     "shrunk, printed, and saved as JSON Lines that `rmkit replay` reruns exactly.\n\n"
                                     "The implementation runs as a process speaking JSON Lines on stdin/stdout\n"

@@ -160,7 +160,7 @@ def read_user_document(path: str, option: str) -> tuple[Any, yaml.Node | None]:
     except OSError as exc:
         raise InputError(f"{option} {path}: cannot read ({exc.strerror})") from None
     try:
-        return yaml.safe_load(text), yaml.compose(text)
+        return yaml.load(text, Loader=_LOADER), yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f"{path}:{mark.line + 1}" if mark else path

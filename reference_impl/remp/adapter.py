@@ -84,7 +84,8 @@ class ReferenceAdapter:
 
     def step(self, event: dict) -> list:
         value = codec.from_json(event, part="events")
-        return [codec.to_json(o) for o in self.machine.step(value)]
+        self.last_values = self.machine.step(value)  # kept for the kit's receipt log (no second decoding)
+        return [codec.to_json(o) for o in self.last_values]
 
     def bye(self) -> None:
         self.machine = None

@@ -13,6 +13,7 @@ import queue
 import select
 import shlex
 import signal
+import _signal
 import subprocess
 import threading
 import time
@@ -44,7 +45,9 @@ class ImplementationFailure(Exception):
         return f"{self.kind} at step {self.step}: {self.detail}{got}"
 
 
-def _check_outputs(role: str, seq: int, outputs, raw: bytes) -> list:
+def _check_outputs(role: str, seq: int, outputs, raw: bytes, values: list | None = None) -> list:
+    """``outputs`` when each is a well-formed output of ``role``; their decoded values are appended
+    to ``values`` when given (the receipt log reuses them)."""
     allowed = adapter_spec()["roles"][role]["outputs"]
     if not isinstance(outputs, list):
         raise ImplementationFailure("malformed", seq, f'"outputs": expected a list, found {type(outputs).__name__}', raw)
@@ -54,7 +57,9 @@ def _check_outputs(role: str, seq: int, outputs, raw: bytes) -> list:
             raise ImplementationFailure("malformed", seq, f"outputs[{i}].type: expected one of {', '.join(allowed)} "
                                                           f"(the {role}'s outputs), found {found!r}", raw)
         try:
-            from_json(o, where=f"outputs[{i}]", part="outputs")
+            v = from_json(o, where=f"outputs[{i}]", part="outputs")
+            if values is not None:
+                values.append(v)
         except WireError as exc:
             raise ImplementationFailure("malformed", seq, str(exc), raw) from None
     return outputs
@@ -108,7 +113,7 @@ class _Alarm:
                 and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
 
     def call(self, fn, arg, timeout: float):
-        old = signal.signal(signal.SIGALRM, _alarm)
+        old = _signal.signal(signal.SIGALRM, _alarm)  # the C call: signal.signal's enum wrapping costs more than a step
         signal.setitimer(signal.ITIMER_REAL, timeout)
         try:
             started = time.monotonic()
@@ -120,7 +125,7 @@ class _Alarm:
             raise TimeoutError from None
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
+            _signal.signal(signal.SIGALRM, old)
 
 
 class _Box(list):
@@ -204,7 +209,8 @@ class InProcessImplementation:
             if size > MAX_ANSWER_BYTES:
                 raise ImplementationFailure("oversized", seq, f"the answer holds {len(outputs):,} outputs, "
                                                               f"{size:,} bytes as JSON (at most {MAX_ANSWER_BYTES:,})")
-        return _check_outputs(self.role, seq, outputs, b"")
+        self.last_values = []
+        return _check_outputs(self.role, seq, outputs, b"", self.last_values)
 
     def end(self) -> None:
         if self.obj is None:
@@ -329,7 +335,8 @@ class ProcessImplementation:
             raise ImplementationFailure("wrong-answer", seq, f'expected {{"type": "outputs", "seq": {seq}, ...}}, found type {msg.get("type")!r}', raw)
         if msg.get("seq") != seq:
             raise ImplementationFailure("wrong-answer", seq, f"the answer is to request {msg.get('seq')!r}, expected {seq}", raw)
-        return _check_outputs(self.role, seq, msg.get("outputs"), raw)
+        self.last_values = []
+        return _check_outputs(self.role, seq, msg.get("outputs"), raw, self.last_values)
 
     def end(self) -> None:
         if self.proc is None:

@@ -132,9 +132,18 @@ def _receipt(where: str, v) -> ev.Receipt:
     if not isinstance(v, dict):
         raise _fail(where, "a receipt object {kind, msg_id, source_id, time, ...}", v)
     kw = {}
-    for f, ftype in adapter_spec()["types"]["Receipt"].items():
-        kw[f] = _field(f"{where}.{f}", ftype, v.get(f), f in v)
+    for f, ftype, simple in _receipt_plan():
+        x = v.get(f)
+        if simple is not None and (type(x) is simple or (x is None and ftype[-1] == "?")):
+            kw[f] = x
+        else:
+            kw[f] = _field(f"{where}.{f}", ftype, x, f in v)
     return ev.Receipt(**kw)
+
+
+@functools.lru_cache(maxsize=None)
+def _receipt_plan() -> tuple:
+    return tuple((f, ftype, _SIMPLE.get(ftype)) for f, ftype in adapter_spec()["types"]["Receipt"].items())
 
 
 def _tuples(where: str, v, keys: tuple) -> tuple:
@@ -204,15 +213,40 @@ def from_json(obj: Any, where: str = "", part: str = "", only: str | None = None
     if not isinstance(obj, dict):
         raise _fail(where or "value", 'a JSON object with a "type"', obj)
     name = obj.get("type") if only is None else only
+    try:
+        cls, plan = _PLANS[(part, name)]
+    except (KeyError, TypeError):
+        cls, plan = _plan_for(part, name, where)
+    where = where or str(name)
+    if plan is None:  # a Receipt output wraps its receipt
+        return _receipt(f"{where}.receipt", obj.get("receipt"))
+    kw = {}
+    for f, ftype, simple in plan:
+        v = obj.get(f)
+        if simple is not None and (type(v) is simple or (v is None and ftype[-1] == "?")):
+            kw[f] = v  # the common case, checked at once (the same verdict _field gives it)
+        else:
+            kw[f] = _field(f"{where}.{f}", ftype, v, f in obj)
+    return cls(**kw)
+
+
+_PLANS: dict = {}  # (part, type name) -> (class, plan): decoding runs for every event and output of every step
+
+
+def _plan_for(part: str, name, where: str) -> tuple:
     ev_t, out_t = _tables()
     tables = {"events": (ev_t,), "outputs": (out_t,)}.get(part, (ev_t, out_t))
-    entry = next((t[name] for t in tables if name in t), None)
-    where = where or str(name)
+    entry = next((t[name] for t in tables if name in t), None) if isinstance(name, str) else None
     if entry is None:
         known = sorted(k for t in tables for k in t)
-        raise _fail(f"{where}.type", f"one of {', '.join(known)}", name)
+        raise _fail(f"{where or name}.type", f"one of {', '.join(known)}", name)
     cls, decl = entry
-    if cls is ev.Receipt and part != "events":
-        return _receipt(f"{where}.receipt", obj.get("receipt"))
-    kw = {f: _field(f"{where}.{f}", ftype, obj.get(f), f in obj) for f, ftype in decl.items()}
-    return cls(**kw)
+    plan = None if cls is ev.Receipt and part != "events" else \
+        tuple((f, ftype, _SIMPLE.get(ftype)) for f, ftype in decl.items())
+    _PLANS[(part, name)] = (cls, plan)
+    return cls, plan
+
+
+_SIMPLE = {"int": int, "int?": int, "str": str, "str?": str, "bool": bool, "bool?": bool}
+
+

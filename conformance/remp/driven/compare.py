@@ -120,8 +120,13 @@ def _pairs(missing, extra) -> list:
     return [f"{missing[0].get('type')} differs in " + "; ".join(diffs)] if diffs else []
 
 
+NO_DIFFERENCE = Difference((), (), False)
+
+
 def compare(expected: list, actual: list) -> Difference:
     """The difference between the reference's outputs and the implementation's for one step."""
+    if expected == actual:
+        return NO_DIFFERENCE  # equal outputs, in the same order: nothing to normalise
     unordered, _, _ = _rules()
     exp = [normalize(o) for o in expected]
     act = [normalize(o) for o in actual]

@@ -1,25 +1,35 @@
 """Which scenarios can detect the breach of which rule: measured by running each catalogue
-scenario against each rule's mutant (:mod:`.mutants`); a scenario covers a rule when it fails on
-that rule's mutant.
+scenario, and the generated scenarios, against each rule's mutant (:mod:`.mutants`); a scenario
+covers a rule when it fails on that rule's mutant *and* the failure is attributed to the rule (the
+judge's finding or a log rule broken names it), not when it fails for any reason.
+
+Generated scenarios count as well: for each mutant the generator (derandomized) searches for a
+scenario whose failure names the mutant's rule, shrinks it a little, and keeps it; a kept scenario
+is then run against every mutant of its role like a catalogue one, and :mod:`.suite` runs the kept
+scenarios against the implementation, so that their verdict is evidence too.
 
 Computed once per spec and code (the key hashes the REMP spec files and the source of the core,
-the checker, the judge, the mutants and the reference machines), kept in memory and, where the folder is writable, on disk.
+the checker, the judge, the mutants and the reference machines), kept in memory and, where the
+folder is writable, on disk.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 from pathlib import Path
 
 import orjson
 
 from rmkit.conformance.remp.driven import mutants
 from rmkit.conformance.remp.driven.catalogue import catalogue
+from rmkit.conformance.remp.driven.scenario import Scenario
 from rmkit.specload import spec_root
 
 CACHE_DIR = Path(".rmkit") / "coverage"
+GEN_EXAMPLES = 60  # generated scenarios tried per mutant
+GEN_BUDGET_S = 4.0  # the search's time per mutant
+GEN_SHRINK_S = 1.5  # the shrink's time per mutant (a kept scenario need not be minimal)
 
 
 class _Impl:
@@ -62,28 +72,73 @@ def key(profile: str) -> str:
     return h.hexdigest()[:16]
 
 
+def attributed(result, rule: str) -> bool:
+    """The scenario failed and its failure names ``rule``."""
+    from rmkit.conformance.remp.driven.runner import FAIL
+
+    return result.verdict == FAIL and result.failure is not None and rule in {r for r, _ in result.failure.rules}
+
+
+def _search(rule: str, profile: str, role: str, cls) -> Scenario | None:
+    """A generated scenario whose failure on ``rule``'s mutant names the rule, or None."""
+    from rmkit.conformance.remp.driven.generate import run_generated
+    from rmkit.conformance.remp.driven.names import default_params
+
+    g = run_generated(role, profile, default_params(role, profile), _Impl(cls, role), max_examples=GEN_EXAMPLES,
+                      derandomize=True, time_budget=GEN_BUDGET_S, shrink_budget=GEN_SHRINK_S,
+                      wanted=lambda p: rule in p.rules)
+    if g.failing is None:
+        return None
+    sc = g.failing
+    sc.id = f"generated-{rule.removeprefix('REMP-')}-{sc.digest()[:8]}"
+    sc.title = f"generated ({len(sc.events)} steps); caught the mutant breaking {rule}"
+    return sc
+
+
 @functools.lru_cache(maxsize=None)
-def coverage(profile: str) -> dict:
-    """rule -> sorted ids of the catalogue scenarios that catch its mutant (``[]``: none does);
-    rules without a mutant in this profile are absent."""
+def _measured(profile: str) -> dict:
     k = key(profile)
     path = CACHE_DIR / f"{k}-{profile}.json"
     try:
         return orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         pass
-    from rmkit.conformance.remp.driven.runner import FAIL, run_scenario  # runner imports the judge, not us
+    from rmkit.conformance.remp.driven.runner import run_scenario
 
-    out: dict = {}
+    found = {}
+    by_role: dict = {}
     for rule in mutants.rules_with_mutants():
         m = mutants.mutant_for(rule, profile)
         if m is None:
             continue
-        role, cls = m
-        out[rule] = sorted(sc.id for sc in catalogue(profile, [role]) if run_scenario(sc, _Impl(cls, role)).verdict == FAIL)
+        by_role.setdefault(m[0], []).append((rule, m[1]))
+        sc = _search(rule, profile, *m)
+        if sc is not None:
+            found.setdefault(sc.digest(), sc)  # one scenario may be found for several mutants
+    rules: dict = {}
+    for role, entries in by_role.items():
+        scenarios = catalogue(profile, [role]) + [sc for sc in found.values() if sc.role == role]
+        for rule, cls in entries:
+            rules[rule] = sorted(sc.id for sc in scenarios if attributed(run_scenario(sc, _Impl(cls, role)), rule))
+    out = {"rules": rules, "generated": [
+        {"id": sc.id, "role": sc.role, "profile": sc.profile, "params": sc.params, "events": sc.events, "title": sc.title}
+        for sc in found.values()]}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(orjson.dumps(out, option=orjson.OPT_SORT_KEYS))
     except OSError:
         pass  # a read-only folder: computed again next time
     return out
+
+
+def coverage(profile: str) -> dict:
+    """rule -> sorted ids of the scenarios (catalogue and generated) that catch its mutant with a
+    failure attributed to it (``[]``: none does); rules without a mutant in this profile are absent."""
+    return _measured(profile)["rules"]
+
+
+def generated_scenarios(profile: str, roles=None) -> list[Scenario]:
+    """The generated scenarios that caught a mutant, to run beside the catalogue."""
+    return [Scenario(id=d["id"], role=d["role"], profile=d["profile"], params=d["params"], events=d["events"],
+                     title=d["title"], origin="generated")
+            for d in _measured(profile)["generated"] if roles is None or d["role"] in roles]

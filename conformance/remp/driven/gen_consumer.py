@@ -9,8 +9,7 @@ receipts, validators with timestamp 0, unknown kinds, and queries at and past th
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
-from hypothesis.stateful import precondition, rule
+from rmkit.conformance.remp.driven.draws import precondition, rule, st
 
 from rmkit.conformance.remp.driven.machine import DrivenMachine
 from rmkit.conformance.remp.driven.names import FULLNODE_ID, block, msg_id

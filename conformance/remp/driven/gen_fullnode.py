@@ -10,8 +10,7 @@ the forgetting of obsolete messages (expiry edges), a next set announced while m
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
-from hypothesis.stateful import precondition, rule
+from rmkit.conformance.remp.driven.draws import precondition, rule, st
 
 from rmkit.conformance.remp.driven.machine import DrivenMachine
 from rmkit.conformance.remp.driven.names import block, msg_id

@@ -12,8 +12,7 @@ catchain deliveries, records from an older session's catchain.
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
-from hypothesis.stateful import precondition, rule
+from rmkit.conformance.remp.driven.draws import precondition, rule, st
 
 from rmkit.conformance.remp.driven.machine import DrivenMachine
 from rmkit.conformance.remp.driven.names import OWN_VALIDATOR, block, msg_id
@@ -70,6 +69,10 @@ class ValidatorWorld(DrivenMachine):
         n = len(self.blocks) + 1
         self.blocks[n] = {"msgs": list(names), "by": by, "st": "candidate"}
         return n
+
+    def _has(self, *states) -> bool:
+        """Some block is in one of ``states`` (the preconditions ask it before every step)."""
+        return any(b["st"] in states for b in self.blocks.values())
 
     def _blocks_in(self, *states) -> list:
         return [n for n, b in self.blocks.items() if b["st"] in states]
@@ -143,7 +146,7 @@ class ValidatorWorld(DrivenMachine):
             self._record(p, m, "reject", error=PEER_ERROR)
 
     # ---- blocks -------------------------------------------------------------------------------
-    @precondition(lambda self: self._blocks_in("candidate"))
+    @precondition(lambda self: self._has("candidate"))
     @rule(i=st.integers(0, 100))
     def shard_accept(self, i):
         c = self._blocks_in("candidate")
@@ -156,35 +159,35 @@ class ValidatorWorld(DrivenMachine):
                 self._block_event("ShardBlockIgnored", other, superseded=True)
                 self.blocks[other]["st"] = "ignored"
 
-    @precondition(lambda self: self._blocks_in("candidate"))
+    @precondition(lambda self: self._has("candidate"))
     @rule(i=st.integers(0, 100), superseded=st.booleans())
     def shard_ignore(self, i, superseded):
         n = self._pick(i, "candidate")
         self._block_event("ShardBlockIgnored", n, superseded=superseded)
         self.blocks[n]["st"] = "ignored"
 
-    @precondition(lambda self: self._blocks_in("candidate"))
+    @precondition(lambda self: self._has("candidate"))
     @rule(i=st.integers(0, 100))
     def shard_reject(self, i):
         n = self._pick(i, "candidate")
         self._block_event("ShardBlockRejected", n, error="block candidate rejected by validators")
         self.blocks[n]["st"] = "rejected"
 
-    @precondition(lambda self: self._blocks_in("accepted"))
+    @precondition(lambda self: self._has("accepted"))
     @rule(i=st.integers(0, 100))
     def mc_commit(self, i):
         n = self._pick(i, "accepted")
         self._block_event("MasterchainCommit", n, mc_block=block(n, master=True))
         self.blocks[n]["st"] = "committed"
 
-    @precondition(lambda self: self._blocks_in("accepted"))
+    @precondition(lambda self: self._has("accepted"))
     @rule(i=st.integers(0, 100))
     def mc_ignore(self, i):
         n = self._pick(i, "accepted")
         self._block_event("MasterchainIgnore", n)
         self.blocks[n]["st"] = "mcignored"
 
-    @precondition(lambda self: self._blocks_in("accepted", "committed"))
+    @precondition(lambda self: self._has("accepted", "committed"))
     @rule(i=st.integers(0, 100), extra=st.sampled_from([None, None, "m5"]), sender=st.integers(0, 10))
     def replay_block(self, i, extra, sender):
         """A peer's block holds a message already in an accepted or committed block (a replay)."""
@@ -195,7 +198,7 @@ class ValidatorWorld(DrivenMachine):
         out = self._block_event("ShardBlockAccepted", n, collated_by=by)
         self.blocks[n]["st"] = "refused" if any(o["type"] == "BlockRefused" for o in out) else "accepted"
 
-    @precondition(lambda self: self._blocks_in("accepted", "committed"))
+    @precondition(lambda self: self._has("accepted", "committed"))
     @rule(i=st.integers(0, 100), sender=st.integers(0, 10))
     def replay_after_switch(self, i, sender):
         """The session switches, then a peer of the new session replays a message accepted in the
@@ -207,7 +210,7 @@ class ValidatorWorld(DrivenMachine):
         out = self._block_event("ShardBlockAccepted", n, collated_by=by)
         self.blocks[n]["st"] = "refused" if any(o["type"] == "BlockRefused" for o in out) else "accepted"
 
-    @precondition(lambda self: self._blocks_in("ignored", "rejected", "mcignored"))
+    @precondition(lambda self: self._has("ignored", "rejected", "mcignored"))
     @rule(i=st.integers(0, 100))
     def recollate_after_ignore(self, i):
         """After a block was ignored or rejected, the validator collates again (the message must be back)."""
@@ -275,7 +278,7 @@ class ValidatorWorld(DrivenMachine):
     def time_passes(self, dt):
         self.send({"type": "Tick", "time": self.tick(dt)})
 
-    @precondition(lambda self: self._blocks_in("candidate", "accepted"))
+    @precondition(lambda self: self._has("candidate", "accepted"))
     @rule(i=st.integers(0, 100))
     def expiry_edge(self, i):
         """Two switches while a block holding the message is pending: the message turns obsolete

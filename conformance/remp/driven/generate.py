@@ -1,18 +1,18 @@
-"""Hypothesis-generated scenarios per role, run in lock-step against the reference, shrunk on failure.
+"""Generated scenarios per role, run in lock-step against the reference, shrunk on failure.
 
-Why Hypothesis's stateful testing: the events are drawn from the role's vocabulary with the
-environment's preconditions, and when an implementation departs, Hypothesis shrinks the run to a
-minimal sequence of events, which becomes a scenario file (:mod:`.scenario`) that reruns exactly.
+Why two drawers: searching must be fast (hundreds of scenarios a second), so scenarios are drawn
+by a seeded :class:`random.Random` (:class:`.draws.RandomChoices`); shrinking must be good, so the
+failing scenario's choice sequence is handed to Hypothesis, which replays it from its example
+database and shrinks it (:func:`shrink`) to a minimal sequence of events. That becomes a scenario
+file (:mod:`.scenario`) that reruns exactly (``rmkit replay``).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from hypothesis import HealthCheck, Phase, seed as hyp_seed, settings
-from hypothesis.stateful import run_state_machine_as_test
-
+from rmkit.conformance.remp.driven.draws import Choices, HypothesisChoices, RandomChoices, rules_of
 from rmkit.conformance.remp.driven.gen_consumer import ConsumerWorld
 from rmkit.conformance.remp.driven.gen_fullnode import FullNodeWorld
 from rmkit.conformance.remp.driven.gen_validator import ValidatorWorld
@@ -21,13 +21,14 @@ from rmkit.conformance.remp.driven.scenario import Scenario
 
 WORLDS = {"validator": ValidatorWorld, "fullnode": FullNodeWorld, "consumer": ConsumerWorld}
 STEPS_PER_SCENARIO = 40
-BATCH = 25
+SHRINK_BUDGET_S = 45.0  # shrinking stops simplifying after this long (the scenario found so far is kept)
+OFF = 3  # a rule whose switch draws this is off for the whole scenario (varies the mix, as swarm testing)
 
 
 @dataclass
 class Generated:
     """The outcome of the generated scenarios of one role: how many ran, and the shrunk failing
-    scenario if one failed (``found_s``: time to the first failure, ``shrunk_s``: time shrinking)."""
+    scenario if one failed (``rules``: what its failure was attributed to)."""
 
     role: str
     examples: int
@@ -36,42 +37,138 @@ class Generated:
     failing: Scenario | None = None
     message: str = ""
     kit_error: str = ""
+    rules: tuple = ()
+    found_s: float = 0.0
+    shrunk_from: int = 0
+
+
+@dataclass
+class Played:
+    """One scenario played: its events, and why it failed (``None``: it passed)."""
+
+    events: list
+    failure: str | None = None
+    rules: tuple = ()
+    kit_error: str = ""
+    made: list = field(default_factory=list)
+
+
+_STOP = object()
+
+
+def _step(c: Choices, w, rules, on):
+    """One step of a scenario: _STOP, None, or the Departure it ended with (returned, not raised,
+    so that the step's choices are closed before the scenario ends)."""
+    if not c.more():
+        return _STOP
+    enabled = [r for r, o in zip(rules, on) if o and (r.pre is None or r.pre(w))]
+    if not enabled:
+        return _STOP
+    r = enabled[c.below(len(enabled))]
+    try:
+        r.fn(w, **{name: s.draw(c) for name, s in r.args})
+    except Departure as d:
+        return d
+    return None
+
+
+def play(world: type, choices: Choices, steps: int) -> Played:
+    """Play one scenario of ``world`` (a bound generator class) with ``choices``."""
+    trace = world.trace
+    trace.events = []
+    try:
+        w = world()
+        rules = rules_of(world)
+        on = [choices.below(4) != OFF for _ in rules]
+        if not any(on):
+            on = [True] * len(rules)
+        for _ in range(steps):
+            res = choices.span(lambda c: _step(c, w, rules, on))
+            if res is _STOP:
+                break
+            if res is not None:
+                raise res
+        w.teardown()
+    except Departure as d:
+        return Played(list(trace.events), str(d), d.rules)
+    except Exception as exc:  # a bug of the kit's generator: reported, never a pass
+        import traceback
+
+        return Played(list(trace.events), kit_error="".join(traceback.format_exception(exc))[-3000:])
+    return Played(list(trace.events))
+
+
+class _OutOfTime(BaseException):
+    """Ends a shrink that ran out of time (a BaseException, so that Hypothesis stops at once
+    instead of taking it for another failure)."""
+
+
+def shrink(world: type, made: list, steps: int, wanted, budget_s: float = SHRINK_BUDGET_S) -> Played | None:
+    """The simplest scenario Hypothesis finds that still fails as ``wanted`` says, starting from the
+    choice sequence ``made`` (put into its example database, so that it is replayed first and then
+    simplified); when time runs out, the shortest failing one seen so far; None when Hypothesis
+    cannot replay it (the implementation is not deterministic)."""
+    from hypothesis import HealthCheck, Phase, find, settings, strategies as hst
+    from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
+    from hypothesis.errors import HypothesisException
+
+    db = InMemoryExampleDatabase()
+    key = b"rmkit-driven-shrink"
+    # the secondary corpus holds failures not yet shrunk; one in the primary would be taken as shrunk already
+    db.save(key + b".secondary", choices_to_bytes(made))
+    deadline = time.perf_counter() + budget_s
+    best: list = []
+
+    def failing(p: Played) -> bool:
+        if not wanted(p):
+            return False
+        if not best or len(p.events) < len(best[0].events):
+            best[:] = [p]
+        return True
+
+    @hst.composite
+    def scenario(draw):
+        if time.perf_counter() > deadline:
+            raise _OutOfTime
+        return play(world, HypothesisChoices(draw), steps)
+
+    conf = settings(database=db, phases=[Phase.reuse, Phase.shrink], deadline=None,
+                    max_examples=1, suppress_health_check=list(HealthCheck), print_blob=False)
+    try:
+        # no seed: Hypothesis does not read its database in a seeded run
+        return find(scenario(), failing, settings=conf, database_key=key)
+    except (_OutOfTime, HypothesisException):
+        return best[0] if best else None
+
+
+def _failing(p: Played) -> bool:
+    return p.failure is not None
 
 
 def run_generated(role: str, profile: str, params: dict, impl, *, max_examples: int = 100, seed: int | None = None,
                   derandomize: bool = False, time_budget: float | None = None,
-                  steps: int = STEPS_PER_SCENARIO) -> Generated:
+                  steps: int = STEPS_PER_SCENARIO, wanted=_failing, shrink_budget: float = SHRINK_BUDGET_S) -> Generated:
+    """Up to ``max_examples`` scenarios (fewer when ``time_budget`` runs out); the first that fails
+    as ``wanted`` says (by default: at all) is shrunk and returned. Derandomized runs start from seed 0."""
     trace = Trace()
-    machine = bind(WORLDS[role], role, profile, params, impl, trace)
+    world = bind(WORLDS[role], role, profile, params, impl, trace)
     started = time.perf_counter()
+    base = seed if seed is not None else (0 if derandomize else time.time_ns() % (1 << 32))
     done = 0
-    batch_no = 0
     while done < max_examples:
-        n = min(BATCH, max_examples - done)
-        conf = settings(max_examples=n, stateful_step_count=steps, deadline=None, database=None,
-                        derandomize=derandomize and seed is None, print_blob=False, report_multiple_bugs=False,
-                        suppress_health_check=list(HealthCheck),
-                        phases=[Phase.explicit, Phase.generate, Phase.shrink])
-        if seed is not None or not derandomize:
-            base = seed if seed is not None else int(time.time_ns() % (1 << 32))
-            machine_run = hyp_seed(base + batch_no)(machine)
-        else:
-            # derandomized batches differ by their own subclass (Hypothesis derives the seed from the test)
-            machine_run = type(f"{machine.__name__}{batch_no}", (machine,), {})
-        try:
-            run_state_machine_as_test(machine_run, settings=conf)
-        except Departure as exc:
-            failing = Scenario(id=f"generated-{role}", role=role, profile=profile, params=params, events=list(trace.events),
+        choices = RandomChoices(base * 1_000_003 + done)
+        p = play(world, choices, steps)
+        done += 1
+        if p.kit_error:
+            return Generated(role, done, trace.steps, time.perf_counter() - started, kit_error=p.kit_error)
+        if p.failure is not None and wanted(p):
+            found = time.perf_counter() - started
+            small = shrink(world, choices.made, steps, wanted, shrink_budget) or p
+            failing = Scenario(id=f"generated-{role}", role=role, profile=profile, params=params, events=small.events,
                                origin="generated")
             failing.id = f"generated-{role}-{failing.digest()}"
-            return Generated(role, done + n, trace.steps, time.perf_counter() - started, failing, str(exc))
-        except Exception as exc:  # a bug of the kit's generator: reported, never a pass
-            import traceback
-
-            return Generated(role, done + n, trace.steps, time.perf_counter() - started,
-                             kit_error="".join(traceback.format_exception(exc))[-3000:])
-        done += n
-        batch_no += 1
+            return Generated(role, done, trace.steps, time.perf_counter() - started, failing, small.failure or "",
+                             rules=small.rules, found_s=found, shrunk_from=len(p.events))
         if time_budget is not None and time.perf_counter() - started >= time_budget:
             break
-    return Generated(role, trace.runs, trace.steps, time.perf_counter() - started)
+    return Generated(role, done, trace.steps, time.perf_counter() - started)

@@ -100,6 +100,8 @@ class Judge:
         self.made = 0
         self.seq = 0
         self.used_total: dict = {}
+        self.ignored: set = set()  # validator: ids of the messages whose block (or collator) ignored them
+        self.obsolete: set = set()  # validator: ids of the messages that became obsolete at a switch
         self._due: dict = {}  # full node: msg_id -> (last send, answered, total, validators left) of resends due
 
     # ---- the step --------------------------------------------------------------------------------
@@ -114,8 +116,13 @@ class Judge:
             self._fullnode_choice(event, actual, breaches, used)
         elif self.role == "validator" and et == "CollationRound":
             self._collation_choice(event, actual, breaches, used)
+        elif self.role == "validator" and et in ("ShardBlockIgnored", "MasterchainIgnore"):
+            self.ignored.update(event.get("msg_ids") or ())
+        elif self.role == "validator" and et == "CollatorResult" and event.get("result") == "ignored":
+            self.ignored.add(event.get("msg_id"))
         elif self.role == "validator" and et == "SessionSwitch":
             cc_before = {mid for mid, m in machine.msgs.items() if m.from_cc}
+            held = list(machine.msgs.values())
         try:
             expected = self.ref.step(event)
         finally:
@@ -126,6 +133,8 @@ class Judge:
         exp, act = expected, actual
         if self.role == "validator":
             if cc_before is not None:
+                live = machine._live
+                self.obsolete.update(m.id for m in held if m.expired or not live(m.session))
                 exp, act = self._handover(exp, act, cc_before, breaches, used)
             exp, act = self._receipts(event, exp, act, breaches, used)
         diff = compare(exp, act)
@@ -241,7 +250,7 @@ class Judge:
                 continue
             m = v.msgs.get(mid)
             if m is None:
-                return "REMP-COLL-001"
+                return "REMP-EXPIRY-001" if mid in self.obsolete else "REMP-COLL-001"
             if m.acc is not None or m.done:
                 return "REMP-REPLAY-003"
             if m.own_rej:
@@ -249,11 +258,10 @@ class Judge:
             if m.stopped:
                 return "REMP-COLL-002"
             if m.expired or not v._live(m.session):
-                return "REMP-LIFE-001"
+                return "REMP-EXPIRY-001"  # an obsolete message handed to the collator: to be included after expiry
         for mid in oldest:
             if mid not in ids:
-                m = v.msgs.get(mid)
-                if m is not None and m.pos.startswith("ignored"):
+                if mid in self.ignored:  # left out after it was ignored: it did not return to the queue
                     return "REMP-IGN-001"
         return "REMP-COLL-001"
 
@@ -286,6 +294,12 @@ class Judge:
         a_full, a_dig = [key(x) for x in a.get("full") or []], [key(x) for x in a.get("digests") or []]
         extra = [k for k in a_full if k not in e_full] + [k for k in a_dig if k not in e_dig]
         missing = [x["msg_id"] for x in need_full if key(x) not in a_full] + [x["msg_id"] for x in need_dig if key(x) not in a_dig]
+        stale = self._obsolete_entries(a, e_full | e_dig)
+        if stale:
+            breaches.append(Breach("REMP-LIFE-001", f"the hand-over to session {a.get('to_session')} copies on {_short(stale)}, "
+                                   "obsolete (received two or more sessions before)",
+                                   "leave obsolete messages out of the hand-over"))
+            extra = [k for k in extra if k not in stale.values()]
         if extra or missing:
             found = []
             if missing:
@@ -298,6 +312,21 @@ class Judge:
         elif len(a_full) + len(a_dig) < len(e_full) + len(e_dig):
             used.add("handover_catchain")
         return rest_e, rest_a
+
+    def _obsolete_entries(self, forwarded: dict, expected_keys: set) -> dict:
+        """msg_id -> key of the hand-over's entries the reference leaves out because the message is
+        obsolete (its origin session is out of the window, or it turned obsolete at this switch)."""
+        live = self.ref.machine._live
+        out = {}
+        for x in list(forwarded.get("full") or []) + list(forwarded.get("digests") or []):
+            k = _key(x)
+            if k in expected_keys or not isinstance(x, dict):
+                continue
+            origin = x.get("origin_session")
+            mid = x.get("msg_id")
+            if (isinstance(origin, int) and not live(origin)) or (mid in self.obsolete and mid not in self.ref.machine.msgs):
+                out[mid] = k
+        return out
 
     # ---- validator: receipts (ever-node pacing, skipping; Duplicate reported or not) ------------------
     def _receipts(self, event, exp, act, breaches, used):
@@ -398,7 +427,8 @@ def _rule_of_output(role: str, o: dict, event: dict) -> str | None:
     if t == "HandToCollator":
         return "REMP-COLL-001"
     if t == "Receipt":
-        return "REMP-SEND-001"
+        # a Timeout missing (or made) at a switch: the message's lifetime (obsolete at N+2)
+        return "REMP-LIFE-001" if (o.get("receipt") or {}).get("kind") == "Timeout" else "REMP-SEND-001"
     if t == "SendToValidator":
         return "REMP-CLIENT-001" if event.get("type") == "Tick" else "REMP-FANOUT-002"
     if t == "Outcome":

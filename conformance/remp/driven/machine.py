@@ -4,24 +4,27 @@ implementation, and their outputs are compared before the next event is drawn.
 Why the reference drives the drawing: what may come next depends on what the validator did (the
 messages it handed its collator, the blocks it refused), and the spec's answer is the reference's.
 A generator therefore draws only events a real environment could send next, and an implementation
-that departs is caught at the step it departs, which Hypothesis then shrinks.
+that departs is caught at the step it departs, which is then shrunk (:mod:`.generate`).
 """
 
 from __future__ import annotations
-
-from hypothesis.stateful import RuleBasedStateMachine
 
 from rmkit.conformance.remp.driven.adapters import ImplementationFailure
 from rmkit.conformance.remp.driven.runner import LockStep
 
 
 class Departure(AssertionError):
-    """The implementation departed from the reference at one step (Hypothesis shrinks on it)."""
+    """The implementation departed from the reference at one step; ``rules``: the rules and
+    requirements the departure is attributed to (the judge's findings, the log rules broken)."""
+
+    def __init__(self, why: str, rules=()):
+        super().__init__(why)
+        self.rules = tuple(rules)
 
 
 class Trace:
     """What the generated runs share with the caller: the events of the latest run and whether it
-    failed (the last failing run Hypothesis makes is the shrunk one)."""
+    failed, and how many runs and steps there were."""
 
     def __init__(self):
         self.events: list = []
@@ -30,9 +33,9 @@ class Trace:
         self.steps = 0
 
 
-class DrivenMachine(RuleBasedStateMachine):
+class DrivenMachine:
     """Base of the role generators. Subclasses are made per run by :func:`bind` with ``role``,
-    ``profile``, ``params``, ``impl`` and ``trace``."""
+    ``profile``, ``params``, ``impl`` and ``trace``; their steps are :func:`.draws.rule` methods."""
 
     role = profile = ""
     params: dict = {}
@@ -40,7 +43,6 @@ class DrivenMachine(RuleBasedStateMachine):
     trace: Trace = None
 
     def __init__(self):
-        super().__init__()
         self.run = LockStep(self.role, self.profile, self.params, self.impl, "generated")
         self.events: list = []
         self.trace.events = self.events
@@ -52,10 +54,10 @@ class DrivenMachine(RuleBasedStateMachine):
         except ImplementationFailure as f:
             self._depart(str(f))
 
-    def _depart(self, why: str):
+    def _depart(self, why: str, rules=()):
         self._broken = True
         self.trace.failed = True
-        raise Departure(why)
+        raise Departure(why, rules)
 
     def send(self, event: dict) -> list:
         """One step: the reference's outputs, after checking the implementation's against them."""
@@ -66,7 +68,8 @@ class DrivenMachine(RuleBasedStateMachine):
         except ImplementationFailure as f:
             self._depart(str(f))
         if diff:
-            self._depart(f"step {self.run.seq}: {diff.summary()}")
+            logged = [r for r, _ in self.run.rules_broken()]
+            self._depart(f"step {self.run.seq}: {diff.summary()}", dict.fromkeys(logged + list(diff.rules)))
         return expected
 
     def teardown(self):
@@ -75,7 +78,7 @@ class DrivenMachine(RuleBasedStateMachine):
         broken = self.run.rules_broken()
         if broken:
             self.trace.failed = True
-            raise Departure(f"the receipts break {', '.join(sorted({r for r, _ in broken}))}")
+            raise Departure(f"the receipts break {', '.join(sorted({r for r, _ in broken}))}", dict.fromkeys(r for r, _ in broken))
         try:
             self.impl.end()
         except ImplementationFailure as f:
@@ -84,6 +87,6 @@ class DrivenMachine(RuleBasedStateMachine):
 
 
 def bind(base: type, role: str, profile: str, params: dict, impl, trace: Trace) -> type:
-    """A subclass of generator ``base`` for one run (Hypothesis instantiates it per example)."""
+    """A subclass of generator ``base`` for one run (instantiated per scenario)."""
     return type(base.__name__, (base,), {"role": role, "profile": profile, "params": params, "impl": impl,
                                          "trace": trace})

@@ -58,12 +58,31 @@ class _RebroadcastsCatchainCopy(Validator):
         return out
 
 
-class _NeverObsolete(Validator):
-    def _live(self, session):
-        return True  # the mutation: no message ever becomes obsolete
+class _CopiesObsoleteOn(Validator):
+    """Breaks REMP-LIFE-001 alone: the hand-over at a switch copies on the messages that turn
+    obsolete at it (it still times them out and never collates them)."""
+
+    def _forward(self, session, to_session, time):
+        self._live = lambda s: True  # the mutation: every message counts as live for the hand-over
+        try:
+            return super()._forward(session, to_session, time)
+        finally:
+            del self._live
+
+
+class _CollatesObsolete(Validator):
+    """Breaks REMP-EXPIRY-001 alone: an obsolete message is timed out and left out of the hand-over
+    as due, but stays in the queue, so it is collated (and included) after it became obsolete."""
 
     def _expire(self, out, m, time):
-        return
+        if not m.done and (m.cand is not None or m.acc is not None):
+            return super()._expire(out, m, time)
+        if not m.done and m.body and not m.own_rej:
+            self._emit(out, m, "Timeout", time)
+        # the mutation: the message is not forgotten
+
+    def _unfit(self, m):
+        return m.done or m.acc is not None or m.own_rej or m.stopped or m.cand is not None
 
 
 class _CollatesProcessed(Validator):
@@ -82,12 +101,19 @@ class _CollatesProcessed(Validator):
 
 
 class _FinalizesTwice(FullNode):
+    """Breaks REMP-FIN-001 alone: a later commit of a finalized message finalizes it again, naming
+    the block it was finalized in (so the receipts claim no second block, REMP-REPLAY-002's fault)."""
+
     def _on_commit(self, ev):
+        firsts = self.__dict__.setdefault("_finalized_in", {})
         done = {mid for mid in ev.msg_ids if mid in self.msgs and self.msgs[mid].final}
         out = super()._on_commit(ev)
+        for o in out:
+            if isinstance(o, Publish) and o.receipt.kind == "Finalized":
+                firsts.setdefault(o.receipt.msg_id, (o.receipt.block, o.receipt.mc_block))
         for mid in done:  # the mutation: a second commit of the message finalizes it again
-            out.append(Publish(Receipt("Finalized", mid, self.id, ev.time, block=ev.block, mc_block=ev.mc_block),
-                               FULLNODE, ev.time))
+            blk, mc = firsts.get(mid, (ev.block, ev.mc_block))
+            out.append(Publish(Receipt("Finalized", mid, self.id, ev.time, block=blk, mc_block=mc), FULLNODE, ev.time))
         return out
 
 
@@ -168,15 +194,14 @@ MUTANTS: dict = {
     "REMP-COLL-003": ("validator", _mutant("REMP-COLL-003", "validator", _RecollatesOwnRejected), BOTH),
     "REMP-IGN-001": ("validator", _mutant("REMP-IGN-001", "validator", _IgnoredNotRequeued), BOTH),
     "REMP-QUEUE-001": ("validator", _mutant("REMP-QUEUE-001", "validator", _RebroadcastsCatchainCopy), BOTH),
-    "REMP-LIFE-001": ("validator", _mutant("REMP-LIFE-001", "validator", _NeverObsolete), BOTH),
-    # the same fault seen in the receipts: a block after expiry (the log rule behind REMP-LIFE-001)
-    "REMP-EXPIRY-001": ("validator", _mutant("REMP-EXPIRY-001", "validator", _NeverObsolete), BOTH),
+    "REMP-LIFE-001": ("validator", _mutant("REMP-LIFE-001", "validator", _CopiesObsoleteOn), BOTH),
+    "REMP-EXPIRY-001": ("validator", _mutant("REMP-EXPIRY-001", "validator", _CollatesObsolete), BOTH),
     "REMP-REPLAY-003": ("validator", _mutant("REMP-REPLAY-003", "validator", _CollatesProcessed), BOTH),
     "REMP-SEND-001": ("validator", _mutant("REMP-SEND-001", "validator", rewrite=_drop_kind("RejectedByCollator")), BOTH),
     "REMP-KIND-001": ("validator", _mutant("REMP-KIND-001", "validator", rewrite=_rename("IncludedIntoBlock", "IncludedIntoBlocks")), BOTH),
     "REMP-KIND-002": ("validator", _mutant("REMP-KIND-002", "validator", rewrite=_rename("IncludedIntoBlock", "AcceptedByQueue")), ("spec",)),
     "REMP-ROLE-001": ("validator", _mutant("REMP-ROLE-001", "validator", rewrite=_rename("PutIntoQueue", "RejectedByFullnode")), BOTH),
-    "REMP-SEQ-001": ("validator", _mutant("REMP-SEQ-001", "validator", rewrite=_drop_kind("PutIntoQueue")), ("spec",)),
+    "REMP-SEQ-001": ("validator", _mutant("REMP-SEQ-001", "validator", rewrite=_rename("PutIntoQueue", "AcceptedByQueue")), ("spec",)),
     "REMP-SCHEMA-001": ("validator", _mutant("REMP-SCHEMA-001", "validator", rewrite=_no_error("RejectedByCollator")), BOTH),
     "REMP-FANOUT-002": ("fullnode", _example("low_fanout"), ("spec",)),
     "REMP-FANOUT-002/ever-node": ("fullnode", _mutant("REMP-FANOUT-002", "fullnode", _SendsToNobody), ("ever-node",)),

@@ -81,10 +81,11 @@ class LockStep:
         except ImplementationFailure:
             self.expected = self.ref.step(event)  # for the report: what the reference would answer
             raise
+        values = getattr(self.impl, "last_values", None)  # the implementation's outputs, decoded when checked
         j = self.judge.step(event, actual)
         expected = self.expected = j.expected
-        self.ref_log.add(self.seq, expected)
-        self.impl_log.add(self.seq, actual)
+        self.ref_log.add(self.seq, expected, getattr(self.ref, "last_values", None))
+        self.impl_log.add(self.seq, actual, values)
         return expected, actual, j
 
     def rules_broken(self) -> list:

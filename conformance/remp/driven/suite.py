@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rmkit.conformance.remp.driven.catalogue import catalogue, conformance_spec, requirements
 from rmkit.conformance.remp.driven.codec import adapter_spec
+from rmkit.conformance.remp.driven.coverage import generated_scenarios
 from rmkit.conformance.remp.driven.generate import run_generated
 from rmkit.conformance.remp.driven.names import default_params
 from rmkit.conformance.remp.driven.report import ConformReport
@@ -63,7 +64,12 @@ def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: 
                 say(f"catalogue {sc.id}")
                 rep.results.append(run_scenario(sc, impl))
             rep.implementation = getattr(impl, "name", "") or rep.implementation
-            if catalogue_only or max_examples == 0:
+            if catalogue_only:
+                continue
+            for sc in generated_scenarios(profile, [role]):  # generated ones that caught a mutant: coverage evidence
+                say(f"generated {sc.id}")
+                rep.results.append(run_scenario(sc, impl))
+            if max_examples == 0:
                 continue
             say(f"generated {role}")
             budget = None if time_budget is None else max(0.1, time_budget - (time.perf_counter() - started))
