@@ -6,7 +6,8 @@ from conftest import FIXTURES
 from rmkit.conformance.remp.checker import RempLogChecker
 
 EXAMPLES = FIXTURES / "seed" / "examples.jsonl"
-WELL_FORMED = {"REMP-INPUT-001", "REMP-SCHEMA-001", "REMP-KIND-001", "REMP-KIND-002", "REMP-TIME-001", "REMP-SIG-001"}
+WELL_FORMED = {"REMP-INPUT-001", "REMP-INPUT-002", "REMP-SCHEMA-001", "REMP-KIND-001", "REMP-KIND-002", "REMP-TIME-001",
+               "REMP-TIME-002", "REMP-SIG-001"}
 
 
 def test_each_example_receipt_is_well_formed_in_the_spec_profile(tmp_path):

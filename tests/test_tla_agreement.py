@@ -143,3 +143,14 @@ def test_agreement_at_scale(seed):
     for k in range(20):
         v = tracecheck.check_trace(ROTATING, explore(ROTATING, seed * 100 + k, 80))
         assert v.verdict == tracecheck.ACCEPTED, v.render()
+
+
+def test_walks_step_every_machine_on_ticks_and_feed_receipts_to_the_full_node():
+    """Time passes in a walk (Tick steps, no step of the model: the trace check holds the statuses
+    still), and the validators' receipts reach the full node as they do in the protocol."""
+    h = Harness(ROTATING)
+    steps = explore(ROTATING, 3, 50, harness=h)
+    assert sum(s.action["a"] == "Tick" for s in steps) >= 3
+    assert any(m.answered for m in h.fullnode.msgs.values())
+    v = tracecheck.check_trace(ROTATING, steps)
+    assert v.verdict == tracecheck.ACCEPTED, v.render()

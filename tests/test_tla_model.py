@@ -19,7 +19,7 @@ from rmkit.tlc.render import render_result
 from conftest import REPO
 
 MODEL_DIR = REPO / "tla" / "remp"
-MECHANISMS = ("ValidateAgainstCache", "CacheOnReceive", "Digests", "Rebroadcast", "StopRule",
+MECHANISMS = ("ValidateAgainstCache", "CacheOnReceive", "Digests", "Rebroadcast", "SignedRecords",
               "LifetimeFromMessage", "BodiesSigned")
 
 
@@ -113,7 +113,8 @@ MUTATIONS = {
                          "the hand-over no longer carries digests of accepted messages"),
     "FinalSticky": ("MCREMP_handover.cfg", {"CacheOnReceive": "FALSE"},
                     "a copy of a processed message is taken again (validators' and full node's cache)"),
-    "RejectsStopCollation": ("MCREMP.cfg", {"StopRule": "FALSE"}, "the 2/3 rule is no longer applied"),
+    "RejectsStopCollation": ("MCREMP.cfg", {"SignedRecords": "FALSE"},
+                             "catchain records no longer carry their sender's signature: the faulty validator posts rejects in honest names"),
     "NoInclusionAfterObsolete": ("MCREMP_handover.cfg", {"LifetimeFromMessage": "FALSE"},
                                  "a message's lifetime counts from its arrival at each validator"),
     "ObsoleteNotForwarded": ("MCREMP_handover.cfg", {"LifetimeFromMessage": "FALSE"},
@@ -125,7 +126,7 @@ MUTATIONS = {
     "EveryMemberHasIt": ("MCREMP_live.cfg", {"Fanout": "1"},
                          "the full node sends to floor(N/3) validators instead of floor(N/3) + 1"),
 }
-TEMPORAL = {"FinalSticky", "RejectsStopCollation", "EveryMemberHasIt", "EverySubmittedResolved"}
+TEMPORAL = {"FinalSticky", "EveryMemberHasIt", "EverySubmittedResolved"}
 
 
 def _property(key: str) -> str:

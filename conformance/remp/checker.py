@@ -196,6 +196,11 @@ class RempLogChecker:
         self.declared_roles = dict(roles) if roles else None
         self.validator_set = validator_set
         self.keyed = validator_set is not None and validator_set.has_keys
+        # with session start times, expiry is judged by master session (REMP-EXPIRY-003/004) and the
+        # time proxies (REMP-EXPIRY-001/002) step aside, each where its session rule is active
+        timed = validator_set is not None and validator_set.timed
+        self._obsolete_by_session = timed and m.mode("REMP-EXPIRY-003") != OFF
+        self._timeout_by_session = timed and m.mode("REMP-EXPIRY-004") != OFF
         if self.keyed:
             _signature_tools()
         self.max_examples = max_examples
@@ -255,6 +260,12 @@ class RempLogChecker:
                    else "no --validators file") + ": give one with the validators' and full nodes' public keys"
             self._rep.not_checked = {r.id: why for r in self.model.rules
                                      if "validator_keys" in r.requires and self.modes[r.id] != OFF}
+        if self.validator_set is None or not self.validator_set.timed:
+            why = ("the --validators file gives no session start times (start_ms)" if self.validator_set is not None
+                   else "no --validators file") + ": give one whose sessions carry start_ms"
+            self._rep.not_checked.update({r.id: why for r in self.model.rules
+                                          if "session_starts" in r.requires and self.modes[r.id] != OFF})
+        self._seconds_sources: set = set()  # sources already reported under REMP-TIME-002
         self.sig_counts: Counter[str] = Counter()
         self._sig_win = None  # (from t, until t, members, session index) of the last receipt's session
         self._files = list(inputs)
@@ -416,6 +427,9 @@ class RempLogChecker:
         check_schema = modes["REMP-SCHEMA-001"] != OFF
         check_kind2 = modes["REMP-KIND-002"] != OFF
         check_time = modes["REMP-TIME-001"] != OFF
+        check_seconds = modes["REMP-TIME-002"] != OFF
+        sec_lo, sec_hi = m.seconds_range
+        check_key = modes["REMP-INPUT-002"] != OFF
         check_sig = modes["REMP-SIG-001"] != OFF
         check_role = modes["REMP-ROLE-001"] != OFF
         track_blocks = modes["REMP-REPLAY-004"] != OFF or modes["REMP-REPLAY-005"] != OFF or modes["REMP-COLL-004"] != OFF
@@ -486,6 +500,8 @@ class RempLogChecker:
                             continue
                         if kts is None and "timestamp" in rec and kafka_time_problem(rec):
                             self._problem(ref, kafka_time_problem(rec), "timestamp")  # and the receipt is checked
+                        if check_key and "key" in rec:
+                            self._kafka_key(rec["key"], obj, ref)
                     if "mc_block_id" in obj and "mc_block_file_hash" not in obj:  # rare: the seed's repeated block_file_hash
                         from rmkit.conformance.remp.tlreceipt import recover_master_file_hash  # (the TL tables load on demand)
 
@@ -518,6 +534,8 @@ class RempLogChecker:
                     bad = [f"source_id: expected {m.hash_expected}, found {'nothing' if src is None else repr(src)}"]
                     src = None
                 ts_ok = type(ts) is int and ts >= 0
+                if ts_ok and sec_lo <= ts < sec_hi and check_seconds:
+                    self._seconds_timestamp(ts, kind, mid, src, ref)
                 if not ts_ok:
                     (bad := bad or []).append(f"timestamp: expected an integer >= 0 (unix ms), found {'nothing' if ts is None else repr(ts)}")
                     ts = 0
@@ -821,7 +839,9 @@ class RempLogChecker:
         if block not in msg.incl:
             msg.incl[block] = t
             base_t = msg.put_t if msg.put_t is not None else msg.first_t  # received by a validator
-            if t is not None and base_t is not None and t - base_t > expiry_ms:
+            if self._obsolete_by_session:
+                self._obsolete_inclusion(msg, kind, block, ref, t, src, base_t)
+            elif t is not None and base_t is not None and t - base_t > expiry_ms:
                 self._violate("REMP-EXPIRY-001", msg.id,
                               f"first included into block {block[:16]}… {(t - base_t) / 1000:.1f} s after a validator first received it; the {self.profile} profile keeps a message at most {expiry_ms / 1000:.0f} s",
                               [(msg.first_ref, None, None), (ref, kind, src)])
@@ -897,12 +917,80 @@ class RempLogChecker:
         session may close early) after the message was first queued (measured from the earliest
         queueing seen, so a validator that got it later is not wronged)."""
         base_t = msg.put_t if msg.put_t is not None else msg.first_t
+        if self._timeout_by_session:
+            self._timeout_before_n2(msg, ref, t, src, base_t)
+            return
         floor_ms = int(self.lifetime_s * 1000 * self.model.timeout_floor_lifetimes)
         if t is not None and base_t is not None and t - base_t < floor_ms:
             self._violate("REMP-EXPIRY-002", msg.id,
                           f"Timeout from {src} {(t - base_t) / 1000:.1f} s after the message was first queued; a message is tracked at least "
                           f"one lifetime, and no session closes as early as {floor_ms / 1000:.0f} s",
                           [(msg.first_ref, None, None), (ref, "Timeout", src)])
+
+    def _session_of(self, t) -> int | None:
+        """Index of the session (of the --validators file) in force at ``t``; None when unknown."""
+        idx = self.validator_set.session_index_at(t) if t is not None else None
+        return idx if idx is not None and idx >= 0 else None
+
+    def _obsolete_index(self, n: int) -> int | None:
+        """The session index from which a message received in session ``n`` is obsolete: N+2
+        (lifetimes.session_rules.documents), or later while the sessions since N started last
+        less than twice mc_catchain_lifetime together (001's short-session exception). None when
+        the file lists no such session."""
+        starts = self.validator_set.starts
+        k = n + self.model.session_rules["documents"]["obsolete_after_sessions"]
+        span_ms = self.model.session_rules["documents"]["obsolete_after_sessions"] * self.lifetime_s * 1000
+        while k < len(starts) and starts[k] - starts[n] < span_ms:
+            k += 1
+        return k if k < len(starts) else None
+
+    def _session_name(self, idx: int) -> str:
+        return f"session {self.validator_set.sessions[idx].seqno}"
+
+    def _obsolete_inclusion(self, msg: _Msg, kind: str, block: str, ref: int, t, src, base_t) -> None:
+        """REMP-EXPIRY-003: the first inclusion into ``block`` in a session where the message is obsolete."""
+        n, at = self._session_of(base_t), self._session_of(t)
+        if n is None or at is None:
+            return
+        gone = self._obsolete_index(n)
+        if gone is not None and at >= gone:
+            self._violate("REMP-EXPIRY-003", msg.id,
+                          f"{kind} into block {block[:16]}… in {self._session_name(at)}; first queued in {self._session_name(n)}, "
+                          f"the message is obsolete from {self._session_name(gone)} on",
+                          [(msg.first_ref, None, None), (ref, kind, src)])
+
+    def _timeout_before_n2(self, msg: _Msg, ref: int, t, src, base_t) -> None:
+        """REMP-EXPIRY-004: a Timeout while the session the message was first queued in, or the
+        next one, is still in force."""
+        n, at = self._session_of(base_t), self._session_of(t)
+        if n is not None and at is not None and at < n + self.model.session_rules["documents"]["obsolete_after_sessions"]:
+            self._violate("REMP-EXPIRY-004", msg.id,
+                          f"Timeout from {src} in {self._session_name(at)}; first queued in {self._session_name(n)}, the message "
+                          f"is tracked until {self._session_name(n)} + 2",
+                          [(msg.first_ref, None, None), (ref, "Timeout", src)])
+
+    def _seconds_timestamp(self, ts: int, kind, mid, src, ref: int) -> None:
+        """REMP-TIME-002, once per source: a timestamp that reads as unix seconds."""
+        key = src if type(src) is str else None
+        if key in self._seconds_sources:
+            return
+        self._seconds_sources.add(key)
+        self._violate("REMP-TIME-002", mid if type(mid) is str else None,
+                      f"timestamp {ts} reads as unix seconds ({time.strftime('%Y-%m-%d', time.gmtime(ts))}); "
+                      f"as milliseconds it would be {time.strftime('%Y-%m-%d', time.gmtime(ts // 1000))}",
+                      [(ref, kind if type(kind) is str else None, key)])
+
+    def _kafka_key(self, key, obj: dict, ref: int) -> None:
+        """REMP-INPUT-002: a Kafka record's key is its receipt's message id."""
+        mid = obj.get("message_id")
+        if type(mid) is not str:
+            return  # no id to compare with: REMP-SCHEMA-001 reports it
+        fold = self.model.ids_fold_case
+        if type(key) is str and (key.lower() == mid.lower() if fold else key == mid):
+            return
+        found = "no key" if key is None else repr(key)[:80]
+        self._violate("REMP-INPUT-002", mid.lower() if fold else mid, f"Kafka record key: expected the message id {mid[:16]}…, found {found}",
+                      [(ref, obj.get("kind") if type(obj.get("kind")) is str else None, obj.get("source_id") if type(obj.get("source_id")) is str else None)])
 
     def _replay(self, mid: str, fin: tuple, kind: str, block: str, ref: int, t, src) -> None:
         """The replay rules for a receipt naming ``block`` about a message finalized as ``fin``

@@ -18,7 +18,8 @@ from rmkit.specload import load_protocol_spec, spec_line
 PROTOCOL = "remp"
 FULLNODE, VALIDATOR = "fullnode", "validator"
 # What a rule may need beyond the log (rules.yaml `requires`): the validators' public keys
-REQUIREMENTS = {"validator_keys": "a --validators file with the validators' and full nodes' public keys"}
+REQUIREMENTS = {"validator_keys": "a --validators file with the validators' and full nodes' public keys",
+                "session_starts": "a --validators file whose sessions carry start times (start_ms)"}
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,9 @@ class RempModel:
             self.behaviours[name] = b[self.profile]
         common = spec["kinds"]["common_fields"]
         self.zero_time_roles = frozenset(common["timestamp"].get("zero_allowed", {}).get(profile, ()))
+        # REMP-TIME-002: integers that are unix seconds of plausible dates, not milliseconds
+        sr = spec["formats"]["formats"][common["timestamp"]["format"]]["seconds_range"]
+        self.seconds_range: tuple[int, int] = (sr["from"], sr["until"])
         self.signature_required: bool = common["signature"]["required"][profile]
         self.unsigned_roles = frozenset(common["signature"].get("unsigned_allowed", {}).get(profile, ()))
         self.signature_check, self.signature_expected = self.formats[common["signature"]["format"]]

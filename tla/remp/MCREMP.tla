@@ -30,7 +30,8 @@ Bounds == CandsBound /\ SubmitFirst /\ TransitBound
 \* change no step and no property: states that differ only in them are the same state.
 LiveView == <<session, fn, origin, passed, net, byz, st, arr, tip, ses, handed, cc, cands, chain>>
 
-\* Honest validators are interchangeable, and so are messages.
-MCSymmetry == Permutations(Honest) \cup Permutations(Msgs)
+\* Honest validators are interchangeable, and so are messages: the symmetry group is their product
+\* (TLC reduces by the permutations listed, without composing them, so each pair is listed).
+MCSymmetry == {p @@ q : p \in Permutations(Honest), q \in Permutations(Msgs)}
 MsgSymmetry == Permutations(Msgs)
 =============================================================================

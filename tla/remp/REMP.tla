@@ -43,7 +43,7 @@ CONSTANTS
     CacheOnReceive,        \* a copy of a message already processed is not taken again (validators, full node)
     Digests,               \* at a switch, accepted messages are handed over as digests
     Rebroadcast,           \* the catchain re-sends a record until its recipient has it
-    StopRule,              \* collation stops once 2/3 of the members rejected a message
+    SignedRecords,         \* a catchain record carries its sender's signature: no one posts in another's name
     LifetimeFromMessage,   \* a message's lifetime counts from its own session (its expiry), not from arrival
     BodiesSigned           \* a faulty validator cannot make up a message body
 
@@ -101,8 +101,11 @@ ChainMsgs == UNION {chain[i].msgs : i \in 1..Len(chain)}
 Arrival(w, m) == IF st[w][m] = "none" THEN ses[w] ELSE arr[w][m]
 LiveFor(w, m, s) == IF LifetimeFromMessage THEN LiveIn(origin[m], s) ELSE LiveIn(Arrival(w, m), s)
 
+(* 000: messages "rejected by 2/3 of collators should not be collated      *)
+(* further": w counts the distinct signed senders of the reject records     *)
+(* that reached it.                                                        *)
 Stopped(w, m) ==
-    StopRule /\ Cardinality(rej[w][m] \cap Members[ses[w]]) >= StopCollationRejected(NOf(ses[w]))
+    Cardinality(rej[w][m] \cap Members[ses[w]]) >= StopCollationRejected(NOf(ses[w]))
 
 (* A validator new to a session works once it has the hand-over of enough  *)
 (* of the previous validators that at least one of them is honest... and   *)
@@ -413,12 +416,22 @@ ByzReceive(m, v) ==
 
 Bodies == IF BodiesSigned THEN byz \cup ChainMsgs ELSE Msgs
 
-(* A record to one honest member: a body it holds, a reject of any message *)
+(* A record to honest member w: a body it holds, a reject of any message   *)
 (* (seen or not), or (in a session after the first) a hand-over that        *)
 (* leaves out or adds what it likes, but digests only of real blocks.       *)
-ByzRecords(v) ==
+(* Its own reject of m reaches w only when it completes w's 2/3 count: a    *)
+(* reduction, not a limit on the adversary. Before that moment the record   *)
+(* changes nothing any step or property reads (rej is read only through     *)
+(* that count), and the adversary can always tell it later, so every        *)
+(* behaviour with an earlier record has one with the record moved to that   *)
+(* moment that passes through the same statuses.                            *)
+CompletesStop(w, m) == Cardinality(rej[w][m] \cap Members[ses[w]]) = StopCollationRejected(NOf(ses[w])) - 1
+
+ByzRecords(v, w) ==
     [k: {"new"}, m: Bodies, s: {session}]
-    \cup [k: {"reject"}, m: Msgs, from: {v}, s: {session}]
+    \cup [k: {"reject"}, m: {m \in Msgs : CompletesStop(w, m)}, from: {v}, s: {session}]
+    \* (without signatures, in any name but w's own: w knows what it signed itself)
+    \cup (IF SignedRecords THEN {} ELSE [k: {"reject"}, m: Msgs, from: Validators \ {v, w}, s: {session}])
     \cup (IF session > 0 /\ v \in Members[session - 1]
           THEN [k: {"handover"}, from: {v}, s: {session}, acc: {{}}, pend: SUBSET Bodies, rej: SUBSET Msgs]
           ELSE {})
@@ -441,7 +454,7 @@ ByzPropose(v, M) ==
 Byzantine ==
     \/ \E <<m, v>> \in net : ByzReceive(m, v)
     \/ \E v \in FaultyMembers(session), w \in HonestMembers(session) :
-          \E r \in ByzRecords(v) : ByzTell(v, w, r)
+          \E r \in ByzRecords(v, w) : ByzTell(v, w, r)
     \/ \E v \in FaultyMembers(session), M \in SUBSET Bodies : M # {} /\ ByzPropose(v, M)
 
 -----------------------------------------------------------------------------
@@ -490,12 +503,21 @@ FinalSticky ==
             /\ st[w][m] = "gone" => st'[w][m] = "gone"]_vars
 
 (* 000: "those rejected by 2/3 of collators should not be collated         *)
-(* further": no honest validator puts a message into a new candidate once  *)
-(* reject records of 2/3 of its session's validators reached it.           *)
+(* further", and 000/001: "All validators must reject the message before it *)
+(* is finally rejected": when an honest validator stops collating a message *)
+(* for the 2/3 rule, 2/3 of its session's validators really rejected it:    *)
+(* with at most f of them faulty, at least StopCollationRejected(N) - f     *)
+(* honest members rejected it in their own collation. The faulty ones       *)
+(* cannot stop a message alone. A consequence of the signatures on catchain *)
+(* records (counted per distinct signer) and of what honest validators      *)
+(* post; not of the rule that reads the count.                              *)
+HonestRejecters(m, s) == {u \in HonestMembers(s) : u \in rej[u][m]}
+
 RejectsStopCollation ==
-    [][\A w \in Honest, m \in Msgs :
-         (Cardinality(rej[w][m] \cap Members[ses[w]]) >= StopCollationRejected(NOf(ses[w])) /\ st[w][m] # "cand")
-            => st'[w][m] # "cand"]_vars
+    \A w \in Honest, m \in Msgs :
+        Stopped(w, m) =>
+            Cardinality(HonestRejecters(m, ses[w])) + Cardinality(FaultyMembers(ses[w]))
+                >= StopCollationRejected(NOf(ses[w]))
 
 (* 001: obsolete messages are not forwarded: no honest validator holds in  *)
 (* its queue (the set it collates from and hands over) a message obsolete  *)

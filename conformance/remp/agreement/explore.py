@@ -26,7 +26,8 @@ class TraceStep:
 
 
 # Rare steps end a walk's interest early (a switch, a lost copy, a message refused up front).
-WEIGHTS = {"Collate": 0.6, "Switch": 0.15, "Lose": 0.3, "RejectByFullNode": 0.1, "ShardReject": 0.4, "McIgnore": 0.5}
+WEIGHTS = {"Collate": 0.6, "Switch": 0.15, "Lose": 0.3, "RejectByFullNode": 0.1, "ShardReject": 0.4, "McIgnore": 0.5,
+           "Tick": 0.5}
 
 
 def _collate(h: Harness, v: str, rng: random.Random) -> dict:
@@ -63,6 +64,7 @@ def enabled(h: Harness, rng: random.Random) -> list:
             steps.append({"a": "McIgnore", "b": b})
     if h.session < sc.max_session:
         steps.append({"a": "Switch", "s": h.session + 1})
+    steps.append({"a": "Tick"})  # time passes: the machines' timers run, the model takes no step
     return steps
 
 

@@ -22,8 +22,9 @@ from rmkit.reference_impl.remp.events import (ACCEPT, ACCEPTED, DIGEST, FORWARD,
                                               BlockRef, BlockRefused, CatchainBroadcast, CatchainRecord,
                                               CollationRound, CollatorResult, Forwarded, ForwardedDigests,
                                               HandToCollator, MasterchainCommit, MasterchainIgnore,
-                                              MessageFromFullNode, Publish, Receipt, SessionSwitch,
-                                              ShardBlockAccepted, ShardBlockIgnored, ShardBlockRejected, Submit)
+                                              MessageFromFullNode, Publish, Receipt, ReceiptsFromValidator,
+                                              SendToValidator, SessionSwitch, ShardBlockAccepted, ShardBlockIgnored,
+                                              ShardBlockRejected, Submit, Tick)
 from rmkit.reference_impl.remp.fullnode import FullNode, FullNodeConfig
 from rmkit.reference_impl.remp.profile import traits
 from rmkit.reference_impl.remp.validator import Validator, ValidatorConfig
@@ -33,6 +34,7 @@ LIFETIME_MS = 250_000
 PRE_EVALUATION_ERROR = "Message rejected by pre-evaluation"
 COLLATOR_ERROR = "rejected by collator"
 NO_BLOCK = 0
+TICK_MS = 700  # time a Tick step moves the clock on (the full node's resend interval is 2 s)
 RESULTS = {"acc": ACCEPTED, "rej": REJECTED, "ign": IGNORED}
 
 
@@ -107,6 +109,7 @@ class Harness:
     pos: dict = field(default_factory=dict)  # (validator, msg) -> position
     fn: dict = field(default_factory=dict)  # msg -> the full node's position
     receipts: int = 0  # receipts the machines sent so far
+    resends: int = 0  # copies the full node sent again on a Tick (the model has no resend: lost copies)
     log: list = field(default_factory=list)  # (receipt, role) in the order they were sent
 
     def __post_init__(self):
@@ -138,14 +141,18 @@ class Harness:
 
     # ---- outputs --------------------------------------------------------------------------------
     def _absorb(self, outputs: list) -> list:
-        """Apply receipts to the statuses and post catchain records; return the other outputs."""
+        """Apply receipts to the statuses and post catchain records; return the other outputs.
+        Validators' receipts also go to the full node (ReceiptsFromValidator), as they do in the
+        protocol: the full node is stepped on every event it takes."""
         rest = []
+        relay = []
         for o in outputs:
             kind = type(o)
             if kind is Receipt:
                 self.receipts += 1
                 self.log.append((o, "validator"))
                 self.pos[(o.source_id, self.name[o.msg_id])] = self._vto[o.kind]
+                relay.append(o)
             elif kind is Publish:
                 if o.role == "fullnode":
                     self.receipts += 1
@@ -163,6 +170,8 @@ class Harness:
                     self._post(o.sender, {"k": "digest", "m": self.name[mid], "b": b}, ev, o.to_session)
             else:
                 rest.append(o)
+        if relay:
+            rest += self._absorb(self.fullnode.step(ReceiptsFromValidator(tuple(relay), self.time)))
         return rest
 
     def _abstract(self, rec: CatchainRecord) -> dict:
@@ -292,7 +301,7 @@ class Harness:
         b, blk = self._block(step)
         event = ShardBlockAccepted(block_ref(b), self.ids(blk.msgs), blk.by, self.time)
         refused = [o for o in self._each(event) if isinstance(o, BlockRefused)]
-        self.fullnode.step(event)
+        self._absorb(self.fullnode.step(event))
         blk.st, blk.shard = "accepted", True
         if refused:
             raise StepMismatch(f"{', '.join(sorted(o.validator for o in refused))} refused block {b} "
@@ -321,6 +330,14 @@ class Harness:
         self._each(event)
         self._absorb(self.fullnode.step(event))
         blk.st = "mcignored"
+
+    def _do_Tick(self, step):
+        """Time passes (no step of the model: the statuses must not change). Every machine is
+        stepped with a Tick; copies the full node sends again are lost (the model has no resend)."""
+        self.time += TICK_MS
+        event = Tick(self.time)
+        rest = self._each(event) + self._absorb(self.fullnode.step(event))
+        self.resends += sum(1 for o in rest if isinstance(o, SendToValidator))
 
     def _do_Switch(self, step):
         s = step["s"]

@@ -77,8 +77,9 @@ Positions == [w \\in Honest |-> [m \\in Msgs |-> vs[w][m].pos]]
 TraceInit == Init /\\ i = 0
 TraceNext ==
     /\\ i < Len(TraceActions)
-    /\\ Next
-    /\\ last' = TraceActions[i + 1]
+    \\* a Tick of the reference (time passing) is no step of the model: its statuses must stay
+    /\\ IF TraceActions[i + 1].a = "Tick" THEN UNCHANGED vars
+       ELSE Next /\\ last' = TraceActions[i + 1]
     /\\ Positions' = TraceStatus[i + 1].pos
     /\\ fn' = TraceStatus[i + 1].fn
     /\\ i' = i + 1
