@@ -49,10 +49,10 @@ def findings(report) -> set:
     return {(v.rule, v.message_id) for v in report.violations}
 
 
-def test_audit_finds_what_check_finds_on_every_rmb_fixture(spark, tmp_path):
+def assert_agree(spark, entries) -> int:
+    """Audit each (log, profile, directory) as a log of its own, all in one Spark job, and compare."""
     from rmkit.spark_checks.job import audit
 
-    entries = logs(tmp_path)
     checkers = [RmbShards(profile, directory, max_examples=0) for _, profile, directory in entries]
     res = audit(spark, checkers, [str(p) for p, _, _ in entries], per_file=True)
     found = 0
@@ -63,7 +63,17 @@ def test_audit_finds_what_check_finds_on_every_rmb_fixture(spark, tmp_path):
         assert (got.counts, got.receipts, got.messages, got.unreadable, got.verdict, got.not_checked, got.not_judged) == \
                (want.counts, want.receipts, want.messages, want.unreadable, want.verdict, want.not_checked, want.not_judged), path
         found += len(want.violations)
-    assert found >= len([e for e in MANIFEST["fixtures"] if e["expect"]]) // 2
+    return found
+
+
+def test_audit_finds_what_check_finds_on_the_spec_fixtures(spark, tmp_path):
+    entries = [e for e in logs(tmp_path) if e[1] == "spec"]
+    assert assert_agree(spark, entries) >= len([e for e in MANIFEST["fixtures"] if e["expect"] and e["profile"] == "spec"])
+
+
+@pytest.mark.slow
+def test_audit_finds_what_check_finds_on_the_fixtures_of_every_profile(spark, tmp_path):
+    assert assert_agree(spark, logs(tmp_path)) >= len([e for e in MANIFEST["fixtures"] if e["expect"]])
 
 
 def test_rmkit_audit_protocol_rmb_on_a_multi_file_log(spark, capsys):
