@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 
 import pytest
 
@@ -173,19 +172,7 @@ def test_records_spec_source_is_the_reference_text():
     assert f"## {section}".lower() in text and " ".join(words.split()).lower() in text
 
 
-# -- Spark ---------------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def spark():
-    """The test run's one local Spark session (an active one is reused)."""
-    pytest.importorskip("pyspark")
-    from rmkit.spark_checks.session import get_session
-
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    s = get_session("local[2]", shuffle_partitions=2, progress=False)
-    yield s
-    s.stop()
-
-
+# -- Spark (the session is conftest.py's, shared by every protocol's audit tests) ---
 def test_audit_finds_what_check_finds_on_the_fixtures(spark):
     """The fast-path profile's fixtures (every rule that spans ids is active there) and the legal
     variants, each a log of its own, all in one Spark job (kept small: each file is a task)."""

@@ -7,7 +7,6 @@ file per profile, each a log of its own with its profile's checker)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -20,17 +19,6 @@ REPO = Path(__file__).resolve().parent.parent
 ROOT = REPO / "fixtures" / "rmb" / "rules"
 LOGS = REPO / "fixtures" / "rmb" / "logs"
 MANIFEST = json.loads((ROOT / "manifest.json").read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="session")
-def spark():
-    """The one Spark session of the test run: local[2], loopback, UI off, 2 shuffle partitions."""
-    from rmkit.spark_checks.session import get_session
-
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    s = get_session("local[2]", shuffle_partitions=2, progress=False)
-    yield s
-    s.stop()
 
 
 def logs(tmp: Path) -> list[tuple[Path, str, str]]:
