@@ -61,6 +61,7 @@ def _step(c: Choices, w, rules, on):
     so that the step's choices are closed before the scenario ends)."""
     if not c.more():
         return _STOP
+    w.before_step()
     enabled = [r for r, o in zip(rules, on) if o and (r.pre is None or r.pre(w))]
     if not enabled:
         return _STOP
@@ -126,8 +127,11 @@ def shrink(world: type, made: list, steps: int, wanted, budget_s: float = SHRINK
             best[:] = [p]
         return True
 
+    started = hst.just(None)
+
     @hst.composite
     def scenario(draw):
+        draw(started)  # a draw in every case (a scenario may end before its first choice, e.g. at hello)
         if time.perf_counter() > deadline:
             raise _OutOfTime
         return play(world, HypothesisChoices(draw), steps)

@@ -9,6 +9,7 @@ only the rules that this role's receipts alone can break (``rules`` of the role)
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 import orjson
@@ -29,6 +30,12 @@ def _problems(explanation: str) -> set:
     return {p for p in body.split("; ") if not p.startswith("source_id: ")}
 
 
+@functools.lru_cache(maxsize=None)
+def _renderer(profile: str):
+    """The profile's log form, made once (every scenario keeps two receipt logs)."""
+    return renderer(profile)
+
+
 class ReceiptLog:
     """The receipts of one scenario's outputs in log form, for one side (reference or implementation)."""
 
@@ -39,7 +46,7 @@ class ReceiptLog:
         self.lifetime_s = lifetime_ms / 1000 if lifetime_ms else None
         self.sources = frozenset(spec["receipts_from"])
         self.rules = tuple(spec["rules"])
-        self._render = renderer(profile)
+        self._render = _renderer(profile)
         self.lines: list[bytes] = []
         self.steps: list[int] = []  # the step each receipt came from
         self.roles: dict[str, str] = {}
