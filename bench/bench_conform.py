@@ -29,6 +29,7 @@ from rmkit.conformance.remp.driven.names import default_params
 from rmkit.conformance.remp.driven.suite import run_suite
 
 REFERENCE = "rmkit.reference_impl.remp.adapter:factory"
+ROUNDS = 3
 ROOT = Path(__file__).resolve().parent.parent
 # the import name of each package folder of the source tree (pyproject.toml's package-dir)
 PACKAGE_DIRS = {"spec": "spec", "conformance": "conformance", "reference_impl": "reference_impl", "fixtures": "fixtures",
@@ -42,22 +43,27 @@ role, n = sys.argv[1], int(sys.argv[2])
 impl = InProcessImplementation("rmkit.reference_impl.remp.adapter:factory", role)
 p = default_params(role, "spec")
 run_generated(role, "spec", p, impl, max_examples=2, derandomize=True)
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 g = run_generated(role, "spec", p, impl, max_examples=n, derandomize=True)
-dt = time.perf_counter() - t
+dt, dc = time.perf_counter() - t, time.process_time() - c
 assert g.failing is None, g.message
-print(dt, g.examples, g.steps)
+print(dt, g.examples, g.steps, dc)
 """
 
 
-def rate(impl, role: str, n: int) -> tuple[float, int, int]:
-    run_generated(role, "spec", default_params(role, "spec"), impl, max_examples=2, derandomize=True)  # warm
-    t = time.perf_counter()
-    g = run_generated(role, "spec", default_params(role, "spec"), impl, max_examples=n, derandomize=True)
-    dt = time.perf_counter() - t
-    impl.close()
+def rate(impl, role: str, n: int, seed: int = 0) -> tuple[float, int, int, float]:
+    """(wall seconds, scenarios, steps, CPU seconds of this process) of ``n`` generated scenarios.
+    The CPU time is what the run would take on an idle core when all of it runs here (in-process)."""
+    t, c = time.perf_counter(), time.process_time()
+    g = run_generated(role, "spec", default_params(role, "spec"), impl, max_examples=n, seed=seed)
+    dt, dc = time.perf_counter() - t, time.process_time() - c
     assert g.failing is None and not g.kit_error, g.message or g.kit_error
-    return dt, g.examples, g.steps
+    return dt, g.examples, g.steps, dc
+
+
+def _add(total: list, part: tuple) -> None:
+    for i, x in enumerate(part):
+        total[i] += x
 
 
 def baseline_tree(ref: str, into: Path) -> Path:
@@ -75,11 +81,11 @@ def baseline_tree(ref: str, into: Path) -> Path:
     return pkg
 
 
-def baseline_rate(path: Path, role: str, n: int) -> tuple[float, int, int]:
+def baseline_rate(path: Path, role: str, n: int) -> tuple[float, int, int, float]:
     env = dict(os.environ, PYTHONPATH=str(path))
     out = subprocess.run([sys.executable, "-c", RATE, role, str(n)], env=env, check=True, capture_output=True, text=True,
                          cwd=path).stdout.split()
-    return float(out[0]), int(out[1]), int(out[2])
+    return float(out[0]), int(out[1]), int(out[2]), float(out[3])
 
 
 def example_run(name: str, profile: str):
@@ -104,18 +110,29 @@ def main() -> None:
         tmp = Path(tempfile.mkdtemp(prefix="rmkit-bench-"))
         try:
             base = baseline_tree(args.baseline, tmp) if args.baseline else None
-            print(f"generated scenarios (up to 40 steps each), derandomized, {args.examples} per role; "
+            print(f"generated scenarios (up to 40 steps each), {args.examples} per role and form in {ROUNDS} interleaved rounds; "
                   f"load average {os.getloadavg()[0]:.1f}")
             for role in ("validator", "fullnode", "consumer"):
-                ti, ni, si = rate(InProcessImplementation(REFERENCE, role), role, args.examples)
-                tp, np_, sp = rate(ProcessImplementation(f"{sys.executable} -m rmkit.reference_impl.remp.adapter ROLE", role, 60),
-                                   role, args.examples)
-                line = (f"  {role:<9} in-process {ni / ti:7.1f} scenarios/s ({si / ti:7.0f} steps/s) | process {np_ / tp:7.1f} "
-                        f"scenarios/s ({sp / tp:7.0f} steps/s) | process slowdown {tp / ti * ni / np_:4.2f}x")
+                inproc = InProcessImplementation(REFERENCE, role)
+                proc = ProcessImplementation(f"{sys.executable} -m rmkit.reference_impl.remp.adapter ROLE", role, 60)
+                rate(inproc, role, 2)  # warm: the spec loaded, the process started
+                rate(proc, role, 2)
+                ti, tp, tb = [0.0, 0, 0, 0.0], [0.0, 0, 0, 0.0], [0.0, 0, 0, 0.0]
+                chunk = max(1, args.examples // ROUNDS)
+                for k in range(ROUNDS):  # interleaved, so that a change of load hits every form alike
+                    _add(ti, rate(inproc, role, chunk, seed=k))
+                    _add(tp, rate(proc, role, chunk, seed=k))
+                    if base is not None:
+                        _add(tb, baseline_rate(base, role, chunk))
+                proc.close()
+                line = (f"  {role:<9} in-process {ti[1] / ti[0]:7.1f} scenarios/s ({ti[2] / ti[0]:7.0f} steps/s; "
+                        f"{ti[1] / ti[3]:6.1f} per CPU second) | process "
+                        f"{tp[1] / tp[0]:7.1f} scenarios/s ({tp[2] / tp[0]:7.0f} steps/s) | process slowdown "
+                        f"{(tp[0] / tp[1]) / (ti[0] / ti[1]):4.2f}x")
                 if base is not None:
-                    tb, nb, sb = baseline_rate(base, role, args.examples)
-                    line += (f" | {args.baseline}: {nb / tb:6.1f} scenarios/s ({sb / tb:6.0f} steps/s), "
-                             f"now {(ni / ti) / (nb / tb):4.1f}x the scenarios/s")
+                    line += (f" | {args.baseline}: {tb[1] / tb[0]:6.1f} scenarios/s ({tb[2] / tb[0]:6.0f} steps/s; "
+                             f"{tb[1] / tb[3]:6.1f} per CPU second), now {(ti[1] / ti[0]) / (tb[1] / tb[0]):4.1f}x the "
+                             f"scenarios/s ({(ti[2] / ti[0]) / (tb[2] / tb[0]):4.1f}x the steps/s)")
                 print(line + f" | load {os.getloadavg()[0]:.1f}", flush=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

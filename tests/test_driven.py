@@ -171,17 +171,44 @@ def test_a_mismatch_shows_the_fields_that_differ():
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_every_rule_in_scope_is_covered_by_its_mutant_or_listed_with_a_reason(profile):
-    from rmkit.conformance.remp.driven.coverage import coverage
-    from rmkit.conformance.remp.driven.mutants import NOT_DRIVABLE, mutant_for
+    from rmkit.conformance.remp.driven.coverage import _Impl, attributed, coverage, generated_scenarios
+    from rmkit.conformance.remp.driven.mutants import NOT_DRIVABLE, NOT_MEASURED, mutant_for
 
     cov = coverage(profile)
+    scenarios = {s.id: s for s in catalogue(profile) + generated_scenarios(profile)}
+    assert any(sid.startswith("generated-") for ids in cov.values() for sid in ids), "no generated scenario covers a rule"
     for rid in rules_in_scope(profile, ("validator", "fullnode", "consumer")):
-        if mutant_for(rid, profile) is not None:
-            assert cov.get(rid), f"{rid}: no catalogue scenario catches its mutant"
-            assert run_scenario(next(s for s in catalogue(profile) if s.id == cov[rid][0]), reference(
-                mutant_for(rid, profile)[0])).verdict == PASS
+        m = mutant_for(rid, profile)
+        if m is not None:
+            assert cov.get(rid), f"{rid}: no scenario catches its mutant"
+            sc = scenarios[cov[rid][-1]]
+            assert run_scenario(sc, reference(m[0])).verdict == PASS
+            assert attributed(run_scenario(sc, _Impl(m[1], m[0])), rid)  # caught, and the failure names the rule
         else:
-            assert rid in NOT_DRIVABLE or profile == "ever-node", f"{rid}: neither a mutant nor a reason"
+            assert f"{rid}/{profile}" in NOT_DRIVABLE or f"{rid}/{profile}" in NOT_MEASURED or rid in NOT_DRIVABLE, \
+                f"{rid}: neither a mutant nor a reason"
+
+
+def test_expiry_and_lifetime_each_have_a_mutant_that_breaks_only_its_rule():
+    from rmkit.conformance.remp.driven.coverage import _Impl, attributed
+    from rmkit.conformance.remp.driven.mutants import mutant_for
+
+    sc = next(s for s in catalogue("spec", ["validator"]) if s.id == "CAT-VAL-009")
+    life, expiry = mutant_for("REMP-LIFE-001", "spec")[1], mutant_for("REMP-EXPIRY-001", "spec")[1]
+    assert life is not expiry
+    on_life, on_expiry = run_scenario(sc, _Impl(life, "validator")), run_scenario(sc, _Impl(expiry, "validator"))
+    assert attributed(on_life, "REMP-LIFE-001") and not attributed(on_life, "REMP-EXPIRY-001")
+    assert attributed(on_expiry, "REMP-EXPIRY-001") and not attributed(on_expiry, "REMP-LIFE-001")
+    assert "copies on" in on_life.failure.summary
+
+
+def test_a_failure_for_another_rule_does_not_cover():
+    from rmkit.conformance.remp.driven.coverage import _Impl, attributed
+    from rmkit.conformance.remp.driven.mutants import mutant_for
+
+    sc = next(s for s in catalogue("spec", ["validator"]) if s.id == "CAT-VAL-008")  # a hand-over scenario
+    res = run_scenario(sc, _Impl(mutant_for("REMP-COLL-001", "spec")[1], "validator"))
+    assert res.verdict == FAIL and attributed(res, "REMP-COLL-001") and not attributed(res, "REMP-FWD-001")
 
 
 def test_a_rule_broken_is_named_with_its_receipts():

@@ -39,6 +39,7 @@ class RandomChoices(Choices):
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
         self.made: list = []
+        self.steps: list = []  # (start, end) in ``made`` of each step's choices
 
     def below(self, n: int) -> int:
         if n <= 1:
@@ -50,6 +51,42 @@ class RandomChoices(Choices):
     def more(self) -> bool:
         self.made.append(True)
         return True
+
+    def span(self, fn):
+        start = len(self.made)
+        try:
+            return fn(self)
+        finally:
+            self.steps.append((start, len(self.made)))
+
+
+class ReplayChoices(RandomChoices):
+    """The choices of an earlier sequence, in order (an integer out of range taken modulo ``n``);
+    when they run out, no more steps and zeros. Records what it gave, like :class:`RandomChoices`."""
+
+    def __init__(self, tape: list):
+        super().__init__(0)
+        self.tape, self.at = tape, 0
+
+    def _next(self):
+        if self.at < len(self.tape):
+            self.at += 1
+            return self.tape[self.at - 1]
+        return None
+
+    def below(self, n: int) -> int:
+        if n <= 1:
+            return 0
+        v = self._next()
+        v = v % n if isinstance(v, int) and not isinstance(v, bool) else 0
+        self.made.append(v)
+        return v
+
+    def more(self) -> bool:
+        v = self._next()
+        v = v is True
+        self.made.append(v)
+        return v
 
 
 class HypothesisChoices(Choices):

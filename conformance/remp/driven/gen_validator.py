@@ -70,9 +70,13 @@ class ValidatorWorld(DrivenMachine):
         self.blocks[n] = {"msgs": list(names), "by": by, "st": "candidate"}
         return n
 
+    def before_step(self) -> None:
+        """The states the blocks are in, once per step (every precondition asks)."""
+        self._states = {b["st"] for b in self.blocks.values()}
+
     def _has(self, *states) -> bool:
-        """Some block is in one of ``states`` (the preconditions ask it before every step)."""
-        return any(b["st"] in states for b in self.blocks.values())
+        """Some block is in one of ``states`` (as of the step's start: only preconditions ask)."""
+        return not self._states.isdisjoint(states)
 
     def _blocks_in(self, *states) -> list:
         return [n for n, b in self.blocks.items() if b["st"] in states]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from rmkit.conformance.remp.driven.draws import Choices, HypothesisChoices, RandomChoices, rules_of
+from rmkit.conformance.remp.driven.draws import Choices, HypothesisChoices, RandomChoices, ReplayChoices, rules_of
 from rmkit.conformance.remp.driven.gen_consumer import ConsumerWorld
 from rmkit.conformance.remp.driven.gen_fullnode import FullNodeWorld
 from rmkit.conformance.remp.driven.gen_validator import ValidatorWorld
@@ -61,6 +61,7 @@ def _step(c: Choices, w, rules, on):
     so that the step's choices are closed before the scenario ends)."""
     if not c.more():
         return _STOP
+    w.before_step()
     enabled = [r for r, o in zip(rules, on) if o and (r.pre is None or r.pre(w))]
     if not enabled:
         return _STOP
@@ -98,6 +99,26 @@ def play(world: type, choices: Choices, steps: int) -> Played:
     return Played(list(trace.events))
 
 
+def drop_steps(world: type, made: list, spans: list, steps: int, wanted, budget_s: float) -> tuple[list, list]:
+    """A first, cheap shrink: delete whole steps (runs of them, then one at a time, from the last)
+    while the scenario still fails as ``wanted`` says; returns the shorter choice sequence and its
+    steps. Hypothesis then simplifies what is left (deleting steps is where it spends most runs)."""
+    deadline = time.perf_counter() + budget_s
+    changed = True
+    while changed and time.perf_counter() < deadline:
+        changed = False
+        for size in (8, 4, 2, 1):
+            i = len(spans) - size
+            while i >= 0 and time.perf_counter() < deadline:
+                cand = made[:spans[i][0]] + made[spans[i + size - 1][1]:]
+                c = ReplayChoices(cand)
+                p = play(world, c, steps)
+                if p.failure is not None and wanted(p):
+                    made, spans, changed = c.made, c.steps, True
+                i = min(i - 1, len(spans) - size)
+    return made, spans
+
+
 class _OutOfTime(BaseException):
     """Ends a shrink that ran out of time (a BaseException, so that Hypothesis stops at once
     instead of taking it for another failure)."""
@@ -126,8 +147,11 @@ def shrink(world: type, made: list, steps: int, wanted, budget_s: float = SHRINK
             best[:] = [p]
         return True
 
+    started = hst.just(None)
+
     @hst.composite
     def scenario(draw):
+        draw(started)  # a draw in every case (a scenario may end before its first choice, e.g. at hello)
         if time.perf_counter() > deadline:
             raise _OutOfTime
         return play(world, HypothesisChoices(draw), steps)
@@ -163,7 +187,8 @@ def run_generated(role: str, profile: str, params: dict, impl, *, max_examples: 
             return Generated(role, done, trace.steps, time.perf_counter() - started, kit_error=p.kit_error)
         if p.failure is not None and wanted(p):
             found = time.perf_counter() - started
-            small = shrink(world, choices.made, steps, wanted, shrink_budget) or p
+            made, _ = drop_steps(world, choices.made, choices.steps, steps, wanted, shrink_budget / 3)
+            small = shrink(world, made, steps, wanted, shrink_budget * 2 / 3) or p
             failing = Scenario(id=f"generated-{role}", role=role, profile=profile, params=params, events=small.events,
                                origin="generated")
             failing.id = f"generated-{role}-{failing.digest()}"

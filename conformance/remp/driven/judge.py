@@ -354,7 +354,9 @@ class Judge:
             if k not in a_left:
                 continue
             a_left.remove(k)
-            hit = next((p for p in self.pending if p[0] == k), None)
+            # the latest waiting receipt equal to it: a coalescing sender sends the last one made, which
+            # replaces every older one of the message (an equal older one included)
+            hit = max((p for p in self.pending if p[0] == k), key=lambda p: p[6], default=None)
             if hit is None:
                 keep_a.append(o)
                 continue

@@ -54,6 +54,9 @@ class DrivenMachine:
         except ImplementationFailure as f:
             self._depart(str(f))
 
+    def before_step(self) -> None:
+        """Called before the preconditions of a step are asked (a generator may cache what they read)."""
+
     def _depart(self, why: str, rules=()):
         self._broken = True
         self.trace.failed = True

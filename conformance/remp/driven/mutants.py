@@ -224,6 +224,8 @@ NOT_DRIVABLE = {
     "REMP-REPLAY-002": "Finalized in two blocks needs two masterchain commits of one message (the validators' fault)",
     "REMP-OUTCOME-001": "the validators' rejects the full node relays decide it; checked on logs by rmkit check",
     "REMP-OUTCOME-002": "needs validators that go on after the full node rejected; checked on logs by rmkit check",
+    "REMP-FANOUT-001/ever-node": "the ever-node full node issues no SentToValidators receipt (not in the profile's status "
+                                 "table, spec/remp/kinds.yaml), so no output of it carries sent_to",
     "REMP-LIVE-001": "a consumer's outcome past the horizon is REMP-CLIENT-002's; liveness of a whole shard is checked on logs",
 }
 
@@ -241,9 +243,20 @@ def rules_with_mutants() -> list:
     return list(dict.fromkeys(k.split("/")[0] for k in MUTANTS))
 
 
+# rules a mutant should cover but whose coverage is not measured yet, and why (shown, never a pass)
+NOT_MEASURED = {
+    "REMP-SRC-001/ever-node": "the profile lets a validator report after a reject; a mutant that reports "
+                              "IncludedIntoAcceptedBlock after its Finalized is not reported under this rule by the "
+                              "ever-node log rules on driven receipts (an open problem of the kit)",
+}
+
+
 def why_not_covered(rule: str, profile: str) -> str:
-    if rule in NOT_DRIVABLE:
-        return "not drivable: " + NOT_DRIVABLE[rule]
+    if f"{rule}/{profile}" in NOT_MEASURED:
+        return "not measured: " + NOT_MEASURED[f"{rule}/{profile}"]
+    for k in (f"{rule}/{profile}", rule):
+        if k in NOT_DRIVABLE:
+            return "not drivable: " + NOT_DRIVABLE[k]
     if mutant_for(rule, profile) is None:
         return f"no mutant in the {profile} profile (the rule's breach is legal or not observable there)"
     return "no scenario catches its mutant"

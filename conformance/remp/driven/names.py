@@ -7,6 +7,7 @@ reads like a catalogue one.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 
@@ -20,8 +21,10 @@ _MSG = re.compile(r"^m\d+$")
 _BLOCK = re.compile(r"^(mc|b)(\d+)$")
 
 
+@functools.lru_cache(maxsize=4096)
 def msg_id(name: str) -> str:
-    """``m3`` -> 64 hex digits (sha256 of the name); an id stays itself."""
+    """``m3`` -> 64 hex digits (sha256 of the name); an id stays itself. (Cached: generators ask for
+    the same few names at every step.)"""
     return hashlib.sha256(name.encode()).hexdigest() if _MSG.match(name) else name
 
 

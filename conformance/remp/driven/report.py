@@ -172,6 +172,8 @@ def render_html(rep: ConformReport) -> str:
     colour = {PASS: "#2e7d32", FAIL: "#c62828", NOT_COVERED: "#757575", NOT_REACHED: "#8d6e63"}
     table = rep.table()
     covered = sum(1 for r in table if r["covered_by"])
+    undrivable = sum(1 for r in table if not r["covered_by"] and r["why"].startswith("not drivable"))
+    unexplained = len(table) - covered - undrivable
     rows = "\n".join(
         f"<tr><td><code>{e(r['id'])}</code></td><td>{e(r['title'])}</td>"
         f"<td style='color:#fff;background:{colour[r['status']]}'>{e(r['status'])}</td><td>{len(r['covered_by'])}</td>"
@@ -189,8 +191,10 @@ pre{{background:#f5f5f5;padding:8px;overflow-x:auto}}</style></head><body>
 <h1>REMP conformance: {e(rep.implementation)}</h1>
 <p>Profile <b>{e(rep.profile)}</b>, roles {e(', '.join(rep.roles))}, {len(rep.results)} scenarios, generated on
 {e(time.strftime('%Y-%m-%d %H:%M:%S'))}. Verdict: <b style="color:{colour[rep.verdict]}">{e(rep.verdict.upper())}</b></p>
-<h2>Rules</h2><p>Coverage: {covered} of {len(table)} rules in scope are covered by a scenario that catches their mutant
-(a reference that breaks exactly that rule); a rule passes only when such a scenario ran clean.</p>
+<h2>Rules</h2><p>Coverage: {covered} of {len(table)} rules in scope are covered by a scenario (catalogue or generated)
+that catches their mutant (a reference that breaks exactly that rule) with a failure attributed to the rule;
+{undrivable} are listed as not drivable, with the reason; {unexplained} are neither (see "why not covered").
+A rule passes only when a covering scenario ran clean.</p>
 <table><tr><th>rule</th><th>title</th><th>status</th><th>covered by</th><th>scenarios that catch its mutant</th><th>why not covered</th></tr>
 {rows}</table>
 <h2>Scenarios</h2><table><tr><th>id</th><th>origin</th><th>role</th><th>title</th><th>verdict</th><th>steps</th></tr>
