@@ -30,7 +30,8 @@ class SignsWrongFields(RmbDaemon):
 
 
 class RetriesOn4xx(RmbDaemon):
-    """Retries a request on any failure, an HTTP 4xx/5xx answer too (only connection errors are retried)."""
+    """Retries on any failure, an HTTP 4xx/5xx answer too, requests and replies alike (only connection
+    errors are retried)."""
 
     def __init__(self, cfg):
         super().__init__(cfg)
@@ -257,7 +258,7 @@ MUTANTS = {  # name -> (class, profile, the rule whose scenarios must catch it)
 # name -> (class, the profile it is judged in, the rules that must catch it (faulty) or None (legal))
 FAULTY = {
     "signs-wrong-fields": (SignsWrongFields, "spec", {"RMB-SIG-006"}),
-    "retries-on-4xx": (RetriesOn4xx, "spec", {"RMB-RETRY-003"}),
+    "retries-on-4xx": (RetriesOn4xx, "spec", {"RMB-RETRY-003", "RMB-REPLY-002"}),
     "retries-past-try": (RetriesPastTry, "spec", {"RMB-RETRY-001"}),
     "ignores-exp": (IgnoresExp, "spec", {"RMB-BACKLOG-001"}),
     "accepts-old-now": (AcceptsOldNow, "rmb-rs-v1", {"RMB-REMOTE-006", "RMB-REMOTE-007"}),
