@@ -39,7 +39,7 @@ class RetriesOn4xx(RmbDaemon):
 
 
 class RetriesPastTry(RmbDaemon):
-    """Makes one attempt more than try allows."""
+    """Makes one attempt more than try allows, for requests and replies alike."""
 
     def _attempts(self, msg: dict) -> int:
         return super()._attempts(msg) + 1
@@ -259,7 +259,7 @@ MUTANTS = {  # name -> (class, profile, the rule whose scenarios must catch it)
 FAULTY = {
     "signs-wrong-fields": (SignsWrongFields, "spec", {"RMB-SIG-006"}),
     "retries-on-4xx": (RetriesOn4xx, "spec", {"RMB-RETRY-003", "RMB-REPLY-002"}),
-    "retries-past-try": (RetriesPastTry, "spec", {"RMB-RETRY-001"}),
+    "retries-past-try": (RetriesPastTry, "spec", {"RMB-RETRY-001", "RMB-REPLY-002"}),
     "ignores-exp": (IgnoresExp, "spec", {"RMB-BACKLOG-001"}),
     "accepts-old-now": (AcceptsOldNow, "rmb-rs-v1", {"RMB-REMOTE-006", "RMB-REMOTE-007"}),
     "drops-replies": (DropsReplies, "spec", {"RMB-REPLY-005"}),
