@@ -113,7 +113,7 @@ class LateReply(RmbDaemon):
 
 
 class WrongQueue(RmbDaemon):
-    """Pushes requests for a command to msgbus.system.$cmd instead of msgbus.$cmd."""
+    """Pushes requests (and proxied payloads) for a command to msgbus.system.$cmd instead of msgbus.$cmd."""
 
     def __init__(self, cfg):
         super().__init__(cfg)
@@ -264,7 +264,7 @@ FAULTY = {
     "accepts-old-now": (AcceptsOldNow, "rmb-rs-v1", {"RMB-REMOTE-006", "RMB-REMOTE-007"}),
     "drops-replies": (DropsReplies, "spec", {"RMB-REPLY-005"}),
     "late-reply": (LateReply, "spec", {"RMB-REPLY-004"}),
-    "wrong-queue": (WrongQueue, "spec", {"RMB-REMOTE-005", "RMB-LOCAL-003"}),
+    "wrong-queue": (WrongQueue, "spec", {"RMB-REMOTE-005", "RMB-LOCAL-003", "RMB-PROXY-001"}),
 }
 LEGAL = {
     "counter-uids": CounterUids,
