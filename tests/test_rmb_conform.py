@@ -55,6 +55,12 @@ class Driven:
         self.loop.run_until_complete(self.h.stop())
         self.loop.close()
 
+    def __enter__(self) -> "Driven":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 @pytest.fixture(scope="module")
 def reference():
@@ -91,21 +97,15 @@ def test_the_report_shows_http_exchanges_and_redis_operations(reference):
 @pytest.mark.parametrize("name,titles", [("retries-on-4xx", ["a 4xx is final"]), ("signs-wrong-fields", ["request, reply"])])
 def test_faulty_variant_is_caught_by_its_rule(name, titles):
     cls, profile, expect = FAULTY[name]
-    d = Driven(variant_cmd(name), profile)
-    try:
+    with Driven(variant_cmd(name), profile) as d:
         failed = d.failed_rules(d.run(titles))
-    finally:
-        d.close()
     assert failed & expect, failed
 
 
 def test_legal_variant_passes():
-    d = Driven(variant_cmd("counter-uids"), "spec")
-    try:
+    with Driven(variant_cmd("counter-uids"), "spec") as d:
         runs = d.run(["request, reply", "fan-out to two twins, both reply", "remote request: good"])
         assert d.failed_rules(runs) == set()
-    finally:
-        d.close()
 
 
 def test_an_implementation_that_cannot_start_exits_2(capsys, tmp_path):
@@ -177,29 +177,23 @@ def test_reference_passes_the_catalogue_and_generated_scenarios_in_every_profile
 
 def assert_passes(cmd: str, profile: str, examples: int) -> None:
     """The whole catalogue and ``examples`` generated scenarios pass."""
-    d = Driven(cmd, profile)
-    try:
+    with Driven(cmd, profile) as d:
         assert d.failed_rules(d.run()) == set()
         g = search(d.h, d.loop, d.rules, max_examples=examples, derandomize=True, seed=None, time_budget=None,
                    slow_retries=d.h.b["retry_delay_s"] >= 1)
         assert g.failing is None, g.failing and g.failing.scenario.acts
-    finally:
-        d.close()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FAULTY))
 def test_every_faulty_variant_is_caught_by_the_catalogue_and_found_and_shrunk_by_the_generator(name):
     cls, profile, expect = FAULTY[name]
-    d = Driven(variant_cmd(name), profile)
-    try:
+    with Driven(variant_cmd(name), profile) as d:
         assert d.failed_rules(d.run()) & expect
         g = search(d.h, d.loop, d.rules, max_examples=200, derandomize=True, seed=None, time_budget=None,
                    slow_retries=d.h.b["retry_delay_s"] >= 1, shrink_budget_s=90)
         assert g.failing is not None, f"{name}: not found in {g.examples} generated scenarios"
         assert len(g.failing.scenario.acts) == 1  # shrunk to one act
-    finally:
-        d.close()
 
 
 @pytest.mark.slow
@@ -213,8 +207,5 @@ def test_every_legal_variant_passes(name):
 def test_every_rule_mutant_fails_by_its_rule(name):
     """Per-rule verdicts rest on evidence: the catalogue's checks of a rule fail a daemon that breaks it."""
     cls, profile, rule = MUTANTS[name]
-    d = Driven(variant_cmd(name), profile)
-    try:
+    with Driven(variant_cmd(name), profile) as d:
         assert rule in d.failed_rules(d.run())
-    finally:
-        d.close()

@@ -120,6 +120,15 @@ def search(h: Harness, loop: asyncio.AbstractEventLoop, rules: Rules, *, max_exa
     except Exception:  # noqa: BLE001 - the failure (or a flaky replay) is in ``smallest``
         if not smallest:
             raise
+    if smallest and len(smallest[0].scenario.acts) > 1:
+        # the acts of a scenario run at once and share nothing: one that fails alone is the smaller
+        # failure (Hypothesis may stop short of it when its shrink budget or a timing flake ends it)
+        for act in smallest[0].scenario.acts:
+            g.shrink_runs += 1
+            alone = loop.run_until_complete(run_scenario(h, Scenario(f"{smallest[0].scenario.id}-alone", h.profile, [act])))
+            if alone.failed(rules):
+                smallest[:] = [alone]
+                break
     g.seconds = time.monotonic() - start
     if smallest:
         g.failing = smallest[0]

@@ -30,7 +30,8 @@ class SignsWrongFields(RmbDaemon):
 
 
 class RetriesOn4xx(RmbDaemon):
-    """Retries a request on any failure, an HTTP 4xx/5xx answer too (only connection errors are retried)."""
+    """Retries on any failure, an HTTP 4xx/5xx answer too, requests and replies alike (only connection
+    errors are retried)."""
 
     def __init__(self, cfg):
         super().__init__(cfg)
@@ -38,7 +39,7 @@ class RetriesOn4xx(RmbDaemon):
 
 
 class RetriesPastTry(RmbDaemon):
-    """Makes one attempt more than try allows."""
+    """Makes one attempt more than try allows, for requests and replies alike."""
 
     def _attempts(self, msg: dict) -> int:
         return super()._attempts(msg) + 1
@@ -112,7 +113,7 @@ class LateReply(RmbDaemon):
 
 
 class WrongQueue(RmbDaemon):
-    """Pushes requests for a command to msgbus.system.$cmd instead of msgbus.$cmd."""
+    """Pushes requests (and proxied payloads) for a command to msgbus.system.$cmd instead of msgbus.$cmd."""
 
     def __init__(self, cfg):
         super().__init__(cfg)
@@ -257,13 +258,13 @@ MUTANTS = {  # name -> (class, profile, the rule whose scenarios must catch it)
 # name -> (class, the profile it is judged in, the rules that must catch it (faulty) or None (legal))
 FAULTY = {
     "signs-wrong-fields": (SignsWrongFields, "spec", {"RMB-SIG-006"}),
-    "retries-on-4xx": (RetriesOn4xx, "spec", {"RMB-RETRY-003"}),
-    "retries-past-try": (RetriesPastTry, "spec", {"RMB-RETRY-001"}),
+    "retries-on-4xx": (RetriesOn4xx, "spec", {"RMB-RETRY-003", "RMB-REPLY-002"}),
+    "retries-past-try": (RetriesPastTry, "spec", {"RMB-RETRY-001", "RMB-REPLY-002"}),
     "ignores-exp": (IgnoresExp, "spec", {"RMB-BACKLOG-001"}),
     "accepts-old-now": (AcceptsOldNow, "rmb-rs-v1", {"RMB-REMOTE-006", "RMB-REMOTE-007"}),
     "drops-replies": (DropsReplies, "spec", {"RMB-REPLY-005"}),
     "late-reply": (LateReply, "spec", {"RMB-REPLY-004"}),
-    "wrong-queue": (WrongQueue, "spec", {"RMB-REMOTE-005", "RMB-LOCAL-003"}),
+    "wrong-queue": (WrongQueue, "spec", {"RMB-REMOTE-005", "RMB-LOCAL-003", "RMB-PROXY-001"}),
 }
 LEGAL = {
     "counter-uids": CounterUids,
