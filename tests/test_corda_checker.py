@@ -261,3 +261,24 @@ def test_a_truncated_gzip_is_one_unreadable_line_after_those_it_held(tmp_path):
         assert report.unreadable == 1 and report.receipts > 100
         assert "truncated" in report.input_problems[0].error
         assert "CORDA-ACK-001" in report.counts
+
+
+@pytest.mark.parametrize("old, new, where", [
+    ("    in_flight: IN_FLIGHT\n", "    in_flight: INFLIGHT\n", "events.verdicts"),          # the schema's pattern holds; no such answer
+    ("      required: [verdict]\n", "      required: [verdikt]\n", "events.kinds.dedup.required.0"),
+])
+def test_a_broken_records_spec_names_file_line_and_field(tmp_path, monkeypatch, old, new, where):
+    from spec_support import broken_spec_copy
+
+    from rmkit.errors import SpecError
+    from rmkit.specload import load_protocol_spec, load_schema
+
+    broken_spec_copy(tmp_path, monkeypatch, "corda", "records.yaml", old, new, record_format)
+    try:
+        with pytest.raises(SpecError) as err:
+            record_format()
+        assert "spec/corda/records.yaml:" in str(err.value) and where in str(err.value)
+    finally:
+        monkeypatch.undo()
+        for f in (load_protocol_spec, load_schema, record_format):
+            f.cache_clear()

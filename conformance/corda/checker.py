@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from sys import intern
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import orjson
 
@@ -32,7 +32,7 @@ from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 
-from rmkit.conformance.corda.recordspec import EVENT, ROW, record_format
+from rmkit.conformance.corda.recordspec import ROW, record_format
 from rmkit.conformance.corda.spec import corda_spec
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
