@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from sys import intern
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import orjson
 
@@ -31,10 +32,11 @@ from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 
-from rmkit.conformance.corda.recordspec import EVENT, ROW, record_format
+from rmkit.conformance.corda.recordspec import ROW, record_format
 from rmkit.conformance.corda.spec import corda_spec
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
+INTERNED = ("sender", "session")  # besides id and node: the values the checker keeps per message
 # Rules a node's records cannot show (no bridge, queue or sender-replay events): listed as not
 # checked, never as passing; `rmkit corda torture` and `rmkit conform --protocol corda` judge them.
 NOT_IN_RECORDS = {
@@ -316,7 +318,13 @@ class _ShareRun:
                     self.problem(ref, why + more, fld)
                     continue
                 records += 1
-                mid = obj["id"]
+                # one string object per id, node, sender and session, however many records name it
+                obj["id"] = mid = intern(obj["id"])
+                obj["node"] = intern(obj["node"])
+                for name in INTERNED:
+                    v = obj.get(name)
+                    if type(v) is str:
+                        obj[name] = intern(v)
                 if mid not in ids:
                     ids.add(mid)
                     if self.spec.id_format(mid) is None:

@@ -151,7 +151,7 @@ class RecordFormat:
         return f"unknown {what} {value!r}" + (f"; did you mean {near[0]!r}?" if near else f"; expected one of {', '.join(known)}")
 
 
-def _fields(spec: dict, path: list, fields: dict) -> dict[str, FieldRule]:
+def _fields(fields: dict) -> dict[str, FieldRule]:
     return {n: FieldRule(n, f["type"], f.get("min"), bool(f.get("nullable", False))) for n, f in fields.items()}
 
 
@@ -166,7 +166,7 @@ def record_format() -> RecordFormat:
     spec = load_protocol_spec(PROTOCOL)
     rec = spec["records"]
     ev = rec["events"]
-    fields = _fields(spec, ["events", "fields"], ev["fields"])
+    fields = _fields(ev["fields"])
     for i, name in enumerate(ev["always"]):
         if name not in fields:
             raise _fail(spec, ["events", "always", i], f"unknown field {name!r}; fields: {sorted(fields)}")
@@ -186,11 +186,11 @@ def record_format() -> RecordFormat:
             raise _fail(spec, ["events", "verdicts", verdict], f"unknown answer {answer!r}; system.yaml dedup_answers: {list(ANSWERS)}")
     if set(ev["verdicts"].values()) != set(ANSWERS):
         raise _fail(spec, ["events", "verdicts"], f"expected a verdict for each answer {list(ANSWERS)}")
-    rows = _fields(spec, ["processed", "fields"], rec["processed"]["fields"])
+    rows = _fields(rec["processed"]["fields"])
     for i, name in enumerate(rec["processed"]["required"]):
         if name not in rows:
             raise _fail(spec, ["processed", "required", i], f"unknown field {name!r}; fields: {sorted(rows)}")
-    if rec["key"] not in fields or rec["key"] not in rows:
+    if rec["key"] not in ev["always"] or rec["key"] not in rec["processed"]["required"]:
         raise _fail(spec, ["key"], f"the shard key {rec['key']!r} must be a field of every event and row")
     return RecordFormat(rec["format"], rec["key"], fields, tuple(ev["always"]), required, checked,
                         dict(ev["verdicts"]), rows, tuple(rec["processed"]["required"]))
