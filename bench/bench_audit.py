@@ -127,15 +127,18 @@ def time_audit(files: list[str]):
     t = time.perf_counter()
     figures["records"] = spark.read.text(files).count()
     figures["bare"] = time.perf_counter() - t
+    print(f"(bare read measured: {figures['bare']:.1f} s)", flush=True)  # each figure as it comes: a long run may be cut short
     partitions = shuffle_partitions(spark, inputs.expand_paths(files))
     t = time.perf_counter()
     lines = spark.read.option("lineSep", "\n").text(files)
     key = inputs.key_column(shards.key, F.col("value"))
     lines.select(key.alias("key")).repartition(partitions, "key").groupBy(F.spark_partition_id()).count().collect()
     figures["floor"] = time.perf_counter() - t
+    print(f"(Spark floor measured: {figures['floor']:.1f} s)", flush=True)
     t = time.perf_counter()
     res = audit(spark, shards, files)
     figures["audit"] = time.perf_counter() - t
+    print(f"(audit measured: {figures['audit']:.1f} s)", flush=True)
     figures["partitions"] = partitions
     figures["peak"] = mem.stop()
     spark.stop()

@@ -8,6 +8,8 @@ moments before, each the best of ``--repeat`` runs. What is printed:
 - ratio:      check / parse (the target is <= 3 with the default jobs)
 - receipts/s: receipts divided by the check's wall time
 - peak RSS:   the check process's maximum resident set size
+- CPU ratio:  CPU seconds of the check (all its processes) / CPU seconds of the parse: steadier
+              than wall time when other work shares the cores
 
 ``--ten-million`` streams a 10,000,000-receipt simulated log through ``rmkit check -`` (from a
 pipe, so no 5 GB file is written) and reports the checker's peak memory (target <= 300 MB).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -48,13 +51,14 @@ def simulated_log(receipts: int, seed: int = 1) -> Path:
     return path
 
 
-def bare_parse(path: Path) -> float:
+def bare_parse(path: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of parsing every line with orjson."""
     loads = orjson.loads
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     with open(path, "rb") as f:
         for line in f:
             loads(line)
-    return time.perf_counter() - t
+    return time.perf_counter() - t, time.process_time() - c
 
 
 # Runs the CLI in-process and reports its own peak RSS (and its workers') on stderr.
@@ -69,16 +73,23 @@ sys.exit(code)
 """
 
 
-def timed_check(args: list[str], stdin=None) -> tuple[float, int, int, dict]:
-    """(wall seconds, peak RSS of the main process, of its largest worker (bytes), JSON report)."""
-    t = time.perf_counter()
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def timed_check(args: list[str], stdin=None) -> tuple[float, int, int, dict, float]:
+    """(wall seconds, peak RSS of the main process, of its largest worker (bytes), JSON report,
+    CPU seconds of the check and its workers)."""
+    t, c = time.perf_counter(), _children_cpu()
     proc = subprocess.run([sys.executable, "-c", _WRAP, "check", "--format", "json", *args], stdin=stdin,
                           capture_output=True, check=False)
     wall = time.perf_counter() - t
+    cpu = _children_cpu() - c
     if proc.returncode not in (0, 1):
         sys.exit(f"rmkit check failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
     me, kids = (int(x) * 1024 for x in proc.stderr.decode().rsplit("RSS ", 1)[1].split())
-    return wall, me, kids, orjson.loads(proc.stdout)
+    return wall, me, kids, orjson.loads(proc.stdout), cpu
 
 
 def main() -> int:
@@ -91,31 +102,34 @@ def main() -> int:
     path = simulated_log(args.receipts)
     size_mb = path.stat().st_size / 1e6
     print(f"log: {path.name}, {size_mb:.0f} MB, {os.cpu_count()} cores")
-    parse = min(bare_parse(path) for _ in range(args.repeat))
+    parse, parse_cpu = (min(x) for x in zip(*(bare_parse(path) for _ in range(args.repeat))))
     rows = []
     for jobs in sorted({1, os.cpu_count() or 1}):
-        best, rss, report = None, (0, 0), None
+        best, best_cpu, rss, report = None, None, (0, 0), None
         for _ in range(args.repeat):
-            parse = min(parse, bare_parse(path))  # keep the baseline fresh: noise hits both alike
-            wall, me, kids, report = timed_check([str(path), "--jobs", str(jobs)])
+            wall, cpu = bare_parse(path)  # keep the baseline fresh: noise hits both alike
+            parse, parse_cpu = min(parse, wall), min(parse_cpu, cpu)
+            wall, me, kids, report, cpu = timed_check([str(path), "--jobs", str(jobs)])
             best = wall if best is None else min(best, wall)
+            best_cpu = cpu if best_cpu is None else min(best_cpu, cpu)
             rss = (max(rss[0], me), max(rss[1], kids))
-        rows.append((jobs, best, report, rss))
-    print(f"parse (orjson, baseline, best of {len(rows) * args.repeat + args.repeat}): {parse:.2f} s")
-    for jobs, best, report, rss in rows:
+        rows.append((jobs, best, report, rss, best_cpu))
+    print(f"parse (orjson, baseline, best of {len(rows) * args.repeat + args.repeat}): {parse:.2f} s, CPU {parse_cpu:.2f} s")
+    for jobs, best, report, rss, cpu in rows:
         print(f"check j{jobs}: {best:.2f} s  ratio {best / parse:.2f}  {report['receipts'] / best:,.0f} receipts/s  "
               f"verdict {report['verdict']}  messages {report['messages']:,}  peak RSS {rss[0] / 1e6:.0f} MB"
-              + (f" (+ largest worker {rss[1] / 1e6:.0f} MB)" if jobs > 1 else ""))
+              + (f" (+ largest worker {rss[1] / 1e6:.0f} MB)" if jobs > 1 else "")
+              + f"  CPU {cpu:.2f} s (CPU ratio {cpu / parse_cpu:.2f})")
     default_jobs = 1 if size_mb < 32 else (os.cpu_count() or 1)
-    best_default = next(b for j, b, _, _ in rows if j == default_jobs)
+    best_default = next(b for j, b, _, _, _ in rows if j == default_jobs)
     print(f"RESULT ratio(default jobs={default_jobs}) = {best_default / parse:.2f} (target <= 3); "
-          f"single process = {rows[0][1] / parse:.2f}")
+          f"single process = {rows[0][1] / parse:.2f} (CPU ratio {rows[0][4] / parse_cpu:.2f})")
 
     if args.ten_million:
         n = 10_000_000
         sim = subprocess.Popen(rmkit() + ["simulate", "--receipts", str(n), "--messages", str(n), "--seed", "7", "-o", "-"],
                                stdout=subprocess.PIPE)
-        wall, rss, _, report = timed_check(["-"], stdin=sim.stdout)
+        wall, rss, _, report, _ = timed_check(["-"], stdin=sim.stdout)
         sim.wait()
         print(f"10M receipts through a pipe: {report['receipts']:,} receipts, {report['messages']:,} messages, "
               f"peak open {report['metrics']['peak_open_messages']:,}, checker peak RSS {rss / 1e6:.0f} MB (target <= 300), "

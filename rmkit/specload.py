@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+import orjson
 import yaml
 
 from rmkit.errors import InputError, SpecError, UsageError
@@ -64,13 +64,9 @@ def _dotted(path: list[Any]) -> str:
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _read_yaml(path: Path, shown: str) -> tuple[Any, yaml.Node | None, str]:
+def _read_yaml(text: str, shown: str) -> tuple[Any, yaml.Node | None]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(shown, "", f"cannot read the file ({exc.strerror})") from None
-    try:
-        return yaml.load(text, Loader=_LOADER), yaml.compose(text, Loader=_LOADER), text
+        return yaml.load(text, Loader=_LOADER), yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise SpecError(shown, "", f"not valid YAML: {getattr(exc, 'problem', exc)}",
@@ -84,6 +80,8 @@ def load_schema(name: str) -> dict:
         schema = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise SpecError(f"spec/schema/{name}.schema.json", "", f"cannot load the schema: {exc}") from None
+    import jsonschema  # on demand: a spec that passed before is not validated again (_load_spec_file)
+
     jsonschema.Draft202012Validator.check_schema(schema)
     return schema
 
@@ -91,6 +89,8 @@ def load_schema(name: str) -> dict:
 def schema_problem(data: Any, schema_name: str, node: yaml.Node | None = None) -> tuple[str, str, int | None] | None:
     """The first (most specific) schema violation of ``data`` as ``(field path, message, line)``,
     or None when ``data`` passes the schema ``spec/schema/<schema_name>.schema.json``."""
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(load_schema(schema_name))
     errors = sorted(validator.iter_errors(data), key=lambda e: (-len(e.absolute_path), str(e.absolute_path)))
     if not errors:
@@ -118,6 +118,14 @@ def _passed_dir() -> Path:
     return Path(base) / "spec-passed"
 
 
+def _compose(path: Path) -> yaml.Node | None:
+    """The composed YAML of a spec file that passed before (for the line of an error)."""
+    try:
+        return yaml.compose(path.read_text(encoding="utf-8"), Loader=_LOADER)
+    except (OSError, yaml.YAMLError):
+        return None
+
+
 @functools.lru_cache(maxsize=None)
 def _jsonschema_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
@@ -128,26 +136,42 @@ def _jsonschema_version() -> str:
         return "unknown"
 
 
-def _validate_spec_file(data: Any, schema_name: str, shown: str, node, text: str) -> None:
-    """:func:`validate_document` for a spec file, skipped when this very text passed this very
-    schema before under this jsonschema version (JSON Schema validation is most of a command's
-    start-up). What passed is remembered as a digest, one empty file each, in the user's cache
-    folder (``RMKIT_CACHE_DIR``); without a writable one every start validates."""
+def _load_spec_file(path: Path, shown: str, schema_name: str) -> tuple[Any, yaml.Node | None]:
+    """A spec file read and validated against its JSON Schema: (data, composed node).
+
+    Reading YAML and validating it is most of a command's start-up, so a file that passed is
+    remembered in the user's cache folder (``RMKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rmkit``):
+    its data as JSON, under the digest of its text, its schema's text and the jsonschema version.
+    The next start with the very same text and schema reads that JSON and validates nothing; any
+    change is read and validated afresh. Node None: compose it on demand (:func:`spec_line`).
+    Without a writable cache folder every start reads and validates."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(shown, "", f"cannot read the file ({exc.strerror})") from None
     try:
         schema_text = (spec_root() / "schema" / f"{schema_name}.schema.json").read_bytes()
     except OSError:
-        schema_text = b""  # load_schema reports it
+        schema_text = b""  # validation below reports it
     digest = hashlib.sha256(b"\0".join((_jsonschema_version().encode(), schema_name.encode(), schema_text,
                                         text.encode()))).hexdigest()
-    mark = _passed_dir() / digest
-    if mark.exists():
-        return
+    passed = _passed_dir() / f"{digest}.json"
+    try:
+        return orjson.loads(passed.read_bytes()), None
+    except (OSError, orjson.JSONDecodeError):
+        pass
+    data, node = _read_yaml(text, shown)
     validate_document(data, schema_name, shown, node)
     try:
-        mark.parent.mkdir(parents=True, exist_ok=True)
-        mark.touch()
-    except OSError:
+        raw = orjson.dumps(data)
+        if orjson.loads(raw) == data:  # only what JSON holds exactly (no non-string keys, dates...)
+            passed.parent.mkdir(parents=True, exist_ok=True)
+            tmp = passed.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(raw)
+            os.replace(tmp, passed)
+    except (OSError, TypeError, orjson.JSONEncodeError):
         pass
+    return data, node
 
 
 def read_user_document(path: str, option: str) -> tuple[Any, yaml.Node | None]:
@@ -201,22 +225,23 @@ def load_protocol_spec(protocol: str) -> dict[str, Any]:
         known = ", ".join(available_protocol_specs()) or "none"
         raise UsageError(f"no spec for protocol {protocol!r}: expected {manifest_path}; protocols with a spec: {known}")
     shown = f"spec/{protocol}/protocol.yaml"
-    manifest, node, text = _read_yaml(manifest_path, shown)
-    _validate_spec_file(manifest, "protocol", shown, node, text)
+    manifest, node = _load_spec_file(manifest_path, shown, "protocol")
     if manifest["protocol"] != protocol:
         raise SpecError(shown, "protocol", f"expected {protocol!r} (the folder name), found {manifest['protocol']!r}",
-                        line=_yaml_line(node, ["protocol"]))
+                        line=_yaml_line(node or _compose(manifest_path), ["protocol"]))
     out: dict[str, Any] = {"protocol": manifest}
     for part, entry in manifest["files"].items():
         shown_part = f"spec/{protocol}/{entry['file']}"
-        data, pnode, text = _read_yaml(root / entry["file"], shown_part)
-        _validate_spec_file(data, entry["schema"], shown_part, pnode, text)
+        data, pnode = _load_spec_file(root / entry["file"], shown_part, entry["schema"])
         out[part] = data
-        out.setdefault("_nodes", {})[part] = (shown_part, pnode)
+        out.setdefault("_nodes", {})[part] = [shown_part, pnode, root / entry["file"]]
     return out
 
 
 def spec_line(spec: dict[str, Any], part: str, path: list[Any]) -> tuple[str, int | None]:
     """(file shown to users, line) of a field of a loaded spec, for cross-reference errors."""
-    shown, node = spec["_nodes"][part]
+    entry = spec["_nodes"][part]
+    shown, node = entry[0], entry[1]
+    if node is None:  # read from the cache of passed files: composed when first needed
+        node = entry[1] = _compose(entry[2])
     return shown, _yaml_line(node, path)

@@ -111,11 +111,6 @@ class Remp(Protocol):
 
         return receipt_cli.run(action, profile, args)
 
-    def add_conform_arguments(self, group: argparse._ArgumentGroup) -> None:
-        from rmkit.conformance.remp.driven import cli as driven_cli
-
-        driven_cli.add_arguments(group)
-
     def conform(self, profile: str, args: argparse.Namespace) -> int:
         from rmkit.conformance.remp.driven import cli as driven_cli
 

@@ -17,10 +17,6 @@ from rmkit.errors import UsageError
 from rmkit.guard import write_output
 
 
-def add_arguments(group: argparse._ArgumentGroup) -> None:
-    """REMP has no options of its own here; roles are validator, fullnode, consumer."""
-
-
 def conform(profile: str, args: argparse.Namespace) -> int:
     roles = args.role or list(ROLES)
     for r in roles:
