@@ -87,7 +87,7 @@ def _folder(arg: str | None, prefix: str) -> tuple[Path, bool]:
 
 
 def cmd_up(args) -> int:
-    from rmkit.reference_impl.corda.cluster import Cluster, ComponentFailed
+    from rmkit.reference_impl.corda.cluster import Cluster, ComponentFailed, export_tables
     from rmkit.reference_impl.corda.node import Policy
 
     nodes = [n for n in args.nodes.split(",") if n]
@@ -121,6 +121,7 @@ def cmd_up(args) -> int:
     except KeyboardInterrupt:
         print("interrupted: stopping", file=sys.stderr)
     cluster.stop()
+    export_tables(cluster)
     dup = sum(len(got[n]) - len({e[2] for e in got[n]}) for n in nodes)
     span = _records_span(cluster, nodes)
     rate = f"{done / span:.1f} messages/s end to end from the first send to the last commit" if span else "no rate"

@@ -25,10 +25,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rmkit.reference_impl.corda.cluster import Cluster, ComponentFailed
+from rmkit.reference_impl.corda.cluster import Cluster, ComponentFailed, export_tables
 from rmkit.reference_impl.corda.crashpoints import arm
 from rmkit.reference_impl.corda.node import Policy
-from rmkit.reference_impl.corda.records import export_processed, read_events
+from rmkit.reference_impl.corda.records import read_events
 from rmkit.reference_impl.corda.store import SqliteStore
 
 ROLE_TARGETS = {"receiver": "node", "sender": "node", "bridge": "bridge", "broker": "broker"}
@@ -287,12 +287,7 @@ class Torture:
         result.elapsed_s = time.monotonic() - t0
         if result.error:
             return result
-        for n in self.nodes:
-            store = SqliteStore(str(self.cluster.db(n)))
-            try:
-                export_processed(n, store, self.folder / f"processed-{n}.jsonl")
-            finally:
-                store.close()
+        export_tables(self.cluster)
         result.violations, result.counts = audit(self.cluster, self.credit, self.policy)
         result.messages = result.counts["expected"]
         if result.counts["committed"] == 0:

@@ -185,3 +185,17 @@ class Cluster:
             for flow, peer in flow_plan(x, [p for p in self.nodes if p != x], self.flows):
                 out[peer].update(flow_id(flow, k, 0) for k in range(1, n + 1))
         return out
+
+
+def export_tables(cluster: Cluster) -> int:
+    """Every node's processed-id table as ``processed.jsonl`` in the run's folder (beside the
+    events files); returns the number of rows."""
+    from .records import export_processed
+    from .store import SqliteStore
+
+    stores = {n: SqliteStore(str(cluster.db(n))) for n in cluster.nodes}
+    try:
+        return export_processed(stores, cluster.folder / "processed.jsonl")
+    finally:
+        for store in stores.values():
+            store.close()
