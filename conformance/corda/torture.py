@@ -93,6 +93,8 @@ class Result:
     violations: list[Violation] = field(default_factory=list)
     counts: dict = field(default_factory=dict)
     broker_restarts_s: list[float] = field(default_factory=list)
+    startup_s: float = 0.0       # brokers, bridges and nodes started
+    cycles_s: float = 0.0        # the crash cycles alone (no start-up, no drain)
     error: str | None = None
 
     @property
@@ -270,6 +272,7 @@ class Torture:
         result = Result(self.seed, self.cycles, 0, self.variant, self.profile, 0, 0.0, self.schedule)
         try:
             self.cluster.start()
+            result.startup_s = time.monotonic() - t0
             for c in self.schedule:
                 self._run_cycle(c, t0, result)
                 result.cycles_run += 1
@@ -279,6 +282,7 @@ class Torture:
                 if not self.keep_going and c.n % 10 == 0 and self._interim():
                     self.log(f"a violation shows after cycle {c.n}: crashes stop, the run drains and is audited")
                     break
+            result.cycles_s = time.monotonic() - t0 - result.startup_s
             self._drain()
         except ComponentFailed as e:
             result.error = f"the cluster could not run: {e}"

@@ -227,6 +227,7 @@ class Node:
     def run(self) -> int:
         self.connect()
         self.recover()
+        self.hooks.ready()
         idle_since = time.monotonic()
         may_send = True
         while not self.stopping:
