@@ -286,6 +286,8 @@ class Torture:
             self._drain()
         except ComponentFailed as e:
             result.error = f"the cluster could not run: {e}"
+            if result.startup_s and not result.cycles_s:
+                result.cycles_s = time.monotonic() - t0 - result.startup_s
         finally:
             self.cluster.stop()
         result.elapsed_s = time.monotonic() - t0
