@@ -86,6 +86,14 @@ def test_a_crash_point_armed_while_running_fires_at_its_pass(tmp_path):
     assert "never" not in p.stdout.read()
 
 
+def test_no_broker_is_a_lost_link_not_a_crash():
+    from rmkit.reference_impl.corda.activemq import _free_port
+    from rmkit.reference_impl.corda.stomp_link import LinkLost, StompLink
+
+    with pytest.raises(LinkLost, match="no broker answering"):
+        StompLink(_free_port(), connect_timeout=0.3)
+
+
 def _events(*rows):
     out = []
     for ev, did, extra in rows:
