@@ -65,8 +65,8 @@ demo: $(STAMP)
 	@echo "       the crash-point harness kills nodes, bridges and brokers (kill -9) and audits; a node that keeps its"
 	@echo "       deduplication in memory only is caught"
 	$(BIN)/rmkit corda up --flows 2 --messages 20
-	$(BIN)/rmkit corda torture --seed 1 --cycles 10 --quiet
-	-$(BIN)/rmkit corda torture --seed 1 --cycles 30 --variant memory_dedup --quiet
+	$(BIN)/rmkit corda torture --seed 1 --cycles 6 --quiet
+	-$(BIN)/rmkit corda torture --seed 1 --cycles 10 --variant memory_dedup --quiet
 
 # Two worker processes (TEST_WORKERS=1 for one), each given whole modules so that a module's
 # redis-server, broker or Spark session starts once.

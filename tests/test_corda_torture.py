@@ -86,6 +86,14 @@ def test_a_crash_point_armed_while_running_fires_at_its_pass(tmp_path):
     assert "never" not in p.stdout.read()
 
 
+def test_no_broker_is_a_lost_link_not_a_crash():
+    from rmkit.reference_impl.corda.activemq import _free_port
+    from rmkit.reference_impl.corda.stomp_link import LinkLost, StompLink
+
+    with pytest.raises(LinkLost, match="no broker answering"):
+        StompLink(_free_port(), connect_timeout=0.3)
+
+
 def _events(*rows):
     out = []
     for ev, did, extra in rows:
@@ -136,8 +144,9 @@ def test_reference_node_loses_nothing_and_a_node_acking_before_commit_is_caught(
     assert "acked_before_commit" in {v.kind for v in at["B"]} and {v.kind for v in at["B"]} <= {"acked_before_commit", "lost"}
     assert r.counts["committed"] > 0
     assert any(c.reached for c in r.schedule)   # a crash point was reached, not only random kills
-    exported = [json.loads(line) for line in (tmp_path / "run" / "processed-A.jsonl").read_text().splitlines()]
-    assert exported and set(exported[0]) == {"node", "id", "sender", "seq", "tx", "t"}
+    exported = [json.loads(line) for line in (tmp_path / "run" / "processed.jsonl").read_text().splitlines()]
+    assert {r["node"] for r in exported} == {"A", "B"} and all(set(r) == {"node", "id", "sender", "seq", "tx", "t"} for r in exported)
+    assert len(exported) == r.counts["committed"]   # one row per commit of an id, as the effects
 
 
 @needs_broker

@@ -87,7 +87,7 @@ def _folder(arg: str | None, prefix: str) -> tuple[Path, bool]:
 
 
 def cmd_up(args) -> int:
-    from rmkit.reference_impl.corda.cluster import Cluster, ComponentFailed
+    from rmkit.reference_impl.corda.cluster import Cluster, ComponentFailed, export_tables
     from rmkit.reference_impl.corda.node import Policy
 
     nodes = [n for n in args.nodes.split(",") if n]
@@ -121,6 +121,7 @@ def cmd_up(args) -> int:
     except KeyboardInterrupt:
         print("interrupted: stopping", file=sys.stderr)
     cluster.stop()
+    export_tables(cluster)
     dup = sum(len(got[n]) - len({e[2] for e in got[n]}) for n in nodes)
     span = _records_span(cluster, nodes)
     rate = f"{done / span:.1f} messages/s end to end from the first send to the last commit" if span else "no rate"
@@ -175,10 +176,11 @@ def cmd_torture(args) -> int:
 def text_report(run, result, folder: Path | None) -> str:
     lines = [f"rmkit corda torture --seed {result.seed} --cycles {result.cycles_planned} --variant {result.variant} "
              f"--profile {result.profile}"]
-    per_min = result.cycles_run / (result.elapsed_s / 60) if result.elapsed_s else 0
+    per_min = result.cycles_run / (result.cycles_s / 60) if result.cycles_s else 0
     reached = sum(1 for c in result.schedule[:result.cycles_run] if c.reached)
     points = sum(1 for c in result.schedule[:result.cycles_run] if c.point)
-    lines.append(f"  {result.cycles_run} crash cycles in {result.elapsed_s:.1f} s ({per_min:.0f} per minute); "
+    lines.append(f"  {result.cycles_run} crash cycles in {result.elapsed_s:.1f} s (start-up {result.startup_s:.1f} s, cycles "
+                 f"{result.cycles_s:.1f} s: {per_min:.0f} per minute, drain and audit after); "
                  f"{reached} of {points} crash points reached, {result.cycles_run - points} kills at random times")
     if result.broker_restarts_s:
         rs = sorted(result.broker_restarts_s)

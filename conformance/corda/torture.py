@@ -25,10 +25,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rmkit.reference_impl.corda.cluster import Cluster, ComponentFailed
+from rmkit.reference_impl.corda.cluster import Cluster, ComponentFailed, export_tables
 from rmkit.reference_impl.corda.crashpoints import arm
 from rmkit.reference_impl.corda.node import Policy
-from rmkit.reference_impl.corda.records import export_processed, read_events
+from rmkit.reference_impl.corda.records import read_events
 from rmkit.reference_impl.corda.store import SqliteStore
 
 ROLE_TARGETS = {"receiver": "node", "sender": "node", "bridge": "bridge", "broker": "broker"}
@@ -93,6 +93,8 @@ class Result:
     violations: list[Violation] = field(default_factory=list)
     counts: dict = field(default_factory=dict)
     broker_restarts_s: list[float] = field(default_factory=list)
+    startup_s: float = 0.0       # brokers, bridges and nodes started
+    cycles_s: float = 0.0        # the crash cycles alone (no start-up, no drain)
     error: str | None = None
 
     @property
@@ -270,6 +272,7 @@ class Torture:
         result = Result(self.seed, self.cycles, 0, self.variant, self.profile, 0, 0.0, self.schedule)
         try:
             self.cluster.start()
+            result.startup_s = time.monotonic() - t0
             for c in self.schedule:
                 self._run_cycle(c, t0, result)
                 result.cycles_run += 1
@@ -279,20 +282,18 @@ class Torture:
                 if not self.keep_going and c.n % 10 == 0 and self._interim():
                     self.log(f"a violation shows after cycle {c.n}: crashes stop, the run drains and is audited")
                     break
+            result.cycles_s = time.monotonic() - t0 - result.startup_s
             self._drain()
         except ComponentFailed as e:
             result.error = f"the cluster could not run: {e}"
+            if result.startup_s and not result.cycles_s:
+                result.cycles_s = time.monotonic() - t0 - result.startup_s
         finally:
             self.cluster.stop()
         result.elapsed_s = time.monotonic() - t0
         if result.error:
             return result
-        for n in self.nodes:
-            store = SqliteStore(str(self.cluster.db(n)))
-            try:
-                export_processed(n, store, self.folder / f"processed-{n}.jsonl")
-            finally:
-                store.close()
+        export_tables(self.cluster)
         result.violations, result.counts = audit(self.cluster, self.credit, self.policy)
         result.messages = result.counts["expected"]
         if result.counts["committed"] == 0:

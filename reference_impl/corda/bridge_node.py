@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     remote = StompLink(args.remote_port, args.heartbeat_ms)
     window = 1 if args.in_order else args.prefetch   # in order: the next only after the last one's receipt
     local.subscribe(f"internal.peers.{args.peer}", window)
+    hooks.ready()
     while not stopping:
         remote.check()
         frames = local.take(window, 0.1)

@@ -95,9 +95,24 @@ class Cluster:
             raise ComponentFailed("; ".join(errors))
         for c in self.components():
             self.spawn(c)
+        self.wait_ready()
+
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        """Until every process is connected to its brokers (each touches ``<component>.ready``)."""
+        deadline = time.monotonic() + timeout
+        while not all((self.folder / f"{c}.ready").exists() for c in self.components()):
+            for c in self.components():
+                p = self.procs[c]
+                if p.poll() is not None and p.returncode != 3:
+                    raise ComponentFailed(f"{c} exited with {p.returncode} at start (see {self.folder / (c + '.log')})")
+            self.restart_dead()   # a lost connection while starting (3): again
+            if time.monotonic() > deadline:
+                self.stop()
+                raise ComponentFailed(f"not every process was ready within {timeout} s (see the logs in {self.folder})")
+            time.sleep(0.05)
 
     def spawn(self, comp: str) -> None:
-        for leftover in (f"{comp}.arm", f"{comp}.paused"):
+        for leftover in (f"{comp}.arm", f"{comp}.paused", f"{comp}.ready"):
             (self.folder / leftover).unlink(missing_ok=True)
         log = open(self.folder / f"{comp}.log", "ab")
         self.procs[comp] = subprocess.Popen(self.argv(comp), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -185,3 +200,17 @@ class Cluster:
             for flow, peer in flow_plan(x, [p for p in self.nodes if p != x], self.flows):
                 out[peer].update(flow_id(flow, k, 0) for k in range(1, n + 1))
         return out
+
+
+def export_tables(cluster: Cluster) -> int:
+    """Every node's processed-id table as ``processed.jsonl`` in the run's folder (beside the
+    events files); returns the number of rows."""
+    from .records import export_processed
+    from .store import SqliteStore
+
+    stores = {n: SqliteStore(str(cluster.db(n))) for n in cluster.nodes}
+    try:
+        return export_processed(stores, cluster.folder / "processed.jsonl")
+    finally:
+        for store in stores.values():
+            store.close()

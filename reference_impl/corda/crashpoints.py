@@ -69,6 +69,11 @@ class CrashPoints:
             except (OSError, ValueError):
                 pass   # half-written: read again at the next pass
 
+    def ready(self) -> None:
+        """Tell a supervisor the process is connected and working (``<folder>/<component>.ready``)."""
+        if self.folder is not None:
+            (self.folder / f"{self.component}.ready").touch()
+
     def reach(self, point: str) -> None:
         self._refresh()
         if self.armed is None or self.armed[0] != point:

@@ -40,7 +40,7 @@ from pathlib import Path
 from .broker import Queue
 from .crashpoints import CrashPoints
 from .message import Message, flow_id
-from .receiver import Answer, ReceivingNode
+from .receiver import ReceivingNode
 from .records import EventLog
 from .stomp_link import LinkLost, StompLink
 from .stomp_node import from_headers, to_headers
@@ -227,6 +227,7 @@ class Node:
     def run(self) -> int:
         self.connect()
         self.recover()
+        self.hooks.ready()
         idle_since = time.monotonic()
         may_send = True
         while not self.stopping:

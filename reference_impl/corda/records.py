@@ -67,13 +67,16 @@ def processed_records(node: str, store) -> list[dict]:
     return out
 
 
-def export_processed(node: str, store, path: str | Path) -> int:
-    """Write ``processed.jsonl`` (one object per row); returns the number of rows."""
-    rows = processed_records(node, store)
+def export_processed(stores: dict, path: str | Path) -> int:
+    """Write ``processed.jsonl``: one object per row of each node's table (node name -> its store);
+    returns the number of rows."""
+    n = 0
     with open(path, "wb") as f:
-        for r in rows:
-            f.write(orjson.dumps(r) + b"\n")
-    return len(rows)
+        for node, store in stores.items():
+            for r in processed_records(node, store):
+                f.write(orjson.dumps(r) + b"\n")
+                n += 1
+    return n
 
 
 def read_events(path: str | Path) -> list[dict]:

@@ -6,6 +6,7 @@ and the broker redelivers what it had not acknowledged)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import queue
 import threading
@@ -14,6 +15,17 @@ import time
 
 class LinkLost(Exception):
     """The broker connection is gone (broker killed or restarted, heart-beats missed)."""
+
+
+@contextlib.contextmanager
+def _link_errors(port: int):
+    """A STOMP call on a connection that went away (broker killed or restarting) is a lost link."""
+    from stomp.exception import StompException
+
+    try:
+        yield
+    except (StompException, OSError) as e:
+        raise LinkLost(f"connection to the broker on port {port} lost ({type(e).__name__})") from e
 
 
 class StompLink:
@@ -61,8 +73,9 @@ class StompLink:
                 time.sleep(0.2)
 
     def subscribe(self, queue_name: str, prefetch: int) -> None:
-        self.conn.subscribe(destination=f"/queue/{queue_name}", id="1", ack="client-individual",
-                            headers={"activemq.prefetchSize": str(prefetch)})
+        with _link_errors(self.port):
+            self.conn.subscribe(destination=f"/queue/{queue_name}", id="1", ack="client-individual",
+                                headers={"activemq.prefetchSize": str(prefetch)})
 
     def take(self, most: int, timeout: float) -> list:
         """Up to ``most`` frames: waits ``timeout`` for the first, then takes what is there."""
@@ -91,7 +104,8 @@ class StompLink:
         self.check()
         rid = f"r{next(self._ids)}"
         self._receipts[rid] = threading.Event()
-        self.conn.send(destination=f"/queue/{queue_name}", body=body, headers={**headers, "persistent": "true"}, receipt=rid)
+        with _link_errors(self.port):
+            self.conn.send(destination=f"/queue/{queue_name}", body=body, headers={**headers, "persistent": "true"}, receipt=rid)
         return rid
 
     def wait(self, rid: str, timeout: float = 10.0) -> None:
@@ -108,7 +122,8 @@ class StompLink:
 
     def ack(self, frame) -> None:
         self.check()
-        self.conn.ack(frame.headers["ack"])
+        with _link_errors(self.port):
+            self.conn.ack(frame.headers["ack"])
 
     def close(self) -> None:
         self._closing = True
