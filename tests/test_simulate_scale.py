@@ -59,7 +59,7 @@ def test_rules_off_in_a_profile_are_not_planted(tmp_path):
     manifest, _ = build(tmp_path, profile="ever-node", violations=0.0)
     off = {r for r, why in manifest["rules"]["not_planted"].items() if why.startswith("off")}
     assert off == {"REMP-SEQ-001", "REMP-FN-001", "REMP-FIN-001", "REMP-FIN-002", "REMP-REPLAY-004", "REMP-REPLAY-005",
-                   "REMP-COLL-004"}
+                   "REMP-COLL-004", "REMP-EXPIRY-003", "REMP-EXPIRY-004"}
     assert {"REMP-EXPIRY-001", "REMP-LIVE-001"} <= set(manifest["rules"]["not_planted"])  # JSON Lines: untimed
 
 
