@@ -8,12 +8,12 @@ with the same :meth:`CordaLogChecker.merge` the audit uses.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import time
 import zlib
 
 import orjson
 
+from rmkit.processes import run_in_processes
 from rmkit.verdict import Report
 
 from rmkit.conformance.corda.checker import BrokenLine
@@ -50,37 +50,14 @@ def _own_batches(checker, inputs: list[str], k: int, n: int):
             yield mine_refs, mine
 
 
-def _worker(conn, checker, inputs: list[str], k: int, n: int) -> None:
-    try:
-        conn.send(("done", checker.check_share(inputs, _own_batches(checker, inputs, k, n))))
-    except BaseException as exc:  # report any failure to the parent instead of hanging it
-        conn.send(("error", exc))
-    finally:
-        conn.close()
+def _check_share(checker, inputs: list[str], k: int, n: int):
+    return checker.check_share(inputs, _own_batches(checker, inputs, k, n))
 
 
 def run_parallel(checker, inputs: list[str], jobs: int) -> Report:
     started = time.perf_counter()
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    pipes, procs = [], []
-    for k in range(jobs):
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(child, checker, inputs, k, jobs), daemon=True)
-        proc.start()
-        child.close()
-        pipes.append(parent)
-        procs.append(proc)
-    try:
-        results = [p.recv() for p in pipes]
-    finally:
-        for proc in procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
-    for kind, value in results:
-        if kind == "error":
-            raise value
-    report = checker.merge(inputs, [value for _, value in results])
+    shares = run_in_processes(_check_share, [(checker, inputs, k, jobs) for k in range(jobs)])
+    report = checker.merge(inputs, shares)
     elapsed = time.perf_counter() - started
     report.metrics.update(jobs=jobs, elapsed_s=round(elapsed, 3),
                           receipts_per_s=round(report.receipts / elapsed) if elapsed > 0 else None)

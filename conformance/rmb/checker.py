@@ -13,7 +13,6 @@ Memory follows the records of the log (a group is judged once every record of it
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import time
 import zlib
@@ -234,39 +233,17 @@ def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
             yield keep_refs, keep
 
 
-def _worker(conn, shards: RmbShards, inputs: list[str], k: int, n: int) -> None:
-    try:
-        problems: list[tuple] = []
-        share = shards.check_share(inputs, _file_batches(inputs, problems, k, n))
-        share.problems += problems
-        conn.send(("done", share))
-    except BaseException as exc:  # the parent reports it, instead of hanging
-        conn.send(("error", exc))
-    finally:
-        conn.close()
+def _check_share(shards: RmbShards, inputs: list[str], k: int, n: int) -> Share:
+    problems: list[tuple] = []
+    share = shards.check_share(inputs, _file_batches(inputs, problems, k, n))
+    share.problems += problems
+    return share
 
 
 def _run_processes(shards: RmbShards, inputs: list[str], jobs: int) -> list[Share]:
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    pipes, procs = [], []
-    for k in range(jobs):
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(child, shards, inputs, k, jobs), daemon=True)
-        proc.start()
-        child.close()
-        pipes.append(parent)
-        procs.append(proc)
-    try:
-        results = [p.recv() for p in pipes]
-    finally:
-        for proc in procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
-    for kind, value in results:
-        if kind == "error":
-            raise value
-    return [value for _, value in results]
+    from rmkit.processes import run_in_processes
+
+    return run_in_processes(_check_share, [(shards, inputs, k, jobs) for k in range(jobs)])
 
 
 def make_checker(profile: str, args: Any) -> RmbLogChecker:

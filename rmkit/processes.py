@@ -1,0 +1,46 @@
+"""Run one function per share in worker processes and collect the results in share order.
+
+``rmkit check --jobs N`` of every protocol splits the work the same way: N processes, each
+checking the records whose key hashes into its share, and the parent merging the partial results.
+A worker's exception travels back to the parent and is raised there (never a hang, never a silent
+empty share); a worker that does not exit is killed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from typing import Any, Callable, Sequence
+
+
+def _run_share(conn, fn: Callable[..., Any], args: tuple) -> None:
+    try:
+        conn.send(("done", fn(*args)))
+    except BaseException as exc:  # the parent raises it, instead of waiting forever
+        conn.send(("error", exc))
+    finally:
+        conn.close()
+
+
+def run_in_processes(fn: Callable[..., Any], shares: Sequence[tuple]) -> list[Any]:
+    """``[fn(*args) for args in shares]``, each call in a process of its own (forked where the
+    platform can, so the arguments need not be picklable there)."""
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    pipes, procs = [], []
+    for args in shares:
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_run_share, args=(child, fn, args), daemon=True)
+        proc.start()
+        child.close()
+        pipes.append(parent)
+        procs.append(proc)
+    try:
+        results = [p.recv() for p in pipes]
+    finally:
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+    for kind, value in results:
+        if kind == "error":
+            raise value
+    return [value for _, value in results]
