@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from rmkit.conformance.disagreement import Disagreement as BaseDisagreement
 from rmkit.tlc import run_tlc
 from rmkit.tlc.result import ERROR, STATE
 
@@ -54,16 +55,11 @@ def model_statuses(values: dict, sc: Scenario) -> dict:
 
 
 @dataclass
-class Disagreement:
-    """The reference machines and the model part at ``step`` (1-based) of a behaviour."""
+class Disagreement(BaseDisagreement):
+    """The reference machines and the model part at ``step`` (1-based) of a behaviour; REMP's
+    also keeps the model's statuses after each of the steps that led there."""
 
-    step: int
-    action: dict
-    model: dict
-    reference: Optional[dict]
-    reason: str
-    steps: list = field(default_factory=list)  # the behaviour's actions up to ``step``
-    expected: list = field(default_factory=list)  # the model's statuses after each of them
+    expected: list = field(default_factory=list)  # the model's statuses after each of ``steps``
 
     def render(self) -> str:
         lines = [f"step {self.step}: {self.action}", f"  {self.reason}"]
