@@ -9,6 +9,7 @@ empty share); a worker that does not exit is killed.
 from __future__ import annotations
 
 import multiprocessing as mp
+import zlib
 from typing import Any, Callable, Sequence
 
 
@@ -44,3 +45,9 @@ def run_in_processes(fn: Callable[..., Any], shares: Sequence[tuple]) -> list[An
         if kind == "error":
             raise value
     return [value for _, value in results]
+
+
+def key_share(key: str | None, n: int) -> int:
+    """The share (of ``n``) whose process checks the records of ``key``; records without a key
+    go to share 0. One rule for every protocol that splits by a text key."""
+    return 0 if key is None else zlib.crc32(key.encode("utf-8", "surrogatepass")) % n

@@ -9,11 +9,10 @@ with the same :meth:`CordaLogChecker.merge` the audit uses.
 from __future__ import annotations
 
 import time
-import zlib
 
 import orjson
 
-from rmkit.processes import run_in_processes
+from rmkit.processes import key_share, run_in_processes
 from rmkit.verdict import Report
 
 from rmkit.conformance.corda.checker import BrokenLine
@@ -26,9 +25,7 @@ def share_of(line, n: int, key: str = "id") -> int:
     except orjson.JSONDecodeError:
         return 0
     mid = obj.get(key) if type(obj) is dict else None
-    if type(mid) is not str:
-        return 0
-    return zlib.crc32(mid.encode("utf-8", "surrogatepass")) % n
+    return key_share(mid if type(mid) is str else None, n)
 
 
 def _own_batches(checker, inputs: list[str], k: int, n: int):

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import os
 import time
-import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from rmkit.logread import iter_line_batches
+from rmkit.logread import auto_jobs, iter_line_batches
+from rmkit.processes import key_share, run_in_processes
 from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
@@ -171,11 +171,6 @@ def _unique(evid: list[tuple]) -> list[tuple]:
     return out
 
 
-def share_of(key: str | None, n: int) -> int:
-    """The share (of ``n``) a record key's group is checked in; keyless records: share 0."""
-    return 0 if key is None or n == 1 else zlib.crc32(key.encode("utf-8", "surrogatepass")) % n
-
-
 class RmbLogChecker:
     """``rmkit check --protocol rmb``: :class:`RmbShards` over local files, in one or more processes."""
 
@@ -184,8 +179,6 @@ class RmbLogChecker:
         self.progress = None
 
     def run(self, inputs: list[str]) -> Report:
-        from rmkit.conformance.remp.parallel import auto_jobs
-
         started = time.perf_counter()
         jobs = auto_jobs(inputs) if self.jobs is None else self.jobs
         if jobs > 1 and "-" not in inputs:
@@ -227,7 +220,7 @@ def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
                     key = record_key(orjson.loads(line)) if line.strip() else None
                 except orjson.JSONDecodeError:
                     key = None
-                if share_of(key, n) == k:
+                if key_share(key, n) == k:
                     keep_refs.append(ref)
                     keep.append(line)
             yield keep_refs, keep
@@ -241,8 +234,6 @@ def _check_share(shards: RmbShards, inputs: list[str], k: int, n: int) -> Share:
 
 
 def _run_processes(shards: RmbShards, inputs: list[str], jobs: int) -> list[Share]:
-    from rmkit.processes import run_in_processes
-
     return run_in_processes(_check_share, [(shards, inputs, k, jobs) for k in range(jobs)])
 
 
