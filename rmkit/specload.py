@@ -64,9 +64,20 @@ def _dotted(path: list[Any]) -> str:
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def _load_with_node(text: str) -> tuple[Any, yaml.Node | None]:
+    """The document's data and its composed node (for the lines of errors), from one parse:
+    the data is constructed from the node rather than by parsing the text a second time."""
+    loader = _LOADER(text)
+    try:
+        node = loader.get_single_node()
+        return (loader.construct_document(node) if node is not None else None), node
+    finally:
+        loader.dispose()
+
+
 def _read_yaml(text: str, shown: str) -> tuple[Any, yaml.Node | None]:
     try:
-        return yaml.load(text, Loader=_LOADER), yaml.compose(text, Loader=_LOADER)
+        return _load_with_node(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise SpecError(shown, "", f"not valid YAML: {getattr(exc, 'problem', exc)}",
@@ -184,7 +195,7 @@ def read_user_document(path: str, option: str) -> tuple[Any, yaml.Node | None]:
     except OSError as exc:
         raise InputError(f"{option} {path}: cannot read ({exc.strerror})") from None
     try:
-        return yaml.load(text, Loader=_LOADER), yaml.compose(text, Loader=_LOADER)
+        return _load_with_node(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f"{path}:{mark.line + 1}" if mark else path
