@@ -8,6 +8,7 @@ import json
 from importlib import resources
 from typing import Any
 
+from rmkit.examples import fixture_example
 from rmkit.rules import OFF
 
 
@@ -38,9 +39,6 @@ def explain_rule(rule_id: str) -> dict[str, Any]:
         hit = next((v for v in report.violations if v.rule == rule_id), None)
         if hit is None:
             continue
-        wanted = sorted({e.line for e in hit.evidence})
-        shown = [f"{n:3}: {lines[n - 1][:150]}{'…' if len(lines[n - 1]) > 150 else ''}" for n in wanted if 0 < n <= len(lines)]
-        out["example"] = {"profile": profile, "fixture": f"rmb/rules/{entry['file']}", "why": entry["why"], "receipts": shown,
-                          "violation": hit}
+        out["example"] = fixture_example(hit, lines, profile, f"rmb/rules/{entry['file']}", entry["why"])
         break
     return out
