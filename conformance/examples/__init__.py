@@ -22,7 +22,7 @@ EXAMPLES = {
 }
 
 # the profiles each faulty example must be found in (default: both)
-FAULTY_PROFILES = {"non_sticky_final": ("spec",), "low_fanout": ("spec",), "late_final_receipt": ("ever-node",),
+FAULTY_PROFILES = {"low_fanout": ("spec",), "late_final_receipt": ("ever-node",),
                    "no_forwarding": ("spec", "ever-node")}
 
 # legal variants: name -> (role, profiles it must pass in, the freedom it uses)

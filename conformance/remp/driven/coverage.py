@@ -108,18 +108,17 @@ def _measured(profile: str) -> dict:
     found = {}
     by_role: dict = {}
     for rule in mutants.rules_with_mutants():
-        m = mutants.mutant_for(rule, profile)
-        if m is None:
-            continue
-        by_role.setdefault(m[0], []).append((rule, m[1]))
-        sc = _search(rule, profile, *m)
-        if sc is not None:
-            found.setdefault(sc.digest(), sc)  # one scenario may be found for several mutants
+        for role, cls in mutants.mutants_for(rule, profile).items():
+            by_role.setdefault(role, []).append((rule, cls))
+            sc = _search(rule, profile, role, cls)
+            if sc is not None:
+                found.setdefault(sc.digest(), sc)  # one scenario may be found for several mutants
     rules: dict = {}
     for role, entries in by_role.items():
         scenarios = catalogue(profile, [role]) + [sc for sc in found.values() if sc.role == role]
         for rule, cls in entries:
-            rules[rule] = sorted(sc.id for sc in scenarios if attributed(run_scenario(sc, _Impl(cls, role)), rule))
+            caught = {sc.id for sc in scenarios if attributed(run_scenario(sc, _Impl(cls, role)), rule)}
+            rules[rule] = sorted(caught.union(rules.get(rule, ())))
     out = {"rules": rules, "generated": [
         {"id": sc.id, "role": sc.role, "profile": sc.profile, "params": sc.params, "events": sc.events, "title": sc.title}
         for sc in found.values()]}
@@ -132,8 +131,10 @@ def _measured(profile: str) -> dict:
 
 
 def coverage(profile: str) -> dict:
-    """rule -> sorted ids of the scenarios (catalogue and generated) that catch its mutant with a
-    failure attributed to it (``[]``: none does); rules without a mutant in this profile are absent."""
+    """rule -> sorted ids of the scenarios (catalogue and generated) that catch one of its mutants (one
+    per role that has one) with a failure attributed to it (``[]``: none does); a scenario only ever
+    runs against the mutants of its own role, so a run of some roles finds among the ids it ran those
+    that measure its roles. Rules without a mutant in this profile are absent."""
     return _measured(profile)["rules"]
 
 

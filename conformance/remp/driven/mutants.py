@@ -8,8 +8,9 @@ rule as passed only when a scenario that caught its mutant ran clean on the impl
 
 A mutant is the reference adapter with one change: a machine subclass, a config or parameter
 override, or a rewrite of its outputs. Several are the faulty examples of
-``rmkit.conformance.examples``. ``NOT_DRIVABLE`` lists the rules of the roles' rule sets that no
-single machine's outputs can break, with the reason.
+``rmkit.conformance.examples``. A rule in the scope of a role with no mutant of that role is listed
+in ``not_drivable`` of ``spec/remp/conformance.yaml`` with the reason no single machine of the role
+can break it there.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import importlib
 
 from rmkit.conformance.examples._base import VariantAdapter
 from rmkit.conformance.remp.model import FULLNODE
-from rmkit.reference_impl.remp.events import NEW, CatchainBroadcast, CatchainRecord, Publish, Receipt
+from rmkit.reference_impl.remp.events import NEW, CatchainBroadcast, CatchainRecord, Publish, Receipt, SendToValidator
 from rmkit.reference_impl.remp.fullnode import FullNode
 from rmkit.reference_impl.remp.validator import Validator
 
@@ -126,6 +127,37 @@ class _SendsToNobody(FullNode):
             self.choose = None
 
 
+class _ProcessesRejectedResubmission(FullNode):
+    """Breaks REMP-SRC-002 alone: a resubmission of a message it rejected at pre-evaluation is taken
+    as a new message (sent to validators, SentToValidators after its final RejectedByFullnode)."""
+
+    def _on_submit(self, ev):
+        m = self.msgs.get(ev.msg_id)
+        if m is not None and m.final and self._pos.get(ev.msg_id) == "rejected":
+            del self.msgs[ev.msg_id]  # the mutation: the reject is forgotten, the position is not
+        return super()._on_submit(ev)
+
+    def _emit(self, out, mid, kind, time, **fields):
+        if self._pos.get(mid) == "rejected" and kind != "RejectedByFullnode":
+            out.append(Publish(Receipt(kind, mid, self.id, time, **fields), FULLNODE, time))
+            return True
+        return super()._emit(out, mid, kind, time, **fields)
+
+
+class _ReportsEachResend(FullNode):
+    """Breaks REMP-SEQ-001 alone: every resend is reported with another SentToValidators (the kind
+    comes once, when the message first goes out)."""
+
+    def _on_tick(self, ev):
+        out = super()._on_tick(ev)
+        for o in list(out):
+            if isinstance(o, SendToValidator) and o.msg_id in self.msgs:
+                m = self.msgs[o.msg_id]
+                out.append(Publish(Receipt("SentToValidators", m.id, self.id, ev.time, sent_to=len(m.targets),
+                                           total_validators=m.total), FULLNODE, ev.time))
+        return out
+
+
 # ---- output rewrites ----------------------------------------------------------------------------
 
 
@@ -144,9 +176,9 @@ def _drop_kind(kind: str):
     return lambda outs: [o for o in outs if not (o["type"] == "Receipt" and o["receipt"]["kind"] == kind)]
 
 
-def _no_error(kind: str):
+def _no_error(kind: str, out_type: str = "Receipt"):
     def rewrite(outs: list) -> list:
-        return [dict(o, receipt=dict(o["receipt"], error=None)) if o["type"] == "Receipt" and o["receipt"]["kind"] == kind
+        return [dict(o, receipt=dict(o["receipt"], error=None)) if o["type"] == out_type and o["receipt"]["kind"] == kind
                 else o for o in outs]
     return rewrite
 
@@ -159,6 +191,14 @@ def _overcount(outs: list) -> list:
             o = dict(o, receipt=dict(r, sent_to=r["total_validators"] + 1))
         res.append(o)
     return res
+
+
+def _relay_reversed(outs: list) -> list:
+    """Breaks REMP-SRC-001 (from the full node's log): the receipts a validator sent together are
+    published newest first, so its final receipt precedes what it said before."""
+    relayed = [o for o in outs if o["type"] == "Publish" and o["role"] == "validator"]
+    rest = [o for o in outs if not (o["type"] == "Publish" and o["role"] == "validator")]
+    return relayed[::-1] + rest
 
 
 class Mutant(VariantAdapter):
@@ -183,12 +223,14 @@ def _example(name: str) -> type:
     return importlib.import_module(f"rmkit.conformance.examples.{name}").Adapter
 
 
-# rule -> (role, adapter class, profiles where it applies)
+# key -> (role, adapter class, profiles where it applies). A key is the rule's id, optionally
+# ``@ROLE`` (a rule in scope for several roles has a mutant of each, so that a run of one role
+# measures its own coverage) and ``/PROFILE`` (a profile's own mutant where the rule's is legal there).
 BOTH = ("spec", "ever-node")
 MUTANTS: dict = {
     "REMP-VALID-001": ("validator", _example("no_replay_protection"), BOTH),
     "REMP-FWD-001": ("validator", _example("no_forwarding"), BOTH),
-    "REMP-SRC-001": ("validator", _example("non_sticky_final"), ("spec",)),
+    "REMP-SRC-001": ("validator", _example("non_sticky_final"), BOTH),
     "REMP-COLL-002": ("validator", _example("collates_rejected"), BOTH),
     "REMP-COLL-001": ("validator", _example("newest_first"), BOTH),
     "REMP-COLL-003": ("validator", _mutant("REMP-COLL-003", "validator", _RecollatesOwnRejected), BOTH),
@@ -212,51 +254,72 @@ MUTANTS: dict = {
     "REMP-CLIENT-003": ("fullnode", _example("ignores_next_set"), BOTH),
     "REMP-FIN-001": ("fullnode", _mutant("REMP-FIN-001", "fullnode", _FinalizesTwice), ("spec",)),
     "REMP-CLIENT-002": ("consumer", _example("early_reject"), BOTH),
-}
-
-# rules of the roles' rule sets no single machine's outputs can break, and why
-NOT_DRIVABLE = {
-    "REMP-SRC-002": "the full node's receipts after its own final one need a resubmission the documents' profile ignores; "
-                    "checked on logs by rmkit check",
-    "REMP-FN-001": "needs validators reporting on a message the full node rejected: the validators' receipts, not the full node's",
-    "REMP-FIN-002": "needs the validators' IncludedIntoAcceptedBlock receipts the full node only relays",
-    "REMP-REPLAY-001": "a replay is accepted by the validators; the full node only relays their receipts",
-    "REMP-REPLAY-002": "Finalized in two blocks needs two masterchain commits of one message (the validators' fault)",
-    "REMP-OUTCOME-001": "the validators' rejects the full node relays decide it; checked on logs by rmkit check",
-    "REMP-OUTCOME-002": "needs validators that go on after the full node rejected; checked on logs by rmkit check",
-    "REMP-FANOUT-001/ever-node": "the ever-node full node issues no SentToValidators receipt (not in the profile's status "
-                                 "table, spec/remp/kinds.yaml), so no output of it carries sent_to",
-    "REMP-LIVE-001": "a consumer's outcome past the horizon is REMP-CLIENT-002's; liveness of a whole shard is checked on logs",
+    # the receipt rules of the full node's own log: its own receipts, and the validators' it relays
+    "REMP-SRC-001@fullnode": ("fullnode", _mutant("REMP-SRC-001", "fullnode", rewrite=_relay_reversed), BOTH),
+    "REMP-SRC-002@fullnode": ("fullnode", _mutant("REMP-SRC-002", "fullnode", _ProcessesRejectedResubmission), ("spec",)),
+    "REMP-SEQ-001@fullnode": ("fullnode", _mutant("REMP-SEQ-001", "fullnode", _ReportsEachResend), ("spec",)),
+    "REMP-SCHEMA-001@fullnode": ("fullnode", _mutant("REMP-SCHEMA-001", "fullnode", rewrite=_no_error("RejectedByFullnode", "Publish")), BOTH),
+    "REMP-KIND-001@fullnode": ("fullnode", _mutant("REMP-KIND-001", "fullnode", rewrite=_rename("RejectedByFullnode", "RejectedByFullNode", "Publish")),
+                               BOTH),
+    "REMP-KIND-002@fullnode": ("fullnode", _mutant("REMP-KIND-002", "fullnode", rewrite=_rename("RejectedByFullnode", "IgnoredByFullNode", "Publish")),
+                               BOTH),
+    "REMP-ROLE-001@fullnode": ("fullnode", _mutant("REMP-ROLE-001", "fullnode", rewrite=_rename("RejectedByFullnode", "RejectedByCollator", "Publish")),
+                               BOTH),
 }
 
 
-def mutant_for(rule: str, profile: str):
-    """(role, factory) of the mutant breaking ``rule`` in ``profile``, or None (a key ``RULE/PROFILE``
-    holds a profile's own mutant where the rule's is legal there)."""
-    for entry in (MUTANTS.get(f"{rule}/{profile}"), MUTANTS.get(rule)):
-        if entry is not None and profile in entry[2]:
-            return entry[0], entry[1]
-    return None
+def _base(key: str) -> str:
+    return key.split("/")[0].split("@")[0]
+
+
+def mutants_for(rule: str, profile: str) -> dict:
+    """role -> factory of the mutants breaking ``rule`` in ``profile`` (one per role the kit has one
+    for; a key's ``/PROFILE`` form replaces the generic one of its role in that profile)."""
+    out: dict = {}
+    for key, (role, cls, profiles) in MUTANTS.items():
+        if _base(key) != rule or profile not in profiles:
+            continue
+        if role not in out or key.endswith(f"/{profile}"):
+            out[role] = cls
+    return out
+
+
+def mutant_for(rule: str, profile: str, role: str | None = None):
+    """(role, factory) of a mutant breaking ``rule`` in ``profile`` (of ``role`` when given), or None."""
+    found = mutants_for(rule, profile)
+    if role is not None:
+        return (role, found[role]) if role in found else None
+    return next(iter(found.items()), None)
 
 
 def rules_with_mutants() -> list:
-    return list(dict.fromkeys(k.split("/")[0] for k in MUTANTS))
+    return list(dict.fromkeys(_base(k) for k in MUTANTS))
 
 
-# rules a mutant should cover but whose coverage is not measured yet, and why (shown, never a pass)
-NOT_MEASURED = {
-    "REMP-SRC-001/ever-node": "the profile lets a validator report after a reject; a mutant that reports "
-                              "IncludedIntoAcceptedBlock after its Finalized is not reported under this rule by the "
-                              "ever-node log rules on driven receipts (an open problem of the kit)",
-}
+def not_drivable(rule: str, profile: str, role: str) -> str | None:
+    """The reason the spec gives (``not_drivable`` of ``spec/remp/conformance.yaml``) why no single
+    machine of ``role`` can break ``rule`` in ``profile``, or None."""
+    from rmkit.conformance.remp.driven.catalogue import conformance_spec
+
+    for e in conformance_spec().get("not_drivable", []):
+        if e["rule"] == rule and role in e["roles"] and profile in e.get("profiles", BOTH):
+            return e["reason"]
+    return None
 
 
-def why_not_covered(rule: str, profile: str) -> str:
-    if f"{rule}/{profile}" in NOT_MEASURED:
-        return "not measured: " + NOT_MEASURED[f"{rule}/{profile}"]
-    for k in (f"{rule}/{profile}", rule):
-        if k in NOT_DRIVABLE:
-            return "not drivable: " + NOT_DRIVABLE[k]
-    if mutant_for(rule, profile) is None:
+def why_not_covered(rule: str, profile: str, roles=None) -> str:
+    """Why no scenario of a run of ``roles`` (default: every role) covers ``rule``: for each of those
+    roles that has the rule in scope, the spec's reason it is not drivable there, or that a mutant
+    exists but no scenario catches it."""
+    from rmkit.conformance.remp.driven.suite import ROLES, rules_in_scope
+
+    roles = [r for r in (roles or ROLES) if rule in rules_in_scope(profile, (r,))]
+    reasons = {r: not_drivable(rule, profile, r) for r in roles}
+    if roles and all(reasons.values()):
+        if len(set(reasons.values())) == 1:
+            return "not drivable: " + reasons[roles[0]]
+        return "not drivable: " + "; ".join(f"{r}: {why}" for r, why in reasons.items())
+    have = mutants_for(rule, profile)
+    if not any(r in have for r in roles):
         return f"no mutant in the {profile} profile (the rule's breach is legal or not observable there)"
     return "no scenario catches its mutant"

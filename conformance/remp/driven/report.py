@@ -71,7 +71,7 @@ class ConformReport:
             else:
                 status = NOT_COVERED
                 why = ("its covering scenarios failed for other reasons" if covered_by
-                       else why_not_covered(rid, self.profile))
+                       else why_not_covered(rid, self.profile, self.roles))
             rows.append({"id": rid, "title": title, "status": status, "covered_by": covered_by, "clean": clean,
                          "failed": failed, "why": why, "scenarios": covered_by})
         return rows
