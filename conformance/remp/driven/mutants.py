@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 
 from rmkit.conformance.examples._base import VariantAdapter
+from rmkit.conformance.remp.driven.catalogue import conformance_spec
 from rmkit.conformance.remp.model import FULLNODE
 from rmkit.reference_impl.remp.events import NEW, CatchainBroadcast, CatchainRecord, Publish, Receipt, SendToValidator
 from rmkit.reference_impl.remp.fullnode import FullNode
@@ -299,8 +300,6 @@ def rules_with_mutants() -> list:
 def not_drivable(rule: str, profile: str, role: str) -> str | None:
     """The reason the spec gives (``not_drivable`` of ``spec/remp/conformance.yaml``) why no single
     machine of ``role`` can break ``rule`` in ``profile``, or None."""
-    from rmkit.conformance.remp.driven.catalogue import conformance_spec
-
     for e in conformance_spec().get("not_drivable", []):
         if e["rule"] == rule and role in e["roles"] and profile in e.get("profiles", BOTH):
             return e["reason"]
