@@ -54,9 +54,12 @@ def test_every_not_drivable_entry_is_in_scope_where_it_is_listed():
                 assert role not in mutants_for(e["rule"], profile), f"{e['rule']}: a {role} mutant exists in {profile}"
 
 
-# the mutants of the receipt rules that the full node's own log can break, and the one of REMP-SRC-001 in
-# ever-node: each breaks its rule alone on the catalogue scenario that catches it
-EXACT = [("REMP-SRC-001", "validator", "ever-node", "CAT-VAL-016"), ("REMP-SRC-001", "fullnode", "spec", "CAT-FN-006"),
+# the mutants of the receipt rules that the full node's own log can break, the one of REMP-SRC-001 in
+# ever-node, and the validator's of REMP-ROLE-001 and REMP-SEQ-001: each breaks its rule alone on the
+# catalogue scenario that catches it
+EXACT = [("REMP-ROLE-001", "validator", "spec", "CAT-VAL-006"), ("REMP-ROLE-001", "validator", "ever-node", "CAT-VAL-012"),
+         ("REMP-SEQ-001", "validator", "spec", "CAT-VAL-003"),
+         ("REMP-SRC-001", "validator", "ever-node", "CAT-VAL-016"), ("REMP-SRC-001", "fullnode", "spec", "CAT-FN-006"),
          ("REMP-SRC-001", "fullnode", "ever-node", "CAT-FN-006"), ("REMP-SRC-002", "fullnode", "spec", "CAT-FN-002"),
          ("REMP-SEQ-001", "fullnode", "spec", "CAT-FN-004"), ("REMP-SCHEMA-001", "fullnode", "ever-node", "CAT-FN-002"),
          ("REMP-KIND-001", "fullnode", "spec", "CAT-FN-002"), ("REMP-KIND-002", "fullnode", "ever-node", "CAT-FN-002"),
@@ -110,3 +113,15 @@ def test_why_not_covered_names_each_role_of_a_run():
     both = why_not_covered("REMP-REPLAY-001", "spec", ["validator", "fullnode"])
     assert "validator: " in both and "fullnode: " in both
     assert why_not_covered("REMP-FANOUT-001", "ever-node", ["fullnode"]).startswith("not drivable: the ever-node full node")
+
+
+def test_a_rule_neither_measured_nor_listed_shows_as_neither(monkeypatch):
+    """The table's check can fail: without SRC-001's mutants the rule is neither covered nor listed."""
+    from rmkit.conformance.remp.driven import mutants
+    from rmkit.conformance.remp.driven.report import ConformReport
+
+    monkeypatch.setattr(mutants, "MUTANTS", {k: v for k, v in MUTANTS.items() if _base(k) != "REMP-SRC-001"})
+    assert why_not_covered("REMP-SRC-001", "ever-node", ["validator"]).startswith("no mutant in the ever-node profile")
+    rep = ConformReport(implementation="x", profile="ever-node", roles=["validator"],
+                        rules={"REMP-SRC-001": "Validator reported after its own final status"})
+    assert re.search(r"0 are listed as not drivable, with the reason; 1 are neither", render_html(rep))

@@ -119,6 +119,19 @@ class _FinalizesTwice(FullNode):
         return out
 
 
+class _RepeatsShardAcceptance(Validator):
+    """Breaks REMP-SEQ-001 alone: when the masterchain commits, the validator reports
+    IncludedIntoAcceptedBlock again (a kind its position after that same receipt does not allow)."""
+
+    def _on_commit(self, ev):
+        again = [self.msgs[mid] for mid in ev.msg_ids if mid in self.msgs and self.msgs[mid].pos == "shard"]
+        out = super()._on_commit(ev)
+        for m in again:
+            if m.pos == "shard":  # the mutation: the shard-block receipt is sent once more
+                out.append(Receipt("IncludedIntoAcceptedBlock", m.id, self.id, ev.time, ev.block))
+        return out
+
+
 class _SendsToNobody(FullNode):
     def _on_submit(self, ev):
         self.choose = {ev.msg_id: []}  # the mutation: the message goes to no validator
@@ -243,8 +256,9 @@ MUTANTS: dict = {
     "REMP-SEND-001": ("validator", _mutant("REMP-SEND-001", "validator", rewrite=_drop_kind("RejectedByCollator")), BOTH),
     "REMP-KIND-001": ("validator", _mutant("REMP-KIND-001", "validator", rewrite=_rename("IncludedIntoBlock", "IncludedIntoBlocks")), BOTH),
     "REMP-KIND-002": ("validator", _mutant("REMP-KIND-002", "validator", rewrite=_rename("IncludedIntoBlock", "AcceptedByQueue")), ("spec",)),
-    "REMP-ROLE-001": ("validator", _mutant("REMP-ROLE-001", "validator", rewrite=_rename("PutIntoQueue", "RejectedByFullnode")), BOTH),
-    "REMP-SEQ-001": ("validator", _mutant("REMP-SEQ-001", "validator", rewrite=_rename("PutIntoQueue", "AcceptedByQueue")), ("spec",)),
+    "REMP-ROLE-001": ("validator", _mutant("REMP-ROLE-001", "validator", rewrite=_rename("RejectedByCollator", "RejectedByFullnode")),
+                      BOTH),
+    "REMP-SEQ-001": ("validator", _mutant("REMP-SEQ-001", "validator", _RepeatsShardAcceptance), ("spec",)),
     "REMP-SCHEMA-001": ("validator", _mutant("REMP-SCHEMA-001", "validator", rewrite=_no_error("RejectedByCollator")), BOTH),
     "REMP-FANOUT-002": ("fullnode", _example("low_fanout"), ("spec",)),
     "REMP-FANOUT-002/ever-node": ("fullnode", _mutant("REMP-FANOUT-002", "fullnode", _SendsToNobody), ("ever-node",)),
