@@ -63,7 +63,8 @@ EXACT = [("REMP-ROLE-001", "validator", "spec", "CAT-VAL-006"), ("REMP-ROLE-001"
          ("REMP-SRC-001", "fullnode", "ever-node", "CAT-FN-006"), ("REMP-SRC-002", "fullnode", "spec", "CAT-FN-002"),
          ("REMP-SEQ-001", "fullnode", "spec", "CAT-FN-004"), ("REMP-SCHEMA-001", "fullnode", "ever-node", "CAT-FN-002"),
          ("REMP-KIND-001", "fullnode", "spec", "CAT-FN-002"), ("REMP-KIND-002", "fullnode", "ever-node", "CAT-FN-002"),
-         ("REMP-ROLE-001", "fullnode", "spec", "CAT-FN-002"), ("REMP-ROLE-001", "fullnode", "ever-node", "CAT-FN-002")]
+         ("REMP-ROLE-001", "fullnode", "spec", "CAT-FN-002"), ("REMP-ROLE-001", "fullnode", "ever-node", "CAT-FN-002"),
+         ("REMP-FIN-002", "fullnode", "spec", "CAT-FN-007"), ("REMP-OUTCOME-002", "fullnode", "ever-node", "CAT-FN-008")]
 
 
 @pytest.mark.parametrize("rule,role,profile,sid", EXACT)
@@ -109,7 +110,7 @@ def test_the_report_of_the_reference_shows_every_rule_covered_or_not_drivable(pr
 
 
 def test_why_not_covered_names_each_role_of_a_run():
-    assert why_not_covered("REMP-REPLAY-001", "spec", ["validator"]).startswith("not drivable: whether a shard block")
+    assert why_not_covered("REMP-REPLAY-001", "spec", ["validator"]).startswith("not drivable: a validator's own receipts cannot show")
     both = why_not_covered("REMP-REPLAY-001", "spec", ["validator", "fullnode"])
     assert "validator: " in both and "fullnode: " in both
     assert why_not_covered("REMP-FANOUT-001", "ever-node", ["fullnode"]).startswith("not drivable: the ever-node full node")

@@ -158,6 +158,21 @@ class _ProcessesRejectedResubmission(FullNode):
         return super()._emit(out, mid, kind, time, **fields)
 
 
+class _FinalizesRejected(FullNode):
+    """Breaks REMP-OUTCOME-002: when the masterchain commits a message it rejected (another full
+    node's copy went through), it publishes Finalized for it in its own name after telling the user
+    'rejected' (in the spec profile the same receipt also breaks REMP-SRC-002, nothing follows its
+    final status, and REMP-FIN-002 where no validator's acceptance was relayed)."""
+
+    def _on_commit(self, ev):
+        out = super()._on_commit(ev)
+        for mid in ev.msg_ids:
+            if mid in self.msgs and self._pos.get(mid) == "rejected":  # the mutation: its reject is not looked at
+                out.append(Publish(Receipt("Finalized", mid, self.id, ev.time, block=ev.block, mc_block=ev.mc_block),
+                                   FULLNODE, ev.time))
+        return out
+
+
 class _ReportsEachResend(FullNode):
     """Breaks REMP-SEQ-001 alone: every resend is reported with another SentToValidators (the kind
     comes once, when the message first goes out)."""
@@ -203,6 +218,18 @@ def _overcount(outs: list) -> list:
         r = o.get("receipt") if o["type"] == "Publish" else None
         if r and r["kind"] == "SentToValidators":
             o = dict(o, receipt=dict(r, sent_to=r["total_validators"] + 1))
+        res.append(o)
+    return res
+
+
+def _finalized_names_master_block(outs: list) -> list:
+    """Breaks REMP-FIN-002: Finalized names the masterchain block where the shard block the
+    validators reported accepted belongs (the seed's Finalized example blurs the two)."""
+    res = []
+    for o in outs:
+        r = o.get("receipt") if o["type"] == "Publish" else None
+        if r and r["kind"] == "Finalized" and r.get("mc_block"):
+            o = dict(o, receipt=dict(r, block=r["mc_block"]))
         res.append(o)
     return res
 
@@ -272,6 +299,8 @@ MUTANTS: dict = {
     # the receipt rules of the full node's own log: its own receipts, and the validators' it relays
     "REMP-SRC-001@fullnode": ("fullnode", _mutant("REMP-SRC-001", "fullnode", rewrite=_relay_reversed), BOTH),
     "REMP-SRC-002@fullnode": ("fullnode", _mutant("REMP-SRC-002", "fullnode", _ProcessesRejectedResubmission), ("spec",)),
+    "REMP-FIN-002@fullnode": ("fullnode", _mutant("REMP-FIN-002", "fullnode", rewrite=_finalized_names_master_block), ("spec",)),
+    "REMP-OUTCOME-002@fullnode": ("fullnode", _mutant("REMP-OUTCOME-002", "fullnode", _FinalizesRejected), BOTH),
     "REMP-SEQ-001@fullnode": ("fullnode", _mutant("REMP-SEQ-001", "fullnode", _ReportsEachResend), ("spec",)),
     "REMP-SCHEMA-001@fullnode": ("fullnode", _mutant("REMP-SCHEMA-001", "fullnode", rewrite=_no_error("RejectedByFullnode", "Publish")), BOTH),
     "REMP-KIND-001@fullnode": ("fullnode", _mutant("REMP-KIND-001", "fullnode", rewrite=_rename("RejectedByFullnode", "RejectedByFullNode", "Publish")),
