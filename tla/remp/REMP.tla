@@ -145,9 +145,10 @@ Post(from, r, s) == {[r |-> r, to |-> w] : w \in HonestMembers(s) \ {from}}
 (* "new" record for an honest validator that already has a status for the  *)
 (* message (its cache keeps it: a status is never "none" again); a reject  *)
 (* record its recipient already counted; a record of a session its          *)
-(* recipient has left (dropped on arrival). Their arrival is a step that    *)
-(* changes only net or cc, so the view leaves them out, and the full node's *)
-(* resend waits only for the copies that still count.                       *)
+(* recipient has left (dropped on arrival). Their arrival would be a step  *)
+(* that changes only net or cc, so they are not delivered, the view leaves  *)
+(* them out, and the full node's resend waits only for the copies that     *)
+(* still count.                                                             *)
 SpentCopy(c) ==
     IF c[2] \in Faulty THEN c[1] \in byz
     ELSE CacheOnReceive /\ st[c[2]][c[1]] # "none"
