@@ -52,7 +52,7 @@ def _check_exhaustively(name):
     return cfg
 
 
-@pytest.mark.parametrize("name", ["small", "handover", "livehandover"])
+@pytest.mark.parametrize("name", ["small", "one", "handover", "livehandover"])
 def test_configuration_checks_to_the_manifest_figures(name):
     cfg = _check_exhaustively(name)
     assert cfg.distinct_states is not None, f"{name}: no expected figures in tla/manifest.json"
@@ -121,6 +121,9 @@ MUTATIONS = {
                              "a message's lifetime counts from its arrival at each validator"),
     "FinalizedWasSubmittedAndAccepted": ("MCREMP.cfg", {"BodiesSigned": "FALSE"},
                                          "faulty validators can make up message bodies"),
+    "OneIdPerUid": ("MCREMP.cfg", {"CacheKey": "<- MCKeyById"},
+                    "validators know a message by its id, not its uid (the documents' profile): "
+                    "the client's new id for the same body is accepted again"),
     "EverySubmittedResolved": ("MCREMP_livehandover.cfg", {"Rebroadcast": "FALSE"},
                                "the catchain no longer re-sends a record that was lost (here the hand-over)"),
     "EveryMemberHasIt": ("MCREMP_live.cfg", {"Fanout": "1"},
@@ -148,6 +151,9 @@ def _mutant_folder(tmp_path, key):
         if m and m.group(1) in changes:
             ln = f"    {m.group(1)} = {changes[m.group(1)]}"
         lines.append(ln)
+        if ln.startswith("CONSTANTS"):
+            # a definition of REMP.tla replaced for the mutation (e.g. CacheKey <- MCKeyById)
+            lines += [f"    {name} {value}" for name, value in changes.items() if value.startswith("<-")]
     lines.append(("PROPERTIES " if prop in TEMPORAL else "INVARIANTS ") + prop)
     (folder / "MCREMP.cfg").write_text("\n".join(lines) + "\n")
     return folder

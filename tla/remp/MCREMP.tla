@@ -14,7 +14,14 @@ MCMembersSeven == [s \in 0..MaxSession |-> {v1, v2, v3, v4, v5, v6, v7}]
 \* knows of the previous session comes from the hand-over alone.
 MCMembersAlternating == [s \in 0..MaxSession |-> IF s % 2 = 0 THEN {v1} ELSE {v2}]
 
-CONSTANTS MaxCands, MaxInTransit
+\* Bodies and the cache's key (UidOf, CacheKey in REMP.tla). MCUidShared: every id carries the same
+\* body, so the second id is the client resubmitting the message under a new id (the ever-node
+\* profile keys the cache by uid: it is one message). MCKeyById: the documents' profile, the cache
+\* knows a message by its id only.
+MCUidShared == [m \in Msgs |-> "u1"]
+MCKeyById == [m \in Msgs |-> m]
+
+CONSTANTS MaxCands, MaxInTransit, MaxDepth
 \* State constraints (each configuration says which it uses):
 \* at most MaxCands candidate blocks (each ignored round can make collators try again);
 CandsBound == Len(cands) <= MaxCands
@@ -22,8 +29,12 @@ CandsBound == Len(cands) <= MaxCands
 \* last session explored, so it adds states but no expiry).
 SubmitFirst == session > 0 => \A m \in Msgs : fn[m] # "none"
 \* at most MaxInTransit catchain records, and one fan-out's copies from the full node, in transit.
-TransitBound == Cardinality(cc) <= MaxInTransit /\ Cardinality(net) <= Fanout
-Bounds == CandsBound /\ SubmitFirst /\ TransitBound
+TransitBound == Cardinality(CcLive) <= MaxInTransit /\ Cardinality(NetLive) <= Fanout
+\* behaviours of at most MaxDepth steps (0: no bound). TLC's breadth-first search finds each state
+\* at its shortest distance from Init, so this explores every state reachable in MaxDepth steps;
+\* with one worker the figures are exact (several workers can find a state first by a longer path).
+DepthBound == MaxDepth = 0 \/ TLCGet("level") <= MaxDepth
+Bounds == CandsBound /\ SubmitFirst /\ TransitBound /\ DepthBound
 
 \* The view of the live configuration: without the reject records counted. There no collator
 \* rejects and one faulty validator cannot reach StopCollationRejected(4) = 3 alone, so the records

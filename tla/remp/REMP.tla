@@ -54,6 +54,18 @@ ASSUME \A s \in 0..MaxSession :
           /\ Fanout <= Cardinality(Members[s])
 
 Honest == Validators \ Faulty
+
+(* Message ids and bodies. UidOf gives each id the hash of its body (its    *)
+(* uid); CacheKey is what a validator's cache knows a message by. By        *)
+(* default every id has its own body and the cache is keyed by uid, which   *)
+(* is then the id. A configuration overrides them (UidOf <- ...): the       *)
+(* ever-node profile finds duplicates by uid (remp-as-built section 3), so  *)
+(* two ids of one body are one message there; in the documents' profile    *)
+(* the cache is keyed by id (CacheKey <- an id map): two ids are two        *)
+(* messages, and the same body under a new id is accepted again.           *)
+UidOf == [m \in Msgs |-> m]
+CacheKey == UidOf
+SameKey(m, n) == CacheKey[m] = CacheKey[n]
 Sessions == 0..MaxSession
 HonestMembers(s) == Honest \cap Members[s]
 FaultyMembers(s) == Faulty \cap Members[s]
@@ -92,7 +104,6 @@ VARIABLES
     last      \* the step just taken (for readable traces; not in the view)
 
 vars == <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain, last>>
-view == <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
 
 ChainMsgs == UNION {chain[i].msgs : i \in 1..Len(chain)}
 
@@ -128,6 +139,37 @@ Records ==
 Post(from, r, s) == {[r |-> r, to |-> w] : w \in HonestMembers(s) \ {from}}
 (* A body in transit is the same record whoever sent it (its sender does    *)
 (* not matter to the recipient), so copies from several senders merge.     *)
+
+(* Copies and records whose arrival can no longer change anything: a copy *)
+(* for a faulty validator whose side already holds the body; a copy or a   *)
+(* "new" record for an honest validator that already has a status for the  *)
+(* message (its cache keeps it: a status is never "none" again); a reject  *)
+(* record its recipient already counted; a record of a session its          *)
+(* recipient has left (dropped on arrival). Their arrival would be a step  *)
+(* that changes only net or cc, so they are not delivered, the view leaves  *)
+(* them out, and the full node's resend waits only for the copies that     *)
+(* still count.                                                             *)
+SpentCopy(c) ==
+    IF c[2] \in Faulty THEN c[1] \in byz
+    ELSE CacheOnReceive /\ st[c[2]][c[1]] # "none"
+SpentRecord(p) ==
+    \/ p.r.s < ses[p.to]
+    \/ p.r.k = "new" /\ CacheOnReceive /\ st[p.to][p.r.m] # "none"
+    \/ p.r.k = "reject" /\ p.r.from \in rej[p.to][p.r.m]
+NetLive == {c \in net : ~SpentCopy(c)}
+CcLive == {p \in cc : ~SpentRecord(p)}
+
+(* The view TLC tells states apart by: without the step label, the copies *)
+(* and records whose arrival changes nothing (SpentCopy, SpentRecord), and  *)
+(* the candidates no longer on top of the chain (they can never be         *)
+(* accepted; only their number is kept, for the MaxCands bound). Two states *)
+(* with the same view have the same steps up to those arrivals, which      *)
+(* change nothing else, and the same properties.                           *)
+LiveCands == {cands[i] : i \in {j \in 1..Len(cands) : cands[j].h = Len(chain) /\ cands[j].ses = session}}
+view == <<session, fn, origin, passed, NetLive, byz, st, rej, arr, tip, ses, handed, CcLive, LiveCands, Len(cands), chain>>
+(* Every variable but the step label: for liveness checking, where a step   *)
+(* that changes only what view leaves out must not count as stuttering.    *)
+stepView == <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
 
 TypeOK ==
     /\ session \in Sessions
@@ -190,13 +232,18 @@ PreReject(m) ==
     /\ last' = [a |-> "PreReject", m |-> m]
     /\ UNCHANGED <<session, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
 
+(* The validators a resend reaches, leaving out those for which a copy    *)
+(* is spent (SpentCopy): a copy to them changes nothing, so the sets that   *)
+(* differ only in them are one resend.                                       *)
+ResendTargets(m) == {{v \in T : ~SpentCopy(<<m, v>>)} : T \in Recipients} \ {{}}
+
 (* The full node resends a message it has no outcome for, once its         *)
 (* previous copies are gone (the client                                     *)
 (* resubmitting the same message while it is in processing comes to the    *)
 (* same), to Fanout validators of the session in action.                   *)
 Resend(m, T) ==
     /\ fn[m] = "sent"
-    /\ \A v \in Validators : <<m, v>> \notin net   \* the previous copies arrived or were lost
+    /\ \A v \in Validators : <<m, v>> \notin NetLive   \* the previous copies arrived or were lost
     /\ net' = net \cup {<<m, v>> : v \in T}
     /\ last' = [a |-> "Resend", m |-> m, to |-> T]
     /\ UNCHANGED <<session, fn, origin, passed, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
@@ -236,11 +283,28 @@ Arrive(w, M) ==
     IF LifetimeFromMessage THEN arr
     ELSE [arr EXCEPT ![w] = [m \in Msgs |-> IF m \in M /\ st[w][m] = "none" THEN ses[w] ELSE @[m]]]
 
+(* w has an accepted block of its session still to apply. Its other steps  *)
+(* (taking a copy, a catchain record, a faulty validator's record) wait     *)
+(* until it applied it: a reduction of interleavings, not of behaviours.    *)
+(* Those steps commute with applying: they neither read nor write tip,      *)
+(* applying overwrites only the statuses of the block's messages (to        *)
+(* accepted), and what they would do with one of those messages first       *)
+(* (queue it, forward it) reaches only validators that apply the same block *)
+(* and the faulty ones, which hold every body in the chain anyway. A        *)
+(* validator behind cannot sign or collate at the top, so waiting does not  *)
+(* change which blocks can be accepted.                                     *)
+Behind(w) ==
+    /\ tip[w] < Len(chain)
+    /\ chain[tip[w] + 1].ses = ses[w]
+    /\ w \in Members[ses[w]]
+
 (* 000: a validator receiving a message from the full node queues it and,   *)
 (* not having it from the catchain yet, puts it into the REMP catchain.     *)
 Receive(m, v) ==
     /\ <<m, v>> \in net
     /\ v \in Honest
+    /\ ~SpentCopy(<<m, v>>)
+    /\ ~Behind(v)
     /\ net' = net \ {<<m, v>>}
     /\ IF v \in Members[ses[v]] /\ st[v][m] = "none" /\ LiveFor(v, m, ses[v])
           THEN /\ st' = [st EXCEPT ![v][m] = "queued"]
@@ -275,6 +339,8 @@ Learn(w, r) ==
 (* reached yet waits.                                                      *)
 Deliver(p) ==
     /\ p \in cc
+    /\ ~SpentRecord(p)
+    /\ ~Behind(p.to)
     /\ p.r.s <= ses[p.to]
     /\ cc' = cc \ {p}
     /\ IF p.r.s # ses[p.to] THEN UNCHANGED <<st, rej, arr, handed>> ELSE Learn(p.to, p.r)
@@ -286,6 +352,7 @@ Deliver(p) ==
 CcLose(p) ==
     /\ ~Rebroadcast
     /\ p \in cc
+    /\ ~SpentRecord(p)
     /\ cc' = cc \ {p}
     /\ last' = [a |-> "CatchainLoses", to |-> p.to, r |-> p.r]
     /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cands, chain>>
@@ -294,13 +361,21 @@ CcLose(p) ==
 (* rejected by 2/3 are not collated further; obsolete ones are not. The     *)
 (* collator accepts each message it is handed into the candidate, rejects   *)
 (* it (the validator tells the others), or ignores it (it stays queued).   *)
-Eligible(w) == {m \in Msgs : st[w][m] = "queued" /\ LiveFor(w, m, ses[w]) /\ ~Stopped(w, m)}
+(* A message whose key (its uid, in the ever-node profile) w's cache holds  *)
+(* as accepted under another id is a duplicate (ever-node: RejectedByQueue  *)
+(* "Duplicate uid"): it is not collated.                                    *)
+DuplicateAt(w, m) == \E n \in Msgs \ {m} : SameKey(m, n) /\ st[w][n] = "accepted"
+Eligible(w) == {m \in Msgs : st[w][m] = "queued" /\ LiveFor(w, m, ses[w]) /\ ~Stopped(w, m) /\ ~DuplicateAt(w, m)}
+(* At most one id of a key in a block: the collator takes one of them (the  *)
+(* ever-node collator the lowest id; which one is left open here).          *)
+OneIdPerKey(M) == \A m, n \in M : SameKey(m, n) => m = n
 
 CollateWith(w, res) ==
     LET A == {m \in DOMAIN res : res[m] = "acc"}
         R == {m \in DOMAIN res : res[m] = "rej"}
     IN
     /\ A # {}  \/ R # {}
+    /\ OneIdPerKey(A)
     /\ cands' = IF A = {} THEN cands
                 ELSE Append(cands, [by |-> w, msgs |-> A, ses |-> session, h |-> tip[w]])
     /\ st' = [st EXCEPT ![w] = [m \in Msgs |-> IF m \in A THEN "cand" ELSE IF m \in R THEN "rejected" ELSE @[m]]]
@@ -329,15 +404,19 @@ CollateNoOverload(w) ==
 (* the message was processed by some node and accepted, then the current    *)
 (* block is declined" (u's cache); an obsolete message is not valid.        *)
 Valid(u, m) ==
-    /\ ValidateAgainstCache => st[u][m] # "accepted"
+    /\ ValidateAgainstCache => \A n \in Msgs : SameKey(m, n) => st[u][n] # "accepted"
     /\ LiveFor(u, m, session)
 
-(* u signs candidate b if it works in b's session, has applied the chain  *)
-(* b builds on, and finds every message of b valid.                       *)
-WouldSign(u, b) ==
+(* u signs candidate c if it works in c's session, has applied the chain  *)
+(* c builds on, and finds every message of c valid.                       *)
+SignsCand(u, c) ==
     /\ Works(u)
-    /\ cands[b].h = tip[u]
-    /\ \A m \in cands[b].msgs : Valid(u, m)
+    /\ c.h = tip[u]
+    /\ \A m \in c.msgs : Valid(u, m)
+    /\ ValidateAgainstCache => OneIdPerKey(c.msgs)
+WouldSign(u, b) == SignsCand(u, cands[b])
+Signers(c) == {u \in HonestMembers(session) : SignsCand(u, c)}
+HasQuorum(c) == Cardinality(Signers(c) \cup FaultyMembers(session)) >= Quorum(session)
 
 (* Consensus: a candidate on top of the chain that more than 2/3 of the    *)
 (* session's validators sign is accepted. Each honest validator signs on   *)
@@ -346,9 +425,9 @@ WouldSign(u, b) ==
 Accept(b) ==
     /\ cands[b].ses = session
     /\ cands[b].h = Len(chain)
-    /\ Cardinality({u \in HonestMembers(session) : WouldSign(u, b)} \cup FaultyMembers(session)) >= Quorum(session)
+    /\ HasQuorum(cands[b])
     /\ chain' = Append(chain, [msgs |-> cands[b].msgs, ses |-> session])
-    /\ last' = [a |-> "Accept", b |-> b, signers |-> {u \in HonestMembers(session) : WouldSign(u, b)}]
+    /\ last' = [a |-> "Accept", b |-> b, signers |-> Signers(cands[b])]
     /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands>>
 
 (* w applies the next shard block of its session: its messages go into w's *)
@@ -356,9 +435,7 @@ Accept(b) ==
 (* lost the round return to the queue (IgnoredByShardchain).               *)
 Apply(w) ==
     LET blk == chain[tip[w] + 1] IN
-    /\ tip[w] < Len(chain)
-    /\ blk.ses = ses[w]
-    /\ w \in Members[ses[w]]
+    /\ Behind(w)
     /\ tip' = [tip EXCEPT ![w] = @ + 1]
     /\ st' = [st EXCEPT ![w] = [m \in Msgs |->
                  IF m \in blk.msgs /\ @[m] # "gone" THEN "accepted"
@@ -409,6 +486,7 @@ Switch ==
 ByzReceive(m, v) ==
     /\ <<m, v>> \in net
     /\ v \in Faulty
+    /\ m \notin byz
     /\ net' = net \ {<<m, v>>}
     /\ byz' = byz \cup {m}
     /\ last' = [a |-> "ByzReceive", m |-> m, v |-> v]
@@ -441,15 +519,27 @@ ByzRecords(v, w) ==
 (* delivered in the same step.                                             *)
 ByzTell(v, w, r) ==
     /\ ses[w] = session
+    /\ ~Behind(w)
     /\ Learn(w, r)
+    /\ <<st, rej, arr, handed>>' # <<st, rej, arr, handed>>   \* (a record that changes nothing is not told)
     /\ last' = [a |-> "ByzTell", v |-> v, to |-> w, r |-> r]
     /\ UNCHANGED <<session, fn, origin, passed, net, byz, tip, ses, cc, cands, chain>>
 
+(* A faulty proposer's candidate is proposed and accepted in one step.     *)
+(* A reduction, not a limit on the adversary: nothing reads a faulty        *)
+(* validator's candidate but its acceptance and the one-candidate-per-      *)
+(* height rule (no honest status refers to it), and acceptance is judged on *)
+(* the state at the moment of acceptance. So a behaviour where it proposes  *)
+(* early and the block is accepted later is this step taken at that later  *)
+(* moment, and a candidate never accepted changes nothing.                  *)
 ByzPropose(v, M) ==
+    LET c == [by |-> v, msgs |-> M, ses |-> session, h |-> Len(chain)] IN
     /\ NoCandidateYet(v)
-    /\ cands' = Append(cands, [by |-> v, msgs |-> M, ses |-> session, h |-> Len(chain)])
-    /\ last' = [a |-> "ByzPropose", v |-> v, msgs |-> M]
-    /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, chain>>
+    /\ HasQuorum(c)
+    /\ cands' = Append(cands, c)
+    /\ chain' = Append(chain, [msgs |-> M, ses |-> session])
+    /\ last' = [a |-> "ByzPropose", v |-> v, msgs |-> M, signers |-> Signers(c)]
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc>>
 
 Byzantine ==
     \/ \E <<m, v>> \in net : ByzReceive(m, v)
@@ -459,7 +549,8 @@ Byzantine ==
 
 -----------------------------------------------------------------------------
 Environment ==
-    \/ \E m \in Msgs, T \in Recipients : Submit(m, T) \/ Resend(m, T)
+    \/ \E m \in Msgs, T \in Recipients : Submit(m, T)
+    \/ \E m \in Msgs : \E T \in ResendTargets(m) : Resend(m, T)
     \/ \E m \in Msgs : PreReject(m) \/ Resubmit(m) \/ Finalize(m)
     \/ \E p \in cc : CcLose(p)
     \/ \E b \in 1..Len(cands) : Accept(b)
@@ -480,6 +571,14 @@ Spec == Init /\ [][Next]_vars
 (* 000 replay protection: no message is in two blocks of the shard chain.  *)
 NoReplay ==
     \A i, j \in 1..Len(chain) : i # j => chain[i].msgs \cap chain[j].msgs = {}
+
+(* The ever-node profile: the client resubmitting a body under a new id    *)
+(* (the same uid) gets it executed at most once: no two ids of one uid are  *)
+(* in the shard chain. Promised where the cache is keyed by uid; in the     *)
+(* documents' profile (keyed by id) two ids are two messages.              *)
+OneIdPerUid ==
+    \A i, j \in 1..Len(chain) : \A m \in chain[i].msgs, n \in chain[j].msgs :
+        UidOf[m] = UidOf[n] => m = n
 
 (* 001: no message is in a block of a session in which it is obsolete.     *)
 NoInclusionAfterObsolete ==
@@ -539,7 +638,7 @@ NextLive == Environment \/ HonestSteps(CollateNoOverload) \/ Byzantine
 (* a copy needs strong fairness, as the full node's resends go on.        *)
 LiveSpec ==
     /\ Init /\ [][NextLive]_vars
-    /\ \A m \in Msgs : WF_vars(\E T \in Recipients : Resend(m, T)) /\ WF_vars(Finalize(m))
+    /\ \A m \in Msgs : WF_vars(\E T \in ResendTargets(m) : Resend(m, T)) /\ WF_vars(Finalize(m))
     /\ \A m \in Msgs : SF_vars(\E v \in Honest : Receive(m, v))
     /\ WF_vars(\E p \in cc : Deliver(p))
     /\ WF_vars(\E w \in Honest : CollateNoOverload(w))
