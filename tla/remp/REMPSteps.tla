@@ -55,12 +55,12 @@ NoBlock == 0
 Entry == [pos: VPositions, rec: BOOLEAN, body: BOOLEAN, queued: BOOLEAN,
           cand: Nat, acc: Nat, done: BOOLEAN, ownRej: BOOLEAN,
           rej: SUBSET Validators, stopped: BOOLEAN, expired: BOOLEAN,
-          others: SUBSET Nat, gone: BOOLEAN]
+          others: SUBSET Nat, gone: BOOLEAN, said: [k: VKinds \cup {"none"}, b: Nat], n: Nat]
 
 NoEntry == [pos |-> "none", rec |-> FALSE, body |-> FALSE, queued |-> FALSE,
             cand |-> NoBlock, acc |-> NoBlock, done |-> FALSE, ownRej |-> FALSE,
             rej |-> {}, stopped |-> FALSE, expired |-> FALSE, others |-> {},
-            gone |-> FALSE]
+            gone |-> FALSE, said |-> [k |-> "none", b |-> NoBlock], n |-> 0]
 
 (* Catchain records (000: "the message is put into the REMP catchain";    *)
 (* refusal and "successfully collated" receipts; 001 hand-over).          *)
@@ -98,14 +98,20 @@ HonestMembers(s) == Honest \cap Members[s]
 (* then it becomes obsolete at master catchain N+2."                       *)
 LiveIn(origin, s) == s < origin + ObsoleteAfterSessions
 
-(* A receipt moves the validator's position if the spec's table allows it. *)
-Emit(e, kind) == IF e.pos \in VFrom[kind] THEN [e EXCEPT !.pos = VTo[kind]] ELSE e
+(* A receipt moves the validator's position if the spec's table allows it; *)
+(* the entry keeps the receipt it sent last (its kind and the block it      *)
+(* names, NoBlock where it names none) and how many it sent, so that a      *)
+(* step's receipts are the entries whose count moved (Emitted below).       *)
+Emit(e, kind, b) ==
+    IF e.pos \in VFrom[kind]
+    THEN [e EXCEPT !.pos = VTo[kind], !.said = [k |-> kind, b |-> b], !.n = @ + 1]
+    ELSE e
 
 (* A message's body arrives: report it and queue it, unless it is already *)
 (* processed or obsolete (reference: _enter).                              *)
 Enter(e, m) ==
     IF e.acc # NoBlock \/ e.done \/ ~LiveIn(sub[m], session) THEN e
-    ELSE LET e2 == Emit(e, "PutIntoQueue")
+    ELSE LET e2 == Emit(e, "PutIntoQueue", NoBlock)
          IN IF e2.ownRej \/ e2.stopped THEN e2 ELSE [e2 EXCEPT !.queued = TRUE]
 
 (* Count a reject record; 000: "those rejected by 2/3 of collators should  *)
@@ -219,7 +225,7 @@ OnRecord(w, r, e) ==
             IF e.gone \/ blocks[r.b].st # "candidate" THEN e
             ELSE LET e2 == [Stub(e) EXCEPT !.others = @ \cup {r.b}]
                  IN IF e2.body /\ e2.pos = "queue" /\ ~e2.done /\ e2.acc = NoBlock
-                       THEN Emit(e2, "Duplicate") ELSE e2
+                       THEN Emit(e2, "Duplicate", r.b) ELSE e2
       [] r.k = "reject" ->
             IF e.gone THEN e ELSE CountReject(Stub(e), r.from)
       [] r.k = "digest" ->
@@ -248,9 +254,9 @@ Eligible(e, m) ==
     /\ e.acc = NoBlock /\ e.cand = NoBlock /\ e.others = {}
 
 Collated(e, res, v, b) ==
-    CASE res = "acc" -> Emit([e EXCEPT !.queued = FALSE, !.cand = b], "IncludedIntoBlock")
-      [] res = "rej" -> Emit(CountReject([e EXCEPT !.queued = FALSE, !.ownRej = TRUE], v), "RejectedByCollator")
-      [] res = "ign" -> Emit([e EXCEPT !.queued = TRUE], "IgnoredByCollator")
+    CASE res = "acc" -> Emit([e EXCEPT !.queued = FALSE, !.cand = b], "IncludedIntoBlock", b)
+      [] res = "rej" -> Emit(CountReject([e EXCEPT !.queued = FALSE, !.ownRej = TRUE], v), "RejectedByCollator", NoBlock)
+      [] res = "ign" -> Emit([e EXCEPT !.queued = TRUE], "IgnoredByCollator", NoBlock)
 
 CollateWith(v, res) ==
     LET taken == DOMAIN res
@@ -298,7 +304,7 @@ OnShardAccepted(e, b) ==
     ELSE IF ~e.rec THEN [e EXCEPT !.acc = b]
     ELSE LET e2 == [e EXCEPT !.acc = b, !.others = {}, !.cand = NoBlock, !.queued = FALSE]
          IN IF e2.body /\ ~e2.done /\ e2.pos # "none"
-               THEN Emit(e2, "IncludedIntoAcceptedBlock") ELSE e2
+               THEN Emit(e2, "IncludedIntoAcceptedBlock", b) ELSE e2
 
 SetBlock(b, st) == [blocks EXCEPT ![b].st = st, ![b].shard = @ \/ st = "accepted"]
 
@@ -328,15 +334,15 @@ OnShardIgnored(e, b) ==
     ELSE LET e1 == CandidateFate(e, b) IN
          IF ~OwnCandidate(e, b) THEN (IF e1.cand = b THEN [e1 EXCEPT !.cand = NoBlock] ELSE e1)
          ELSE LET e2 == [e1 EXCEPT !.cand = NoBlock] IN
-              IF e2.expired THEN [Emit(e2, "Timeout") EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE]
-              ELSE LET e3 == Emit(e2, "IgnoredByShardchain")
+              IF e2.expired THEN [Emit(e2, "Timeout", NoBlock) EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE]
+              ELSE LET e3 == Emit(e2, "IgnoredByShardchain", b)
                    IN IF e3.ownRej THEN e3 ELSE [e3 EXCEPT !.queued = TRUE]
 
 OnShardRejected(e, b) ==
     IF ~e.rec \/ e.gone THEN e
     ELSE LET e1 == CandidateFate(e, b) IN
          IF ~OwnCandidate(e, b) THEN (IF e1.cand = b THEN [e1 EXCEPT !.cand = NoBlock] ELSE e1)
-         ELSE LET e2 == Emit([e1 EXCEPT !.cand = NoBlock, !.ownRej = TRUE], "RejectedByShardchain")
+         ELSE LET e2 == Emit([e1 EXCEPT !.cand = NoBlock, !.ownRej = TRUE], "RejectedByShardchain", b)
               IN IF e2.expired THEN [e2 EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE] ELSE e2
 
 ShardIgnore(b) ==
@@ -378,8 +384,8 @@ OnMcIgnored(e, b) ==
     ELSE IF ~e.rec \/ e.gone \/ e.acc # b \/ e.done THEN e
     ELSE LET e1 == [e EXCEPT !.acc = NoBlock] IN
          IF ~e1.body THEN e1
-         ELSE IF e1.expired THEN [Emit(e1, "Timeout") EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE]
-         ELSE LET e2 == Emit(e1, "IgnoredByMasterchain")
+         ELSE IF e1.expired THEN [Emit(e1, "Timeout", NoBlock) EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE]
+         ELSE LET e2 == Emit(e1, "IgnoredByMasterchain", b)
               IN IF e2.ownRej \/ e2.stopped THEN e2 ELSE [e2 EXCEPT !.queued = TRUE]
 
 McIgnore(b) ==
@@ -413,7 +419,7 @@ Expire(e, m, new) ==
     IF ~e.rec /\ ~LiveIn(sub[m], new) THEN [e EXCEPT !.acc = NoBlock]
     ELSE IF ~e.rec \/ e.gone \/ LiveIn(sub[m], new) THEN e
     ELSE IF ~e.done /\ (e.cand # NoBlock \/ e.acc # NoBlock) THEN [e EXCEPT !.expired = TRUE]
-    ELSE LET e1 == IF ~e.done /\ e.body /\ ~e.ownRej THEN Emit(e, "Timeout") ELSE e
+    ELSE LET e1 == IF ~e.done /\ e.body /\ ~e.ownRej THEN Emit(e, "Timeout", NoBlock) ELSE e
          IN [e1 EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE]
 
 SwitchSession ==
@@ -441,6 +447,23 @@ Next ==
     \/ SwitchSession
 
 Spec == Init /\ [][Next]_vars
+
+-----------------------------------------------------------------------------
+(* The receipts a step sends (action-level: they compare vs and fn with    *)
+(* their next values), as the agreement with the reference machines        *)
+(* compares them: each validator's [src, m, k, b] (source, message, kind,   *)
+(* the block it names or NoBlock), and the full node's [m, k, b]. A         *)
+(* validator sends at most one receipt per message in a step; the full      *)
+(* node's kind is the one whose position the spec's table (FnTo) moves it   *)
+(* to, and its Finalized names the block McCommit committed.                *)
+Emitted ==
+    {[src |-> w, m |-> m, k |-> vs'[w][m].said.k, b |-> vs'[w][m].said.b] :
+        <<w, m>> \in {<<w, m>> \in Honest \X Msgs : vs'[w][m].n # vs[w][m].n}}
+
+FnEmitted ==
+    {[m |-> m, k |-> CHOOSE k \in FnKinds : FnTo[k] = fn'[m],
+      b |-> IF fn'[m] = FnTo["Finalized"] THEN last'.b ELSE NoBlock] :
+        m \in {m \in Msgs : fn'[m] # fn[m]}}
 
 -----------------------------------------------------------------------------
 (* Safety.                                                                 *)
