@@ -58,7 +58,8 @@ def _observed(step) -> dict:
             "rc": SetOf(rc), "fr": SetOf(fr), "nr": len(rc) + len(fr)}
 
 
-def trace_module(sc: Scenario, steps: list, name: str = "REMPTrace", probe: int = 0) -> tuple[str, str]:
+def trace_module(sc: Scenario, steps: list, name: str = "REMPTrace", probe: int = 0,
+                 free: frozenset = frozenset()) -> tuple[str, str]:
     """The module and config that make TLC follow ``steps`` (:class:`~.explore.TraceStep`).
 
     At every event the model says whether it can take it (``Can``: the action with that ``last``
@@ -72,7 +73,8 @@ def trace_module(sc: Scenario, steps: list, name: str = "REMPTrace", probe: int 
 
     ``probe = k``: follow events 1..k-1 as above, then let the model take event k freely and stop
     (``TraceNotMatched`` becomes ``i < k``): the state TLC reports shows what the model would
-    have done there, for the report of a rejected trace.
+    have done there, for the report of a rejected trace. ``free``: more events (1-based) the model
+    takes without comparing what it sends (to read the model's receipts of its own steps).
     """
     names = _names(sc)
     actions = ",\n    ".join(tla(s.action, names) for s in steps)
@@ -92,7 +94,7 @@ TraceSeen == <<
 VARIABLES i, out
 Positions == [w \\in Honest |-> [m \\in Msgs |-> vs[w][m].pos]]
 Can(act) == ENABLED (Next /\\ last' = act)
-Free == {probe}
+Free == {tla(frozenset(free) | ({probe} if probe else set()), names)}
 \\* out: the receipts the model sent at the event just matched, and whether it could take it
 TraceInit == Init /\\ i = 0 /\\ out = [rc |-> {{}}, fr |-> {{}}, can |-> TRUE]
 TraceNext ==
@@ -100,7 +102,7 @@ TraceNext ==
     /\\ LET act == TraceActions[i + 1]
            seen == TraceSeen[i + 1]
        IN /\\ IF act.a = "Tick" \\/ ~Can(act) THEN UNCHANGED vars ELSE Next /\\ last' = act
-          /\\ i + 1 # Free =>
+          /\\ i + 1 \\notin Free =>
                 /\\ act.a # "Tick" /\\ ~seen.taken => ~Can(act)
                 /\\ Positions' = seen.pos
                 /\\ fn' = seen.fn

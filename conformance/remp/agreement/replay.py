@@ -71,8 +71,10 @@ class Disagreement(BaseDisagreement):
             mine = want.get("receipts")
             same = mine is not None and got is not None and mine == got
             lines.append(f"    {n:3} {receipts.event(st)}")
-            lines.append(f"        model:     {receipts.listing(mine) if mine is not None else '(not recorded)'}")
-            if not same:
+            if same:
+                lines.append(f"        both:      {receipts.listing(mine)}")
+            else:
+                lines.append(f"        model:     {receipts.listing(mine) if mine is not None else '(not recorded)'}")
                 lines.append(f"        reference: {receipts.listing(got)}")
         mine = self.model.get("receipts")
         got = self.sent[-1] if len(self.sent) == self.step else None
@@ -98,8 +100,8 @@ def _jsonable(step: dict) -> dict:
 
 def replay(sc: Scenario, steps: list, expected: list) -> Optional[Disagreement]:
     """Apply ``steps`` to fresh reference machines; after each, compare the statuses and the
-    receipts the step sent (kind, block, source) with ``expected`` (``{"pos", "fn", "receipts"}``;
-    a fixture saved before receipts were compared has no ``receipts``: statuses only)."""
+    receipts the step sent (kind, block, source) with ``expected`` (``{"pos", "fn", "receipts"}``,
+    the model's)."""
     h = Harness(sc)
     sent: list = []
     for i, (step, want) in enumerate(zip(steps, expected), 1):
@@ -112,7 +114,7 @@ def replay(sc: Scenario, steps: list, expected: list) -> Optional[Disagreement]:
         got = h.statuses()
         said = h.step_receipts()
         sent.append(said)
-        if "receipts" in want and said != want["receipts"]:
+        if said != want["receipts"]:
             return Disagreement(i, step, want, got, "receipts differ", steps[:i], expected[:i], sent)
         if got != {"pos": want["pos"], "fn": want["fn"]}:
             return Disagreement(i, step, want, got, "statuses differ", steps[:i], expected[:i], sent)
