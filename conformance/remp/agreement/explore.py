@@ -29,12 +29,14 @@ from .harness import Harness, Scenario, StepMismatch
 @dataclass(frozen=True)
 class TraceStep:
     """One event: the model's action record, whether the reference took it, the statuses after
-    it and the receipts it sent (:meth:`.harness.Harness.step_receipts`)."""
+    it, the receipts it sent (:meth:`.harness.Harness.step_receipts`) and whether it sent
+    nothing else either (no catchain record, no copy to a validator)."""
 
     action: dict
     statuses: dict
     taken: bool = True
     receipts: dict = field(default_factory=lambda: {"rc": [], "fr": []})
+    quiet: bool = True
 
 
 # Events of the whole vocabulary are proposed with these weights (the default is 1): block fates
@@ -91,7 +93,7 @@ def _try(h: Harness, step: dict, rng: random.Random) -> tuple[dict, bool]:
         if saved is not None:
             vars(h).update(saved)
         del h.log[logged:]
-        h.said = []
+        h.said, h.sent = [], 0
         return step, False
 
 
@@ -106,5 +108,5 @@ def explore(scenario: Scenario, seed: int, max_steps: int = 40, max_receipts: in
         options = proposals(h, rng)
         step = rng.choices(options, [WEIGHTS.get(o["a"], 1.0) for o in options])[0]
         taken, ok = _try(h, step, rng)
-        trace.append(TraceStep(taken, h.statuses(), ok, h.step_receipts()))
+        trace.append(TraceStep(taken, h.statuses(), ok, h.step_receipts(), h.sent == 0))
     return trace

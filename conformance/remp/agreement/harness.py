@@ -112,6 +112,7 @@ class Harness:
     resends: int = 0  # copies the full node sent again on a Tick (the model has no resend: lost copies)
     log: list = field(default_factory=list)  # (receipt, role) in the order they were sent
     said: list = field(default_factory=list)  # the receipts of the step being applied, abstract (step_receipts)
+    sent: int = 0  # catchain records posted and copies sent by the step being applied
 
     def __post_init__(self):
         # reference message ids are 64 hex digits; the model's names map to them and back
@@ -201,12 +202,13 @@ class Harness:
         to = frozenset(self.scenario.honest_members(s)) - {sender}
         if to:
             self.cc.setdefault(record_key(rec, to), event)
+            self.sent += 1
 
     # ---- the model's steps ---------------------------------------------------------------------
     def apply(self, step: dict) -> None:
         """Apply one model step (the model's ``last`` record) to the reference machines."""
         self.time += 1
-        self.said = []
+        self.said, self.sent = [], 0
         handler = getattr(self, "_do_" + step["a"], None)
         if handler is None:
             raise StepMismatch(f"no reference counterpart for the model's step {step['a']!r}")
@@ -227,7 +229,9 @@ class Harness:
             outs = self._absorb(self.fullnode.step(Submit(self.ref_id[m], self.time)))
         finally:
             self.fullnode.choose = None
-        self.net |= {(m, o.validator) for o in outs if isinstance(o, SendToValidator)}
+        copies = {(m, o.validator) for o in outs if isinstance(o, SendToValidator)}
+        self.net |= copies
+        self.sent += len(copies)
 
     def _do_RejectByFullNode(self, step):
         self._absorb(self.fullnode.step(Submit(self.ref_id[step["m"]], self.time, error=PRE_EVALUATION_ERROR)))
@@ -263,7 +267,7 @@ class Harness:
         """A collation round on ``v``: its collator is handed what the reference queue gives, and
         ``choose(taken)`` (the names handed, sorted) says what the collator did with each message
         (``{name: "acc" | "rej" | "ign"}``); the accepted ones make a candidate block. Returns it."""
-        self.said = []
+        self.said, self.sent = [], 0
         outs = self._absorb(self.validators[v].step(CollationRound(self.time, 1_000_000)))
         handed = [o for o in outs if isinstance(o, HandToCollator)]
         taken = sorted(self.name[x] for x in handed[0].msg_ids) if handed else []

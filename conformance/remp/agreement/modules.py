@@ -54,7 +54,7 @@ def _members(sc: Scenario) -> str:
 def _observed(step) -> dict:
     """What the reference showed at one step of a walk, as the trace module reads it."""
     rc, fr = step.receipts["rc"], step.receipts["fr"]
-    return {"taken": step.taken, "pos": step.statuses["pos"], "fn": step.statuses["fn"],
+    return {"taken": step.taken, "quiet": step.quiet, "pos": step.statuses["pos"], "fn": step.statuses["fn"],
             "rc": SetOf(rc), "fr": SetOf(fr), "nr": len(rc) + len(fr)}
 
 
@@ -67,7 +67,7 @@ def trace_module(sc: Scenario, steps: list, name: str = "REMPTrace", probe: int 
     the model's step must reach the reference's statuses and send its receipts (kind, block,
     source; the count too, so a receipt sent twice is not one). An event the model cannot take
     is a step of neither: the reference must have refused it or taken it without a trace (no
-    receipt, no status changed). A Tick (time passing) is no step of the model. ``TraceNotMatched``
+    receipt, no status changed, no catchain record posted, no copy sent). A Tick (time passing) is no step of the model. ``TraceNotMatched``
     is violated once every event is matched (acceptance); if the model cannot follow, TLC reports
     a deadlock at the last matched step.
 
@@ -104,6 +104,7 @@ TraceNext ==
        IN /\\ IF act.a = "Tick" \\/ ~Can(act) THEN UNCHANGED vars ELSE Next /\\ last' = act
           /\\ i + 1 \\notin Free =>
                 /\\ act.a # "Tick" /\\ ~seen.taken => ~Can(act)
+                /\\ act.a # "Tick" /\\ ~Can(act) => seen.quiet
                 /\\ Positions' = seen.pos
                 /\\ fn' = seen.fn
                 /\\ Emitted = seen.rc

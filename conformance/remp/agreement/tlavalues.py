@@ -11,7 +11,7 @@ from __future__ import annotations
 # field names of the records the agreement writes: steps (the model's ``last``), catchain
 # records, and the statuses after a step
 RECORD_KEYS = frozenset({"a", "m", "v", "to", "res", "r", "b", "s", "w", "k", "from", "pos", "fn",
-                         "src", "taken", "rc", "fr", "nr"})
+                         "src", "taken", "quiet", "rc", "fr", "nr"})
 
 
 class SetOf(tuple):
