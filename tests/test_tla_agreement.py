@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 
@@ -11,6 +12,7 @@ from rmkit.conformance.remp.agreement import receipts, replay, tracecheck
 from rmkit.conformance.remp.agreement.explore import TraceStep, explore
 from rmkit.conformance.remp.agreement.harness import ROTATING, SMALL, Harness, block_number, block_ref
 from rmkit.reference_impl.remp.events import CollationRound, HandToCollator
+from rmkit.reference_impl.remp.fullnode import FullNode
 from rmkit.reference_impl.remp.validator import Validator
 
 from conftest import FIXTURES
@@ -137,10 +139,27 @@ def _block_off_by_seven(real_emit):
     return emit
 
 
-@pytest.mark.parametrize("mutant,kind", [(_ignored_reported_as_queued, "PutIntoQueue"),
-                                         (_block_off_by_seven, "IncludedIntoBlock")])
-def test_a_wrong_receipt_with_the_right_statuses_is_caught_replaying_the_model(behaviours, monkeypatch, mutant, kind):
-    monkeypatch.setattr(Validator, "_emit", mutant(Validator._emit))
+def _fullnode_signs_as_a_validator(real_emit):
+    """A planted divergence: the full node's receipts name a validator as their source; the full
+    node's statuses are read by role, so they stay the same: only the receipt's source differs."""
+
+    def emit(self, out, mid, kind, time, **fields):
+        sent = real_emit(self, out, mid, kind, time, **fields)
+        if sent:
+            pub = out[-1]
+            out[-1] = dataclasses.replace(pub, receipt=dataclasses.replace(pub.receipt, source_id="v1"))
+        return sent
+
+    return emit
+
+
+@pytest.mark.parametrize("machine,mutant,kind", [(Validator, _ignored_reported_as_queued, "PutIntoQueue"),
+                                                 (Validator, _block_off_by_seven, "IncludedIntoBlock"),
+                                                 (FullNode, _fullnode_signs_as_a_validator, "v1 ")],
+                         ids=["kind", "block", "source"])
+def test_a_wrong_receipt_with_the_right_statuses_is_caught_replaying_the_model(behaviours, monkeypatch, machine,
+                                                                               mutant, kind):
+    monkeypatch.setattr(machine, "_emit", mutant(machine._emit))
     found = [d for d in (replay.replay_behaviour(ROTATING, s) for s in behaviours["rotating"]) if d is not None]
     assert found, "no behaviour reached the planted divergence"
     d = found[0]

@@ -452,7 +452,7 @@ Spec == Init /\ [][Next]_vars
 (* The receipts a step sends (action-level: they compare vs and fn with    *)
 (* their next values), as the agreement with the reference machines        *)
 (* compares them: each validator's [src, m, k, b] (source, message, kind,   *)
-(* the block it names or NoBlock), and the full node's [m, k, b]. A         *)
+(* the block it names or NoBlock), and the full node's (source FullNode). A *)
 (* validator sends at most one receipt per message in a step; the full      *)
 (* node's kind is the one whose position the spec's table (FnTo) moves it   *)
 (* to, and its Finalized names the block McCommit committed.                *)
@@ -460,8 +460,10 @@ Emitted ==
     {[src |-> w, m |-> m, k |-> vs'[w][m].said.k, b |-> vs'[w][m].said.b] :
         <<w, m>> \in {<<w, m>> \in Honest \X Msgs : vs'[w][m].n # vs[w][m].n}}
 
+FullNode == "fullnode"  \* the full node's name, the source of its receipts
+
 FnEmitted ==
-    {[m |-> m, k |-> CHOOSE k \in FnKinds : FnTo[k] = fn'[m],
+    {[src |-> FullNode, m |-> m, k |-> CHOOSE k \in FnKinds : FnTo[k] = fn'[m],
       b |-> IF fn'[m] = FnTo["Finalized"] THEN last'.b ELSE NoBlock] :
         m \in {m \in Msgs : fn'[m] # fn[m]}}
 

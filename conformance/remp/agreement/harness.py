@@ -29,7 +29,7 @@ from rmkit.reference_impl.remp.fullnode import FullNode, FullNodeConfig
 from rmkit.reference_impl.remp.profile import traits
 from rmkit.reference_impl.remp.validator import Validator, ValidatorConfig
 
-FULLNODE_ID = "fullnode"
+FULLNODE_ID = "fullnode"  # the model's FullNode: the source of the full node's receipts on both sides
 LIFETIME_MS = 250_000
 PRE_EVALUATION_ERROR = "Message rejected by pre-evaluation"
 COLLATOR_ERROR = "rejected by collator"
@@ -143,7 +143,7 @@ class Harness:
 
     def step_receipts(self) -> dict:
         """The receipts the last step sent, abstract as the model's Emitted and FnEmitted:
-        ``{"rc": [validators' {src, m, k, b}], "fr": [the full node's {m, k, b}]}``, sorted.
+        ``{"rc": [validators' {src, m, k, b}], "fr": [the full node's {src, m, k, b}]}``, sorted.
         Receipts the full node relays for validators are theirs, counted once."""
         return receipts_of(self.said)
 
@@ -160,16 +160,16 @@ class Harness:
                 self.receipts += 1
                 self.log.append((o, "validator"))
                 self.pos[(o.source_id, self.name[o.msg_id])] = self._vto[o.kind]
-                self.said.append({"src": o.source_id, "m": self.name[o.msg_id], "k": o.kind,
-                                  "b": block_number(o.block)})
+                self.said.append(("rc", {"src": o.source_id, "m": self.name[o.msg_id], "k": o.kind,
+                                         "b": block_number(o.block)}))
                 relay.append(o)
             elif kind is Publish:
                 if o.role == "fullnode":
                     self.receipts += 1
                     self.log.append((o.receipt, "fullnode"))
                     self.fn[self.name[o.receipt.msg_id]] = self._fto[o.receipt.kind]
-                    self.said.append({"m": self.name[o.receipt.msg_id], "k": o.receipt.kind,
-                                      "b": block_number(o.receipt.block)})
+                    self.said.append(("fr", {"src": o.receipt.source_id, "m": self.name[o.receipt.msg_id],
+                                             "k": o.receipt.kind, "b": block_number(o.receipt.block)}))
             elif kind is CatchainBroadcast:
                 self._post(o.record.sender, self._abstract(o.record), o.record, self.session)
             elif kind is Forwarded:
@@ -374,8 +374,7 @@ def record_key(rec: dict, to: frozenset) -> tuple:
 
 
 def receipts_of(said: list) -> dict:
-    """Split abstract receipts into the validators' (``rc``, with a source) and the full node's
-    (``fr``), each sorted, so that two sides' receipts of a step compare as lists."""
-    key = lambda r: (r.get("src", ""), r["m"], r["k"], r["b"])  # noqa: E731
-    return {"rc": sorted((r for r in said if "src" in r), key=key),
-            "fr": sorted((r for r in said if "src" not in r), key=key)}
+    """Abstract receipts ``(role, {src, m, k, b})``, role ``rc`` for a validator's and ``fr`` for
+    the full node's, as two sorted lists, so that two sides' receipts of a step compare as lists."""
+    key = lambda r: (r["src"], r["m"], r["k"], r["b"])  # noqa: E731
+    return {role: sorted((r for kind, r in said if kind == role), key=key) for role in ("rc", "fr")}

@@ -4,14 +4,15 @@ A receipt is abstracted to what both sides can say of it: its source (a validato
 full node), its message, its kind and the block it names (``0`` for none). The model's receipts of
 a step are REMPSteps' ``Emitted`` and ``FnEmitted`` (TLC prints them in the generated modules'
 ``out`` variable); the reference's are what the machines sent (:meth:`.harness.Harness.step_receipts`).
-Both are ``{"rc": [validators' receipts], "fr": [the full node's]}``, sorted.
+Both are ``{"rc": [validators' receipts], "fr": [the full node's]}``, sorted; the full node's
+source is the model's ``FullNode`` name, which the reference full node also goes by.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-from .harness import FULLNODE_ID, receipts_of
+from .harness import receipts_of
 
 NONE: dict = {"rc": [], "fr": []}
 
@@ -20,14 +21,13 @@ def from_tlc(out: Optional[dict]) -> dict:
     """The model's receipts of a step from TLC's ``out`` value (plain strings and ints)."""
     if not out:
         return {"rc": [], "fr": []}
-    said = [{"src": str(r["src"]), "m": str(r["m"]), "k": str(r["k"]), "b": int(r["b"])} for r in out["rc"]]
-    said += [{"m": str(r["m"]), "k": str(r["k"]), "b": int(r["b"])} for r in out["fr"]]
-    return receipts_of(said)
+    return receipts_of([(role, {"src": str(r["src"]), "m": str(r["m"]), "k": str(r["k"]), "b": int(r["b"])})
+                        for role in ("rc", "fr") for r in out[role]])
 
 
 def line(r: dict) -> str:
     block = f" block {r['b']}" if r["b"] else ""
-    return f"{r.get('src', FULLNODE_ID)} {r['k']} {r['m']}{block}"
+    return f"{r['src']} {r['k']} {r['m']}{block}"
 
 
 def listing(receipts: Optional[dict]) -> str:

@@ -55,7 +55,7 @@ class TraceVerdict:
             ref = "took it" if last.taken else "refused it"
             mod = {True: "can take it", False: "cannot take it", None: "(not probed)"}[self.model_can]
             lines.append(f"  the reference {ref}; the model {mod}")
-            if last.taken and not last.quiet:
+            if last.taken and not last.quiet and self.model_can is not True:
                 lines.append("  the reference posted a catchain record or sent a copy at it")
             lines.append("  events, with the receipts sent (both sides agree before the last):")
             for n, st in enumerate(self.trace, 1):
