@@ -101,16 +101,17 @@ TraceNext ==
     /\\ i < Len(TraceActions)
     /\\ LET act == TraceActions[i + 1]
            seen == TraceSeen[i + 1]
-       IN /\\ IF act.a = "Tick" \\/ ~Can(act) THEN UNCHANGED vars ELSE Next /\\ last' = act
+           can == act.a # "Tick" /\\ Can(act)
+       IN /\\ IF can THEN Next /\\ last' = act ELSE UNCHANGED vars
           /\\ i + 1 \\notin Free =>
-                /\\ act.a # "Tick" /\\ ~seen.taken => ~Can(act)
-                /\\ act.a # "Tick" /\\ ~Can(act) => seen.quiet
+                /\\ act.a # "Tick" /\\ ~seen.taken => ~can
+                /\\ act.a # "Tick" /\\ ~can => seen.quiet
                 /\\ Positions' = seen.pos
                 /\\ fn' = seen.fn
                 /\\ Emitted = seen.rc
                 /\\ FnEmitted = seen.fr
                 /\\ Cardinality(Emitted) + Cardinality(FnEmitted) = seen.nr
-          /\\ out' = [rc |-> Emitted, fr |-> FnEmitted, can |-> act.a # "Tick" /\\ Can(act)]
+          /\\ out' = [rc |-> Emitted, fr |-> FnEmitted, can |-> can]
     /\\ i' = i + 1
 TraceSpec == TraceInit /\\ [][TraceNext]_<<vars, i, out>>
 TraceNotMatched == {stop}
