@@ -39,9 +39,8 @@ class TraceStep:
     quiet: bool = True
 
 
-# Events of the whole vocabulary are proposed with these weights (the default is 1): block fates
-# are proposed for every block, so each one is rarer; Switch and a pre-rejection end a walk's
-# interest early.
+# Events of the whole vocabulary are proposed with these weights (the default is 1); Switch and a
+# pre-rejection end a walk's interest early.
 WEIGHTS = {"Submit": 0.5, "Collate": 0.6, "Switch": 0.15, "Lose": 0.3, "RejectByFullNode": 0.1, "ShardAccept": 0.8,
            "ShardIgnore": 0.25, "ShardReject": 0.2, "McCommit": 0.6, "McIgnore": 0.2, "Tick": 0.5}
 
@@ -63,7 +62,8 @@ def proposals(h: Harness, rng: random.Random) -> list:
         steps.append({"a": "DeliverRecord", "r": dict(rec), "to": to})
     for v in sc.honest:
         steps.append({"a": "Collate", "v": v})
-    for b in range(1, len(h.blocks) + 1):
+    if h.blocks:  # every fate of one block drawn at random (so that old blocks do not crowd the walk)
+        b = rng.randint(1, len(h.blocks))
         for a in ("ShardAccept", "ShardIgnore", "ShardReject", "McCommit", "McIgnore"):
             steps.append({"a": a, "b": b})
     steps.append({"a": "Switch", "s": h.session + 1})
@@ -77,12 +77,14 @@ def _try(h: Harness, step: dict, rng: random.Random) -> tuple[dict, bool]:
     the reference took it.
 
     The harness refuses an event before it changes anything, but for a block the validators
-    refuse once they see it (ShardAccept): that one is tried on a copy of the state."""
+    refuse once they see it (ShardAccept): that one, once the chain could accept it, is tried
+    on a copy of the state."""
     saved = None
-    if step["a"] == "ShardAccept":
-        saved = {k: copy.deepcopy(v) for k, v in vars(h).items() if k not in ("scenario", "log")}
     logged = len(h.log)
     try:
+        if step["a"] == "ShardAccept":
+            h.shard_candidate(step)
+            saved = {k: copy.deepcopy(v) for k, v in vars(h).items() if k not in ("scenario", "log")}
         if step["a"] == "Collate":
             h.time += 1
             res = h.collate(step["v"], lambda taken: {m: rng.choice(("acc", "acc", "rej", "ign")) for m in taken})
@@ -97,16 +99,27 @@ def _try(h: Harness, step: dict, rng: random.Random) -> tuple[dict, bool]:
         return step, False
 
 
+# A walk ends once this many events in a row have left no trace (every message resolved or gone).
+IDLE_END = 200
+
+
 def explore(scenario: Scenario, seed: int, max_steps: int = 40, max_receipts: int | None = None,
             profile: str = "spec", harness: Harness | None = None) -> list[TraceStep]:
-    """A random walk of ``max_steps`` proposed events (or until ``max_receipts`` receipts).
-    ``harness``: walk these machines (to read their receipt log afterwards)."""
+    """A random walk of ``max_steps`` proposed events (or until ``max_receipts`` receipts, or
+    :data:`IDLE_END` events in a row without a trace). ``harness``: walk these machines (to read
+    their receipt log afterwards)."""
     rng = random.Random(seed)
     h = harness if harness is not None else Harness(scenario, profile=profile)
     trace: list[TraceStep] = []
-    while len(trace) < max_steps and (max_receipts is None or h.receipts < max_receipts):
+    idle = 0
+    while len(trace) < max_steps and (max_receipts is None or h.receipts < max_receipts) and idle < IDLE_END:
         options = proposals(h, rng)
         step = rng.choices(options, [WEIGHTS.get(o["a"], 1.0) for o in options])[0]
+        before = h.statuses()
         taken, ok = _try(h, step, rng)
-        trace.append(TraceStep(taken, h.statuses(), ok, h.step_receipts(), h.sent == 0))
+        said = h.step_receipts()
+        now = h.statuses()
+        quiet = h.sent == 0
+        trace.append(TraceStep(taken, now, ok, said, quiet))
+        idle = idle + 1 if quiet and not said["rc"] and not said["fr"] and now == before else 0
     return trace

@@ -311,11 +311,17 @@ class Harness:
             raise StepMismatch(f"block {b} is {blk.st}, not {state}")
         return b, blk
 
-    def _do_ShardAccept(self, step):
+    def shard_candidate(self, step) -> tuple[int, Block]:
+        """The block of a ShardAccept step, if the shard chain can accept it: a candidate of this
+        session made at the chain's height (whether validators sign it is theirs to say)."""
         b, blk = self._block(step, "candidate")
         if blk.ses != self.session or blk.h != self.height():
             raise StepMismatch(f"block {b} was made in session {blk.ses} at height {blk.h}; the shard chain "
                                f"is in session {self.session} at height {self.height()}")
+        return b, blk
+
+    def _do_ShardAccept(self, step):
+        b, blk = self.shard_candidate(step)
         event = ShardBlockAccepted(block_ref(b), self.ids(blk.msgs), blk.by, self.time)
         refused = [o for o in self._each(event) if isinstance(o, BlockRefused)]
         self._absorb(self.fullnode.step(event))
