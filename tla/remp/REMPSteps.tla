@@ -22,6 +22,11 @@
 (* (pos) is the position its receipts moved it to, by the spec's           *)
 (* transition table (REMPTables, generated from spec/remp). A receipt the   *)
 (* table does not allow from the current position is not sent.            *)
+(*                                                                         *)
+(* This module states no property: what users are promised is REMP.tla's,  *)
+(* checked there against the adversary. This one is the step relation the  *)
+(* reference machines are checked against, status by status and receipt   *)
+(* by receipt (Emitted, FnEmitted), by rmkit.conformance.remp.agreement.   *)
 (***************************************************************************)
 EXTENDS Naturals, FiniteSets, Sequences, TLC, REMPTables
 
@@ -279,21 +284,12 @@ Collate(v) ==
     /\ v \in HonestMembers(session)
     /\ \E res \in [Taken(v) -> {"acc", "rej", "ign"}] : CollateWith(v, res)
 
-(* No overload: the collator takes every message it is handed.             *)
-CollateAll(v) ==
-    /\ v \in HonestMembers(session)
-    /\ Taken(v) # {}
-    /\ CollateWith(v, [m \in Taken(v) |-> "acc"])
-
 -----------------------------------------------------------------------------
 (* Shard blocks. 000: validation refuses a block holding a message that is *)
 (* already in another accepted block (replay protection); with at most     *)
 (* FaultyMax(N) faulty validators, such a block cannot gather 2/3. A        *)
 (* candidate of an earlier session can no longer become a shard block      *)
 (* (reference: the simulator ignores it); only its fate is announced.       *)
-(* ---                                                                      *)
-(* already in another accepted block (replay protection); with at most     *)
-(* FaultyMax(N) faulty validators, such a block cannot gather 2/3.         *)
 Refused(b) ==
     \E w \in Honest, m \in blocks[b].msgs :
         ~vs[w][m].gone /\ vs[w][m].acc \notin {NoBlock, b}
@@ -467,93 +463,4 @@ FnEmitted ==
       b |-> IF fn'[m] = FnTo["Finalized"] THEN last'.b ELSE NoBlock] :
         m \in {m \in Msgs : fn'[m] # fn[m]}}
 
------------------------------------------------------------------------------
-(* Safety.                                                                 *)
-
-(* 000 replay protection: no message is in two blocks that reach the      *)
-(* masterchain.                                                            *)
-NoReplay ==
-    \A m \in Msgs :
-        Cardinality({i \in 1..Len(blocks) : blocks[i].st = "committed" /\ m \in blocks[i].msgs}) <= 1
-
-(* 001: no message is included into a block once obsolete (N -> N+2).      *)
-NoInclusionAfterExpiry ==
-    \A i \in 1..Len(blocks) : \A m \in blocks[i].msgs : LiveIn(sub[m], blocks[i].ses)
-
-(* 000: Finalized only after the shardchain accepted a block holding it.   *)
-FinalizedNeedsAcceptedBlock ==
-    \A m \in Msgs : fn[m] = "finalized" =>
-        \E i \in 1..Len(blocks) : m \in blocks[i].msgs /\ blocks[i].shard /\ blocks[i].st = "committed"
-
-(* Outcome consistency: a message is not both finalized and finally        *)
-(* rejected by every honest validator that had it.                         *)
-RejectedByAll(m) ==
-    /\ \E w \in Honest : vs[w][m].body
-    /\ \A w \in Honest : vs[w][m].body => vs[w][m].pos = "rejected"
-
-OutcomeConsistent == \A m \in Msgs : ~(fn[m] = "finalized" /\ RejectedByAll(m))
-
-Safety == NoReplay /\ NoInclusionAfterExpiry /\ FinalizedNeedsAcceptedBlock /\ OutcomeConsistent
-
-(* Final statuses never change (000: Finalized, Rejected and Timeout end a *)
-(* message's story at a source).                                           *)
-FinalSticky ==
-    [][/\ \A w \in Honest, m \in Msgs : vs[w][m].pos \in VFinal => vs'[w][m].pos = vs[w][m].pos
-       /\ \A m \in Msgs : fn[m] \in FnFinal => fn'[m] = fn[m]]_vars
-
-(* Forwarded at the switch: every unexpired, unprocessed message an honest *)
-(* validator of the ending session has is in the next session's queue of   *)
-(* every honest member: known to it with its body, or forwarded to it.     *)
-KnowsOrGets(w, m) ==
-    \/ vs'[w][m].body \/ vs'[w][m].gone
-    \/ \E p \in cc' : p.rec = [k |-> "new", m |-> m] /\ w \in p.to
-
-ForwardedAtSwitch ==
-    [][session' = session + 1 =>
-         \A m \in Msgs :
-            (\E v \in HonestMembers(session) : Pending(vs[v][m]) /\ LiveIn(sub[m], session'))
-               => \A w \in HonestMembers(session') : KnowsOrGets(w, m)]_vars
-
------------------------------------------------------------------------------
-(* Liveness under fairness: no overload (the collator takes what it is     *)
-(* handed, the shardchain and the masterchain accept what is valid), the   *)
-(* catchain delivers, sessions go on. A candidate that can no longer be    *)
-(* accepted (a replay, superseded, or of an earlier session) is ignored.    *)
-NextNoOverload ==
-    \/ \E m \in Msgs, to \in SUBSET Members[session] :
-          Cardinality(to) >= MinFanout /\ Submit(m, to)
-    \/ \E m \in Msgs : RejectByFullNode(m)
-    \/ \E <<m, v>> \in net : Lose(m, v) \/ Withhold(m, v) \/ Receive(m, v)
-    \/ \E p \in cc : DeliverRecord(p)
-    \/ \E v \in Honest : CollateAll(v)
-    \/ \E b \in 1..Len(blocks) : ShardAccept(b) \/ (~Acceptable(b) /\ ShardIgnore(b)) \/ McCommit(b)
-    \/ SwitchSession
-
-(* Without overload a message is in at most one candidate per collator,    *)
-(* per session and per round of competing candidates: a bound on the       *)
-(* blocks the fairness conditions must name.                               *)
-MaxBlocksLive == 2 * Cardinality(Honest) * Cardinality(Msgs) * (MaxSession + 1)
-
-LiveSpec ==
-    /\ Init /\ [][NextNoOverload]_vars
-    /\ WF_vars(\E p \in cc : DeliverRecord(p))
-    /\ \A v \in Honest : WF_vars(CollateAll(v))
-    /\ \A b \in 1..MaxBlocksLive : WF_vars(b <= Len(blocks) /\ (ShardAccept(b) \/ (~Acceptable(b) /\ ShardIgnore(b))))
-    /\ \A b \in 1..MaxBlocksLive : WF_vars(b <= Len(blocks) /\ McCommit(b))
-    /\ WF_vars(SwitchSession)
-
-HadIt(m) == \E w \in Honest : vs[w][m].body
-
-(* Resolved: finalized, rejected by the full node, or no honest member of  *)
-(* the session in action still works on it: each one that has it rejected  *)
-(* it, saw it stopped by 2/3 rejections, or let it expire.                 *)
-Active(w, m) ==
-    LET e == vs[w][m] IN
-    e.body /\ ~e.gone /\ ~e.done /\ ~e.ownRej /\ ~e.stopped /\ LiveIn(sub[m], session)
-
-Resolved(m) ==
-    \/ fn[m] \in FnFinal
-    \/ \A w \in HonestMembers(session) : ~Active(w, m)
-
-EveryMessageResolved == \A m \in Msgs : HadIt(m) ~> Resolved(m)
 =============================================================================
