@@ -22,6 +22,11 @@
 (* (pos) is the position its receipts moved it to, by the spec's           *)
 (* transition table (REMPTables, generated from spec/remp). A receipt the   *)
 (* table does not allow from the current position is not sent.            *)
+(*                                                                         *)
+(* This module states no property: what users are promised is REMP.tla's,  *)
+(* checked there against the adversary. This one is the step relation the  *)
+(* reference machines are checked against, status by status and receipt   *)
+(* by receipt (Emitted, FnEmitted), by rmkit.conformance.remp.agreement.   *)
 (***************************************************************************)
 EXTENDS Naturals, FiniteSets, Sequences, TLC, REMPTables
 
@@ -55,12 +60,12 @@ NoBlock == 0
 Entry == [pos: VPositions, rec: BOOLEAN, body: BOOLEAN, queued: BOOLEAN,
           cand: Nat, acc: Nat, done: BOOLEAN, ownRej: BOOLEAN,
           rej: SUBSET Validators, stopped: BOOLEAN, expired: BOOLEAN,
-          others: SUBSET Nat, gone: BOOLEAN]
+          others: SUBSET Nat, gone: BOOLEAN, said: [k: VKinds \cup {"none"}, b: Nat], n: Nat]
 
 NoEntry == [pos |-> "none", rec |-> FALSE, body |-> FALSE, queued |-> FALSE,
             cand |-> NoBlock, acc |-> NoBlock, done |-> FALSE, ownRej |-> FALSE,
             rej |-> {}, stopped |-> FALSE, expired |-> FALSE, others |-> {},
-            gone |-> FALSE]
+            gone |-> FALSE, said |-> [k |-> "none", b |-> NoBlock], n |-> 0]
 
 (* Catchain records (000: "the message is put into the REMP catchain";    *)
 (* refusal and "successfully collated" receipts; 001 hand-over).          *)
@@ -98,14 +103,20 @@ HonestMembers(s) == Honest \cap Members[s]
 (* then it becomes obsolete at master catchain N+2."                       *)
 LiveIn(origin, s) == s < origin + ObsoleteAfterSessions
 
-(* A receipt moves the validator's position if the spec's table allows it. *)
-Emit(e, kind) == IF e.pos \in VFrom[kind] THEN [e EXCEPT !.pos = VTo[kind]] ELSE e
+(* A receipt moves the validator's position if the spec's table allows it; *)
+(* the entry keeps the receipt it sent last (its kind and the block it      *)
+(* names, NoBlock where it names none) and how many it sent, so that a      *)
+(* step's receipts are the entries whose count moved (Emitted below).       *)
+Emit(e, kind, b) ==
+    IF e.pos \in VFrom[kind]
+    THEN [e EXCEPT !.pos = VTo[kind], !.said = [k |-> kind, b |-> b], !.n = @ + 1]
+    ELSE e
 
 (* A message's body arrives: report it and queue it, unless it is already *)
 (* processed or obsolete (reference: _enter).                              *)
 Enter(e, m) ==
     IF e.acc # NoBlock \/ e.done \/ ~LiveIn(sub[m], session) THEN e
-    ELSE LET e2 == Emit(e, "PutIntoQueue")
+    ELSE LET e2 == Emit(e, "PutIntoQueue", NoBlock)
          IN IF e2.ownRej \/ e2.stopped THEN e2 ELSE [e2 EXCEPT !.queued = TRUE]
 
 (* Count a reject record; 000: "those rejected by 2/3 of collators should  *)
@@ -219,7 +230,7 @@ OnRecord(w, r, e) ==
             IF e.gone \/ blocks[r.b].st # "candidate" THEN e
             ELSE LET e2 == [Stub(e) EXCEPT !.others = @ \cup {r.b}]
                  IN IF e2.body /\ e2.pos = "queue" /\ ~e2.done /\ e2.acc = NoBlock
-                       THEN Emit(e2, "Duplicate") ELSE e2
+                       THEN Emit(e2, "Duplicate", r.b) ELSE e2
       [] r.k = "reject" ->
             IF e.gone THEN e ELSE CountReject(Stub(e), r.from)
       [] r.k = "digest" ->
@@ -248,9 +259,9 @@ Eligible(e, m) ==
     /\ e.acc = NoBlock /\ e.cand = NoBlock /\ e.others = {}
 
 Collated(e, res, v, b) ==
-    CASE res = "acc" -> Emit([e EXCEPT !.queued = FALSE, !.cand = b], "IncludedIntoBlock")
-      [] res = "rej" -> Emit(CountReject([e EXCEPT !.queued = FALSE, !.ownRej = TRUE], v), "RejectedByCollator")
-      [] res = "ign" -> Emit([e EXCEPT !.queued = TRUE], "IgnoredByCollator")
+    CASE res = "acc" -> Emit([e EXCEPT !.queued = FALSE, !.cand = b], "IncludedIntoBlock", b)
+      [] res = "rej" -> Emit(CountReject([e EXCEPT !.queued = FALSE, !.ownRej = TRUE], v), "RejectedByCollator", NoBlock)
+      [] res = "ign" -> Emit([e EXCEPT !.queued = TRUE], "IgnoredByCollator", NoBlock)
 
 CollateWith(v, res) ==
     LET taken == DOMAIN res
@@ -273,21 +284,12 @@ Collate(v) ==
     /\ v \in HonestMembers(session)
     /\ \E res \in [Taken(v) -> {"acc", "rej", "ign"}] : CollateWith(v, res)
 
-(* No overload: the collator takes every message it is handed.             *)
-CollateAll(v) ==
-    /\ v \in HonestMembers(session)
-    /\ Taken(v) # {}
-    /\ CollateWith(v, [m \in Taken(v) |-> "acc"])
-
 -----------------------------------------------------------------------------
 (* Shard blocks. 000: validation refuses a block holding a message that is *)
 (* already in another accepted block (replay protection); with at most     *)
 (* FaultyMax(N) faulty validators, such a block cannot gather 2/3. A        *)
 (* candidate of an earlier session can no longer become a shard block      *)
 (* (reference: the simulator ignores it); only its fate is announced.       *)
-(* ---                                                                      *)
-(* already in another accepted block (replay protection); with at most     *)
-(* FaultyMax(N) faulty validators, such a block cannot gather 2/3.         *)
 Refused(b) ==
     \E w \in Honest, m \in blocks[b].msgs :
         ~vs[w][m].gone /\ vs[w][m].acc \notin {NoBlock, b}
@@ -298,7 +300,7 @@ OnShardAccepted(e, b) ==
     ELSE IF ~e.rec THEN [e EXCEPT !.acc = b]
     ELSE LET e2 == [e EXCEPT !.acc = b, !.others = {}, !.cand = NoBlock, !.queued = FALSE]
          IN IF e2.body /\ ~e2.done /\ e2.pos # "none"
-               THEN Emit(e2, "IncludedIntoAcceptedBlock") ELSE e2
+               THEN Emit(e2, "IncludedIntoAcceptedBlock", b) ELSE e2
 
 SetBlock(b, st) == [blocks EXCEPT ![b].st = st, ![b].shard = @ \/ st = "accepted"]
 
@@ -328,15 +330,15 @@ OnShardIgnored(e, b) ==
     ELSE LET e1 == CandidateFate(e, b) IN
          IF ~OwnCandidate(e, b) THEN (IF e1.cand = b THEN [e1 EXCEPT !.cand = NoBlock] ELSE e1)
          ELSE LET e2 == [e1 EXCEPT !.cand = NoBlock] IN
-              IF e2.expired THEN [Emit(e2, "Timeout") EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE]
-              ELSE LET e3 == Emit(e2, "IgnoredByShardchain")
+              IF e2.expired THEN [Emit(e2, "Timeout", NoBlock) EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE]
+              ELSE LET e3 == Emit(e2, "IgnoredByShardchain", b)
                    IN IF e3.ownRej THEN e3 ELSE [e3 EXCEPT !.queued = TRUE]
 
 OnShardRejected(e, b) ==
     IF ~e.rec \/ e.gone THEN e
     ELSE LET e1 == CandidateFate(e, b) IN
          IF ~OwnCandidate(e, b) THEN (IF e1.cand = b THEN [e1 EXCEPT !.cand = NoBlock] ELSE e1)
-         ELSE LET e2 == Emit([e1 EXCEPT !.cand = NoBlock, !.ownRej = TRUE], "RejectedByShardchain")
+         ELSE LET e2 == Emit([e1 EXCEPT !.cand = NoBlock, !.ownRej = TRUE], "RejectedByShardchain", b)
               IN IF e2.expired THEN [e2 EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE] ELSE e2
 
 ShardIgnore(b) ==
@@ -378,8 +380,8 @@ OnMcIgnored(e, b) ==
     ELSE IF ~e.rec \/ e.gone \/ e.acc # b \/ e.done THEN e
     ELSE LET e1 == [e EXCEPT !.acc = NoBlock] IN
          IF ~e1.body THEN e1
-         ELSE IF e1.expired THEN [Emit(e1, "Timeout") EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE]
-         ELSE LET e2 == Emit(e1, "IgnoredByMasterchain")
+         ELSE IF e1.expired THEN [Emit(e1, "Timeout", NoBlock) EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE]
+         ELSE LET e2 == Emit(e1, "IgnoredByMasterchain", b)
               IN IF e2.ownRej \/ e2.stopped THEN e2 ELSE [e2 EXCEPT !.queued = TRUE]
 
 McIgnore(b) ==
@@ -413,7 +415,7 @@ Expire(e, m, new) ==
     IF ~e.rec /\ ~LiveIn(sub[m], new) THEN [e EXCEPT !.acc = NoBlock]
     ELSE IF ~e.rec \/ e.gone \/ LiveIn(sub[m], new) THEN e
     ELSE IF ~e.done /\ (e.cand # NoBlock \/ e.acc # NoBlock) THEN [e EXCEPT !.expired = TRUE]
-    ELSE LET e1 == IF ~e.done /\ e.body /\ ~e.ownRej THEN Emit(e, "Timeout") ELSE e
+    ELSE LET e1 == IF ~e.done /\ e.body /\ ~e.ownRej THEN Emit(e, "Timeout", NoBlock) ELSE e
          IN [e1 EXCEPT !.gone = TRUE, !.done = TRUE, !.queued = FALSE]
 
 SwitchSession ==
@@ -443,92 +445,22 @@ Next ==
 Spec == Init /\ [][Next]_vars
 
 -----------------------------------------------------------------------------
-(* Safety.                                                                 *)
+(* The receipts a step sends (action-level: they compare vs and fn with    *)
+(* their next values), as the agreement with the reference machines        *)
+(* compares them: each validator's [src, m, k, b] (source, message, kind,   *)
+(* the block it names or NoBlock), and the full node's (source FullNode). A *)
+(* validator sends at most one receipt per message in a step; the full      *)
+(* node's kind is the one whose position the spec's table (FnTo) moves it   *)
+(* to, and its Finalized names the block McCommit committed.                *)
+Emitted ==
+    {[src |-> w, m |-> m, k |-> vs'[w][m].said.k, b |-> vs'[w][m].said.b] :
+        <<w, m>> \in {<<w, m>> \in Honest \X Msgs : vs'[w][m].n # vs[w][m].n}}
 
-(* 000 replay protection: no message is in two blocks that reach the      *)
-(* masterchain.                                                            *)
-NoReplay ==
-    \A m \in Msgs :
-        Cardinality({i \in 1..Len(blocks) : blocks[i].st = "committed" /\ m \in blocks[i].msgs}) <= 1
+FullNode == "fullnode"  \* the full node's name, the source of its receipts
 
-(* 001: no message is included into a block once obsolete (N -> N+2).      *)
-NoInclusionAfterExpiry ==
-    \A i \in 1..Len(blocks) : \A m \in blocks[i].msgs : LiveIn(sub[m], blocks[i].ses)
+FnEmitted ==
+    {[src |-> FullNode, m |-> m, k |-> CHOOSE k \in FnKinds : FnTo[k] = fn'[m],
+      b |-> IF fn'[m] = FnTo["Finalized"] THEN last'.b ELSE NoBlock] :
+        m \in {m \in Msgs : fn'[m] # fn[m]}}
 
-(* 000: Finalized only after the shardchain accepted a block holding it.   *)
-FinalizedNeedsAcceptedBlock ==
-    \A m \in Msgs : fn[m] = "finalized" =>
-        \E i \in 1..Len(blocks) : m \in blocks[i].msgs /\ blocks[i].shard /\ blocks[i].st = "committed"
-
-(* Outcome consistency: a message is not both finalized and finally        *)
-(* rejected by every honest validator that had it.                         *)
-RejectedByAll(m) ==
-    /\ \E w \in Honest : vs[w][m].body
-    /\ \A w \in Honest : vs[w][m].body => vs[w][m].pos = "rejected"
-
-OutcomeConsistent == \A m \in Msgs : ~(fn[m] = "finalized" /\ RejectedByAll(m))
-
-Safety == NoReplay /\ NoInclusionAfterExpiry /\ FinalizedNeedsAcceptedBlock /\ OutcomeConsistent
-
-(* Final statuses never change (000: Finalized, Rejected and Timeout end a *)
-(* message's story at a source).                                           *)
-FinalSticky ==
-    [][/\ \A w \in Honest, m \in Msgs : vs[w][m].pos \in VFinal => vs'[w][m].pos = vs[w][m].pos
-       /\ \A m \in Msgs : fn[m] \in FnFinal => fn'[m] = fn[m]]_vars
-
-(* Forwarded at the switch: every unexpired, unprocessed message an honest *)
-(* validator of the ending session has is in the next session's queue of   *)
-(* every honest member: known to it with its body, or forwarded to it.     *)
-KnowsOrGets(w, m) ==
-    \/ vs'[w][m].body \/ vs'[w][m].gone
-    \/ \E p \in cc' : p.rec = [k |-> "new", m |-> m] /\ w \in p.to
-
-ForwardedAtSwitch ==
-    [][session' = session + 1 =>
-         \A m \in Msgs :
-            (\E v \in HonestMembers(session) : Pending(vs[v][m]) /\ LiveIn(sub[m], session'))
-               => \A w \in HonestMembers(session') : KnowsOrGets(w, m)]_vars
-
------------------------------------------------------------------------------
-(* Liveness under fairness: no overload (the collator takes what it is     *)
-(* handed, the shardchain and the masterchain accept what is valid), the   *)
-(* catchain delivers, sessions go on. A candidate that can no longer be    *)
-(* accepted (a replay, superseded, or of an earlier session) is ignored.    *)
-NextNoOverload ==
-    \/ \E m \in Msgs, to \in SUBSET Members[session] :
-          Cardinality(to) >= MinFanout /\ Submit(m, to)
-    \/ \E m \in Msgs : RejectByFullNode(m)
-    \/ \E <<m, v>> \in net : Lose(m, v) \/ Withhold(m, v) \/ Receive(m, v)
-    \/ \E p \in cc : DeliverRecord(p)
-    \/ \E v \in Honest : CollateAll(v)
-    \/ \E b \in 1..Len(blocks) : ShardAccept(b) \/ (~Acceptable(b) /\ ShardIgnore(b)) \/ McCommit(b)
-    \/ SwitchSession
-
-(* Without overload a message is in at most one candidate per collator,    *)
-(* per session and per round of competing candidates: a bound on the       *)
-(* blocks the fairness conditions must name.                               *)
-MaxBlocksLive == 2 * Cardinality(Honest) * Cardinality(Msgs) * (MaxSession + 1)
-
-LiveSpec ==
-    /\ Init /\ [][NextNoOverload]_vars
-    /\ WF_vars(\E p \in cc : DeliverRecord(p))
-    /\ \A v \in Honest : WF_vars(CollateAll(v))
-    /\ \A b \in 1..MaxBlocksLive : WF_vars(b <= Len(blocks) /\ (ShardAccept(b) \/ (~Acceptable(b) /\ ShardIgnore(b))))
-    /\ \A b \in 1..MaxBlocksLive : WF_vars(b <= Len(blocks) /\ McCommit(b))
-    /\ WF_vars(SwitchSession)
-
-HadIt(m) == \E w \in Honest : vs[w][m].body
-
-(* Resolved: finalized, rejected by the full node, or no honest member of  *)
-(* the session in action still works on it: each one that has it rejected  *)
-(* it, saw it stopped by 2/3 rejections, or let it expire.                 *)
-Active(w, m) ==
-    LET e == vs[w][m] IN
-    e.body /\ ~e.gone /\ ~e.done /\ ~e.ownRej /\ ~e.stopped /\ LiveIn(sub[m], session)
-
-Resolved(m) ==
-    \/ fn[m] \in FnFinal
-    \/ \A w \in HonestMembers(session) : ~Active(w, m)
-
-EveryMessageResolved == \A m \in Msgs : HadIt(m) ~> Resolved(m)
 =============================================================================

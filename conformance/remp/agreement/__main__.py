@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import replay, tracecheck
+from . import receipts, replay, tracecheck
 from .explore import explore
 from .harness import SCENARIOS
 
@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     except replay.SimulationFailed as e:
         print(f"error: TLC gave no behaviours: {e}", file=sys.stderr)
         return 2
+    compared = sum(len(r["rc"]) + len(r["fr"]) for states in behaviours for s in states[1:]
+                   for r in [receipts.from_tlc(s.values.get("out"))])
     for n, states in enumerate(behaviours, 1):
         d = replay.replay_behaviour(sc, states)
         if d is not None:
@@ -46,12 +48,15 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(json.dumps(d.fixture(sc), indent=1) + "\n")
             print(f"model -> reference: behaviour {n} disagrees (saved {path})\n{d.render()}")
     print(f"model -> reference: {len(behaviours)} behaviours, {sum(len(b) - 1 for b in behaviours)} steps, "
-          f"{failed} disagreements ({time.perf_counter() - start:.1f} s)")
+          f"{compared} model receipts compared, {failed} disagreements ({time.perf_counter() - start:.1f} s)")
     errors = 0
     for k in range(a.walks):
         steps = explore(sc, a.seed * 1000 + k, a.walk_steps)
         v = tracecheck.check_trace(sc, steps)
-        print(f"reference -> model: walk {k + 1}: {v.render()}")
+        sent = sum(len(s.receipts["rc"]) + len(s.receipts["fr"]) for s in steps)
+        refused = sum(not s.taken for s in steps)
+        print(f"reference -> model: walk {k + 1} ({len(steps)} events, {refused} refused by the reference, "
+              f"{sent} receipts): {v.render()}")
         failed += v.verdict == tracecheck.REJECTED
         errors += v.verdict == tracecheck.ERROR
     if errors:

@@ -29,7 +29,7 @@ from rmkit.reference_impl.remp.fullnode import FullNode, FullNodeConfig
 from rmkit.reference_impl.remp.profile import traits
 from rmkit.reference_impl.remp.validator import Validator, ValidatorConfig
 
-FULLNODE_ID = "fullnode"
+FULLNODE_ID = "fullnode"  # the model's FullNode: the source of the full node's receipts on both sides
 LIFETIME_MS = 250_000
 PRE_EVALUATION_ERROR = "Message rejected by pre-evaluation"
 COLLATOR_ERROR = "rejected by collator"
@@ -111,6 +111,8 @@ class Harness:
     receipts: int = 0  # receipts the machines sent so far
     resends: int = 0  # copies the full node sent again on a Tick (the model has no resend: lost copies)
     log: list = field(default_factory=list)  # (receipt, role) in the order they were sent
+    said: list = field(default_factory=list)  # the receipts of the step being applied, abstract (step_receipts)
+    sent: int = 0  # catchain records posted and copies sent by the step being applied
 
     def __post_init__(self):
         # reference message ids are 64 hex digits; the model's names map to them and back
@@ -139,6 +141,12 @@ class Harness:
         return {"pos": {v: {m: self.pos[(v, m)] for m in sc.msgs} for v in sc.honest},
                 "fn": dict(self.fn)}
 
+    def step_receipts(self) -> dict:
+        """The receipts the last step sent, abstract as the model's Emitted and FnEmitted:
+        ``{"rc": [validators' {src, m, k, b}], "fr": [the full node's {src, m, k, b}]}``, sorted.
+        Receipts the full node relays for validators are theirs, counted once."""
+        return receipts_of(self.said)
+
     # ---- outputs --------------------------------------------------------------------------------
     def _absorb(self, outputs: list) -> list:
         """Apply receipts to the statuses and post catchain records; return the other outputs.
@@ -152,12 +160,16 @@ class Harness:
                 self.receipts += 1
                 self.log.append((o, "validator"))
                 self.pos[(o.source_id, self.name[o.msg_id])] = self._vto[o.kind]
+                self.said.append(("rc", {"src": o.source_id, "m": self.name[o.msg_id], "k": o.kind,
+                                         "b": block_number(o.block)}))
                 relay.append(o)
             elif kind is Publish:
                 if o.role == "fullnode":
                     self.receipts += 1
                     self.log.append((o.receipt, "fullnode"))
                     self.fn[self.name[o.receipt.msg_id]] = self._fto[o.receipt.kind]
+                    self.said.append(("fr", {"src": o.receipt.source_id, "m": self.name[o.receipt.msg_id],
+                                             "k": o.receipt.kind, "b": block_number(o.receipt.block)}))
             elif kind is CatchainBroadcast:
                 self._post(o.record.sender, self._abstract(o.record), o.record, self.session)
             elif kind is Forwarded:
@@ -190,11 +202,13 @@ class Harness:
         to = frozenset(self.scenario.honest_members(s)) - {sender}
         if to:
             self.cc.setdefault(record_key(rec, to), event)
+            self.sent += 1
 
     # ---- the model's steps ---------------------------------------------------------------------
     def apply(self, step: dict) -> None:
         """Apply one model step (the model's ``last`` record) to the reference machines."""
         self.time += 1
+        self.said, self.sent = [], 0
         handler = getattr(self, "_do_" + step["a"], None)
         if handler is None:
             raise StepMismatch(f"no reference counterpart for the model's step {step['a']!r}")
@@ -207,9 +221,17 @@ class Harness:
         return out
 
     def _do_Submit(self, step):
+        """The step names the fan-out (the environment's choice); the full node sends the copies,
+        so a message it already knows goes nowhere again."""
         m = step["m"]
-        self._absorb(self.fullnode.step(Submit(self.ref_id[m], self.time)))
-        self.net |= {(m, v) for v in step["to"]}
+        self.fullnode.choose = {self.ref_id[m]: tuple(sorted(step["to"]))}
+        try:
+            outs = self._absorb(self.fullnode.step(Submit(self.ref_id[m], self.time)))
+        finally:
+            self.fullnode.choose = None
+        copies = {(m, o.validator) for o in outs if isinstance(o, SendToValidator)}
+        self.net |= copies
+        self.sent += len(copies)
 
     def _do_RejectByFullNode(self, step):
         self._absorb(self.fullnode.step(Submit(self.ref_id[step["m"]], self.time, error=PRE_EVALUATION_ERROR)))
@@ -245,6 +267,7 @@ class Harness:
         """A collation round on ``v``: its collator is handed what the reference queue gives, and
         ``choose(taken)`` (the names handed, sorted) says what the collator did with each message
         (``{name: "acc" | "rej" | "ign"}``); the accepted ones make a candidate block. Returns it."""
+        self.said, self.sent = [], 0
         outs = self._absorb(self.validators[v].step(CollationRound(self.time, 1_000_000)))
         handed = [o for o in outs if isinstance(o, HandToCollator)]
         taken = sorted(self.name[x] for x in handed[0].msg_ids) if handed else []
@@ -276,29 +299,29 @@ class Harness:
     def height(self) -> int:
         return sum(1 for blk in self.blocks if blk.shard)
 
-    def _block(self, step) -> tuple[int, Block]:
+    def _block(self, step, state: str) -> tuple[int, Block]:
+        """Block ``b`` of the step, which the chain decides once: the shard chain a candidate, the
+        masterchain an accepted shard block (the environment's rules, which the reference
+        machines do not keep)."""
         b = step["b"]
         if not 1 <= b <= len(self.blocks):
             raise StepMismatch(f"no block {b}")
-        return b, self.blocks[b - 1]
-
-    def refused_by(self, b: int) -> list:
-        """Honest validators that would refuse block ``b`` (it holds a message they know in
-        another accepted block): read from their state, for the random explorer's guard."""
         blk = self.blocks[b - 1]
-        root = f"{b:064x}"
-        who = []
-        for v, val in self.validators.items():
-            for m in blk.msgs:
-                e = val.msgs.get(self.ref_id[m])
-                acc = e.acc if e is not None else val.acc_only.get(self.ref_id[m])
-                if acc is not None and acc != root:
-                    who.append(v)
-                    break
-        return who
+        if blk.st != state:
+            raise StepMismatch(f"block {b} is {blk.st}, not {state}")
+        return b, blk
+
+    def shard_candidate(self, step) -> tuple[int, Block]:
+        """The block of a ShardAccept step, if the shard chain can accept it: a candidate of this
+        session made at the chain's height (whether validators sign it is theirs to say)."""
+        b, blk = self._block(step, "candidate")
+        if blk.ses != self.session or blk.h != self.height():
+            raise StepMismatch(f"block {b} was made in session {blk.ses} at height {blk.h}; the shard chain "
+                               f"is in session {self.session} at height {self.height()}")
+        return b, blk
 
     def _do_ShardAccept(self, step):
-        b, blk = self._block(step)
+        b, blk = self.shard_candidate(step)
         event = ShardBlockAccepted(block_ref(b), self.ids(blk.msgs), blk.by, self.time)
         refused = [o for o in self._each(event) if isinstance(o, BlockRefused)]
         self._absorb(self.fullnode.step(event))
@@ -308,24 +331,24 @@ class Harness:
                                "(it holds a message already in another accepted block)")
 
     def _do_ShardIgnore(self, step):
-        b, blk = self._block(step)
+        b, blk = self._block(step, "candidate")
         self._each(ShardBlockIgnored(block_ref(b), self.ids(blk.msgs), self.time))
         blk.st = "ignored"
 
     def _do_ShardReject(self, step):
-        b, blk = self._block(step)
+        b, blk = self._block(step, "candidate")
         self._each(ShardBlockRejected(block_ref(b), self.ids(blk.msgs), self.time))
         blk.st = "rejected"
 
     def _do_McCommit(self, step):
-        b, blk = self._block(step)
+        b, blk = self._block(step, "accepted")
         event = MasterchainCommit(block_ref(b), self.ids(blk.msgs), block_ref(10_000 + b), self.time)
         self._each(event)
         self._absorb(self.fullnode.step(event))
         blk.st = "committed"
 
     def _do_McIgnore(self, step):
-        b, blk = self._block(step)
+        b, blk = self._block(step, "accepted")
         event = MasterchainIgnore(block_ref(b), self.ids(blk.msgs), self.time)
         self._each(event)
         self._absorb(self.fullnode.step(event))
@@ -341,8 +364,9 @@ class Harness:
 
     def _do_Switch(self, step):
         s = step["s"]
-        if s != self.session + 1:
-            raise StepMismatch(f"switch to session {s} from session {self.session}")
+        if s != self.session + 1 or s >= len(self.scenario.members):
+            raise StepMismatch(f"switch to session {s} from session {self.session} "
+                               f"(the scenario has sessions 0..{self.scenario.max_session})")
         self.session = s
         event = SessionSwitch(s, s * LIFETIME_MS + 1_000, self.scenario.members[s])
         self._each(event)
@@ -353,3 +377,10 @@ class Harness:
 def record_key(rec: dict, to: frozenset) -> tuple:
     """A hashable key for an abstract catchain record and its recipients."""
     return (tuple(sorted(rec.items())), to)
+
+
+def receipts_of(said: list) -> dict:
+    """Abstract receipts ``(role, {src, m, k, b})``, role ``rc`` for a validator's and ``fr`` for
+    the full node's, as two sorted lists, so that two sides' receipts of a step compare as lists."""
+    key = lambda r: (r["src"], r["m"], r["k"], r["b"])  # noqa: E731
+    return {role: sorted((r for kind, r in said if kind == role), key=key) for role in ("rc", "fr")}

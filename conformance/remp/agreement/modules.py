@@ -14,7 +14,7 @@ from pathlib import Path
 from rmkit.tlc.manifest import tla_root
 
 from .harness import Scenario
-from .tlavalues import tla
+from .tlavalues import SetOf, tla
 
 MODEL = "remp"
 
@@ -51,40 +51,70 @@ def _members(sc: Scenario) -> str:
     return "(" + " @@ ".join(f"{s} :> {tla(frozenset(m), names)}" for s, m in enumerate(sc.members)) + ")"
 
 
-def trace_module(sc: Scenario, steps: list, name: str = "REMPTrace") -> tuple[str, str]:
+def _observed(step) -> dict:
+    """What the reference showed at one step of a walk, as the trace module reads it."""
+    rc, fr = step.receipts["rc"], step.receipts["fr"]
+    return {"taken": step.taken, "quiet": step.quiet, "pos": step.statuses["pos"], "fn": step.statuses["fn"],
+            "rc": SetOf(rc), "fr": SetOf(fr), "nr": len(rc) + len(fr)}
+
+
+def trace_module(sc: Scenario, steps: list, name: str = "REMPTrace", probe: int = 0,
+                 free: frozenset = frozenset()) -> tuple[str, str]:
     """The module and config that make TLC follow ``steps`` (:class:`~.explore.TraceStep`).
 
-    The spec takes a step only when the model can take the recorded action (its ``last`` record)
-    and reach the recorded statuses; ``TraceNotMatched`` is violated once every step is matched
-    (acceptance). If the model cannot follow, TLC reports a deadlock at the last matched step.
+    At every event the model says whether it can take it (``Can``: the action with that ``last``
+    record is enabled). An event the model can take must have been taken by the reference, and
+    the model's step must reach the reference's statuses and send its receipts (kind, block,
+    source; the count too, so a receipt sent twice is not one). An event the model cannot take
+    is a step of neither: the reference must have refused it or taken it without a trace (no
+    receipt, no status changed, no catchain record posted, no copy sent). A Tick (time passing) is no step of the model. ``TraceNotMatched``
+    is violated once every event is matched (acceptance); if the model cannot follow, TLC reports
+    a deadlock at the last matched step.
+
+    ``probe = k``: follow events 1..k-1 as above, then let the model take event k freely and stop
+    (``TraceNotMatched`` becomes ``i < k``): the state TLC reports shows what the model would
+    have done there, for the report of a rejected trace. ``free``: more events (1-based) the model
+    takes without comparing what it sends (to read the model's receipts of its own steps).
     """
     names = _names(sc)
     actions = ",\n    ".join(tla(s.action, names) for s in steps)
-    statuses = ",\n    ".join(tla(s.statuses, names) for s in steps)
+    observed = ",\n    ".join(tla(_observed(s), names) for s in steps)
+    stop = f"i < {probe}" if probe else "i < Len(TraceActions)"
     module = f"""---- MODULE {name} ----
-\\* GENERATED trace of the REMP reference machines ({len(steps)} steps); the model must admit it.
+\\* GENERATED trace of the REMP reference machines ({len(steps)} events); the model must admit it.
 EXTENDS REMPSteps
 CONSTANTS {", ".join(sorted(names))}
 TraceMembers == {_members(sc)}
 TraceActions == <<
     {actions}
   >>
-TraceStatus == <<
-    {statuses}
+TraceSeen == <<
+    {observed}
   >>
-VARIABLE i
+VARIABLES i, out
 Positions == [w \\in Honest |-> [m \\in Msgs |-> vs[w][m].pos]]
-TraceInit == Init /\\ i = 0
+Can(act) == ENABLED (Next /\\ last' = act)
+Free == {tla(frozenset(free) | ({probe} if probe else set()), names)}
+\\* out: the receipts the model sent at the event just matched, and whether it could take it
+TraceInit == Init /\\ i = 0 /\\ out = [rc |-> {{}}, fr |-> {{}}, can |-> TRUE]
 TraceNext ==
     /\\ i < Len(TraceActions)
-    \\* a Tick of the reference (time passing) is no step of the model: its statuses must stay
-    /\\ IF TraceActions[i + 1].a = "Tick" THEN UNCHANGED vars
-       ELSE Next /\\ last' = TraceActions[i + 1]
-    /\\ Positions' = TraceStatus[i + 1].pos
-    /\\ fn' = TraceStatus[i + 1].fn
+    /\\ LET act == TraceActions[i + 1]
+           seen == TraceSeen[i + 1]
+           can == act.a # "Tick" /\\ Can(act)
+       IN /\\ IF can THEN Next /\\ last' = act ELSE UNCHANGED vars
+          /\\ i + 1 \\notin Free =>
+                /\\ act.a # "Tick" /\\ ~seen.taken => ~can
+                /\\ act.a # "Tick" /\\ ~can => seen.quiet
+                /\\ Positions' = seen.pos
+                /\\ fn' = seen.fn
+                /\\ Emitted = seen.rc
+                /\\ FnEmitted = seen.fr
+                /\\ Cardinality(Emitted) + Cardinality(FnEmitted) = seen.nr
+          /\\ out' = [rc |-> Emitted, fr |-> FnEmitted, can |-> can]
     /\\ i' = i + 1
-TraceSpec == TraceInit /\\ [][TraceNext]_<<vars, i>>
-TraceNotMatched == i < Len(TraceActions)
+TraceSpec == TraceInit /\\ [][TraceNext]_<<vars, i, out>>
+TraceNotMatched == {stop}
 ====
 """
     cfg = _constants(sc, "TraceMembers") + "SPECIFICATION TraceSpec\nINVARIANT TraceNotMatched\n"
@@ -99,10 +129,11 @@ def simulation_module(sc: Scenario, depth: int, name: str = "REMPSim") -> tuple[
 EXTENDS REMPSteps
 CONSTANTS {", ".join(sorted(_names(sc)))}
 SimMembers == {_members(sc)}
-VARIABLE n
-SimInit == Init /\\ n = 0
-SimNext == Next /\\ n' = n + 1
-SimSpec == SimInit /\\ [][SimNext]_<<vars, n>>
+VARIABLES n, out
+\\* out: the receipts of the step just taken (REMPSteps' Emitted and FnEmitted)
+SimInit == Init /\\ n = 0 /\\ out = [rc |-> {{}}, fr |-> {{}}]
+SimNext == Next /\\ n' = n + 1 /\\ out' = [rc |-> Emitted, fr |-> FnEmitted]
+SimSpec == SimInit /\\ [][SimNext]_<<vars, n, out>>
 SimDepthReached == n < {depth}
 ====
 """

@@ -20,7 +20,7 @@ from rmkit.conformance.disagreement import Disagreement as BaseDisagreement
 from rmkit.tlc import run_tlc
 from rmkit.tlc.result import ERROR, STATE
 
-from . import modules
+from . import modules, receipts
 from .harness import Harness, Scenario, StepMismatch
 
 
@@ -57,12 +57,29 @@ def model_statuses(values: dict, sc: Scenario) -> dict:
 @dataclass
 class Disagreement(BaseDisagreement):
     """The reference machines and the model part at ``step`` (1-based) of a behaviour; REMP's
-    also keeps the model's statuses after each of the steps that led there."""
+    also keeps the model's statuses and receipts after each of the steps that led there, and the
+    receipts the reference sent at each."""
 
-    expected: list = field(default_factory=list)  # the model's statuses after each of ``steps``
+    expected: list = field(default_factory=list)  # the model's statuses (and receipts) after each step
+    sent: list = field(default_factory=list)  # the reference's receipts at each step (None: refused)
 
     def render(self) -> str:
-        lines = [f"step {self.step}: {self.action}", f"  {self.reason}"]
+        lines = [f"step {self.step}: {receipts.event(self.action)}", f"  {self.reason}",
+                 "  events, with the receipts each side sent:"]
+        for n, (st, want) in enumerate(zip(self.steps, self.expected), 1):
+            got = self.sent[n - 1] if n - 1 < len(self.sent) else None
+            mine = want.get("receipts")
+            same = mine is not None and got is not None and mine == got
+            lines.append(f"    {n:3} {receipts.event(st)}")
+            if same:
+                lines.append(f"        both:      {receipts.listing(mine)}")
+            else:
+                lines.append(f"        model:     {receipts.listing(mine) if mine is not None else '(not recorded)'}")
+                lines.append(f"        reference: {receipts.listing(got)}")
+        mine = self.model.get("receipts")
+        got = self.sent[-1] if len(self.sent) == self.step else None
+        if mine is not None and got is not None and mine != got:
+            lines.append(f"  first difference: {receipts.first_difference(mine, got)}")
         if self.reference is not None:
             for who in sorted(set(self.model["pos"]) | {"fn"}):
                 mod = self.model["fn"] if who == "fn" else self.model["pos"][who]
@@ -82,16 +99,25 @@ def _jsonable(step: dict) -> dict:
 
 
 def replay(sc: Scenario, steps: list, expected: list) -> Optional[Disagreement]:
-    """Apply ``steps`` to fresh reference machines; compare with ``expected`` statuses."""
+    """Apply ``steps`` to fresh reference machines; after each, compare the statuses and the
+    receipts the step sent (kind, block, source) with ``expected`` (``{"pos", "fn", "receipts"}``,
+    the model's)."""
     h = Harness(sc)
+    sent: list = []
     for i, (step, want) in enumerate(zip(steps, expected), 1):
         try:
             h.apply(step)
         except StepMismatch as e:
-            return Disagreement(i, step, want, None, f"the reference cannot take this step: {e}", steps[:i], expected[:i])
+            sent.append(None)
+            return Disagreement(i, step, want, None, f"the reference cannot take this step: {e}", steps[:i],
+                                expected[:i], sent)
         got = h.statuses()
-        if got != want:
-            return Disagreement(i, step, want, got, "statuses differ", steps[:i], expected[:i])
+        said = h.step_receipts()
+        sent.append(said)
+        if said != want["receipts"]:
+            return Disagreement(i, step, want, got, "receipts differ", steps[:i], expected[:i], sent)
+        if got != {"pos": want["pos"], "fn": want["fn"]}:
+            return Disagreement(i, step, want, got, "statuses differ", steps[:i], expected[:i], sent)
     return None
 
 
@@ -99,7 +125,8 @@ def replay_behaviour(sc: Scenario, states: list) -> Optional[Disagreement]:
     """Replay one TLC behaviour (its states, the first being initial)."""
     real = [s for s in states if s.marker == STATE]
     steps = [normalize_step(s.values["last"]) for s in real[1:]]
-    expected = [model_statuses(s.values, sc) for s in real[1:]]
+    expected = [dict(model_statuses(s.values, sc), receipts=receipts.from_tlc(s.values.get("out")))
+                for s in real[1:]]
     return replay(sc, steps, expected)
 
 

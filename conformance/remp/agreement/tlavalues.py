@@ -10,7 +10,13 @@ from __future__ import annotations
 
 # field names of the records the agreement writes: steps (the model's ``last``), catchain
 # records, and the statuses after a step
-RECORD_KEYS = frozenset({"a", "m", "v", "to", "res", "r", "b", "s", "w", "k", "from", "pos", "fn"})
+RECORD_KEYS = frozenset({"a", "m", "v", "to", "res", "r", "b", "s", "w", "k", "from", "pos", "fn",
+                         "src", "taken", "quiet", "rc", "fr", "nr"})
+
+
+class SetOf(tuple):
+    """Items written as a TLA+ set even where they are not hashable (records, e.g. receipts)."""
+
 
 
 def tla(value, names: frozenset) -> str:
@@ -22,7 +28,7 @@ def tla(value, names: frozenset) -> str:
         if value in names:
             return value
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, (set, frozenset)):
+    if isinstance(value, (set, frozenset, SetOf)):
         items = sorted(tla(x, names) for x in value)
         return "{" + ", ".join(items) + "}"
     if isinstance(value, (list, tuple)):
