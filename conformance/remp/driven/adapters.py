@@ -234,6 +234,7 @@ class ProcessImplementation:
         if not self.argv:
             raise UsageError("--impl-cmd: expected a command, found an empty string")
         self.name = cmd.replace("ROLE", role)
+        self.batch = False  # it takes several events in one request (its ready says so)
         self.proc: subprocess.Popen | None = None
         self._err: collections.deque = collections.deque(maxlen=STDERR_KEEP)
 
@@ -327,16 +328,49 @@ class ProcessImplementation:
         if msg.get("type") != "ready":
             raise ImplementationFailure("wrong-answer", 0, f'expected {{"type": "ready"}} to the hello, found type {msg.get("type")!r}', raw)
         self.name = str(msg.get("implementation") or self.name)
+        self.batch = msg.get("batch") is True
 
     def step(self, seq: int, event: dict) -> list:
         self._send({"type": "event", "seq": seq, "event": event}, seq)
+        outputs, self.last_values = self._answer(seq)
+        return outputs
+
+    def _answer(self, seq: int) -> tuple[list, list]:
+        """The checked outputs of request ``seq`` and their decoded values."""
         msg, raw = self._receive(seq)
         if msg.get("type") != "outputs":
             raise ImplementationFailure("wrong-answer", seq, f'expected {{"type": "outputs", "seq": {seq}, ...}}, found type {msg.get("type")!r}', raw)
         if msg.get("seq") != seq:
             raise ImplementationFailure("wrong-answer", seq, f"the answer is to request {msg.get('seq')!r}, expected {seq}", raw)
-        self.last_values = []
-        return _check_outputs(self.role, seq, msg.get("outputs"), raw, self.last_values)
+        values: list = []
+        return _check_outputs(self.role, seq, msg.get("outputs"), raw, values), values
+
+    def steps(self, seq: int, events: list) -> list:
+        """The answers to ``events`` (steps ``seq``, ``seq`` + 1, ...) sent in one request (an
+        implementation whose ready said ``"batch": true``): per step (outputs, their values), in
+        order, up to the first failure, which ends the list as an :class:`ImplementationFailure`.
+        After a failure the answers not read yet are of no use: the process is stopped (restarted
+        for the next scenario)."""
+        if len(events) == 1:
+            request = {"type": "event", "seq": seq, "event": events[0]}
+        else:
+            request = {"type": "events", "seq": seq, "events": events}
+        answers: list = []
+        try:
+            self._send(request, seq)
+            for i in range(len(events)):
+                answers.append(self._answer(seq + i))
+        except ImplementationFailure as f:
+            if len(answers) < len(events) - 1:
+                self._stop()
+            answers.append(f)
+        return answers
+
+    def _stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
 
     def end(self) -> None:
         if self.proc is None:

@@ -225,6 +225,8 @@ def from_json(obj: Any, where: str = "", part: str = "", only: str | None = None
         v = obj.get(f)
         if simple is not None and (type(v) is simple or (v is None and ftype[-1] == "?")):
             kw[f] = v  # the common case, checked at once (the same verdict _field gives it)
+        elif (fast := _FAST.get(ftype)) is not None and (x := fast(v)) is not _SLOW:
+            kw[f] = x
         else:
             kw[f] = _field(f"{where}.{f}", ftype, v, f in obj)
     return cls(**kw)
@@ -247,6 +249,56 @@ def _plan_for(part: str, name, where: str) -> tuple:
     return cls, plan
 
 
+_SLOW = object()
+_SEEN_MAX = 4096  # ids and blocks remembered as well-formed (a scenario uses a few dozen)
+_seen_ids: set = set()
+_seen_blocks: dict = {}
+
+
+def _fast_id(v):
+    """``v`` when it is an id already seen well-formed, or is one; else _SLOW (:func:`_field` then
+    says what is wrong): ids recur in every step, and the pattern is the dearest part of a check."""
+    if type(v) is not str:
+        return _SLOW
+    if v not in _seen_ids:
+        if not HEX64.match(v):
+            return _SLOW
+        if len(_seen_ids) >= _SEEN_MAX:
+            _seen_ids.clear()
+        _seen_ids.add(v)
+    return v
+
+
+def _fast_block(v):
+    """The BlockRef of a block already seen well-formed (the same value :func:`_block` makes, which
+    is immutable, so it is shared), or None; else _SLOW."""
+    if v is None:
+        return None
+    if type(v) is not dict or len(v) != 5:
+        return _SLOW
+    key = (v.get("wc"), v.get("shard"), v.get("seqno"), v.get("root_hash"), v.get("file_hash"))
+    try:
+        b = _seen_blocks.get(key)
+    except TypeError:  # an unhashable field: not a block
+        return _SLOW
+    if b is None or type(key[0]) is not int or type(key[1]) is not int or type(key[2]) is not int:
+        if b is not None:
+            return _SLOW  # equal to a block seen, yet of other types (True == 1)
+        try:
+            b = _block("", v)
+        except WireError:
+            return _SLOW
+        if len(_seen_blocks) >= _SEEN_MAX:
+            _seen_blocks.clear()
+        _seen_blocks[key] = b
+    return b
+
+
+def _fast_block_required(v):
+    return _SLOW if v is None else _fast_block(v)
+
+
+_FAST = {"id": _fast_id, "block?": _fast_block, "block": _fast_block_required}
 _SIMPLE = {"int": int, "int?": int, "str": str, "str?": str, "bool": bool, "bool?": bool}
 
 
