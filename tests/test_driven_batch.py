@@ -22,16 +22,6 @@ PY = sys.executable
 STEPS = 40
 
 
-class CountingProcess(ProcessImplementation):
-    """The process form, counting its requests."""
-
-    requests = 0
-
-    def _send(self, obj, step):
-        self.requests += 1
-        super()._send(obj, step)
-
-
 def _play(role: str, profile: str, impl, seed: int):
     world = bind(WORLDS[role], role, profile, default_params(role, profile), impl, Trace())
     choices = RandomChoices(seed)
@@ -65,7 +55,7 @@ def test_batched_requests_judge_as_one_event_per_request(name, role, profile, se
         cmd = f"{PY} -m rmkit.conformance.examples {name.rsplit('.', 1)[1]} ROLE"
     else:
         cmd = f"{PY} -m {name} ROLE"
-    proc = CountingProcess(cmd, role, 60)
+    proc = ProcessImplementation(cmd, role, 60)
     try:
         steps = _same_runs(role, profile, inproc, proc, seeds)
     finally:
@@ -118,7 +108,7 @@ def fake(tmp_path, monkeypatch):
 def test_a_failure_inside_a_request_is_reported_at_its_step(fake, monkeypatch, mode, kind):
     monkeypatch.setenv("FAKE_AT", "6")
     monkeypatch.setenv("FAKE_MODE", mode)
-    proc = CountingProcess(fake, "consumer", 10)
+    proc = ProcessImplementation(fake, "consumer", 10)
     try:
         b, cb = _play("consumer", "spec", proc, 0)
         assert proc.batch and proc.requests <= 3  # hello, then the six events in one request
@@ -157,7 +147,7 @@ def test_an_implementation_without_batch_gets_one_event_per_request(tmp_path):
                 out = {"type": "error", "message": "unknown request " + t}
             print(json.dumps(out), flush=True)
     """))
-    proc = CountingProcess(f"{PY} {script} ROLE", "consumer", 10)
+    proc = ProcessImplementation(f"{PY} {script} ROLE", "consumer", 10)
     try:
         p, _ = _play("consumer", "spec", proc, 0)
     finally:

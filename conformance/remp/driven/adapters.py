@@ -235,6 +235,7 @@ class ProcessImplementation:
             raise UsageError("--impl-cmd: expected a command, found an empty string")
         self.name = cmd.replace("ROLE", role)
         self.batch = False  # it takes several events in one request (its ready says so)
+        self.requests = 0  # lines sent (hello, event or events, bye): each a round trip
         self.proc: subprocess.Popen | None = None
         self._err: collections.deque = collections.deque(maxlen=STDERR_KEEP)
 
@@ -276,6 +277,7 @@ class ProcessImplementation:
         return "\n".join(self._err)
 
     def _send(self, obj: dict, step: int) -> None:
+        self.requests += 1
         try:
             self.proc.stdin.write(orjson.dumps(obj) + b"\n")
             self.proc.stdin.flush()

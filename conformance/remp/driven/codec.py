@@ -220,16 +220,17 @@ def from_json(obj: Any, where: str = "", part: str = "", only: str | None = None
     where = where or str(name)
     if plan is None:  # a Receipt output wraps its receipt
         return _receipt(f"{where}.receipt", obj.get("receipt"))
-    kw = {}
+    args = []  # in the declared order, which is the class's (a test holds the two equal)
+    add = args.append
     for f, ftype, simple in plan:
         v = obj.get(f)
         if simple is not None and (type(v) is simple or (v is None and ftype[-1] == "?")):
-            kw[f] = v  # the common case, checked at once (the same verdict _field gives it)
+            add(v)  # the common case, checked at once (the same verdict _field gives it)
         elif (fast := _FAST.get(ftype)) is not None and (x := fast(v)) is not _SLOW:
-            kw[f] = x
+            add(x)
         else:
-            kw[f] = _field(f"{where}.{f}", ftype, v, f in obj)
-    return cls(**kw)
+            add(_field(f"{where}.{f}", ftype, v, f in obj))
+    return cls(*args)
 
 
 _PLANS: dict = {}  # (part, type name) -> (class, plan): decoding runs for every event and output of every step
@@ -298,7 +299,16 @@ def _fast_block_required(v):
     return _SLOW if v is None else _fast_block(v)
 
 
-_FAST = {"id": _fast_id, "block?": _fast_block, "block": _fast_block_required}
+def _fast_strs(v):
+    if type(v) is not list:
+        return _SLOW
+    for x in v:
+        if type(x) is not str:
+            return _SLOW
+    return tuple(v)
+
+
+_FAST = {"id": _fast_id, "block?": _fast_block, "block": _fast_block_required, "ids": _fast_strs, "strs": _fast_strs}
 _SIMPLE = {"int": int, "int?": int, "str": str, "str?": str, "bool": bool, "bool?": bool}
 
 
