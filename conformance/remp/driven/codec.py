@@ -99,15 +99,25 @@ def to_json(value) -> dict:
     name = type_name(value)
     if isinstance(value, ev.Receipt):  # the Receipt output wraps the machine's receipt value
         return {"type": "Receipt", "receipt": _receipt_json(value)}
+    plan = _TO_PLANS.get(name) or _to_plan(name)
+    out = {"type": name}
+    for f, ftype, plain in plan:
+        v = getattr(value, f)
+        out[f] = v if plain else _value_json(ftype, v)
+    return out
+
+
+_TO_PLANS: dict = {}  # type name -> ((field, type, whether its value is its JSON), ...)
+_PLAIN = frozenset({"int", "int?", "str", "str?", "bool", "bool?", "id", "id?", "object", "object?"})
+
+
+def _to_plan(name: str) -> tuple:
     ev_t, out_t = _tables()
     entry = ev_t.get(name) or out_t.get(name)
     if entry is None:
         raise WireError(f"{name}: not a type of the adapter protocol (spec/remp/adapter.yaml)")
-    decl = entry[1]
-    out = {"type": name}
-    for f, ftype in decl.items():
-        out[f] = _value_json(ftype, getattr(value, f))
-    return out
+    plan = _TO_PLANS[name] = tuple((f, ftype, ftype in _PLAIN) for f, ftype in entry[1].items())
+    return plan
 
 
 # ---- from JSON ----------------------------------------------------------------------------------

@@ -392,9 +392,9 @@ class Judge:
         may_omit_dup = FREEDOM_FOR_DUPLICATE in self.free
         if not (self.paced or self.skip or may_omit_dup):
             return exp, act
-        if not self.pending and not any(o.get("type") == "Receipt" for o in exp) and \
-                not any(o.get("type") == "Receipt" for o in act):
-            return exp, act  # no receipt made, sent or waiting: nothing below applies
+        if not self.pending and exp == act:  # each receipt made was sent as made, none is waiting
+            self.made += sum(1 for o in exp if o.get("type") == "Receipt")
+            return exp, act
         er = [o for o in exp if o.get("type") == "Receipt"]
         ar = [o for o in act if o.get("type") == "Receipt"]
         rest_e = [o for o in exp if o.get("type") != "Receipt"]
