@@ -72,8 +72,13 @@ FAKE = """
     class Faulty(ReferenceAdapter):
         '''The reference, misbehaving at the K-th event of each scenario.'''
 
+        hellos = 0
+
         def hello(self, params):
             self.n = 0
+            Faulty.hellos += 1
+            if os.environ["FAKE_MODE"] == "badhello" and Faulty.hellos == 2:
+                return {"type": "not-ready"}
             return super().hello(params)
 
         def step(self, event):
@@ -174,3 +179,18 @@ def test_codec_memory_of_well_formed_values_lets_no_malformed_one_through():
         codec.from_json(dict(ignored, block=None), part="events")
     with pytest.raises(codec.WireError, match=r"msg_id: expected an id"):
         codec.from_json(dict(good, msg_id=msg_id("m1").upper()), part="events")
+
+
+def test_a_hello_answered_wrongly_is_step_0_though_its_answer_is_read_with_the_first_request(fake, monkeypatch):
+    """After the first scenario the kit sends the hello without waiting; the second hello's wrong
+    answer is still reported as the hello's, with no event in the scenario and no choice kept."""
+    monkeypatch.setenv("FAKE_AT", "1000")
+    monkeypatch.setenv("FAKE_MODE", "badhello")
+    proc = ProcessImplementation(fake, "validator", 10)
+    try:
+        a, _ = _play("validator", "spec", proc, 0)
+        assert a.failure is None and proc.batch
+        b, cb = _play("validator", "spec", proc, 1)
+    finally:
+        proc.close()
+    assert b.failure.startswith("wrong-answer at step 0") and b.events == [] and cb.made == []

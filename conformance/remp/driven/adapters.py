@@ -236,6 +236,7 @@ class ProcessImplementation:
         self.name = cmd.replace("ROLE", role)
         self.batch = False  # it takes several events in one request (its ready says so)
         self.requests = 0  # lines sent (hello, event or events, bye): each a round trip
+        self._ready_due = False  # a hello was sent and its ready not read yet
         self.proc: subprocess.Popen | None = None
         self._err: collections.deque = collections.deque(maxlen=STDERR_KEEP)
 
@@ -247,6 +248,7 @@ class ProcessImplementation:
         except OSError as exc:
             raise UsageError(f"--impl-cmd {self.cmd!r}: cannot start {self.argv[0]!r} ({exc.strerror or exc})") from None
         self._buf = b""
+        self.batch = self._ready_due = False
         threading.Thread(target=self._read_err, args=(self.proc.stderr,), daemon=True).start()
 
     def _readline(self) -> bytes | None:
@@ -323,9 +325,21 @@ class ProcessImplementation:
 
     # ---- protocol -------------------------------------------------------------------------------
     def start(self, hello: dict) -> None:
+        self.begin(hello)
+        self._ready()
+
+    def begin(self, hello: dict) -> None:
+        """Send the hello without waiting for the ready: it is read before the next request, so
+        that its round trip overlaps with the kit's own work (a failure is still the hello's, step 0)."""
         if self.proc is None or self.proc.poll() is not None:
             self._spawn()
         self._send(hello, 0)
+        self._ready_due = True
+
+    def _ready(self) -> None:
+        if not self._ready_due:
+            return
+        self._ready_due = False
         msg, raw = self._receive(0)
         if msg.get("type") != "ready":
             raise ImplementationFailure("wrong-answer", 0, f'expected {{"type": "ready"}} to the hello, found type {msg.get("type")!r}', raw)
@@ -333,6 +347,7 @@ class ProcessImplementation:
         self.batch = msg.get("batch") is True
 
     def step(self, seq: int, event: dict) -> list:
+        self._ready()
         self._send({"type": "event", "seq": seq, "event": event}, seq)
         outputs, self.last_values = self._answer(seq)
         return outputs
@@ -353,13 +368,17 @@ class ProcessImplementation:
         order, up to the first failure, which ends the list as an :class:`ImplementationFailure`.
         After a failure the answers not read yet are of no use: the process is stopped (restarted
         for the next scenario)."""
-        if len(events) == 1:
-            request = {"type": "event", "seq": seq, "event": events[0]}
-        else:
-            request = {"type": "events", "seq": seq, "events": events}
         answers: list = []
         try:
-            self._send(request, seq)
+            self._ready()
+            if not self.batch:  # it said otherwise this time: one by one
+                for i, event in enumerate(events):
+                    answers.append((self.step(seq + i, event), self.last_values))
+                return answers
+            if len(events) == 1:
+                self._send({"type": "event", "seq": seq, "event": events[0]}, seq)
+            else:
+                self._send({"type": "events", "seq": seq, "events": events}, seq)
             for i in range(len(events)):
                 answers.append(self._answer(seq + i))
         except ImplementationFailure as f:
@@ -377,6 +396,7 @@ class ProcessImplementation:
     def end(self) -> None:
         if self.proc is None:
             return
+        self._ready()
         self._send({"type": "bye"}, -1)
         msg, raw = self._receive(-1)
         if msg.get("type") != "bye":

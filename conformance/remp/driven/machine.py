@@ -51,7 +51,7 @@ class DrivenMachine:
         self.trace.runs += 1
         self._broken = False
         try:
-            self.run.start()
+            self.run.start(early=self.defer)
         except ImplementationFailure as f:
             self._depart(str(f))
 
@@ -87,7 +87,7 @@ class DrivenMachine:
             del self.events[f.seq:]
             logged = [r for r, _ in self.run.rules_broken()]
             self._depart(str(f), dict.fromkeys(logged + list(f.judgement.rules)))
-        if 0 < f.step < len(self.events):
+        if 0 <= f.step < len(self.events):  # a failure of the hello (step 0) is found with the first request
             del self.events[f.step:]
         self._depart(str(f))
 

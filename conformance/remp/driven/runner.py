@@ -86,8 +86,13 @@ class LockStep:
         self.expected: list = []  # the reference's outputs for the latest event (kept when the implementation fails)
         self.deferred: list = []  # [(seq, prepared step)] sent to the implementation with the next request
 
-    def start(self) -> None:
-        self.impl.start(self.hello)  # an ImplementationFailure is the caller's to report
+    def start(self, early: bool = False) -> None:
+        """Say hello; ``early``: without waiting for the ready where the implementation can (its
+        failure then comes with the next request, as step 0's)."""
+        if early and hasattr(self.impl, "begin"):
+            self.impl.begin(self.hello)
+        else:
+            self.impl.start(self.hello)  # an ImplementationFailure is the caller's to report
 
     def can_defer(self, event: dict) -> bool:
         return (getattr(self.impl, "batch", False) and len(self.deferred) < self.MAX_DEFERRED
