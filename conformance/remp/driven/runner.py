@@ -57,9 +57,9 @@ class ScenarioResult:
 class Rejected(Exception):
     """A deferred step the judge does not allow, found when its outputs arrived with later ones."""
 
-    def __init__(self, seq: int, event: dict, expected: list, actual: list, judgement: Judgement):
+    def __init__(self, seq: int, judgement: Judgement):
         super().__init__(f"step {seq}: {judgement.summary()}")
-        self.seq, self.event, self.expected, self.actual, self.judgement = seq, event, expected, actual, judgement
+        self.seq, self.judgement = seq, judgement
 
 
 class LockStep:
@@ -124,7 +124,7 @@ class LockStep:
             self.impl_log.add(seq, actual, values)
             if j:
                 self.expected = p.expected
-                raise Rejected(seq, p.event, p.expected, actual, j)
+                raise Rejected(seq, j)
 
     def step(self, event: dict) -> tuple[list, list, Judgement]:
         """(reference's outputs, implementation's outputs, the judgement) for one event: the
