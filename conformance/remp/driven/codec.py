@@ -141,14 +141,16 @@ def _block(where: str, v) -> ev.BlockRef:
 def _receipt(where: str, v) -> ev.Receipt:
     if not isinstance(v, dict):
         raise _fail(where, "a receipt object {kind, msg_id, source_id, time, ...}", v)
-    kw = {}
+    args = []  # in the declared order, the class's
     for f, ftype, simple in _receipt_plan():
         x = v.get(f)
         if simple is not None and (type(x) is simple or (x is None and ftype[-1] == "?")):
-            kw[f] = x
+            args.append(x)
+        elif (fast := _FAST.get(ftype)) is not None and (y := fast(x)) is not _SLOW:
+            args.append(y)
         else:
-            kw[f] = _field(f"{where}.{f}", ftype, x, f in v)
-    return ev.Receipt(**kw)
+            args.append(_field(f"{where}.{f}", ftype, x, f in v))
+    return ev.Receipt(*args)
 
 
 @functools.lru_cache(maxsize=None)
