@@ -1,7 +1,9 @@
 """Driven conformance throughput: generated scenarios per second against the reference adapter
 in-process and as a process (the ratio is the process adapter's slowdown, measured in the same
-run), optionally beside an earlier version of the kit (``--baseline REF``: a git revision, run from
-an export of it in a subprocess, so that before and after are measured under the same load); per
+run; for the process form also the requests, each a pipe round trip, per scenario), optionally beside
+an earlier version of the kit (``--baseline REF``: a git revision, run from an export of it in a
+subprocess, in-process and as a process, interleaved round by round with the current one, so that
+before and after are measured under the same load); per
 faulty example and profile the time a derandomized run (catalogue, then generated, as
 `rmkit conform --derandomize`) takes to find and shrink it, and the shrunk length; per legal
 example and profile the time of a run that must pass. The load average is printed with the rates:
@@ -36,18 +38,19 @@ PACKAGE_DIRS = {"spec": "spec", "conformance": "conformance", "reference_impl": 
                 "tla": "tla", "spark_checks": "spark_checks"}
 RATE = """
 import sys, time
-from rmkit.conformance.remp.driven.adapters import InProcessImplementation
+from rmkit.conformance.remp.driven.adapters import InProcessImplementation, ProcessImplementation
 from rmkit.conformance.remp.driven.generate import run_generated
 from rmkit.conformance.remp.driven.names import default_params
-role, n = sys.argv[1], int(sys.argv[2])
-impl = InProcessImplementation("rmkit.reference_impl.remp.adapter:factory", role)
+role, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 p = default_params(role, "spec")
-run_generated(role, "spec", p, impl, max_examples=2, derandomize=True)
-t, c = time.perf_counter(), time.process_time()
-g = run_generated(role, "spec", p, impl, max_examples=n, derandomize=True)
-dt, dc = time.perf_counter() - t, time.process_time() - c
-assert g.failing is None, g.message
-print(dt, g.examples, g.steps, dc)
+for impl in (InProcessImplementation("rmkit.reference_impl.remp.adapter:factory", role),
+             ProcessImplementation(sys.executable + " -m rmkit.reference_impl.remp.adapter ROLE", role, 60)):
+    run_generated(role, "spec", p, impl, max_examples=2, seed=seed)
+    t, c = time.perf_counter(), time.process_time()
+    g = run_generated(role, "spec", p, impl, max_examples=n, seed=seed)
+    dt, dc = time.perf_counter() - t, time.process_time() - c
+    assert g.failing is None, g.message
+    print(dt, g.examples, g.steps, dc)
 """
 
 
@@ -81,11 +84,14 @@ def baseline_tree(ref: str, into: Path) -> Path:
     return pkg
 
 
-def baseline_rate(path: Path, role: str, n: int) -> tuple[float, int, int, float]:
+def baseline_rate(path: Path, role: str, n: int, seed: int) -> tuple[tuple, tuple]:
+    """(in-process, process) (wall seconds, scenarios, steps, CPU seconds) of revision ``path``."""
     env = dict(os.environ, PYTHONPATH=str(path))
-    out = subprocess.run([sys.executable, "-c", RATE, role, str(n)], env=env, check=True, capture_output=True, text=True,
-                         cwd=path).stdout.split()
-    return float(out[0]), int(out[1]), int(out[2]), float(out[3])
+    out = subprocess.run([sys.executable, "-c", RATE, role, str(n), str(seed)], env=env, check=True, capture_output=True,
+                         text=True, cwd=path).stdout.split()
+    inproc, proc = out[:4], out[4:8]
+    return ((float(inproc[0]), int(inproc[1]), int(inproc[2]), float(inproc[3])),
+            (float(proc[0]), int(proc[1]), int(proc[2]), float(proc[3])))
 
 
 def example_run(name: str, profile: str):
@@ -104,7 +110,7 @@ def main() -> None:
     ap.add_argument("--examples", type=int, default=300)
     ap.add_argument("--skip-rates", action="store_true")
     ap.add_argument("--skip-examples", action="store_true")
-    ap.add_argument("--baseline", metavar="REF", help="also measure the in-process rate of git revision REF")
+    ap.add_argument("--baseline", metavar="REF", help="also measure the rates of git revision REF (in-process and process)")
     args = ap.parse_args()
     if not args.skip_rates:
         tmp = Path(tempfile.mkdtemp(prefix="rmkit-bench-"))
@@ -117,22 +123,27 @@ def main() -> None:
                 proc = ProcessImplementation(f"{sys.executable} -m rmkit.reference_impl.remp.adapter ROLE", role, 60)
                 rate(inproc, role, 2)  # warm: the spec loaded, the process started
                 rate(proc, role, 2)
-                ti, tp, tb = [0.0, 0, 0, 0.0], [0.0, 0, 0, 0.0], [0.0, 0, 0, 0.0]
+                warm_requests = getattr(proc, "requests", 0)
+                ti, tp, tb, tbp = [0.0, 0, 0, 0.0], [0.0, 0, 0, 0.0], [0.0, 0, 0, 0.0], [0.0, 0, 0, 0.0]
                 chunk = max(1, args.examples // ROUNDS)
                 for k in range(ROUNDS):  # interleaved, so that a change of load hits every form alike
                     _add(ti, rate(inproc, role, chunk, seed=k))
                     _add(tp, rate(proc, role, chunk, seed=k))
                     if base is not None:
-                        _add(tb, baseline_rate(base, role, chunk))
+                        b_in, b_proc = baseline_rate(base, role, chunk, k)
+                        _add(tb, b_in)
+                        _add(tbp, b_proc)
                 proc.close()
                 line = (f"  {role:<9} in-process {ti[1] / ti[0]:7.1f} scenarios/s ({ti[2] / ti[0]:7.0f} steps/s; "
                         f"{ti[1] / ti[3]:6.1f} per CPU second) | process "
-                        f"{tp[1] / tp[0]:7.1f} scenarios/s ({tp[2] / tp[0]:7.0f} steps/s) | process slowdown "
+                        f"{tp[1] / tp[0]:7.1f} scenarios/s ({tp[2] / tp[0]:7.0f} steps/s; "
+                        f"{(proc.requests - warm_requests) / tp[1]:5.1f} requests per scenario) | process slowdown "
                         f"{(tp[0] / tp[1]) / (ti[0] / ti[1]):4.2f}x")
                 if base is not None:
                     line += (f" | {args.baseline}: {tb[1] / tb[0]:6.1f} scenarios/s ({tb[2] / tb[0]:6.0f} steps/s; "
                              f"{tb[1] / tb[3]:6.1f} per CPU second), now {(ti[1] / ti[0]) / (tb[1] / tb[0]):4.1f}x the "
-                             f"scenarios/s ({(ti[2] / ti[0]) / (tb[2] / tb[0]):4.1f}x the steps/s)")
+                             f"scenarios/s ({(ti[2] / ti[0]) / (tb[2] / tb[0]):4.1f}x the steps/s); its process form "
+                             f"{tbp[1] / tbp[0]:6.1f} scenarios/s, slowdown {(tbp[0] / tbp[1]) / (tb[0] / tb[1]):4.2f}x")
                 print(line + f" | load {os.getloadavg()[0]:.1f}", flush=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -95,8 +95,18 @@ def factory(role: str) -> ReferenceAdapter:
     return ReferenceAdapter(role)
 
 
+def _outputs(adapter, seq, event) -> tuple[dict, bool]:
+    """The answer to one event, and whether it is an error."""
+    try:
+        return {"type": "outputs", "seq": seq, "outputs": adapter.step(event)}, False
+    except Exception as exc:  # the kit reports it as this implementation's failure
+        traceback.print_exc(file=sys.stderr)
+        return {"type": "error", "seq": seq, "message": f"{type(exc).__name__}: {exc}"}, True
+
+
 def serve(adapter, stdin=None, stdout=None) -> int:
-    """The JSON Lines loop: hello, events, bye, repeated until stdin closes."""
+    """The JSON Lines loop: hello, events, bye, repeated until stdin closes. Several events in one
+    request (``"events"``) are answered one line each, in order, up to the first error."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
     for line in stdin:
@@ -106,13 +116,17 @@ def serve(adapter, stdin=None, stdout=None) -> int:
         kind = msg.get("type")
         if kind == "hello":
             params = dict(msg.get("params") or {}, profile=msg.get("profile", "spec"))
-            reply = adapter.hello(params)
+            reply = {**adapter.hello(params), "batch": True}
         elif kind == "event":
-            try:
-                reply = {"type": "outputs", "seq": msg["seq"], "outputs": adapter.step(msg["event"])}
-            except Exception as exc:  # the kit reports it as this implementation's failure
-                traceback.print_exc(file=sys.stderr)
-                reply = {"type": "error", "seq": msg.get("seq"), "message": f"{type(exc).__name__}: {exc}"}
+            reply, _ = _outputs(adapter, msg.get("seq"), msg.get("event"))
+        elif kind == "events":  # each answer written as soon as it is made: a crash loses none before it
+            for i, event in enumerate(msg.get("events") or ()):
+                reply, failed = _outputs(adapter, msg["seq"] + i, event)
+                stdout.write(orjson.dumps(reply) + b"\n")
+                stdout.flush()
+                if failed:
+                    break
+            continue
         elif kind == "bye":
             adapter.bye()
             reply = {"type": "bye"}

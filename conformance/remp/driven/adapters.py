@@ -234,6 +234,9 @@ class ProcessImplementation:
         if not self.argv:
             raise UsageError("--impl-cmd: expected a command, found an empty string")
         self.name = cmd.replace("ROLE", role)
+        self.batch = False  # it takes several events in one request (its ready says so)
+        self.requests = 0  # lines sent (hello, event or events, bye): each a round trip
+        self._ready_due = False  # a hello was sent and its ready not read yet
         self.proc: subprocess.Popen | None = None
         self._err: collections.deque = collections.deque(maxlen=STDERR_KEEP)
 
@@ -245,6 +248,7 @@ class ProcessImplementation:
         except OSError as exc:
             raise UsageError(f"--impl-cmd {self.cmd!r}: cannot start {self.argv[0]!r} ({exc.strerror or exc})") from None
         self._buf = b""
+        self.batch = self._ready_due = False
         threading.Thread(target=self._read_err, args=(self.proc.stderr,), daemon=True).start()
 
     def _readline(self) -> bytes | None:
@@ -275,6 +279,7 @@ class ProcessImplementation:
         return "\n".join(self._err)
 
     def _send(self, obj: dict, step: int) -> None:
+        self.requests += 1
         try:
             self.proc.stdin.write(orjson.dumps(obj) + b"\n")
             self.proc.stdin.flush()
@@ -320,27 +325,78 @@ class ProcessImplementation:
 
     # ---- protocol -------------------------------------------------------------------------------
     def start(self, hello: dict) -> None:
+        self.begin(hello)
+        self._ready()
+
+    def begin(self, hello: dict) -> None:
+        """Send the hello without waiting for the ready: it is read before the next request, so
+        that its round trip overlaps with the kit's own work (a failure is still the hello's, step 0)."""
         if self.proc is None or self.proc.poll() is not None:
             self._spawn()
         self._send(hello, 0)
+        self._ready_due = True
+
+    def _ready(self) -> None:
+        if not self._ready_due:
+            return
+        self._ready_due = False
         msg, raw = self._receive(0)
         if msg.get("type") != "ready":
             raise ImplementationFailure("wrong-answer", 0, f'expected {{"type": "ready"}} to the hello, found type {msg.get("type")!r}', raw)
         self.name = str(msg.get("implementation") or self.name)
+        self.batch = msg.get("batch") is True
 
     def step(self, seq: int, event: dict) -> list:
+        self._ready()
         self._send({"type": "event", "seq": seq, "event": event}, seq)
+        outputs, self.last_values = self._answer(seq)
+        return outputs
+
+    def _answer(self, seq: int) -> tuple[list, list]:
+        """The checked outputs of request ``seq`` and their decoded values."""
         msg, raw = self._receive(seq)
         if msg.get("type") != "outputs":
             raise ImplementationFailure("wrong-answer", seq, f'expected {{"type": "outputs", "seq": {seq}, ...}}, found type {msg.get("type")!r}', raw)
         if msg.get("seq") != seq:
             raise ImplementationFailure("wrong-answer", seq, f"the answer is to request {msg.get('seq')!r}, expected {seq}", raw)
-        self.last_values = []
-        return _check_outputs(self.role, seq, msg.get("outputs"), raw, self.last_values)
+        values: list = []
+        return _check_outputs(self.role, seq, msg.get("outputs"), raw, values), values
+
+    def steps(self, seq: int, events: list) -> list:
+        """The answers to ``events`` (steps ``seq``, ``seq`` + 1, ...) sent in one request (an
+        implementation whose ready said ``"batch": true``): per step (outputs, their values), in
+        order, up to the first failure, which ends the list as an :class:`ImplementationFailure`.
+        After a failure the answers not read yet are of no use: the process is stopped (restarted
+        for the next scenario)."""
+        answers: list = []
+        try:
+            self._ready()
+            if not self.batch:  # it said otherwise this time: one by one
+                for i, event in enumerate(events):
+                    answers.append((self.step(seq + i, event), self.last_values))
+                return answers
+            if len(events) == 1:
+                self._send({"type": "event", "seq": seq, "event": events[0]}, seq)
+            else:
+                self._send({"type": "events", "seq": seq, "events": events}, seq)
+            for i in range(len(events)):
+                answers.append(self._answer(seq + i))
+        except ImplementationFailure as f:
+            if len(answers) < len(events) - 1:
+                self._stop()
+            answers.append(f)
+        return answers
+
+    def _stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
 
     def end(self) -> None:
         if self.proc is None:
             return
+        self._ready()
         self._send({"type": "bye"}, -1)
         msg, raw = self._receive(-1)
         if msg.get("type") != "bye":

@@ -99,15 +99,25 @@ def to_json(value) -> dict:
     name = type_name(value)
     if isinstance(value, ev.Receipt):  # the Receipt output wraps the machine's receipt value
         return {"type": "Receipt", "receipt": _receipt_json(value)}
+    plan = _TO_PLANS.get(name) or _to_plan(name)
+    out = {"type": name}
+    for f, ftype, plain in plan:
+        v = getattr(value, f)
+        out[f] = v if plain else _value_json(ftype, v)
+    return out
+
+
+_TO_PLANS: dict = {}  # type name -> ((field, type, whether its value is its JSON), ...)
+_PLAIN = frozenset({"int", "int?", "str", "str?", "bool", "bool?", "id", "id?", "object", "object?"})
+
+
+def _to_plan(name: str) -> tuple:
     ev_t, out_t = _tables()
     entry = ev_t.get(name) or out_t.get(name)
     if entry is None:
         raise WireError(f"{name}: not a type of the adapter protocol (spec/remp/adapter.yaml)")
-    decl = entry[1]
-    out = {"type": name}
-    for f, ftype in decl.items():
-        out[f] = _value_json(ftype, getattr(value, f))
-    return out
+    plan = _TO_PLANS[name] = tuple((f, ftype, ftype in _PLAIN) for f, ftype in entry[1].items())
+    return plan
 
 
 # ---- from JSON ----------------------------------------------------------------------------------
@@ -131,14 +141,16 @@ def _block(where: str, v) -> ev.BlockRef:
 def _receipt(where: str, v) -> ev.Receipt:
     if not isinstance(v, dict):
         raise _fail(where, "a receipt object {kind, msg_id, source_id, time, ...}", v)
-    kw = {}
+    args = []  # in the declared order, the class's
     for f, ftype, simple in _receipt_plan():
         x = v.get(f)
         if simple is not None and (type(x) is simple or (x is None and ftype[-1] == "?")):
-            kw[f] = x
+            args.append(x)
+        elif (fast := _FAST.get(ftype)) is not None and (y := fast(x)) is not _SLOW:
+            args.append(y)
         else:
-            kw[f] = _field(f"{where}.{f}", ftype, x, f in v)
-    return ev.Receipt(**kw)
+            args.append(_field(f"{where}.{f}", ftype, x, f in v))
+    return ev.Receipt(*args)
 
 
 @functools.lru_cache(maxsize=None)
@@ -220,14 +232,17 @@ def from_json(obj: Any, where: str = "", part: str = "", only: str | None = None
     where = where or str(name)
     if plan is None:  # a Receipt output wraps its receipt
         return _receipt(f"{where}.receipt", obj.get("receipt"))
-    kw = {}
+    args = []  # in the declared order, which is the class's (a test holds the two equal)
+    add = args.append
     for f, ftype, simple in plan:
         v = obj.get(f)
         if simple is not None and (type(v) is simple or (v is None and ftype[-1] == "?")):
-            kw[f] = v  # the common case, checked at once (the same verdict _field gives it)
+            add(v)  # the common case, checked at once (the same verdict _field gives it)
+        elif (fast := _FAST.get(ftype)) is not None and (x := fast(v)) is not _SLOW:
+            add(x)
         else:
-            kw[f] = _field(f"{where}.{f}", ftype, v, f in obj)
-    return cls(**kw)
+            add(_field(f"{where}.{f}", ftype, v, f in obj))
+    return cls(*args)
 
 
 _PLANS: dict = {}  # (part, type name) -> (class, plan): decoding runs for every event and output of every step
@@ -247,6 +262,65 @@ def _plan_for(part: str, name, where: str) -> tuple:
     return cls, plan
 
 
+_SLOW = object()
+_SEEN_MAX = 4096  # ids and blocks remembered as well-formed (a scenario uses a few dozen)
+_seen_ids: set = set()
+_seen_blocks: dict = {}
+
+
+def _fast_id(v):
+    """``v`` when it is an id already seen well-formed, or is one; else _SLOW (:func:`_field` then
+    says what is wrong): ids recur in every step, and the pattern is the dearest part of a check."""
+    if type(v) is not str:
+        return _SLOW
+    if v not in _seen_ids:
+        if not HEX64.match(v):
+            return _SLOW
+        if len(_seen_ids) >= _SEEN_MAX:
+            _seen_ids.clear()
+        _seen_ids.add(v)
+    return v
+
+
+def _fast_block(v):
+    """The BlockRef of a block already seen well-formed (the same value :func:`_block` makes, which
+    is immutable, so it is shared), or None; else _SLOW."""
+    if v is None:
+        return None
+    if type(v) is not dict or len(v) != 5:
+        return _SLOW
+    key = (v.get("wc"), v.get("shard"), v.get("seqno"), v.get("root_hash"), v.get("file_hash"))
+    try:
+        b = _seen_blocks.get(key)
+    except TypeError:  # an unhashable field: not a block
+        return _SLOW
+    if b is None or type(key[0]) is not int or type(key[1]) is not int or type(key[2]) is not int:
+        if b is not None:
+            return _SLOW  # equal to a block seen, yet of other types (True == 1)
+        try:
+            b = _block("", v)
+        except WireError:
+            return _SLOW
+        if len(_seen_blocks) >= _SEEN_MAX:
+            _seen_blocks.clear()
+        _seen_blocks[key] = b
+    return b
+
+
+def _fast_block_required(v):
+    return _SLOW if v is None else _fast_block(v)
+
+
+def _fast_strs(v):
+    if type(v) is not list:
+        return _SLOW
+    for x in v:
+        if type(x) is not str:
+            return _SLOW
+    return tuple(v)
+
+
+_FAST = {"id": _fast_id, "block?": _fast_block, "block": _fast_block_required, "ids": _fast_strs, "strs": _fast_strs}
 _SIMPLE = {"int": int, "int?": int, "str": str, "str?": str, "bool": bool, "bool?": bool}
 
 

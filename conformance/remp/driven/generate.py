@@ -56,13 +56,14 @@ class Played:
 _STOP = object()
 
 
-def _step(c: Choices, w, rules, on):
+def _step(c: Choices, w, active):
     """One step of a scenario: _STOP, None, or the Departure it ended with (returned, not raised,
-    so that the step's choices are closed before the scenario ends)."""
+    so that the step's choices are closed before the scenario ends). ``active``: (rule,
+    precondition or None) of the rules switched on, in the rules' order."""
     if not c.more():
         return _STOP
     w.before_step()
-    enabled = [r for r, o in zip(rules, on) if o and (r.pre is None or r.pre(w))]
+    enabled = [r for r, pre in active if pre is None or pre(w)]
     if not enabled:
         return _STOP
     r = enabled[c.below(len(enabled))]
@@ -77,26 +78,47 @@ def play(world: type, choices: Choices, steps: int) -> Played:
     """Play one scenario of ``world`` (a bound generator class) with ``choices``."""
     trace = world.trace
     trace.events = []
+    # steps are deferred (judged with a later request) only where the choices can be cut back to the
+    # failing step: Hypothesis's, when shrinking, are left as one by one would leave them
+    world.defer = isinstance(choices, RandomChoices)
+    ends: list = []  # the events sent by the end of the world's start, then of each step
     try:
         w = world()
+        ends.append(len(trace.events))
         rules = rules_of(world)
         on = [choices.below(4) != OFF for _ in rules]
         if not any(on):
             on = [True] * len(rules)
+        active = [(r, r.pre) for r, o in zip(rules, on) if o]
         for _ in range(steps):
-            res = choices.span(lambda c: _step(c, w, rules, on))
+            res = choices.span(lambda c: _step(c, w, active))
+            ends.append(len(trace.events))
             if res is _STOP:
                 break
             if res is not None:
                 raise res
         w.teardown()
     except Departure as d:
+        _cut(choices, ends, len(trace.events))
         return Played(list(trace.events), str(d), d.rules)
     except Exception as exc:  # a bug of the kit's generator: reported, never a pass
         import traceback
 
         return Played(list(trace.events), kit_error="".join(traceback.format_exception(exc))[-3000:])
     return Played(list(trace.events))
+
+
+def _cut(choices: Choices, ends: list, failed_at: int) -> None:
+    """Forget the choices of the steps after the one whose event failed (a deferred step fails when a
+    later request is answered): the choice sequence is then the one a run judging each step at once
+    would have left, which the shrinkers start from."""
+    if not isinstance(choices, RandomChoices) or not ends:
+        return
+    k = next((i for i, e in enumerate(ends) if e >= failed_at), len(ends) - 1)
+    if k == 0:  # at the start: before any step's choice (the rule switches included)
+        del choices.made[:], choices.steps[:]
+    elif k < len(ends) - 1:
+        del choices.made[choices.steps[k - 1][1]:], choices.steps[k:]
 
 
 def drop_steps(world: type, made: list, spans: list, steps: int, wanted, budget_s: float) -> tuple[list, list]:

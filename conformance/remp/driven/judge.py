@@ -13,6 +13,7 @@ gets a :class:`Breach`: the rule or requirement broken, what was found and what 
 
 from __future__ import annotations
 
+import copy
 import functools
 from dataclasses import dataclass, field
 
@@ -81,6 +82,32 @@ class Judgement:
         return "; ".join(parts)
 
 
+@dataclass
+class _Prepared:
+    """A step the reference has taken and the judge has not judged yet: the event, the reference's
+    outputs (and their values), what the implementation's choices already showed, and what judging a
+    session switch needs of the state before it."""
+
+    event: dict
+    expected: list
+    values: list | None
+    breaches: list
+    used: set
+    switched: _Switched | None = None
+
+
+@dataclass
+class _Switched:
+    """A validator's session switch as the judge needs it after later steps: the ids received via
+    the catchain before it, those it made obsolete, the session window's liveness right after it,
+    and the ids the machine still held."""
+
+    cc_before: set
+    obsolete: set
+    live: object
+    held_after: frozenset
+
+
 def _short(ids) -> str:
     return "[" + ", ".join(str(x)[:8] for x in ids) + "]"
 
@@ -106,16 +133,37 @@ class Judge:
 
     # ---- the step --------------------------------------------------------------------------------
     def step(self, event: dict, actual: list) -> Judgement:
+        return self.finish(self.prepare(event, actual), actual)
+
+    def deferrable(self, event: dict) -> bool:
+        """Whether ``event`` may be judged later, after further events were stepped: the reference's
+        answer to it does not depend on the implementation's (no freedom of the step steers the
+        reference) and judging it reads no state of the machine that later steps change. Asked
+        before the event is stepped. Such steps can travel to the implementation together (one
+        request for several events); the others end such a request."""
+        et = event.get("type")
+        if self.role == "validator":  # a switch's judging reads the state right after it: kept in prepare
+            return et != "CollationRound"
+        if self.role == "fullnode":
+            fn = self.ref.machine
+            if et == "Submit":  # as _fullnode_choice: only a new message with a body is sent out
+                return event.get("msg_id") in fn.msgs or event.get("error") is not None or not event.get("has_body")
+            if et == "Tick":  # no message held: nothing to resend
+                return not fn.msgs
+        return True
+
+    def prepare(self, event: dict, actual: list | None) -> _Prepared:
+        """The reference stepped with ``event``, following the implementation's legal choices in
+        ``actual``; ``actual`` None: a :meth:`deferrable` event, whose outputs come later."""
         machine = self.ref.machine
-        self.seq += 1
         breaches: list = []
         used: set = set()
         et = event.get("type")
-        cc_before = None
+        cc_before = held = switched = None
         if self.role == "fullnode" and et in ("Submit", "Tick"):
-            self._fullnode_choice(event, actual, breaches, used)
+            self._fullnode_choice(event, actual or [], breaches, used)
         elif self.role == "validator" and et == "CollationRound":
-            self._collation_choice(event, actual, breaches, used)
+            self._collation_choice(event, actual or [], breaches, used)
         elif self.role == "validator" and et in ("ShardBlockIgnored", "MasterchainIgnore"):
             self.ignored.update(event.get("msg_ids") or ())
         elif self.role == "validator" and et == "CollatorResult" and event.get("result") == "ignored":
@@ -130,12 +178,22 @@ class Judge:
                 machine.choose = None
             elif self.role == "validator":
                 machine.choose_order = None
+        if held is not None:  # what judging the hand-over needs of the state right after the switch
+            window = copy.copy(machine.window)
+            switched = _Switched(cc_before, {m.id for m in held if m.expired or not window.is_live(m.session)},
+                                 window.is_live, frozenset(machine.msgs))
+        return _Prepared(event, expected, getattr(self.ref, "last_values", None), breaches, used, switched)
+
+    def finish(self, p: _Prepared, actual: list) -> Judgement:
+        """The judgement of a prepared step on the implementation's outputs ``actual`` (steps are
+        finished in the order they were prepared; a step that is not :meth:`deferrable` at once)."""
+        self.seq += 1
+        event, expected, breaches, used = p.event, p.expected, p.breaches, p.used
         exp, act = expected, actual
         if self.role == "validator":
-            if cc_before is not None:
-                live = machine._live
-                self.obsolete.update(m.id for m in held if m.expired or not live(m.session))
-                exp, act = self._handover(exp, act, cc_before, breaches, used)
+            if p.switched is not None:
+                self.obsolete.update(p.switched.obsolete)
+                exp, act = self._handover(exp, act, p.switched, breaches, used)
             exp, act = self._receipts(event, exp, act, breaches, used)
         diff = compare(exp, act)
         if self._due:
@@ -266,7 +324,8 @@ class Judge:
         return "REMP-COLL-001"
 
     # ---- validator: hand-over ---------------------------------------------------------------------
-    def _handover(self, exp, act, cc, breaches, used):
+    def _handover(self, exp, act, switched, breaches, used):
+        cc = switched.cc_before
         ef = [o for o in exp if o.get("type") == "Forwarded"]
         af = [o for o in act if o.get("type") == "Forwarded"]
         if len(ef) != 1 or len(af) > 1:
@@ -294,7 +353,7 @@ class Judge:
         a_full, a_dig = [key(x) for x in a.get("full") or []], [key(x) for x in a.get("digests") or []]
         extra = [k for k in a_full if k not in e_full] + [k for k in a_dig if k not in e_dig]
         missing = [x["msg_id"] for x in need_full if key(x) not in a_full] + [x["msg_id"] for x in need_dig if key(x) not in a_dig]
-        stale = self._obsolete_entries(a, e_full | e_dig)
+        stale = self._obsolete_entries(a, e_full | e_dig, switched)
         if stale:
             breaches.append(Breach("REMP-LIFE-001", f"the hand-over to session {a.get('to_session')} copies on {_short(stale)}, "
                                    "obsolete (received two or more sessions before)",
@@ -313,10 +372,10 @@ class Judge:
             used.add("handover_catchain")
         return rest_e, rest_a
 
-    def _obsolete_entries(self, forwarded: dict, expected_keys: set) -> dict:
+    def _obsolete_entries(self, forwarded: dict, expected_keys: set, switched: _Switched) -> dict:
         """msg_id -> key of the hand-over's entries the reference leaves out because the message is
         obsolete (its origin session is out of the window, or it turned obsolete at this switch)."""
-        live = self.ref.machine._live
+        live = switched.live
         out = {}
         for x in list(forwarded.get("full") or []) + list(forwarded.get("digests") or []):
             k = _key(x)
@@ -324,7 +383,7 @@ class Judge:
                 continue
             origin = x.get("origin_session")
             mid = x.get("msg_id")
-            if (isinstance(origin, int) and not live(origin)) or (mid in self.obsolete and mid not in self.ref.machine.msgs):
+            if (isinstance(origin, int) and not live(origin)) or (mid in self.obsolete and mid not in switched.held_after):
                 out[mid] = k
         return out
 
@@ -332,6 +391,9 @@ class Judge:
     def _receipts(self, event, exp, act, breaches, used):
         may_omit_dup = FREEDOM_FOR_DUPLICATE in self.free
         if not (self.paced or self.skip or may_omit_dup):
+            return exp, act
+        if not self.pending and exp == act:  # each receipt made was sent as made, none is waiting
+            self.made += sum(1 for o in exp if o.get("type") == "Receipt")
             return exp, act
         er = [o for o in exp if o.get("type") == "Receipt"]
         ar = [o for o in act if o.get("type") == "Receipt"]

@@ -10,7 +10,7 @@ that departs is caught at the step it departs, which is then shrunk (:mod:`.gene
 from __future__ import annotations
 
 from rmkit.conformance.remp.driven.adapters import ImplementationFailure
-from rmkit.conformance.remp.driven.runner import LockStep
+from rmkit.conformance.remp.driven.runner import LockStep, Rejected
 
 
 class Departure(AssertionError):
@@ -41,6 +41,7 @@ class DrivenMachine:
     params: dict = {}
     impl = None
     trace: Trace = None
+    defer = False  # whether steps may be deferred (see :class:`.runner.LockStep`); set per scenario by the player
 
     def __init__(self):
         self.run = LockStep(self.role, self.profile, self.params, self.impl, "generated")
@@ -50,7 +51,7 @@ class DrivenMachine:
         self.trace.runs += 1
         self._broken = False
         try:
-            self.run.start()
+            self.run.start(early=self.defer)
         except ImplementationFailure as f:
             self._depart(str(f))
 
@@ -63,21 +64,40 @@ class DrivenMachine:
         raise Departure(why, rules)
 
     def send(self, event: dict) -> list:
-        """One step: the reference's outputs, after checking the implementation's against them."""
+        """One step: the reference's outputs, after checking the implementation's against them (or,
+        for a step the run defers, before: it is checked with the next request, and a departure it
+        shows ends the scenario there, the events drawn after it dropped)."""
         self.events.append(event)
         self.trace.steps += 1
+        run = self.run
+        if self.defer and run.can_defer(event):
+            return run.defer(event)
         try:
-            expected, _, diff = self.run.step(event)
-        except ImplementationFailure as f:
-            self._depart(str(f))
+            expected, _, diff = run.step(event)
+        except (ImplementationFailure, Rejected) as f:
+            self._failed(f)
         if diff:
-            logged = [r for r, _ in self.run.rules_broken()]
-            self._depart(f"step {self.run.seq}: {diff.summary()}", dict.fromkeys(logged + list(diff.rules)))
+            logged = [r for r, _ in run.rules_broken()]
+            self._depart(f"step {run.seq}: {diff.summary()}", dict.fromkeys(logged + list(diff.rules)))
         return expected
+
+    def _failed(self, f):
+        """Depart at the step ``f`` (an implementation's failure, or a deferred step rejected) names."""
+        if isinstance(f, Rejected):
+            del self.events[f.seq:]
+            logged = [r for r, _ in self.run.rules_broken()]
+            self._depart(str(f), dict.fromkeys(logged + list(f.judgement.rules)))
+        if 0 <= f.step < len(self.events):  # a failure of the hello (step 0) is found with the first request
+            del self.events[f.step:]
+        self._depart(str(f))
 
     def teardown(self):
         if self._broken:
             return
+        try:
+            self.run.flush()
+        except (ImplementationFailure, Rejected) as f:
+            self._failed(f)
         broken = self.run.rules_broken()
         if broken:
             self.trace.failed = True

@@ -37,6 +37,12 @@ def block(name_or_n, master: bool = False) -> dict:
         master, n = m.group(1) == "mc", int(m.group(2))
     else:
         n = int(name_or_n)
+    return dict(_block(n, master))  # a dict of its own: a caller may change it
+
+
+@functools.lru_cache(maxsize=4096)
+def _block(n: int, master: bool) -> dict:
+    """(Cached: generators ask for the same few blocks at every step.)"""
     seqno = n + (10_000 if master else 0)
     root = hashlib.sha256(f"{'mc' if master else 'b'}{n}".encode()).hexdigest()
     return {"wc": -1 if master else 0, "shard": 0x8000000000000000 if master else SHARD, "seqno": seqno,

@@ -54,9 +54,25 @@ class ScenarioResult:
     freedoms_used: dict = field(default_factory=dict)  # freedom name -> steps where the judge applied it
 
 
+class Rejected(Exception):
+    """A deferred step the judge does not allow, found when its outputs arrived with later ones."""
+
+    def __init__(self, seq: int, judgement: Judgement):
+        super().__init__(f"step {seq}: {judgement.summary()}")
+        self.seq, self.judgement = seq, judgement
+
+
 class LockStep:
     """The reference and the implementation driven together, one event at a time, each side's
-    receipts kept in log form for the rules (what both the catalogue runner and the generators do)."""
+    receipts kept in log form for the rules (what both the catalogue runner and the generators do).
+
+    Against an implementation that takes several events in one request (``impl.batch``), events the
+    judge may judge later (:meth:`.Judge.deferrable`) are :meth:`defer`-red: the reference answers at
+    once (the caller draws the next event from it), the implementation gets them all with the next
+    event that is not deferrable (or at :meth:`flush`), and each step's outputs are then judged in
+    order, exactly as one by one: the first step not allowed is the one reported."""
+
+    MAX_DEFERRED = 64  # events of one request at most
 
     def __init__(self, role: str, profile: str, params: dict, impl, scenario_id: str = ""):
         self.ref = ReferenceAdapter(role)
@@ -68,20 +84,68 @@ class LockStep:
         self.seq = 0
         self.judge = Judge(role, profile, self.ref)
         self.expected: list = []  # the reference's outputs for the latest event (kept when the implementation fails)
+        self.deferred: list = []  # [(seq, prepared step)] sent to the implementation with the next request
 
-    def start(self) -> None:
-        self.impl.start(self.hello)  # an ImplementationFailure is the caller's to report
+    def start(self, early: bool = False) -> None:
+        """Say hello; ``early``: without waiting for the ready where the implementation can (its
+        failure then comes with the next request, as step 0's)."""
+        if early and hasattr(self.impl, "begin"):
+            self.impl.begin(self.hello)
+        else:
+            self.impl.start(self.hello)  # an ImplementationFailure is the caller's to report
+
+    def can_defer(self, event: dict) -> bool:
+        return (getattr(self.impl, "batch", False) and len(self.deferred) < self.MAX_DEFERRED
+                and self.judge.deferrable(event))
+
+    def defer(self, event: dict) -> list:
+        """The reference's outputs for ``event`` (one :meth:`can_defer` allows); the implementation's
+        are judged at the next :meth:`step` or :meth:`flush`."""
+        self.seq += 1
+        p = self.judge.prepare(event, None)
+        self.deferred.append((self.seq, p))
+        return p.expected
+
+    def flush(self) -> None:
+        """Judge the deferred steps: raises :class:`Rejected` at the first not allowed,
+        :class:`ImplementationFailure` at the first the implementation failed."""
+        if self.deferred:
+            self._judge_deferred(self.impl.steps(self.deferred[0][0], [p.event for _, p in self.deferred]))
+
+    def _judge_deferred(self, answers: list) -> None:
+        deferred, self.deferred = self.deferred, []
+        for (seq, p), answer in zip(deferred, answers):
+            if isinstance(answer, ImplementationFailure):
+                self.expected = p.expected
+                raise answer
+            actual, values = answer
+            j = self.judge.finish(p, actual)
+            self.ref_log.add(seq, p.expected, p.values)
+            self.impl_log.add(seq, actual, values)
+            if j:
+                self.expected = p.expected
+                raise Rejected(seq, j)
 
     def step(self, event: dict) -> tuple[list, list, Judgement]:
         """(reference's outputs, implementation's outputs, the judgement) for one event: the
-        implementation answers first, so that the reference can follow its legal choices."""
+        implementation answers first, so that the reference can follow its legal choices. Deferred
+        steps go with it (and are judged first)."""
         self.seq += 1
         try:
-            actual = self.impl.step(self.seq, event)
-        except ImplementationFailure:
-            self.expected = self.ref.step(event)  # for the report: what the reference would answer
+            if self.deferred:
+                answers = self.impl.steps(self.deferred[0][0], [p.event for _, p in self.deferred] + [event])
+                self._judge_deferred(answers)
+                last = answers[-1]
+                if isinstance(last, ImplementationFailure):
+                    raise last
+                actual, values = last
+            else:
+                actual = self.impl.step(self.seq, event)
+                values = getattr(self.impl, "last_values", None)  # the implementation's outputs, decoded when checked
+        except ImplementationFailure as f:
+            if f.step == self.seq:
+                self.expected = self.ref.step(event)  # for the report: what the reference would answer
             raise
-        values = getattr(self.impl, "last_values", None)  # the implementation's outputs, decoded when checked
         j = self.judge.step(event, actual)
         expected = self.expected = j.expected
         self.ref_log.add(self.seq, expected, getattr(self.ref, "last_values", None))
