@@ -1,0 +1,45 @@
+"""Redelivered receipts (byte-identical copies) are counted once each and checked once, whatever
+the per-message bit filter in front of the seen-hash array says: copies planted into a simulated
+log must be counted exactly, and nothing else may change."""
+
+from conftest import FIXTURES
+from rmkit.conformance.remp.checker import SEEN_BITS, RempLogChecker
+
+LOG = FIXTURES / "logs" / "sim-spec-clean.jsonl"
+
+
+def _findings(report):
+    return sorted((v.rule, v.message_id, tuple((e.line, e.kind) for e in v.evidence)) for v in report.violations)
+
+
+def test_planted_copies_are_counted_once_each_and_change_nothing_else(tmp_path):
+    lines = LOG.read_bytes().splitlines()
+    base = RempLogChecker(lifetime_s=60).run([str(LOG)])
+    # every 7th receipt is delivered twice, the copy right behind it (its message still open)
+    planted, out = 0, []
+    for i, line in enumerate(lines):
+        out.append(line)
+        if i % 7 == 3 and line.strip():
+            out.append(line)
+            planted += 1
+    path = tmp_path / "copies.jsonl"
+    path.write_bytes(b"\n".join(out) + b"\n")
+    got = RempLogChecker(lifetime_s=60).run([str(path)])
+    assert planted > 300
+    assert got.metrics["redelivered_receipts"] == base.metrics["redelivered_receipts"] + planted
+    assert got.receipts == base.receipts + planted  # read, then recognised as copies
+    assert got.counts == base.counts and got.verdict == base.verdict
+    assert got.metrics["receipts_per_kind"] == base.metrics["receipts_per_kind"]
+    assert got.metrics["outcomes"] == base.metrics["outcomes"]
+
+
+def test_distinct_receipts_sharing_a_filter_bit_are_not_copies():
+    """More distinct receipts in one message than the filter has bits: many share a bit, none is a copy."""
+    checker = RempLogChecker()
+    lines = [f'{{"kind":"PutIntoQueue","message_id":"{"ab" * 32}","source_id":"{i:064x}","timestamp":{1_700_000_000_000 + i}}}'.encode()
+             for i in range(3 * (SEEN_BITS + 1))]
+    checker.begin(["mem"])
+    checker.feed([(range(1, len(lines) + 1), lines)])
+    assert checker.redelivered == 0
+    checker.feed([(range(len(lines) + 1, 2 * len(lines) + 1), lines)])  # now every one again
+    assert checker.redelivered == len(lines)
