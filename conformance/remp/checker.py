@@ -71,7 +71,6 @@ def per_source_metrics(shares: list[dict], role_of) -> dict[str, dict]:
 LINE_BITS = REF_LINE_BITS  # a receipt reference is (input index << LINE_BITS) | line number
 LINE_MASK = (1 << LINE_BITS) - 1
 SWEEP_EVERY = 4096
-SEEN_BITS = 255  # mask of the hash bits that pick a message's seen-filter bit (see _Msg.seen_bits)
 # messages a share holds back for roles it has not seen (beyond: judged on the share's roles)
 MAX_DEFERRED = 20_000  # a few KB each: memory stays bounded when a source never shows its role
 INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
@@ -141,7 +140,7 @@ class _Msg:
     """What the checker remembers about one open message."""
 
     __slots__ = ("id", "first_ref", "first_t", "last_seq", "srcs", "kmask", "fin", "acc", "incl",
-                 "fn_rej", "sent_t", "put_t", "seen", "seen_bits", "fin_count", "blk", "coll", "total")
+                 "fn_rej", "sent_t", "put_t", "seen", "fin_count", "blk", "coll", "total")
 
     def __init__(self, mid: str, ref: int, t: int | None, seq: int):
         self.id = mid
@@ -158,9 +157,6 @@ class _Msg:
         self.sent_t: int | None = None
         self.put_t: int | None = None
         self.seen = array("q")  # hashes of the receipts seen: a few dozen, so an array beats a set in memory
-        # one bit per hash (its low SEEN_BITS_LOG2 bits): a receipt whose bit is clear was not seen,
-        # and the array is searched (it boxes every entry) only when the bit is set
-        self.seen_bits = 0
         self.blk: list | None = None  # timed block events for REMP-REPLAY-004/005: (kind, block, t, ref, source)
         self.coll: dict | None = None  # candidate block -> (source, ref) of its first IncludedIntoBlock (REMP-BLOCK-001)
         self.total: int | None = None  # total_validators of the first SentToValidators (REMP-COLL-004)
@@ -621,14 +617,11 @@ class RempLogChecker:
                     if msg.first_t is None and t is not None:
                         msg.first_t = t
                 h = hash(text)
-                bit = 1 << (h & SEEN_BITS)
-                if msg.seen_bits & bit:
-                    if h in msg.seen:
-                        self.redelivered += 1
-                        continue
-                else:
-                    msg.seen_bits |= bit
-                msg.seen.append(h)
+                seen = msg.seen
+                if h in seen:
+                    self.redelivered += 1
+                    continue
+                seen.append(h)
                 if bad and check_schema:
                     violate("REMP-SCHEMA-001", mid, f"{kind if type(kind) is str else 'receipt'}: " + "; ".join(bad),
                             [(ref, kind if type(kind) is str else None, src)])
