@@ -39,3 +39,16 @@ def fewer_collections():
             if _users == 0 and _saved is not None:
                 gc.set_threshold(*_saved)
                 _saved = None
+
+
+@contextmanager
+def frozen_for_fork():
+    """Around forking worker processes: the objects the parent holds (modules, the compiled spec)
+    are moved out of the collector's reach while the children start, so that a child's collections
+    never write to them and their pages stay shared with the parent instead of being copied into
+    every worker. The parent's objects are collectable again after."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
