@@ -12,6 +12,8 @@ import multiprocessing as mp
 import zlib
 from typing import Any, Callable, Sequence
 
+from rmkit.gctune import frozen_for_fork
+
 
 def _run_share(conn, fn: Callable[..., Any], args: tuple) -> None:
     try:
@@ -27,13 +29,14 @@ def run_in_processes(fn: Callable[..., Any], shares: Sequence[tuple]) -> list[An
     platform can, so the arguments need not be picklable there)."""
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     pipes, procs = [], []
-    for args in shares:
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_run_share, args=(child, fn, args), daemon=True)
-        proc.start()
-        child.close()
-        pipes.append(parent)
-        procs.append(proc)
+    with frozen_for_fork():  # the parent's objects stay shared with the children (rmkit.gctune)
+        for args in shares:
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_run_share, args=(child, fn, args), daemon=True)
+            proc.start()
+            child.close()
+            pipes.append(parent)
+            procs.append(proc)
     try:
         results = [p.recv() for p in pipes]
     finally:

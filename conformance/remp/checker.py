@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from rmkit.gctune import fewer_collections
 from rmkit.logread import iter_line_batches, kafka_time_problem, unwrap_kafka
 from rmkit.metrics import LatencyHistogram
 from rmkit.protocol import REF_LINE_BITS
@@ -410,6 +411,10 @@ class RempLogChecker:
         input index << LINE_BITS | its line number, each line the raw record (bytes or str). A
         file's lines come from :meth:`_run_file`; a distributed job hands over the records of
         some messages (all of each one's, in log order) and merges the shares as ``--jobs`` does."""
+        with fewer_collections():  # the open messages' state holds no cycles (see rmkit.gctune)
+            self._feed(batches)
+
+    def _feed(self, batches) -> None:
         m = self.model
         kinds = m.kinds
         modes = self.modes
@@ -421,7 +426,7 @@ class RempLogChecker:
         declared = self.declared_roles
         inferred = self._roles
         violate = self._violate
-        kind_counts = self.kind_counts
+        per_kind: dict[str, int] = {}
         loads = orjson.loads
         JSONDecodeError = orjson.JSONDecodeError
         check_schema = modes["REMP-SCHEMA-001"] != OFF
@@ -567,9 +572,15 @@ class RempLogChecker:
                 if near is not None:
                     bad = (bad or []) + near
                 # ---- the message this receipt belongs to ----------------------------------
-                if fold and type(mid) is str:
-                    mid = mid.lower()
-                msg = msgs.get(mid) if type(mid) is str else None
+                if type(mid) is str:
+                    msg = msgs.get(mid)  # keys are folded ids: an id already folded is found at once
+                    if msg is not None:
+                        mid = msg.id
+                    elif fold:
+                        mid = mid.lower()
+                        msg = msgs.get(mid)
+                else:
+                    msg = None
                 if msg is not None and t is not None and kind in START_KINDS and msg.first_t is not None \
                         and t - msg.first_t > expiry_ms:
                     # submitted again after its lifetime: a new life of the same message id
@@ -622,7 +633,8 @@ class RempLogChecker:
                 if ki is None:
                     violate("REMP-KIND-001", mid, self._kind_hint(kind), [(ref, kind if type(kind) is str else None, src)])
                     continue
-                kind_counts[kind] += 1
+                nk = per_kind.get(kind)  # a plain dict, added to the Counter after the batches
+                per_kind[kind] = 1 if nk is None else nk + 1
                 msg.kmask |= ki.bit
                 if check_kind2 and not ki.in_table:
                     violate("REMP-KIND-002", mid, f"{kind} is not in the {self.profile} profile's status table", [(ref, kind, src)])
@@ -725,8 +737,18 @@ class RempLogChecker:
                             self._inclusion(msg, kind, block, ref, t, src, expiry_ms)
                         elif kind == "Finalized":
                             self._finalized(msg, block, ref, t, src)
-                if track_blocks and kind in BLOCK_EVENT_KINDS and t is not None:
-                    self._block_event(msg, kind, block, ref, t, src)
+                if track_blocks and t is not None and kind in BLOCK_EVENT_KINDS:
+                    # a timed inclusion (block named) or masterchain release (block optional) for
+                    # REMP-REPLAY-004/005, judged when the message closes (receipts' times decide)
+                    if type(block) is not str:
+                        block = None
+                    elif fold and not ki.has_block:  # (a block of ki.has_block is folded above)
+                        block = block.lower()
+                    if block is not None or kind not in INCLUSION_KINDS:
+                        if msg.blk is None:
+                            msg.blk = [(kind, block, t, ref, src)]
+                        else:
+                            msg.blk.append((kind, block, t, ref, src))
                 if (seq & (SWEEP_EVERY - 1)) == 0:  # for logs whose receipts carry no time
                     self.seq = seq
                     self._sweep()
@@ -734,6 +756,7 @@ class RempLogChecker:
         self.seq = seq
         rep.receipts = seq
         self._top = top
+        self.kind_counts.update(per_kind)
         if top is not None and top[0] < min_t:
             min_t = top[0]
         self.min_t = min_t if min_t != 1 << 62 else None
@@ -861,19 +884,6 @@ class RempLogChecker:
             self._violate("REMP-BLOCK-001", msg.id, f"IncludedIntoBlock for block {block[:16]}… from {src}, which {first[0]} reported collating",
                           [(first[1], "IncludedIntoBlock", first[0]), (ref, "IncludedIntoBlock", src)])
 
-    def _block_event(self, msg: _Msg, kind: str, block, ref: int, t: int, src) -> None:
-        """Remember a timed inclusion (block named) or masterchain release (block optional) for
-        REMP-REPLAY-004/005, judged when the message closes: receipts' times, not log order, decide."""
-        if type(block) is not str:
-            if kind in INCLUSION_KINDS:
-                return
-            block = None
-        elif self.model.ids_fold_case:
-            block = block.lower()
-        if msg.blk is None:
-            msg.blk = []
-        msg.blk.append((kind, block, t, ref, src))
-
     def _replay_before_final(self, msg: _Msg) -> None:
         """REMP-REPLAY-004/005: an inclusion into block B' at time t (before the message's
         Finalized) while another block B was accepted before t and not released (ignored or
@@ -882,6 +892,8 @@ class RempLogChecker:
         accepted = [e for e in events if e[0] == "IncludedIntoAcceptedBlock"]
         if not accepted:
             return
+        if all(e[1] == accepted[0][1] for e in accepted) and all(e[1] == accepted[0][1] for e in events if e[0] in INCLUSION_KINDS):
+            return  # one accepted block, and every inclusion names it: no other block can have held the message
         released = [(b, rt) for k, b, rt, _, _ in events if k in RELEASE_KINDS]
         fin_t = msg.fin[2] if msg.fin is not None else None
         for rule, kind in (("REMP-REPLAY-004", "IncludedIntoAcceptedBlock"), ("REMP-REPLAY-005", "IncludedIntoBlock")):

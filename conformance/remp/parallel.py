@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from rmkit.gctune import frozen_for_fork
 from rmkit.protocol import RecordKey
 from rmkit.verdict import Evidence, Report, Violation
 
@@ -58,13 +59,14 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     pipes, procs = [], []
     done = ctx.Value("q", 0, lock=False) if progress is not None else None
-    for k in range(jobs):
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(child, kwargs, inputs, k, jobs, done if k == 0 else None), daemon=True)
-        proc.start()
-        child.close()
-        pipes.append(parent)
-        procs.append(proc)
+    with frozen_for_fork():  # the parent's objects stay shared with the workers (rmkit.gctune)
+        for k in range(jobs):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(child, kwargs, inputs, k, jobs, done if k == 0 else None), daemon=True)
+            proc.start()
+            child.close()
+            pipes.append(parent)
+            procs.append(proc)
     try:
         if done is not None:
             while not all(p.poll(0) for p in pipes):

@@ -9,11 +9,12 @@ import asyncio
 import json
 import signal
 import sys
-
-import aiohttp
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from rmkit.reference_impl.rmb.msglog import MessageLog
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 
 class Recorder:
@@ -23,6 +24,9 @@ class Recorder:
         self.port = listen[1]
 
     async def start(self) -> None:
+        import aiohttp  # imported here, not when the CLI builds its parser (every rmkit command would pay for it)
+        from aiohttp import web
+
         self.http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
         app = web.Application(client_max_size=16 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._forward)
@@ -38,6 +42,9 @@ class Recorder:
         self.log.close()
 
     async def _forward(self, request: web.Request) -> web.Response:
+        import aiohttp
+        from aiohttp import web
+
         body = await request.read()
         try:
             msg = json.loads(body)
