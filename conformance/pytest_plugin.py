@@ -8,11 +8,11 @@ Inert unless ``--rmkit-impl-cmd`` or ``--rmkit-impl`` is given.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from rmkit.conformance.cli_options import derandomize_wanted
 from rmkit.guard import positive_seconds
 
 ROLES = ("validator", "fullnode", "consumer")
@@ -63,7 +63,7 @@ class ScenarioItem(pytest.Item):
             profile = cfg.getoption("rmkit_profile")
             g = run_generated(self.role, profile, default_params(self.role, profile), impl,
                               max_examples=cfg.getoption("rmkit_max_examples"),
-                              derandomize=os.environ.get("HYPOTHESIS_PROFILE") == "ci")
+                              derandomize=derandomize_wanted())
             if g.kit_error:
                 raise ConformanceFailure(f"kit error in the generator (please report):\n{g.kit_error}")
             if g.failing is not None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from rmkit._version import __version__
 from rmkit.errors import UsageError
-from rmkit.guard import (CONTRACT, check_writable_dir, check_writable_file, positive_seconds, run_guarded,
-                         write_output)
+from rmkit.guard import (CONTRACT, check_writable_dir, check_writable_file, emit_report, positive_seconds,
+                         run_guarded, write_output)
 from rmkit.protocol import get_protocol, protocol_names
 from rmkit.verdict import FAIL, NON_STRICT
 
@@ -349,11 +349,7 @@ def cmd_check(args) -> int:
 
     color = args.color == "always" or (args.color == "auto" and not args.out and sys.stdout.isatty())
     text = RENDERERS[args.format](report, rules=proto.rules(), color=color)
-    if args.out:
-        write_output(args.out, text, "--out")
-        print(f"{report.verdict}: report written to {args.out}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+    emit_report(text, report.verdict, args.out)
     return check_exit_code(report, args.strict)
 
 

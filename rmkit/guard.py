@@ -157,6 +157,16 @@ def write_output(path: str, text: str, flag: str) -> None:
         raise OutputError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None
 
 
+def emit_report(text: str, verdict: str, out: str | None) -> None:
+    """A command's report: on stdout, or written to ``--out`` with its verdict and where it went
+    said on stderr (a failed write is an :class:`OutputError`, exit 2, never a traceback)."""
+    if out:
+        write_output(out, text, "--out")
+        print(f"{verdict}: report written to {out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
 # -- numbers in options -----------------------------------------------------------------------
 def finite_float(text: str) -> float:
     """argparse type: a finite number (``nan`` and ``inf`` are usage errors, not watchdogs turned off)."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 from pathlib import Path
 
+from rmkit.conformance.cli_options import derandomize_wanted
 from rmkit.errors import RmkitError, UsageError
+from rmkit.guard import emit_report
 
 from .adapters import ROLES, ImplementationFailed, open_factory
 from .bridge import run_bridge
@@ -29,7 +29,7 @@ def conform(profile: str, args: argparse.Namespace) -> int:
     if args.format == "junit":
         raise UsageError("--format junit: protocol corda writes text or json")
     factory = open_factory(args)
-    derandomize = args.derandomize or os.environ.get("HYPOTHESIS_PROFILE") == "ci"
+    derandomize = derandomize_wanted(args.derandomize)
     results = []
     for role in roles:
         try:
@@ -42,12 +42,9 @@ def conform(profile: str, args: argparse.Namespace) -> int:
         if result.failure and args.regressions:
             path = save(result, Path(args.regressions))
             text += f"saved to {path} (rerun: rmkit replay --protocol corda {path} ...)\n" if args.format != "json" else ""
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
-        print(f"{'fail' if any(r.failure for r in results) else 'pass'}: report written to {args.out}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return 1 if any(r.failure for r in results) else 0
+    failed = any(r.failure for r in results)
+    emit_report(text, "fail" if failed else "pass", args.out)
+    return 1 if failed else 0
 
 
 def replay(args: argparse.Namespace) -> int:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
 
 from rmkit.conformance.remp.driven.adapters import open_implementation
 from rmkit.conformance.remp.driven.compare import describe
@@ -14,7 +12,8 @@ from rmkit.conformance.remp.driven.runner import PASS, explain_failure, run_scen
 from rmkit.conformance.remp.driven.scenario import read_scenario
 from rmkit.conformance.remp.driven.suite import ROLES, regressions_dir, run_suite
 from rmkit.errors import UsageError
-from rmkit.guard import write_output
+from rmkit.conformance.cli_options import derandomize_wanted, stderr_progress
+from rmkit.guard import emit_report, write_output
 
 
 def conform(profile: str, args: argparse.Namespace) -> int:
@@ -22,18 +21,11 @@ def conform(profile: str, args: argparse.Namespace) -> int:
     for r in roles:
         if r not in ROLES:
             raise UsageError(f"--role {r!r}: expected one of {', '.join(ROLES)}")
-    derandomize = args.derandomize or os.environ.get("HYPOTHESIS_PROFILE") == "ci"
-    quiet = args.format != "text" and not args.out
     rep = run_suite(profile, roles, lambda role: open_implementation(args, role), max_examples=args.max_examples,
-                    seed=args.seed, derandomize=derandomize, time_budget=args.time_budget,
+                    seed=args.seed, derandomize=derandomize_wanted(args.derandomize), time_budget=args.time_budget,
                     catalogue_only=args.catalogue_only, regressions=regressions_dir(args.regressions),
-                    progress=None if quiet or not sys.stderr.isatty() else (lambda m: print(f"  {m}", file=sys.stderr)))
-    text = RENDERERS[args.format](rep)
-    if args.out:
-        write_output(args.out, text, "--out")
-        print(f"{rep.verdict}: report written to {args.out}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+                    progress=stderr_progress(args))
+    emit_report(RENDERERS[args.format](rep), rep.verdict, args.out)
     if args.html:
         write_output(args.html, render_html(rep), "--html")
         print(f"HTML report written to {args.html}", file=sys.stderr)

@@ -62,28 +62,23 @@ def regressions_for(folder: Path, profile: str) -> list:
 def conform(profile: str, args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.judge import Rules
     from rmkit.conformance.rmb.driven.suite import render_json, render_text, run_suite
-    from rmkit.guard import write_output
+    from rmkit.conformance.cli_options import derandomize_wanted, stderr_progress
+    from rmkit.guard import emit_report, write_output
 
     if args.format == "junit":
         raise UsageError("--format junit: protocol rmb writes text or json")
     folder = Path(args.regressions or os.environ.get("RMKIT_REGRESSIONS", ".rmkit/regressions"))
     regressions = regressions_for(folder, profile)
-    derandomize = args.derandomize or os.environ.get("HYPOTHESIS_PROFILE") == "ci"
     h, loop = _open(args, profile)
-    quiet = args.format != "text" and not args.out
     try:
-        rep = run_suite(h, loop, max_examples=args.max_examples, derandomize=derandomize, seed=args.seed,
+        rep = run_suite(h, loop, max_examples=args.max_examples, derandomize=derandomize_wanted(args.derandomize), seed=args.seed,
                         time_budget=args.time_budget, catalogue_only=args.catalogue_only, regressions=regressions,
-                        save_dir=folder, progress=None if quiet or not sys.stderr.isatty() else (lambda m: print(f"  {m}", file=sys.stderr)))
+                        save_dir=folder, progress=stderr_progress(args))
     finally:
         _close(h, loop)
     text = render_json(rep) if args.format == "json" else render_text(rep)
     verdict = rep.verdict(Rules(profile))
-    if args.out:
-        write_output(args.out, text, "--out")
-        print(f"{verdict}: report written to {args.out}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+    emit_report(text, verdict, args.out)
     if args.html:
         import html
 

@@ -1,0 +1,28 @@
+"""What every protocol's ``rmkit conform`` reads the same way from its options.
+
+Why one module: whether a run is derandomized (``--derandomize``, or the Hypothesis ``ci`` profile
+that CI sets) and when progress lines go to stderr are promises of the command, not of a
+protocol; written once here, REMP, RMB, Corda and the pytest plugin cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable
+
+
+def derandomize_wanted(flag: bool = False) -> bool:
+    """True when asked for (``--derandomize``) or when the Hypothesis ``ci`` profile is selected:
+    CI runs must find the same scenarios every time."""
+    return flag or os.environ.get("HYPOTHESIS_PROFILE") == "ci"
+
+
+def stderr_progress(args: argparse.Namespace) -> Callable[[str], None] | None:
+    """A progress printer for a person at a terminal; None when stderr is no terminal or when a
+    machine-readable report goes to stdout (progress would interleave with it)."""
+    quiet = args.format != "text" and not args.out
+    if quiet or not sys.stderr.isatty():
+        return None
+    return lambda message: print(f"  {message}", file=sys.stderr)
