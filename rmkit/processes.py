@@ -24,26 +24,38 @@ def _run_share(conn, fn: Callable[..., Any], args: tuple) -> None:
         conn.close()
 
 
-def run_in_processes(fn: Callable[..., Any], shares: Sequence[tuple]) -> list[Any]:
-    """``[fn(*args) for args in shares]``, each call in a process of its own (forked where the
-    platform can, so the arguments need not be picklable there)."""
+def start_processes(target: Callable[..., None], per_process_args: Sequence[tuple]) -> tuple[list, list]:
+    """One process per argument tuple, each called as ``target(conn, *args)`` with its end of a
+    pipe (forked where the platform can, so the arguments need not be picklable there); returns
+    the parent's pipe ends and the processes, in the order of ``per_process_args``."""
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     pipes, procs = [], []
     with frozen_for_fork():  # the parent's objects stay shared with the children (rmkit.gctune)
-        for args in shares:
+        for args in per_process_args:
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_run_share, args=(child, fn, args), daemon=True)
+            proc = ctx.Process(target=target, args=(child, *args), daemon=True)
             proc.start()
             child.close()
             pipes.append(parent)
             procs.append(proc)
+    return pipes, procs
+
+
+def stop_processes(procs: Sequence[Any]) -> None:
+    """Wait a little for each process to exit; kill one that does not."""
+    for proc in procs:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
+
+
+def run_in_processes(fn: Callable[..., Any], shares: Sequence[tuple]) -> list[Any]:
+    """``[fn(*args) for args in shares]``, each call in a process of its own."""
+    pipes, procs = start_processes(_run_share, [(fn, args) for args in shares])
     try:
         results = [p.recv() for p in pipes]
     finally:
-        for proc in procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
+        stop_processes(procs)
     for kind, value in results:
         if kind == "error":
             raise value

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from rmkit.gctune import frozen_for_fork
+from rmkit.processes import start_processes, stop_processes
 from rmkit.protocol import RecordKey
 from rmkit.verdict import Evidence, Report, Violation
 
@@ -57,16 +57,8 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
     ``progress(0, bytes)`` is called while the shares read, when given."""
     started = time.perf_counter()
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    pipes, procs = [], []
     done = ctx.Value("q", 0, lock=False) if progress is not None else None
-    with frozen_for_fork():  # the parent's objects stay shared with the workers (rmkit.gctune)
-        for k in range(jobs):
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker, args=(child, kwargs, inputs, k, jobs, done if k == 0 else None), daemon=True)
-            proc.start()
-            child.close()
-            pipes.append(parent)
-            procs.append(proc)
+    pipes, procs = start_processes(_worker, [(kwargs, inputs, k, jobs, done if k == 0 else None) for k in range(jobs)])
     try:
         if done is not None:
             while not all(p.poll(0) for p in pipes):
@@ -85,10 +77,7 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
             if msg[0] == "error":
                 raise msg[3]
     finally:
-        for proc in procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
+        stop_processes(procs)
     report = _merge(kwargs, inputs, [r[1] for r in results], [r[2] for r in results], [r[3] for r in results],
                     [r[4] for r in results])
     elapsed = time.perf_counter() - started
