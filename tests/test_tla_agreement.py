@@ -4,29 +4,39 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections import Counter
 
 import pytest
 
 from rmkit.conformance.remp.agreement import receipts, replay, tracecheck
-from rmkit.conformance.remp.agreement.explore import TraceStep, explore
-from rmkit.conformance.remp.agreement.harness import ROTATING, SMALL, Harness, block_number, block_ref
-from rmkit.reference_impl.remp.events import CollationRound, HandToCollator
+from rmkit.conformance.remp.agreement.explore import TraceStep, explore, follow
+from rmkit.conformance.remp.agreement.harness import (FULLNODE_TAKES, ROTATING, SMALL, Harness, Scenario,
+                                                      block_number, block_ref)
+from rmkit.conformance.remp.agreement.modules import model_dir
+from rmkit.reference_impl.remp.events import (CollationRound, HandToCollator, ReceiptsFromValidator, ShardBlockIgnored,
+                                              ShardBlockRejected)
 from rmkit.reference_impl.remp.fullnode import FullNode
 from rmkit.reference_impl.remp.validator import Validator
 
 from conftest import FIXTURES
 
 REGRESSIONS = FIXTURES / "agreement"
-ALL_STEPS = {"Submit", "RejectByFullNode", "Lose", "Withhold", "Receive", "DeliverRecord", "Collate",
-             "ShardAccept", "ShardIgnore", "ShardReject", "McCommit", "McIgnore", "Switch"}
+# every action of the model's Next, read from the model (the name its `last` record gives it)
+ALL_STEPS = set(re.findall(r'last\' = \[a \|-> "(\w+)"', (model_dir() / "REMPSteps.tla").read_text())) - {"Init"}
+
+
+# behaviours drawn per (profile, scenario): reading TLC's printed states is most of the time
+TRACES = {("spec", "small"): 20, ("spec", "rotating"): 30, ("ever-node", "rotating"): 30}
 
 
 @pytest.fixture(scope="module")
 def behaviours():
-    """TLC's random behaviours of the model: a fixed seed, a few dozen per scenario."""
-    return {"small": replay.simulate(SMALL, traces=40, depth=30, seed=11),
-            "rotating": replay.simulate(ROTATING, traces=40, depth=40, seed=12)}
+    """TLC's random behaviours of the model: a fixed seed, a few dozen per profile and scenario."""
+    return {("spec", "small"): replay.simulate(SMALL, traces=TRACES[("spec", "small")], depth=30, seed=11),
+            ("spec", "rotating"): replay.simulate(ROTATING, traces=TRACES[("spec", "rotating")], depth=40, seed=12),
+            ("ever-node", "rotating"): replay.simulate(ROTATING, traces=TRACES[("ever-node", "rotating")], depth=40,
+                                                       seed=13, profile="ever-node")}
 
 
 def _model_receipts(traces) -> int:
@@ -34,32 +44,80 @@ def _model_receipts(traces) -> int:
                for r in [receipts.from_tlc(s.values.get("out"))])
 
 
-@pytest.mark.parametrize("name,sc", [("small", SMALL), ("rotating", ROTATING)])
-def test_model_behaviours_replay_into_the_reference(behaviours, name, sc):
-    """Every step's statuses and receipts (kind, block, source) agree."""
-    traces = behaviours[name]
-    assert len(traces) == 40
-    assert _model_receipts(traces) >= 100, "the behaviours send too few receipts to compare"
+@pytest.mark.parametrize("profile,name,sc", [("spec", "small", SMALL), ("spec", "rotating", ROTATING),
+                                             ("ever-node", "rotating", ROTATING)])
+def test_model_behaviours_replay_into_the_reference(behaviours, profile, name, sc):
+    """Every step's statuses and receipts (kind, block, source) agree, in each profile."""
+    traces = behaviours[(profile, name)]
+    assert len(traces) == TRACES[(profile, name)]
+    assert _model_receipts(traces) >= 2 * len(traces), "the behaviours send too few receipts to compare"
     for states in traces:
-        d = replay.replay_behaviour(sc, states)
+        d = replay.replay_behaviour(sc, states, profile)
         assert d is None, d.render()
 
 
+def _kinds(traces) -> Counter:
+    return Counter((r["src"] == "fullnode", r["k"]) for tr in traces for s in tr[1:]
+                   for out in [receipts.from_tlc(s.values.get("out"))] for r in out["rc"] + out["fr"])
+
+
 def test_model_behaviours_cover_every_kind_of_step(behaviours):
-    seen = Counter(s.values["last"]["a"] for traces in behaviours.values() for tr in traces for s in tr[1:])
-    assert set(seen) == ALL_STEPS, f"steps never drawn: {sorted(ALL_STEPS - set(seen))}"
+    for profile in ("spec", "ever-node"):
+        seen = Counter(s.values["last"]["a"] for (p, _), traces in behaviours.items() if p == profile
+                       for tr in traces for s in tr[1:])
+        assert set(seen) >= ALL_STEPS - {"Withhold"} and seen["Announce"], (profile, sorted(ALL_STEPS - set(seen)))
+    seen = {s.values["last"]["a"] for traces in behaviours.values() for tr in traces for s in tr[1:]}
+    assert seen == ALL_STEPS, f"steps never drawn: {sorted(ALL_STEPS - seen)}"
+
+
+def test_the_ever_node_behaviours_reach_what_differs_from_the_documents(behaviours):
+    """The profile's own receipts are compared, not only the documents' shared ones: validators'
+    Finalized, AcceptedByQueue at each hand-off, IgnoredByQueue for a message from an older
+    session's catchain, the full node's RejectedByFullnode of a resubmission; and none of the
+    kinds the profile's table leaves out (SentToValidators, Duplicate, Timeout)."""
+    ever = _kinds(behaviours[("ever-node", "rotating")])
+    for kind in ((False, "Finalized"), (False, "AcceptedByQueue"), (False, "IgnoredByQueue"),
+                 (True, "RejectedByFullnode")):
+        assert ever[kind], kind
+    assert not {k for _, k in ever} & {"SentToValidators", "Duplicate", "Timeout"}
+    spec = _kinds(behaviours[("spec", "rotating")])
+    assert spec[(True, "Finalized")] and not spec[(False, "Finalized")] and not spec[(False, "IgnoredByQueue")]
+
+
+def test_the_full_node_is_a_party_to_every_event(behaviours):
+    """The audit: every action of the model (and a Tick) says what the full node takes at it, and
+    replaying the model's behaviours steps the full node with exactly that event at each step (and
+    with the validators' receipts, ReceiptsFromValidator, at every step where they send one)."""
+    assert set(FULLNODE_TAKES) == ALL_STEPS | {"Tick"}
+    taken = Counter()
+    for (profile, name), traces in behaviours.items():
+        sc = SMALL if name == "small" else ROTATING
+        for states in traces[:10]:
+            h = Harness(sc, profile=profile)
+            for step in replay.steps_of(states):
+                before = len(h.fn_events)
+                h.apply(step)
+                events = [t for a, t in h.fn_events[before:]]
+                assert all(a == step["a"] for a, _ in h.fn_events[before:])
+                own = [t for t in events if t is not ReceiptsFromValidator]
+                want = FULLNODE_TAKES[step["a"]][0]
+                assert own == ([want] if want is not None else []), (step, events)
+                assert (ReceiptsFromValidator in events) == bool(h.step_receipts()["rc"]), (step, events)
+                taken[step["a"]] += 1
+    assert {"ShardIgnore", "ShardReject", "Announce", "McCommit"} <= set(taken)
 
 
 # (SMALL walks are matched up to the planted event in the rejection tests below)
-@pytest.mark.parametrize("sc,seed", [(ROTATING, 3), (ROTATING, 4)])
-def test_reference_traces_are_admitted_by_the_model(sc, seed):
+@pytest.mark.parametrize("profile,seed", [("spec", 3), ("spec", 4), ("ever-node", 5)])
+def test_reference_traces_are_admitted_by_the_model(profile, seed):
     """Events proposed without the model's guards: the model takes those the reference took
     (sending the same receipts) and cannot take those the reference refused."""
-    steps = explore(sc, seed, 50)
+    sc = ROTATING
+    steps = explore(sc, seed, 50, profile=profile)
     assert len(steps) == 50
     assert sum(len(s.receipts["rc"]) + len(s.receipts["fr"]) for s in steps) >= 5
     assert any(not s.taken for s in steps)
-    v = tracecheck.check_trace(sc, steps)
+    v = tracecheck.check_trace(sc, steps, profile=profile)
     assert v.verdict == tracecheck.ACCEPTED, v.render()
     assert v.steps == len(steps)
 
@@ -160,7 +218,7 @@ def _fullnode_signs_as_a_validator(real_emit):
 def test_a_wrong_receipt_with_the_right_statuses_is_caught_replaying_the_model(behaviours, monkeypatch, machine,
                                                                                mutant, kind):
     monkeypatch.setattr(machine, "_emit", mutant(machine._emit))
-    found = [d for d in (replay.replay_behaviour(ROTATING, s) for s in behaviours["rotating"]) if d is not None]
+    found = [d for d in (replay.replay_behaviour(ROTATING, s) for s in behaviours[("spec", "rotating")]) if d is not None]
     assert found, "no behaviour reached the planted divergence"
     d = found[0]
     assert d.reason == "receipts differ"
@@ -168,6 +226,78 @@ def test_a_wrong_receipt_with_the_right_statuses_is_caught_replaying_the_model(b
     text = d.render()
     assert "first difference:" in text and kind in text.split("first difference:")[1], text
     assert "events, with the receipts each side sent" in text
+
+
+def _full_node_rejects_a_rejected_candidate(self, ev):
+    """A planted full-node divergence: the shard's rejection of a candidate reported as the
+    message's own rejection (RejectedByFullnode), though another validator may still collate it."""
+    out: list = []
+    if type(ev) is ShardBlockRejected:
+        for mid in ev.msg_ids:
+            m = self.msgs.get(mid)
+            if m is not None and not m.final:
+                self._emit(out, mid, "RejectedByFullnode", ev.time, error=ev.error)
+    return out
+
+
+def _full_node_closes_an_ignored_candidate(self, ev):
+    """A planted full-node divergence: an ignored candidate taken as the end of its messages
+    (marked final: no receipt now; a later resubmission is then ignored instead of rejected)."""
+    if type(ev) is ShardBlockIgnored:
+        for mid in ev.msg_ids:
+            m = self.msgs.get(mid)
+            if m is not None:
+                m.final = True
+    return []
+
+
+@pytest.mark.parametrize("mutant,event", [(_full_node_rejects_a_rejected_candidate, ShardBlockRejected),
+                                          (_full_node_closes_an_ignored_candidate, ShardBlockIgnored)],
+                         ids=["rejected-candidate", "ignored-candidate"])
+def test_a_wrong_full_node_reaction_to_a_failed_candidate_is_caught_only_by_stepping_it(behaviours, monkeypatch,
+                                                                                          mutant, event):
+    """The full node is stepped on ShardBlockIgnored / ShardBlockRejected: a wrong reaction there
+    is caught (ever-node, where the full node's table lets it speak after SentToValidators), and
+    the same machines pass when the full node is not told of failed candidates: only that step
+    catches it."""
+    traces = behaviours[("ever-node", "rotating")]
+    monkeypatch.setattr(FullNode, "_on_candidate_fate", mutant)
+    found = [d for d in (replay.replay_behaviour(ROTATING, s, "ever-node") for s in traces) if d is not None]
+    assert found, "no behaviour reached the planted divergence"
+    text = found[0].render()
+    assert found[0].reason == "receipts differ" and "fullnode RejectedByFullnode" in text.split("first difference:")[1]
+    stepped = Harness._fullnode
+
+    def not_told(self, ev):
+        return [] if type(ev) is event else stepped(self, ev)
+
+    monkeypatch.setattr(Harness, "_fullnode", not_told)
+    assert not [s for s in traces if replay.replay_behaviour(ROTATING, s, "ever-node") is not None]
+
+
+# Two validators per session, the next set disjoint from the current one: a copy to the current
+# set alone never reaches the next (in ROTATING the sets overlap, and 1/3+1 of the current set may
+# already be 1/3+1 of the next: the documents' rule then holds without the announcement).
+HANDOVER = Scenario(validators=("v1", "v2", "v3", "v4"), faulty=(), msgs=("m1",),
+                    members=(("v1", "v2"), ("v3", "v4")), min_fanout=1)
+
+
+def test_the_announced_set_reaches_the_model_and_a_full_node_ignoring_it_is_caught(monkeypatch):
+    """UpcomingValidators: once the next session's set is announced, the full node sends a new
+    message to that set too, and the model admits it; a full node that ignores the announcement
+    sends to the current set only, which the model does not allow (000: "to each validator in the
+    next shard (in case of session switching)")."""
+    events = [{"a": "Announce"}, {"a": "Submit", "m": "m1"}, {"a": "Receive", "m": "m1", "v": "v4"}]
+    steps = follow(HANDOVER, events)  # v4, of the next set, queues m1 in the current session
+    assert all(s.taken for s in steps) and steps[1].action["to"] & {"v3", "v4"}
+    v = tracecheck.check_trace(HANDOVER, steps, probe=False)
+    assert v.verdict == tracecheck.ACCEPTED, v.render()
+    monkeypatch.setattr(FullNode, "_on_upcoming", lambda self, ev: [])
+    steps = follow(HANDOVER, events[:2])
+    assert not steps[1].action["to"] & {"v3", "v4"}
+    v = tracecheck.check_trace(HANDOVER, steps)
+    assert v.verdict == tracecheck.REJECTED and v.first_unmatched == 2, v.render()
+    assert "the reference took it; the model cannot take it" in v.render()
 
 
 def test_a_wrong_receipt_with_the_right_statuses_is_caught_by_the_trace_check(monkeypatch):
@@ -192,7 +322,7 @@ def test_a_broken_reference_is_caught_and_saved_as_a_fixture(behaviours, monkeyp
         return real_emit(self, out, m, kind, *a, **kw)
 
     monkeypatch.setattr(Validator, "_emit", no_included)
-    found = [d for d in (replay.replay_behaviour(ROTATING, s) for s in behaviours["rotating"]) if d is not None]
+    found = [d for d in (replay.replay_behaviour(ROTATING, s) for s in behaviours[("spec", "rotating")]) if d is not None]
     assert found, "no behaviour collated a message"
     d = found[0]
     assert d.action["a"] == "Collate" and d.reason == "receipts differ"
@@ -225,7 +355,7 @@ def test_obsolete_body_after_a_late_record_is_not_collated():
                  {"a": "Collate", "v": "v1", "res": {"m1": "rej"}},
                  {"a": "Switch", "s": 1}, {"a": "Switch", "s": 2},
                  {"a": "DeliverRecord", "r": {"k": "reject", "m": "m1", "from": "v1"}, "to": frozenset({"v2"})},
-                 {"a": "DeliverRecord", "r": {"k": "new", "m": "m1"}, "to": frozenset({"v2"})}):
+                 {"a": "DeliverRecord", "r": {"k": "new", "m": "m1", "s": 0}, "to": frozenset({"v2"})}):
         h.apply(step)
     outs = h.validators["v2"].step(CollationRound(h.time + 1, 100))
     handed = [o for o in outs if isinstance(o, HandToCollator)]

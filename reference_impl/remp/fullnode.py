@@ -36,7 +36,8 @@ from typing import Optional
 from rmkit.conformance.remp.model import FULLNODE, VALIDATOR
 
 from .events import (MasterchainCommit, MasterchainIgnore, Publish, Receipt, ReceiptsFromValidator,
-                     SendToValidator, SessionSwitch, ShardBlockAccepted, Submit, Tick, UpcomingValidators)
+                     SendToValidator, SessionSwitch, ShardBlockAccepted, ShardBlockIgnored, ShardBlockRejected,
+                     Submit, Tick, UpcomingValidators)
 from .lifetime import expiry_rule
 from .profile import Traits, traits
 
@@ -110,6 +111,8 @@ class FullNode:
             Submit: self._on_submit,
             ReceiptsFromValidator: self._on_receipts,
             ShardBlockAccepted: self._on_accepted,
+            ShardBlockIgnored: self._on_candidate_fate,
+            ShardBlockRejected: self._on_candidate_fate,
             MasterchainCommit: self._on_commit,
             MasterchainIgnore: self._on_mc_ignore,
             SessionSwitch: self._on_switch,
@@ -219,6 +222,15 @@ class FullNode:
             m = self.msgs.get(mid)
             if m is not None and not m.final:
                 m.awaiting = root
+        return []
+
+    def _on_candidate_fate(self, ev) -> list:
+        """A candidate that did not become a shard block (ignored or rejected by the shard's
+        validators). The full node has nothing to say (no full-node kind reports a candidate's
+        fate; each validator that collated it does) and nothing to change: the message stays
+        open, as another validator may still collate it (000: "RejectedByCollator ... will not be
+        tried again by this particular validator"), and its outcome comes from the masterchain or
+        from the validators' receipts."""
         return []
 
     def _on_commit(self, ev: MasterchainCommit) -> list:

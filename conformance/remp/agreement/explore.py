@@ -42,7 +42,7 @@ class TraceStep:
 # Events of the whole vocabulary are proposed with these weights (the default is 1); Switch and a
 # pre-rejection end a walk's interest early.
 WEIGHTS = {"Submit": 0.5, "Collate": 0.6, "Switch": 0.15, "Lose": 0.3, "RejectByFullNode": 0.1, "ShardAccept": 0.8,
-           "ShardIgnore": 0.25, "ShardReject": 0.2, "McCommit": 0.6, "McIgnore": 0.2, "Tick": 0.5}
+           "ShardIgnore": 0.25, "ShardReject": 0.2, "McCommit": 0.6, "McIgnore": 0.2, "Tick": 0.5, "Announce": 0.2}
 
 
 def proposals(h: Harness, rng: random.Random) -> list:
@@ -50,11 +50,10 @@ def proposals(h: Harness, rng: random.Random) -> list:
     environment's inventory (a delivery of something never sent names nothing)."""
     sc = h.scenario
     steps: list = []
-    for m in sc.msgs:
-        members = list(sc.members[h.session])
-        k = rng.randint(min(sc.min_fanout, len(members)), len(members))  # the scenario's fan-out
-        steps.append({"a": "Submit", "m": m, "to": frozenset(rng.sample(members, k))})
+    for m in sc.msgs:  # the full node picks the validators (the step records whom it sent copies to)
+        steps.append({"a": "Submit", "m": m})
         steps.append({"a": "RejectByFullNode", "m": m})
+    steps.append({"a": "Announce"})  # the next session's validators become known
     for m, v in sorted(h.net):
         steps.append({"a": "Lose", "m": m, "v": v})
         steps.append({"a": "Withhold" if v in sc.faulty else "Receive", "m": m, "v": v})
@@ -85,6 +84,10 @@ def _try(h: Harness, step: dict, rng: random.Random) -> tuple[dict, bool]:
         if step["a"] == "ShardAccept":
             h.shard_candidate(step)
             saved = {k: copy.deepcopy(v) for k, v in vars(h).items() if k not in ("scenario", "log")}
+        if step["a"] == "Submit":
+            h.time += 1
+            h.said, h.sent = [], 0
+            return {"a": "Submit", "m": step["m"], "to": h.submit(step["m"])}, True
         if step["a"] == "Collate":
             h.time += 1
             res = h.collate(step["v"], lambda taken: {m: rng.choice(("acc", "acc", "rej", "ign")) for m in taken})
@@ -116,10 +119,21 @@ def explore(scenario: Scenario, seed: int, max_steps: int = 40, max_receipts: in
         options = proposals(h, rng)
         step = rng.choices(options, [WEIGHTS.get(o["a"], 1.0) for o in options])[0]
         before = h.statuses()
-        taken, ok = _try(h, step, rng)
-        said = h.step_receipts()
-        now = h.statuses()
-        quiet = h.sent == 0
-        trace.append(TraceStep(taken, now, ok, said, quiet))
-        idle = idle + 1 if quiet and not said["rc"] and not said["fr"] and now == before else 0
+        trace.append(offer(h, step, rng))
+        last = trace[-1]
+        idle = idle + 1 if last.quiet and not last.receipts["rc"] and not last.receipts["fr"] and last.statuses == before else 0
     return trace
+
+
+def offer(h: Harness, step: dict, rng: random.Random) -> TraceStep:
+    """Offer one event to the reference machines and record what they did."""
+    taken, ok = _try(h, step, rng)
+    return TraceStep(taken, h.statuses(), ok, h.step_receipts(), h.sent == 0)
+
+
+def follow(scenario: Scenario, events: list, seed: int = 0, profile: str = "spec") -> list[TraceStep]:
+    """A walk of given events (a Submit without ``to``: the full node picks), as :func:`explore`
+    records them: to show the model a chosen sequence of the reference's events."""
+    rng = random.Random(seed)
+    h = Harness(scenario, profile=profile)
+    return [offer(h, dict(e), rng) for e in events]

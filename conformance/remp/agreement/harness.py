@@ -24,7 +24,7 @@ from rmkit.reference_impl.remp.events import (ACCEPT, ACCEPTED, DIGEST, FORWARD,
                                               HandToCollator, MasterchainCommit, MasterchainIgnore,
                                               MessageFromFullNode, Publish, Receipt, ReceiptsFromValidator,
                                               SendToValidator, SessionSwitch, ShardBlockAccepted, ShardBlockIgnored,
-                                              ShardBlockRejected, Submit, Tick)
+                                              ShardBlockRejected, Submit, Tick, UpcomingValidators)
 from rmkit.reference_impl.remp.fullnode import FullNode, FullNodeConfig
 from rmkit.reference_impl.remp.profile import traits
 from rmkit.reference_impl.remp.validator import Validator, ValidatorConfig
@@ -36,6 +36,29 @@ COLLATOR_ERROR = "rejected by collator"
 NO_BLOCK = 0
 TICK_MS = 700  # time a Tick step moves the clock on (the full node's resend interval is 2 s)
 RESULTS = {"acc": ACCEPTED, "rej": REJECTED, "ign": IGNORED}
+
+# What the full node takes at each step of the model (and at a Tick): the event it is stepped
+# with, or None where no news of the step reaches it but the receipts the step makes validators
+# send (ReceiptsFromValidator, at every step whose validators send one). Each entry says why;
+# a test checks that every action of REMPSteps' Next is listed and that each step stepped the
+# full node with the event listed.
+FULLNODE_TAKES = {
+    "Submit": (Submit, "the user's message reaches it first (000: SentToValidators)"),
+    "RejectByFullNode": (Submit, "a submission that fails its pre-evaluation (000: RejectedByNode)"),
+    "Announce": (UpcomingValidators, "it addresses the next set too once announced (000: 'in case of session switching')"),
+    "Lose": (None, "a copy lost in the network: nobody tells it (its Tick resends answer for it)"),
+    "Withhold": (None, "a faulty validator keeps a copy: nobody tells it"),
+    "Receive": (None, "it hears the validator's PutIntoQueue (relayed receipts)"),
+    "DeliverRecord": (None, "the catchain is the validators' own; it hears their receipts"),
+    "Collate": (None, "a collation round is the validator's own; it hears the collator's receipts"),
+    "ShardAccept": (ShardBlockAccepted, "it follows the shard chain (the block awaits the masterchain)"),
+    "ShardIgnore": (ShardBlockIgnored, "a candidate that did not become a block: its messages stay open there"),
+    "ShardReject": (ShardBlockRejected, "a candidate the validators rejected: its messages stay open there"),
+    "McCommit": (MasterchainCommit, "it issues Finalized in the documents' profile (000)"),
+    "McIgnore": (MasterchainIgnore, "the block it awaited will not reach the masterchain"),
+    "Switch": (SessionSwitch, "it addresses the new set and forgets obsolete messages (001: N -> N+2)"),
+    "Tick": (Tick, "its resend and forgetting timers"),
+}
 
 
 class StepMismatch(Exception):
@@ -111,6 +134,9 @@ class Harness:
     receipts: int = 0  # receipts the machines sent so far
     resends: int = 0  # copies the full node sent again on a Tick (the model has no resend: lost copies)
     log: list = field(default_factory=list)  # (receipt, role) in the order they were sent
+    fn_events: list = field(default_factory=list)  # (the model's action, event type) the full node took
+    action: str = "Init"  # the model's action being applied
+    announced: bool = False  # the next session's set was announced in this session
     said: list = field(default_factory=list)  # the receipts of the step being applied, abstract (step_receipts)
     sent: int = 0  # catchain records posted and copies sent by the step being applied
 
@@ -175,7 +201,7 @@ class Harness:
             elif kind is Forwarded:
                 for mid, uid, origin in o.full:
                     rec = CatchainRecord(o.sender, mid, o.to_session, FORWARD, self.time, uid, origin)
-                    self._post(o.sender, {"k": "new", "m": self.name[mid]}, rec, o.to_session)
+                    self._post(o.sender, {"k": "new", "m": self.name[mid], "s": o.session}, rec, o.to_session)
                 for mid, status, root, origin in o.digests:
                     b = int(root, 16) if status == ACCEPTED and root is not None else NO_BLOCK
                     ev = ForwardedDigests(o.sender, o.session, ((mid, status, root, origin),), self.time)
@@ -183,13 +209,18 @@ class Harness:
             else:
                 rest.append(o)
         if relay:
-            rest += self._absorb(self.fullnode.step(ReceiptsFromValidator(tuple(relay), self.time)))
+            rest += self._fullnode(ReceiptsFromValidator(tuple(relay), self.time))
         return rest
+
+    def _fullnode(self, event) -> list:
+        """Step the full node (recording which event it took at which action, for the audit)."""
+        self.fn_events.append((self.action, type(event)))
+        return self._absorb(self.fullnode.step(event))
 
     def _abstract(self, rec: CatchainRecord) -> dict:
         m = self.name[rec.msg_id]
         if rec.kind in (NEW, FORWARD):
-            return {"k": "new", "m": m}
+            return {"k": "new", "m": m, "s": rec.session}
         if rec.kind == ACCEPT:
             return {"k": "accept", "m": m, "b": block_number(rec.block)}
         if rec.kind == REJECT:
@@ -209,6 +240,7 @@ class Harness:
         """Apply one model step (the model's ``last`` record) to the reference machines."""
         self.time += 1
         self.said, self.sent = [], 0
+        self.action = step["a"]
         handler = getattr(self, "_do_" + step["a"], None)
         if handler is None:
             raise StepMismatch(f"no reference counterpart for the model's step {step['a']!r}")
@@ -220,21 +252,34 @@ class Harness:
             out += self._absorb(self.validators[v].step(event))
         return out
 
-    def _do_Submit(self, step):
-        """The step names the fan-out (the environment's choice); the full node sends the copies,
-        so a message it already knows goes nowhere again."""
-        m = step["m"]
-        self.fullnode.choose = {self.ref_id[m]: tuple(sorted(step["to"]))}
+    def submit(self, m: str, to=None) -> frozenset:
+        """The user submits ``m``; ``to``: the fan-out to impose (the model's choice), None: the
+        full node's own. The full node sends the copies (a message it already knows goes nowhere
+        again). Returns the validators it sent a copy to."""
+        self.action = "Submit"
+        self.fullnode.choose = {self.ref_id[m]: tuple(sorted(to))} if to is not None else None
         try:
-            outs = self._absorb(self.fullnode.step(Submit(self.ref_id[m], self.time)))
+            outs = self._fullnode(Submit(self.ref_id[m], self.time))
         finally:
             self.fullnode.choose = None
         copies = {(m, o.validator) for o in outs if isinstance(o, SendToValidator)}
         self.net |= copies
         self.sent += len(copies)
+        return frozenset(v for _, v in copies)
+
+    def _do_Submit(self, step):
+        self.submit(step["m"], step.get("to"))
 
     def _do_RejectByFullNode(self, step):
-        self._absorb(self.fullnode.step(Submit(self.ref_id[step["m"]], self.time, error=PRE_EVALUATION_ERROR)))
+        self._fullnode(Submit(self.ref_id[step["m"]], self.time, error=PRE_EVALUATION_ERROR))
+
+    def _do_Announce(self, step):
+        """The next session's validator set becomes known (once a session; the environment's rule)."""
+        s = self.session + 1
+        if self.announced or s >= len(self.scenario.members):
+            raise StepMismatch(f"session {s}'s validators are announced already or there is no session {s}")
+        self.announced = True
+        self._fullnode(UpcomingValidators(s, self.scenario.members[s], self.time))
 
     def _take(self, step) -> None:
         key = (step["m"], step["v"])
@@ -268,6 +313,7 @@ class Harness:
         ``choose(taken)`` (the names handed, sorted) says what the collator did with each message
         (``{name: "acc" | "rej" | "ign"}``); the accepted ones make a candidate block. Returns it."""
         self.said, self.sent = [], 0
+        self.action = "Collate"
         outs = self._absorb(self.validators[v].step(CollationRound(self.time, 1_000_000)))
         handed = [o for o in outs if isinstance(o, HandToCollator)]
         taken = sorted(self.name[x] for x in handed[0].msg_ids) if handed else []
@@ -324,7 +370,7 @@ class Harness:
         b, blk = self.shard_candidate(step)
         event = ShardBlockAccepted(block_ref(b), self.ids(blk.msgs), blk.by, self.time)
         refused = [o for o in self._each(event) if isinstance(o, BlockRefused)]
-        self._absorb(self.fullnode.step(event))
+        self._fullnode(event)
         blk.st, blk.shard = "accepted", True
         if refused:
             raise StepMismatch(f"{', '.join(sorted(o.validator for o in refused))} refused block {b} "
@@ -332,26 +378,31 @@ class Harness:
 
     def _do_ShardIgnore(self, step):
         b, blk = self._block(step, "candidate")
-        self._each(ShardBlockIgnored(block_ref(b), self.ids(blk.msgs), self.time))
+        # superseded: a block was accepted at the height it was made for (another of its round won)
+        event = ShardBlockIgnored(block_ref(b), self.ids(blk.msgs), self.time, superseded=blk.h < self.height())
+        self._each(event)
+        self._fullnode(event)
         blk.st = "ignored"
 
     def _do_ShardReject(self, step):
         b, blk = self._block(step, "candidate")
-        self._each(ShardBlockRejected(block_ref(b), self.ids(blk.msgs), self.time))
+        event = ShardBlockRejected(block_ref(b), self.ids(blk.msgs), self.time)
+        self._each(event)
+        self._fullnode(event)
         blk.st = "rejected"
 
     def _do_McCommit(self, step):
         b, blk = self._block(step, "accepted")
         event = MasterchainCommit(block_ref(b), self.ids(blk.msgs), block_ref(10_000 + b), self.time)
         self._each(event)
-        self._absorb(self.fullnode.step(event))
+        self._fullnode(event)
         blk.st = "committed"
 
     def _do_McIgnore(self, step):
         b, blk = self._block(step, "accepted")
         event = MasterchainIgnore(block_ref(b), self.ids(blk.msgs), self.time)
         self._each(event)
-        self._absorb(self.fullnode.step(event))
+        self._fullnode(event)
         blk.st = "mcignored"
 
     def _do_Tick(self, step):
@@ -359,7 +410,8 @@ class Harness:
         stepped with a Tick; copies the full node sends again are lost (the model has no resend)."""
         self.time += TICK_MS
         event = Tick(self.time)
-        rest = self._each(event) + self._absorb(self.fullnode.step(event))
+        self.action = "Tick"
+        rest = self._each(event) + self._fullnode(event)
         self.resends += sum(1 for o in rest if isinstance(o, SendToValidator))
 
     def _do_Switch(self, step):
@@ -368,9 +420,10 @@ class Harness:
             raise StepMismatch(f"switch to session {s} from session {self.session} "
                                f"(the scenario has sessions 0..{self.scenario.max_session})")
         self.session = s
+        self.announced = False
         event = SessionSwitch(s, s * LIFETIME_MS + 1_000, self.scenario.members[s])
         self._each(event)
-        self._absorb(self.fullnode.step(event))
+        self._fullnode(event)
         self.net.clear()
 
 

@@ -29,7 +29,9 @@ class SimulationFailed(Exception):
 
 
 def _plain(v):
-    return int(v) if isinstance(v, int) and not isinstance(v, bool) else str(v)
+    if isinstance(v, bool):
+        return v
+    return int(v) if isinstance(v, int) else str(v)
 
 
 def normalize_step(last: dict) -> dict:
@@ -88,9 +90,10 @@ class Disagreement(BaseDisagreement):
                 lines.append(f"  {mark} {who:9} model {mod}  reference {ref}")
         return "\n".join(lines)
 
-    def fixture(self, sc: Scenario) -> dict:
+    def fixture(self, sc: Scenario, profile: str = "spec") -> dict:
         return {"scenario": {"validators": list(sc.validators), "faulty": list(sc.faulty), "msgs": list(sc.msgs),
                              "members": [list(m) for m in sc.members], "min_fanout": sc.min_fanout},
+                "profile": profile,
                 "steps": [_jsonable(s) for s in self.steps], "expected": self.expected, "reason": self.reason}
 
 
@@ -98,11 +101,11 @@ def _jsonable(step: dict) -> dict:
     return {k: sorted(v) if isinstance(v, frozenset) else v for k, v in step.items()}
 
 
-def replay(sc: Scenario, steps: list, expected: list) -> Optional[Disagreement]:
-    """Apply ``steps`` to fresh reference machines; after each, compare the statuses and the
-    receipts the step sent (kind, block, source) with ``expected`` (``{"pos", "fn", "receipts"}``,
-    the model's)."""
-    h = Harness(sc)
+def replay(sc: Scenario, steps: list, expected: list, profile: str = "spec") -> Optional[Disagreement]:
+    """Apply ``steps`` to fresh reference machines of ``profile``; after each, compare the
+    statuses and the receipts the step sent (kind, block, source) with ``expected`` (``{"pos",
+    "fn", "receipts"}``, the model's)."""
+    h = Harness(sc, profile=profile)
     sent: list = []
     for i, (step, want) in enumerate(zip(steps, expected), 1):
         try:
@@ -121,21 +124,27 @@ def replay(sc: Scenario, steps: list, expected: list) -> Optional[Disagreement]:
     return None
 
 
-def replay_behaviour(sc: Scenario, states: list) -> Optional[Disagreement]:
-    """Replay one TLC behaviour (its states, the first being initial)."""
+def steps_of(states: list) -> list:
+    """The model's steps of one TLC behaviour (its ``last`` records, the initial state left out)."""
+    return [normalize_step(s.values["last"]) for s in states if s.marker == STATE][1:]
+
+
+def replay_behaviour(sc: Scenario, states: list, profile: str = "spec") -> Optional[Disagreement]:
+    """Replay one TLC behaviour (its states, the first being initial) into ``profile``'s machines."""
     real = [s for s in states if s.marker == STATE]
-    steps = [normalize_step(s.values["last"]) for s in real[1:]]
+    steps = steps_of(states)
     expected = [dict(model_statuses(s.values, sc), receipts=receipts.from_tlc(s.values.get("out")))
                 for s in real[1:]]
-    return replay(sc, steps, expected)
+    return replay(sc, steps, expected, profile)
 
 
-def simulate(sc: Scenario, *, traces: int, depth: int, seed: int, timeout: float = 300) -> list:
+def simulate(sc: Scenario, *, traces: int, depth: int, seed: int, timeout: float = 300,
+             profile: str = "spec") -> list:
     """Draw up to ``traces`` random behaviours of ``depth`` steps (fewer if the model stops)."""
-    module, cfg = modules.simulation_module(sc, depth)
+    module, cfg = modules.simulation_module(sc, depth, profile=profile)
     with tempfile.TemporaryDirectory(prefix="rmkit-sim-") as tmp:
         folder = Path(tmp)
-        modules.write(folder, "REMPSim", module, cfg)
+        modules.write(folder, "REMPSim", module, cfg, profile)
         result = run_tlc(folder, "REMPSim", "REMPSim.cfg", simulate_depth=depth + 1, seed=seed,
                          continue_after_violation=True, max_traces=traces, timeout=timeout)
     if result.verdict == ERROR:
@@ -150,4 +159,4 @@ def replay_fixture(path: Path) -> Optional[Disagreement]:
     sc = Scenario(tuple(s["validators"]), tuple(s["faulty"]), tuple(s["msgs"]),
                   tuple(tuple(m) for m in s["members"]), s["min_fanout"])
     steps = [{k: frozenset(v) if k == "to" else v for k, v in st.items()} for st in doc["steps"]]
-    return replay(sc, steps, doc["expected"])
+    return replay(sc, steps, doc["expected"], doc.get("profile", "spec"))

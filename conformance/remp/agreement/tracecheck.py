@@ -84,24 +84,26 @@ def _status_difference(model: dict, reference: dict) -> str:
     return "none (the receipts and statuses agree: a count differs)"
 
 
-def _run(sc: Scenario, steps: list, probe: int = 0, keep: Optional[Path] = None):
-    module, cfg = modules.trace_module(sc, steps, probe=probe)
+def _run(sc: Scenario, steps: list, probe: int = 0, keep: Optional[Path] = None, profile: str = "spec"):
+    module, cfg = modules.trace_module(sc, steps, probe=probe, profile=profile)
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
         (keep / "REMPTrace.tla").write_text(module)
         (keep / "REMPTrace.cfg").write_text(cfg)
     with tempfile.TemporaryDirectory(prefix="rmkit-trace-") as tmp:
         folder = Path(tmp)
-        modules.write(folder, "REMPTrace", module, cfg)
+        modules.write(folder, "REMPTrace", module, cfg, profile)
         return run_tlc(folder, "REMPTrace", "REMPTrace.cfg", workers=1)
 
 
-def check_trace(sc: Scenario, steps: list, *, keep: Optional[Path] = None, probe: bool = True) -> TraceVerdict:
-    """Let TLC validate ``steps`` against the model. ``keep``: also write the generated module
-    and config there (for a regression or a bug report). ``probe``: on a rejection, ask the model
-    what it does at the rejected event (one more TLC run)."""
+def check_trace(sc: Scenario, steps: list, *, keep: Optional[Path] = None, probe: bool = True,
+                profile: str = "spec") -> TraceVerdict:
+    """Let TLC validate ``steps`` (a walk of ``profile``'s machines) against the model.
+    ``keep``: also write the generated module and config there (for a regression or a bug
+    report). ``probe``: on a rejection, ask the model what it does at the rejected event (one
+    more TLC run)."""
     start = time.perf_counter()
-    result = _run(sc, steps, keep=keep)
+    result = _run(sc, steps, keep=keep, profile=profile)
     if result.verdict == VIOLATION and result.kind == INVARIANT and result.name == "TraceNotMatched":
         return TraceVerdict(ACCEPTED, len(steps), time.perf_counter() - start)
     if result.verdict == VIOLATION and result.kind == DEADLOCK:
@@ -110,16 +112,16 @@ def check_trace(sc: Scenario, steps: list, *, keep: Optional[Path] = None, probe
         st = steps[k - 1]
         v = TraceVerdict(REJECTED, len(steps), 0.0, k, st.action, st.statuses, trace=tuple(steps[:k]))
         if probe:
-            _probe(sc, steps, k, v)
+            _probe(sc, steps, k, v, profile)
         v.seconds = time.perf_counter() - start
         return v
     detail = result.error.message if result.error is not None else f"TLC verdict {result.verdict}"
     return TraceVerdict(ERROR, len(steps), time.perf_counter() - start, message=detail)
 
 
-def _probe(sc: Scenario, steps: list, k: int, v: TraceVerdict) -> None:
+def _probe(sc: Scenario, steps: list, k: int, v: TraceVerdict, profile: str = "spec") -> None:
     """Fill in what the model does at event ``k`` (it follows events 1..k-1, then takes ``k`` freely)."""
-    result = _run(sc, steps, probe=k)
+    result = _run(sc, steps, probe=k, profile=profile)
     if not (result.verdict == VIOLATION and result.kind == INVARIANT and result.trace):
         return
     values = result.trace[-1].values
