@@ -21,6 +21,8 @@ from .harness import SCENARIOS
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m rmkit.conformance.remp.agreement", description=__doc__.split("\n\n")[0])
     p.add_argument("--scenario", choices=sorted(SCENARIOS), default="rotating")
+    p.add_argument("--profile", choices=("spec", "ever-node"), default="spec",
+                   help="the machines' profile and the model's tables and choices (default spec)")
     p.add_argument("--traces", type=int, default=50, help="model behaviours replayed into the reference (default 50)")
     p.add_argument("--depth", type=int, default=40, help="steps per model behaviour (default 40)")
     p.add_argument("--walks", type=int, default=5, help="reference traces validated by TLC (default 5)")
@@ -33,29 +35,29 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     start = time.perf_counter()
     try:
-        behaviours = replay.simulate(sc, traces=a.traces, depth=a.depth, seed=a.seed)
+        behaviours = replay.simulate(sc, traces=a.traces, depth=a.depth, seed=a.seed, profile=a.profile)
     except replay.SimulationFailed as e:
         print(f"error: TLC gave no behaviours: {e}", file=sys.stderr)
         return 2
     compared = sum(len(r["rc"]) + len(r["fr"]) for states in behaviours for s in states[1:]
                    for r in [receipts.from_tlc(s.values.get("out"))])
     for n, states in enumerate(behaviours, 1):
-        d = replay.replay_behaviour(sc, states)
+        d = replay.replay_behaviour(sc, states, a.profile)
         if d is not None:
             failed += 1
             a.regressions.mkdir(parents=True, exist_ok=True)
-            path = a.regressions / f"{a.scenario}-seed{a.seed}-behaviour{n}.json"
-            path.write_text(json.dumps(d.fixture(sc), indent=1) + "\n")
+            path = a.regressions / f"{a.profile}-{a.scenario}-seed{a.seed}-behaviour{n}.json"
+            path.write_text(json.dumps(d.fixture(sc, a.profile), indent=1) + "\n")
             print(f"model -> reference: behaviour {n} disagrees (saved {path})\n{d.render()}")
-    print(f"model -> reference: {len(behaviours)} behaviours, {sum(len(b) - 1 for b in behaviours)} steps, "
+    print(f"model -> reference ({a.profile}): {len(behaviours)} behaviours, {sum(len(b) - 1 for b in behaviours)} steps, "
           f"{compared} model receipts compared, {failed} disagreements ({time.perf_counter() - start:.1f} s)")
     errors = 0
     for k in range(a.walks):
-        steps = explore(sc, a.seed * 1000 + k, a.walk_steps)
-        v = tracecheck.check_trace(sc, steps)
+        steps = explore(sc, a.seed * 1000 + k, a.walk_steps, profile=a.profile)
+        v = tracecheck.check_trace(sc, steps, profile=a.profile)
         sent = sum(len(s.receipts["rc"]) + len(s.receipts["fr"]) for s in steps)
         refused = sum(not s.taken for s in steps)
-        print(f"reference -> model: walk {k + 1} ({len(steps)} events, {refused} refused by the reference, "
+        print(f"reference -> model ({a.profile}): walk {k + 1} ({len(steps)} events, {refused} refused by the reference, "
               f"{sent} receipts): {v.render()}")
         failed += v.verdict == tracecheck.REJECTED
         errors += v.verdict == tracecheck.ERROR

@@ -37,11 +37,15 @@ def copy_model(into: Path, profile: str = "spec") -> None:
         (into / f"{TABLES}.tla").write_text(render_tables(profile))
 
 
-def _names(sc: Scenario) -> frozenset:
+def scenario_names(sc: Scenario) -> frozenset:
+    """The scenario's model values (validators and messages)."""
     return frozenset(sc.validators) | frozenset(sc.msgs)
 
 
-def _constants(sc: Scenario, members_op: str, profile: str) -> str:
+_names = scenario_names
+
+
+def constants(sc: Scenario, members_op: str, profile: str) -> str:
     """The scenario's constants, and the profile's choices REMPSteps takes as constants (read
     from spec/remp/behaviours.yaml through the reference machines' traits: one source)."""
     t = traits(profile)
@@ -59,7 +63,8 @@ def _constants(sc: Scenario, members_op: str, profile: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _members(sc: Scenario) -> str:
+def members_value(sc: Scenario) -> str:
+    """The scenario's validator sets per session, as a TLA+ function."""
     names = _names(sc)
     return "(" + " @@ ".join(f"{s} :> {tla(frozenset(m), names)}" for s, m in enumerate(sc.members)) + ")"
 
@@ -97,7 +102,7 @@ def trace_module(sc: Scenario, steps: list, name: str = "REMPTrace", probe: int 
 \\* GENERATED trace of the REMP reference machines ({len(steps)} events); the model must admit it.
 EXTENDS REMPSteps
 CONSTANTS {", ".join(sorted(names))}
-TraceMembers == {_members(sc)}
+TraceMembers == {members_value(sc)}
 TraceActions == <<
     {actions}
   >>
@@ -130,27 +135,30 @@ TraceSpec == TraceInit /\\ [][TraceNext]_<<vars, i, out>>
 TraceNotMatched == {stop}
 ====
 """
-    cfg = _constants(sc, "TraceMembers", profile) + "SPECIFICATION TraceSpec\nINVARIANT TraceNotMatched\n"
+    cfg = constants(sc, "TraceMembers", profile) + "SPECIFICATION TraceSpec\nINVARIANT TraceNotMatched\n"
     return module, cfg
 
 
-def simulation_module(sc: Scenario, depth: int, name: str = "REMPSim", profile: str = "spec") -> tuple[str, str]:
+def simulation_module(sc: Scenario, depth: int, name: str = "REMPSim", profile: str = "spec", extra: str = "",
+                      invariants: tuple = ()) -> tuple[str, str]:
     """A module whose every behaviour ends, for TLC's simulation mode, after ``depth`` steps
-    (``SimDepthReached`` violated) or where the model can go no further (a deadlock)."""
+    (``SimDepthReached`` violated) or where the model can go no further (a deadlock); ``extra``
+    definitions and ``invariants`` among them are checked on the way."""
     module = f"""---- MODULE {name} ----
 \\* GENERATED: the REMP model with a step counter, to draw random behaviours from TLC.
 EXTENDS REMPSteps
 CONSTANTS {", ".join(sorted(_names(sc)))}
-SimMembers == {_members(sc)}
+SimMembers == {members_value(sc)}
 VARIABLES n, out
 \\* out: the receipts of the step just taken (REMPSteps' Emitted and FnEmitted)
 SimInit == Init /\\ n = 0 /\\ out = [rc |-> {{}}, fr |-> {{}}]
 SimNext == Next /\\ n' = n + 1 /\\ out' = [rc |-> Emitted, fr |-> FnEmitted]
 SimSpec == SimInit /\\ [][SimNext]_<<vars, n, out>>
 SimDepthReached == n < {depth}
-====
+{extra}====
 """
-    cfg = _constants(sc, "SimMembers", profile) + "SPECIFICATION SimSpec\nINVARIANT SimDepthReached\n"
+    cfg = (constants(sc, "SimMembers", profile) + "SPECIFICATION SimSpec\nINVARIANT SimDepthReached\n"
+           + "".join(f"INVARIANT {i}\n" for i in invariants))
     return module, cfg
 
 

@@ -141,7 +141,14 @@ def replay_behaviour(sc: Scenario, states: list, profile: str = "spec") -> Optio
 def simulate(sc: Scenario, *, traces: int, depth: int, seed: int, timeout: float = 300,
              profile: str = "spec") -> list:
     """Draw up to ``traces`` random behaviours of ``depth`` steps (fewer if the model stops)."""
-    module, cfg = modules.simulation_module(sc, depth, profile=profile)
+    return [c.trace for c in draw(sc, traces=traces, depth=depth, seed=seed, timeout=timeout, profile=profile)]
+
+
+def draw(sc: Scenario, *, traces: int, depth: int, seed: int, timeout: float = 300, profile: str = "spec",
+         extra: str = "", invariants: tuple = ()) -> list:
+    """The behaviours as TLC's counterexamples (each names what ended it: the depth, a deadlock,
+    or one of ``invariants``, defined in ``extra``, broken on the way)."""
+    module, cfg = modules.simulation_module(sc, depth, profile=profile, extra=extra, invariants=invariants)
     with tempfile.TemporaryDirectory(prefix="rmkit-sim-") as tmp:
         folder = Path(tmp)
         modules.write(folder, "REMPSim", module, cfg, profile)
@@ -149,7 +156,7 @@ def simulate(sc: Scenario, *, traces: int, depth: int, seed: int, timeout: float
                          continue_after_violation=True, max_traces=traces, timeout=timeout)
     if result.verdict == ERROR:
         raise SimulationFailed(result.error.message if result.error else "TLC error")
-    return result.traces
+    return result.counterexamples
 
 
 def replay_fixture(path: Path) -> Optional[Disagreement]:
