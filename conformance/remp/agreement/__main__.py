@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from . import receipts, replay, tracecheck
@@ -52,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"model -> reference ({a.profile}): {len(behaviours)} behaviours, {sum(len(b) - 1 for b in behaviours)} steps, "
           f"{compared} model receipts compared, {failed} disagreements ({time.perf_counter() - start:.1f} s)")
     errors = 0
+    walked = Counter()
     for k in range(a.walks):
         steps = explore(sc, a.seed * 1000 + k, a.walk_steps, profile=a.profile)
         v = tracecheck.check_trace(sc, steps, profile=a.profile)
@@ -61,6 +63,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{sent} receipts): {v.render()}")
         failed += v.verdict == tracecheck.REJECTED
         errors += v.verdict == tracecheck.ERROR
+        walked.update(events=len(steps), receipts=sent, ticks=sum(s.action["a"] == "Tick" for s in steps),
+                      announced=sum(s.action["a"] == "Announce" and s.taken for s in steps))
+    if a.walks:
+        print(f"reference -> model ({a.profile}): {a.walks} walks, {walked['events']} events ({walked['ticks']} ticks, "
+              f"{walked['announced']} announcements taken), {walked['receipts']} receipts compared")
     if errors:
         return 2
     return 1 if failed else 0
