@@ -42,18 +42,17 @@ def scenario_names(sc: Scenario) -> frozenset:
     return frozenset(sc.validators) | frozenset(sc.msgs)
 
 
-_names = scenario_names
 
 
 def constants(sc: Scenario, members_op: str, profile: str) -> str:
     """The scenario's constants, and the profile's choices REMPSteps takes as constants (read
     from spec/remp/behaviours.yaml through the reference machines' traits: one source)."""
     t = traits(profile)
-    names = sorted(_names(sc))
+    names = sorted(scenario_names(sc))
     lines = ["CONSTANTS", "    " + "  ".join(f"{n} = {n}" for n in names),
-             f"    Validators = {tla(frozenset(sc.validators), _names(sc))}",
-             f"    Faulty = {tla(frozenset(sc.faulty), _names(sc))}",
-             f"    Msgs = {tla(frozenset(sc.msgs), _names(sc))}",
+             f"    Validators = {tla(frozenset(sc.validators), scenario_names(sc))}",
+             f"    Faulty = {tla(frozenset(sc.faulty), scenario_names(sc))}",
+             f"    Msgs = {tla(frozenset(sc.msgs), scenario_names(sc))}",
              f"    MaxSession = {sc.max_session}",
              f"    MinFanout = {sc.min_fanout}",
              f"    OlderSessionEntry = {tla(t.older_session_entry, frozenset())}",
@@ -65,7 +64,7 @@ def constants(sc: Scenario, members_op: str, profile: str) -> str:
 
 def members_value(sc: Scenario) -> str:
     """The scenario's validator sets per session, as a TLA+ function."""
-    names = _names(sc)
+    names = scenario_names(sc)
     return "(" + " @@ ".join(f"{s} :> {tla(frozenset(m), names)}" for s, m in enumerate(sc.members)) + ")"
 
 
@@ -94,7 +93,7 @@ def trace_module(sc: Scenario, steps: list, name: str = "REMPTrace", probe: int 
     have done there, for the report of a rejected trace. ``free``: more events (1-based) the model
     takes without comparing what it sends (to read the model's receipts of its own steps).
     """
-    names = _names(sc)
+    names = scenario_names(sc)
     actions = ",\n    ".join(tla(s.action, names) for s in steps)
     observed = ",\n    ".join(tla(_observed(s), names) for s in steps)
     stop = f"i < {probe}" if probe else "i < Len(TraceActions)"
@@ -147,7 +146,7 @@ def simulation_module(sc: Scenario, depth: int, name: str = "REMPSim", profile: 
     module = f"""---- MODULE {name} ----
 \\* GENERATED: the REMP model with a step counter, to draw random behaviours from TLC.
 EXTENDS REMPSteps
-CONSTANTS {", ".join(sorted(_names(sc)))}
+CONSTANTS {", ".join(sorted(scenario_names(sc)))}
 SimMembers == {members_value(sc)}
 VARIABLES n, out
 \\* out: the receipts of the step just taken (REMPSteps' Emitted and FnEmitted)
