@@ -169,6 +169,7 @@ def _mutant_folder(tmp_path, key):
     return _model_folder(tmp_path, cfg_name, changes, ("PROPERTIES " if prop in TEMPORAL else "INVARIANTS ") + prop)
 
 
+@pytest.mark.slow
 def test_small_carries_both_ids_to_an_outcome(tmp_path):
     """The bounds of `small` leave behaviours in which both ids reach an outcome: TLC finds a state
     where each is Finalized or has a final status at every honest validator (the witness

@@ -21,7 +21,7 @@ MCMembersAlternating == [s \in 0..MaxSession |-> IF s % 2 = 0 THEN {v1} ELSE {v2
 MCUidShared == [m \in Msgs |-> "u1"]
 MCKeyById == [m \in Msgs |-> m]
 
-CONSTANTS MaxCands, MaxInTransit, MaxDepth
+CONSTANTS MaxCands, MaxInTransit
 \* State constraints (each configuration says which it uses):
 \* at most MaxCands candidate blocks (each ignored round can make collators try again);
 CandsBound == Len(cands) <= MaxCands
@@ -30,11 +30,7 @@ CandsBound == Len(cands) <= MaxCands
 SubmitFirst == session > 0 => \A m \in Msgs : fn[m] # "none"
 \* at most MaxInTransit catchain records, and one fan-out's copies from the full node, in transit.
 TransitBound == Cardinality(CcLive) <= MaxInTransit /\ Cardinality(NetLive) <= Fanout
-\* behaviours of at most MaxDepth steps (0: no bound). TLC's breadth-first search finds each state
-\* at its shortest distance from Init, so this explores every state reachable in MaxDepth steps;
-\* with one worker the figures are exact (several workers can find a state first by a longer path).
-DepthBound == MaxDepth = 0 \/ TLCGet("level") <= MaxDepth
-Bounds == CandsBound /\ SubmitFirst /\ TransitBound /\ DepthBound
+Bounds == CandsBound /\ SubmitFirst /\ TransitBound
 
 \* The client makes a message (or the same body under a new id) only once every message made before
 \* has settled (ClientSubmits <- AfterSettled): the full node reported a final status for it
