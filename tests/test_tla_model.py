@@ -136,9 +136,9 @@ def _property(key: str) -> str:
     return key.split("/")[0]
 
 
-def _mutant_folder(tmp_path, key):
-    cfg_name, changes, _ = MUTATIONS[key]
-    prop = _property(key)
+def _model_folder(tmp_path, cfg_name, changes, check):
+    """A copy of the model whose MCREMP.cfg is ``cfg_name`` with ``changes`` to its constants and
+    ``check`` (an INVARIANTS or PROPERTIES line) instead of its own properties."""
     folder = tmp_path / "model"
     folder.mkdir()
     for f in MODEL_DIR.glob("*.tla"):
@@ -154,9 +154,31 @@ def _mutant_folder(tmp_path, key):
         if ln.startswith("CONSTANTS"):
             # a definition of REMP.tla replaced for the mutation (e.g. CacheKey <- MCKeyById)
             lines += [f"    {name} {value}" for name, value in changes.items() if value.startswith("<-")]
-    lines.append(("PROPERTIES " if prop in TEMPORAL else "INVARIANTS ") + prop)
+    lines.append(check)
     (folder / "MCREMP.cfg").write_text("\n".join(lines) + "\n")
     return folder
+
+
+def _module_of(cfg_name):
+    return next(c.module for c in load_manifest().model("remp").configs if c.cfg == cfg_name)
+
+
+def _mutant_folder(tmp_path, key):
+    cfg_name, changes, _ = MUTATIONS[key]
+    prop = _property(key)
+    return _model_folder(tmp_path, cfg_name, changes, ("PROPERTIES " if prop in TEMPORAL else "INVARIANTS ") + prop)
+
+
+@pytest.mark.slow
+def test_small_carries_both_ids_to_an_outcome(tmp_path):
+    """The bounds of `small` leave behaviours in which both ids reach an outcome: TLC finds a state
+    where each is Finalized or has a final status at every honest validator (the witness
+    NotAllCarried, MCREMP.tla, is violated)."""
+    folder = _model_folder(tmp_path, "MCREMP.cfg", {}, "INVARIANTS NotAllCarried")
+    result = run_tlc(folder, _module_of("MCREMP.cfg"), "MCREMP.cfg", workers=1, deadlock_check=False, timeout=300)
+    assert result.verdict == "violation", (result.verdict, result.error)
+    assert result.name == "NotAllCarried"
+    sys.stdout.write(render_result(result, title="both ids carried to an outcome (small)", max_traces=1))
 
 
 def test_every_property_has_a_mutation():
@@ -170,7 +192,7 @@ def test_every_property_has_a_mutation():
 @pytest.mark.parametrize("key", sorted(MUTATIONS))
 def test_mutation_is_caught(tmp_path, capsys, key):
     folder = _mutant_folder(tmp_path, key)
-    result = run_tlc(folder, "MCREMP", "MCREMP.cfg", workers=2, deadlock_check=False, timeout=300)
+    result = run_tlc(folder, _module_of(MUTATIONS[key][0]), "MCREMP.cfg", workers=2, deadlock_check=False, timeout=300)
     with capsys.disabled():
         sys.stdout.write(f"\n--- mutation: {MUTATIONS[key][2]} ({key}) ---\n")
         sys.stdout.write(render_result(result, title=f"mutation {key}", max_traces=1))

@@ -21,7 +21,7 @@ MCMembersAlternating == [s \in 0..MaxSession |-> IF s % 2 = 0 THEN {v1} ELSE {v2
 MCUidShared == [m \in Msgs |-> "u1"]
 MCKeyById == [m \in Msgs |-> m]
 
-CONSTANTS MaxCands, MaxInTransit, MaxDepth
+CONSTANTS MaxCands, MaxInTransit
 \* State constraints (each configuration says which it uses):
 \* at most MaxCands candidate blocks (each ignored round can make collators try again);
 CandsBound == Len(cands) <= MaxCands
@@ -30,11 +30,25 @@ CandsBound == Len(cands) <= MaxCands
 SubmitFirst == session > 0 => \A m \in Msgs : fn[m] # "none"
 \* at most MaxInTransit catchain records, and one fan-out's copies from the full node, in transit.
 TransitBound == Cardinality(CcLive) <= MaxInTransit /\ Cardinality(NetLive) <= Fanout
-\* behaviours of at most MaxDepth steps (0: no bound). TLC's breadth-first search finds each state
-\* at its shortest distance from Init, so this explores every state reachable in MaxDepth steps;
-\* with one worker the figures are exact (several workers can find a state first by a longer path).
-DepthBound == MaxDepth = 0 \/ TLCGet("level") <= MaxDepth
-Bounds == CandsBound /\ SubmitFirst /\ TransitBound /\ DepthBound
+Bounds == CandsBound /\ SubmitFirst /\ TransitBound
+
+\* The client makes a message (or the same body under a new id) only once every message made before
+\* has settled (ClientSubmits <- AfterSettled): the full node reported a final status for it
+\* (Finalized, or rejected in pre-evaluation), or it is in no block and every honest validator is done
+\* with it (Resolved in REMP.tla: rejected, in its cache, or stopped by 2/3 rejects) with nothing left
+\* in transit and every honest validator at the top of the chain. Left out: two messages in
+\* processing at once before the first has an outcome (both ids in one candidate, a collator choosing
+\* between them, the second id reaching a validator before the first is in a block). Kept: the
+\* second id made while validators are still applying the block that holds the first (after the
+\* full node's Finalized), and a faulty validator replaying the first during the second's processing.
+Quiet == CcLive = {} /\ NetLive = {} /\ \A w \in Honest : tip[w] = Len(chain)
+Settled(n) == fn[n] \in FnFinal \/ (n \notin ChainMsgs /\ Resolved(n) /\ Quiet)
+AfterSettled(m) == \A n \in Msgs \ {m} : fn[n] # "none" => Settled(n)
+
+\* A witness, not a property: TLC must find it violated, which shows that a configuration carries every
+\* message to an outcome (the full node's Finalized, or a final status at every honest validator).
+Carried(m) == fn[m] = "finalized" \/ (fn[m] = "sent" /\ \A w \in Honest : st[w][m] \in FinalStatuses)
+NotAllCarried == ~\A m \in Msgs : Carried(m)
 
 \* The view of the live configuration: without the reject records counted. There no collator
 \* rejects and one faulty validator cannot reach StopCollationRejected(4) = 3 alone, so the records

@@ -213,11 +213,17 @@ Init ==
 
 Recipients == {T \in SUBSET Members[session] : Cardinality(T) = Fanout}
 
+(* When the client may make message m: at any time. A configuration may    *)
+(* replace it (ClientSubmits <- ...) to bound the search; MCREMP.tla says   *)
+(* what each replacement leaves out.                                        *)
+ClientSubmits(m) == TRUE
+
 (* The client makes message m in this session (its expiry counts from it)  *)
 (* and the full node passes pre-evaluation and sends it to Fanout          *)
 (* validators of the session (001: "at least 1/3 + 1 of validators").      *)
 Submit(m, T) ==
     /\ fn[m] = "none"
+    /\ ClientSubmits(m)
     /\ fn' = [fn EXCEPT ![m] = FnTo["SentToValidators"]]
     /\ origin' = [origin EXCEPT ![m] = session]
     /\ passed' = passed \cup {m}
