@@ -141,7 +141,7 @@ class _Msg:
     """What the checker remembers about one open message."""
 
     __slots__ = ("id", "first_ref", "first_t", "last_seq", "srcs", "kmask", "fin", "acc", "incl",
-                 "fn_rej", "sent_t", "put_t", "seen", "fin_count", "blk", "coll", "total")
+                 "fn_rej", "sent_t", "put_t", "seen", "seen_bits", "fin_count", "blk", "coll", "total")
 
     def __init__(self, mid: str, ref: int, t: int | None, seq: int):
         self.id = mid
@@ -158,6 +158,7 @@ class _Msg:
         self.sent_t: int | None = None
         self.put_t: int | None = None
         self.seen = array("q")  # hashes of the receipts seen: a few dozen, so an array beats a set in memory
+        self.seen_bits = 0  # one bit per hash seen (its low 7 bits): most new receipts need no search of ``seen``
         self.blk: list | None = None  # timed block events for REMP-REPLAY-004/005: (kind, block, t, ref, source)
         self.coll: dict | None = None  # candidate block -> (source, ref) of its first IncludedIntoBlock (REMP-BLOCK-001)
         self.total: int | None = None  # total_validators of the first SentToValidators (REMP-COLL-004)
@@ -453,6 +454,8 @@ class RempLogChecker:
         unsigned_roles = m.unsigned_roles
         fold = m.ids_fold_case
         intern_src = self._src_names.setdefault
+        folded_blocks: dict[str, str] = {}  # block ids seen -> as compared (case-folded)
+        fold_block = folded_blocks.get
         rep = self._rep
         # the typed decoder (decode.py); signatures are verified on the receipt as a dict
         typed, kind_of, mc_kinds = (None, None, ()) if self.keyed or not self.typed else m.typed_decoder()
@@ -622,11 +625,13 @@ class RempLogChecker:
                     if msg.first_t is None and t is not None:
                         msg.first_t = t
                 h = hash(text)
-                seen = msg.seen
-                if h in seen:
+                bit = 1 << (h & 127)
+                bits = msg.seen_bits
+                if bits & bit and h in msg.seen:
                     self.redelivered += 1
                     continue
-                seen.append(h)
+                msg.seen_bits = bits | bit
+                msg.seen.append(h)
                 if bad and check_schema:
                     violate("REMP-SCHEMA-001", mid, f"{kind if type(kind) is str else 'receipt'}: " + "; ".join(bad),
                             [(ref, kind if type(kind) is str else None, src)])
@@ -732,7 +737,12 @@ class RempLogChecker:
                 if ki.has_block:
                     if type(block) is str:
                         if fold:
-                            block = block.lower()
+                            folded = fold_block(block)  # one string per block: shared by its messages' state
+                            if folded is None:
+                                folded = block.lower()
+                                if len(folded_blocks) < 100_000:
+                                    folded_blocks[block] = folded
+                            block = folded
                         if kind in INCLUSION_KINDS:
                             self._inclusion(msg, kind, block, ref, t, src, expiry_ms)
                         elif kind == "Finalized":
