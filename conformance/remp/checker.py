@@ -461,10 +461,6 @@ class RempLogChecker:
         typed, kind_of, mc_kinds = (None, None, ()) if self.keyed or not self.typed else m.typed_decoder()
         for refs, batch in batches:
             for ref, line in zip(refs, batch):
-                if part_n:
-                    share = partition_share(line, part_n)
-                    if ((ref & LINE_MASK) % part_n if share is None else share) != part_k:
-                        continue
                 kts = None
                 text = line
                 obj = None
@@ -473,10 +469,28 @@ class RempLogChecker:
                         obj = typed(line)
                     except Exception:  # noqa: BLE001 - whatever it cannot type, the general reading below explains
                         obj = None
-                    else:
-                        ki = kind_of[type(obj)]
-                        if ki.name in mc_kinds and obj.mc_block_file_hash is None:
-                            obj = None  # the master block's file hash may need recovering: the general reading
+                if part_n:
+                    # The share of a typed receipt follows from its id as decoded: the same digit
+                    # partition_share finds in the raw line when that holds no escape (no
+                    # backslash) and the id ends in an ASCII character, and cheaper than searching
+                    # the line (a share reads every line of the log). They differ only for a line
+                    # whose later string field holds the very text "message_id": the search would
+                    # take that for the key, and split the message from its other receipts.
+                    share = None
+                    if obj is not None:
+                        share = obj.message_id
+                        if type(share) is str and share and share[-1] < "\x80" and b"\\" not in line:
+                            share = (ord(share[-1]) | 0x20) % part_n
+                        else:
+                            share = None
+                    if share is None:
+                        share = partition_share(line, part_n)
+                    if ((ref & LINE_MASK) % part_n if share is None else share) != part_k:
+                        continue
+                if obj is not None:
+                    ki = kind_of[type(obj)]
+                    if ki.name in mc_kinds and obj.mc_block_file_hash is None:
+                        obj = None  # the master block's file hash may need recovering: the general reading
                 near = None
                 if obj is not None:
                     seq += 1
@@ -899,11 +913,11 @@ class RempLogChecker:
         Finalized) while another block B was accepted before t and not released (ignored or
         rejected by the masterchain) by t. One finding per rule and message, the first in log order."""
         events = msg.blk
+        if len({e[1] for e in events if e[0] in INCLUSION_KINDS}) <= 1:
+            return  # every inclusion names one block: no other block can have held the message
         accepted = [e for e in events if e[0] == "IncludedIntoAcceptedBlock"]
         if not accepted:
             return
-        if all(e[1] == accepted[0][1] for e in accepted) and all(e[1] == accepted[0][1] for e in events if e[0] in INCLUSION_KINDS):
-            return  # one accepted block, and every inclusion names it: no other block can have held the message
         released = [(b, rt) for k, b, rt, _, _ in events if k in RELEASE_KINDS]
         fin_t = msg.fin[2] if msg.fin is not None else None
         for rule, kind in (("REMP-REPLAY-004", "IncludedIntoAcceptedBlock"), ("REMP-REPLAY-005", "IncludedIntoBlock")):
