@@ -213,6 +213,7 @@ class RempLogChecker:
         self._known_fields = None
         self._near_cache: dict = {}
         self.typed = typed  # read well-formed receipts with the typed decoder (decode.py); False: orjson dicts only
+        self._collator_reject_bit = m.kinds["RejectedByCollator"].bit
         self._kwargs = dict(profile=self.profile, lifetime_s=self.lifetime_s, horizon_s=self.horizon_s, roles=roles,
                             max_examples=max_examples, idle_receipts=idle_receipts, validator_set=validator_set,
                             typed=typed)
@@ -294,6 +295,7 @@ class RempLogChecker:
         self._next_sweep_t = 0
         self._top: tuple | None = None  # the latest time seen: (t, ref, message, kind, source or message)
         self.lat = {name: LatencyHistogram() for name in self.model.latency}
+        self._outcome_of: dict[tuple, tuple] = {}  # (kinds seen, queued validators' positions) -> outcome
         self.per_source: dict[str, list] = {}  # source -> SourceFigures fields (see _source_figures)
         # a share of a sharded run holds back messages whose sources' roles it has not seen
         self._deferring = partition is not None or shared
@@ -934,6 +936,8 @@ class RempLogChecker:
     def _collated_after_rejects(self, msg: _Msg) -> None:
         """REMP-COLL-004: an IncludedIntoBlock later than the time by which ceil(2N/3) validators
         (N: total_validators of the first SentToValidators) had reported RejectedByCollator."""
+        if not msg.kmask & self._collator_reject_bit:
+            return  # no RejectedByCollator
         need = self.model.threshold("stop_collation_rejected", msg.total)
         first: dict = {}  # source -> (time, ref) of its first reject
         for k, _, t, ref, src in msg.blk:
@@ -1117,7 +1121,13 @@ class RempLogChecker:
             self.untimed_expiry += 1  # an inclusion whose delay cannot be measured
         self._source_figures(msg)
         queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None and self._role_of(s, st) == VALIDATOR]
-        outcome, final = evaluate_outcome(m.outcomes, msg.kmask, [st[1] for _, st in queued])
+        key = (msg.kmask, tuple([st[1] for _, st in queued]))  # a few patterns recur over a log's messages
+        got = self._outcome_of.get(key)
+        if got is None:
+            got = evaluate_outcome(m.outcomes, key[0], key[1])
+            if len(self._outcome_of) < 10_000:
+                self._outcome_of[key] = got
+        outcome, final = got
         fin = msg.fin
         if msg.blk is not None:
             self._replay_before_final(msg)

@@ -110,20 +110,23 @@ def _hex_check(pattern: str) -> Callable[[Any], bool] | None:
     if len(cases) != 1 or "".join(f"[0-9a-{c}]{{{n}}}|" for c, n in parts).rstrip("|") != m.group(1):
         return None
     lengths = frozenset(int(n) for _, n in parts)
-    lower_only = cases == {"f"}
     fromhex = bytes.fromhex
 
-    def check(v) -> bool:  # called once per receipt for its signature: kept to a few operations
-        if type(v) is not str:
-            return False
-        n = len(v)
-        if n not in lengths:
-            return False
-        try:
-            ok = len(fromhex(v)) * 2 == n  # fromhex skips spaces: the length catches them
-        except ValueError:
-            return False
-        return ok and (not lower_only or v.islower() or v.isdigit())
+    # called once per receipt for its signature: kept to a few operations. A value that is no
+    # string has no length or is refused by fromhex (TypeError); fromhex skips spaces, which the
+    # length catches.
+    if cases == {"f"}:
+        def check(v) -> bool:
+            try:
+                return len(v) in lengths and len(fromhex(v)) * 2 == len(v) and (v.islower() or v.isdigit())
+            except (TypeError, ValueError):
+                return False
+    else:
+        def check(v) -> bool:
+            try:
+                return len(v) in lengths and len(fromhex(v)) * 2 == len(v)
+            except (TypeError, ValueError):
+                return False
 
     return check
 
