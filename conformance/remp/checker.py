@@ -637,9 +637,10 @@ class RempLogChecker:
                     if len(msgs) > self.peak_open:
                         self.peak_open = len(msgs)
                 else:
-                    msg.last_seq = seq
                     if msg.first_t is None and t is not None:
                         msg.first_t = t
+                    if hwm is None or msg.first_t is None:
+                        msg.last_seq = seq  # read by the sweep only while the message or the log has no time
                 h = hash(text)
                 bit = 1 << (h & 127)
                 bits = msg.seen_bits
