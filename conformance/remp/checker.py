@@ -159,7 +159,9 @@ class _Msg:
         self.put_t: int | None = None
         self.seen = array("q")  # hashes of the receipts seen: a few dozen, so an array beats a set in memory
         self.seen_bits = 0  # one bit per hash seen (its low 7 bits): most new receipts need no search of ``seen``
-        self.blk: list | None = None  # timed block events for REMP-REPLAY-004/005: (kind, block, t, ref, source)
+        # timed block events for REMP-REPLAY-004/005 and COLL-004, flat: kind, block, t, ref, source,
+        # kind, ... (one list, no tuple per event; see _block_events)
+        self.blk: list | None = None
         self.coll: dict | None = None  # candidate block -> (source, ref) of its first IncludedIntoBlock (REMP-BLOCK-001)
         self.total: int | None = None  # total_validators of the first SentToValidators (REMP-COLL-004)
 
@@ -773,9 +775,9 @@ class RempLogChecker:
                         block = block.lower()
                     if block is not None or kind not in INCLUSION_KINDS:
                         if msg.blk is None:
-                            msg.blk = [(kind, block, t, ref, src)]
+                            msg.blk = [kind, block, t, ref, src]
                         else:
-                            msg.blk.append((kind, block, t, ref, src))
+                            msg.blk.extend((kind, block, t, ref, src))
                 if (seq & (SWEEP_EVERY - 1)) == 0:  # for logs whose receipts carry no time
                     self.seq = seq
                     self._sweep()
@@ -911,11 +913,16 @@ class RempLogChecker:
             self._violate("REMP-BLOCK-001", msg.id, f"IncludedIntoBlock for block {block[:16]}… from {src}, which {first[0]} reported collating",
                           [(first[1], "IncludedIntoBlock", first[0]), (ref, "IncludedIntoBlock", src)])
 
-    def _replay_before_final(self, msg: _Msg) -> None:
+    @staticmethod
+    def _block_events(msg: _Msg) -> list[tuple]:
+        """A message's timed block events as (kind, block, t, ref, source) tuples, in log order."""
+        b = msg.blk
+        return list(zip(b[0::5], b[1::5], b[2::5], b[3::5], b[4::5]))
+
+    def _replay_before_final(self, msg: _Msg, events: list[tuple]) -> None:
         """REMP-REPLAY-004/005: an inclusion into block B' at time t (before the message's
         Finalized) while another block B was accepted before t and not released (ignored or
         rejected by the masterchain) by t. One finding per rule and message, the first in log order."""
-        events = msg.blk
         if len({e[1] for e in events if e[0] in INCLUSION_KINDS}) <= 1:
             return  # every inclusion names one block: no other block can have held the message
         accepted = [e for e in events if e[0] == "IncludedIntoAcceptedBlock"]
@@ -934,20 +941,20 @@ class RempLogChecker:
                                   "still held it (not ignored or rejected by the masterchain)", [(held[3], held[0], held[4]), (ref, kind, src)])
                     break
 
-    def _collated_after_rejects(self, msg: _Msg) -> None:
+    def _collated_after_rejects(self, msg: _Msg, events: list[tuple]) -> None:
         """REMP-COLL-004: an IncludedIntoBlock later than the time by which ceil(2N/3) validators
         (N: total_validators of the first SentToValidators) had reported RejectedByCollator."""
         if not msg.kmask & self._collator_reject_bit:
             return  # no RejectedByCollator
         need = self.model.threshold("stop_collation_rejected", msg.total)
         first: dict = {}  # source -> (time, ref) of its first reject
-        for k, _, t, ref, src in msg.blk:
+        for k, _, t, ref, src in events:
             if k == "RejectedByCollator" and src is not None and (src not in first or t < first[src][0]):
                 first[src] = (t, ref)
         if need < 1 or len(first) < need:
             return
         cut_t, cut_ref = sorted(first.values())[need - 1]
-        for k, b, t, ref, src in msg.blk:
+        for k, b, t, ref, src in events:
             if k == "IncludedIntoBlock" and t > cut_t:
                 self._violate("REMP-COLL-004", msg.id, f"IncludedIntoBlock into block {b[:16]}… by {src} {(t - cut_t) / 1000:.1f} s after "
                               f"{need} of {msg.total} validators had rejected the message", [(cut_ref, "RejectedByCollator", None), (ref, k, src)])
@@ -1131,9 +1138,10 @@ class RempLogChecker:
         outcome, final = got
         fin = msg.fin
         if msg.blk is not None:
-            self._replay_before_final(msg)
+            events = self._block_events(msg)
+            self._replay_before_final(msg, events)
             if msg.total is not None:
-                self._collated_after_rejects(msg)
+                self._collated_after_rejects(msg, events)
         if fin is not None:
             fin_ev = (fin[1], "Finalized", fin[3])
             if queued and all(st[1] in REJECT_POSITIONS for _, st in queued):
