@@ -140,20 +140,24 @@ def partition_share(line: bytes, n: int) -> int | None:
 class _Msg:
     """What the checker remembers about one open message."""
 
-    __slots__ = ("id", "first_ref", "first_t", "last_seq", "srcs", "kmask", "fin", "acc", "incl",
-                 "fn_rej", "sent_t", "put_t", "seen", "seen_bits", "fin_count", "blk", "coll", "total")
+    __slots__ = ("id", "first_ref", "first_t", "last_seq", "srcs", "kmask", "fin", "blocks",
+                 "fn_rej", "sent_t", "put_t", "seen", "seen_bits", "fin_count", "blk", "total")
 
     def __init__(self, mid: str, ref: int, t: int | None, seq: int):
         self.id = mid
         self.first_ref = ref
         self.first_t = t
         self.last_seq = seq
-        self.srcs: dict[str, list] = {}  # source -> [role, position, last ref, last kind, queued ref, first time, receipts]
+        # source -> [role, position, last ref, last kind, queued (True once it reported a queued_by kind, else None),
+        # first time, receipts]
+        self.srcs: dict[str, list] = {}
         self.kmask = 0  # bits of the kinds seen (KindInfo.bit)
         self.fin: tuple | None = None  # (block_id, ref, t, source) of the first Finalized
         self.fin_count = 0
-        self.acc: dict[str, int] | None = None  # accepted shard block -> first ref (made when needed)
-        self.incl: dict[str, int | None] | None = None  # block -> time of its first inclusion receipt
+        # block named by an inclusion receipt -> [time of its first inclusion receipt, accepted (an
+        # IncludedIntoAcceptedBlock named it), source of its first IncludedIntoBlock (REMP-BLOCK-001),
+        # that receipt's ref]: one dict and one list per block instead of three dicts (made when needed)
+        self.blocks: dict[str, list] | None = None
         self.fn_rej: tuple | None = None  # (ref, source)
         self.sent_t: int | None = None
         self.put_t: int | None = None
@@ -162,7 +166,6 @@ class _Msg:
         # timed block events for REMP-REPLAY-004/005 and COLL-004, flat: kind, block, t, ref, source,
         # kind, ... (one list, no tuple per event; see _block_events)
         self.blk: list | None = None
-        self.coll: dict | None = None  # candidate block -> (source, ref) of its first IncludedIntoBlock (REMP-BLOCK-001)
         self.total: int | None = None  # total_validators of the first SentToValidators (REMP-COLL-004)
 
 
@@ -732,7 +735,7 @@ class RempLogChecker:
                         st[3] = ki.name
                         st[6] += 1
                         if st[4] is None and ki.bit & queued_mask:
-                            st[4] = ref
+                            st[4] = True  # a flag, not the ref: no int kept alive per source
                 # ---- per-message rules ----------------------------------------------------------
                 if kind == "PutIntoQueue":
                     if msg.put_t is None and t:
@@ -884,12 +887,16 @@ class RempLogChecker:
         return True if t is None or other_t is None else t > other_t
 
     def _inclusion(self, msg: _Msg, kind: str, block: str, ref: int, t, src, expiry_ms: int) -> None:
+        blocks = msg.blocks
+        if blocks is None:
+            blocks = msg.blocks = {}
+        entry = blocks.get(block)
+        first = entry is None
+        if first:
+            entry = blocks[block] = [t, False, None, None]
         if kind == "IncludedIntoBlock" and src is not None:
-            self._collator_of(msg, block, ref, src)
-        if msg.incl is None:
-            msg.incl = {}
-        if block not in msg.incl:
-            msg.incl[block] = t
+            self._collator_of(msg, entry, block, ref, src)
+        if first:
             base_t = msg.put_t if msg.put_t is not None else msg.first_t  # received by a validator
             if self._obsolete_by_session:
                 self._obsolete_inclusion(msg, kind, block, ref, t, src, base_t)
@@ -898,20 +905,18 @@ class RempLogChecker:
                               f"first included into block {block[:16]}… {(t - base_t) / 1000:.1f} s after a validator first received it; the {self.profile} profile keeps a message at most {expiry_ms / 1000:.0f} s",
                               [(msg.first_ref, None, None), (ref, kind, src)])
         if kind == "IncludedIntoAcceptedBlock":
-            if msg.acc is None:
-                msg.acc = {}
-            msg.acc.setdefault(block, ref)
+            entry[1] = True
         if msg.fin is not None:
             self._replay(msg.id, msg.fin, kind, block, ref, t, src)
 
-    def _collator_of(self, msg: _Msg, block: str, ref: int, src: str) -> None:
-        """REMP-BLOCK-001: a candidate's IncludedIntoBlock from another source than its first one."""
-        if msg.coll is None:
-            msg.coll = {}
-        first = msg.coll.setdefault(block, (src, ref))
-        if first[0] != src:
-            self._violate("REMP-BLOCK-001", msg.id, f"IncludedIntoBlock for block {block[:16]}… from {src}, which {first[0]} reported collating",
-                          [(first[1], "IncludedIntoBlock", first[0]), (ref, "IncludedIntoBlock", src)])
+    def _collator_of(self, msg: _Msg, entry: list, block: str, ref: int, src: str) -> None:
+        """REMP-BLOCK-001: a candidate's IncludedIntoBlock from another source than its first one
+        (``entry``: the block's entry in ``msg.blocks``)."""
+        if entry[2] is None:
+            entry[2], entry[3] = src, ref
+        elif entry[2] != src:
+            self._violate("REMP-BLOCK-001", msg.id, f"IncludedIntoBlock for block {block[:16]}… from {src}, which {entry[2]} reported collating",
+                          [(entry[3], "IncludedIntoBlock", entry[2]), (ref, "IncludedIntoBlock", src)])
 
     @staticmethod
     def _block_events(msg: _Msg) -> list[tuple]:
@@ -1125,7 +1130,7 @@ class RempLogChecker:
     def _judge(self, msg: _Msg, at_end: bool, hwm: int | None) -> None:
         m = self.model
         violate = self._violate
-        if msg.incl and ((msg.put_t is None and msg.first_t is None) or None in msg.incl.values()):
+        if msg.blocks and ((msg.put_t is None and msg.first_t is None) or any(e[0] is None for e in msg.blocks.values())):
             self.untimed_expiry += 1  # an inclusion whose delay cannot be measured
         self._source_figures(msg)
         queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None and self._role_of(s, st) == VALIDATOR]
@@ -1151,7 +1156,8 @@ class RempLogChecker:
             if msg.fn_rej is not None:
                 violate("REMP-OUTCOME-002", msg.id, "finalized after the full node rejected it",
                         [(msg.fn_rej[0], "RejectedByFullnode", msg.fn_rej[1]), fin_ev])
-            if not msg.acc or fin[0] not in msg.acc:
+            accepted = msg.blocks.get(fin[0]) if msg.blocks else None
+            if accepted is None or not accepted[1]:
                 violate("REMP-FIN-002", msg.id, f"Finalized names shard block {fin[0][:16]}…, which no validator reported as IncludedIntoAcceptedBlock",
                         [fin_ev])
             if msg.sent_t is not None and fin[2] is not None:
