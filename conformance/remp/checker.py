@@ -1130,8 +1130,15 @@ class RempLogChecker:
     def _judge(self, msg: _Msg, at_end: bool, hwm: int | None) -> None:
         m = self.model
         violate = self._violate
-        if msg.blocks and ((msg.put_t is None and msg.first_t is None) or any(e[0] is None for e in msg.blocks.values())):
-            self.untimed_expiry += 1  # an inclusion whose delay cannot be measured
+        if msg.blocks:
+            untimed = msg.put_t is None and msg.first_t is None
+            if not untimed:
+                for entry in msg.blocks.values():
+                    if entry[0] is None:
+                        untimed = True
+                        break
+            if untimed:
+                self.untimed_expiry += 1  # an inclusion whose delay cannot be measured
         self._source_figures(msg)
         queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None and self._role_of(s, st) == VALIDATOR]
         key = (msg.kmask, tuple([st[1] for _, st in queued]))  # a few patterns recur over a log's messages
@@ -1143,10 +1150,16 @@ class RempLogChecker:
         outcome, final = got
         fin = msg.fin
         if msg.blk is not None:
-            events = self._block_events(msg)
-            self._replay_before_final(msg, events)
-            if msg.total is not None:
-                self._collated_after_rejects(msg, events)
+            # REMP-REPLAY-004/005 need two blocks named by inclusions (msg.blocks holds every one),
+            # REMP-COLL-004 a RejectedByCollator: most messages have neither, and skip both
+            replays = msg.blocks is not None and len(msg.blocks) > 1
+            collated = msg.total is not None and msg.kmask & self._collator_reject_bit
+            if replays or collated:
+                events = self._block_events(msg)
+                if replays:
+                    self._replay_before_final(msg, events)
+                if collated:
+                    self._collated_after_rejects(msg, events)
         if fin is not None:
             fin_ev = (fin[1], "Finalized", fin[3])
             if queued and all(st[1] in REJECT_POSITIONS for _, st in queued):
