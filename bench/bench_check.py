@@ -86,7 +86,7 @@ def _children_cpu() -> float:
 def _tree(pid: int) -> list[int]:
     """The process and its descendants (from /proc)."""
     parent = {}
-    for entry in os.listdir("/proc"):
+    for entry in (os.listdir("/proc") if os.path.isdir("/proc") else ()):  # no /proc: nothing summed
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat", "rb") as f:
