@@ -127,9 +127,9 @@ def main() -> int:
     for jobs in jobs_list:
         plain = signed = None
         for _ in range(args.repeat):
-            w, _, _, rep = timed_check([str(log), "--jobs", str(jobs)])
+            w, _, _, rep, _ = timed_check([str(log), "--jobs", str(jobs)])
             plain = w if plain is None else min(plain, w)
-            w2, _, _, rep2 = timed_check([str(log), "--jobs", str(jobs), "--validators", vfile])
+            w2, _, _, rep2, _ = timed_check([str(log), "--jobs", str(jobs), "--validators", vfile])
             signed = w2 if signed is None else min(signed, w2)
         sig = rep2["metrics"]["signatures"]
         print(f"check j{jobs} without --validators: {plain:.1f} s ({rep['receipts'] / plain:,.0f} receipts/s, verdict {rep['verdict']}, "

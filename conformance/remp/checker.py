@@ -140,26 +140,32 @@ def partition_share(line: bytes, n: int) -> int | None:
 class _Msg:
     """What the checker remembers about one open message."""
 
-    __slots__ = ("id", "first_ref", "first_t", "last_seq", "srcs", "kmask", "fin", "acc", "incl",
-                 "fn_rej", "sent_t", "put_t", "seen", "fin_count", "blk", "coll", "total")
+    __slots__ = ("id", "first_ref", "first_t", "last_seq", "srcs", "kmask", "fin", "blocks",
+                 "fn_rej", "sent_t", "put_t", "seen", "seen_bits", "fin_count", "blk", "total")
 
     def __init__(self, mid: str, ref: int, t: int | None, seq: int):
         self.id = mid
         self.first_ref = ref
         self.first_t = t
         self.last_seq = seq
-        self.srcs: dict[str, list] = {}  # source -> [role, position, last ref, last kind, queued ref, first time, receipts]
+        # source -> [role, position, last ref, last kind, queued (True once it reported a queued_by kind, else None),
+        # first time, receipts]
+        self.srcs: dict[str, list] = {}
         self.kmask = 0  # bits of the kinds seen (KindInfo.bit)
         self.fin: tuple | None = None  # (block_id, ref, t, source) of the first Finalized
         self.fin_count = 0
-        self.acc: dict[str, int] | None = None  # accepted shard block -> first ref (made when needed)
-        self.incl: dict[str, int | None] | None = None  # block -> time of its first inclusion receipt
+        # block named by an inclusion receipt -> [time of its first inclusion receipt, accepted (an
+        # IncludedIntoAcceptedBlock named it), source of its first IncludedIntoBlock (REMP-BLOCK-001),
+        # that receipt's ref]: one dict and one list per block instead of three dicts (made when needed)
+        self.blocks: dict[str, list] | None = None
         self.fn_rej: tuple | None = None  # (ref, source)
         self.sent_t: int | None = None
         self.put_t: int | None = None
         self.seen = array("q")  # hashes of the receipts seen: a few dozen, so an array beats a set in memory
-        self.blk: list | None = None  # timed block events for REMP-REPLAY-004/005: (kind, block, t, ref, source)
-        self.coll: dict | None = None  # candidate block -> (source, ref) of its first IncludedIntoBlock (REMP-BLOCK-001)
+        self.seen_bits = 0  # one bit per hash seen (its low 7 bits): most new receipts need no search of ``seen``
+        # timed block events for REMP-REPLAY-004/005 and COLL-004, flat: kind, block, t, ref, source,
+        # kind, ... (one list, no tuple per event; see _block_events)
+        self.blk: list | None = None
         self.total: int | None = None  # total_validators of the first SentToValidators (REMP-COLL-004)
 
 
@@ -212,6 +218,7 @@ class RempLogChecker:
         self._known_fields = None
         self._near_cache: dict = {}
         self.typed = typed  # read well-formed receipts with the typed decoder (decode.py); False: orjson dicts only
+        self._collator_reject_bit = m.kinds["RejectedByCollator"].bit
         self._kwargs = dict(profile=self.profile, lifetime_s=self.lifetime_s, horizon_s=self.horizon_s, roles=roles,
                             max_examples=max_examples, idle_receipts=idle_receipts, validator_set=validator_set,
                             typed=typed)
@@ -293,6 +300,7 @@ class RempLogChecker:
         self._next_sweep_t = 0
         self._top: tuple | None = None  # the latest time seen: (t, ref, message, kind, source or message)
         self.lat = {name: LatencyHistogram() for name in self.model.latency}
+        self._outcome_of: dict[tuple, tuple] = {}  # (kinds seen, queued validators' positions) -> outcome
         self.per_source: dict[str, list] = {}  # source -> SourceFigures fields (see _source_figures)
         # a share of a sharded run holds back messages whose sources' roles it has not seen
         self._deferring = partition is not None or shared
@@ -453,15 +461,13 @@ class RempLogChecker:
         unsigned_roles = m.unsigned_roles
         fold = m.ids_fold_case
         intern_src = self._src_names.setdefault
+        folded_blocks: dict[str, str] = {}  # block ids seen -> as compared (case-folded)
+        fold_block = folded_blocks.get
         rep = self._rep
         # the typed decoder (decode.py); signatures are verified on the receipt as a dict
         typed, kind_of, mc_kinds = (None, None, ()) if self.keyed or not self.typed else m.typed_decoder()
         for refs, batch in batches:
             for ref, line in zip(refs, batch):
-                if part_n:
-                    share = partition_share(line, part_n)
-                    if ((ref & LINE_MASK) % part_n if share is None else share) != part_k:
-                        continue
                 kts = None
                 text = line
                 obj = None
@@ -470,10 +476,28 @@ class RempLogChecker:
                         obj = typed(line)
                     except Exception:  # noqa: BLE001 - whatever it cannot type, the general reading below explains
                         obj = None
-                    else:
-                        ki = kind_of[type(obj)]
-                        if ki.name in mc_kinds and obj.mc_block_file_hash is None:
-                            obj = None  # the master block's file hash may need recovering: the general reading
+                if part_n:
+                    # The share of a typed receipt follows from its id as decoded: the same digit
+                    # partition_share finds in the raw line when that holds no escape (no
+                    # backslash) and the id ends in an ASCII character, and cheaper than searching
+                    # the line (a share reads every line of the log). They differ only for a line
+                    # whose later string field holds the very text "message_id": the search would
+                    # take that for the key, and split the message from its other receipts.
+                    share = None
+                    if obj is not None:
+                        share = obj.message_id
+                        if type(share) is str and share and share[-1] < "\x80" and b"\\" not in line:
+                            share = (ord(share[-1]) | 0x20) % part_n
+                        else:
+                            share = None
+                    if share is None:
+                        share = partition_share(line, part_n)
+                    if ((ref & LINE_MASK) % part_n if share is None else share) != part_k:
+                        continue
+                if obj is not None:
+                    ki = kind_of[type(obj)]
+                    if ki.name in mc_kinds and obj.mc_block_file_hash is None:
+                        obj = None  # the master block's file hash may need recovering: the general reading
                 near = None
                 if obj is not None:
                     seq += 1
@@ -618,15 +642,18 @@ class RempLogChecker:
                     if len(msgs) > self.peak_open:
                         self.peak_open = len(msgs)
                 else:
-                    msg.last_seq = seq
                     if msg.first_t is None and t is not None:
                         msg.first_t = t
+                    if hwm is None or msg.first_t is None:
+                        msg.last_seq = seq  # read by the sweep only while the message or the log has no time
                 h = hash(text)
-                seen = msg.seen
-                if h in seen:
+                bit = 1 << (h & 127)
+                bits = msg.seen_bits
+                if bits & bit and h in msg.seen:
                     self.redelivered += 1
                     continue
-                seen.append(h)
+                msg.seen_bits = bits | bit
+                msg.seen.append(h)
                 if bad and check_schema:
                     violate("REMP-SCHEMA-001", mid, f"{kind if type(kind) is str else 'receipt'}: " + "; ".join(bad),
                             [(ref, kind if type(kind) is str else None, src)])
@@ -708,7 +735,7 @@ class RempLogChecker:
                         st[3] = ki.name
                         st[6] += 1
                         if st[4] is None and ki.bit & queued_mask:
-                            st[4] = ref
+                            st[4] = True  # a flag, not the ref: no int kept alive per source
                 # ---- per-message rules ----------------------------------------------------------
                 if kind == "PutIntoQueue":
                     if msg.put_t is None and t:
@@ -732,7 +759,12 @@ class RempLogChecker:
                 if ki.has_block:
                     if type(block) is str:
                         if fold:
-                            block = block.lower()
+                            folded = fold_block(block)  # one string per block: shared by its messages' state
+                            if folded is None:
+                                folded = block.lower()
+                                if len(folded_blocks) < 100_000:
+                                    folded_blocks[block] = folded
+                            block = folded
                         if kind in INCLUSION_KINDS:
                             self._inclusion(msg, kind, block, ref, t, src, expiry_ms)
                         elif kind == "Finalized":
@@ -746,9 +778,9 @@ class RempLogChecker:
                         block = block.lower()
                     if block is not None or kind not in INCLUSION_KINDS:
                         if msg.blk is None:
-                            msg.blk = [(kind, block, t, ref, src)]
+                            msg.blk = [kind, block, t, ref, src]
                         else:
-                            msg.blk.append((kind, block, t, ref, src))
+                            msg.blk.extend((kind, block, t, ref, src))
                 if (seq & (SWEEP_EVERY - 1)) == 0:  # for logs whose receipts carry no time
                     self.seq = seq
                     self._sweep()
@@ -855,12 +887,16 @@ class RempLogChecker:
         return True if t is None or other_t is None else t > other_t
 
     def _inclusion(self, msg: _Msg, kind: str, block: str, ref: int, t, src, expiry_ms: int) -> None:
+        blocks = msg.blocks
+        if blocks is None:
+            blocks = msg.blocks = {}
+        entry = blocks.get(block)
+        first = entry is None
+        if first:
+            entry = blocks[block] = [t, False, None, None]
         if kind == "IncludedIntoBlock" and src is not None:
-            self._collator_of(msg, block, ref, src)
-        if msg.incl is None:
-            msg.incl = {}
-        if block not in msg.incl:
-            msg.incl[block] = t
+            self._collator_of(msg, entry, block, ref, src)
+        if first:
             base_t = msg.put_t if msg.put_t is not None else msg.first_t  # received by a validator
             if self._obsolete_by_session:
                 self._obsolete_inclusion(msg, kind, block, ref, t, src, base_t)
@@ -869,31 +905,34 @@ class RempLogChecker:
                               f"first included into block {block[:16]}… {(t - base_t) / 1000:.1f} s after a validator first received it; the {self.profile} profile keeps a message at most {expiry_ms / 1000:.0f} s",
                               [(msg.first_ref, None, None), (ref, kind, src)])
         if kind == "IncludedIntoAcceptedBlock":
-            if msg.acc is None:
-                msg.acc = {}
-            msg.acc.setdefault(block, ref)
+            entry[1] = True
         if msg.fin is not None:
             self._replay(msg.id, msg.fin, kind, block, ref, t, src)
 
-    def _collator_of(self, msg: _Msg, block: str, ref: int, src: str) -> None:
-        """REMP-BLOCK-001: a candidate's IncludedIntoBlock from another source than its first one."""
-        if msg.coll is None:
-            msg.coll = {}
-        first = msg.coll.setdefault(block, (src, ref))
-        if first[0] != src:
-            self._violate("REMP-BLOCK-001", msg.id, f"IncludedIntoBlock for block {block[:16]}… from {src}, which {first[0]} reported collating",
-                          [(first[1], "IncludedIntoBlock", first[0]), (ref, "IncludedIntoBlock", src)])
+    def _collator_of(self, msg: _Msg, entry: list, block: str, ref: int, src: str) -> None:
+        """REMP-BLOCK-001: a candidate's IncludedIntoBlock from another source than its first one
+        (``entry``: the block's entry in ``msg.blocks``)."""
+        if entry[2] is None:
+            entry[2], entry[3] = src, ref
+        elif entry[2] != src:
+            self._violate("REMP-BLOCK-001", msg.id, f"IncludedIntoBlock for block {block[:16]}… from {src}, which {entry[2]} reported collating",
+                          [(entry[3], "IncludedIntoBlock", entry[2]), (ref, "IncludedIntoBlock", src)])
 
-    def _replay_before_final(self, msg: _Msg) -> None:
+    @staticmethod
+    def _block_events(msg: _Msg) -> list[tuple]:
+        """A message's timed block events as (kind, block, t, ref, source) tuples, in log order."""
+        b = msg.blk
+        return list(zip(b[0::5], b[1::5], b[2::5], b[3::5], b[4::5]))
+
+    def _replay_before_final(self, msg: _Msg, events: list[tuple]) -> None:
         """REMP-REPLAY-004/005: an inclusion into block B' at time t (before the message's
         Finalized) while another block B was accepted before t and not released (ignored or
         rejected by the masterchain) by t. One finding per rule and message, the first in log order."""
-        events = msg.blk
+        if len({e[1] for e in events if e[0] in INCLUSION_KINDS}) <= 1:
+            return  # every inclusion names one block: no other block can have held the message
         accepted = [e for e in events if e[0] == "IncludedIntoAcceptedBlock"]
         if not accepted:
             return
-        if all(e[1] == accepted[0][1] for e in accepted) and all(e[1] == accepted[0][1] for e in events if e[0] in INCLUSION_KINDS):
-            return  # one accepted block, and every inclusion names it: no other block can have held the message
         released = [(b, rt) for k, b, rt, _, _ in events if k in RELEASE_KINDS]
         fin_t = msg.fin[2] if msg.fin is not None else None
         for rule, kind in (("REMP-REPLAY-004", "IncludedIntoAcceptedBlock"), ("REMP-REPLAY-005", "IncludedIntoBlock")):
@@ -907,18 +946,20 @@ class RempLogChecker:
                                   "still held it (not ignored or rejected by the masterchain)", [(held[3], held[0], held[4]), (ref, kind, src)])
                     break
 
-    def _collated_after_rejects(self, msg: _Msg) -> None:
+    def _collated_after_rejects(self, msg: _Msg, events: list[tuple]) -> None:
         """REMP-COLL-004: an IncludedIntoBlock later than the time by which ceil(2N/3) validators
         (N: total_validators of the first SentToValidators) had reported RejectedByCollator."""
+        if not msg.kmask & self._collator_reject_bit:
+            return  # no RejectedByCollator
         need = self.model.threshold("stop_collation_rejected", msg.total)
         first: dict = {}  # source -> (time, ref) of its first reject
-        for k, _, t, ref, src in msg.blk:
+        for k, _, t, ref, src in events:
             if k == "RejectedByCollator" and src is not None and (src not in first or t < first[src][0]):
                 first[src] = (t, ref)
         if need < 1 or len(first) < need:
             return
         cut_t, cut_ref = sorted(first.values())[need - 1]
-        for k, b, t, ref, src in msg.blk:
+        for k, b, t, ref, src in events:
             if k == "IncludedIntoBlock" and t > cut_t:
                 self._violate("REMP-COLL-004", msg.id, f"IncludedIntoBlock into block {b[:16]}… by {src} {(t - cut_t) / 1000:.1f} s after "
                               f"{need} of {msg.total} validators had rejected the message", [(cut_ref, "RejectedByCollator", None), (ref, k, src)])
@@ -1089,16 +1130,36 @@ class RempLogChecker:
     def _judge(self, msg: _Msg, at_end: bool, hwm: int | None) -> None:
         m = self.model
         violate = self._violate
-        if msg.incl and ((msg.put_t is None and msg.first_t is None) or None in msg.incl.values()):
-            self.untimed_expiry += 1  # an inclusion whose delay cannot be measured
+        if msg.blocks:
+            untimed = msg.put_t is None and msg.first_t is None
+            if not untimed:
+                for entry in msg.blocks.values():
+                    if entry[0] is None:
+                        untimed = True
+                        break
+            if untimed:
+                self.untimed_expiry += 1  # an inclusion whose delay cannot be measured
         self._source_figures(msg)
         queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None and self._role_of(s, st) == VALIDATOR]
-        outcome, final = evaluate_outcome(m.outcomes, msg.kmask, [st[1] for _, st in queued])
+        key = (msg.kmask, tuple([st[1] for _, st in queued]))  # a few patterns recur over a log's messages
+        got = self._outcome_of.get(key)
+        if got is None:
+            got = evaluate_outcome(m.outcomes, key[0], key[1])
+            if len(self._outcome_of) < 10_000:
+                self._outcome_of[key] = got
+        outcome, final = got
         fin = msg.fin
         if msg.blk is not None:
-            self._replay_before_final(msg)
-            if msg.total is not None:
-                self._collated_after_rejects(msg)
+            # REMP-REPLAY-004/005 need two blocks named by inclusions (msg.blocks holds every one),
+            # REMP-COLL-004 a RejectedByCollator: most messages have neither, and skip both
+            replays = msg.blocks is not None and len(msg.blocks) > 1
+            collated = msg.total is not None and msg.kmask & self._collator_reject_bit
+            if replays or collated:
+                events = self._block_events(msg)
+                if replays:
+                    self._replay_before_final(msg, events)
+                if collated:
+                    self._collated_after_rejects(msg, events)
         if fin is not None:
             fin_ev = (fin[1], "Finalized", fin[3])
             if queued and all(st[1] in REJECT_POSITIONS for _, st in queued):
@@ -1108,7 +1169,8 @@ class RempLogChecker:
             if msg.fn_rej is not None:
                 violate("REMP-OUTCOME-002", msg.id, "finalized after the full node rejected it",
                         [(msg.fn_rej[0], "RejectedByFullnode", msg.fn_rej[1]), fin_ev])
-            if not msg.acc or fin[0] not in msg.acc:
+            accepted = msg.blocks.get(fin[0]) if msg.blocks else None
+            if accepted is None or not accepted[1]:
                 violate("REMP-FIN-002", msg.id, f"Finalized names shard block {fin[0][:16]}…, which no validator reported as IncludedIntoAcceptedBlock",
                         [fin_ev])
             if msg.sent_t is not None and fin[2] is not None:

@@ -36,7 +36,8 @@ def compile_validator(kind: str, fields: tuple[FieldCheck, ...], typed: bool = F
     None). Generated code avoids a call per field on the hot path: integers are checked inline,
     strings against a set of values already found good before calling the format's check.
     ``typed``: the function reads a typed receipt's attributes (:mod:`.decode`) instead of a
-    dict's keys; the checks and their texts are the same."""
+    dict's keys; the checks and their texts are the same, less the JSON types the typed decoder
+    has settled already (every integer an int, every string a str, or None)."""
     if not fields:
         return None
     env: dict[str, Any] = {}
@@ -44,19 +45,26 @@ def compile_validator(kind: str, fields: tuple[FieldCheck, ...], typed: bool = F
     for i, fc in enumerate(fields):
         if not fc.name.isidentifier():
             raise ValueError(f"field name {fc.name!r} of {kind} is not an identifier")
+        fmt = fc.fmt or {}
+        integer = fmt.get("type") == "integer"
+        lo = fmt.get("minimum") if integer else None
+        if typed and not fc.required and lo is None and (integer or fmt.get("pattern") is None):
+            continue  # its type is all there is to check, and the decoder did
         env[f"check{i}"], env[f"good{i}"] = fc.check, set()
         missing = f"{fc.name}: required for {kind}, missing"
         wrong = f"{fc.name}: expected {fc.expected}, found "
         body.append(f"    v = obj.{fc.name}" if typed else f"    v = obj.get({fc.name!r})")
         body.append("    if v is None:")
         body.append(f"        if {fc.required!r}: bad = (bad or []) + [{missing!r}]")
-        fmt = fc.fmt or {}
-        if fmt.get("type") == "integer":
-            lo = fmt.get("minimum")
-            cond = "type(v) is not int" + (f" or v < {int(lo)}" if lo is not None else "")
-            body.append(f"    elif {cond}: bad = (bad or []) + [{wrong!r} + repr(v)]")
+        if integer:
+            cond = ([] if typed else ["type(v) is not int"]) + ([f"v < {int(lo)}"] if lo is not None else [])
+            if cond:
+                body.append(f"    elif {' or '.join(cond)}: bad = (bad or []) + [{wrong!r} + repr(v)]")
+        elif typed and fmt.get("pattern") is None:
+            pass  # a str, as the decoder settled
         else:
-            body.append(f"    elif type(v) is not str: bad = (bad or []) + [{wrong!r} + repr(v)]")
+            if not typed:
+                body.append(f"    elif type(v) is not str: bad = (bad or []) + [{wrong!r} + repr(v)]")
             body.append(f"    elif v not in good{i}:")
             body.append(f"        if not check{i}(v): bad = (bad or []) + [{wrong!r} + repr(v)]")
             body.append(f"        elif len(good{i}) < 100_000: good{i}.add(v)")
@@ -110,20 +118,23 @@ def _hex_check(pattern: str) -> Callable[[Any], bool] | None:
     if len(cases) != 1 or "".join(f"[0-9a-{c}]{{{n}}}|" for c, n in parts).rstrip("|") != m.group(1):
         return None
     lengths = frozenset(int(n) for _, n in parts)
-    lower_only = cases == {"f"}
     fromhex = bytes.fromhex
 
-    def check(v) -> bool:  # called once per receipt for its signature: kept to a few operations
-        if type(v) is not str:
-            return False
-        n = len(v)
-        if n not in lengths:
-            return False
-        try:
-            ok = len(fromhex(v)) * 2 == n  # fromhex skips spaces: the length catches them
-        except ValueError:
-            return False
-        return ok and (not lower_only or v.islower() or v.isdigit())
+    # called once per receipt for its signature: kept to a few operations. A value that is no
+    # string has no length or is refused by fromhex (TypeError); fromhex skips spaces, which the
+    # length catches.
+    if cases == {"f"}:
+        def check(v) -> bool:
+            try:
+                return len(v) in lengths and len(fromhex(v)) * 2 == len(v) and (v.islower() or v.isdigit())
+            except (TypeError, ValueError):
+                return False
+    else:
+        def check(v) -> bool:
+            try:
+                return len(v) in lengths and len(fromhex(v)) * 2 == len(v)
+            except (TypeError, ValueError):
+                return False
 
     return check
 

@@ -1,0 +1,84 @@
+"""The checker's faster paths change no finding: shares keep every receipt of a message together
+whichever way its line is read (typed, general, Kafka record), hex formats refuse what is no
+string, and the copy test still tells a copy from a new receipt."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from conftest import FIXTURES
+from rmkit.conformance.remp.checker import RempLogChecker
+from rmkit.conformance.remp.model import _hex_check
+
+_spec = importlib.util.spec_from_file_location("mk", FIXTURES / "make_rule_fixtures.py")
+mk = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(mk)
+
+
+def _spellings(lines: list[str]) -> list[str]:
+    """The same receipts, every fourth line in another layout: its id in upper case (typed, the spec
+    profile folds case), an implementation's own extra field (general reading), a Kafka record
+    holding the receipt as a JSON string or as an object."""
+    out = []
+    for i, line in enumerate(lines):
+        rec = json.loads(line)
+        way = i % 4
+        if way == 1:
+            rec["message_id"] = rec["message_id"].upper()
+            line = json.dumps(rec)
+        elif way == 2:
+            line = json.dumps(dict(rec, node_note="relayed"))
+        elif way == 3:
+            value = json.dumps(rec) if i % 8 == 3 else rec
+            line = json.dumps({"topic": "receipts", "partition": 0, "offset": i, "timestamp": rec["timestamp"],
+                               "key": rec["message_id"], "value": value})
+        out.append(line)
+    return out
+
+
+def test_shares_keep_a_messages_receipts_together_in_every_layout(tmp_path):
+    log = mk.Log("spec")
+    for i in range(120):
+        log.happy(i * 3000, msg=mk.h(f"m{i}"))
+    for i in range(0, 120, 11):  # a second Finalized into another block: REMP-REPLAY-002 across layouts
+        log.r("Finalized", mk.FN2, i * 3000 + 9000, msg=mk.h(f"m{i}"), **mk.BLOCKS[mk.B2], **mk.MASTER)
+    lines = _spellings(log.lines)
+    path = tmp_path / "layouts.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    one = RempLogChecker(jobs=1).run([str(path)])
+    assert one.counts.get("REMP-REPLAY-002") == 11 and one.messages == 120
+    for jobs in (2, 3, 5):
+        other = RempLogChecker(jobs=jobs).run([str(path)])
+        assert other.counts == one.counts, jobs
+        assert (other.receipts, other.messages, other.unreadable) == (one.receipts, one.messages, one.unreadable)
+        assert other.metrics["outcomes"] == one.metrics["outcomes"]
+        assert [(v.rule, v.message_id, [e.line for e in v.evidence]) for v in other.violations] == \
+               [(v.rule, v.message_id, [e.line for e in v.evidence]) for v in one.violations]
+
+
+@pytest.mark.parametrize("pattern", ["^[0-9a-fA-F]{64}$", "^[0-9a-f]{64}$", "^([0-9a-fA-F]{64}|[0-9a-fA-F]{128})$"])
+def test_hex_checks_refuse_what_is_no_string(pattern):
+    check = _hex_check(pattern)
+    for value in (None, 7, 1.5, b"00" * 32, bytearray(b"00" * 32), ["0"] * 64, ("a",) * 64, {"0": 1}):
+        assert check(value) is False, value
+    assert check("0" * 64) is True
+
+
+def test_a_copy_is_told_from_new_receipts_however_many_a_message_has(tmp_path):
+    """Copies are found by the hash of the line; a bit per hash spares most searches. A message
+    with many receipts (bits shared by several hashes) still counts exactly its copies."""
+    log = mk.Log("spec")
+    log.sent(0)
+    vals = [mk.h(f"v{i}") for i in range(60)]
+    log.queued(100, vals=vals)
+    lines = log.lines
+    copies = lines[1::3]
+    path = tmp_path / "copies.jsonl"
+    path.write_text("\n".join(lines + copies + copies[:5]) + "\n", encoding="utf-8")
+    report = RempLogChecker(jobs=1).run([str(path)])
+    assert report.metrics["redelivered_receipts"] == len(copies) + 5
+    assert report.receipts == len(lines) + len(copies) + 5
+    assert report.metrics["receipts_per_kind"]["PutIntoQueue"] == len(vals)
