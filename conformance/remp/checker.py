@@ -461,6 +461,7 @@ class RempLogChecker:
         unsigned_roles = m.unsigned_roles
         fold = m.ids_fold_case
         intern_src = self._src_names.setdefault
+        sweep_mask = SWEEP_EVERY - 1
         folded_blocks: dict[str, str] = {}  # block ids seen -> as compared (case-folded)
         fold_block = folded_blocks.get
         rep = self._rep
@@ -563,7 +564,7 @@ class RempLogChecker:
                     bad = [f"source_id: expected {m.hash_expected}, found {'nothing' if src is None else repr(src)}"]
                     src = None
                 ts_ok = type(ts) is int and ts >= 0
-                if ts_ok and sec_lo <= ts < sec_hi and check_seconds:
+                if ts_ok and ts < sec_hi and ts >= sec_lo and check_seconds:  # (milliseconds fail the first test)
                     self._seconds_timestamp(ts, kind, mid, src, ref)
                 if not ts_ok:
                     (bad := bad or []).append(f"timestamp: expected an integer >= 0 (unix ms), found {'nothing' if ts is None else repr(ts)}")
@@ -605,7 +606,7 @@ class RempLogChecker:
                         msg = msgs.get(mid)
                 else:
                     msg = None
-                if msg is not None and t is not None and kind in START_KINDS and msg.first_t is not None \
+                if kind in START_KINDS and msg is not None and t is not None and msg.first_t is not None \
                         and t - msg.first_t > expiry_ms:
                     # submitted again after its lifetime: a new life of the same message id
                     del msgs[mid]
@@ -660,8 +661,7 @@ class RempLogChecker:
                 if ki is None:
                     violate("REMP-KIND-001", mid, self._kind_hint(kind), [(ref, kind if type(kind) is str else None, src)])
                     continue
-                nk = per_kind.get(kind)  # a plain dict, added to the Counter after the batches
-                per_kind[kind] = 1 if nk is None else nk + 1
+                per_kind[kind] = per_kind.get(kind, 0) + 1  # a plain dict, added to the Counter after the batches
                 msg.kmask |= ki.bit
                 if check_kind2 and not ki.in_table:
                     violate("REMP-KIND-002", mid, f"{kind} is not in the {self.profile} profile's status table", [(ref, kind, src)])
@@ -781,7 +781,7 @@ class RempLogChecker:
                             msg.blk = [kind, block, t, ref, src]
                         else:
                             msg.blk.extend((kind, block, t, ref, src))
-                if (seq & (SWEEP_EVERY - 1)) == 0:  # for logs whose receipts carry no time
+                if not seq & sweep_mask:  # for logs whose receipts carry no time
                     self.seq = seq
                     self._sweep()
 
