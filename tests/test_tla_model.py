@@ -59,9 +59,10 @@ def test_configuration_checks_to_the_manifest_figures(name):
 
 
 def test_seven_validators_two_byzantine_simulated():
-    """N = 7, f = 2: random behaviours of TLC's simulation mode for a fixed time (CI); the
-    exhaustive check of the same configuration runs under `make test-slow`."""
-    model, cfg = _config("seven")
+    """N = 7, f = 2, two messages, sessions 0..2: random behaviours of TLC's simulation mode for a
+    fixed time (CI); the exhaustive N = 7 search (`seven`: one message, one session) runs under
+    `make test-slow`."""
+    model, cfg = _config("seven-sim")
     result = run_tlc(model.dir, cfg.module, cfg.cfg, workers=1, deadlock_check=False, simulate_depth=60, seed=7,
                      timeout=40)
     assert result.verdict == "pass", result.error or result.counterexamples
