@@ -41,6 +41,12 @@ from rmkit.conformance.disagreement import Disagreement, SimulationFailed
 from rmkit.tlc.generated import run_generated
 from rmkit.tlc.result import ERROR, STATE
 
+
+class StepStuck(RuntimeError):
+    """A reference task did not reach its next step within the settle time: the step cannot be
+    taken, which the replay reports as a disagreement at that step instead of hanging."""
+
+
 BUDGETS = ("MaxLoss", "MaxFail", "MaxReplyLoss", "MaxDup", "MaxCrash", "MaxDelay")
 T0 = 1_700_000_000          # the virtual clock's second 0 (the request's now)
 SENDER = 1
