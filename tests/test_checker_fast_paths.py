@@ -82,3 +82,16 @@ def test_a_copy_is_told_from_new_receipts_however_many_a_message_has(tmp_path):
     assert report.metrics["redelivered_receipts"] == len(copies) + 5
     assert report.receipts == len(lines) + len(copies) + 5
     assert report.metrics["receipts_per_kind"]["PutIntoQueue"] == len(vals)
+
+
+def test_a_share_is_found_by_the_id_key_not_by_a_value_that_reads_like_it():
+    from rmkit.conformance.remp.checker import partition_share
+
+    mid = "ab" * 31 + "c7"
+    plain = b'{"kind":"Finalized","message_id":"%s","source_id":"00"}' % mid.encode()
+    decoy = b'{"kind":"Finalized","message_id":"%s","note":"message_id","x":"0"}' % mid.encode()
+    spaced = b'{"kind":"Finalized","message_id" :\t"%s"}' % mid.encode()
+    kafka = b'{"key":"k","value":"{\\"message_id\\":\\"%s\\",\\"note\\":\\"message_id\\"}"}' % mid.encode()
+    for n in (2, 3, 5):
+        want = (ord("7") | 0x20) % n
+        assert [partition_share(line, n) for line in (plain, decoy, spaced, kafka)] == [want] * 4

@@ -116,18 +116,34 @@ def _violation_order(v: Violation):
     return first, v.rule
 
 
+def _last_key(line: bytes, key: bytes) -> int:
+    """Where the last ``key`` (quoted) stands as a key, followed by its colon, or -1. A string
+    value that reads "message_id" is passed over: taken for the key, it would put the receipt in
+    another share than its message's other receipts."""
+    i = line.rfind(key)
+    while i >= 0:
+        k = i + len(key)
+        while line[k:k + 1] in (b" ", b"\t", b"\r", b"\n"):  # JSON's whitespace before the colon
+            k += 1
+        if line[k:k + 1] == b":":
+            return i
+        i = line.rfind(key, 0, i)
+    return -1
+
+
 def partition_share(line: bytes, n: int) -> int | None:
     """Which of ``n`` shares the receipt on this raw line belongs to, by its message id, found
     without parsing JSON (plain, or escaped inside a Kafka value held as a string); None when the
     id cannot be found this way. Ids are hashes, so their last hex digit spreads them evenly; case
-    is folded (``| 0x20``) because the spec profile allows upper-case hex."""
+    is folded (``| 0x20``) because the spec profile allows upper-case hex. Every share reads every
+    line, so this runs before any decoding: a line of another share costs this search alone."""
     # the key itself, quoted; the last one wins, as it does for the JSON reader
-    i = line.rfind(b'"message_id"')
+    i = _last_key(line, b'"message_id"')
     if i >= 0:
         j = line.find(b'"', i + 12)  # the value's opening quote
         k = line.find(b'"', j + 1)
     else:
-        i = line.rfind(b'\\"message_id\\"')
+        i = _last_key(line, b'\\"message_id\\"')
         if i < 0:
             return None
         j = line.find(b'"', i + 14)
@@ -469,6 +485,10 @@ class RempLogChecker:
         typed, kind_of, mc_kinds = (None, None, ()) if self.keyed or not self.typed else m.typed_decoder()
         for refs, batch in batches:
             for ref, line in zip(refs, batch):
+                if part_n:
+                    share = partition_share(line, part_n)
+                    if ((ref & LINE_MASK) % part_n if share is None else share) != part_k:
+                        continue
                 kts = None
                 text = line
                 obj = None
@@ -477,24 +497,6 @@ class RempLogChecker:
                         obj = typed(line)
                     except Exception:  # noqa: BLE001 - whatever it cannot type, the general reading below explains
                         obj = None
-                if part_n:
-                    # The share of a typed receipt follows from its id as decoded: the same digit
-                    # partition_share finds in the raw line when that holds no escape (no
-                    # backslash) and the id ends in an ASCII character, and cheaper than searching
-                    # the line (a share reads every line of the log). They differ only for a line
-                    # whose later string field holds the very text "message_id": the search would
-                    # take that for the key, and split the message from its other receipts.
-                    share = None
-                    if obj is not None:
-                        share = obj.message_id
-                        if type(share) is str and share and share[-1] < "\x80" and b"\\" not in line:
-                            share = (ord(share[-1]) | 0x20) % part_n
-                        else:
-                            share = None
-                    if share is None:
-                        share = partition_share(line, part_n)
-                    if ((ref & LINE_MASK) % part_n if share is None else share) != part_k:
-                        continue
                 if obj is not None:
                     ki = kind_of[type(obj)]
                     if ki.name in mc_kinds and obj.mc_block_file_hash is None:
