@@ -22,10 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
-import threading
 import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from treemem import TreeMemory  # noqa: E402 - the benchmarks' one memory sampler
 from rmkit.conformance.remp.bulk_sim import BulkConfig, expected_findings, generate, receipts_per_message
 
 VALIDATORS = 7
@@ -53,45 +56,6 @@ def data(d: str, receipts: int, violations: float) -> tuple[list[str], dict]:
     return files, manifest
 
 
-class PeakRss:
-    """Peak resident memory of this process and all its descendants (the JVM is one), sampled."""
-
-    def __init__(self):
-        self.peak = 0
-        self._stop = False
-        self._t = threading.Thread(target=self._run, daemon=True)
-        self._t.start()
-
-    def _tree(self):
-        pids, frontier = {os.getpid()}, [os.getpid()]
-        while frontier:
-            p = frontier.pop()
-            try:
-                for c in open(f"/proc/{p}/task/{p}/children").read().split():
-                    pids.add(int(c))
-                    frontier.append(int(c))
-            except OSError:
-                pass
-        return pids
-
-    def _run(self):
-        while not self._stop:
-            total = 0
-            for p in self._tree():
-                try:
-                    for line in open(f"/proc/{p}/status"):
-                        if line.startswith("VmRSS:"):
-                            total += int(line.split()[1]) * 1024
-                except OSError:
-                    pass
-            self.peak = max(self.peak, total)
-            time.sleep(0.5)
-
-    def stop(self):
-        self._stop = True
-        return self.peak
-
-
 def findings(report) -> set:
     """A report's findings in the manifest's terms: (rule, message id), and for unreadable lines
     (REMP-INPUT-001, file name, line)."""
@@ -117,7 +81,7 @@ def time_audit(files: list[str]):
     from rmkit.spark_checks.job import audit, shuffle_partitions
     from rmkit.spark_checks.session import get_session
 
-    mem = PeakRss()
+    mem = TreeMemory(os.getpid(), every=0.5)  # this process and its descendants (the JVM is one)
     spark = get_session("local[2]", progress=False)
     shards = RempShards(RempLogChecker("spec", max_examples=0)._kwargs)
     # warm-up: start the executors and a Python worker, JIT the readers, on one small file
@@ -140,7 +104,8 @@ def time_audit(files: list[str]):
     figures["audit"] = time.perf_counter() - t
     print(f"(audit measured: {figures['audit']:.1f} s)", flush=True)
     figures["partitions"] = partitions
-    figures["peak"] = mem.stop()
+    mem.stop()
+    figures["peak"] = mem.peak_rss
     spark.stop()
     return res, figures
 

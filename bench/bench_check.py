@@ -27,11 +27,13 @@ import resource
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from treemem import TreeMemory  # noqa: E402 - the benchmarks' one memory sampler
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
@@ -81,61 +83,6 @@ sys.exit(code)
 def _children_cpu() -> float:
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
-
-
-def _tree(pid: int) -> list[int]:
-    """The process and its descendants (from /proc)."""
-    parent = {}
-    for entry in (os.listdir("/proc") if os.path.isdir("/proc") else ()):  # no /proc: nothing summed
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    parent[int(entry)] = int(f.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(c for c, pp in parent.items() if pp == p)
-    return out
-
-
-def _tree_memory(pid: int) -> tuple[int, int]:
-    """(RSS, PSS) in bytes summed over a process and its descendants: RSS counts the pages forked
-    workers share with their parent once per process, PSS splits them among the sharers."""
-    rss = pss = 0
-    for p in _tree(pid):
-        try:
-            with open(f"/proc/{p}/smaps_rollup") as f:
-                for line in f:
-                    if line.startswith("Rss:"):
-                        rss += int(line.split()[1]) * 1024
-                    elif line.startswith("Pss:"):
-                        pss += int(line.split()[1]) * 1024
-        except OSError:
-            continue
-    return rss, pss
-
-
-class TreeMemory:
-    """Peak summed RSS and PSS of a process tree, sampled every ``every`` seconds while it runs."""
-
-    def __init__(self, pid: int, every: float = 0.25):
-        self.peak_rss = self.peak_pss = 0
-        self._pid, self._every = pid, every
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._every):
-            rss, pss = _tree_memory(self._pid)
-            self.peak_rss, self.peak_pss = max(self.peak_rss, rss), max(self.peak_pss, pss)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def timed_check(args: list[str], stdin=None, tree: list | None = None) -> tuple[float, int, int, dict, float]:
