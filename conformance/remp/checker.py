@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from rmkit.gctune import fewer_collections
+from rmkit.gctune import paused_collections
 from rmkit.logread import iter_line_batches, kafka_time_problem, unwrap_kafka
 from rmkit.metrics import LatencyHistogram
 from rmkit.protocol import REF_LINE_BITS
@@ -435,7 +435,7 @@ class RempLogChecker:
         input index << LINE_BITS | its line number, each line the raw record (bytes or str). A
         file's lines come from :meth:`_run_file`; a distributed job hands over the records of
         some messages (all of each one's, in log order) and merges the shares as ``--jobs`` does."""
-        with fewer_collections():  # the open messages' state holds no cycles (see rmkit.gctune)
+        with paused_collections():  # the open messages' state holds no cycles (see rmkit.gctune)
             self._feed(batches)
 
     def _feed(self, batches) -> None:
