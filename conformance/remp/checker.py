@@ -1142,7 +1142,13 @@ class RempLogChecker:
             if untimed:
                 self.untimed_expiry += 1  # an inclusion whose delay cannot be measured
         self._source_figures(msg)
-        queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None and self._role_of(s, st) == VALIDATOR]
+        if self.declared_roles is None and not self._first_roles:
+            # what _role_of says, without a call per source: the role inferred in the log, else the one assumed
+            roles = self._roles
+            queued = [(s, st) for s, st in msg.srcs.items()
+                      if st[4] is not None and (st[0] if (known := roles.get(s)) is None else known[0]) == VALIDATOR]
+        else:
+            queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None and self._role_of(s, st) == VALIDATOR]
         key = (msg.kmask, tuple([st[1] for _, st in queued]))  # a few patterns recur over a log's messages
         got = self._outcome_of.get(key)
         if got is None:
@@ -1210,12 +1216,13 @@ class RempLogChecker:
                 f = figures[src] = [st[0], 0, 0, 0, 0, LatencyHistogram()]
             f[1] += 1
             f[2] += st[6]
-            if st[1] == "rejected":
+            pos = st[1]
+            if pos == "rejected":
                 f[3] += 1
-            elif st[1] == "timed_out":
+            elif pos == "timed_out":
                 f[4] += 1
-            if st[5] is not None and first_t is not None:
-                f[5].add(st[5] - first_t)
+            if first_t is not None and (t := st[5]) is not None:
+                f[5].add(t - first_t)
 
     def _lat(self, name: str, value: int) -> None:
         if name in self.lat:
