@@ -4,7 +4,6 @@ redis-server and daemon process). Both stop cleanly on Ctrl-C or SIGTERM."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import signal
 import sys
 
@@ -64,10 +63,14 @@ def cmd_serve(args, daemon_class=None) -> int:
     if not port.isdigit():
         raise UsageError(f"--listen: expected HOST:PORT, found {args.listen or me.address!r}")
     cfg = DaemonConfig(args.twin, kp, directory, args.redis, args.profile, host or "127.0.0.1", int(port), args.workers, args.log)
+    import asyncio  # here, not at the top: every rmkit command builds this module's arguments
+
     return asyncio.run(_serve(cfg, daemon_class))
 
 
 async def _serve(cfg, daemon_class=None) -> int:
+    import asyncio
+
     from rmkit.reference_impl.rmb.daemon import RmbDaemon
 
     daemon = (daemon_class or RmbDaemon)(cfg)

@@ -7,7 +7,6 @@ or the daemon died under test, 2 the daemon could not be started (or another too
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from pathlib import Path
@@ -33,6 +32,8 @@ def _check(args: argparse.Namespace) -> str:
 
 
 def _open(args, profile: str):
+    import asyncio  # here, not at the top: every rmkit command builds this module's arguments
+
     from rmkit.conformance.rmb.driven.harness import Harness
 
     loop = asyncio.new_event_loop()
