@@ -482,7 +482,8 @@ class RempLogChecker:
         fold_block = folded_blocks.get
         rep = self._rep
         # the typed decoder (decode.py); signatures are verified on the receipt as a dict
-        typed, kind_of, mc_kinds = (None, None, ()) if self.keyed or not self.typed else m.typed_decoder()
+        # (a receipt of master block fields without the master block's file hash is not typed: read in general)
+        typed, kind_of, _ = (None, None, ()) if self.keyed or not self.typed else m.typed_decoder()
         for refs, batch in batches:
             for ref, line in zip(refs, batch):
                 if part_n:
@@ -497,12 +498,9 @@ class RempLogChecker:
                         obj = typed(line)
                     except Exception:  # noqa: BLE001 - whatever it cannot type, the general reading below explains
                         obj = None
-                if obj is not None:
-                    ki = kind_of[type(obj)]
-                    if ki.name in mc_kinds and obj.mc_block_file_hash is None:
-                        obj = None  # the master block's file hash may need recovering: the general reading
                 near = None
                 if obj is not None:
+                    ki = kind_of[type(obj)]
                     seq += 1
                     kind = ki.name
                     mid = obj.message_id

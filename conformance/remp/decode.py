@@ -25,6 +25,7 @@ from rmkit.conformance.remp.model import RempModel
 # The integers both decoders read alike: orjson turns a larger literal into a float, msgspec
 # into an int. Beyond 64 signed bits a line takes the general path.
 INT_RANGE = msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)
+MASTER_FILE_HASH = "mc_block_file_hash"
 
 
 def _field_type(fmt: dict[str, Any]):
@@ -44,14 +45,17 @@ class TypedDecoder:
         structs = []
         self.kind_of: dict[type, Any] = {}
         for name, ki in model.kinds.items():
-            own = [(fc.name, _field_type(fc.fmt), None) for fc in ki.fields]
+            # the master block's file hash is required here: a receipt without it may need it
+            # recovered from its text (tlreceipt.recover_master_file_hash), which the general reading does
+            own = [(fc.name, str) if fc.name == MASTER_FILE_HASH else (fc.name, _field_type(fc.fmt), None)
+                   for fc in ki.fields]
             common = [(f, _field_type(formats[entry["format"]][model.profile]), None)
                       for f, entry in spec["common_fields"].items() if f not in {o[0] for o in own}]
             names = [f[0] for f in common + own]
             if "kind" in names or len(set(names)) != len(names):
                 raise ValueError(f"kind {name}: field names {names} cannot form a typed receipt")
             cls = msgspec.defstruct(f"Typed{name}", common + own, tag_field="kind", tag=name,
-                                    forbid_unknown_fields=True, gc=False, namespace={"get": _get})
+                                    forbid_unknown_fields=True, gc=False, kw_only=True, namespace={"get": _get})
             structs.append(cls)
             self.kind_of[cls] = ki
         self.decode = msgspec.json.Decoder(Union[tuple(structs)]).decode
