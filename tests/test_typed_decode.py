@@ -80,6 +80,11 @@ LEFT_TO_THE_GENERAL_READING = [
     b'{"kind":"PutIntoQueue"} trailing',
     b'\xef\xbb\xbf{"kind":"PutIntoQueue"}',
     b'{"kind":"SentToValidators","sent_to":"3"}',
+    # a required field missing or null: not typed, so that the general reading reports it
+    b'{"kind":"SentToValidators","total_validators":7}',
+    b'{"kind":"SentToValidators","sent_to":null,"total_validators":7}',
+    b'{"kind":"IncludedIntoAcceptedBlock","block_id":null,"block_file_hash":"00","block_seqno":1,"shard":"8000000000000000","wc":0}',
+    b'{"kind":"IncludedIntoAcceptedBlock","block_file_hash":"00","block_seqno":1,"shard":"8000000000000000","wc":0}',
 ]
 
 
@@ -102,6 +107,10 @@ def test_odd_lines_judged_alike(tmp_path):
     odd.append(good[1].replace(b'"source_id":', b'"source_id":null,"x_source_id":'))
     fin = next(line for line in good if b'"Finalized"' in line)
     odd.append(orjson.dumps({k: v for k, v in orjson.loads(fin).items() if k != "mc_block_file_hash"}))
+    # a whole receipt but for one required field, missing or null
+    inc = orjson.loads(next(line for line in good if b'"IncludedIntoAcceptedBlock"' in line))
+    odd.append(orjson.dumps({k: v for k, v in inc.items() if k != "wc"}))
+    odd.append(orjson.dumps({**inc, "block_seqno": None}))
     path = tmp_path / "odd.jsonl"
     path.write_bytes(b"\n".join(good[:200] + odd + good[200:]) + b"\n")
     for profile in PROFILES:

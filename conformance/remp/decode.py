@@ -35,6 +35,19 @@ def _field_type(fmt: dict[str, Any]):
     return Optional[base]  # missing and null read alike (None), as dict.get gives them
 
 
+def _own_field(fc) -> tuple:
+    """A kind's own field in its typed receipt. A required field is required here too (no
+    default, no null): a receipt that lacks it is refused and read in general, which says so, and
+    the typed validator (``compile_validator(typed=True)``) need not look for it. The master
+    block's file hash is required for another reason: a receipt without it may need it recovered
+    from its text (tlreceipt.recover_master_file_hash), which the general reading does."""
+    from typing import Annotated
+
+    if fc.required or fc.name == MASTER_FILE_HASH:
+        return (fc.name, Annotated[int, INT_RANGE] if fc.fmt["type"] == "integer" else str)
+    return (fc.name, _field_type(fc.fmt), None)
+
+
 class TypedDecoder:
     """``decode(line)`` -> the typed receipt of the line's kind; raises on anything else.
     ``kind_of[type(receipt)]`` is the kind's :class:`~rmkit.conformance.remp.model.KindInfo`."""
@@ -45,10 +58,7 @@ class TypedDecoder:
         structs = []
         self.kind_of: dict[type, Any] = {}
         for name, ki in model.kinds.items():
-            # the master block's file hash is required here: a receipt without it may need it
-            # recovered from its text (tlreceipt.recover_master_file_hash), which the general reading does
-            own = [(fc.name, str) if fc.name == MASTER_FILE_HASH else (fc.name, _field_type(fc.fmt), None)
-                   for fc in ki.fields]
+            own = [_own_field(fc) for fc in ki.fields]
             common = [(f, _field_type(formats[entry["format"]][model.profile]), None)
                       for f, entry in spec["common_fields"].items() if f not in {o[0] for o in own}]
             names = [f[0] for f in common + own]

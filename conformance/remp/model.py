@@ -36,8 +36,9 @@ def compile_validator(kind: str, fields: tuple[FieldCheck, ...], typed: bool = F
     None). Generated code avoids a call per field on the hot path: integers are checked inline,
     strings against a set of values already found good before calling the format's check.
     ``typed``: the function reads a typed receipt's attributes (:mod:`.decode`) instead of a
-    dict's keys; the checks and their texts are the same, less the JSON types the typed decoder
-    has settled already (every integer an int, every string a str, or None)."""
+    dict's keys; the checks and their texts are the same, less what the typed decoder has settled
+    already: every integer an int, every string a str, or None, and every required field present
+    (a receipt without one is not typed, and the general reading reports it)."""
     if not fields:
         return None
     env: dict[str, Any] = {}
@@ -48,14 +49,17 @@ def compile_validator(kind: str, fields: tuple[FieldCheck, ...], typed: bool = F
         fmt = fc.fmt or {}
         integer = fmt.get("type") == "integer"
         lo = fmt.get("minimum") if integer else None
-        if typed and not fc.required and lo is None and (integer or fmt.get("pattern") is None):
-            continue  # its type is all there is to check, and the decoder did
+        if typed and lo is None and (integer or fmt.get("pattern") is None):
+            continue  # its type (and, when required, its presence) is all there is to check, and the decoder did
         env[f"check{i}"], env[f"good{i}"] = fc.check, set()
         missing = f"{fc.name}: required for {kind}, missing"
         wrong = f"{fc.name}: expected {fc.expected}, found "
         body.append(f"    v = obj.{fc.name}" if typed else f"    v = obj.get({fc.name!r})")
-        body.append("    if v is None:")
-        body.append(f"        if {fc.required!r}: bad = (bad or []) + [{missing!r}]")
+        if typed and fc.required:
+            body.append("    if False: pass")  # present, as the decoder settled (compiled away)
+        else:
+            body.append("    if v is None:")
+            body.append(f"        if {fc.required!r}: bad = (bad or []) + [{missing!r}]")
         if integer:
             cond = ([] if typed else ["type(v) is not int"]) + ([f"v < {int(lo)}"] if lo is not None else [])
             if cond:
