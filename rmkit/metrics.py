@@ -9,14 +9,18 @@ class LatencyHistogram:
     """Log-linear histogram of non-negative integers (milliseconds): exact below 1024, then 64
     sub-buckets per power of two (relative error under 1.6%). Percentiles without keeping values."""
 
-    __slots__ = ("buckets", "count", "max", "min", "total")
+    __slots__ = ("buckets", "max", "min", "total")
 
     def __init__(self):
         self.buckets: Counter[int] = Counter()
-        self.count = 0
         self.total = 0
         self.max: int | None = None
         self.min: int | None = None
+
+    @property
+    def count(self) -> int:
+        """Values counted: the buckets' sum (kept out of :meth:`add`, which runs per message and source)."""
+        return sum(self.buckets.values())
 
     @staticmethod
     def _bucket(v: int) -> int:
@@ -42,29 +46,28 @@ class LatencyHistogram:
             b = ((shift + 1) << 16) | (v >> shift)  # _bucket, inlined
         buckets = self.buckets
         buckets[b] = buckets.get(b, 0) + 1
-        if self.count:
-            if v > self.max:
-                self.max = v
-            elif v < self.min:
-                self.min = v
-        else:
-            self.max = self.min = v
-        self.count += 1
         self.total += v
+        top = self.max
+        if top is None:
+            self.max = self.min = v
+        elif v > top:
+            self.max = v
+        elif v < self.min:
+            self.min = v
 
     def merge(self, other: "LatencyHistogram") -> None:
         """Add another histogram's counts (used to combine the shares of a parallel run)."""
         self.buckets.update(other.buckets)
-        self.count += other.count
         self.total += other.total
         for name, pick in (("max", max), ("min", min)):
             values = [v for v in (getattr(self, name), getattr(other, name)) if v is not None]
             setattr(self, name, pick(values) if values else None)
 
     def percentile(self, q: float) -> int | None:
-        if not self.count:
+        count = self.count
+        if not count:
             return None
-        rank = q * (self.count - 1)
+        rank = q * (count - 1)
         seen = 0
         for b in sorted(self.buckets, key=self._value):
             seen += self.buckets[b]
@@ -73,9 +76,10 @@ class LatencyHistogram:
         return self.max
 
     def share_at_most(self, limit: int) -> float | None:
-        if not self.count:
+        count = self.count
+        if not count:
             return None
-        return sum(n for b, n in self.buckets.items() if self._value(b) <= limit) / self.count
+        return sum(n for b, n in self.buckets.items() if self._value(b) <= limit) / count
 
     def log_bins(self, per_decade: int = 10) -> list[list]:
         """Counts in bins of equal width on a log axis: [low, high, count] per non-empty bin, the
@@ -92,10 +96,11 @@ class LatencyHistogram:
         return [[0, 1, counts[-1]] if k == -1 else [edge(k), edge(k + 1), counts[k]] for k in sorted(counts)]
 
     def summary(self, promise: tuple[int, int] | None = None) -> dict:
-        out = {"count": self.count}
-        if self.count:
+        count = self.count
+        out = {"count": count}
+        if count:
             out |= {"min": self.min, "p50": self.percentile(0.5), "p90": self.percentile(0.9),
-                    "p99": self.percentile(0.99), "max": self.max, "mean": round(self.total / self.count, 1)}
+                    "p99": self.percentile(0.99), "max": self.max, "mean": round(self.total / count, 1)}
             if promise:
                 out["promise_ms"] = list(promise)
                 out["within_promise"] = round(self.share_at_most(promise[1]), 4)
