@@ -62,7 +62,7 @@ def main() -> int:
     total = sum(counts.values())
     print(f"{path.name}: share {k}/{n}, lines {args.skip + 1:,} to {args.skip + args.lines:,}: "
           f"{total / args.lines:.1f} Python opcodes per line")
-    for (name, line), c in counts.most_common(40):
+    for (name, line), c in counts.most_common(None if args.by_line else 40):
         print(f"{c / args.lines:8.1f}  {name}" + (f" line {line}" if line else ""))
     return 0
 
