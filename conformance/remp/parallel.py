@@ -14,6 +14,9 @@ messages of one partition instead of one process's hash share.
 
 from __future__ import annotations
 
+import pickle
+import queue
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -60,37 +63,91 @@ def _received(conn, checker):
             return
 
 
-def _deal(pipes, inputs: list[str], progress) -> None:
+# the batches dealt to the shares: small, so that little waits in memory, large enough that a
+# message per share and batch costs nothing to speak of
+DEAL_BYTES = 1 << 20
+
+
+def _deal(out: "_Outbox", inputs: list[str], progress) -> None:
     """Read every input once and send each share its lines (by :func:`shares.split_lines`, the
-    message id's share), batch by batch. A send waits while the share is still checking its
-    previous batch, so at most about one batch per share is held in flight."""
-    n = len(pipes)
+    message id's share), batch by batch."""
+    n = len(out.pipes)
     for idx, path in enumerate(inputs):
         base = idx << LINE_BITS
         lineno = done = 0
 
         def broke_off(at: int, why: str, idx=idx) -> None:  # one problem, reported by one share
-            _send(pipes, 0, ("read_error", idx, at, why))
+            out.put(0, ("read_error", idx, at, why))
 
-        for batch in iter_line_batches(path, on_error=broke_off):
+        for batch in iter_line_batches(path, DEAL_BYTES, on_error=broke_off):
             refs = range(base | (lineno + 1), base | (lineno + 1 + len(batch)))
             lineno += len(batch)
             for k, (own_refs, own) in enumerate(split_lines(refs, batch, n)):
                 if own:
-                    _send(pipes, k, ("lines", own_refs, own))
+                    out.put(k, ("lines", own_refs, own))
             if progress is not None:
                 done += sum(map(len, batch)) + len(batch)
                 progress(idx, done)
-    for k in range(n):
-        _send(pipes, k, ("end",))
+    out.close()
 
 
-def _send(pipes, k: int, msg) -> None:
-    try:
-        pipes[k].send(msg)
-    except OSError:  # the share stopped: it failed, and says why
-        _raise_error(pipes[k])
-        raise
+class _Outbox:
+    """The messages to the shares, each share's written by a thread of its own from a short queue:
+    reading and dealing the next batches overlaps the writing (which waits while a share is
+    checking), and a share that is slower for a while does not stop the others. Memory: at most
+    ``DEPTH`` batches per share wait here."""
+
+    DEPTH = 3
+
+    def __init__(self, pipes):
+        self.pipes = pipes
+        self.queues = [queue.Queue(self.DEPTH) for _ in pipes]
+        self.failed: list[BaseException | None] = [None] * len(pipes)
+        self.stopping = False
+        self.threads = [threading.Thread(target=self._write, args=(k,), daemon=True) for k in range(len(pipes))]
+        for t in self.threads:
+            t.start()
+
+    def _write(self, k: int) -> None:
+        pipe, q = self.pipes[k], self.queues[k]
+        while True:
+            try:
+                data = q.get(timeout=0.5)
+            except queue.Empty:
+                if self.stopping:
+                    return
+                continue
+            if data is None:
+                return
+            if self.failed[k] is None and not self.stopping:
+                try:
+                    pipe.send_bytes(data)
+                except OSError as exc:  # the share stopped: its own report says why (see _fail)
+                    self.failed[k] = exc
+
+    def put(self, k: int, msg) -> None:
+        if self.failed[k] is not None:
+            self._fail(k)
+        self.queues[k].put(pickle.dumps(msg, pickle.HIGHEST_PROTOCOL))
+
+    def close(self) -> None:
+        """Send the end of the inputs to every share and wait until everything is written."""
+        for k in range(len(self.pipes)):
+            self.put(k, ("end",))
+            self.queues[k].put(None)
+        for t in self.threads:
+            t.join()
+        for k in range(len(self.pipes)):
+            if self.failed[k] is not None:
+                self._fail(k)
+
+    def stop(self) -> None:
+        """Drop what is still queued (the run failed) and let the writers end."""
+        self.stopping = True
+
+    def _fail(self, k: int) -> None:
+        _raise_error(self.pipes[k])
+        raise self.failed[k]
 
 
 def _raise_error(pipe) -> None:
@@ -111,8 +168,10 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
     started = time.perf_counter()
     pipes, procs = start_processes(_worker, [(kwargs, inputs) for _ in range(jobs)])
     finished = False
+    out = None
     try:
-        _deal(pipes, inputs, progress)
+        out = _Outbox(pipes)
+        _deal(out, inputs, progress)
         first = [p.recv() for p in pipes]
         for msg in first:
             if msg[0] == "error":
@@ -128,6 +187,8 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
         finished = True
     finally:
         if not finished:  # a failure (the parent's or a share's): the other shares need not finish
+            if out is not None:
+                out.stop()
             for proc in procs:
                 proc.kill()
         stop_processes(procs)
