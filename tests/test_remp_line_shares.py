@@ -235,3 +235,27 @@ def test_the_fast_reading_is_what_a_plain_log_takes():
     lines = [x for x in _source() if _is_object(x) and x.count(b'"message_id"') == 1][:200]
     assert fast_shares(lines, 2) is not None
     assert shares.fast_shares(lines, 7) is not None
+
+
+def test_a_share_that_dies_without_a_word_fails_the_run_with_exit_2(tmp_path, monkeypatch, capsys):
+    """A share killed outright (no report): the run is a tool failure, never a pass or a hang."""
+    import os
+
+    from rmkit.cli import main
+
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(FAULTS.read_bytes() * 40)
+    original = RempLogChecker.begin
+
+    def begin(self, inputs, partition=None, shared=False):
+        if shared:
+            os._exit(3)
+        return original(self, inputs, partition, shared)
+
+    monkeypatch.setattr(RempLogChecker, "begin", begin)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="stopped without a report"):
+        RempLogChecker("spec", lifetime_s=60, jobs=2).run([str(path)])
+    assert main(["check", "--jobs", "2", "--lifetime", "60", str(path)]) == 2
+    assert "stopped without a report" in capsys.readouterr().err
+    assert time.monotonic() - started < 60

@@ -147,7 +147,9 @@ class _Outbox:
 
     def _fail(self, k: int) -> None:
         _raise_error(self.pipes[k])
-        raise self.failed[k]
+        # no report: the process died (killed, out of memory). Not an OSError of the run's own
+        # output (a closed stdout ends a run quietly): the run could not do its job.
+        raise RuntimeError(f"share {k} of the --jobs run stopped without a report ({self.failed[k]})")
 
 
 def _raise_error(pipe) -> None:
