@@ -484,12 +484,12 @@ class RempLogChecker:
         # the typed decoder (decode.py); signatures are verified on the receipt as a dict
         # (a receipt of master block fields without the master block's file hash is not typed: read in general)
         typed, kind_of, _ = (None, None, ()) if self.keyed or not self.typed else m.typed_decoder()
+        if part_n:  # keep this share's lines, a batch at a time (shares.py)
+            from rmkit.conformance.remp.shares import own_lines
+
+            batches = (own_lines(refs, batch, part_k, part_n) for refs, batch in batches)
         for refs, batch in batches:
             for ref, line in zip(refs, batch):
-                if part_n:
-                    share = partition_share(line, part_n)
-                    if ((ref & LINE_MASK) % part_n if share is None else share) != part_k:
-                        continue
                 kts = None
                 text = line
                 obj = None

@@ -1,5 +1,6 @@
-"""Check one log with several processes: each worker reads the whole input but checks only the
-messages whose id hashes into its share, so per-message state never crosses processes.
+"""Check one log with several processes: this process reads the inputs once and deals each worker
+the lines of the messages whose id hashes into its share (:mod:`rmkit.conformance.remp.shares`),
+so per-message state never crosses processes and no worker reads or classifies another's lines.
 
 Only three things are global and are reconciled here: the log's clock at the end (workers agree
 on it before judging the messages still open), the role each source plays (the role it showed
@@ -13,57 +14,168 @@ messages of one partition instead of one process's hash share.
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
+import pickle
+import queue
+import threading
 import time
 from collections import Counter
 from typing import Any
 
+from rmkit.gctune import paused_collections
 from rmkit.processes import start_processes, stop_processes
 from rmkit.protocol import RecordKey
 from rmkit.verdict import Evidence, Report, Violation
 
 from rmkit.conformance.remp.checker import LINE_BITS, LINE_MASK, RempLogChecker, _violation_order, latency_entry, per_source_metrics
 
-from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs  # noqa: F401 (one rule for every protocol's --jobs)
+from rmkit.conformance.remp.shares import split_lines
+from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, iter_line_batches  # noqa: F401 (one rule for every protocol's --jobs)
 
 
-def _worker(conn, kwargs: dict[str, Any], inputs: list[str], k: int, n: int, done=None) -> None:
+def _worker(conn, kwargs: dict[str, Any], inputs: list[str]) -> None:
     try:
         checker = RempLogChecker(**kwargs)
-        if done is not None:  # every share reads every line: one share's reading is the run's progress
-            offsets = [sum(os.path.getsize(p) for p in inputs[:i]) for i in range(len(inputs))]
-
-            def report(idx: int, nbytes: int) -> None:
-                done.value = offsets[idx] + nbytes
-
-            checker.progress = report
-        checker.begin(inputs, partition=(k, n))
-        for idx, path in enumerate(inputs):
-            checker._run_file(idx, path)
+        checker.begin(inputs, shared=True)  # the parent hands over this share's lines only
+        checker.feed(_received(conn, checker))
         conn.send(("hwm", checker.hwm, checker.top_time, checker._roles))
         end_hwm, roles = conn.recv()
         checker.settle_roles(roles)
         report = checker.finish(end_hwm)
         conn.send(("done", report, checker.lat, checker._roles, checker.per_source))
     except BaseException as exc:  # report any failure to the parent instead of hanging it
-        conn.send(("error", f"{type(exc).__name__}: {exc}", getattr(exc, "exit_code", None), exc))
+        try:
+            conn.send(("error", f"{type(exc).__name__}: {exc}", getattr(exc, "exit_code", None), exc))
+        except OSError:
+            pass  # the parent is gone (it stopped the run): nobody to tell
     finally:
         conn.close()
 
 
+def _received(conn, checker):
+    """The share's (refs, lines) batches as the parent sends them, until the end of the inputs;
+    an input that broke off is reported where it broke, in log order."""
+    while True:
+        msg = conn.recv()
+        if msg[0] == "lines":
+            yield msg[1], msg[2]
+        elif msg[0] == "read_error":
+            checker._read_error(*msg[1:])
+        else:
+            return
+
+
+# the batches dealt to the shares: small, so that little waits in memory, large enough that a
+# message per share and batch costs nothing to speak of
+DEAL_BYTES = 1 << 20
+
+
+def _deal(out: "_Outbox", inputs: list[str], progress) -> None:
+    """Read every input once and send each share its lines (by :func:`shares.split_lines`, the
+    message id's share), batch by batch."""
+    n = len(out.pipes)
+    for idx, path in enumerate(inputs):
+        base = idx << LINE_BITS
+        lineno = done = 0
+
+        def broke_off(at: int, why: str, idx=idx) -> None:  # one problem, reported by one share
+            out.put(0, ("read_error", idx, at, why))
+
+        for batch in iter_line_batches(path, DEAL_BYTES, on_error=broke_off):
+            refs = range(base | (lineno + 1), base | (lineno + 1 + len(batch)))
+            lineno += len(batch)
+            for k, (own_refs, own) in enumerate(split_lines(refs, batch, n)):
+                if own:
+                    out.put(k, ("lines", own_refs, own))
+            if progress is not None:
+                done += sum(map(len, batch)) + len(batch)
+                progress(idx, done)
+    out.close()
+
+
+class _Outbox:
+    """The messages to the shares, each share's written by a thread of its own from a short queue:
+    reading and dealing the next batches overlaps the writing (which waits while a share is
+    checking), and a share that is slower for a while does not stop the others. Memory: at most
+    ``DEPTH`` batches per share wait here."""
+
+    DEPTH = 3
+
+    def __init__(self, pipes):
+        self.pipes = pipes
+        self.queues = [queue.Queue(self.DEPTH) for _ in pipes]
+        self.failed: list[BaseException | None] = [None] * len(pipes)
+        self.stopping = False
+        self.threads = [threading.Thread(target=self._write, args=(k,), daemon=True) for k in range(len(pipes))]
+        for t in self.threads:
+            t.start()
+
+    def _write(self, k: int) -> None:
+        pipe, q = self.pipes[k], self.queues[k]
+        while True:
+            try:
+                data = q.get(timeout=0.5)
+            except queue.Empty:
+                if self.stopping:
+                    return
+                continue
+            if data is None:
+                return
+            if self.failed[k] is None and not self.stopping:
+                try:
+                    pipe.send_bytes(data)
+                except OSError as exc:  # the share stopped: its own report says why (see _fail)
+                    self.failed[k] = exc
+
+    def put(self, k: int, msg) -> None:
+        if self.failed[k] is not None:
+            self._fail(k)
+        self.queues[k].put(pickle.dumps(msg, pickle.HIGHEST_PROTOCOL))
+
+    def close(self) -> None:
+        """Send the end of the inputs to every share and wait until everything is written."""
+        for k in range(len(self.pipes)):
+            self.put(k, ("end",))
+            self.queues[k].put(None)
+        for t in self.threads:
+            t.join()
+        for k in range(len(self.pipes)):
+            if self.failed[k] is not None:
+                self._fail(k)
+
+    def stop(self) -> None:
+        """Drop what is still queued (the run failed) and let the writers end."""
+        self.stopping = True
+
+    def _fail(self, k: int) -> None:
+        _raise_error(self.pipes[k])
+        # no report: the process died (killed, out of memory). Not an OSError of the run's own
+        # output (a closed stdout ends a run quietly): the run could not do its job.
+        raise RuntimeError(f"share {k} of the --jobs run stopped without a report ({self.failed[k]})")
+
+
+def _raise_error(pipe) -> None:
+    """Raise the failure a share reported, if it reported one."""
+    try:
+        while pipe.poll(1):
+            msg = pipe.recv()
+            if msg[0] == "error":
+                raise msg[3]
+    except (EOFError, OSError):
+        pass
+
+
 def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=None) -> Report:
     """Same result as ``RempLogChecker(**kwargs).run(inputs)`` (up to which examples are kept).
-    ``progress(0, bytes)`` is called while the shares read, when given."""
+    This process reads the inputs once and deals each share its lines; ``progress(input index,
+    bytes of it read)`` is called after each batch, when given."""
     started = time.perf_counter()
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    done = ctx.Value("q", 0, lock=False) if progress is not None else None
-    pipes, procs = start_processes(_worker, [(kwargs, inputs, k, jobs, done if k == 0 else None) for k in range(jobs)])
+    pipes, procs = start_processes(_worker, [(kwargs, inputs) for _ in range(jobs)])
+    finished = False
+    out = None
     try:
-        if done is not None:
-            while not all(p.poll(0) for p in pipes):
-                progress(0, done.value)
-                pipes[0].poll(0.2)
+        out = _Outbox(pipes)
+        with paused_collections():  # the batches hold no cycles (see rmkit.gctune)
+            _deal(out, inputs, progress)
         first = [p.recv() for p in pipes]
         for msg in first:
             if msg[0] == "error":
@@ -76,7 +188,13 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
         for msg in results:
             if msg[0] == "error":
                 raise msg[3]
+        finished = True
     finally:
+        if not finished:  # a failure (the parent's or a share's): the other shares need not finish
+            if out is not None:
+                out.stop()
+            for proc in procs:
+                proc.kill()
         stop_processes(procs)
     report = _merge(kwargs, inputs, [r[1] for r in results], [r[2] for r in results], [r[3] for r in results],
                     [r[4] for r in results])
