@@ -54,24 +54,24 @@ def compile_validator(kind: str, fields: tuple[FieldCheck, ...], typed: bool = F
         env[f"check{i}"], env[f"good{i}"] = fc.check, set()
         missing = f"{fc.name}: required for {kind}, missing"
         wrong = f"{fc.name}: expected {fc.expected}, found "
-        body.append(f"    v = obj.{fc.name}" if typed else f"    v = obj.get({fc.name!r})")
-        if typed and fc.required:
-            body.append("    if False: pass")  # present, as the decoder settled (compiled away)
-        else:
-            body.append("    if v is None:")
-            body.append(f"        if {fc.required!r}: bad = (bad or []) + [{missing!r}]")
+        report_wrong = f"bad = (bad or []) + [{wrong!r} + repr(v)]"
+        # the field's tests in order, each (condition, statement lines); the first that holds decides
+        tests: list[tuple[str, list[str]]] = []
+        if not (typed and fc.required):  # (a typed receipt has every required field)
+            tests.append(("v is None", [f"if {fc.required!r}: bad = (bad or []) + [{missing!r}]"]))
         if integer:
             cond = ([] if typed else ["type(v) is not int"]) + ([f"v < {int(lo)}"] if lo is not None else [])
             if cond:
-                body.append(f"    elif {' or '.join(cond)}: bad = (bad or []) + [{wrong!r} + repr(v)]")
-        elif typed and fmt.get("pattern") is None:
-            pass  # a str, as the decoder settled
+                tests.append((" or ".join(cond), [report_wrong]))
         else:
             if not typed:
-                body.append(f"    elif type(v) is not str: bad = (bad or []) + [{wrong!r} + repr(v)]")
-            body.append(f"    elif v not in good{i}:")
-            body.append(f"        if not check{i}(v): bad = (bad or []) + [{wrong!r} + repr(v)]")
-            body.append(f"        elif len(good{i}) < 100_000: good{i}.add(v)")
+                tests.append(("type(v) is not str", [report_wrong]))
+            tests.append((f"v not in good{i}", [f"if not check{i}(v): {report_wrong}",
+                                                f"elif len(good{i}) < 100_000: good{i}.add(v)"]))
+        body.append(f"    v = obj.{fc.name}" if typed else f"    v = obj.get({fc.name!r})")
+        for j, (cond, lines) in enumerate(tests):
+            body.append(f"    {'elif' if j else 'if'} {cond}:")
+            body.extend(f"        {line}" for line in lines)
     body.append("    return bad")
     exec("\n".join(body), env)  # noqa: S102 - generated from the spec's own field table
     return env["validate"]
