@@ -135,8 +135,9 @@ def partition_share(line: bytes, n: int) -> int | None:
     """Which of ``n`` shares the receipt on this raw line belongs to, by its message id, found
     without parsing JSON (plain, or escaped inside a Kafka value held as a string); None when the
     id cannot be found this way. Ids are hashes, so their last hex digit spreads them evenly; case
-    is folded (``| 0x20``) because the spec profile allows upper-case hex. Every share reads every
-    line, so this runs before any decoding: a line of another share costs this search alone."""
+    is folded (``| 0x20``) because the spec profile allows upper-case hex. It reads the raw line,
+    before any decoding, so that a line can be dealt to its share without being parsed
+    (:mod:`.shares` applies it to a batch at once)."""
     # the key itself, quoted; the last one wins, as it does for the JSON reader
     i = _last_key(line, b'"message_id"')
     if i >= 0:
@@ -949,8 +950,6 @@ class RempLogChecker:
     def _collated_after_rejects(self, msg: _Msg, events: list[tuple]) -> None:
         """REMP-COLL-004: an IncludedIntoBlock later than the time by which ceil(2N/3) validators
         (N: total_validators of the first SentToValidators) had reported RejectedByCollator."""
-        if not msg.kmask & self._collator_reject_bit:
-            return  # no RejectedByCollator
         need = self.model.threshold("stop_collation_rejected", msg.total)
         first: dict = {}  # source -> (time, ref) of its first reject
         for k, _, t, ref, src in events:
@@ -1140,13 +1139,7 @@ class RempLogChecker:
             if untimed:
                 self.untimed_expiry += 1  # an inclusion whose delay cannot be measured
         self._source_figures(msg)
-        if self.declared_roles is None and not self._first_roles:
-            # what _role_of says, without a call per source: the role inferred in the log, else the one assumed
-            roles = self._roles
-            queued = [(s, st) for s, st in msg.srcs.items()
-                      if st[4] is not None and (st[0] if (known := roles.get(s)) is None else known[0]) == VALIDATOR]
-        else:
-            queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None and self._role_of(s, st) == VALIDATOR]
+        queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None and self._role_of(s, st) == VALIDATOR]
         key = (msg.kmask, tuple([st[1] for _, st in queued]))  # a few patterns recur over a log's messages
         got = self._outcome_of.get(key)
         if got is None:
