@@ -59,6 +59,24 @@ def iter_line_batches(path: str, chunk_bytes: int = 1 << 22, on_error=None) -> I
             f.close()
 
 
+def numbered_batches(idx: int, path: str, *, chunk_bytes: int = 1 << 22, on_error=None,
+                     progress=None) -> Iterator[tuple[range, list[bytes]]]:
+    """The lines of input ``idx`` (of a run's inputs) as (refs, lines) batches, each ref the line's
+    reference as checkers and their shares know it: ``idx << REF_LINE_BITS | line number`` (from 1,
+    blank lines counted). ``progress(idx, bytes of the input read)`` is called after each batch is
+    handled; ``on_error`` as for :func:`iter_line_batches`."""
+    from rmkit.protocol import REF_LINE_BITS
+
+    base = idx << REF_LINE_BITS
+    lineno = done = 0
+    for batch in iter_line_batches(path, chunk_bytes, on_error):
+        yield range(base | (lineno + 1), base | (lineno + 1 + len(batch))), batch
+        lineno += len(batch)
+        if progress is not None:
+            done += sum(map(len, batch)) + len(batch)
+            progress(idx, done)
+
+
 def _line_batches(f, path: str, chunk_bytes: int, on_error) -> Iterator[list[bytes]]:
     read = f.read1 if hasattr(f, "read1") else f.read
     rest = b""

@@ -27,7 +27,7 @@ from typing import Iterable, Sequence
 
 import orjson
 
-from rmkit.logread import auto_jobs, iter_line_batches
+from rmkit.logread import auto_jobs, numbered_batches
 from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
@@ -160,14 +160,8 @@ class CordaLogChecker:
         gzip), a :class:`BrokenLine` at the line that could not be read, which the share reports."""
         for idx, path in enumerate(inputs):
             base = idx << REF_LINE_BITS
-            lineno = done = 0
             broken = []
-            for batch in iter_line_batches(path, on_error=lambda n, why: broken.append((base | n, why))):
-                yield range(base | (lineno + 1), base | (lineno + 1 + len(batch))), batch
-                lineno += len(batch)
-                if self.progress is not None:
-                    done += sum(map(len, batch)) + len(batch)
-                    self.progress(idx, done)
+            yield from numbered_batches(idx, path, on_error=lambda n, why: broken.append((base | n, why)), progress=self.progress)
             for ref, why in broken:
                 yield [ref], [BrokenLine(why)]
 

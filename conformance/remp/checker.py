@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from rmkit.gctune import paused_collections
-from rmkit.logread import iter_line_batches, kafka_time_problem, unwrap_kafka
+from rmkit.logread import kafka_time_problem, numbered_batches, unwrap_kafka
 from rmkit.metrics import LatencyHistogram
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
@@ -420,16 +420,7 @@ class RempLogChecker:
 
     def _file_batches(self, idx: int, path: str):
         """The lines of one input as (refs, lines) batches for :meth:`feed`."""
-        base = idx << LINE_BITS
-        lineno = 0
-        progress = self.progress
-        done = 0
-        for batch in iter_line_batches(path, on_error=lambda n, why: self._read_error(idx, n, why)):
-            if progress is not None:
-                done += sum(map(len, batch)) + len(batch)
-                progress(idx, done)
-            yield range(base | (lineno + 1), base | (lineno + 1 + len(batch))), batch
-            lineno += len(batch)
+        return numbered_batches(idx, path, on_error=lambda n, why: self._read_error(idx, n, why), progress=self.progress)
 
     def feed(self, batches) -> None:
         """Check records in log order: ``batches`` yields (refs, lines), each ref the record's

@@ -29,7 +29,7 @@ from rmkit.verdict import Evidence, Report, Violation
 from rmkit.conformance.remp.checker import LINE_BITS, LINE_MASK, RempLogChecker, _violation_order, latency_entry, per_source_metrics
 
 from rmkit.conformance.remp.shares import split_lines
-from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, iter_line_batches  # noqa: F401 (one rule for every protocol's --jobs)
+from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, numbered_batches  # noqa: F401 (one rule for every protocol's --jobs)
 
 
 def _worker(conn, kwargs: dict[str, Any], inputs: list[str]) -> None:
@@ -74,21 +74,14 @@ def _deal(out: "_Outbox", inputs: list[str], progress) -> None:
     message id's share), batch by batch."""
     n = len(out.pipes)
     for idx, path in enumerate(inputs):
-        base = idx << LINE_BITS
-        lineno = done = 0
 
         def broke_off(at: int, why: str, idx=idx) -> None:  # one problem, reported by one share
             out.put(0, ("read_error", idx, at, why))
 
-        for batch in iter_line_batches(path, DEAL_BYTES, on_error=broke_off):
-            refs = range(base | (lineno + 1), base | (lineno + 1 + len(batch)))
-            lineno += len(batch)
+        for refs, batch in numbered_batches(idx, path, chunk_bytes=DEAL_BYTES, on_error=broke_off, progress=progress):
             for k, (own_refs, own) in enumerate(split_lines(refs, batch, n)):
                 if own:
                     out.put(k, ("lines", own_refs, own))
-            if progress is not None:
-                done += sum(map(len, batch)) + len(batch)
-                progress(idx, done)
     out.close()
 
 

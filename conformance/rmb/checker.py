@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from rmkit.logread import auto_jobs, iter_line_batches
+from rmkit.logread import auto_jobs, numbered_batches
 from rmkit.processes import key_share, run_in_processes
 from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.rules import OFF
@@ -202,15 +202,12 @@ def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
 
     for idx, path in enumerate(inputs):
         base = idx << REF_LINE_BITS
-        lineno = 0
 
         def broke(line: int, why: str, base=base) -> None:
             if k == 0:
                 problems.append((base | line, why, None))
 
-        for batch in iter_line_batches(path, on_error=broke):
-            refs = range(base | (lineno + 1), base | (lineno + 1 + len(batch)))
-            lineno += len(batch)
+        for refs, batch in numbered_batches(idx, path, on_error=broke):
             if n == 1:
                 yield refs, batch
                 continue
