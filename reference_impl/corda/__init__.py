@@ -21,7 +21,7 @@ On a real broker and database (processes):
 - :mod:`.cluster`: brokers, bridges and nodes on loopback (``rmkit corda up``, the harness).
 """
 
-import importlib
+from rmkit.lazy import lazy_attributes
 
 # Imported on first use, so that the node and bridge processes (``python -m ...corda.node``) start
 # without loading the spec and the machines they do not run.
@@ -31,8 +31,4 @@ _EXPORTS = {"Bridge": "bridge", "Link": "bridge", "Delivery": "broker", "Queue":
             "StepRefused": "system", "System": "system"}
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, {name: (f".{module}", name) for name, module in _EXPORTS.items()})

@@ -13,59 +13,59 @@ Names are imported from their modules on first use (PEP 562): the log checker ne
 
 from __future__ import annotations
 
-import importlib
+from rmkit.lazy import lazy_attributes
 
 # exported name -> (module of this package, its name there)
 _WHERE = {
-    "Outcome": ("consumer", "Outcome"),
-    "ReceiptConsumer": ("consumer", "ReceiptConsumer"),
-    "fold": ("consumer", "fold"),
-    "write_jsonl": ("dump", "write_jsonl"),
-    "write_kafka_dump": ("dump", "write_kafka_dump"),
-    "BlockRef": ("events", "BlockRef"),
-    "BlockRefused": ("events", "BlockRefused"),
-    "CatchainBroadcast": ("events", "CatchainBroadcast"),
-    "CatchainRecord": ("events", "CatchainRecord"),
-    "CollationRound": ("events", "CollationRound"),
-    "CollatorResult": ("events", "CollatorResult"),
-    "Forwarded": ("events", "Forwarded"),
-    "ForwardedDigests": ("events", "ForwardedDigests"),
-    "HandToCollator": ("events", "HandToCollator"),
-    "MasterchainCommit": ("events", "MasterchainCommit"),
-    "MasterchainIgnore": ("events", "MasterchainIgnore"),
-    "MessageFromFullNode": ("events", "MessageFromFullNode"),
-    "Publish": ("events", "Publish"),
-    "Receipt": ("events", "Receipt"),
-    "ReceiptsFromValidator": ("events", "ReceiptsFromValidator"),
-    "SendToValidator": ("events", "SendToValidator"),
-    "SessionSwitch": ("events", "SessionSwitch"),
-    "ShardBlockAccepted": ("events", "ShardBlockAccepted"),
-    "ShardBlockIgnored": ("events", "ShardBlockIgnored"),
-    "ShardBlockRejected": ("events", "ShardBlockRejected"),
-    "Submit": ("events", "Submit"),
-    "Tick": ("events", "Tick"),
-    "UpcomingValidators": ("events", "UpcomingValidators"),
-    "FullNode": ("fullnode", "FullNode"),
-    "FullNodeConfig": ("fullnode", "FullNodeConfig"),
-    "fullnode_step": ("fullnode", "step"),
-    "DocumentsRule": ("lifetime", "DocumentsRule"),
-    "SessionWindow": ("lifetime", "SessionWindow"),
-    "documents_obsolete": ("lifetime", "documents_obsolete"),
-    "expiry_rule": ("lifetime", "expiry_rule"),
-    "NetworkConfig": ("network", "NetworkConfig"),
-    "evaluate_outcome": ("outcome", "evaluate_outcome"),
-    "Traits": ("profile", "Traits"),
-    "traits": ("profile", "traits"),
-    "Offer": ("sender", "Offer"),
-    "ReceiptSender": ("sender", "ReceiptSender"),
-    "SimConfig": ("simulator", "SimConfig"),
-    "Simulation": ("simulator", "Simulation"),
-    "simulate": ("simulator", "simulate"),
-    "simulate_timed": ("simulator", "simulate_timed"),
-    "Validator": ("validator", "Validator"),
-    "ValidatorConfig": ("validator", "ValidatorConfig"),
-    "validator_step": ("validator", "step"),
-    "renderer": ("wire", "renderer"),
+    "Outcome": (".consumer", "Outcome"),
+    "ReceiptConsumer": (".consumer", "ReceiptConsumer"),
+    "fold": (".consumer", "fold"),
+    "write_jsonl": (".dump", "write_jsonl"),
+    "write_kafka_dump": (".dump", "write_kafka_dump"),
+    "BlockRef": (".events", "BlockRef"),
+    "BlockRefused": (".events", "BlockRefused"),
+    "CatchainBroadcast": (".events", "CatchainBroadcast"),
+    "CatchainRecord": (".events", "CatchainRecord"),
+    "CollationRound": (".events", "CollationRound"),
+    "CollatorResult": (".events", "CollatorResult"),
+    "Forwarded": (".events", "Forwarded"),
+    "ForwardedDigests": (".events", "ForwardedDigests"),
+    "HandToCollator": (".events", "HandToCollator"),
+    "MasterchainCommit": (".events", "MasterchainCommit"),
+    "MasterchainIgnore": (".events", "MasterchainIgnore"),
+    "MessageFromFullNode": (".events", "MessageFromFullNode"),
+    "Publish": (".events", "Publish"),
+    "Receipt": (".events", "Receipt"),
+    "ReceiptsFromValidator": (".events", "ReceiptsFromValidator"),
+    "SendToValidator": (".events", "SendToValidator"),
+    "SessionSwitch": (".events", "SessionSwitch"),
+    "ShardBlockAccepted": (".events", "ShardBlockAccepted"),
+    "ShardBlockIgnored": (".events", "ShardBlockIgnored"),
+    "ShardBlockRejected": (".events", "ShardBlockRejected"),
+    "Submit": (".events", "Submit"),
+    "Tick": (".events", "Tick"),
+    "UpcomingValidators": (".events", "UpcomingValidators"),
+    "FullNode": (".fullnode", "FullNode"),
+    "FullNodeConfig": (".fullnode", "FullNodeConfig"),
+    "fullnode_step": (".fullnode", "step"),
+    "DocumentsRule": (".lifetime", "DocumentsRule"),
+    "SessionWindow": (".lifetime", "SessionWindow"),
+    "documents_obsolete": (".lifetime", "documents_obsolete"),
+    "expiry_rule": (".lifetime", "expiry_rule"),
+    "NetworkConfig": (".network", "NetworkConfig"),
+    "evaluate_outcome": (".outcome", "evaluate_outcome"),
+    "Traits": (".profile", "Traits"),
+    "traits": (".profile", "traits"),
+    "Offer": (".sender", "Offer"),
+    "ReceiptSender": (".sender", "ReceiptSender"),
+    "SimConfig": (".simulator", "SimConfig"),
+    "Simulation": (".simulator", "Simulation"),
+    "simulate": (".simulator", "simulate"),
+    "simulate_timed": (".simulator", "simulate_timed"),
+    "Validator": (".validator", "Validator"),
+    "ValidatorConfig": (".validator", "ValidatorConfig"),
+    "validator_step": (".validator", "step"),
+    "renderer": (".wire", "renderer"),
 }
 
 __all__ = [
@@ -80,14 +80,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{where[0]}", __name__), where[1])
-    globals()[name] = value  # found once, then an ordinary module attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_attributes(__name__, _WHERE)

@@ -7,20 +7,24 @@ pays its imports before it reads a line.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator, Mapping
+
+from rmkit.lazy import lazy_attributes
 
 # format -> (module, function) of its renderer
 _WHERE = {"text": ("rmkit.render.text", "render_text"), "json": ("rmkit.render.jsonout", "render_json"),
           "junit": ("rmkit.render.junit", "render_junit")}
+
+__all__ = ["RENDERERS", "render_json", "render_junit", "render_text"]
+
+__getattr__, __dir__ = lazy_attributes(__name__, {function: (module, function) for module, function in _WHERE.values()})
 
 
 class _Renderers(Mapping):
     """format -> renderer, each imported on first use."""
 
     def __getitem__(self, fmt: str) -> Callable:
-        module, name = _WHERE[fmt]
-        return getattr(importlib.import_module(module), name)
+        return __getattr__(_WHERE[fmt][1])
 
     def __iter__(self) -> Iterator[str]:
         return iter(_WHERE)
@@ -30,12 +34,3 @@ class _Renderers(Mapping):
 
 
 RENDERERS: Mapping[str, Callable] = _Renderers()
-
-__all__ = ["RENDERERS", "render_json", "render_junit", "render_text"]
-
-
-def __getattr__(name: str):
-    for module, function in _WHERE.values():
-        if function == name:
-            return getattr(importlib.import_module(module), function)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
