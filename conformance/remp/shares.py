@@ -70,23 +70,18 @@ def line_shares(refs, lines: list, n: int) -> list | bytes:
     return out
 
 
-def _pick(shares, k: int):
-    if type(shares) is bytes:
-        return shares.translate(_pick_table(k))
-    return [s == k for s in shares]
+def _take(refs, lines: list, shares, k: int) -> tuple[list, list]:
+    """The (refs, lines) whose share, in ``shares`` (one per line), is ``k``."""
+    pick = shares.translate(_pick_table(k)) if type(shares) is bytes else [s == k for s in shares]
+    return list(compress(refs, pick)), list(compress(lines, pick))
 
 
 def own_lines(refs, lines: list, k: int, n: int) -> tuple[list, list]:
     """The (refs, lines) of a batch that belong to share ``k`` of ``n``."""
-    pick = _pick(line_shares(refs, lines, n), k)
-    return list(compress(refs, pick)), list(compress(lines, pick))
+    return _take(refs, lines, line_shares(refs, lines, n), k)
 
 
 def split_lines(refs, lines: list, n: int) -> list[tuple[list, list]]:
     """A batch's (refs, lines) for each of ``n`` shares, in share order, in log order within each."""
     shares = line_shares(refs, lines, n)
-    out = []
-    for k in range(n):
-        pick = _pick(shares, k)
-        out.append((list(compress(refs, pick)), list(compress(lines, pick))))
-    return out
+    return [_take(refs, lines, shares, k) for k in range(n)]
