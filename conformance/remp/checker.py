@@ -260,10 +260,11 @@ class RempLogChecker:
         jobs = parallel.auto_jobs(inputs) if self.jobs is None else self.jobs
         if jobs > 1 and "-" not in inputs:
             return parallel.run_parallel(self._kwargs, inputs, jobs, progress=self.progress)
-        self.begin(inputs)
-        for idx, path in enumerate(inputs):
-            self._run_file(idx, path)
-        return self.finish(self.end_clock([self.hwm], [self.top_time]))
+        with paused_collections():  # one pause from the first receipt to the report (see rmkit.gctune)
+            self.begin(inputs)
+            for idx, path in enumerate(inputs):
+                self._run_file(idx, path)
+            return self.finish(self.end_clock([self.hwm], [self.top_time]))
 
     @property
     def top_time(self) -> int | None:
@@ -331,11 +332,14 @@ class RempLogChecker:
             self.hwm = end_hwm
         if self._top is not None and self.hwm is not None and self._top[0] - self.hwm > self.clock_jump_ms:
             self._clock_outlier()
-        for mid in list(self._order):
-            msg = self._msgs.pop(mid, None)
-            if msg is not None:
-                self._close(msg, at_end=True)
+        with paused_collections():  # judging holds no cycles either; a collection here would walk every tomb
+            for mid in list(self._order):
+                msg = self._msgs.pop(mid, None)
+                if msg is not None:
+                    self._close(msg, at_end=True)
         self._order.clear()
+        self._tombs.clear()  # no receipt comes after the end: the judged messages' tombs are done with
+        self._tomb_order.clear()
         rep = self._rep
         rep.messages = self.messages
         for rule, n in (("REMP-LIVE-001", self.untimed_live), ("REMP-EXPIRY-001", self.untimed_expiry)):

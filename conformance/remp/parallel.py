@@ -34,14 +34,15 @@ from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, numbered_batches  # noq
 
 def _worker(conn, kwargs: dict[str, Any], inputs: list[str]) -> None:
     try:
-        checker = RempLogChecker(**kwargs)
-        checker.begin(inputs, shared=True)  # the parent hands over this share's lines only
-        checker.feed(_received(conn, checker))
-        conn.send(("hwm", checker.hwm, checker.top_time, checker._roles))
-        end_hwm, roles = conn.recv()
-        checker.settle_roles(roles)
-        report = checker.finish(end_hwm)
-        conn.send(("done", report, checker.lat, checker._roles, checker.per_source))
+        with paused_collections():  # one pause from the first line to the report (see rmkit.gctune)
+            checker = RempLogChecker(**kwargs)
+            checker.begin(inputs, shared=True)  # the parent hands over this share's lines only
+            checker.feed(_received(conn, checker))
+            conn.send(("hwm", checker.hwm, checker.top_time, checker._roles))
+            end_hwm, roles = conn.recv()
+            checker.settle_roles(roles)
+            report = checker.finish(end_hwm)
+            conn.send(("done", report, checker.lat, checker._roles, checker.per_source))
     except BaseException as exc:  # report any failure to the parent instead of hanging it
         try:
             conn.send(("error", f"{type(exc).__name__}: {exc}", getattr(exc, "exit_code", None), exc))
