@@ -19,6 +19,7 @@ import queue
 import threading
 import time
 from collections import Counter
+from itertools import compress
 from typing import Any
 
 from rmkit.gctune import paused_collections
@@ -28,7 +29,7 @@ from rmkit.verdict import Evidence, Report, Violation
 
 from rmkit.conformance.remp.checker import LINE_BITS, LINE_MASK, RempLogChecker, _violation_order, latency_entry, per_source_metrics
 
-from rmkit.conformance.remp.shares import split_lines
+from rmkit.conformance.remp.shares import share_picks
 from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, numbered_batches  # noqa: F401 (one rule for every protocol's --jobs)
 
 
@@ -57,8 +58,9 @@ def _received(conn, checker):
     an input that broke off is reported where it broke, in log order."""
     while True:
         msg = conn.recv()
-        if msg[0] == "lines":
-            yield msg[1], msg[2]
+        if msg[0] == "lines":  # the batch's first ref, which of its lines are this share's, those lines
+            _, first, pick, joined = msg
+            yield list(compress(range(first, first + len(pick)), pick)), joined.split(b"\n")
         elif msg[0] == "read_error":
             checker._read_error(*msg[1:])
         else:
@@ -71,7 +73,7 @@ DEAL_BYTES = 1 << 20
 
 
 def _deal(out: "_Outbox", inputs: list[str], progress) -> None:
-    """Read every input once and send each share its lines (by :func:`shares.split_lines`, the
+    """Read every input once and send each share its lines (by :func:`shares.share_picks`, the
     message id's share), batch by batch."""
     n = len(out.pipes)
     for idx, path in enumerate(inputs):
@@ -80,9 +82,12 @@ def _deal(out: "_Outbox", inputs: list[str], progress) -> None:
             out.put(0, ("read_error", idx, at, why))
 
         for refs, batch in numbered_batches(idx, path, chunk_bytes=DEAL_BYTES, on_error=broke_off, progress=progress):
-            for k, (own_refs, own) in enumerate(split_lines(refs, batch, n)):
+            # a share gets its lines joined (no line holds a newline) and a byte per line of the
+            # batch to number them by: a few large objects to pickle instead of two per line
+            for k, pick in enumerate(share_picks(refs, batch, n)):
+                own = list(compress(batch, pick))
                 if own:
-                    out.put(k, ("lines", own_refs, own))
+                    out.put(k, ("lines", refs.start, pick, b"\n".join(own)))
     out.close()
 
 

@@ -70,18 +70,22 @@ def line_shares(refs, lines: list, n: int) -> list | bytes:
     return out
 
 
-def _take(refs, lines: list, shares, k: int) -> tuple[list, list]:
-    """The (refs, lines) whose share, in ``shares`` (one per line), is ``k``."""
-    pick = shares.translate(_pick_table(k)) if type(shares) is bytes else [s == k for s in shares]
-    return list(compress(refs, pick)), list(compress(lines, pick))
+def share_picks(refs, lines: list, n: int) -> list[bytes]:
+    """For each of ``n`` shares, one byte per line of the batch: 1 where the line is that share's,
+    0 elsewhere (the selector of :func:`itertools.compress`). A few bytes per line: what a
+    ``--jobs`` reader sends a share besides its lines, from which the share numbers them."""
+    shares = line_shares(refs, lines, n)
+    if type(shares) is not bytes:
+        shares = bytes(shares)
+    return [shares.translate(_pick_table(k)) for k in range(n)]
 
 
 def own_lines(refs, lines: list, k: int, n: int) -> tuple[list, list]:
     """The (refs, lines) of a batch that belong to share ``k`` of ``n``."""
-    return _take(refs, lines, line_shares(refs, lines, n), k)
+    pick = share_picks(refs, lines, n)[k]
+    return list(compress(refs, pick)), list(compress(lines, pick))
 
 
 def split_lines(refs, lines: list, n: int) -> list[tuple[list, list]]:
     """A batch's (refs, lines) for each of ``n`` shares, in share order, in log order within each."""
-    shares = line_shares(refs, lines, n)
-    return [_take(refs, lines, shares, k) for k in range(n)]
+    return [(list(compress(refs, pick)), list(compress(lines, pick))) for pick in share_picks(refs, lines, n)]
