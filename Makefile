@@ -103,6 +103,7 @@ check-wheel: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_check.py
+	$(BIN)/python bench/bench_floor.py
 	$(BIN)/python bench/bench_tl.py
 	$(BIN)/python bench/bench_sign.py
 	$(BIN)/python bench/bench_tla.py
