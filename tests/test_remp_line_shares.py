@@ -88,6 +88,17 @@ def test_a_batch_the_fast_reading_cannot_prove_is_read_line_by_line(odd, n):
         assert fast_shares(lines, n) is None
 
 
+
+def test_more_shares_than_a_byte_holds_follow_the_rule():
+    """300 shares (beyond a byte, so no fast reading): each line still goes to the rule's share."""
+    lines = PLAIN + [b"", b'{"kind":"Finalized"}']
+    refs = range(270, 270 + len(lines))  # the lines without an id go by their line numbers' shares, above 255
+    want = by_rule(refs, lines, 300)
+    assert max(want) > 255
+    parts = split_lines(refs, lines, 300)
+    assert [r for k, (own_refs, _) in enumerate(parts) for r in own_refs if want[r - 270] != k] == []
+    assert sorted(r for own_refs, _ in parts for r in own_refs) == list(refs)
+
 _piece = st.sampled_from([
     b'"message_id"', b'\\"message_id\\"', b':', b' ', b'\t', b'"', b'\\"', b',', b'{', b'}', b'"note":',
     b'"message_id":"', b'\\"message_id\\":\\"', b'ab', b'C', b'7', b'f', b'"x"', b'message_id',

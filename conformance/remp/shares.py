@@ -75,9 +75,9 @@ def share_picks(refs, lines: list, n: int) -> list[bytes]:
     0 elsewhere (the selector of :func:`itertools.compress`). A few bytes per line: what a
     ``--jobs`` reader sends a share besides its lines, from which the share numbers them."""
     shares = line_shares(refs, lines, n)
-    if type(shares) is not bytes:
-        shares = bytes(shares)
-    return [shares.translate(_pick_table(k)) for k in range(n)]
+    if type(shares) is bytes:
+        return [shares.translate(_pick_table(k)) for k in range(n)]
+    return [bytes(s == k for s in shares) for k in range(n)]  # (shares beyond 255 fit no byte)
 
 
 def own_lines(refs, lines: list, k: int, n: int) -> tuple[list, list]:
