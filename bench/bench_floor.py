@@ -52,7 +52,7 @@ def read_split(path: Path) -> float:
 
 
 def typed_decode(path: Path) -> float:
-    typed, _, _ = RempLogChecker("spec").model.typed_decoder()
+    typed, _ = RempLogChecker("spec").model.typed_decoder()
     t = time.perf_counter()
     for batch in iter_line_batches(str(path), chunk_bytes=1 << 20):
         for line in batch:

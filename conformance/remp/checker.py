@@ -479,7 +479,7 @@ class RempLogChecker:
         rep = self._rep
         # the typed decoder (decode.py); signatures are verified on the receipt as a dict
         # (a receipt of master block fields without the master block's file hash is not typed: read in general)
-        typed, kind_of, _ = (None, None, ()) if self.keyed or not self.typed else m.typed_decoder()
+        typed, kind_of = (None, None) if self.keyed or not self.typed else m.typed_decoder()
         if part_n:  # keep this share's lines, a batch at a time (shares.py)
             from rmkit.conformance.remp.shares import own_lines
 

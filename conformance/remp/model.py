@@ -366,14 +366,12 @@ class RempModel:
     # -- helpers used by checker, machines and docs ------------------------------------------
 
     def typed_decoder(self) -> tuple:
-        """(decode, kind_of, kinds whose master block file hash may need recovering) of the typed
-        decoder (:mod:`.decode`), built on first use."""
+        """(decode, kind_of) of the typed decoder (:mod:`.decode`), built on first use."""
         if self._typed is None:
             from rmkit.conformance.remp.decode import TypedDecoder
 
             dec = TypedDecoder(self)
-            recover = frozenset(k.name for k in self.kinds.values() if any(f.name == "mc_block_file_hash" for f in k.fields))
-            self._typed = (dec.decode, dec.kind_of, recover)
+            self._typed = (dec.decode, dec.kind_of)
         return self._typed
 
     def mode(self, rule_id: str) -> str:
