@@ -343,6 +343,9 @@ def cmd_check(args) -> int:
             raise UsageError(f"LOG {path!r}: no such file")
     check_writable_file(args.out, "--out")
     checker = proto.make_checker(profile, args)
+    from rmkit.malloctune import keep_freed_memory
+
+    keep_freed_memory()  # this process (and its --jobs workers) only: see rmkit.malloctune
     with _progress(args.logs, checker) as _:
         report = checker.run(args.logs)
     from rmkit.render import RENDERERS
