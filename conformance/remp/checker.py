@@ -795,7 +795,7 @@ class RempLogChecker:
         is a member of the validator set of its session, and its signature verifies."""
         counts = self.sig_counts
         vs = self.validator_set
-        kid = src if src.islower() or src.isdigit() else src.lower()
+        kid = src.lower()
         pk = vs.keys.get(kid)
         if t is not None and vs.timed:
             win = self._sig_win
