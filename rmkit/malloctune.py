@@ -5,9 +5,9 @@ Python's small-object allocator, to the C library's malloc), every 4 MB chunk of
 batch a ``--jobs`` worker receives. glibc returns freed memory at the top of its heap to the
 system once more than a threshold is free (128 KB at first, adjusted as it goes), and serves
 large blocks with fresh mappings; the next allocation then faults the pages in again and the
-kernel zeroes them. On the 1M-receipt bench log that was about 140,000 page faults, a sixth of a
-one-process check's samples spent in the kernel (``perf``: ``clear_page_erms``), against 41,000
-(the heap's growth to its peak) with the thresholds raised.
+kernel zeroes them. On the 1M-receipt bench log that was about 143,000 page faults, and the
+kernel's zeroing of those pages (``perf``: ``clear_page_erms``) 7.7% of a one-process check's
+samples, against 41,000 faults (the heap's growth to its peak) with the thresholds raised.
 
 Raising them does not raise the peak: the memory kept is memory the process held before and will
 hold again. It only stays mapped until the process ends, which is why this is done by the
