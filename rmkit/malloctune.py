@@ -39,7 +39,7 @@ def keep_freed_memory() -> bool:
     try:
         libc = ctypes.CDLL(None)
         mallopt = libc.mallopt
-    except (OSError, AttributeError):  # no C library symbols to reach, or not glibc (musl has no mallopt)
+    except (OSError, AttributeError):  # no C library symbols to reach, or a C library without mallopt
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
