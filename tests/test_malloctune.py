@@ -8,8 +8,11 @@ import pytest
 
 from rmkit import malloctune
 
-# a checker's pattern in small: two 4 MB chunks and a few thousand lines of 600 bytes, freed,
-# forty times over; each process counts its own minor page faults after a warm-up
+# blocks like the reader's 4 MB chunks, 96 MB of them written and then freed at once, five times
+# over: more than glibc's self-adjusting thresholds ever keep (64 MB at most), so that untuned the
+# freed top of the heap is returned and faulted in again whatever the heap held before (written
+# with b"\x01" * n, since calloc leaves fresh pages untouched); each process counts its own
+# minor page faults after a warm-up
 CHURN = """
 import resource, sys
 from rmkit.malloctune import keep_freed_memory
@@ -17,12 +20,11 @@ if sys.argv[1] == "on" and not keep_freed_memory():
     sys.exit("keep_freed_memory() refused")
 def churn(n):
     for _ in range(n):
-        a, b = bytes(4 << 20), bytes(4 << 20)
-        lines = [bytes(600) for _ in range(5000)]
-        del a, b, lines
-churn(3)
+        blocks = [b"\\x01" * (4 << 20) for _ in range(24)]
+        del blocks
+churn(2)
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-churn(40)
+churn(5)
 print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
