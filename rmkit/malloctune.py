@@ -17,7 +17,6 @@ program that uses rmkit as a library keeps its own allocator settings.
 
 from __future__ import annotations
 
-import ctypes
 import sys
 
 # mallopt parameters (malloc.h)
@@ -37,9 +36,11 @@ def keep_freed_memory() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
+        import ctypes  # (a Python built without it still checks logs, only without this)
+
         libc = ctypes.CDLL(None)
         mallopt = libc.mallopt
-    except (OSError, AttributeError):  # no C library symbols to reach, or a C library without mallopt
+    except (ImportError, OSError, AttributeError):  # no ctypes, no C library symbols to reach, or no mallopt
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
