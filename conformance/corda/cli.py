@@ -25,7 +25,7 @@ UP_EXIT_CODES = """exit codes:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    from rmkit.reference_impl.corda.node import VARIANTS
+    from rmkit.reference_impl.corda.variants import VARIANTS
 
     p = sub.add_parser("corda", help="Corda P2P on a real broker and database: start a cluster, run the crash-point harness")
     csub = p.add_subparsers(dest="corda_command", metavar="CORDA_COMMAND")

@@ -45,8 +45,8 @@ from .records import EventLog
 from .stomp_link import LinkLost, StompLink
 from .stomp_node import from_headers, to_headers
 from .store import SqliteStore
+from .variants import VARIANTS
 
-VARIANTS = ("reference", "ack_before_commit", "memory_dedup", "fastpath_no_db")
 LINK_LOST = 3
 
 

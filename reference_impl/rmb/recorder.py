@@ -5,7 +5,6 @@ exchange to a message log (the same JSON Lines as the daemon's), untouched."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import signal
 import sys
@@ -42,6 +41,8 @@ class Recorder:
         self.log.close()
 
     async def _forward(self, request: web.Request) -> web.Response:
+        import asyncio
+
         import aiohttp
         from aiohttp import web
 
@@ -78,6 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    import asyncio  # here, not at the top: every rmkit command builds the recorder's arguments
+
     host, _, port = args.listen.rpartition(":")
     if not port.isdigit():
         print(f"rmkit rmb record: --listen: expected HOST:PORT, found {args.listen!r}", file=sys.stderr)
