@@ -41,8 +41,6 @@ class Recorder:
         self.log.close()
 
     async def _forward(self, request: web.Request) -> web.Response:
-        import asyncio
-
         import aiohttp
         from aiohttp import web
 
@@ -60,7 +58,7 @@ class Recorder:
                 self.log.record("recorded-response", direction="out", endpoint=request.path, status=resp.status, peer=self.target,
                                 msg=msg, note=out[:500].decode(errors="replace"))
                 return web.Response(status=resp.status, body=out, content_type=resp.content_type if out else None)
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:  # (asyncio's is the builtin since 3.11)
             self.log.record("recorded-response", direction="out", endpoint=request.path, status=502, peer=self.target, msg=msg,
                             note=f"target unreachable: {type(exc).__name__}")
             return web.Response(status=502, text=f"recorder: {self.target} unreachable")
