@@ -106,7 +106,10 @@ def _file_index(files: list[str]) -> Column:
     for i, f in enumerate(files):
         pairs += [F.lit(_norm(f) if not _is_remote(f) else f), F.lit(i)]
     path = F.col("_metadata.file_path")
-    key = F.when(path.startswith("file:"), F.regexp_replace(path, r"^file:/*", "/")).otherwise(path)
+    plain = F.when(path.startswith("file:"), F.regexp_replace(path, r"^file:/*", "/")).otherwise(path)
+    # Spark names a file by its URI, quoted as java.net.URI quotes a path (a space is %20, a % is
+    # %25); URL-decoding undoes that, once a literal + is kept from being read as a space
+    key = F.url_decode(F.regexp_replace(plain, r"\+", "%2B"))
     return F.element_at(F.create_map(*pairs), key).cast("int")
 
 

@@ -250,6 +250,20 @@ def test_late_receipts_are_checked_for_replay_only_as_in_rmkit_check(spark, tmp_
     assert res.report.metrics["late_receipts"] == len(late)
 
 
+def test_file_names_that_a_uri_quotes_are_read(spark, tmp_path):
+    """Spark names a file by its URI (a space as %20, a % as %25): a log whose name holds a space,
+    a percent sign, a plus or a non-ASCII letter is still known as its input, and audited."""
+    src = FIX / "logs" / "sim-spec-faults.jsonl"
+    named = tmp_path / "a b" / "log 100%+x%20é.jsonl"
+    named.parent.mkdir()
+    named.write_bytes(src.read_bytes())
+    want = check(src, "spec", 60)
+    res = audit(spark, [named, src], "spec", 60, per_file=True)
+    assert [res.reports[i].inputs for i in (0, 1)] == [[str(named)], [str(src)]]
+    for got in res.reports.values():
+        assert pairs(got) == pairs(want) and got.counts == want.counts and got.receipts == want.receipts
+
+
 def test_kafka_dump_gzip_kcat_envelopes_and_parquet_are_read(spark, tmp_path):
     src = FIX / "logs" / "sim-ever-node-faults.jsonl"
     raw = src.read_bytes()
