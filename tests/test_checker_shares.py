@@ -174,3 +174,29 @@ def test_a_message_closed_before_its_source_showed_a_role_in_the_share_is_held_b
     got = sharded.merge([str(path)], parts)
     assert {(v.rule, v.message_id) for v in got.violations} == {(v.rule, v.message_id) for v in one.violations}
     assert got.counts == one.counts and got.metrics["outcomes"] == one.metrics["outcomes"]
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_rule_reported_once_per_source_is_reported_once_over_the_shares(n, tmp_path):
+    """REMP-TIME-002 names a source's first timestamp in unix seconds once: sharded (the audit's
+    partitions, --jobs's processes) it is the same single finding, whichever shares the source's
+    other messages fall into."""
+    recs = [json.loads(x) for x in (FIX / "logs" / "sim-spec-clean.jsonl").read_text().splitlines()]
+    src = next(r["source_id"] for r in recs if r["kind"] == "IncludedIntoBlock")  # a validator
+    for r in recs:
+        if r["source_id"] == src:
+            r["timestamp"] //= 1000
+    path = tmp_path / "seconds.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    one = RempLogChecker("spec", lifetime_s=60, jobs=1, max_examples=0).run([str(path)])
+    assert one.counts["REMP-TIME-002"] == 1
+    held = {share_of(json.dumps(r).encode(), n) for r in recs if r["source_id"] == src}
+    assert len(held) == n  # the source reports on messages of every share
+    sharded = RempShards(RempLogChecker("spec", lifetime_s=60, max_examples=0)._kwargs)
+    parts = [sharded.check_share([str(path)], [([r for r, _ in recs], [x for _, x in recs])])
+             for recs in shares_of(path, n) if recs]
+    processes = RempLogChecker("spec", lifetime_s=60, jobs=n, max_examples=0).run([str(path)])
+    for got in (sharded.merge([str(path)], parts), processes):
+        assert [(v.rule, v.message_id, v.evidence) for v in got.violations] == \
+               [(v.rule, v.message_id, v.evidence) for v in one.violations]
+        assert got.counts == one.counts

@@ -291,7 +291,9 @@ class RempLogChecker:
                    else "no --validators file") + ": give one whose sessions carry start_ms"
             self._rep.not_checked.update({r.id: why for r in self.model.rules
                                           if "session_starts" in r.requires and self.modes[r.id] != OFF})
-        self._seconds_sources: set = set()  # sources already reported under REMP-TIME-002
+        # REMP-TIME-002 is reported once per source: source -> (ref, message, explanation, kind) of
+        # its first finding, which the merge of a sharded run keeps for the earliest share's only
+        self.seconds_first: dict = {}
         self.sig_counts: Counter[str] = Counter()
         self._sig_win = None  # (from t, until t, members, session index) of the last receipt's session
         self._files = list(inputs)
@@ -1019,13 +1021,14 @@ class RempLogChecker:
     def _seconds_timestamp(self, ts: int, kind, mid, src, ref: int) -> None:
         """REMP-TIME-002, once per source: a timestamp that reads as unix seconds."""
         key = src if type(src) is str else None
-        if key in self._seconds_sources:
+        if key in self.seconds_first:
             return
-        self._seconds_sources.add(key)
-        self._violate("REMP-TIME-002", mid if type(mid) is str else None,
-                      f"timestamp {ts} reads as unix seconds ({time.strftime('%Y-%m-%d', time.gmtime(ts))}); "
-                      f"as milliseconds it would be {time.strftime('%Y-%m-%d', time.gmtime(ts // 1000))}",
-                      [(ref, kind if type(kind) is str else None, key)])
+        mid = mid if type(mid) is str else None
+        kind = kind if type(kind) is str else None
+        why = (f"timestamp {ts} reads as unix seconds ({time.strftime('%Y-%m-%d', time.gmtime(ts))}); "
+               f"as milliseconds it would be {time.strftime('%Y-%m-%d', time.gmtime(ts // 1000))}")
+        self.seconds_first[key] = (ref, mid, why, kind)
+        self._violate("REMP-TIME-002", mid, why, [(ref, kind, key)])
 
     def _kafka_key(self, key, obj: dict, ref: int) -> None:
         """REMP-INPUT-002: a Kafka record's key is its receipt's message id."""

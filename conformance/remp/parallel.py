@@ -25,6 +25,7 @@ from typing import Any
 from rmkit.gctune import paused_collections
 from rmkit.processes import start_processes, stop_processes
 from rmkit.protocol import RecordKey
+from rmkit.rules import OFF
 from rmkit.verdict import Evidence, Report, Violation
 
 from rmkit.conformance.remp.checker import LINE_BITS, LINE_MASK, RempLogChecker, _violation_order, latency_entry, per_source_metrics
@@ -43,7 +44,7 @@ def _worker(conn, kwargs: dict[str, Any], inputs: list[str]) -> None:
             end_hwm, roles = conn.recv()
             checker.settle_roles(roles)
             report = checker.finish(end_hwm)
-            conn.send(("done", report, checker.lat, checker._roles, checker.per_source))
+            conn.send(("done", report, checker.lat, checker._roles, checker.per_source, checker.seconds_first))
     except BaseException as exc:  # report any failure to the parent instead of hanging it
         try:
             conn.send(("error", f"{type(exc).__name__}: {exc}", getattr(exc, "exit_code", None), exc))
@@ -196,7 +197,7 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
                 proc.kill()
         stop_processes(procs)
     report = _merge(kwargs, inputs, [r[1] for r in results], [r[2] for r in results], [r[3] for r in results],
-                    [r[4] for r in results])
+                    [r[4] for r in results], [r[5] for r in results])
     elapsed = time.perf_counter() - started
     report.metrics["elapsed_s"] = round(elapsed, 3)
     report.metrics["receipts_per_s"] = round(report.receipts / elapsed) if elapsed > 0 else None
@@ -241,10 +242,15 @@ class RempShards:
             c.settle_roles(roles)
             reports.append(c.finish(end))
         return _merge(self.kwargs, inputs, reports, [c.lat for c in shares], [c._roles for c in shares],
-                      [c.per_source for c in shares])
+                      [c.per_source for c in shares], [c.seconds_first for c in shares])
 
 
-def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[dict], per_source: list[dict]) -> Report:
+# a rule a share reports once per source, kept for the source's earliest finding over the shares
+ONCE_PER_SOURCE = "REMP-TIME-002"
+
+
+def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[dict], per_source: list[dict],
+           seconds: list[dict]) -> Report:
     probe = RempLogChecker(**kwargs)
     base = reports[0]
     out = Report(protocol=base.protocol, profile=base.profile, inputs=list(inputs), rules=dict(base.rules),
@@ -254,7 +260,8 @@ def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[
         out.messages += r.messages
         out.unreadable += r.unreadable
         for rule, n in r.counts.items():
-            out.count(rule, out.rules.get(rule), n)
+            if rule != ONCE_PER_SOURCE:
+                out.count(rule, out.rules.get(rule), n)
         for rule, nj in r.not_judged.items():
             out.add_not_judged(rule, nj["messages"], nj["why"])
     # a source inferred as a full node in one share and as a validator in another
@@ -272,8 +279,12 @@ def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[
     mode = out.rules.get("REMP-ROLE-001")
     for v in extra:
         out.count(v.rule, mode)
+    once = _once_per_source(probe, seconds, inputs)
+    if once:
+        out.count(ONCE_PER_SOURCE, out.rules.get(ONCE_PER_SOURCE), len(once))
     kept: Counter[str] = Counter()
-    for v in sorted([v for r in reports for v in r.violations] + [v for v in extra if mode and mode != "off"], key=_violation_order):
+    shares = [v for r in reports for v in r.violations if v.rule != ONCE_PER_SOURCE]
+    for v in sorted(shares + once + [v for v in extra if mode and mode != OFF], key=_violation_order):
         if out.shown_per_rule and kept[v.rule] >= out.shown_per_rule:
             continue
         kept[v.rule] += 1
@@ -286,6 +297,23 @@ def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[
         per_source, lambda src, seen: declared.get(src) or (first[src][0] if src in first else seen))
     out.decide()
     return out
+
+
+def _once_per_source(probe, shares: list[dict], inputs) -> list[Violation]:
+    """REMP-TIME-002 as one process reports it: each source's earliest finding over the shares
+    (a share knows only its own first; ``RempLogChecker.seconds_first``)."""
+    mode = probe.modes[ONCE_PER_SOURCE]
+    if mode == OFF:
+        return []
+    first: dict = {}
+    for share in shares:
+        for src, entry in share.items():
+            if src not in first or entry[0] < first[src][0]:
+                first[src] = entry
+    severity = probe.model.rules[ONCE_PER_SOURCE].severity
+    return [Violation(ONCE_PER_SOURCE, severity, mode, mid, why,
+                      [Evidence(ref & LINE_MASK, kind, src, inputs[ref >> LINE_BITS])])
+            for src, (ref, mid, why, kind) in first.items()]
 
 
 def _role_conflict(probe, src, earlier, later, inputs) -> Violation:
