@@ -87,8 +87,8 @@ def test_a_shares_clock_never_runs_ahead_and_lags_by_its_own_two_source_evidence
             assert glob - mine <= max(0, glob - recent), (ref, glob, mine, recent)
             worst = max(worst, glob - mine)
         ends.append(c.hwm)
-        tops.append(c.top_time)
-    assert final_clock(ends, tops, whole.clock_jump_ms) == whole.end_clock([whole.hwm], [whole.top_time])
+        tops.append(c.top_mark)
+    assert final_clock(ends, tops, whole.clock_jump_ms) == whole.end_clock([whole.hwm], [whole.top_mark])
     # on this small log (a few hundred messages, up to 8 shares) the lag stays well below the time
     # after which a message is closed (horizon + 60 s), so no receipt changes side
     assert worst < whole.close_after_ms / 4, worst
@@ -200,3 +200,44 @@ def test_a_rule_reported_once_per_source_is_reported_once_over_the_shares(n, tmp
         assert [(v.rule, v.message_id, v.evidence) for v in got.violations] == \
                [(v.rule, v.message_id, v.evidence) for v in one.violations]
         assert got.counts == one.counts
+
+
+def _sharded_and_processes(path: Path, n: int, **kw) -> list:
+    sharded = RempShards(RempLogChecker("spec", max_examples=0, **kw)._kwargs)
+    parts = [sharded.check_share([str(path)], [([r for r, _ in recs], [x for _, x in recs])])
+             for recs in shares_of(path, n) if recs]
+    return [sharded.merge([str(path)], parts), RempLogChecker("spec", jobs=n, max_examples=0, **kw).run([str(path)])]
+
+
+@pytest.mark.parametrize("same_source", [False, True], ids=["two-sources", "one-source-ahead"])
+def test_the_final_clock_and_its_outlier_are_the_logs_when_the_latest_receipts_fall_in_two_shares(same_source, tmp_path):
+    """The log's last two receipts, well past the clock-jump limit and for messages of different
+    shares: from two sources, they set the log's final clock (no share's own clock reaches it);
+    from one source, they are one clock outlier (REMP-TIME-001), the first of them, not one per
+    share."""
+    recs = [json.loads(x) for x in (FIX / "logs" / "sim-spec-clean.jsonl").read_text().splitlines()]
+    probe = RempLogChecker("spec", lifetime_s=60)
+    at = max(r["timestamp"] for r in recs) + probe.clock_jump_ms + 10_000
+    by_share = {}
+    for r in recs:
+        if r["kind"] == "IncludedIntoBlock":
+            by_share.setdefault(share_of(json.dumps(r).encode(), 2), r)
+    a, b = by_share[0], by_share[1]
+    assert a["source_id"] != b["source_id"]
+    fresh = {}  # a new message of each share: no tomb, no open state, only the clock differs
+    for i in range(1000):
+        mid = f"{i:064x}"
+        fresh.setdefault(share_of(json.dumps({"message_id": mid}).encode(), 2), mid)
+    last = [a | {"timestamp": at, "message_id": fresh[0]},
+            b | {"timestamp": at, "message_id": fresh[1], "source_id": a["source_id"] if same_source else b["source_id"]}]
+    path = tmp_path / "last.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs + last))
+    one = RempLogChecker("spec", lifetime_s=60, jobs=1, max_examples=0).run([str(path)])
+    assert one.counts.get("REMP-TIME-001", 0) == (1 if same_source else 0)
+    if not same_source:  # the log's clock reached the last receipts
+        assert one.metrics["log_time_span_s"] * 1000 == at - min(r["timestamp"] for r in recs)
+    for got in _sharded_and_processes(path, 2, lifetime_s=60):
+        assert [(v.rule, v.message_id, v.evidence) for v in got.violations] == \
+               [(v.rule, v.message_id, v.evidence) for v in one.violations]
+        assert (got.counts, got.metrics["log_time_span_s"], got.metrics["outcomes"]) == \
+               (one.counts, one.metrics["log_time_span_s"], one.metrics["outcomes"])

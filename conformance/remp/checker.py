@@ -32,13 +32,31 @@ from rmkit.reference_impl.remp.outcome import evaluate_outcome
 def final_clock(clocks: list, tops: list, clock_jump_ms: int) -> int | None:
     """A log's final clock: the latest time two sources reached, or a later single latest time
     when it is within the jump limit of that (the log's last receipt). Shared by the streaming
-    checker and the Spark audit."""
+    checker, ``--jobs`` and the Spark audit, from each share's own clock and latest receipt
+    (:attr:`RempLogChecker.top_mark`; one share: the whole log). Exact: the two sources that reach
+    the log's clock last either both have receipts in one share, whose own clock then reaches
+    it, or each leads a share, which its latest receipt shows."""
     known = [c for c in clocks if c is not None]
     end = max(known) if known else None
+    best: dict = {}  # source (or message, for a receipt without one) -> its latest time over the shares' tops
     for top in tops:
-        if top is not None and (end is None or 0 < top - end <= clock_jump_ms):
-            end = top if end is None else max(end, top)
+        if top is not None and best.get(top[2], top[0]) <= top[0]:
+            best[top[2]] = top[0]
+    if len(best) > 1:
+        second = sorted(best.values())[-2]
+        if end is None or second > end:
+            end = second
+    latest = max((top[0] for top in tops if top is not None), default=None)
+    if latest is not None and (end is None or 0 < latest - end <= clock_jump_ms):
+        end = latest
     return end
+
+
+def latest_receipt(tops: list) -> int | None:
+    """The ref of the log's latest receipt (the first to reach the latest time) from the shares'
+    :attr:`RempLogChecker.top_mark`: the only receipt REMP-TIME-001's clock outlier may name."""
+    marks = [top for top in tops if top is not None]
+    return min(marks, key=lambda top: (-top[0], top[1]))[1] if marks else None
 
 
 def latency_entry(spec: dict, hist: LatencyHistogram) -> dict:
@@ -264,11 +282,13 @@ class RempLogChecker:
             self.begin(inputs)
             for idx, path in enumerate(inputs):
                 self._run_file(idx, path)
-            return self.finish(self.end_clock([self.hwm], [self.top_time]))
+            return self.finish(self.end_clock([self.hwm], [self.top_mark]))
 
     @property
-    def top_time(self) -> int | None:
-        return self._top[0] if self._top is not None else None
+    def top_mark(self) -> tuple | None:
+        """(time, ref, source) of the latest receipt seen (the source: the message id when the
+        receipt names none), which the final clock of a sharded run is reconciled from."""
+        return self._top[:2] + self._top[4:] if self._top is not None else None
 
     def end_clock(self, clocks: list, tops: list) -> int | None:
         return final_clock(clocks, tops, self.clock_jump_ms)
@@ -328,11 +348,14 @@ class RempLogChecker:
         self._first_roles: dict[str, tuple] | None = None
         self._before = 1 << 62
 
-    def finish(self, end_hwm: int | None) -> Report:
-        """Judge the messages still open against the log's final clock and complete the report."""
+    def finish(self, end_hwm: int | None, latest_ref: int | None = None) -> Report:
+        """Judge the messages still open against the log's final clock and complete the report.
+        ``latest_ref``: in a share, the log's latest receipt (:func:`latest_receipt`), the only
+        one that can be the log's clock outlier."""
         if end_hwm is not None and (self.hwm is None or end_hwm > self.hwm):
             self.hwm = end_hwm
-        if self._top is not None and self.hwm is not None and self._top[0] - self.hwm > self.clock_jump_ms:
+        if self._top is not None and self.hwm is not None and self._top[0] - self.hwm > self.clock_jump_ms \
+                and (latest_ref is None or self._top[1] == latest_ref):
             self._clock_outlier()
         with paused_collections():  # judging holds no cycles either; a collection here would walk every tomb
             for mid in list(self._order):

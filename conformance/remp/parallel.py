@@ -28,7 +28,8 @@ from rmkit.protocol import RecordKey
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, Report, Violation
 
-from rmkit.conformance.remp.checker import LINE_BITS, LINE_MASK, RempLogChecker, _violation_order, latency_entry, per_source_metrics
+from rmkit.conformance.remp.checker import (LINE_BITS, LINE_MASK, RempLogChecker, _violation_order, latency_entry,
+                                            latest_receipt, per_source_metrics)
 
 from rmkit.conformance.remp.shares import share_picks
 from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, numbered_batches  # noqa: F401 (one rule for every protocol's --jobs)
@@ -40,10 +41,10 @@ def _worker(conn, kwargs: dict[str, Any], inputs: list[str]) -> None:
             checker = RempLogChecker(**kwargs)
             checker.begin(inputs, shared=True)  # the parent hands over this share's lines only
             checker.feed(_received(conn, checker))
-            conn.send(("hwm", checker.hwm, checker.top_time, checker._roles))
-            end_hwm, roles = conn.recv()
+            conn.send(("hwm", checker.hwm, checker.top_mark, checker._roles))
+            end_hwm, latest_ref, roles = conn.recv()
             checker.settle_roles(roles)
-            report = checker.finish(end_hwm)
+            report = checker.finish(end_hwm, latest_ref)
             conn.send(("done", report, checker.lat, checker._roles, checker.per_source, checker.seconds_first))
     except BaseException as exc:  # report any failure to the parent instead of hanging it
         try:
@@ -181,9 +182,10 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
             if msg[0] == "error":
                 raise msg[3]
         end = RempLogChecker(**kwargs).end_clock([m[1] for m in first], [m[2] for m in first])
+        latest_ref = latest_receipt([m[2] for m in first])
         roles = first_roles([m[3] for m in first])
         for p in pipes:
-            p.send((end, roles))
+            p.send((end, latest_ref, roles))
         results = [p.recv() for p in pipes]
         for msg in results:
             if msg[0] == "error":
@@ -235,12 +237,13 @@ class RempShards:
 
     def merge(self, inputs: list[str], shares: list[RempLogChecker]) -> Report:
         """Judge every share's open messages on the log's final clock, then merge the reports."""
-        end = shares[0].end_clock([c.hwm for c in shares], [c.top_time for c in shares])
+        end = shares[0].end_clock([c.hwm for c in shares], [c.top_mark for c in shares])
+        latest_ref = latest_receipt([c.top_mark for c in shares])
         roles = first_roles([c._roles for c in shares])
         reports = []
         for c in shares:
             c.settle_roles(roles)
-            reports.append(c.finish(end))
+            reports.append(c.finish(end, latest_ref))
         return _merge(self.kwargs, inputs, reports, [c.lat for c in shares], [c._roles for c in shares],
                       [c.per_source for c in shares], [c.seconds_first for c in shares])
 
