@@ -241,3 +241,36 @@ def test_the_final_clock_and_its_outlier_are_the_logs_when_the_latest_receipts_f
                [(v.rule, v.message_id, v.evidence) for v in one.violations]
         assert (got.counts, got.metrics["log_time_span_s"], got.metrics["outcomes"]) == \
                (one.counts, one.metrics["log_time_span_s"], one.metrics["outcomes"])
+
+
+def test_a_message_closes_by_the_clock_alone_not_by_when_the_checker_sweeps(tmp_path):
+    """A receipt that arrives after its message's close point (horizon + 60 s after the first
+    receipt) is late, also when the clock passed that point between two sweeps (a sweep runs
+    when the clock has moved a second on): so that one process and every share, whose sweeps fall
+    at other times, close the message at the same receipt."""
+    t0, fn, sig = 1_700_000_000_000, "e3" * 32, "25" * 64
+    vals = [f"{i:02x}" * 32 for i in range(1, 5)]
+    m = "5a" * 32
+
+    def receipt(kind, mid, dt, src, **extra):
+        return {"kind": kind, "message_id": mid, "timestamp": t0 + dt, "source_id": src, "signature": sig, **extra}
+
+    # the message whose receipts move the clock past M's close point shares M's share (of 2 and
+    # of 3, by this test's rule and by --jobs's, the id's last digit): the share's clock is the log's
+    with_m = next(mid for mid in (f"{k:063x}a" for k in range(10_000))
+                  if all(share_of(json.dumps({"message_id": mid}).encode(), n) ==
+                         share_of(json.dumps({"message_id": m}).encode(), n) for n in (2, 3)))
+    log = [receipt("SentToValidators", m, 0, fn, sent_to=7, total_validators=7)]
+    for mid, dt, pair in [(f"{1:064x}", 88_500, vals[:2]), (f"{2:064x}", 89_600, vals[2:]), (with_m, 90_200, vals[:2])]:
+        log += [receipt("PutIntoQueue", mid, dt, v) for v in pair]
+    log.append(receipt("RejectedByFullnode", m, 90_300, fn, error="Can't deserialize message"))
+    path = tmp_path / "close.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in log))
+    kw = dict(lifetime_s=60, horizon_s=30)
+    one = RempLogChecker("spec", jobs=1, max_examples=0, **kw).run([str(path)])
+    assert RempLogChecker("spec", **kw).close_after_ms == 90_000  # the clock (90.2 s) is past M's close point
+    assert one.metrics["late_receipts"] == 1 and ("REMP-LIVE-001", m) in {(v.rule, v.message_id) for v in one.violations}
+    for n in (2, 3):
+        for got in _sharded_and_processes(path, n, **kw):
+            assert {(v.rule, v.message_id) for v in got.violations} == {(v.rule, v.message_id) for v in one.violations}
+            assert (got.counts, got.metrics["late_receipts"]) == (one.counts, one.metrics["late_receipts"])

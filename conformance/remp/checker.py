@@ -487,6 +487,7 @@ class RempLogChecker:
         # with keys, a source outside the validator set is REMP-SIG-003's finding, not a role problem
         unknown_is_role = check_role and not (self.keyed and modes["REMP-SIG-003"] != OFF)
         expiry_ms = self.expiry_ms
+        close_after_ms = self.close_after_ms
         hwm = self.hwm
         good_src: dict[str, str] = {}  # source ids found good -> as compared (case-folded when the profile folds)
         part_k, part_n = self.partition or (0, 0)
@@ -626,6 +627,12 @@ class RempLogChecker:
                         mid = mid.lower()
                         msg = msgs.get(mid)
                 else:
+                    msg = None
+                if msg is not None and hwm is not None and msg.first_t is not None and hwm - msg.first_t > close_after_ms:
+                    # the clock passed its close point after the last sweep: closed now, as a sweep would
+                    # have closed it, so that a message closes by the clock alone (one process, a share)
+                    del msgs[mid]
+                    self._close(msg, at_end=False)
                     msg = None
                 if kind in START_KINDS and msg is not None and t is not None and msg.first_t is not None \
                         and t - msg.first_t > expiry_ms:
