@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rmkit._version import __version__
 from rmkit.errors import UsageError
-from rmkit.guard import (CONTRACT, check_writable_dir, check_writable_file, emit_report, positive_seconds,
+from rmkit.guard import (CONTRACT, check_writable_dir, check_writable_file, decided, emit_report, positive_seconds,
                          run_guarded, write_output)
 from rmkit.protocol import get_protocol, protocol_names
 from rmkit.verdict import FAIL, NON_STRICT
@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in protocol_names():
         proto = get_protocol(name)
         proto.add_check_arguments(c.add_argument_group(f"{name} options"))
-    c.set_defaults(func=cmd_check)
+    c.set_defaults(func=cmd_check, verdict=True)
 
     # -- explain ------------------------------------------------------------------------------
     e = sub.add_parser("explain", help="print a rule, its source sentence, and an example violation",
@@ -207,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         a.add_argument("-o", "--out", metavar="FILE", help="write to FILE instead of stdout")
         for name in protocol_names():
             get_protocol(name).add_receipt_arguments(action, a.add_argument_group(f"{name} options"))
-        a.set_defaults(func=cmd_receipt)
+        a.set_defaults(func=cmd_receipt, verdict=True)
     r.set_defaults(func=lambda args: _group_help(r))
 
     # -- audit --------------------------------------------------------------------------------
@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     au.add_argument("--submitted", action="store_true", help=argparse.SUPPRESS)  # under spark-submit: its master
     for name in protocol_names():
         get_protocol(name).add_audit_arguments(au.add_argument_group(f"{name} options"))
-    au.set_defaults(func=cmd_audit)
+    au.set_defaults(func=cmd_audit, verdict=True)
 
     # -- conform / replay ---------------------------------------------------------------------
     cf = sub.add_parser("conform", formatter_class=_Formatter, help="drive an implementation through generated scenarios",
@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     cf.add_argument("--html", metavar="FILE", help="also write a standalone HTML report (per-rule matrix)")
     for name in protocol_names():
         get_protocol(name).add_conform_arguments(cf.add_argument_group(f"{name} options"))
-    cf.set_defaults(func=cmd_conform)
+    cf.set_defaults(func=cmd_conform, verdict=True)
 
     rp = sub.add_parser("replay", formatter_class=_Formatter, help="rerun a saved scenario against an implementation",
                         description="Rerun one scenario file written by `rmkit conform` (JSON Lines: a header, then one\n"
@@ -277,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--protocol", default="remp")
     _add_impl_arguments(rp, role=False)
     rp.add_argument("--format", choices=("text", "json"), default="text")
-    rp.set_defaults(func=cmd_replay)
+    rp.set_defaults(func=cmd_replay, verdict=True)
 
     # -- tlc ----------------------------------------------------------------------------------
     t = sub.add_parser("tlc", formatter_class=_Formatter, help="model-check a TLA+ model with TLC",
@@ -309,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--progress", choices=("auto", "rich", "lines", "none"), default="auto",
                    help="progress on stderr: auto = a status line on a terminal, else one line per TLC report")
     t.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text reports")
-    t.set_defaults(func=cmd_tlc)
+    t.set_defaults(func=cmd_tlc, verdict=True)
 
     # -- commands a protocol adds of its own (e.g. `rmkit rmb`) ---------------------------------
     for name in protocol_names():
@@ -352,8 +352,9 @@ def cmd_check(args) -> int:
 
     color = args.color == "always" or (args.color == "auto" and not args.out and sys.stdout.isatty())
     text = RENDERERS[args.format](report, rules=proto.rules(), color=color)
+    code = decided(check_exit_code(report, args.strict))
     emit_report(text, report.verdict, args.out)
-    return check_exit_code(report, args.strict)
+    return code
 
 
 def check_exit_code(report, strict: bool) -> int:

@@ -50,16 +50,37 @@ def missing_dependency(exc: ModuleNotFoundError) -> MissingDependency | None:
                              f"pip install 'rmkit[{extra}]'")
 
 
+# the exit code a command has decided before writing its report (see decided)
+_decided: list[int] = []
+
+
+def decided(code: int) -> int:
+    """Record (and return) the exit code a command has decided before it writes its report, so
+    that a reader of stdout who stops early (``| head``) cannot change it."""
+    _decided.append(code)
+    return code
+
+
 def run_guarded(func, args, debug: bool = False, argv: list[str] | None = None) -> int:
     """``func(args)`` under the contract: the kit's own errors exit with their code and message,
-    anything unexpected with exit 2 and one line."""
+    anything unexpected with exit 2 and one line. A command that gives a verdict (``verdict`` set
+    in its parser defaults) and whose output is cut off by the reader before it decided its exit
+    code has no verdict: exit 2, never the pass a broken pipe would otherwise look like."""
+    _decided.clear()
     try:
         code = func(args)
+        sys.stdout.flush()  # (a reader gone is found here, not in the interpreter's last flush)
     except RmkitError as exc:
         print(f"rmkit: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`): nothing to report
+    except BrokenPipeError:  # the reader of stdout went away (e.g. `| head`)
         _quiet_stdout()
+        if _decided:
+            return _decided[-1]
+        if getattr(args, "verdict", False):
+            print("rmkit: error: the output was cut off (broken pipe) before the run was complete: no verdict",
+                  file=sys.stderr)
+            return EXIT_TOOL
         return EXIT_PASS
     except KeyboardInterrupt:
         print("rmkit: interrupted; no verdict", file=sys.stderr)

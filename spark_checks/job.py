@@ -243,12 +243,15 @@ def run_audit(proto, profile: str, args) -> int:
     from rmkit.render import RENDERERS
 
     text = RENDERERS[getattr(args, "format", "text")](rep, rules=proto.rules(), color=False, title="rmkit audit")
+    from rmkit.guard import decided
+
+    code = decided(check_exit_code(rep, getattr(args, "strict", False)))
     sys.stdout.write(text)
     if out:
         print(f"{rep.verdict}: tables and operator's report written to {out}", file=sys.stderr)
     if rep.receipts == 0 and not rep.unreadable:
         print("rmkit audit: no receipts were read from the inputs", file=sys.stderr)
-    return check_exit_code(rep, getattr(args, "strict", False))
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -491,3 +491,25 @@ def test_in_process_timeout_holds_off_the_main_thread_too(tmp_path, monkeypatch)
     t.start()
     t.join(10)
     assert box["worker"] is _Worker and box["failure"].kind == "timeout" and time.monotonic() - start < 5
+
+
+def _reader_gone(*argv) -> tuple[int, str]:
+    """Run the CLI with a stdout pipe whose reader has gone (``| head`` after its lines, ``| true``)."""
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-m", "rmkit", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    return proc.wait(timeout=120), err
+
+
+@pytest.mark.parametrize("argv, code", [
+    (["check", str(FIXTURES / "rules" / "spec" / "REMP-REPLAY-001.jsonl")], 1),  # decided before the report: kept
+    (["check", CLEAN], 0),
+    (["receipt", "verify", "--validators", str(FIXTURES / "rules" / "validators.yaml"), CLEAN], 2),  # cut off: no verdict
+    (["explain", "list"], 0),  # no verdict to give
+])
+def test_a_reader_that_stops_early_cannot_turn_a_verdict_into_a_pass(argv, code):
+    got, err = _reader_gone(*argv)
+    assert got == code, err
+    assert no_traceback(err) and ("no verdict" in err) == (code == 2), err

@@ -61,7 +61,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--format", choices=("text", "json"), default="text")
     t.add_argument("--out", help="also write the JSON report here")
     t.add_argument("--quiet", action="store_true", help="no line per cycle on stderr")
-    t.set_defaults(func=cmd_torture)
+    t.set_defaults(func=cmd_torture, verdict=True)
     p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
 
 

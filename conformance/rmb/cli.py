@@ -41,7 +41,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--key-type", choices=("ed25519", "sr25519"))
     v.add_argument("--format", choices=("text", "jsonl"), default="text")
     v.add_argument("input", metavar="MESSAGE.json", help="message(s) to verify, '-' for stdin")
-    v.set_defaults(func=_guard(cmd_verify))
+    v.set_defaults(func=_guard(cmd_verify), verdict=True)
     from rmkit.reference_impl.rmb import cli as daemon_cli
 
     daemon_cli.add_commands(rsub, _guard)

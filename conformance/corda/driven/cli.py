@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rmkit.conformance.cli_options import derandomize_wanted
 from rmkit.errors import RmkitError, UsageError
-from rmkit.guard import emit_report
+from rmkit.guard import decided, emit_report
 
 from .adapters import ROLES, ImplementationFailed, open_factory
 from .bridge import run_bridge
@@ -43,8 +43,9 @@ def conform(profile: str, args: argparse.Namespace) -> int:
             path = save(result, Path(args.regressions))
             text += f"saved to {path} (rerun: rmkit replay --protocol corda {path} ...)\n" if args.format != "json" else ""
     failed = any(r.failure for r in results)
+    code = decided(1 if failed else 0)
     emit_report(text, "fail" if failed else "pass", args.out)
-    return 1 if failed else 0
+    return code
 
 
 def replay(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from rmkit.conformance.remp.driven.scenario import read_scenario
 from rmkit.conformance.remp.driven.suite import ROLES, regressions_dir, run_suite
 from rmkit.errors import UsageError
 from rmkit.conformance.cli_options import derandomize_wanted, stderr_progress
-from rmkit.guard import emit_report, write_output
+from rmkit.guard import decided, emit_report, write_output
 
 
 def conform(profile: str, args: argparse.Namespace) -> int:
@@ -25,15 +25,16 @@ def conform(profile: str, args: argparse.Namespace) -> int:
                     seed=args.seed, derandomize=derandomize_wanted(args.derandomize), time_budget=args.time_budget,
                     catalogue_only=args.catalogue_only, regressions=regressions_dir(args.regressions),
                     progress=stderr_progress(args))
+    kit_failed = rep.kit_errors and not any(r.verdict != PASS for r in rep.results)
+    code = decided(2 if kit_failed else 0 if rep.verdict == PASS else 1)
     emit_report(RENDERERS[args.format](rep), rep.verdict, args.out)
     if args.html:
         write_output(args.html, render_html(rep), "--html")
         print(f"HTML report written to {args.html}", file=sys.stderr)
-    if rep.kit_errors and not any(r.verdict != PASS for r in rep.results):
+    if kit_failed:
         print("rmkit conform: the kit itself failed (see 'kit error' above); no verdict on the implementation",
               file=sys.stderr)
-        return 2  # a tool failure, not a verdict
-    return 0 if rep.verdict == PASS else 1
+    return code  # (2: a tool failure, not a verdict)
 
 
 def replay(args: argparse.Namespace) -> int:

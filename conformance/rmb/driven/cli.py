@@ -64,7 +64,7 @@ def conform(profile: str, args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.judge import Rules
     from rmkit.conformance.rmb.driven.suite import render_json, render_text, run_suite
     from rmkit.conformance.cli_options import derandomize_wanted, stderr_progress
-    from rmkit.guard import emit_report, write_output
+    from rmkit.guard import decided, emit_report, write_output
 
     if args.format == "junit":
         raise UsageError("--format junit: protocol rmb writes text or json")
@@ -79,6 +79,7 @@ def conform(profile: str, args: argparse.Namespace) -> int:
         _close(h, loop)
     text = render_json(rep) if args.format == "json" else render_text(rep)
     verdict = rep.verdict(Rules(profile))
+    decided(0 if verdict == "pass" else 1)
     emit_report(text, verdict, args.out)
     if args.html:
         import html
