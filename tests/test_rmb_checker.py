@@ -118,6 +118,39 @@ def test_bad_lines_are_named_counted_and_the_rest_still_checked(tmp_path):
     assert report.counts == {"RMB-REPLY-005": 1}  # the readable lines were still checked
 
 
+def test_a_writer_named_as_a_twin_beyond_any_twin_id_is_a_bad_line_not_a_crash(tmp_path):
+    """``who`` names a twin by its 32-bit id: a longer number (one Python would refuse to read
+    beyond 4,300 digits) or other digits than 0-9 make the line unreadable, named by its field."""
+    good = (ROOT / "spec" / "RMB-REPLY-005.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(good[0])
+    lines = [good[0], json.dumps({**first, "who": "twin-" + "9" * 5000}), json.dumps({**first, "who": "twin-\u00b2"}),
+             json.dumps({**first, "who": "twin-4294967295"}), *good[1:]]
+    path = tmp_path / "who.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = check([path], "spec")
+    assert [(p.line, p.field) for p in report.input_problems] == [(2, "who"), (3, "who")]
+    assert report.unreadable == 2 and report.receipts == len(lines) - 2
+
+
+def test_a_malformed_destination_list_is_no_crash(tmp_path):
+    """A stored request whose dst holds something else than twin ids (a list, an object) is no
+    destination to judge fan-out by; the run goes on (the messages on the wire are judged by the
+    message rules, RMB-MSG-006)."""
+    for dst in ([[2]], [{"a": 1}], {"a": 1}, [2, "x"]):
+        out = tmp_path / str(len(list(tmp_path.iterdir())))
+        out.mkdir()
+        for f in clean_logs("rmb-rs-v1"):
+            lines = f.read_text(encoding="utf-8").splitlines()
+            for i, line in enumerate(lines):
+                rec = json.loads(line)
+                if rec["event"] in ("backlog-set", "http-post") and isinstance(rec.get("message"), dict):
+                    rec["message"]["dst"] = dst
+                    lines[i] = json.dumps(rec)
+            (out / f.name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        report = check(sorted(out.glob("*.jsonl")), "rmb-rs-v1")
+        assert report.unreadable == 0 and report.counts.get("RMB-MSG-006"), (dst, report.counts)
+
+
 def rmkit(capsys, *args):
     """``rmkit ARGS`` in this process (a subprocess per call costs seconds of imports)."""
     from rmkit.cli import main

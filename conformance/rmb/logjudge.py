@@ -82,6 +82,12 @@ def _int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _twins(value: Any) -> list | None:
+    """A message's dst when it is a list of twin ids (integers), else None: a malformed dst is
+    reported by the message rules (RMB-MSG-006), and judged no further as a destination."""
+    return value if isinstance(value, list) and all(map(_int, value)) else None
+
+
 def _peer_twin(peer: Any) -> int | None:
     if isinstance(peer, str) and "@" in peer:
         head = peer.split("@", 1)[0]
@@ -326,8 +332,7 @@ class Group:
             backlog = next((r for r in self.recs if r.event == "backlog-set" and r.twin == w), None)
             life = self.life(w)
             request = backlog.msg if backlog is not None and isinstance(backlog.msg, dict) else None
-            dsts = request.get("dst") if request else None
-            dsts = dsts if isinstance(dsts, list) else None
+            dsts = _twins(request.get("dst")) if request else None  # (a malformed dst is RMB-MSG-006's)
             if backlog is not None and request is not None:
                 m = TTL_NOTE.search(backlog.note or "")
                 exp = request.get("exp")
@@ -354,7 +359,7 @@ class Group:
                 d = p.msg.get("dst")
                 if p.endpoint != c.remote:
                     self.out.add("RMB-FWD-001", f"request posted to {p.endpoint}, the profile's remote endpoint is {c.remote}", p)
-                if not (isinstance(d, list) and len(d) == 1) or (dsts is not None and d[0] not in dsts):
+                if _twins(d) is None or len(d) != 1 or (dsts is not None and d[0] not in dsts):
                     self.out.add("RMB-FANOUT-001", f"a POST carries dst {d!r}, expected one destination of the request's {dsts}", p)
                     continue
                 peer = _peer_twin(p.peer)

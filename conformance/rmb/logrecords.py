@@ -45,10 +45,21 @@ class Rec:
             setattr(self, k, v)
 
 
+# a twin id is a 32-bit unsigned number: at most 10 decimal digits
+TWIN_DIGITS = 10
+
+
 def twin_of(who: str) -> int | None:
     """The twin a line's writer is (``twin-N``), None for a recorder."""
-    if who.startswith("twin-") and who[5:].isdigit():
+    if who.startswith("twin-") and who[5:].isdigit() and who[5:].isascii() and len(who) <= 5 + TWIN_DIGITS:
         return int(who[5:])
+    return None
+
+
+def _who_problem(who: str) -> str | None:
+    """A writer named as a twin whose number is no twin id (decode refuses the line)."""
+    if who.startswith("twin-") and who[5:].isdigit() and twin_of(who) is None:
+        return f"expected twin-N with N a twin id (at most {TWIN_DIGITS} digits 0-9) or a recorder's name, found {who[:40]!r}" + ("…" if len(who) > 40 else "")
     return None
 
 
@@ -88,7 +99,8 @@ def decode(line: bytes | str) -> tuple[dict | None, str | None, str | None]:
                     allowed is not None or type(value) not in types):
                 break
         else:
-            return obj, None, None
+            bad = _who_problem(obj["who"])
+            return (None, bad, "who") if bad else (obj, None, None)
     for name, types, allowed in _field_table():
         if name not in obj:
             return None, f"missing field {name!r} of rmkit-rmb-log/1", name
@@ -103,7 +115,8 @@ def decode(line: bytes | str) -> tuple[dict | None, str | None, str | None]:
     if extra:
         name = sorted(extra)[0]
         return None, f"unknown field {name!r} (rmkit-rmb-log/1 has no other fields)", name
-    return obj, None, None
+    bad = _who_problem(obj["who"])
+    return (None, bad, "who") if bad else (obj, None, None)
 
 
 def record_key(obj: Any) -> str | None:
