@@ -200,11 +200,18 @@ def finite_float(text: str) -> float:
     return value
 
 
+# beyond any lifetime, horizon or time limit a run can mean (about 31 years), and far below the
+# size at which milliseconds overflow a float's integer range
+MAX_SECONDS = 1e9
+
+
 def positive_seconds(text: str) -> float:
-    """argparse type: a finite number of seconds > 0."""
+    """argparse type: a finite number of seconds > 0 (and at most MAX_SECONDS)."""
     value = finite_float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, found {text!r}")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_SECONDS:.0e} seconds (about 31 years), found {text!r}")
     return value
 
 

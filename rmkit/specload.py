@@ -194,6 +194,9 @@ def read_user_document(path: str, option: str) -> tuple[Any, yaml.Node | None]:
             text = f.read()
     except OSError as exc:
         raise InputError(f"{option} {path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{option} {path}: expected UTF-8 text, found byte 0x{exc.object[exc.start]:02x} "
+                         f"at offset {exc.start}") from None
     try:
         return _load_with_node(text)
     except yaml.YAMLError as exc:

@@ -79,6 +79,26 @@ def test_non_finite_numbers_are_usage_errors(capsys, argv):
     assert code == 2 and no_traceback(err) and "finite" in err
 
 
+@pytest.mark.parametrize("argv", [
+    ["check", "--lifetime", "1e308", CLEAN], ["check", "--horizon", "1e12", CLEAN], ["tlc", "--timeout", "1e300"],
+])
+def test_seconds_beyond_any_run_are_usage_errors_not_an_overflow(capsys, argv):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and no_traceback(err) and "at most" in err, err
+
+
+@pytest.mark.parametrize("option, argv", [
+    ("--validators", ["check", "--validators", "{doc}", CLEAN]),
+    ("--directory", ["check", "--protocol", "rmb", "--directory", "{doc}", CLEAN]),
+    ("--key", ["receipt", "sign", "--key", "{doc}", CLEAN]),
+])
+def test_a_configuration_file_that_is_not_utf8_is_named_not_an_internal_error(capsys, tmp_path, option, argv):
+    doc = tmp_path / "v.yaml"
+    doc.write_bytes(b"sessions: [\xff\xfe]\n")
+    code, _, err = run(capsys, *[a.replace("{doc}", str(doc)) for a in argv])
+    assert code == 2 and no_traceback(err) and f"{option} {doc}: expected UTF-8 text" in err, err
+
+
 # -- outputs are checked before the work ------------------------------------------------------
 @pytest.mark.parametrize("argv", [
     ["check", "--out", "{missing}/r.json", CLEAN],
