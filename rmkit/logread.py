@@ -117,16 +117,22 @@ def _line_batches(f, path: str, chunk_bytes: int, on_error) -> Iterator[list[byt
     on_error(nlines + 1, message)  # the partial line at the break is the unreadable one: reported, not checked
 
 
+def kafka_time_field(rec: dict[str, Any]) -> str | None:
+    """The field of a Kafka record's time: ``timestamp``, or ``ts`` in a ``kcat -C -J`` envelope."""
+    return "timestamp" if "timestamp" in rec else "ts" if "ts" in rec else None
+
+
 def kafka_time_problem(rec: dict[str, Any]) -> str | None:
-    """What is wrong with a Kafka record's ``timestamp`` (unix ms, an integer), or None when it is
-    usable or absent (0: no time, as the receipt's own 0). A damaged one is an input problem, not
-    a silent "no time": rules that need time would otherwise pass unjudged."""
-    if "timestamp" not in rec:
+    """What is wrong with a Kafka record's time (:func:`kafka_time_field`: unix ms, an integer),
+    or None when it is usable or absent (0: no time, as the receipt's own 0). A damaged one is an
+    input problem, not a silent "no time": rules that need time would otherwise pass unjudged."""
+    name = kafka_time_field(rec)
+    if name is None:
         return None
-    ts = rec["timestamp"]
+    ts = rec[name]
     if type(ts) is int and ts >= 0:
         return None
-    return f"Kafka record timestamp: expected an integer >= 0 (unix ms), found {type(ts).__name__} {ts!r}"[:200]
+    return f"Kafka record {name}: expected an integer >= 0 (unix ms), found {type(ts).__name__} {ts!r}"[:200]
 
 
 def unwrap_kafka(rec: dict[str, Any]):

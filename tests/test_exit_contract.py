@@ -349,7 +349,9 @@ def test_sign_replace_source_on_the_seed_examples(capsys, tmp_path):
     assert code == 0 and no_traceback(err) and out.count("\n") >= 5
 
 
-def _kafka_dump(tmp_path, stamps, name="dump.jsonl"):
+def _kafka_dump(tmp_path, stamps, name="dump.jsonl", kcat=False):
+    """The ever-node fixture's Kafka records with their timestamps replaced; ``kcat``: as
+    ``kcat -C -J`` envelopes (the value as ``payload``, the time as ``ts``)."""
     import json
 
     src = FIXTURES / "rules" / "ever-node" / "REMP-EXPIRY-001.jsonl"
@@ -361,20 +363,24 @@ def _kafka_dump(tmp_path, stamps, name="dump.jsonl"):
             r.pop("timestamp")
         else:
             r["timestamp"] = stamps[i % len(stamps)]
+        if kcat:
+            r = {"topic": "remp", "partition": 0, "offset": i, "key": r.get("key"), "payload": r["value"],
+                 **({"ts": r["timestamp"]} if "timestamp" in r else {})}
         out.append(json.dumps(r))
     p = tmp_path / name
     p.write_text("\n".join(out) + "\n")
     return str(p)
 
 
+@pytest.mark.parametrize("kcat", [False, True], ids=["kafka", "kcat"])
 @pytest.mark.parametrize("stamp", ["1700000000000", None, -5, 1.7e12, True])
-def test_damaged_kafka_timestamps_are_input_problems_not_a_pass(capsys, tmp_path, stamp):
+def test_damaged_kafka_timestamps_are_input_problems_not_a_pass(capsys, tmp_path, stamp, kcat):
     import json
 
-    code, out, err = run(capsys, "check", "--profile", "ever-node", "--format", "json", _kafka_dump(tmp_path, [stamp]))
+    code, out, err = run(capsys, "check", "--profile", "ever-node", "--format", "json", _kafka_dump(tmp_path, [stamp], kcat=kcat))
     doc = json.loads(out)
     assert code == 2 and doc["verdict"] == "fail"
-    assert doc["input_problems"][0]["field"] == "timestamp" and doc["input_problems"][0]["line"] == 1
+    assert doc["input_problems"][0]["field"] == ("ts" if kcat else "timestamp") and doc["input_problems"][0]["line"] == 1
     assert doc["not_judged"]["REMP-EXPIRY-001"]["messages"] == 1
 
 

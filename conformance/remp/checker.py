@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from rmkit.gctune import paused_collections
-from rmkit.logread import kafka_time_problem, numbered_batches, unwrap_kafka
+from rmkit.logread import kafka_time_field, kafka_time_problem, numbered_batches, unwrap_kafka
 from rmkit.metrics import LatencyHistogram
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
@@ -550,8 +550,8 @@ class RempLogChecker:
                         if obj is None:  # a Kafka tombstone (null value): a deletion marker, not a receipt
                             self.kafka_tombstones += 1
                             continue
-                        if kts is None and "timestamp" in rec and kafka_time_problem(rec):
-                            self._problem(ref, kafka_time_problem(rec), "timestamp")  # and the receipt is checked
+                        if kts is None and kafka_time_problem(rec):
+                            self._problem(ref, kafka_time_problem(rec), kafka_time_field(rec))  # and the receipt is checked
                         if check_key and "key" in rec:
                             self._kafka_key(rec["key"], obj, ref)
                     if "mc_block_id" in obj and "mc_block_file_hash" not in obj:  # rare: the seed's repeated block_file_hash
