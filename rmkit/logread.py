@@ -135,17 +135,26 @@ def kafka_time_problem(rec: dict[str, Any]) -> str | None:
     return f"Kafka record {name}: expected an integer >= 0 (unix ms), found {type(ts).__name__} {ts!r}"[:200]
 
 
+def kafka_value_field(rec: dict[str, Any]) -> str | None:
+    """The field holding a receipt when ``rec`` is a Kafka record (``value``) or a ``kcat -C -J``
+    envelope (``payload``) rather than a receipt (which has a ``kind``); None for a receipt."""
+    if "kind" in rec:
+        return None
+    return "value" if "value" in rec else "payload" if "payload" in rec else None
+
+
 def unwrap_kafka(rec: dict[str, Any]):
     """(receipt, record time, receipt text, error, field) of a Kafka record; ``kcat -C -J`` names
     the value ``payload`` and the time ``ts``."""
-    value = rec.get("value") if "value" in rec else rec.get("payload")
+    field = "value" if "value" in rec else "payload"
+    value = rec.get(field)
     ts = rec.get("timestamp") if "timestamp" in rec else rec.get("ts")
     ts = ts if type(ts) is int and ts > 0 else None
     if isinstance(value, str):
         try:
             inner = orjson.loads(value)
         except orjson.JSONDecodeError as exc:
-            return None, ts, None, f"Kafka record value is a string but not JSON: {exc}", "value"
+            return None, ts, None, f"Kafka record {field} is a string but not JSON: {exc}", field
         text: bytes | str = value
     elif type(value) is dict:
         inner, text = value, orjson.dumps(value)
@@ -153,9 +162,9 @@ def unwrap_kafka(rec: dict[str, Any]):
         return None, ts, None, None, None  # a tombstone: the caller counts it, it is no receipt
     else:
         found = type(value).__name__
-        return None, ts, None, f"Kafka record value: expected a JSON object or a string holding one, found {found}", "value"
+        return None, ts, None, f"Kafka record {field}: expected a JSON object or a string holding one, found {found}", field
     if type(inner) is not dict:
-        return None, ts, None, f"Kafka record value: expected a JSON object, found {type(inner).__name__}", "value"
+        return None, ts, None, f"Kafka record {field}: expected a JSON object, found {type(inner).__name__}", field
     return inner, ts, text, None, None
 
 

@@ -125,6 +125,22 @@ def test_verify_ever_node_allows_unsigned_validator_receipts(capsys):
     assert code == 1  # the documents' profile wants every receipt signed
 
 
+def test_verify_and_sign_read_kcat_envelopes_as_check_does(capsys, tmp_path, keys):
+    """The ever-node fixture's Kafka records as ``kcat -C -J`` envelopes (``payload``, ``ts``):
+    verified as the Kafka records are, and signed keeping the envelope's layout."""
+    kafka = [json.loads(x) for x in (RULES / "ever-node" / "clean-happy.jsonl").read_text().splitlines() if x.strip()]
+    kcat = [{"topic": r["topic"], "partition": r["partition"], "offset": r["offset"], "key": r.get("key"),
+             "payload": json.dumps(r["value"]) if i % 2 else r["value"], "ts": r["timestamp"]} for i, r in enumerate(kafka)]
+    argv = ["receipt", "verify", "--profile", "ever-node", "--validators", RULES / "validators.yaml"]
+    want = run(capsys, *argv, RULES / "ever-node" / "clean-happy.jsonl")
+    got = run(capsys, *argv, _file(tmp_path, kcat))
+    assert got[0] == want[0] == 0 and got[1].splitlines()[-1] == want[1].splitlines()[-1] and "malformed" not in got[2]
+    code, out, err = run(capsys, "receipt", "sign", "--key", keys / "keys" / "fullnode.json", "--replace-source", _file(tmp_path, kcat))
+    signed = [json.loads(x) for x in out.splitlines()]
+    assert code == 0 and len(signed) == len(kcat)
+    assert all(set(s) == set(k) and type(s["payload"]) is type(k["payload"]) for s, k in zip(signed, kcat))
+
+
 def test_simulate_with_keys_passes_check_with_validators(capsys, tmp_path, keys):
     log = tmp_path / "sim.jsonl"
     code, _, _ = run(capsys, "simulate", "--keys", keys, "--messages", "80", "--seed", "2", "--lifetime", "60", "-o", log)

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from rmkit.gctune import paused_collections
-from rmkit.logread import kafka_time_field, kafka_time_problem, numbered_batches, unwrap_kafka
+from rmkit.logread import kafka_time_field, kafka_time_problem, kafka_value_field, numbered_batches, unwrap_kafka
 from rmkit.metrics import LatencyHistogram
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
@@ -541,7 +541,7 @@ class RempLogChecker:
                     if type(obj) is not dict:
                         self._problem(ref, f"expected a JSON object, found {type(obj).__name__}")
                         continue
-                    if "kind" not in obj and ("value" in obj or "payload" in obj):  # a Kafka record or kcat -J envelope
+                    if kafka_value_field(obj) is not None:  # a Kafka record or kcat -J envelope
                         rec = obj
                         obj, kts, text, err, fld = unwrap_kafka(obj)
                         if err:

@@ -14,7 +14,7 @@ from typing import IO, Iterator
 import orjson
 
 from rmkit.errors import UsageError
-from rmkit.logread import iter_line_batches, unwrap_kafka
+from rmkit.logread import iter_line_batches, kafka_value_field, unwrap_kafka
 
 EXIT_OK, EXIT_NOT_VALID, EXIT_INPUT = 0, 1, 2
 
@@ -69,7 +69,7 @@ class _Reader:
                     self.problem(lineno, f"expected a JSON object, found {type(rec).__name__}")
                     continue
                 receipt, kts, text = rec, None, line
-                if "kind" not in rec and "value" in rec:
+                if kafka_value_field(rec) is not None:  # a Kafka record or kcat -J envelope
                     receipt, kts, text, err, fld = unwrap_kafka(rec)
                     if err:
                         self.problem(lineno, err, fld)
@@ -136,9 +136,10 @@ def sign(profile: str, args, out: IO[str], err: IO[str]) -> int:
         except SigningError as exc:
             reader.problem(lineno, str(exc), exc.field)
             continue
-        if "kind" not in rec and "value" in rec:  # a Kafka record: keep its layout (value as an object or a string)
+        field = kafka_value_field(rec)
+        if field is not None:  # a Kafka record or kcat -J envelope: keep its layout (value as an object or a string)
             rec = dict(rec)
-            rec["value"] = dumps(signed).decode() if isinstance(rec["value"], str) else signed
+            rec[field] = dumps(signed).decode() if isinstance(rec[field], str) else signed
             signed = rec
         out.write(dumps(signed).decode() + "\n")
         n += 1
