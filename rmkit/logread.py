@@ -26,6 +26,8 @@ def open_input(path: str) -> IO[bytes]:
     """A binary reader of one input; gzip is recognised by its magic bytes, not only by ``.gz``
     (stdin too)."""
     if path == "-":
+        if sys.stdin is None:  # started with stdin closed (`<&-`)
+            raise InputError("input '-': standard input is closed")
         f = sys.stdin.buffer
         if not hasattr(f, "peek"):
             f = io.BufferedReader(f)

@@ -349,6 +349,30 @@ def test_sign_replace_source_on_the_seed_examples(capsys, tmp_path):
     assert code == 0 and no_traceback(err) and out.count("\n") >= 5
 
 
+def test_objects_that_are_no_receipt_at_all_are_unreadable_not_violations(capsys, tmp_path):
+    """A line with none of a receipt's fields (another protocol's log, checked without --protocol)
+    is not a receipt with schema violations: it is named as unreadable and nothing was checked
+    (exit 2); a receipt that lacks some fields is still a violation of REMP-SCHEMA-001."""
+    import json
+
+    corda = FIXTURES.parent / "corda" / "rules" / "corda-os" / "clean-sessions.jsonl"
+    code, out, err = run(capsys, "check", "--format", "json", str(corda))
+    doc = json.loads(out)
+    assert code == 2 and doc["receipts"] == 0 and set(doc["counts"]) == {"REMP-INPUT-001"}  # counted as unreadable lines
+    assert "another protocol's log? give --protocol" in doc["input_problems"][0]["error"]
+    receipt = json.loads((FIXTURES / "rules" / "spec" / "clean-happy.jsonl").read_text().splitlines()[0])
+    lines = [json.dumps({"a": 1}), json.dumps({k: v for k, v in receipt.items() if k != "kind"})]
+    code, out, err = run(capsys, "check", "--format", "json", str(_write(tmp_path, lines)))
+    doc = json.loads(out)
+    assert code == 2 and doc["unreadable"] == 1 and doc["receipts"] == 1 and "REMP-KIND-001" in doc["counts"]
+
+
+def _write(tmp_path, lines, name="log.jsonl"):
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
 def _kafka_dump(tmp_path, stamps, name="dump.jsonl", kcat=False):
     """The ever-node fixture's Kafka records with their timestamps replaced; ``kcat``: as
     ``kcat -C -J`` envelopes (the value as ``payload``, the time as ``ts``)."""

@@ -496,6 +496,7 @@ class RempLogChecker:
         min_t = self.min_t if self.min_t is not None else 1 << 62
         queued_mask = m.queued_mask
         known_fields = self.known_fields
+        receipt_fields = frozenset(["kind", *m.spec["kinds"]["common_fields"]])  # what makes an object a receipt at all
         unsigned_roles = m.unsigned_roles
         fold = m.ids_fold_case
         intern_src = self._src_names.setdefault
@@ -554,6 +555,11 @@ class RempLogChecker:
                             self._problem(ref, kafka_time_problem(rec), kafka_time_field(rec))  # and the receipt is checked
                         if check_key and "key" in rec:
                             self._kafka_key(rec["key"], obj, ref)
+                    if obj.keys().isdisjoint(receipt_fields):  # no field any receipt has: another kind of log, not a receipt
+                        fields = ", ".join(sorted(map(str, obj))[:6]) or "none"
+                        self._problem(ref, f"expected a REMP receipt (fields {', '.join(sorted(receipt_fields))}), "
+                                           f"found an object with fields {fields} (another protocol's log? give --protocol)"[:300])
+                        continue
                     if "mc_block_id" in obj and "mc_block_file_hash" not in obj:  # rare: the seed's repeated block_file_hash
                         from rmkit.conformance.remp.tlreceipt import recover_master_file_hash  # (the TL tables load on demand)
 
