@@ -553,6 +553,16 @@ def _reader_gone(*argv) -> tuple[int, str]:
     return proc.wait(timeout=120), err
 
 
+@pytest.mark.parametrize("protocol", ["remp", "rmb", "corda"])
+def test_a_closed_stdin_is_named_not_an_internal_error(protocol):
+    import os
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "rmkit", "check", "--protocol", protocol, "-"], capture_output=True,
+                          preexec_fn=lambda: os.close(0), timeout=120)
+    assert done.returncode == 2 and b"standard input is closed" in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("argv, code", [
     (["check", str(FIXTURES / "rules" / "spec" / "REMP-REPLAY-001.jsonl")], 1),  # decided before the report: kept
     (["check", CLEAN], 0),
