@@ -69,7 +69,8 @@ def run_guarded(func, args, debug: bool = False, argv: list[str] | None = None) 
     _decided.clear()
     try:
         code = func(args)
-        sys.stdout.flush()  # (a reader gone is found here, not in the interpreter's last flush)
+        if sys.stdout is not None:  # (None: started with stdout closed)
+            sys.stdout.flush()  # a reader gone is found here, not in the interpreter's last flush
     except RmkitError as exc:
         print(f"rmkit: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -553,6 +553,15 @@ def _reader_gone(*argv) -> tuple[int, str]:
     return proc.wait(timeout=120), err
 
 
+def test_a_command_that_writes_nothing_on_stdout_runs_with_stdout_closed(tmp_path):
+    import os
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "rmkit", "keys", "gen", "--validators", "2", "--out", str(tmp_path / "k")],
+                          capture_output=True, preexec_fn=lambda: os.close(1), timeout=120)
+    assert done.returncode == 0 and (tmp_path / "k" / "validators.yaml").exists(), done.stderr
+
+
 @pytest.mark.parametrize("protocol", ["remp", "rmb", "corda"])
 def test_a_closed_stdin_is_named_not_an_internal_error(protocol):
     import os
