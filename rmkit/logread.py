@@ -148,9 +148,9 @@ def kafka_value_field(rec: dict[str, Any]) -> str | None:
 def unwrap_kafka(rec: dict[str, Any]):
     """(receipt, record time, receipt text, error, field) of a Kafka record; ``kcat -C -J`` names
     the value ``payload`` and the time ``ts``."""
-    field = "value" if "value" in rec else "payload"
+    field = kafka_value_field(rec) or "value"
     value = rec.get(field)
-    ts = rec.get("timestamp") if "timestamp" in rec else rec.get("ts")
+    ts = rec.get(kafka_time_field(rec) or "timestamp")
     ts = ts if type(ts) is int and ts > 0 else None
     if isinstance(value, str):
         try:

@@ -46,7 +46,7 @@ def final_clock(clocks: list, tops: list, clock_jump_ms: int) -> int | None:
         second = sorted(best.values())[-2]
         if end is None or second > end:
             end = second
-    latest = max((top[0] for top in tops if top is not None), default=None)
+    latest = max(best.values(), default=None)
     if latest is not None and (end is None or 0 < latest - end <= clock_jump_ms):
         end = latest
     return end
@@ -551,8 +551,8 @@ class RempLogChecker:
                         if obj is None:  # a Kafka tombstone (null value): a deletion marker, not a receipt
                             self.kafka_tombstones += 1
                             continue
-                        if kts is None and kafka_time_problem(rec):
-                            self._problem(ref, kafka_time_problem(rec), kafka_time_field(rec))  # and the receipt is checked
+                        if kts is None and (damaged := kafka_time_problem(rec)):
+                            self._problem(ref, damaged, kafka_time_field(rec))  # and the receipt is checked
                         if check_key and "key" in rec:
                             self._kafka_key(rec["key"], obj, ref)
                     if obj.keys().isdisjoint(receipt_fields):  # no field any receipt has: another kind of log, not a receipt

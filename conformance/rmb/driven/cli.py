@@ -79,13 +79,13 @@ def conform(profile: str, args: argparse.Namespace) -> int:
         _close(h, loop)
     text = render_json(rep) if args.format == "json" else render_text(rep)
     verdict = rep.verdict(Rules(profile))
-    decided(0 if verdict == "pass" else 1)
+    code = decided(0 if verdict == "pass" else 1)
     emit_report(text, verdict, args.out)
     if args.html:
         import html
 
         write_output(args.html, f"<!doctype html><meta charset=utf-8><title>rmkit conform rmb</title><pre>{html.escape(render_text(rep))}</pre>\n", "--html")
-    return 0 if verdict == "pass" else 1
+    return code
 
 
 def replay(args: argparse.Namespace) -> int:
