@@ -298,13 +298,15 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", metavar="DIR", help="also write the JSON report, the counterexample and TLC's output to DIR")
     t.add_argument("--trace-out", metavar="FILE", help="write the counterexample(s) as JSON to FILE")
     t.add_argument("--simulate-depth", type=int, metavar="D", help="random simulation with behaviours of depth D "
-                                                                   "instead of exhaustive model checking")
+                                                                   "instead of exhaustive model checking (a config "
+                                                                   "the manifest simulates: its depth and seed)")
     t.add_argument("--seed", type=int, metavar="S", help="seed of the simulation (needs --simulate-depth)")
     t.add_argument("--continue", dest="keep_going", action="store_true",
                    help="go on after a violation and collect counterexamples (at most --max-traces)")
     t.add_argument("--max-traces", type=int, default=100, metavar="N", help="with --continue: stop after N counterexamples (default 100)")
     t.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
-                   help="stop TLC after SECONDS (default: none; with --simulate-depth 60, as a simulation never ends)")
+                   help="stop TLC after SECONDS (default: none; with --simulate-depth 60, as a simulation never "
+                        "ends; a config the manifest simulates: its time)")
     t.add_argument("--java-opt", action="append", default=[], metavar="OPT", help="option for the JVM, e.g. --java-opt=-Xmx8g (repeatable)")
     t.add_argument("--progress", choices=("auto", "rich", "lines", "none"), default="auto",
                    help="progress on stderr: auto = a status line on a terminal, else one line per TLC report")
@@ -575,18 +577,22 @@ def cmd_tlc(args) -> int:
     for flag, value in (("--workers", args.workers), ("--simulate-depth", args.simulate_depth), ("--max-traces", args.max_traces)):
         if value is not None and value < 1:
             raise UsageError(f"{flag}: expected a number >= 1, found {value}")
-    if args.seed is not None and args.simulate_depth is None:
+    planned = config.simulate or {}  # a config the manifest checks by simulation: its depth, seed and time
+    simulate_depth = args.simulate_depth if args.simulate_depth is not None else planned.get("depth")
+    if args.seed is not None and simulate_depth is None:
         raise UsageError("--seed: applies to a simulation; give --simulate-depth too")
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout: expected a number of seconds > 0, found {args.timeout:g}")
-    timeout = args.timeout if args.timeout is not None else (60.0 if args.simulate_depth is not None else None)
+    seed = args.seed if args.seed is not None else planned.get("seed")
+    timeout = (args.timeout if args.timeout is not None
+               else float(planned.get("seconds", 60)) if simulate_depth is not None else None)
     check_writable_dir(args.out, "--out")
     check_writable_file(args.trace_out, "--trace-out")
     label = f"{model.name}/{config.name}"
     try:
         with Progress(args.progress, label) as progress:
             result = run_tlc(model.dir, config.module, config.cfg, workers=args.workers or config.workers,
-                             simulate_depth=args.simulate_depth, seed=args.seed,
+                             simulate_depth=simulate_depth, seed=seed,
                              continue_after_violation=args.keep_going,
                              deadlock_check=config.deadlock, progress=progress, timeout=timeout,
                              java_opts=args.java_opt, max_traces=args.max_traces)

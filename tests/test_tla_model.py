@@ -63,8 +63,9 @@ def test_seven_validators_two_byzantine_simulated():
     fixed time (CI); the exhaustive N = 7 search (`seven`: one message, one session) runs under
     `make test-slow`."""
     model, cfg = _config("seven-sim")
-    result = run_tlc(model.dir, cfg.module, cfg.cfg, workers=1, deadlock_check=False, simulate_depth=60, seed=7,
-                     timeout=40)
+    plan = cfg.simulate
+    result = run_tlc(model.dir, cfg.module, cfg.cfg, workers=1, deadlock_check=False, simulate_depth=plan["depth"],
+                     seed=plan["seed"], timeout=plan["seconds"])
     assert result.verdict == "pass", result.error or result.counterexamples
     assert not result.complete
 

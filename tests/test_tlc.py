@@ -82,6 +82,14 @@ SPECS = {
         Init == x = 0
         Next == x' = Frobnicate(x)
         """, "INIT Init\nNEXT Next\n"),
+    # Init holds in no state: every property holds vacuously, and nothing is checked.
+    "Empty": ("""
+        EXTENDS Naturals
+        VARIABLES x
+        Init == x = 0 /\\ x > 0
+        Next == x' = x + 1
+        Inv == x < 0
+        """, "INIT Init\nNEXT Next\nINVARIANT Inv\n"),
     "Walk": ("""
         EXTENDS Naturals
         VARIABLES x, y
@@ -122,6 +130,10 @@ def runs(specs):
         "parse": run_tlc(specs, "Broken"),
         "semantic": run_tlc(specs, "Undefined"),
         "simulate": run_tlc(specs, "Walk", simulate_depth=20, seed=7),
+        "empty": run_tlc(specs, "Empty"),
+        "empty-simulate": run_tlc(specs, "Empty", simulate_depth=5, timeout=30),
+        # stopped long before the JVM has started: TLC never computed an initial state
+        "simulate-cut": run_tlc(specs, "Counter", simulate_depth=5, timeout=0.05),
         "simulate-continue": run_tlc(specs, "Walk", simulate_depth=8, seed=3, continue_after_violation=True,
                                      max_traces=3, timeout=30),
     }
@@ -232,6 +244,20 @@ def test_simulation_with_continue_keeps_several_traces(runs):
     assert all(sum(t[-1].values.values()) == 4 for t in r.traces)
 
 
+def test_a_model_with_no_initial_state_is_an_error_not_a_pass(runs):
+    for name in ("empty", "empty-simulate"):
+        r = runs[name]
+        assert r.verdict == "error" and not r.counterexamples, name
+        assert "initial state" in r.error.message, (name, r.error.message)
+    assert runs["empty"].error.advice.startswith("check Init")
+
+
+def test_a_simulation_stopped_before_its_first_state_checked_nothing(runs):
+    r = runs["simulate-cut"]
+    assert r.stopped == "timeout" and r.verdict == "error" and r.error.kind == "timeout"
+    assert "nothing was checked" in r.error.message
+
+
 # -- errors before TLC starts --------------------------------------------------------------------
 def test_java_missing_says_how_to_install_it(specs, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
@@ -303,6 +329,25 @@ def test_out_of_memory_is_an_error_with_advice():
     assert (r.error.module, r.error.line) == ("Oom", 4)
     r = parse_output('Exception in thread "main" java.lang.OutOfMemoryError: GC overhead limit exceeded', exit_code=1)
     assert r.error.kind == "out-of-memory"
+
+
+def test_out_of_memory_reported_by_tlc_itself_is_an_error_with_advice():
+    for code, where in ((1001, ""), (1002, " while computing the initial states"), (1003, " while checking liveness")):
+        out = "\n".join(tool(2262, 0, "TLC2 Version 2.15") + tool(code, 1, "Java ran out of memory.  Running Java "
+                                                                      "with a larger memory allocation pool (heap) may fix this."))
+        r = parse_output(out, exit_code=255)
+        assert (r.verdict, r.error.kind) == ("error", "out-of-memory") and "-Xmx" in r.error.advice
+        assert r.error.message == f"TLC ran out of memory{where} (TLC message {code})"
+
+
+def test_cfg_keyword_unknown_to_tlc_2_15_gets_a_hint_when_read_as_an_invariant(specs, tmp_path):
+    """After INVARIANT, TLC 2.15 reads CHECK_DEADLOCK as one more invariant's name and says it is
+    not defined: the hint must come with that error too."""
+    folder = write_spec(tmp_path, "Counter")
+    (folder / "Counter.cfg").write_text("INIT Init\nNEXT Next\nINVARIANT Inv\nCHECK_DEADLOCK FALSE\n")
+    r = run_tlc(folder, "Counter")
+    assert r.verdict == "error" and r.error.kind == "config" and "CHECK_DEADLOCK" in r.error.message
+    assert r.error.advice and "-deadlock" in r.error.advice
 
 
 def test_cfg_keyword_unknown_to_tlc_2_15_gets_a_hint():
@@ -412,6 +457,36 @@ def test_manifest_errors_say_where_and_what(tmp_path):
     (tmp_path / "manifest.json").write_text('{"models": [}')
     with pytest.raises(SpecError, match="not valid JSON"):
         load_manifest(tmp_path)
+
+
+def test_manifest_simulated_config_is_checked(tmp_path):
+    toy_manifest(tmp_path)
+    doc = json.loads((tmp_path / "manifest.json").read_text())
+    doc["models"][0]["configs"][0]["simulate"] = {"depth": 0, "seed": 7, "seconds": 5}
+    (tmp_path / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(SpecError, match=r"configs\[0\]\.simulate\.depth: expected an integer >= 1, found 0"):
+        load_manifest(tmp_path)
+    doc["models"][0]["configs"][0]["simulate"] = {"depth": 9, "seed": 7, "seconds": 5}
+    doc["models"][0]["configs"][0]["distinctStates"] = 12
+    (tmp_path / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(SpecError, match=r"configs\[0\]\.distinctStates: a simulated config never completes"):
+        load_manifest(tmp_path)
+
+
+def test_cli_runs_a_simulated_config_as_the_manifest_says(tmp_path, monkeypatch, capsys):
+    """A config the manifest simulates is simulated (its depth, seed and time), never searched
+    exhaustively without end."""
+    toy_manifest(tmp_path)
+    doc = json.loads((tmp_path / "manifest.json").read_text())
+    doc["models"][0]["configs"][0]["simulate"] = {"depth": 9, "seed": 11, "seconds": 3}
+    (tmp_path / "manifest.json").write_text(json.dumps(doc))
+    monkeypatch.setenv("RMKIT_TLA_DIR", str(tmp_path))
+    assert main(["tlc", "--list"]) == 0
+    assert "simulated, not searched: behaviours of depth 9 from seed 11 for 3 s" in capsys.readouterr().out
+    code = main(["tlc", "--progress", "none", "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["mode"] == "simulate" and doc["seed"] == 11 and doc["verdict"] == "pass"
+    assert "-depth" in doc["command"] and doc["command"][doc["command"].index("-depth") + 1] == "9"
 
 
 def test_shipped_manifest_loads():

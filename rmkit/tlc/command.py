@@ -32,8 +32,12 @@ def describe_models(manifest: Manifest) -> str:
                 flags.append("slow")
             missing = m.missing_files(c)
             out.append(f"  {c.name:10} {c.module} + {c.cfg}  ({', '.join(flags)})")
-            out.append(f"  {'':10} expect {c.result}: distinct states {_fig(c.distinct_states)}, "
-                       f"total states {_fig(c.total_states)}, depth {_fig(c.depth)}")
+            if c.simulate:
+                out.append(f"  {'':10} simulated, not searched: behaviours of depth {c.simulate['depth']} from seed "
+                           f"{c.simulate['seed']} for {c.simulate['seconds']} s; expect {c.result} (no violation)")
+            else:
+                out.append(f"  {'':10} expect {c.result}: distinct states {_fig(c.distinct_states)}, "
+                           f"total states {_fig(c.total_states)}, depth {_fig(c.depth)}")
             if c.finding:
                 out.append(f"  {'':10} finding: {c.finding['invariant']} violated ({c.finding['rule']}, profile "
                            f"{c.finding['profile']}): reported, and the run passes")

@@ -79,6 +79,7 @@ class Interpreter:
         self.warnings: list[str] = []
         self.success = self.finished = False
         self.distinct = self.total = self.depth = None
+        self.initial: int | None = None  # initial states computed (None: TLC never got that far)
         self.last_progress: ProgressUpdate | None = None
 
     # -- feeding ---------------------------------------------------------------------------------
@@ -172,11 +173,9 @@ class Interpreter:
         elif codes & {5001, 5002, 5003, 5004, 5005, 5006} or "ConfigFileException" in text:
             child = next((c for c in msg.children if 5000 < c.code < 5100), None)
             detail = child.text if child is not None else text
-            advice = None
-            if self.cfg.unsupported:
-                advice = "; ".join(f"{k} is not understood by TLC 2.15: {NOT_IN_TLC_2_15[k]}" for k in self.cfg.unsupported)
             m = re.search(r"at line (\d+)", detail)
-            self._error(ERR_CONFIG, f"{self.config}: {detail}", line=_int(m.group(1)) if m else None, advice=advice)
+            self._error(ERR_CONFIG, f"{self.config}: {detail}", line=_int(m.group(1)) if m else None,
+                        advice=self._unsupported_advice())
         else:
             lines = [ln for ln in text.splitlines() if ln.strip()]
             # drop TLC's boilerplate ("TLC threw an unexpected exception ...")
@@ -263,6 +262,17 @@ class Interpreter:
         if m:
             self.depth = int(m.group(1))
 
+    def _initial(self, msg: Message) -> None:
+        m = re.search(r"(?:Finished computing initial states: |Computed )([\d,]+)", msg.text)
+        if m:
+            self.initial = int(m.group(1).replace(",", ""))
+
+    def _out_of_memory(self, msg: Message) -> None:
+        """TLC's own out-of-memory reports (1001: the heap; 1002: while computing the initial
+        states; 1003: the liveness graph), framed messages rather than Java's exception text."""
+        where = {1002: " while computing the initial states", 1003: " while checking liveness"}.get(msg.code, "")
+        self._error(ERR_OOM, f"TLC ran out of memory{where} (TLC message {msg.code})", advice=OOM_ADVICE)
+
     def _success(self, msg: Message) -> None:
         self.success = True
 
@@ -286,7 +296,8 @@ class Interpreter:
         M.BEHAVIOR_FOLLOWS: _ignore, M.COUNTEREXAMPLE_FOLLOWS: _ignore,
         M.STATE_PRINT: _state, M.STUTTERING: _stuttering, M.BACK_TO_STATE: _back_to,
         M.PROGRESS: _progress, M.PROGRESS_SIMULATION: _progress, M.STATS: _stats, M.SIMULATION_STATS: _sim_stats,
-        M.DEPTH: _depth, M.SUCCESS: _success, 2186: _finished, M.PARSE_FAILED: _parse_failed,
+        M.DEPTH: _depth, M.SUCCESS: _success, M.INITIAL_STATES: _initial, M.INITIAL_STATES_SIMULATION: _initial,
+        1001: _out_of_memory, 1002: _out_of_memory, 1003: _out_of_memory, 2186: _finished, M.PARSE_FAILED: _parse_failed,
         2401: _ignore,  # "use -XX:+UseParallelGC" (the runner passes it; a user's java_opts may not)
     }
 
@@ -308,7 +319,15 @@ class Interpreter:
             text = f"{self.config}: {text}"
         self._error(kind, text or f"TLC error (message code {msg.code})",
                     module=m.group(3) if m else None, line=_int(m.group(1)) if m else None,
-                    column=_int(m.group(2)) if m else None)
+                    column=_int(m.group(2)) if m else None,
+                    advice=self._unsupported_advice() if kind == ERR_CONFIG else None)
+
+    def _unsupported_advice(self) -> str | None:
+        """A keyword of the .cfg that TLC 2.15 does not know, which it reports in more than one way
+        (a keyword it did not expect; or, after INVARIANT, an invariant of that name not defined)."""
+        if not self.cfg.unsupported:
+            return None
+        return "; ".join(f"{k} is not understood by TLC 2.15: {NOT_IN_TLC_2_15[k]}" for k in self.cfg.unsupported)
 
     def _sany_error(self) -> TlcError | None:
         """A parse or semantic error from SANY's loose output lines."""
@@ -376,9 +395,21 @@ class Interpreter:
             res.error = error
         elif error is not None:
             res.verdict, res.error = ERROR, error
+        elif self.initial == 0 or (self.initial is None and self.mode == MODEL_CHECK and self.success
+                                     and not self.distinct):
+            # a run over no state checked nothing: the initial predicate holds in no state (or the
+            # constants leave nothing to choose from), and every property holds vacuously
+            res.verdict = ERROR
+            res.error = TlcError(ERR_TLC, "the model has no initial state: nothing was checked",
+                                 advice="check Init and the constants of the .cfg (an empty set, a predicate no state satisfies)")
         elif stopped == "timeout":
-            if self.mode == SIMULATE:
+            if self.mode == SIMULATE and self.initial:
                 res.verdict = PASS  # no violation in the time given; `complete` stays False
+            elif self.mode == SIMULATE:
+                res.verdict = ERROR
+                res.error = TlcError(ERR_TIMEOUT, f"TLC did not reach the simulation within {timeout:g} s "
+                                     "(no initial state computed): nothing was checked",
+                                     advice="allow more time (--timeout)")
             else:
                 res.verdict = ERROR
                 res.error = TlcError(ERR_TIMEOUT, f"TLC did not finish within {timeout:g} s"

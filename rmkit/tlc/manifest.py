@@ -30,11 +30,14 @@ RESULTS = ("success", "safety failure", "liveness failure", "deadlock failure", 
 _MODEL_KEYS = {"name": str, "path": str, "spec": str, "source": str, "configs": list}
 _CONFIG_KEYS = {"name": str, "module": str, "cfg": str, "workers": int, "runtime": str, "result": str,
                 "distinctStates": (int, type(None)), "totalStates": (int, type(None)), "depth": (int, type(None)),
-                "deadlock": bool, "slow": bool, "finding": dict}
-_OPTIONAL = {"source", "finding"}
+                "deadlock": bool, "slow": bool, "finding": dict, "simulate": dict}
+_OPTIONAL = {"source", "finding", "simulate"}
 # A config may expect a violation: a finding the model exists to show (e.g. a property an
 # implementation is known not to keep). Its counterexample is reported, and the run passes.
 _FINDING_KEYS = {"invariant": str, "rule": str, "profile": str, "summary": str}
+# A config too large to search exhaustively is checked by TLC's simulation mode: random behaviours
+# of a given depth, from a given seed, for a given time (no figures to expect: it never completes).
+_SIMULATE_KEYS = {"depth": int, "seed": int, "seconds": int}
 
 
 def tla_root() -> Path:
@@ -61,6 +64,7 @@ class ConfigEntry:
     deadlock: bool    # False: run with -deadlock (deadlock checking off)
     slow: bool
     finding: dict | None = None   # an expected violation: invariant, rule, profile, summary
+    simulate: dict | None = None  # checked by simulation only: depth, seed, seconds
 
     def expected_finding(self, result: TlcResult) -> bool:
         """True when ``result`` is this config's expected finding: the named invariant violated."""
@@ -176,9 +180,18 @@ def _config(obj: Any, shown: str, where: str) -> ConfigEntry:
         _check_keys(obj["finding"], _FINDING_KEYS, shown, f"{where}.finding")
         if obj["result"] != "safety failure":
             raise SpecError(shown, f"{where}.result", f"a config with a finding expects \"safety failure\", found {_found(obj['result'])}")
+    if "simulate" in obj:
+        _check_keys(obj["simulate"], _SIMULATE_KEYS, shown, f"{where}.simulate")
+        for key in ("depth", "seconds"):
+            if obj["simulate"][key] < 1:
+                raise SpecError(shown, f"{where}.simulate.{key}", f"expected an integer >= 1, found {obj['simulate'][key]}")
+        figures = [k for k in ("distinctStates", "totalStates", "depth") if obj[k] is not None]
+        if figures:
+            raise SpecError(shown, f"{where}.{figures[0]}", "a simulated config never completes: expected null, "
+                                                           f"found {obj[figures[0]]}")
     return ConfigEntry(obj["name"], obj["module"].removesuffix(".tla"), obj["cfg"], obj["workers"], obj["runtime"],
                        obj["result"], obj["distinctStates"], obj["totalStates"], obj["depth"], obj["deadlock"], obj["slow"],
-                       obj.get("finding"))
+                       obj.get("finding"), obj.get("simulate"))
 
 
 def load_manifest(root: str | os.PathLike | None = None) -> Manifest:
