@@ -127,5 +127,6 @@ clean:
 # The TLA+ model's tables (kinds, transitions, thresholds) are generated from spec/remp.
 tla-tables: $(STAMP)
 	$(BIN)/python -m rmkit.conformance.remp.tla_tables tla/remp/REMPTables.tla
-	$(BIN)/python -m rmkit.conformance.corda.tla_tables > tla/corda/CordaProfiles.tla
-	$(BIN)/python -m rmkit.conformance.rmb.tla_tables > tla/rmb/RMBProfiles.tla
+	@# written beside the module and moved over it only when the generator succeeded
+	$(BIN)/python -m rmkit.conformance.corda.tla_tables > tla/corda/CordaProfiles.tla.new && mv tla/corda/CordaProfiles.tla.new tla/corda/CordaProfiles.tla
+	$(BIN)/python -m rmkit.conformance.rmb.tla_tables > tla/rmb/RMBProfiles.tla.new && mv tla/rmb/RMBProfiles.tla.new tla/rmb/RMBProfiles.tla

@@ -64,12 +64,39 @@ def _dotted(path: list[Any]) -> str:
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def _refuse_duplicate_keys(root: yaml.Node | None) -> None:
+    """A mapping that gives one key twice is an error, with both lines. YAML's loaders keep the
+    last value silently, so an entry pasted twice (one transition's target edited in one copy)
+    would change the spec's meaning without a word."""
+    stack = [root] if root is not None else []
+    visited: set[int] = set()  # an alias makes a node reachable twice, or from itself
+    while stack:
+        node = stack.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[tuple[str, str], int] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value != "<<":
+                    name = (key.tag, key.value)
+                    if name in first:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"found the key {key.value!r} twice in one mapping (first at line "
+                            f"{first[name]}); give each key once", key.start_mark)
+                    first[name] = key.start_mark.line + 1
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
 def _load_with_node(text: str) -> tuple[Any, yaml.Node | None]:
     """The document's data and its composed node (for the lines of errors), from one parse:
     the data is constructed from the node rather than by parsing the text a second time."""
     loader = _LOADER(text)
     try:
         node = loader.get_single_node()
+        _refuse_duplicate_keys(node)
         return (loader.construct_document(node) if node is not None else None), node
     finally:
         loader.dispose()
@@ -121,6 +148,9 @@ def validate_document(data: Any, schema_name: str, shown: str, node: yaml.Node |
 
 
 CACHE_DIR_ENV = "RMKIT_CACHE_DIR"
+# what the loader checks beyond the schema (raise it when that changes: a file that passed an
+# older loader is read and checked again)
+_LOADER_CHECKS = b"loader-2: duplicate keys"
 
 
 def _passed_dir() -> Path:
@@ -164,8 +194,8 @@ def _load_spec_file(path: Path, shown: str, schema_name: str) -> tuple[Any, yaml
         schema_text = (spec_root() / "schema" / f"{schema_name}.schema.json").read_bytes()
     except OSError:
         schema_text = b""  # validation below reports it
-    digest = hashlib.sha256(b"\0".join((_jsonschema_version().encode(), schema_name.encode(), schema_text,
-                                        text.encode()))).hexdigest()
+    digest = hashlib.sha256(b"\0".join((_LOADER_CHECKS, _jsonschema_version().encode(), schema_name.encode(),
+                                        schema_text, text.encode()))).hexdigest()
     passed = _passed_dir() / f"{digest}.json"
     try:
         return orjson.loads(passed.read_bytes()), None

@@ -149,3 +149,17 @@ def test_generated_readme_is_committed_and_current():
 def test_flow_diagram_names_each_profiles_endpoints():
     assert "/rmb-remote" in flow_diagram("spec") and "/zbus-remote" in flow_diagram("rmb-rs-v1")
     assert "dst == local" in flow_diagram("spec") and "dst == local" not in flow_diagram("rmb-go")
+
+
+@pytest.mark.parametrize("old, new, where", [
+    ("rmb-go: any}", "rmb-go: anyy}", r"settings\.retry_on\.values\.rmb-go: 'anyy' is not one of"),
+    ("{min: 1, max: 5}", '{min: "1", max: 5}', r"settings\.try_bounds\.values\.rmb-rs-v1\.min: '1' is not of type 'integer'"),
+    ("values: {spec: 400, rmb-rs-v1: 400, rmb-go: 400}", "values: {spec: 400, rmb-rs-v1: 400, rmb-go: 40}",
+     r"settings\.status_bad_body\.values\.rmb-go: 40 is less than the minimum of 100"),
+])
+def test_a_setting_value_of_the_wrong_type_names_file_line_and_field(broken_spec, old, new, where):
+    """Every setting's values are typed: a value the daemons, harness, checker or TLA+ tables would
+    read wrongly (a retry rule misspelt flips RetryAnyIn silently) is refused at load."""
+    broken_spec("behaviour.yaml", old, new)
+    with pytest.raises(SpecError, match=r"spec/rmb/behaviour.yaml:\d+: at " + where):
+        rmb_spec()

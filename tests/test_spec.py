@@ -152,3 +152,38 @@ def test_diagram_has_every_kind_of_each_profile():
         for kind in PROTOCOL.model(profile).kinds.values():
             if kind.issuers:
                 assert f"label={kind.name}" in dot, kind.name
+
+
+@pytest.mark.parametrize("new, found", [
+    ("obsolete_after_sessions: two", "'two' is not of type 'integer'"),
+    ("obsolete_after_sessions: 0", "0 is less than the minimum of 1"),
+    ("session_count: 2", "'obsolete_after_sessions' is a required property"),
+])
+def test_replay_rule_number_is_typed(tmp_path, monkeypatch, restore_cache, new, found):
+    """The documents' replay rule feeds the checker and the TLA+ tables: a wrong value is refused
+    at load, naming file, line and field, rather than crashing a check or generating a bad model."""
+    _broken_copy(tmp_path, monkeypatch, "lifetimes.yaml", "obsolete_after_sessions: 2", new)
+    with pytest.raises(SpecError, match=r"spec/remp/lifetimes.yaml:\d+: at session_rules\.documents.*" + re.escape(found)):
+        load_protocol_spec("remp")
+
+
+def test_a_key_given_twice_is_an_error_with_both_lines(tmp_path, monkeypatch, restore_cache):
+    """YAML keeps the last of two equal keys silently: a transition pasted twice with another
+    target would change the model; the loader refuses it."""
+    _broken_copy(tmp_path, monkeypatch, "transitions.yaml", "      AcceptedByQueue:\n",
+                 "      PutIntoQueue:\n        to: rejected\n      AcceptedByQueue:\n")
+    with pytest.raises(SpecError, match=r"transitions.yaml:(\d+).*found the key 'PutIntoQueue' twice in one mapping "
+                                        r"\(first at line \d+\)"):
+        load_protocol_spec("remp")
+
+
+def test_a_key_given_twice_in_a_users_file_is_an_input_error(tmp_path):
+    from rmkit.errors import InputError
+    from rmkit.specload import read_user_document
+
+    path = tmp_path / "v.json"
+    path.write_text('{"sessions": [{"seqno": 1, "seqno": 2}]}\n')
+    with pytest.raises(InputError, match=r"--validators .*v.json:1: .*found the key 'seqno' twice"):
+        read_user_document(str(path), "--validators")
+    path.write_text("a: &x [*x]\n")  # a recursive alias: walked once, no endless loop
+    assert read_user_document(str(path), "--validators")[0]["a"]
