@@ -10,7 +10,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Callable
+
+DEFAULT_REGRESSIONS = Path(".rmkit") / "regressions"
+
+
+def regressions_dir(arg: str | None) -> Path:
+    """Where saved failing scenarios are read first and new ones saved: ``--regressions``, else
+    ``RMKIT_REGRESSIONS``, else ``.rmkit/regressions`` (checked writable before a run starts)."""
+    return Path(arg) if arg else Path(os.environ.get("RMKIT_REGRESSIONS") or DEFAULT_REGRESSIONS)
 
 
 def derandomize_wanted(flag: bool = False) -> bool:

@@ -3,17 +3,25 @@ conformance against an implementation as pytest tests, so implementers add it to
 line. Each catalogue scenario is a test named by its id and the rules it checks; each role's
 generated scenarios are one test (a failure shows the shrunk scenario, saved for ``rmkit replay``).
 
-Inert unless ``--rmkit-impl-cmd`` or ``--rmkit-impl`` is given.
+Inert unless ``--rmkit-impl-cmd`` or ``--rmkit-impl`` is given. Options are checked before
+collection (a wrong role, profile or count, a command that cannot be started, a regressions folder
+that cannot be written, an unreadable saved scenario: a pytest usage error, exit 4), as ``rmkit
+conform`` checks them. An implementation that never gets past the hello for a role was not judged:
+its tests fail saying so, and the session exits 2 ("could not do its job", as ``rmkit conform``),
+not 1, which would read as non-conformance.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import shlex
+import shutil
 
 import pytest
 
-from rmkit.conformance.cli_options import derandomize_wanted
+from rmkit.conformance.cli_options import derandomize_wanted, regressions_dir
 from rmkit.guard import positive_seconds
+
+NOT_DRIVEN_EXIT = 2
 
 ROLES = ("validator", "fullnode", "consumer")
 
@@ -40,6 +48,66 @@ class ConformanceFailure(Exception):
     pass
 
 
+def _active(config) -> bool:
+    return bool(config.getoption("rmkit_impl_cmd") or config.getoption("rmkit_impl"))
+
+
+def pytest_configure(config):
+    """The options checked once, before any test runs: a mistake in them is a usage error."""
+    if not _active(config):
+        return
+    from rmkit.errors import RmkitError
+    from rmkit.guard import check_writable_dir
+    from rmkit.protocol import get_protocol
+
+    roles = config.getoption("rmkit_role") or []
+    bad = [r for r in roles if r not in ROLES]
+    if bad:
+        raise pytest.UsageError(f"--rmkit-role {bad[0]!r}: expected one of {', '.join(ROLES)}")
+    if config.getoption("rmkit_max_examples") < 0:
+        raise pytest.UsageError(f"--rmkit-max-examples: expected a number >= 0, found {config.getoption('rmkit_max_examples')}")
+    try:
+        get_protocol("remp").check_profile(config.getoption("rmkit_profile"))
+        check_writable_dir(str(regressions_dir(config.getoption("rmkit_regressions"))), "--rmkit-regressions")
+        cmd = config.getoption("rmkit_impl_cmd")
+        if cmd is not None:
+            argv = shlex.split(cmd)
+            if not argv:
+                raise pytest.UsageError("--rmkit-impl-cmd: expected a command, found an empty string")
+            if shutil.which(argv[0].replace("ROLE", "validator")) is None:
+                raise pytest.UsageError(f"--rmkit-impl-cmd {cmd!r}: cannot start {argv[0]!r}: "
+                                        "no such executable (give a path or a command on PATH)")
+        else:
+            from rmkit.conformance.remp.driven.adapters import open_implementation
+
+            open_implementation(_Args(config), (roles or ROLES)[0]).close()  # loads MODULE:FACTORY
+    except (RmkitError, ValueError) as exc:  # ValueError: shlex's unclosed quote
+        raise pytest.UsageError(f"rmkit: {exc}") from None
+    config.stash[_REACHED] = {}
+
+
+_REACHED = pytest.StashKey[dict]()  # role -> whether any scenario got past the hello
+
+
+def _note_reached(config, role: str, reached: bool) -> None:
+    seen = config.stash.get(_REACHED, {})
+    seen[role] = seen.get(role, False) or reached
+
+
+def pytest_sessionfinish(session, exitstatus):
+    seen = session.config.stash.get(_REACHED, None)
+    if not seen:
+        return
+    lost = [role for role, reached in seen.items() if not reached]
+    if lost:
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        line = (f"rmkit: the implementation could not be driven as {', '.join(lost)} (every scenario failed at the "
+                "hello): no conformance verdict")
+        if tr is not None:
+            tr.write_line(line, red=True)
+        session.exitstatus = NOT_DRIVEN_EXIT
+
+
 class ScenarioItem(pytest.Item):
     def __init__(self, *, scenario=None, role=None, **kw):
         super().__init__(**kw)
@@ -49,6 +117,7 @@ class ScenarioItem(pytest.Item):
         from rmkit.conformance.remp.driven.adapters import open_implementation
         from rmkit.conformance.remp.driven.generate import run_generated
         from rmkit.conformance.remp.driven.names import default_params
+        from rmkit.conformance.remp.driven.report import unreached
         from rmkit.conformance.remp.driven.runner import FAIL, explain_failure, run_scenario
         from rmkit.conformance.remp.driven.scenario import write_scenario
 
@@ -57,10 +126,16 @@ class ScenarioItem(pytest.Item):
         try:
             if self.scenario is not None:
                 res = run_scenario(self.scenario, impl)
+                _note_reached(cfg, self.role, not unreached(res))
+                if unreached(res):
+                    raise ConformanceFailure(f"the implementation could not be driven: it failed at the hello, so no "
+                                             f"rule was put to it (no conformance verdict)\n{explain_failure(res)}")
                 if res.verdict == FAIL:
                     raise ConformanceFailure(explain_failure(res))
                 return
             profile = cfg.getoption("rmkit_profile")
+            if cfg.getoption("rmkit_max_examples") == 0:
+                pytest.skip("--rmkit-max-examples 0: no generated scenarios")
             g = run_generated(self.role, profile, default_params(self.role, profile), impl,
                               max_examples=cfg.getoption("rmkit_max_examples"),
                               derandomize=derandomize_wanted())
@@ -68,11 +143,18 @@ class ScenarioItem(pytest.Item):
                 raise ConformanceFailure(f"kit error in the generator (please report):\n{g.kit_error}")
             if g.failing is not None:
                 res = run_scenario(g.failing, impl)
-                regs = Path(cfg.getoption("rmkit_regressions") or Path(".rmkit") / "regressions")
+                if not g.failing.events:  # a hello alone: nothing to save, nothing judged
+                    raise ConformanceFailure(f"the implementation could not be driven: it failed at the hello "
+                                             f"(no conformance verdict)\n{explain_failure(res) if res.failure else g.message}")
+                _note_reached(cfg, self.role, True)
+                regs = regressions_dir(cfg.getoption("rmkit_regressions"))
                 path = write_scenario(regs / f"{self.role}-{profile}-{g.failing.digest()}.jsonl", g.failing, res.expected,
                                       res.failure.as_dict() if res.failure else None)
                 raise ConformanceFailure(f"{explain_failure(res) if res.failure else g.message}\n"
                                          f"saved: {path} (rerun: rmkit replay {path} --impl-cmd ...)")
+            if g.examples == 0:
+                raise ConformanceFailure("no generated scenario ran: nothing was checked")
+            _note_reached(cfg, self.role, True)
         finally:
             impl.close()
 
@@ -86,17 +168,21 @@ class ScenarioItem(pytest.Item):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    if not (config.getoption("rmkit_impl_cmd") or config.getoption("rmkit_impl")):
+    if not _active(config):
         return
     from rmkit.conformance.remp.driven.catalogue import catalogue
     from rmkit.conformance.remp.driven.scenario import read_scenario
+    from rmkit.errors import RmkitError
 
     profile = config.getoption("rmkit_profile")
     roles = config.getoption("rmkit_role") or list(ROLES)
-    regs = Path(config.getoption("rmkit_regressions") or Path(".rmkit") / "regressions")
+    regs = regressions_dir(config.getoption("rmkit_regressions"))
     if regs.is_dir():
         for path in sorted(regs.glob("*.jsonl")):
-            sc = read_scenario(path)
+            try:
+                sc = read_scenario(path)
+            except RmkitError as exc:
+                raise pytest.UsageError(f"rmkit: a saved scenario cannot be read (fix or remove it): {exc}") from None
             if sc.role in roles and sc.profile == profile:
                 items.append(ScenarioItem.from_parent(session, name=f"rmkit-regression[{path.stem}]", scenario=sc, role=sc.role))
     for sc in catalogue(profile, roles):

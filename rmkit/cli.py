@@ -533,7 +533,10 @@ def cmd_conform(args) -> int:
         raise UsageError("--timeout and --time-budget: expected a number of seconds > 0")
     check_writable_file(args.out, "--out")
     check_writable_file(args.html, "--html")
-    check_writable_dir(args.regressions, "--regressions")
+    from rmkit.conformance.cli_options import regressions_dir
+
+    args.regressions = str(regressions_dir(args.regressions))  # the option, RMKIT_REGRESSIONS or the default
+    check_writable_dir(args.regressions, "--regressions (or RMKIT_REGRESSIONS)")
     return proto.conform(proto.check_profile(args.profile), args)
 
 

@@ -238,6 +238,70 @@ def test_an_implementation_that_cannot_start_is_a_usage_error(capsys):
     assert code == 2 and "cannot start" in capsys.readouterr().err
 
 
+def test_one_stray_line_fails_one_scenario_not_every_later_one(tmp_path):
+    """A line that answers nothing (a debug print) puts every later answer one request behind:
+    the process is stopped, and the next scenario gets a fresh one."""
+    stray = tmp_path / "stray.py"
+    stray.write_text(textwrap.dedent(f"""
+        import os, subprocess, sys
+        flag = os.path.join({str(tmp_path)!r}, "printed")
+        if not os.path.exists(flag):
+            open(flag, "w").close()
+            print("debug: starting work", flush=True)
+        os.execv({PY!r}, [{PY!r}, "-m", "rmkit.reference_impl.remp.adapter", sys.argv[1]])
+    """))
+    impl = ProcessImplementation(f"{PY} {stray} ROLE", "validator", timeout=10)
+    try:
+        results = [run_scenario(sc, impl) for sc in catalogue("spec", ["validator"])[:4]]
+    finally:
+        impl.close()
+    assert [r.verdict for r in results] == [FAIL, PASS, PASS, PASS], [r.failure and r.failure.summary for r in results]
+    assert results[0].failure.kind == "malformed" and results[0].failure.step == 0
+
+
+@pytest.mark.parametrize("cmd", ["true", "sh -c 'echo boom >&2; exit 3'", "sh -c 'echo garbage; sleep 0.2'"])
+def test_an_implementation_that_never_gets_past_the_hello_is_no_verdict(tmp_path, capsys, cmd):
+    """exit 2, not 1: no rule was put to it; and no regression is saved (a hello alone replays as
+    no verdict, even against the reference)."""
+    regs = tmp_path / "regs"
+    code = main(["conform", "--role", "consumer", "--impl-cmd", cmd, "--max-examples", "3", "--timeout", "2",
+                 "--regressions", str(regs)])
+    out, err = capsys.readouterr()
+    assert code == 2, out[-1500:]
+    assert "could not be driven as consumer" in err and "not driven: role consumer" in out
+    assert not regs.exists() or not list(regs.iterdir())
+
+
+def test_a_failure_at_the_hello_of_a_generated_scenario_is_not_saved(tmp_path, monkeypatch):
+    """Only scenarios with steps are saved: `rmkit replay` calls a hello alone no verdict."""
+    from rmkit.conformance.remp.driven import suite
+    from rmkit.conformance.remp.driven.generate import Generated
+    from rmkit.conformance.remp.driven.scenario import Scenario
+
+    empty = Scenario(id="g", role="consumer", profile="spec", params=default_params("consumer", "spec"), events=[],
+                     origin="generated")
+    g = Generated(role="consumer", examples=1, steps=0, elapsed_s=0.0, failing=empty, message="hello failed")
+    monkeypatch.setattr(suite, "run_generated", lambda *a, **k: g)
+    monkeypatch.setattr(suite, "generated_scenarios", lambda *a, **k: [])
+    rep = suite.run_suite("spec", ["consumer"], lambda role: InProcessImplementation(REFERENCE, role),
+                          max_examples=3, regressions=tmp_path / "regs")
+    assert rep.saved == [] and not (tmp_path / "regs").exists()
+
+
+@pytest.mark.parametrize("place", ["env", "default"])
+def test_a_regressions_folder_that_is_a_file_is_refused_before_the_run(tmp_path, monkeypatch, capsys, place):
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.chdir(tmp_path)
+    if place == "env":
+        monkeypatch.setenv("RMKIT_REGRESSIONS", str(tmp_path / "afile"))
+    else:
+        monkeypatch.delenv("RMKIT_REGRESSIONS", raising=False)
+        (tmp_path / ".rmkit").write_text("x")
+    code = main(["conform", "--role", "validator", "--impl", "rmkit.conformance.examples.newest_first:factory",
+                 "--max-examples", "5", "--derandomize"])
+    assert code == 2 and "--regressions (or RMKIT_REGRESSIONS)" in capsys.readouterr().err
+
+
 # ---- the CLI: conform, replay, regressions, reports ------------------------------------------------
 def test_reference_adapter_process_passes_the_whole_suite(tmp_path, capsys):
     cmd = f"{PY} -m rmkit.reference_impl.remp.adapter ROLE"
@@ -303,3 +367,28 @@ def test_pytest_plugin_runs_the_suite_with_rule_ids_in_test_names(tmp_path):
     assert r.returncode == 1, r.stdout[-2000:]
     assert "FAILED ::rmkit[CAT-VAL-004:REMP-VALID-001" in r.stdout
     assert "PASSED ::rmkit[CAT-VAL-001" in r.stdout and "test_own" in r.stdout
+
+
+@pytest.mark.parametrize("args, code, says", [
+    (["--rmkit-impl-cmd", "/nonexistent/impl ROLE"], 4, "cannot start '/nonexistent/impl'"),
+    (["--rmkit-impl-cmd", "true", "--rmkit-role", "bogus"], 4, "--rmkit-role 'bogus': expected one of"),
+    (["--rmkit-impl-cmd", "true", "--rmkit-profile", "bogus"], 4, "has no profile 'bogus'"),
+    (["--rmkit-impl-cmd", "true", "--rmkit-max-examples", "-1"], 4, "expected a number >= 0, found -1"),
+    (["--rmkit-impl", "no.such.module:factory"], 4, "cannot load it"),
+    (["--rmkit-impl-cmd", "true"], 2, "could not be driven as consumer"),
+    (["--rmkit-impl", REFERENCE, "--rmkit-max-examples", "0"], 0, "skipped"),
+    (["--rmkit-impl", REFERENCE, "--rmkit-regressions", "CORRUPT"], 4, "a saved scenario cannot be read"),
+])
+def test_pytest_plugin_options_and_an_implementation_it_cannot_drive(tmp_path, args, code, says):
+    """A misused option is a usage error (4) before any test; an implementation that never gets past
+    the hello is no verdict (2), not a failed conformance run (1); 0 generated scenarios asked for
+    is a skipped test, not a pass over nothing."""
+    (tmp_path / "test_nothing.py").write_text("def test_own():\n    pass\n")
+    if "CORRUPT" in args:
+        (tmp_path / "regs").mkdir()
+        (tmp_path / "regs" / "x.jsonl").write_text("not json\n")
+        args = [str(tmp_path / "regs") if a == "CORRUPT" else a for a in args]
+    r = subprocess.run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "--rmkit-role", "consumer", *args],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == code, (r.stdout + r.stderr)[-2000:]
+    assert says in r.stdout + r.stderr

@@ -316,12 +316,19 @@ class ProcessImplementation:
         try:
             msg = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise ImplementationFailure("malformed", step, f"the answer is not JSON ({exc})", line, self.stderr()) from None
+            raise self._out_of_step("malformed", step, f"the answer is not JSON ({exc})", line) from None
         if not isinstance(msg, dict):
-            raise ImplementationFailure("malformed", step, "the answer is not a JSON object", line, self.stderr())
+            raise self._out_of_step("malformed", step, "the answer is not a JSON object", line)
         if msg.get("type") == "error":
             raise ImplementationFailure("error", step, f"the implementation reports: {msg.get('message')}", line, self.stderr())
         return msg, line
+
+    def _out_of_step(self, kind: str, step: int, why: str, raw: bytes) -> ImplementationFailure:
+        """The failure of an answer that is not the one asked for. Which request the lines still to
+        come answer is unknown (a stray debug line puts every later answer one behind), so the
+        process is stopped and the next scenario starts a fresh one: one bad line fails one scenario."""
+        self._stop()
+        return ImplementationFailure(kind, step, why, raw, self.stderr())
 
     # ---- protocol -------------------------------------------------------------------------------
     def start(self, hello: dict) -> None:
@@ -342,7 +349,7 @@ class ProcessImplementation:
         self._ready_due = False
         msg, raw = self._receive(0)
         if msg.get("type") != "ready":
-            raise ImplementationFailure("wrong-answer", 0, f'expected {{"type": "ready"}} to the hello, found type {msg.get("type")!r}', raw)
+            raise self._out_of_step("wrong-answer", 0, f'expected {{"type": "ready"}} to the hello, found type {msg.get("type")!r}', raw)
         self.name = str(msg.get("implementation") or self.name)
         self.batch = msg.get("batch") is True
 
@@ -356,9 +363,9 @@ class ProcessImplementation:
         """The checked outputs of request ``seq`` and their decoded values."""
         msg, raw = self._receive(seq)
         if msg.get("type") != "outputs":
-            raise ImplementationFailure("wrong-answer", seq, f'expected {{"type": "outputs", "seq": {seq}, ...}}, found type {msg.get("type")!r}', raw)
+            raise self._out_of_step("wrong-answer", seq, f'expected {{"type": "outputs", "seq": {seq}, ...}}, found type {msg.get("type")!r}', raw)
         if msg.get("seq") != seq:
-            raise ImplementationFailure("wrong-answer", seq, f"the answer is to request {msg.get('seq')!r}, expected {seq}", raw)
+            raise self._out_of_step("wrong-answer", seq, f"the answer is to request {msg.get('seq')!r}, expected {seq}", raw)
         values: list = []
         return _check_outputs(self.role, seq, msg.get("outputs"), raw, values), values
 
@@ -400,7 +407,7 @@ class ProcessImplementation:
         self._send({"type": "bye"}, -1)
         msg, raw = self._receive(-1)
         if msg.get("type") != "bye":
-            raise ImplementationFailure("wrong-answer", -1, f'expected {{"type": "bye"}}, found type {msg.get("type")!r}', raw)
+            raise self._out_of_step("wrong-answer", -1, f'expected {{"type": "bye"}}, found type {msg.get("type")!r}', raw)
 
     def close(self) -> None:
         if self.proc is not None:

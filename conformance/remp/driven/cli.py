@@ -10,9 +10,9 @@ from rmkit.conformance.remp.driven.compare import describe
 from rmkit.conformance.remp.driven.report import RENDERERS, render_html
 from rmkit.conformance.remp.driven.runner import PASS, explain_failure, run_scenario
 from rmkit.conformance.remp.driven.scenario import read_scenario
-from rmkit.conformance.remp.driven.suite import ROLES, regressions_dir, run_suite
+from rmkit.conformance.remp.driven.suite import ROLES, run_suite
 from rmkit.errors import UsageError
-from rmkit.conformance.cli_options import derandomize_wanted, stderr_progress
+from rmkit.conformance.cli_options import derandomize_wanted, regressions_dir, stderr_progress
 from rmkit.guard import decided, emit_report, write_output
 
 
@@ -26,11 +26,14 @@ def conform(profile: str, args: argparse.Namespace) -> int:
                     catalogue_only=args.catalogue_only, regressions=regressions_dir(args.regressions),
                     progress=stderr_progress(args))
     kit_failed = rep.kit_errors and not any(r.verdict != PASS for r in rep.results)
-    code = decided(2 if kit_failed else 0 if rep.verdict == PASS else 1)
+    code = decided(2 if kit_failed or rep.not_driven else 0 if rep.verdict == PASS else 1)
     emit_report(RENDERERS[args.format](rep), rep.verdict, args.out)
     if args.html:
         write_output(args.html, render_html(rep), "--html")
         print(f"HTML report written to {args.html}", file=sys.stderr)
+    for role, why in rep.not_driven.items():
+        print(f"rmkit conform: the implementation could not be driven as {role} (every scenario failed at the "
+              f"hello: {why}); no verdict on it", file=sys.stderr)
     if kit_failed:
         print("rmkit conform: the kit itself failed (see 'kit error' above); no verdict on the implementation",
               file=sys.stderr)

@@ -22,7 +22,7 @@ NOT_COVERED = "not covered"
 NOT_REACHED = "not reached"  # every scenario that covers the rule ended before its first event (e.g. a crash at hello)
 
 
-def _unreached(r: ScenarioResult) -> bool:
+def unreached(r: ScenarioResult) -> bool:
     """The scenario failed before the implementation got past hello: its rules were never put to it."""
     return r.verdict == FAIL and r.failure is not None and r.failure.step == 0 and not r.failure.rules
 
@@ -37,6 +37,9 @@ class ConformReport:
     rules: dict = field(default_factory=dict)  # id -> title (rules and requirements in scope)
     saved: list = field(default_factory=list)  # scenario files written
     kit_errors: list = field(default_factory=list)
+    # role -> why: every scenario of the role failed at the hello (the implementation could not be
+    # started or driven); no rule was put to it, so there is no verdict on it for that role
+    not_driven: dict = field(default_factory=dict)
     elapsed_s: float = 0.0
 
     @property
@@ -66,7 +69,7 @@ class ConformReport:
                 status, why = FAIL, ""
             elif clean:
                 status, why = PASS, ""
-            elif covered_by and all(_unreached(r) for sid in covered_by for r in ran[sid]):
+            elif covered_by and all(unreached(r) for sid in covered_by for r in ran[sid]):
                 status, why = NOT_REACHED, "the implementation never got past hello in the scenarios that cover it"
             else:
                 status = NOT_COVERED
@@ -89,6 +92,7 @@ class ConformReport:
                           for role, g in self.generated.items()},
             "saved": [str(p) for p in self.saved],
             "kit_errors": self.kit_errors,
+            "not_driven": self.not_driven,
         }
 
 
@@ -126,6 +130,9 @@ def render_text(rep: ConformReport) -> str:
         out.append(f"saved failing scenario: {p} (rerun: rmkit replay {p} --impl-cmd ...)")
     for e in rep.kit_errors:
         out.append(f"kit error (please report): {e}")
+    for role, why in rep.not_driven.items():
+        out.append(f"not driven: role {role}: the implementation never got past the hello ({why}); "
+                   "no verdict on it for this role")
     out.append(f"verdict: {rep.verdict.upper()} ({len(rep.results)} scenarios, {rep.elapsed_s:.1f} s)")
     return "\n".join(out) + "\n"
 

@@ -8,7 +8,6 @@ step, the event, expected and actual outputs, the rules broken), and saved as a 
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -17,13 +16,13 @@ from rmkit.conformance.remp.driven.codec import adapter_spec
 from rmkit.conformance.remp.driven.coverage import generated_scenarios
 from rmkit.conformance.remp.driven.generate import run_generated
 from rmkit.conformance.remp.driven.names import default_params
-from rmkit.conformance.remp.driven.report import ConformReport
+from rmkit.conformance.remp.driven.report import ConformReport, unreached
 from rmkit.conformance.remp.driven.runner import FAIL, PASS, Failure, ScenarioResult, run_scenario
 from rmkit.conformance.remp.driven.scenario import Scenario, read_scenario, write_scenario
 from rmkit.conformance.remp.model import model_for
+from rmkit.conformance.cli_options import DEFAULT_REGRESSIONS, regressions_dir  # noqa: F401 (the suite's default, re-exported)
 
 ROLES = ("validator", "fullnode", "consumer")
-DEFAULT_REGRESSIONS = Path(".rmkit") / "regressions"
 
 
 def rules_in_scope(profile: str, roles) -> dict:
@@ -64,6 +63,10 @@ def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: 
                 say(f"catalogue {sc.id}")
                 rep.results.append(run_scenario(sc, impl))
             rep.implementation = getattr(impl, "name", "") or rep.implementation
+            mine = [r for r in rep.results if r.scenario.role == role]
+            if mine and all(unreached(r) for r in mine):  # nothing got past the hello: nothing to search
+                rep.not_driven[role] = mine[0].failure.summary
+                continue
             if catalogue_only:
                 continue
             for sc in generated_scenarios(profile, [role]):  # generated ones that caught a mutant: coverage evidence
@@ -88,7 +91,7 @@ def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: 
                                           "the implementation is not deterministic for the same events")
                 res.scenario.title = f"shrunk to {len(g.failing.events)} steps: {res.failure.summary[:80]}"
                 rep.results.append(res)
-                if regressions is not None:
+                if regressions is not None and g.failing.events:  # a hello alone replays as no verdict
                     path = write_scenario(regressions / f"{role}-{profile}-{g.failing.digest()}.jsonl", g.failing,
                                           res.expected, res.failure.as_dict() if res.failure else None)
                     rep.saved.append(path)
@@ -101,6 +104,3 @@ def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: 
     rep.elapsed_s = time.perf_counter() - started
     return rep
 
-
-def regressions_dir(arg: str | None) -> Path:
-    return Path(arg) if arg else Path(os.environ.get("RMKIT_REGRESSIONS", DEFAULT_REGRESSIONS))

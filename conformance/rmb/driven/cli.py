@@ -7,7 +7,6 @@ or the daemon died under test, 2 the daemon could not be started (or another too
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -63,12 +62,12 @@ def regressions_for(folder: Path, profile: str) -> list:
 def conform(profile: str, args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.judge import Rules
     from rmkit.conformance.rmb.driven.suite import render_json, render_text, run_suite
-    from rmkit.conformance.cli_options import derandomize_wanted, stderr_progress
+    from rmkit.conformance.cli_options import derandomize_wanted, regressions_dir, stderr_progress
     from rmkit.guard import decided, emit_report, write_output
 
     if args.format == "junit":
         raise UsageError("--format junit: protocol rmb writes text or json")
-    folder = Path(args.regressions or os.environ.get("RMKIT_REGRESSIONS", ".rmkit/regressions"))
+    folder = regressions_dir(args.regressions)
     regressions = regressions_for(folder, profile)
     h, loop = _open(args, profile)
     try:
