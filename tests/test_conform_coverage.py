@@ -60,7 +60,7 @@ def test_every_not_drivable_entry_is_in_scope_where_it_is_listed():
 EXACT = [("REMP-ROLE-001", "validator", "spec", "CAT-VAL-006"), ("REMP-ROLE-001", "validator", "ever-node", "CAT-VAL-012"),
          ("REMP-SEQ-001", "validator", "spec", "CAT-VAL-003"),
          ("REMP-SRC-001", "validator", "ever-node", "CAT-VAL-016"), ("REMP-SRC-001", "fullnode", "spec", "CAT-FN-006"),
-         ("REMP-SRC-001", "fullnode", "ever-node", "CAT-FN-006"), ("REMP-SRC-002", "fullnode", "spec", "CAT-FN-002"),
+         ("REMP-SRC-001", "fullnode", "ever-node", "CAT-FN-009"), ("REMP-SRC-002", "fullnode", "spec", "CAT-FN-002"),
          ("REMP-SEQ-001", "fullnode", "spec", "CAT-FN-004"), ("REMP-SCHEMA-001", "fullnode", "ever-node", "CAT-FN-002"),
          ("REMP-KIND-001", "fullnode", "spec", "CAT-FN-002"), ("REMP-KIND-002", "fullnode", "ever-node", "CAT-FN-002"),
          ("REMP-ROLE-001", "fullnode", "spec", "CAT-FN-002"), ("REMP-ROLE-001", "fullnode", "ever-node", "CAT-FN-002"),

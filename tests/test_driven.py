@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import orjson
 import pytest
@@ -30,6 +31,7 @@ from rmkit.reference_impl.remp import events as ev
 PROFILES = ("spec", "ever-node")
 REFERENCE = "rmkit.reference_impl.remp.adapter:factory"
 PY = sys.executable
+REPO_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def reference(role):
@@ -392,3 +394,15 @@ def test_pytest_plugin_options_and_an_implementation_it_cannot_drive(tmp_path, a
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == code, (r.stdout + r.stderr)[-2000:]
     assert says in r.stdout + r.stderr
+
+
+def test_a_legal_variant_that_leaves_out_receipts_after_a_reject_passes():
+    """REMP-FREE-006 (ever-node): a validator may leave out every receipt that is not final. Here
+    one that rejected a message (RejectedByQueue) leaves out the IncludedIntoAcceptedBlock, queue
+    and collator receipts of its next life and reports RejectedByShardchain: a stream it may send,
+    not a report after a final status (found by a generated run of the legal example, seed 7)."""
+    sc = read_scenario(REPO_FIXTURES / "remp" / "regressions" / "legal-skip-after-reject.jsonl")
+    assert sc.profile == "ever-node" and len(sc.events) == 12
+    for impl in (REFERENCE, "rmkit.conformance.examples.skips_intermediate:factory"):
+        res = run_scenario(sc, InProcessImplementation(impl, "validator"))
+        assert res.verdict == PASS, (impl, res.failure and res.failure.summary)

@@ -46,3 +46,19 @@ def test_compiled_validator_reports_each_bad_field():
     assert any(p.startswith("block_id: expected") and "'zz'" in p for p in bad)
     assert any(p.startswith("block_seqno: expected an integer >= 0") for p in bad)
     assert "wc: required for IncludedIntoBlock, missing" in bad
+
+
+def test_log_transitions_let_an_ever_node_validator_leave_out_intermediate_receipts():
+    """After a reject, left-out receipts (IncludedIntoAcceptedBlock, then anything) lead back to an
+    open position in ever-node, so the log may show any kind next; after Finalized or Timeout
+    nothing. The documents' profile has no such freedom, and the model's own table is unchanged."""
+    from rmkit.conformance.remp.model import model_for
+
+    en, sp = model_for("ever-node"), model_for("spec")
+    assert "rejected" in en.kinds["RejectedByShardchain"].log_transitions["validator"][1]
+    assert "rejected" not in en.kinds["RejectedByShardchain"].transitions["validator"][1]
+    for k, ki in en.kinds.items():
+        if "validator" in ki.log_transitions:
+            assert not {"timed_out"} & ki.log_transitions["validator"][1], k
+            assert ("finalized" in ki.log_transitions["validator"][1]) == (k == "Finalized"), k
+    assert all(ki.log_transitions == ki.transitions for ki in sp.kinds.values())

@@ -747,7 +747,7 @@ class RempLogChecker:
                     if verify is not None:
                         verify(obj, src, role, issuers, t, ref, kind, mid, sig_fmt, bad)
                     # ---- per-source transition ---------------------------------------------------
-                    trans = ki.transitions.get(role) if role is not None else None
+                    trans = ki.log_transitions.get(role) if role is not None else None
                     if trans is not None:
                         if st is None:
                             src = intern_src(src, src)  # one string per source, not one per message

@@ -212,7 +212,7 @@ def _positions(ctx, idxs, skip=()):
         r = ctx.stream[i][1]
         if ctx.role_of(r["source_id"]) != VALIDATOR_ROLE:
             continue
-        tr = kinds[r["kind"]].transitions.get(VALIDATOR_ROLE)
+        tr = kinds[r["kind"]].log_transitions.get(VALIDATOR_ROLE)
         if tr is not None:
             pos[r["source_id"]] = (tr[0], i)
     return pos
@@ -260,7 +260,7 @@ def kind_old_name(ctx, mid, idxs):
         nxt = [j for j in mine if j > i]
         if nxt:
             pos = _positions(ctx, [j for j in mine if j < i]).get(r["source_id"], ("none",))[0]
-            tr = ctx.model.kinds[ctx.stream[nxt[0]][1]["kind"]].transitions.get(VALIDATOR_ROLE)
+            tr = ctx.model.kinds[ctx.stream[nxt[0]][1]["kind"]].log_transitions.get(VALIDATOR_ROLE)
             if tr is None or pos not in tr[1]:
                 continue
         return Plant("REMP-KIND-001", mid, replace=_everywhere(ctx, idxs, i, {**r, "kind": "AddedToBlock"}))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
+import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable
@@ -77,6 +78,20 @@ def compile_validator(kind: str, fields: tuple[FieldCheck, ...], typed: bool = F
     return env["validate"]
 
 
+def _reaches(start: str, targets: frozenset, steps) -> bool:
+    """Whether ``start`` is in ``targets`` or leads to one by transitions ``steps`` ((to, from) pairs)."""
+    seen, todo = {start}, [start]
+    while todo:
+        pos = todo.pop()
+        if pos in targets:
+            return True
+        for to, allowed in steps:
+            if pos in allowed and to not in seen:
+                seen.add(to)
+                todo.append(to)
+    return False
+
+
 @dataclass(frozen=True)
 class KindInfo:
     name: str
@@ -94,6 +109,10 @@ class KindInfo:
     # role -> (position after, positions it may follow)
     transitions: dict[str, tuple[str, frozenset[str]]]
     seed_names: tuple[str, ...]
+    # the same as a log can show it: where the profile lets a role leave out its intermediate
+    # receipts (freedom skip_intermediate), a kind may also follow any position from which
+    # left-out receipts lead to one it may follow (see RempModel._log_transitions)
+    log_transitions: dict[str, tuple[str, frozenset[str]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -337,6 +356,26 @@ class RempModel:
             for name in r["kinds"]:
                 if name not in out:
                     _fail(spec, "transitions", ["roles", role, "kinds", name], f"unknown kind {name!r}")
+        return self._log_transitions(spec, out)
+
+    def _log_transitions(self, spec, kinds: dict) -> dict:
+        """Each kind's transitions as a receipt log can show them. Where a freedom lets a role leave
+        out the receipts that are not final (``skip_intermediate``, freedoms.yaml), a receipt may
+        come straight after a position from which left-out receipts lead to one its transition
+        follows: a validator that rejected, was then included in an accepted block (IncludedIntoAcceptedBlock,
+        left out) and later saw the block rejected sends RejectedByShardchain right after its
+        RejectedByQueue, and that is no report after a final status. The model's own table
+        (``transitions``: TLA+ constants, reference machines, docs) stays the documents' one."""
+        skipping = {role for fr in spec["freedoms"]["freedoms"] if fr["name"] == "skip_intermediate"
+                    and self.profile in fr["profiles"] for role in fr["roles"]}
+        out = {}
+        for name, ki in kinds.items():
+            log = dict(ki.transitions)
+            for role in skipping & set(ki.transitions):
+                steps = [kt.transitions[role] for kt in kinds.values() if role in kt.transitions and not kt.final]
+                to, allowed = ki.transitions[role]
+                log[role] = (to, frozenset(p for p in self.roles[role].positions if _reaches(p, allowed, steps)))
+            out[name] = dataclasses.replace(ki, log_transitions=log)
         return out
 
     def _compile_queued(self, spec) -> int:
