@@ -132,6 +132,23 @@ def test_a_writer_named_as_a_twin_beyond_any_twin_id_is_a_bad_line_not_a_crash(t
     assert report.unreadable == 2 and report.receipts == len(lines) - 2
 
 
+def test_a_peer_named_as_a_twin_beyond_any_twin_id_is_a_bad_line_not_a_crash(tmp_path):
+    """A POST's ``peer`` names the twin it went to as ``N@address``: other digits than 0-9 (which
+    str.isdigit takes and int() refuses) or a number beyond any twin id make the line unreadable,
+    named by its field, as ``who``; the other lines are still checked."""
+    lines = (LOGS / "spec" / "twin-1.jsonl").read_text(encoding="utf-8").splitlines()
+    posts = [i for i, line in enumerate(lines) if json.loads(line)["event"] == "http-post"][:2]
+    for i, head in zip(posts, ("\u00b2", "9" * 5000)):
+        rec = json.loads(lines[i])
+        rec["peer"] = head + "@" + rec["peer"].split("@", 1)[1]
+        lines[i] = json.dumps(rec)
+    path = tmp_path / "peer.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = check([path], "spec", str(LOGS / "spec" / "directory.json"))
+    assert [(p.line, p.field) for p in report.input_problems] == [(posts[0] + 1, "peer"), (posts[1] + 1, "peer")]
+    assert report.unreadable == 2 and report.receipts == len(lines) - 2
+
+
 def test_a_malformed_destination_list_is_no_crash(tmp_path):
     """A stored request whose dst holds something else than twin ids (a list, an object) is no
     destination to judge fan-out by; the run goes on (the messages on the wire are judged by the

@@ -24,7 +24,7 @@ import orjson
 from rmkit.conformance.rmb.directory import Directory
 from rmkit.conformance.rmb.model import message_problems
 from rmkit.conformance.rmb.signing import BadSignature, challenge, digest, parse_sig, verifies
-from rmkit.conformance.rmb.logrecords import Rec
+from rmkit.conformance.rmb.logrecords import Rec, twin_number
 
 TTL_NOTE = re.compile(r"ttl (\d+) s")
 
@@ -89,9 +89,9 @@ def _twins(value: Any) -> list | None:
 
 
 def _peer_twin(peer: Any) -> int | None:
+    """The twin a POST went to, from a peer ``N@address`` (decode refused an N that is no twin id)."""
     if isinstance(peer, str) and "@" in peer:
-        head = peer.split("@", 1)[0]
-        return int(head) if head.isdigit() else None
+        return twin_number(peer.split("@", 1)[0])
     return None
 
 

@@ -49,11 +49,18 @@ class Rec:
 TWIN_DIGITS = 10
 
 
+def twin_number(text: str) -> int | None:
+    """``text`` read as a twin id, else None: digits 0-9 only (``str.isdigit`` also takes other
+    scripts' digits, which int() refuses), at most TWIN_DIGITS of them (int() refuses a number
+    beyond 4,300 digits)."""
+    if 0 < len(text) <= TWIN_DIGITS and text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
 def twin_of(who: str) -> int | None:
     """The twin a line's writer is (``twin-N``), None for a recorder."""
-    if who.startswith("twin-") and who[5:].isdigit() and who[5:].isascii() and len(who) <= 5 + TWIN_DIGITS:
-        return int(who[5:])
-    return None
+    return twin_number(who[5:]) if who.startswith("twin-") else None
 
 
 def _who_problem(who: str) -> str | None:
@@ -61,6 +68,26 @@ def _who_problem(who: str) -> str | None:
     if who.startswith("twin-") and who[5:].isdigit() and twin_of(who) is None:
         return f"expected twin-N with N a twin id (at most {TWIN_DIGITS} digits 0-9) or a recorder's name, found {who[:40]!r}" + ("…" if len(who) > 40 else "")
     return None
+
+
+def _peer_problem(peer: Any) -> str | None:
+    """A peer named as ``N@address`` whose N looks like a number but is no twin id (decode refuses
+    the line: the RMB-FWD-001 check compares that N with the copy's destination)."""
+    if isinstance(peer, str) and "@" in peer:
+        head = peer.split("@", 1)[0]
+        if head.isdigit() and twin_number(head) is None:
+            return (f"expected N@address with N a twin id (at most {TWIN_DIGITS} digits 0-9), found {peer[:40]!r}"
+                    + ("…" if len(peer) > 40 else ""))
+    return None
+
+
+def _line_problem(obj: dict) -> tuple[str, str] | None:
+    """(error, field) of a record whose fields have their types but name no twin where they should."""
+    bad = _who_problem(obj["who"])
+    if bad:
+        return bad, "who"
+    bad = _peer_problem(obj["peer"])
+    return (bad, "peer") if bad else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,8 +126,8 @@ def decode(line: bytes | str) -> tuple[dict | None, str | None, str | None]:
                     allowed is not None or type(value) not in types):
                 break
         else:
-            bad = _who_problem(obj["who"])
-            return (None, bad, "who") if bad else (obj, None, None)
+            bad = _line_problem(obj)
+            return (None, *bad) if bad else (obj, None, None)
     for name, types, allowed in _field_table():
         if name not in obj:
             return None, f"missing field {name!r} of rmkit-rmb-log/1", name
@@ -115,8 +142,8 @@ def decode(line: bytes | str) -> tuple[dict | None, str | None, str | None]:
     if extra:
         name = sorted(extra)[0]
         return None, f"unknown field {name!r} (rmkit-rmb-log/1 has no other fields)", name
-    bad = _who_problem(obj["who"])
-    return (None, bad, "who") if bad else (obj, None, None)
+    bad = _line_problem(obj)
+    return (None, *bad) if bad else (obj, None, None)
 
 
 def record_key(obj: Any) -> str | None:
