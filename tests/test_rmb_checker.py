@@ -149,6 +149,23 @@ def test_a_peer_named_as_a_twin_beyond_any_twin_id_is_a_bad_line_not_a_crash(tmp
     assert report.unreadable == 2 and report.receipts == len(lines) - 2
 
 
+def test_a_number_in_a_note_beyond_a_ttl_or_twin_id_is_a_bad_line_not_a_crash(tmp_path):
+    """The judgments read numbers from notes: a backlog TTL (``ttl N s``; a float overflows on
+    400 digits, int() refuses 5,000; other digits than 0-9 are no TTL either) and a forward job's
+    destination twin. A number no TTL or twin id is makes the line unreadable, named by its field;
+    the other lines are still checked."""
+    lines = (LOGS / "spec" / "twin-1.jsonl").read_text(encoding="utf-8").splitlines()
+    backlog = next(json.loads(line) for line in lines if json.loads(line)["event"] == "backlog-set")
+    job = next(json.loads(line) for line in lines if json.loads(line)["event"] == "forward-job")
+    bad = [{**backlog, "note": "ttl " + "9" * 400 + " s"}, {**backlog, "note": "ttl " + "9" * 5000 + " s"},
+           {**backlog, "note": "ttl \u0663 s"}, {**job, "note": job["uid"] + ":" + "9" * 5000}]
+    path = tmp_path / "note.jsonl"
+    path.write_text("\n".join([json.dumps(b) for b in bad] + lines) + "\n", encoding="utf-8")
+    report = check([path], "spec", str(LOGS / "spec" / "directory.json"))
+    assert [(p.line, p.field) for p in report.input_problems] == [(n, "note") for n in (1, 2, 3, 4)]
+    assert report.unreadable == 4 and report.receipts == len(lines)
+
+
 def test_a_malformed_destination_list_is_no_crash(tmp_path):
     """A stored request whose dst holds something else than twin ids (a list, an object) is no
     destination to judge fan-out by; the run goes on (the messages on the wire are judged by the

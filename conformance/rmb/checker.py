@@ -85,6 +85,10 @@ class RmbShards:
                 if not line.strip():
                     continue
                 obj, error, fld = decode(line)
+                if obj is not None:
+                    error, fld = ctx.line_problem(obj) or (None, None)
+                    if error is not None:
+                        obj = None
                 if obj is None:
                     share.problems.append((ref, error, fld))
                     continue

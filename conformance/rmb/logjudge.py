@@ -24,9 +24,12 @@ import orjson
 from rmkit.conformance.rmb.directory import Directory
 from rmkit.conformance.rmb.model import message_problems
 from rmkit.conformance.rmb.signing import BadSignature, challenge, digest, parse_sig, verifies
-from rmkit.conformance.rmb.logrecords import Rec, twin_number
+from rmkit.conformance.rmb.logrecords import TWIN_DIGITS, Rec, twin_number
 
+# \d takes any script's digits: a note that states a TTL int() cannot read is found (an input problem)
 TTL_NOTE = re.compile(r"ttl (\d+) s")
+# a TTL is a 64-bit count of seconds (Redis's): at most 19 digits, far below a float's range
+TTL_DIGITS = 19
 
 
 @dataclass
@@ -47,6 +50,24 @@ class Ctx:
         self.after_post = b["backlog_written"] == "after-post"
         sep = b["forward_job"].replace("{uid}", "\x00").replace("{dst}", "\x01")
         self.job_re = re.compile("^" + re.escape(sep).replace("\x00", "(.+)").replace("\x01", r"(\d+)") + "$")
+
+    def line_problem(self, obj: dict) -> tuple[str, str] | None:
+        """(error, field) of a decoded record the judgments could not read: a number in its note
+        that no TTL or twin id is (other digits than 0-9, or more of them than such a number has).
+        The checker refuses the line as it refuses one decode refuses: named, counted, not judged."""
+        note, event = obj["note"], obj["event"]
+        if not isinstance(note, str):
+            return None
+        if event == "backlog-set":
+            m = TTL_NOTE.search(note)
+            if m and not (m.group(1).isascii() and len(m.group(1)) <= TTL_DIGITS):
+                return f"expected 'ttl N s' with N at most {TTL_DIGITS} digits 0-9, found {_cut(m.group(0))}", "note"
+        elif event == "forward-job":
+            m = self.job_re.match(note)
+            if m and twin_number(m.group(2)) is None:
+                return (f"expected a forward job {self.b['forward_job']!r} with dst a twin id (at most {TWIN_DIGITS} "
+                        f"digits 0-9), found {_cut(note)}"), "note"
+        return None
 
     def attempts(self, msg: dict) -> int:
         """The attempts a worker makes for ``msg``: try clamped to the profile's bounds."""
@@ -72,6 +93,10 @@ class Findings:
 
     def later(self, rule: str, why: str, due: float, *recs: Rec) -> None:
         self.pending.append((rule, why, [r for r in recs if r is not None], due))
+
+
+def _cut(text: str, n: int = 40) -> str:
+    return repr(text[:n]) + ("…" if len(text) > n else "")
 
 
 def fingerprint(msg: Any) -> bytes:
