@@ -5,6 +5,7 @@ coverage of rules no log can show is stated, never passed."""
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 from pathlib import Path
@@ -164,6 +165,21 @@ def test_a_number_in_a_note_beyond_a_ttl_or_twin_id_is_a_bad_line_not_a_crash(tm
     report = check([path], "spec", str(LOGS / "spec" / "directory.json"))
     assert [(p.line, p.field) for p in report.input_problems] == [(n, "note") for n in (1, 2, 3, 4)]
     assert report.unreadable == 4 and report.receipts == len(lines)
+
+
+def test_a_proxy_payload_with_a_huge_integer_or_deep_nesting_is_judged_not_a_crash(tmp_path):
+    """An envelope's payload is JSON read from the log's base64: an integer beyond 64 bits or
+    nesting beyond any message is judged as a payload (here: handed over though invalid), never
+    an internal error; the run goes on."""
+    lines = (ROOT / "spec" / "RMB-PROXY-004.jsonl").read_text(encoding="utf-8").splitlines()
+    env = json.loads(lines[0])
+    payload = json.loads(base64.b64decode(env["message"]["dat"]))
+    for dat in (json.dumps({**payload, "now": 10**30}).encode(), b"[" * 100000):
+        env["message"]["dat"] = base64.b64encode(dat).decode()
+        path = tmp_path / "proxy.jsonl"
+        path.write_text("\n".join([json.dumps(env), *lines[1:]]) + "\n", encoding="utf-8")
+        report = check([path], "spec")
+        assert report.unreadable == 0 and report.counts == {"RMB-PROXY-002": 1, "RMB-PROXY-004": 1}, report.counts
 
 
 def test_a_malformed_destination_list_is_no_crash(tmp_path):

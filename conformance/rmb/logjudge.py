@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -628,9 +627,11 @@ class Group:
 
     def _payload_problem(self, env: dict, w: int | None, t: float) -> str | None:
         """Why an envelope's payload must be refused, or None when it is valid (as far as the log
-        and the directory tell)."""
+        and the directory tell). orjson reads it as the log's lines are read: an integer beyond 64
+        bits comes as a float and nesting past its depth limit is no JSON, where the json module
+        gives an integer no fingerprint can hold and recurses without bound."""
         try:
-            payload = json.loads(base64.b64decode(env.get("dat") or "", validate=True))
+            payload = orjson.loads(base64.b64decode(env.get("dat") or "", validate=True))
         except (ValueError, binascii.Error, TypeError):
             return "the payload is not base64 JSON"
         problems = message_problems(payload)
