@@ -182,6 +182,22 @@ def test_a_proxy_payload_with_a_huge_integer_or_deep_nesting_is_judged_not_a_cra
         assert report.unreadable == 0 and report.counts == {"RMB-PROXY-002": 1, "RMB-PROXY-004": 1}, report.counts
 
 
+def test_a_line_time_no_log_has_is_a_bad_line_and_does_not_move_the_log_end(tmp_path):
+    """A line's time is the log's clock: one far in the future (or before 2000) would end the log
+    past every follow-up's horizon and turn "not judged" into violations. It is an input problem
+    naming ``time``, in one process and in shares alike, and leaves the log's time span alone."""
+    lines = (ROOT / "spec" / "RMB-FWD-001.jsonl").read_text(encoding="utf-8").splitlines()[:3]
+    first = json.loads(lines[0])
+    path = tmp_path / "time.jsonl"
+    path.write_text("\n".join([*lines, json.dumps({**first, "time": 1e300}), json.dumps({**first, "time": 1000})]) + "\n",
+                    encoding="utf-8")
+    for jobs in (1, 2):
+        report = check([path], "spec", jobs=jobs)
+        assert [(p.line, p.field) for p in report.input_problems] == [(4, "time"), (5, "time")]
+        assert report.counts == {} and "RMB-FWD-001" in report.not_judged and report.unreadable == 2
+        assert report.metrics["log_time_span_s"] < 1
+
+
 def test_a_malformed_destination_list_is_no_crash(tmp_path):
     """A stored request whose dst holds something else than twin ids (a list, an object) is no
     destination to judge fan-out by; the run goes on (the messages on the wire are judged by the

@@ -54,6 +54,7 @@ class RmbShards:
     def __init__(self, profile: str = "spec", directory: str | None = None, max_examples: int = 1000,
                  horizon_s: float | None = None):
         self.profile, self.directory_path, self.max_examples, self.horizon_s = profile, directory, max_examples, horizon_s
+        self.started = time.time()  # one clock for every share (pickled with the checker): a line's time is judged alike
         self._ctx = None
 
     def __getstate__(self):
@@ -70,7 +71,7 @@ class RmbShards:
             if self.horizon_s is not None:
                 settings["horizon_s"] = self.horizon_s
             directory = Directory.load(self.directory_path) if self.directory_path else None
-            self._ctx = Ctx(spec.behaviour(self.profile), settings, directory, self.profile)
+            self._ctx = Ctx(spec.behaviour(self.profile), settings, directory, self.profile, self.started)
         return self._ctx
 
     # -- a share ----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +40,7 @@ class Ctx:
     settings: dict[str, Any]
     directory: Directory | None
     profile: str
+    started: float = math.inf  # the check's wall clock at its start: no line was written a day after it
 
     def __post_init__(self):
         b = self.b
@@ -51,9 +53,15 @@ class Ctx:
         self.job_re = re.compile("^" + re.escape(sep).replace("\x00", "(.+)").replace("\x01", r"(\d+)") + "$")
 
     def line_problem(self, obj: dict) -> tuple[str, str] | None:
-        """(error, field) of a decoded record the judgments could not read: a number in its note
+        """(error, field) of a decoded record the judgments cannot read: a number in its note
         that no TTL or twin id is (other digits than 0-9, or more of them than such a number has).
-        The checker refuses the line as it refuses one decode refuses: named, counted, not judged."""
+        The checker refuses the line as it refuses one decode refuses: named, counted, not judged.
+        So is a time no log line has (before 2000, or more than a day after the check began): it
+        would end the log past every follow-up's horizon and judge what the log never showed."""
+        low, ahead = self.settings["plausible_unix_s"]
+        if not low <= obj["time"] <= self.started + ahead:
+            return (f"expected Unix seconds from {low} to {ahead} s after the check began, found {obj['time']!r}"[:200],
+                    "time")
         note, event = obj["note"], obj["event"]
         if not isinstance(note, str):
             return None
