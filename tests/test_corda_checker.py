@@ -123,6 +123,23 @@ def test_bad_records_name_file_line_and_field_and_the_rest_is_checked(tmp_path, 
     assert "events.jsonl:4 field seq" in out
 
 
+def _delivered(mid, sender, t, tx):
+    return [{"t": t, "node": "bob", "event": "received", "id": mid, "sender": sender, "seq": 1, "session": "s1", "delivery": f"d{tx}"},
+            {"t": t + 1, "node": "bob", "event": "dedup", "id": mid, "verdict": "new"},
+            {"t": t + 2, "node": "bob", "event": "committed", "id": mid, "tx": tx},
+            {"t": t + 3, "node": "bob", "event": "acked", "id": mid, "delivery": f"d{tx}"}]
+
+
+def test_a_flow_id_with_more_digits_than_int_reads_is_ordered_not_a_crash(tmp_path):
+    """An N- id's suspends and index order a session's sends; an id may hold more digits than
+    int() reads (4,300). They order as numbers (leading zeros aside) in one process and in shares."""
+    big, below = "N-f1-1" + "0" * 5000 + "-0", "N-f1-0" + "9" * 5000 + "-0"
+    log = _write(tmp_path, "long.jsonl", _delivered(big, "u1", 1767225600000, 101) + _delivered(below, "u2", 1767225600010, 102))
+    for jobs in (1, 2):
+        report = CordaLogChecker("spec", max_examples=0, jobs=jobs).run([str(log)])
+        assert report.unreadable == 0 and pairs(report) == {("CORDA-ORDER-001", below)}, report.counts
+
+
 def test_exit_codes_pass_violations_and_nothing_read(tmp_path):
     clean = ROOT / "spec" / "clean-redelivered.jsonl"
     assert main(["check", "--protocol", "corda", "--settled", str(clean)]) == 0

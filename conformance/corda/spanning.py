@@ -70,6 +70,13 @@ def _send_keys(shares) -> dict[str, int]:
     return {mid: ref for s in shares for ref, _node, mid, *_ in s.sends}
 
 
+def _number(digits: str) -> tuple[int, str]:
+    """Digits 0-9 as a key that orders as their number: (length, text) without leading zeros. An id
+    may hold more digits than int() reads (4,300), and no number is needed, only the order."""
+    digits = digits.lstrip("0")
+    return len(digits), digits
+
+
 def _session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
     """FIFO per session: a message committed after one of its session sent later. The send order comes
     from the sender's ``sent`` events where both were given, else from two N- ids of one flow (seed,
@@ -93,7 +100,7 @@ def _session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
                     top_sent = (s, c)
             m = N_ID.match(mid)
             if m is not None:
-                pos = (int(m.group(2)), int(m.group(3)))
+                pos = (_number(m.group(2)), _number(m.group(3)))
                 prev = top_flow.get(m.group(1))
                 if ahead is None and prev is not None and prev[0] > pos and (s is None or sent.get(prev[1][2]) is None):
                     ahead = prev[1]
