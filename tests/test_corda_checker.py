@@ -87,6 +87,18 @@ def test_jobs_find_the_same_as_one_process():
         assert (three.receipts, three.messages, three.unreadable) == (one.receipts, one.messages, one.unreadable)
 
 
+def test_jobs_show_the_examples_one_process_shows(tmp_path):
+    """With --max-examples, a share keeps its first findings per rule: the merge takes them in the
+    order one process finds them (here R-4's second row comes before R-1's), so every split of the
+    log shows the examples one process shows, not those whose evidence comes first."""
+    rows = [("R-1", 1), ("R-4", 2), ("R-4", 3), ("R-1", 4)]
+    log = _write(tmp_path, "rows.jsonl", [{"node": "bob", "id": mid, "sender": "s", "seq": int(mid[2:]), "tx": tx,
+                                           "t": 1767225600000 + tx} for mid, tx in rows])
+    for jobs in (1, 2, 3):
+        report = CordaLogChecker("spec", max_examples=1, jobs=jobs).run([str(log)])
+        assert pairs(report) == {("CORDA-DEDUP-001", "R-4")} and report.counts == {"CORDA-DEDUP-001": 2}, jobs
+
+
 # -- bad input -----------------------------------------------------------------------------------
 def _write(tmp_path, name, lines):
     p = tmp_path / name

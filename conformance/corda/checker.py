@@ -70,9 +70,10 @@ class _Copy:
 class _Track:
     """One message id on one node (slots, lists made when first needed: there is one per message)."""
 
-    __slots__ = ("copies", "commits", "rows", "acks", "new_after", "acked")
+    __slots__ = ("first", "copies", "commits", "rows", "acks", "new_after", "acked")
 
-    def __init__(self):
+    def __init__(self, first: int):
+        self.first = first                                # the ref of the record that opened it (its place at the share's end)
         self.copies: list[_Copy] = []
         self.commits: list[tuple[int, int, int]] = _EMPTY   # (ref, tx, t)
         self.rows: list[tuple] = _EMPTY                      # (ref, tx, t, sender, seq)
@@ -100,7 +101,7 @@ class Share:
     seconds: float = 0.0   # spent checking this share
     unreadable: int = 0
     counts: Counter = field(default_factory=Counter)
-    violations: list[Violation] = field(default_factory=list)
+    violations: list[tuple] = field(default_factory=list)  # (found at, Violation): the first max_examples per rule
     problems: list[InputProblem] = field(default_factory=list)
     events: Counter = field(default_factory=Counter)
     verdicts: Counter = field(default_factory=Counter)
@@ -181,6 +182,7 @@ class CordaLogChecker:
         if not self.settled:
             rep.not_checked.update({r: NOT_SETTLED for r in SETTLED_RULES if modes[r] != OFF})
         found: list[Violation] = []
+        found_at: list[tuple] = []
         problems: list[InputProblem] = []
         events: Counter = Counter()
         verdicts: Counter = Counter()
@@ -193,13 +195,21 @@ class CordaLogChecker:
             rep.unreadable += s.unreadable
             for rule, n in s.counts.items():
                 rep.count(rule, modes[rule], n)
-            found += s.violations
+            found_at += s.violations
             problems += s.problems
             events.update(s.events)
             verdicts.update(s.verdicts)
             event_nodes |= s.event_nodes
             export_nodes |= s.export_nodes
             rows += s.rows
+        # each share kept its first examples per rule in the order one process finds them: merged in
+        # that order and capped, they are the examples one process keeps, however the log was split
+        stored: Counter = Counter()
+        for _, v in sorted(found_at, key=lambda f: f[0]):
+            if self.max_examples and stored[v.rule] >= self.max_examples:
+                continue
+            stored[v.rule] += 1
+            found.append(v)
         for need, node, v in (p for s in shares for p in s.pending):
             if node in (event_nodes if need == "events" else export_nodes):
                 rep.count(v.rule, v.mode)
@@ -259,6 +269,9 @@ class _ShareRun:
         self.sent: dict[str, tuple] = {}   # id -> its first send
         self.received: set[str] = set()    # ids some node received
         self.stored: Counter = Counter()
+        # where a finding is made, in the order one process makes them: (0, line) while reading,
+        # (1, a track's first line) at the share's end, (2, a send's line) for the sends never received
+        self.phase, self.ref = 0, 0
 
     # findings --------------------------------------------------------------------------------
     def find(self, rule: str, mid: str, why: str, refs) -> None:
@@ -270,7 +283,7 @@ class _ShareRun:
         if self.c.max_examples and self.stored[rule] >= self.c.max_examples:
             return
         self.stored[rule] += 1
-        out.violations.append(self.c.violation(self.inputs, rule, mid, why, refs))
+        out.violations.append(((self.phase, self.ref), self.c.violation(self.inputs, rule, mid, why, refs)))
 
     def find_if(self, need: str, node: str, rule: str, mid: str, why: str, refs) -> None:
         """A finding that holds only if the node's events (or export) were given at all: decided at the merge."""
@@ -313,6 +326,7 @@ class _ShareRun:
                     continue
                 records += 1
                 # one string object per id, node, sender and session, however many records name it
+                self.ref = ref
                 obj["id"] = mid = intern(obj["id"])
                 obj["node"] = intern(obj["node"])
                 for name in INTERNED:
@@ -338,11 +352,11 @@ class _ShareRun:
         out.seconds = time.perf_counter() - started
         return out
 
-    def track(self, obj: dict) -> _Track:
+    def track(self, obj: dict, ref: int) -> _Track:
         key = (obj["node"], obj["id"])
         t = self.tracks.get(key)
         if t is None:
-            t = self.tracks[key] = _Track()
+            t = self.tracks[key] = _Track(ref)
         return t
 
     def _seq(self, sender, seq, mid, ref) -> None:
@@ -363,7 +377,7 @@ class _ShareRun:
             self._seq(obj["sender"], obj["seq"], mid, ref)
 
     def ev_received(self, obj: dict, ref: int) -> None:
-        tr = self.track(obj)
+        tr = self.track(obj, ref)
         c = _Copy(ref, obj["delivery"], obj["sender"], obj["seq"], obj["session"])
         tr.copies.append(c)
         self.received.add(obj["id"])
@@ -371,7 +385,7 @@ class _ShareRun:
             self._seq(c.sender, c.seq, obj["id"], ref)
 
     def ev_dedup(self, obj: dict, ref: int) -> None:
-        tr = self.track(obj)
+        tr = self.track(obj, ref)
         node, mid = obj["node"], obj["id"]
         if "delivery" in obj:
             c = tr.copy(obj["delivery"])
@@ -393,7 +407,7 @@ class _ShareRun:
                 tr.new_after = [*tr.new_after, (ref, obj["t"], c.sender, c.seq)]
 
     def ev_committed(self, obj: dict, ref: int) -> None:
-        tr = self.track(obj)
+        tr = self.track(obj, ref)
         node, mid = obj["node"], obj["id"]
         c = next((c for c in reversed(tr.copies) if c.verdict == "NEW" and c.done != "committed"), None)
         if c is None:
@@ -417,17 +431,17 @@ class _ShareRun:
                                      obj["seq"] if "seq" in obj else c.seq))
         tr.commits = [*tr.commits, (ref, obj["tx"], obj["t"])]
 
-    def _settle_copy(self, obj: dict, done: str) -> tuple[_Track, str, str, _Copy | None, str | None]:
+    def _settle_copy(self, obj: dict, ref: int, done: str) -> tuple[_Track, str, str, _Copy | None, str | None]:
         """(track, node, id, the copy the event's delivery names, its answer) of an acked or discarded
         event; the copy is marked with what was done to it."""
-        tr = self.track(obj)
+        tr = self.track(obj, ref)
         c = tr.copy(obj["delivery"])
         if c is not None:
             c.done = c.done or done
         return tr, obj["node"], obj["id"], c, c.verdict if c is not None else None
 
     def ev_acked(self, obj: dict, ref: int) -> None:
-        tr, node, mid, c, answer = self._settle_copy(obj, "acked")
+        tr, node, mid, c, answer = self._settle_copy(obj, ref, "acked")
         tr.acked = ref
         if answer is not None and self.spec.consequence[answer] == "discard":
             self.find("CORDA-DEDUP-004", mid, f"node {node} acknowledged delivery {obj['delivery']} of {mid}, which its "
@@ -440,7 +454,7 @@ class _ShareRun:
             tr.acks = [*tr.acks, (ref, obj["t"], answer or "no answer", c.ref if c is not None else None, c.vref if c is not None else None)]
 
     def ev_discarded(self, obj: dict, ref: int) -> None:
-        _, node, mid, c, answer = self._settle_copy(obj, "discarded")
+        _, node, mid, c, answer = self._settle_copy(obj, ref, "discarded")
         if answer == "IN_FLIGHT":
             return
         refs = [(c.ref, "received", node), (c.vref or None, "dedup", node)] if c is not None else []
@@ -457,7 +471,7 @@ class _ShareRun:
         out = self.out
         out.rows += 1
         out.export_nodes.add(obj["node"])
-        tr = self.track(obj)
+        tr = self.track(obj, ref)
         if tr.rows:
             self.find("CORDA-DEDUP-001", obj["id"], f"the processed-ids table of node {obj['node']} holds {obj['id']} "
                       "twice: it was processed twice", [(tr.rows[0][0], "row", obj["node"]), (ref, "row", obj["node"])])
@@ -469,7 +483,9 @@ class _ShareRun:
         out.ids = len(self.ids)
         settled = self.c.settled
         committed_ids = set()
+        self.phase = 1
         for (node, mid), tr in self.tracks.items():
+            self.ref = tr.first
             if tr.commits or tr.rows:
                 committed_ids.add(mid)
             row = tr.rows[0] if tr.rows else None
@@ -508,7 +524,9 @@ class _ShareRun:
                               f"{'y' if len(tr.copies) == 1 else 'ies'}), never acknowledged nor committed it, and no "
                               "copy came again", refs)
         if settled:
+            self.phase = 2
             for mid, fact in self.sent.items():
+                self.ref = fact[0]
                 if mid not in self.received and mid not in committed_ids:
                     self.find("CORDA-DEDUP-002", mid, f"{mid}, sent by node {fact[1]} on session {fact[3]}, never reached "
                               "a node whose records were given: lost on the way", [(fact[0], "sent", fact[1])])
