@@ -325,8 +325,8 @@ class _ShareRun:
                     self.problem(ref, why + more, fld)
                     continue
                 records += 1
-                # one string object per id, node, sender and session, however many records name it
                 self.ref = ref
+                # one string object per id, node, sender and session, however many records name it
                 obj["id"] = mid = intern(obj["id"])
                 obj["node"] = intern(obj["node"])
                 for name in INTERNED:
