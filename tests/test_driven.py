@@ -406,3 +406,15 @@ def test_a_legal_variant_that_leaves_out_receipts_after_a_reject_passes():
     for impl in (REFERENCE, "rmkit.conformance.examples.skips_intermediate:factory"):
         res = run_scenario(sc, InProcessImplementation(impl, "validator"))
         assert res.verdict == PASS, (impl, res.failure and res.failure.summary)
+
+
+@pytest.mark.parametrize("name", ["newest_first", "collates_rejected", "no_replay_protection", "forgets_at_switch"])
+def test_a_fault_is_not_also_blamed_on_receipt_sending(name):
+    """A validator that collates or refuses wrongly then reports on other messages; the per-rule
+    table names the rule it broke, not REMP-SEND-001, which it kept (every receipt was sent)."""
+    from rmkit.conformance.remp.driven.suite import run_suite
+
+    rep = run_suite("ever-node", ["validator"], lambda role: InProcessImplementation(
+        f"rmkit.conformance.examples.{name}:factory", role), catalogue_only=True, regressions=None)
+    failed = {row["id"] for row in rep.table() if row["status"] == FAIL}
+    assert failed and "REMP-SEND-001" not in failed, failed

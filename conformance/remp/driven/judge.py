@@ -464,13 +464,22 @@ class Judge:
 
     # ---- attribution ------------------------------------------------------------------------------
     def _attribute(self, j: Judgement, event: dict) -> list:
+        """The rules a step's difference bears on. A receipt that differs counts against
+        REMP-SEND-001 only when nothing else explains the step: a validator that collated another
+        message (REMP-COLL-001) or refused a block reports on other messages as a consequence, and
+        naming SEND-001 too would blame a rule it kept."""
         rules = [b.rule for b in j.breaches]
+        sent = []
         for o in list(j.diff.missing) + list(j.diff.extra):
             r = _rule_of_output(self.role, o, event)
-            if r:
+            if r == "REMP-SEND-001":
+                sent.append(r)
+            elif r:
                 rules.append(r)
         if j.diff.order:
             rules.append("REMP-COLL-001")
+        if not rules:
+            rules += sent
         return list(dict.fromkeys(rules))
 
 
