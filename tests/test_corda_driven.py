@@ -4,6 +4,7 @@ node is caught on its rule, within 60 s, with a scenario shrunk to at most 12 st
 
 import json
 import sys
+import threading
 import time
 
 import pytest
@@ -103,3 +104,53 @@ def test_legal_bridge_variant_passes(name, profile):
     from rmkit.conformance.corda.driven import bridge
 
     assert search(getattr(bridge, name), profile, max_examples=100, role="bridge").failure is None
+
+
+# ---- an implementation that cannot be driven: exit 2 with the cause, in about --timeout --------
+class SleepyReceiver:
+    """An in-process receiver whose ``handle`` never returns in time."""
+
+    def __init__(self, role):
+        pass
+
+    def handle(self, event):
+        time.sleep(5)
+        return {"ok": True}
+
+
+HALF_LINE = "sh -c 'printf \"{\\\"ok\\\"\"; exec sleep 1000'"   # half a reply, then silence
+
+
+def test_a_process_writing_half_a_line_times_out():
+    """select fired on the partial line and readline() then blocked for ever: the deadline must hold."""
+    from rmkit.conformance.corda.driven.adapters import ImplementationFailed, ProcessImplementation
+
+    impl = ProcessImplementation(HALF_LINE, "receiver", 0.5)
+    raised = []
+
+    def hello():   # on a thread, so that a hang fails the test instead of hanging it
+        try:
+            impl.handle({"type": "hello", "role": "receiver", "profile": "spec"})
+        except ImplementationFailed as exc:
+            raised.append(str(exc))
+
+    t = threading.Thread(target=hello, daemon=True)
+    t.start()
+    t.join(3)
+    impl.proc.kill()
+    assert not t.is_alive(), "no timeout: still reading after 3 s"
+    assert raised and "no reply to hello within 0.5 s" in raised[0] and "without ending the line" in raised[0], raised
+    assert impl.proc.poll() is not None
+
+
+def test_an_in_process_handle_that_sleeps_times_out():
+    """An in-process implementation had no timeout at all: its calls run under --timeout too."""
+    from argparse import Namespace
+
+    from rmkit.conformance.corda.driven.adapters import ImplementationFailed, open_factory
+
+    impl = open_factory(Namespace(impl_cmd=None, impl=f"{__name__}:SleepyReceiver", timeout=0.5))("receiver")
+    start = time.monotonic()
+    with pytest.raises(ImplementationFailed, match=r"handle\(hello\) did not return within 0.5 s"):
+        impl.handle({"type": "hello", "role": "receiver", "profile": "spec"})
+    assert time.monotonic() - start < 3

@@ -25,9 +25,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import queue
+import select
 import shlex
 import subprocess
 import sys
+import threading
+import time
 from typing import Any
 
 from rmkit.conformance.corda.spec import corda_spec
@@ -124,51 +129,145 @@ def reference_factory(role: str):
     return ReferenceReceiver()
 
 
+MAX_REPLY_BYTES = 1 << 20   # a reply line longer than this is no reply (the suite's are tiny)
+
+
 class ProcessImplementation:
-    """An implementation started as a process, speaking JSON Lines on stdin/stdout."""
+    """An implementation started as a process, speaking JSON Lines on stdin/stdout. Replies are
+    read as raw bytes with ``select`` up to the ``--timeout`` deadline, buffering a partial line:
+    a line-buffered ``readline`` would block for ever on a process that writes half a line and
+    stops, whatever the timeout."""
 
     def __init__(self, cmd: str, role: str, timeout: float):
         argv = [a.replace("ROLE", role) for a in shlex.split(cmd)]
+        if not argv:
+            raise UsageError("--impl-cmd: expected a command, found an empty string")
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
         except OSError as exc:
             raise ImplementationFailed(f"--impl-cmd {cmd!r}: cannot start ({exc.strerror})") from None
         self.timeout = timeout
+        self._buf = b""
+
+    def _exited(self, what: str) -> ImplementationFailed:
+        try:
+            code = self.proc.wait(1)
+        except subprocess.TimeoutExpired:   # it closed its output but runs on
+            self.kill()
+            return ImplementationFailed(f"the implementation closed its output at {what} (stopped by the kit)")
+        return ImplementationFailed(f"the implementation exited (code {code}) at {what}")
+
+    def _readline(self, what: str) -> bytes:
+        deadline = time.monotonic() + self.timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.kill()
+                part = f" (it wrote {self._buf[:200].decode('utf-8', 'replace')!r} without ending the line)" if self._buf else ""
+                raise ImplementationFailed(f"no reply to {what} within {self.timeout:g} s (--timeout){part}")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise self._exited(what)
+            self._buf += chunk
+            if len(self._buf) > MAX_REPLY_BYTES and b"\n" not in self._buf:
+                self.kill()
+                raise ImplementationFailed(f"the reply to {what} is longer than {MAX_REPLY_BYTES:,} bytes without ending its line")
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
 
     def handle(self, event: dict) -> dict:
-        import select
-
+        what = event["type"]
         try:
-            self.proc.stdin.write(json.dumps(event) + "\n")
+            self.proc.stdin.write(json.dumps(event).encode() + b"\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
-            raise ImplementationFailed(f"the implementation exited (code {self.proc.poll()})") from None
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
-        if not ready:
-            raise ImplementationFailed(f"no reply within {self.timeout} s to {event['type']}")
-        line = self.proc.stdout.readline()
-        if not line:
-            raise ImplementationFailed(f"the implementation exited (code {self.proc.wait()}) at {event['type']}")
+            raise self._exited(what) from None
+        line = self._readline(what).decode("utf-8", "replace")
         try:
             reply = json.loads(line)
         except ValueError:
-            raise ImplementationFailed(f"not a JSON reply to {event['type']}: {line[:200]!r}") from None
+            raise ImplementationFailed(f"not a JSON reply to {what}: {line[:200]!r}") from None
         if not isinstance(reply, dict):
-            raise ImplementationFailed(f"not a JSON object reply to {event['type']}: {line[:200]!r}")
+            raise ImplementationFailed(f"not a JSON object reply to {what}: {line[:200]!r}")
         return reply
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
     def close(self) -> None:
         if self.proc.poll() is None:
-            self.proc.stdin.close()
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
             try:
                 self.proc.wait(2)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                self.kill()
+
+
+class InProcessImplementation:
+    """A Python implementation (``--impl``) whose calls (the factory's, then each ``handle``) run on
+    a worker thread, waited for at most ``--timeout``: on the calling thread a ``handle`` that never
+    returns would hang the run. A thread cannot be stopped, so a call that outlives the timeout
+    ends the run (the implementation cannot be driven) and its thread is left behind, a daemon
+    that does not keep the kit alive. An exception raised by the implementation is its failure,
+    not the kit's."""
+
+    def __init__(self, factory, spec: str, role: str, timeout: float):
+        self.spec, self.timeout = spec, timeout
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._stuck = False
+        threading.Thread(target=self._serve, daemon=True, name="rmkit-corda-impl").start()
+        self.obj = self._call(f"{spec}({role!r})", factory, role)
+        if not callable(getattr(self.obj, "handle", None)):
+            raise ImplementationFailed(f"the object {spec}({role!r}) returned has no handle(event) method")
+
+    def _serve(self) -> None:
+        while True:
+            fn, arg, box, done = self._calls.get()
+            try:
+                box.append((True, fn(arg)))
+            except BaseException as exc:  # noqa: BLE001 -- handed to the caller, which reports it
+                box.append((False, exc))
+            done.set()
+
+    def _call(self, what: str, fn, arg):
+        if self._stuck:
+            raise ImplementationFailed(f"{what}: the implementation is still busy with a call that timed out")
+        box: list = []
+        done = threading.Event()
+        self._calls.put((fn, arg, box, done))
+        if not done.wait(self.timeout):
+            self._stuck = True
+            raise ImplementationFailed(f"{what} did not return within {self.timeout:g} s (--timeout)")
+        ok, value = box[0]
+        if not ok:
+            raise ImplementationFailed(f"{what} raised {type(value).__name__}: {value}")
+        return value
+
+    def handle(self, event: dict) -> dict:
+        what = event["type"]
+        reply = self._call(f"handle({what})", self.obj.handle, event)
+        if not isinstance(reply, dict):
+            raise ImplementationFailed(f"not a JSON object reply to {what}: {reply!r:.200}")
+        return reply
+
+    def close(self) -> None:
+        done = getattr(self.obj, "close", None)
+        if callable(done) and not self._stuck:
+            try:
+                self._call("close()", lambda _: done(), None)
+            except ImplementationFailed:
+                pass
 
 
 def open_factory(args) -> Any:
-    """A function role -> implementation for ``--impl-cmd`` or ``--impl module:factory``."""
+    """A function role -> implementation for ``--impl-cmd`` or ``--impl module:factory``; both
+    answer within ``--timeout`` or raise :class:`ImplementationFailed`."""
     if getattr(args, "impl_cmd", None):
         return lambda role: ProcessImplementation(args.impl_cmd, role, args.timeout)
     mod, _, name = args.impl.partition(":")
@@ -176,7 +275,10 @@ def open_factory(args) -> Any:
         factory = getattr(importlib.import_module(mod), name or "factory")
     except (ImportError, AttributeError) as exc:
         raise UsageError(f"--impl {args.impl!r}: cannot load ({exc})") from None
-    return factory
+    if not callable(factory):
+        raise UsageError(f"--impl {args.impl!r}: expected FACTORY to be callable (FACTORY(role) returns the "
+                         f"implementation), found {type(factory).__name__}")
+    return lambda role: InProcessImplementation(factory, args.impl, role, args.timeout)
 
 
 def serve(factory, role: str) -> None:

@@ -170,6 +170,7 @@ def run_bridge(impl, profile: str, acts: list, role: str = "bridge"):
     judge = BridgeJudge(spec, Queue("internal.peers.B"), Queue("p2p.inbound.B"))
     log: list[str] = []
     next_k = [1]
+    at = ["at the hello"]   # where an implementation that cannot be driven stopped the run
     try:
         impl.handle({"type": "hello", "role": role, "profile": profile})
 
@@ -207,6 +208,7 @@ def run_bridge(impl, profile: str, acts: list, role: str = "bridge"):
         for act in acts:
             judge.step += 1
             kind = act[0]
+            at[0] = f"at step {judge.step} ({kind})"
             if kind == "produce" and next_k[0] <= 4:
                 m = message(next_k[0], spec)
                 next_k[0] += 1
@@ -227,6 +229,7 @@ def run_bridge(impl, profile: str, acts: list, role: str = "bridge"):
             elif kind == "crash":
                 call({"type": "crash"})
                 judge.disconnect()
+        at[0] = "in the drain after the scenario"
         for phase in range(2):
             if phase:
                 link_down()
@@ -235,6 +238,8 @@ def run_bridge(impl, profile: str, acts: list, role: str = "bridge"):
                     pass
                 call({"type": "tick"})
         judge.at_end()
+    except ImplementationFailed as exc:
+        raise ImplementationFailed(f"{at[0]}: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ImplementationFailed(f"a malformed reply at step {judge.step}: {exc!r}") from None
     return Outcome(profile, list(acts), judge.violations, log)

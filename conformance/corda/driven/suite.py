@@ -61,6 +61,7 @@ def run(impl, profile: str, acts: list, role: str = "receiver") -> Outcome:
     every reply."""
     judge = Judge(corda_spec(profile), Queue("p2p.inbound.B"))
     inbound, log = judge.inbound, []
+    at = ["at the hello"]   # where an implementation that cannot be driven stopped the run
     try:
         impl.handle({"type": "hello", "role": role, "profile": profile})
 
@@ -90,6 +91,7 @@ def run(impl, profile: str, acts: list, role: str = "receiver") -> Outcome:
 
         for act in acts:
             judge.step += 1
+            at[0] = f"at step {judge.step} ({act[0]})"
             if act[0] == "arrive":
                 m = message(act[1], act[2])
                 inbound.produce(m)
@@ -101,6 +103,7 @@ def run(impl, profile: str, acts: list, role: str = "receiver") -> Outcome:
                 tick()
             else:
                 crash(act[0])
+        at[0] = "in the drain after the scenario"
         for phase in range(2):
             if phase:
                 crash("crash")
@@ -109,6 +112,8 @@ def run(impl, profile: str, acts: list, role: str = "receiver") -> Outcome:
                     pass
                 tick()
         judge.at_end()
+    except ImplementationFailed as exc:
+        raise ImplementationFailed(f"{at[0]}: {exc}") from None
     except (KeyError, TypeError, AttributeError) as exc:
         raise ImplementationFailed(f"a malformed reply at step {judge.step}: {exc!r}") from None
     return Outcome(profile, list(acts), judge.violations, log)
