@@ -154,3 +154,22 @@ def test_an_in_process_handle_that_sleeps_times_out():
     with pytest.raises(ImplementationFailed, match=r"handle\(hello\) did not return within 0.5 s"):
         impl.handle({"type": "hello", "role": "receiver", "profile": "spec"})
     assert time.monotonic() - start < 3
+
+
+def test_an_implementation_that_cannot_be_driven_is_reported_with_its_cause(capsys):
+    """Its failure used to escape into the Hypothesis search, which replayed it against a dead
+    process and ended in ``internal error (FlakyFailure ...)``, the cause shown only with --debug."""
+    code = main(["conform", "--protocol", "corda", "--role", "receiver", "--impl-cmd", "sh -c 'echo [1]; exec cat >/dev/null'",
+                 "--timeout", "2", "--max-examples", "5"])
+    err = capsys.readouterr().err
+    assert code == 2 and "internal error" not in err, err
+    assert "could not be driven as receiver: at the hello: not a JSON object reply to hello: '[1]'" in err, err
+
+
+def test_an_in_process_implementation_that_hangs_stops_the_run_within_the_timeout(capsys):
+    start = time.monotonic()
+    code = main(["conform", "--protocol", "corda", "--role", "receiver", "--impl", f"{__name__}:SleepyReceiver",
+                 "--timeout", "0.5", "--max-examples", "5"])
+    err = capsys.readouterr().err
+    assert code == 2 and "handle(hello) did not return within 0.5 s (--timeout)" in err, err
+    assert time.monotonic() - start < 4

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings, strategies as st
 
 from rmkit.conformance.corda.spec import corda_spec
 from rmkit.reference_impl.corda.broker import Queue
@@ -139,6 +139,12 @@ class SearchResult:
         return "fail" if self.failure else "pass"
 
 
+class _Stop(BaseException):
+    """Ends the search from inside the Hypothesis test. A BaseException, which Hypothesis lets
+    through at once: an exception would be taken for a failing example, replayed, shrunk, and end
+    as a FlakyFailure hiding the cause."""
+
+
 def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool = True, seed: int | None = None,
            max_steps: int = 25, role: str = "receiver") -> SearchResult:
     """Generate scenarios for ``role`` until one breaks a strict rule (then shrink it) or
@@ -148,15 +154,21 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
     play, steps = (run_bridge, bridge_actions()) if role == "bridge" else (run, actions())
     failures: list[Outcome] = []
     findings: dict[str, Outcome] = {}
+    broken: list[ImplementationFailed] = []   # the implementation could not be driven: no verdict
     count = [0]
     impl = factory(role)   # one implementation (one process) for every scenario
 
     @settings(max_examples=max_examples, derandomize=derandomize and seed is None, deadline=None, database=None,
-              phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+              phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+              verbosity=Verbosity.quiet)
     @given(st.lists(steps, max_size=max_steps))
     def scenario(acts):
         count[0] += 1
-        out = play(impl, profile, acts)
+        try:
+            out = play(impl, profile, acts)
+        except ImplementationFailed as exc:
+            broken.append(exc)
+            raise _Stop from None
         for v in out.violations:
             if v.mode != "strict" and (v.rule not in findings or len(acts) < len(findings[v.rule].actions)):
                 findings[v.rule] = out
@@ -171,10 +183,12 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
     start = time.monotonic()
     try:
         scenario()
-    except AssertionError:
+    except (AssertionError, _Stop):
         pass
     finally:
         close(impl)
+    if broken:
+        raise broken[0]
     # the last failing run is the shrunk one (Hypothesis replays the minimal example last)
     return SearchResult(profile, count[0], time.monotonic() - start, failures[-1] if failures else None, findings, role)
 
