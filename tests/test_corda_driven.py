@@ -173,3 +173,38 @@ def test_an_in_process_implementation_that_hangs_stops_the_run_within_the_timeou
     err = capsys.readouterr().err
     assert code == 2 and "handle(hello) did not return within 0.5 s (--timeout)" in err, err
     assert time.monotonic() - start < 4
+
+
+@pytest.mark.parametrize("doc,field", [
+    ({"role": "receiver", "profile": "spec", "steps": [["arrive", 9, True]]}, "steps[0][1]"),
+    ({"role": "receiver", "profile": "spec", "steps": [["deliver"], ["arrive", 1, "yes"]]}, "steps[1][2]"),
+    ({"role": "receiver", "profile": "spec", "steps": [["arrive", 1]]}, "steps[0]"),
+    ({"role": "receiver", "profile": "spec", "steps": [["explode"]]}, "steps[0][0]"),
+    ({"role": "bridge", "profile": "spec", "steps": [["broker_restart"]]}, "steps[0][0]"),
+    ({"role": "receiver", "profile": "spec", "steps": [["tick", 1]]}, "steps[0]"),
+    ({"role": "receiver", "profile": "spec", "steps": ["tick"]}, "steps[0]"),
+    ({"role": "wizard", "profile": "spec", "steps": []}, "role"),
+    ({"role": "receiver", "profile": "nope", "steps": []}, "profile"),
+    ({"role": "receiver", "steps": []}, "profile"),
+    ({"role": "receiver", "profile": "spec", "steps": {}}, "steps"),
+])
+def test_replay_rejects_a_bad_scenario_before_starting_the_implementation(tmp_path, capsys, doc, field):
+    """A step the runner does not know was sent to the implementation and its refusal blamed on
+    it; a bad argument ended in the kit's own IndexError. Both are the file's fault: exit 2 naming
+    the file and the field, and the implementation is not started."""
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    started = tmp_path / "started"
+    code = main(["replay", "--protocol", "corda", str(path), "--impl-cmd", f"sh -c 'touch {started}; exec cat >/dev/null'"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"FILE {path}: {field}: " in err, err
+    assert "internal error" not in err and "could not be driven" not in err and not started.exists()
+
+
+def test_replay_with_an_implementation_that_cannot_start_is_exit_2_with_the_cause(tmp_path, capsys):
+    """It was started outside the code that reports an implementation failure: an internal error."""
+    path = tmp_path / "ok.json"
+    path.write_text(json.dumps({"role": "receiver", "profile": "spec", "steps": [["tick"]]}))
+    assert main(["replay", "--protocol", "corda", str(path), "--impl-cmd", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert "could not be driven: --impl-cmd" in err and "cannot start" in err and "internal error" not in err, err

@@ -5,7 +5,6 @@ implementation could not be driven (it cannot start, exits, or does not answer).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from rmkit.conformance.cli_options import derandomize_wanted
@@ -14,7 +13,7 @@ from rmkit.guard import decided, emit_report
 
 from .adapters import ROLES, ImplementationFailed, open_factory
 from .bridge import run_bridge
-from .suite import close, render, run, save, search, to_json
+from .suite import close, read_saved, render, run, save, search, to_json
 
 
 class ImplementationError(RmkitError):
@@ -49,20 +48,17 @@ def conform(profile: str, args: argparse.Namespace) -> int:
 
 
 def replay(args: argparse.Namespace) -> int:
+    role, profile, steps = read_saved(args.scenario)
+    factory = open_factory(args)
+    impl = None
     try:
-        doc = json.loads(Path(args.scenario).read_text(encoding="utf-8"))
-        steps = [tuple(s) for s in doc["steps"]]
-        profile = doc["profile"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"FILE {args.scenario}: not a saved corda scenario ({exc})") from None
-    impl = open_factory(args)(doc.get("role", "receiver"))
-    try:
-        role = doc.get("role", "receiver")
+        impl = factory(role)
         out = (run_bridge if role == "bridge" else run)(impl, profile, steps, role)
     except ImplementationFailed as exc:
         raise ImplementationError(f"the implementation could not be driven: {exc}") from None
     finally:
-        close(impl)
+        if impl is not None:
+            close(impl)
     for line in out.log:
         print(line)
     for v in out.violations:

@@ -20,10 +20,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings, strategies as st
 
 from rmkit.conformance.corda.spec import corda_spec
+from rmkit.errors import UsageError
 from rmkit.reference_impl.corda.broker import Queue
 from rmkit.reference_impl.corda.message import Message, flow_id
 
-from .adapters import ImplementationFailed, message_to
+from .adapters import ROLES, ImplementationFailed, message_to
 from .judge import Judge, Violation
 
 SESSIONS = ("A:s1", "A:s2")
@@ -36,6 +37,9 @@ def message(i: int, recovery: bool) -> Message:
     seed = "f" + session.split(":")[1]
     uuid, seq = (None, None) if recovery else ("A-0", i + 1)
     return Message(flow_id(seed, k, 0), session, k == 1, f"{session}/m{k}", uuid, seq)
+
+
+ACTIONS = ("arrive", "deliver", "tick", "crash", "broker_restart")   # arrive takes MESSAGE, RECOVERY
 
 
 def actions():
@@ -233,3 +237,58 @@ def save(result: SearchResult, folder: Path) -> Path:
     path.write_text(json.dumps({"protocol": "corda", "role": result.role, "profile": result.profile,
                                 "steps": [list(a) for a in result.failure.actions]}) + "\n")
     return path
+
+
+def read_saved(path) -> tuple[str, str, list]:
+    """The role, profile and steps of a saved scenario, checked before any implementation is
+    started: the runner sends a step it does not know to the implementation as an event, whose
+    refusal would then be blamed on the implementation, and a bad argument would end in the kit's
+    own IndexError. Bad content is a usage error naming the file and the field."""
+    from .bridge import ACTIONS as BRIDGE_ACTIONS
+
+    def bad(where: str, what: str) -> UsageError:
+        return UsageError(f"FILE {path}: {where}: {what}")
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"FILE {path}: cannot read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise UsageError(f"FILE {path}: not a saved corda scenario (not JSON: {exc})") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"FILE {path}: not a saved corda scenario (expected a JSON object, found {type(doc).__name__})")
+    if doc.get("protocol", "corda") != "corda":
+        raise bad("protocol", f"expected 'corda', found {doc['protocol']!r}")
+    role = doc.get("role", "receiver")
+    if not isinstance(role, str) or role not in ROLES:
+        raise bad("role", f"expected one of {', '.join(ROLES)}, found {role!r}")
+    if "profile" not in doc:
+        raise bad("profile", "missing")
+    profile = doc["profile"]
+    if not isinstance(profile, str):
+        raise bad("profile", f"expected a profile name, found {profile!r}")
+    try:
+        corda_spec(profile)
+    except UsageError as exc:
+        raise bad("profile", str(exc)) from None
+    steps = doc.get("steps")
+    if not isinstance(steps, list):
+        raise bad("steps", f"expected a list of steps, found {steps!r:.80}")
+    known = ACTIONS if role == "receiver" else BRIDGE_ACTIONS
+    for i, step in enumerate(steps):
+        if not isinstance(step, list) or not step:
+            raise bad(f"steps[{i}]", f"expected a list [ACTION, ARGUMENTS...], found {step!r:.80}")
+        name = step[0]
+        if name not in known:
+            raise bad(f"steps[{i}][0]", f"expected an action of the {role} role ({', '.join(known)}), found {name!r:.80}")
+        if name == "arrive":
+            if len(step) != 3:
+                raise bad(f"steps[{i}]", f"expected [\"arrive\", MESSAGE, RECOVERY], found {step!r:.80}")
+            if type(step[1]) is not int or not 0 <= step[1] < len(MESSAGES):
+                raise bad(f"steps[{i}][1]", f"expected a message number 0 to {len(MESSAGES) - 1}, found {step[1]!r:.80}")
+            if type(step[2]) is not bool:
+                raise bad(f"steps[{i}][2]", f"expected true (a recovery re-send) or false (the original copy), "
+                                            f"found {step[2]!r:.80}")
+        elif len(step) != 1:
+            raise bad(f"steps[{i}]", f"expected [{json.dumps(name)}]: {name} takes no argument, found {step!r:.80}")
+    return role, profile, [tuple(s) for s in steps]
