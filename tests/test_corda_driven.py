@@ -208,3 +208,50 @@ def test_replay_with_an_implementation_that_cannot_start_is_exit_2_with_the_caus
     assert main(["replay", "--protocol", "corda", str(path), "--impl-cmd", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
     assert "could not be driven: --impl-cmd" in err and "cannot start" in err and "internal error" not in err, err
+
+
+ACK_BEFORE_COMMIT = "rmkit.conformance.corda.driven.examples:AckBeforeCommit"
+REFERENCE = "rmkit.conformance.corda.driven.adapters:reference_factory"
+
+
+def test_a_failure_is_saved_by_default_and_replayed_first(tmp_path, monkeypatch, capsys):
+    """The help and the README say failures are saved (default .rmkit/regressions) and replayed
+    first; nothing was saved without --regressions and nothing was ever replayed."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RMKIT_REGRESSIONS", raising=False)
+    argv = ["conform", "--protocol", "corda", "--role", "receiver", "--derandomize", "--max-examples", "50"]
+    assert main(argv + ["--impl", ACK_BEFORE_COMMIT]) == 1
+    saved = sorted((tmp_path / ".rmkit" / "regressions").glob("corda-receiver-spec-*.json"))
+    assert len(saved) == 1 and len(saved[0].stem.rsplit("-", 1)[1]) == 12, saved
+    assert f"saved to {saved[0].relative_to(tmp_path)}" in capsys.readouterr().out
+    assert main(argv + ["--impl", ACK_BEFORE_COMMIT, "--format", "json"]) == 1
+    prof = json.loads(capsys.readouterr().out)["profiles"][0]
+    assert prof["scenarios"] == 0 and prof["failure"]["regression"] == str(saved[0].relative_to(tmp_path))
+    assert prof["failure"]["violations"][0]["rule"] == "CORDA-ACK-001"
+    assert main(argv + ["--impl", REFERENCE]) == 0   # replayed, passed, then generated
+    assert "PASS (50 scenarios" in capsys.readouterr().out
+
+
+def test_two_failures_of_the_same_length_are_saved_apart(tmp_path):
+    """The name held only the length: the second failure overwrote the first."""
+    from rmkit.conformance.corda.driven.suite import Outcome, SearchResult, save
+
+    paths = {save(SearchResult("spec", 1, 0.0, Outcome("spec", acts, [])), tmp_path)
+             for acts in ([("arrive", 0, False)], [("arrive", 1, True)])}
+    assert len(paths) == 2 and len(list(tmp_path.glob("corda-receiver-spec-*.json"))) == 2
+
+
+def test_a_regressions_folder_that_cannot_be_used_stops_the_run_before_it_starts(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RMKIT_REGRESSIONS", raising=False)
+    (tmp_path / ".rmkit").mkdir()
+    (tmp_path / ".rmkit" / "regressions").write_text("a file in its place\n")
+    argv = ["conform", "--protocol", "corda", "--role", "receiver", "--max-examples", "5", "--impl", REFERENCE]
+    assert main(argv) == 2
+    assert "regressions: expected a folder, found a file" in capsys.readouterr().err
+    (tmp_path / ".rmkit" / "regressions").unlink()
+    (tmp_path / ".rmkit" / "regressions").mkdir()
+    bad = tmp_path / ".rmkit" / "regressions" / "corda-receiver-spec-0.json"
+    bad.write_text(json.dumps({"role": "receiver", "profile": "spec", "steps": [["arrive", 9, False]]}))
+    assert main(argv) == 2
+    assert f"FILE {bad.relative_to(tmp_path)}: steps[0][1]: " in capsys.readouterr().err

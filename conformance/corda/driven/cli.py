@@ -5,15 +5,14 @@ implementation could not be driven (it cannot start, exits, or does not answer).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from rmkit.conformance.cli_options import derandomize_wanted
 from rmkit.errors import RmkitError, UsageError
-from rmkit.guard import decided, emit_report
+from rmkit.guard import OutputError, check_writable_dir, decided, emit_report
 
 from .adapters import ROLES, ImplementationFailed, open_factory
 from .bridge import run_bridge
-from .suite import close, read_saved, render, run, save, search, to_json
+from .suite import close, load_regressions, read_saved, render, run, save, search, to_json
 
 
 class ImplementationError(RmkitError):
@@ -27,20 +26,30 @@ def conform(profile: str, args: argparse.Namespace) -> int:
             raise UsageError(f"--role {r!r}: protocol corda drives the roles {', '.join(ROLES)}")
     if args.format == "junit":
         raise UsageError("--format junit: protocol corda writes text or json")
+    from rmkit.conformance.remp.driven.suite import regressions_dir   # here: replay does not need REMP's modules
+
+    folder = regressions_dir(args.regressions)   # the same folder, and RMKIT_REGRESSIONS, as the other protocols
+    check_writable_dir(str(folder), "--regressions" if args.regressions else "regressions folder")
+    saved = load_regressions(folder)
     factory = open_factory(args)
     derandomize = derandomize_wanted(args.derandomize)
     results = []
     for role in roles:
+        mine = [(path, steps) for r, p, path, steps in saved if r == role and p == profile]
         try:
             results.append(search(factory, profile, max_examples=args.max_examples or 1, derandomize=derandomize,
-                                  seed=args.seed, role=role))
+                                  seed=args.seed, role=role, regressions=mine))
         except ImplementationFailed as exc:
             raise ImplementationError(f"the implementation could not be driven as {role}: {exc}") from None
-    text = to_json(results) if args.format == "json" else render(results)
+    notes = ""
     for result in results:
-        if result.failure and args.regressions:
-            path = save(result, Path(args.regressions))
-            text += f"saved to {path} (rerun: rmkit replay --protocol corda {path} ...)\n" if args.format != "json" else ""
+        if result.failure and not result.regression:
+            try:
+                result.saved = str(save(result, folder))
+            except OSError as exc:
+                raise OutputError(f"regressions folder {folder}: cannot save the failure ({exc.strerror or exc})") from None
+            notes += f"saved to {result.saved} (rerun: rmkit replay --protocol corda {result.saved} ...)\n"
+    text = to_json(results) if args.format == "json" else render(results) + notes
     failed = any(r.failure for r in results)
     code = decided(1 if failed else 0)
     emit_report(text, "fail" if failed else "pass", args.out)

@@ -12,6 +12,7 @@ be lost and nothing left unacknowledged. Hypothesis generates scenarios and shri
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -137,6 +138,8 @@ class SearchResult:
     failure: Outcome | None
     findings: dict = field(default_factory=dict)   # rule -> first Outcome showing a non-strict violation
     role: str = "receiver"
+    regression: str | None = None   # the saved scenario that failed again (then nothing was generated)
+    saved: str | None = None        # where the failure was saved
 
     @property
     def verdict(self) -> str:
@@ -150,9 +153,11 @@ class _Stop(BaseException):
 
 
 def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool = True, seed: int | None = None,
-           max_steps: int = 25, role: str = "receiver") -> SearchResult:
-    """Generate scenarios for ``role`` until one breaks a strict rule (then shrink it) or
-    ``max_examples`` pass."""
+           max_steps: int = 25, role: str = "receiver", regressions=()) -> SearchResult:
+    """Replay the saved ``regressions`` (``(path, steps)`` pairs), then generate scenarios for
+    ``role`` until one breaks a strict rule (then shrink it) or ``max_examples`` pass. A saved
+    failure that fails again ends the search at once: a bug found once is reported again before any
+    time goes to looking for new ones."""
     from .bridge import actions as bridge_actions, run_bridge
 
     play, steps = (run_bridge, bridge_actions()) if role == "bridge" else (run, actions())
@@ -186,6 +191,10 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
         scenario = hseed(seed)(scenario)
     start = time.monotonic()
     try:
+        for path, acts in regressions:
+            out = play(impl, profile, acts)
+            if out.strict:
+                return SearchResult(profile, 0, time.monotonic() - start, out, {}, role, regression=str(path))
         scenario()
     except (AssertionError, _Stop):
         pass
@@ -200,7 +209,8 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
 def render(results: list[SearchResult]) -> str:
     out = []
     for r in results:
-        out.append(f"corda {r.role}, profile {r.profile}: {r.verdict.upper()} ({r.examples} scenarios, {r.seconds:.1f} s)")
+        ran = "a saved scenario, nothing generated" if r.regression else f"{r.examples} scenarios"
+        out.append(f"corda {r.role}, profile {r.profile}: {r.verdict.upper()} ({ran}, {r.seconds:.1f} s)")
         for rule, f in sorted(r.findings.items()):
             v = next(v for v in f.violations if v.rule == rule)
             out.append(f"  finding {rule} ({v.mode}, allowed to pass in this profile), shortest seen in {len(f.actions)} steps: "
@@ -208,7 +218,8 @@ def render(results: list[SearchResult]) -> str:
             out.append(f"    {v.explanation}")
         if r.failure:
             f = r.failure
-            out.append(f"  shrunk scenario ({len(f.actions)} steps): " + ", ".join(":".join(map(str, a)) for a in f.actions))
+            what = f"saved scenario {r.regression} fails again" if r.regression else "shrunk scenario"
+            out.append(f"  {what} ({len(f.actions)} steps): " + ", ".join(":".join(map(str, a)) for a in f.actions))
             for v in f.violations:
                 out.append(f"  {v.render()}")
                 rule = corda_spec(r.profile).rules[v.rule]
@@ -225,18 +236,35 @@ def to_json(results: list[SearchResult]) -> str:
                                      "seconds": round(r.seconds, 2),
                                      "findings": {rule: [list(a) for a in f.actions] for rule, f in r.findings.items()},
                                      "failure": None if not r.failure else {
+                                         "regression": r.regression, "saved": r.saved,
                                          "steps": [list(a) for a in r.failure.actions],
                                          "violations": [v.__dict__ for v in r.failure.violations]}}
                                     for r in results]}, indent=2) + "\n"
 
 
 def save(result: SearchResult, folder: Path) -> Path:
-    """Write a failing scenario so that ``rmkit replay --protocol corda`` reruns it."""
+    """Write a failing scenario so that ``rmkit replay --protocol corda`` reruns it and the next
+    ``rmkit conform`` replays it first. The name ends in a digest of the steps: two failures of
+    the same length no longer overwrite each other, and the same one found again is one file."""
+    steps = [list(a) for a in result.failure.actions]
+    digest = hashlib.sha256(json.dumps(steps).encode()).hexdigest()[:12]
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"corda-{result.role}-{result.profile}-{len(result.failure.actions)}steps.json"
+    path = folder / f"corda-{result.role}-{result.profile}-{digest}.json"
     path.write_text(json.dumps({"protocol": "corda", "role": result.role, "profile": result.profile,
-                                "steps": [list(a) for a in result.failure.actions]}) + "\n")
+                                "steps": steps}) + "\n")
     return path
+
+
+def load_regressions(folder: Path) -> list[tuple[str, str, Path, list]]:
+    """(role, profile, path, steps) of every ``corda-*.json`` saved in ``folder``; a damaged one is a
+    usage error naming it (see :func:`read_saved`)."""
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in sorted(folder.glob("corda-*.json")):
+        role, profile, steps = read_saved(path)
+        out.append((role, profile, path, steps))
+    return out
 
 
 def read_saved(path) -> tuple[str, str, list]:
