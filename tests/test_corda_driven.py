@@ -255,3 +255,33 @@ def test_a_regressions_folder_that_cannot_be_used_stops_the_run_before_it_starts
     bad.write_text(json.dumps({"role": "receiver", "profile": "spec", "steps": [["arrive", 9, False]]}))
     assert main(argv) == 2
     assert f"FILE {bad.relative_to(tmp_path)}: steps[0][1]: " in capsys.readouterr().err
+
+
+class SlowReference:
+    """The reference receiver, 5 ms a call: a scenario takes about a quarter of a second."""
+
+    def __init__(self, role):
+        self.impl = reference_factory(role)
+
+    def handle(self, event):
+        time.sleep(0.005)
+        return self.impl.handle(event)
+
+
+def test_time_budget_stops_generating(tmp_path, capsys):
+    """--time-budget was accepted and ignored: a hundred slow scenarios took their ten seconds."""
+    start = time.monotonic()
+    assert main(["conform", "--protocol", "corda", "--role", "receiver", "--impl", f"{__name__}:SlowReference",
+                 "--max-examples", "100", "--derandomize", "--time-budget", "1", "--regressions", str(tmp_path)]) == 0
+    assert time.monotonic() - start < 4
+    assert "stopped by --time-budget" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag,says", [(["--html", "r.html"], "--html: protocol corda writes text or json"),
+                                       (["--catalogue-only"], "--catalogue-only: protocol corda has no catalogue")])
+def test_options_corda_cannot_honour_are_usage_errors(tmp_path, monkeypatch, capsys, flag, says):
+    """They were silently ignored: exit 0, no HTML report, generated scenarios run all the same."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["conform", "--protocol", "corda", "--role", "receiver", "--impl", REFERENCE, "--max-examples", "5",
+                 "--regressions", str(tmp_path / "reg")] + flag) == 2
+    assert says in capsys.readouterr().err and not (tmp_path / "r.html").exists()

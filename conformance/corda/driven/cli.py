@@ -5,6 +5,7 @@ implementation could not be driven (it cannot start, exits, or does not answer).
 from __future__ import annotations
 
 import argparse
+import time
 
 from rmkit.conformance.cli_options import derandomize_wanted
 from rmkit.errors import RmkitError, UsageError
@@ -26,6 +27,12 @@ def conform(profile: str, args: argparse.Namespace) -> int:
             raise UsageError(f"--role {r!r}: protocol corda drives the roles {', '.join(ROLES)}")
     if args.format == "junit":
         raise UsageError("--format junit: protocol corda writes text or json")
+    if args.html:   # said, not ignored: a run that seems to honour it and writes nothing misleads
+        raise UsageError("--html: protocol corda writes text or json (--html applies to remp and rmb)")
+    if args.catalogue_only:
+        raise UsageError("--catalogue-only: protocol corda has no catalogue of named scenarios, only generated ones "
+                         "(--catalogue-only applies to remp and rmb)")
+    started = time.monotonic()
     from rmkit.conformance.remp.driven.suite import regressions_dir   # here: replay does not need REMP's modules
 
     folder = regressions_dir(args.regressions)   # the same folder, and RMKIT_REGRESSIONS, as the other protocols
@@ -36,9 +43,10 @@ def conform(profile: str, args: argparse.Namespace) -> int:
     results = []
     for role in roles:
         mine = [(path, steps) for r, p, path, steps in saved if r == role and p == profile]
+        budget = None if args.time_budget is None else max(0.1, args.time_budget - (time.monotonic() - started))
         try:
             results.append(search(factory, profile, max_examples=args.max_examples or 1, derandomize=derandomize,
-                                  seed=args.seed, role=role, regressions=mine))
+                                  seed=args.seed, role=role, regressions=mine, time_budget=budget))
         except ImplementationFailed as exc:
             raise ImplementationError(f"the implementation could not be driven as {role}: {exc}") from None
     notes = ""

@@ -140,6 +140,7 @@ class SearchResult:
     role: str = "receiver"
     regression: str | None = None   # the saved scenario that failed again (then nothing was generated)
     saved: str | None = None        # where the failure was saved
+    budget_spent: bool = False      # generating stopped at the time budget, before max_examples
 
     @property
     def verdict(self) -> str:
@@ -153,9 +154,10 @@ class _Stop(BaseException):
 
 
 def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool = True, seed: int | None = None,
-           max_steps: int = 25, role: str = "receiver", regressions=()) -> SearchResult:
+           max_steps: int = 25, role: str = "receiver", regressions=(), time_budget: float | None = None) -> SearchResult:
     """Replay the saved ``regressions`` (``(path, steps)`` pairs), then generate scenarios for
-    ``role`` until one breaks a strict rule (then shrink it) or ``max_examples`` pass. A saved
+    ``role`` until one breaks a strict rule (then shrink it), ``max_examples`` pass, or
+    ``time_budget`` seconds have passed (a failure found by then is still shrunk). A saved
     failure that fails again ends the search at once: a bug found once is reported again before any
     time goes to looking for new ones."""
     from .bridge import actions as bridge_actions, run_bridge
@@ -165,6 +167,8 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
     findings: dict[str, Outcome] = {}
     broken: list[ImplementationFailed] = []   # the implementation could not be driven: no verdict
     count = [0]
+    spent = [False]
+    start = time.monotonic()
     impl = factory(role)   # one implementation (one process) for every scenario
 
     @settings(max_examples=max_examples, derandomize=derandomize and seed is None, deadline=None, database=None,
@@ -172,6 +176,9 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
               verbosity=Verbosity.quiet)
     @given(st.lists(steps, max_size=max_steps))
     def scenario(acts):
+        if time_budget is not None and not failures and time.monotonic() - start >= time_budget:
+            spent[0] = True
+            raise _Stop
         count[0] += 1
         try:
             out = play(impl, profile, acts)
@@ -189,7 +196,6 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
         from hypothesis import seed as hseed
 
         scenario = hseed(seed)(scenario)
-    start = time.monotonic()
     try:
         for path, acts in regressions:
             out = play(impl, profile, acts)
@@ -203,13 +209,15 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
     if broken:
         raise broken[0]
     # the last failing run is the shrunk one (Hypothesis replays the minimal example last)
-    return SearchResult(profile, count[0], time.monotonic() - start, failures[-1] if failures else None, findings, role)
+    return SearchResult(profile, count[0], time.monotonic() - start, failures[-1] if failures else None, findings, role,
+                        budget_spent=spent[0])
 
 
 def render(results: list[SearchResult]) -> str:
     out = []
     for r in results:
         ran = "a saved scenario, nothing generated" if r.regression else f"{r.examples} scenarios"
+        ran += ", stopped by --time-budget" if r.budget_spent else ""
         out.append(f"corda {r.role}, profile {r.profile}: {r.verdict.upper()} ({ran}, {r.seconds:.1f} s)")
         for rule, f in sorted(r.findings.items()):
             v = next(v for v in f.violations if v.rule == rule)
@@ -233,7 +241,7 @@ def to_json(results: list[SearchResult]) -> str:
     return json.dumps({"protocol": "corda", "roles": sorted({r.role for r in results}),
                        "verdict": "fail" if any(r.failure for r in results) else "pass",
                        "profiles": [{"profile": r.profile, "verdict": r.verdict, "scenarios": r.examples,
-                                     "seconds": round(r.seconds, 2),
+                                     "seconds": round(r.seconds, 2), "time_budget_spent": r.budget_spent,
                                      "findings": {rule: [list(a) for a in f.actions] for rule, f in r.findings.items()},
                                      "failure": None if not r.failure else {
                                          "regression": r.regression, "saved": r.saved,
