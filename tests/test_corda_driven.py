@@ -285,3 +285,8 @@ def test_options_corda_cannot_honour_are_usage_errors(tmp_path, monkeypatch, cap
     assert main(["conform", "--protocol", "corda", "--role", "receiver", "--impl", REFERENCE, "--max-examples", "5",
                  "--regressions", str(tmp_path / "reg")] + flag) == 2
     assert says in capsys.readouterr().err and not (tmp_path / "r.html").exists()
+
+
+def test_a_spent_time_budget_still_runs_one_scenario():
+    r = search(reference_factory, "spec", max_examples=50, time_budget=1e-9)
+    assert r.examples == 1 and r.budget_spent and r.failure is None

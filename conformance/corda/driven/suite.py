@@ -157,7 +157,8 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
            max_steps: int = 25, role: str = "receiver", regressions=(), time_budget: float | None = None) -> SearchResult:
     """Replay the saved ``regressions`` (``(path, steps)`` pairs), then generate scenarios for
     ``role`` until one breaks a strict rule (then shrink it), ``max_examples`` pass, or
-    ``time_budget`` seconds have passed (a failure found by then is still shrunk). A saved
+    ``time_budget`` seconds have passed (a failure found by then is still shrunk; one scenario at
+    least, or a pass would be a verdict on nothing). A saved
     failure that fails again ends the search at once: a bug found once is reported again before any
     time goes to looking for new ones."""
     from .bridge import actions as bridge_actions, run_bridge
@@ -176,7 +177,7 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
               verbosity=Verbosity.quiet)
     @given(st.lists(steps, max_size=max_steps))
     def scenario(acts):
-        if time_budget is not None and not failures and time.monotonic() - start >= time_budget:
+        if time_budget is not None and count[0] and not failures and time.monotonic() - start >= time_budget:
             spent[0] = True
             raise _Stop
         count[0] += 1
