@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Drive an implementation under test through the catalogue of named scenarios (one per\n"
                                     "rule), then through generated ones (seeded, shrunk by Hypothesis); compare every step's outputs with the\n"
                                     "reference machine and check the rules on the receipts so far. A failing scenario is\n"
-                                    "shrunk, printed, and saved as JSON Lines that `rmkit replay` reruns exactly.\n\n"
+                                    "shrunk, printed, and saved (JSON Lines; corda: one JSON object) for `rmkit replay`.\n\n"
                                     "The implementation runs as a process speaking JSON Lines on stdin/stdout\n"
                                     "(--impl-cmd) or as a Python object (--impl module:factory); the adapter protocol is\n"
                                     "in the protocol's spec folder (spec/remp/adapter.md).",
@@ -258,22 +258,23 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "HYPOTHESIS_PROFILE=ci or --derandomize: fixed)")
     cf.add_argument("--derandomize", action="store_true", help="the same scenarios on every run (as in CI)")
     cf.add_argument("--time-budget", type=positive_seconds, metavar="S", help="stop generating after S seconds")
-    cf.add_argument("--catalogue-only", action="store_true", help="run the named scenarios only")
+    cf.add_argument("--catalogue-only", action="store_true", help="run the named scenarios only (remp, rmb)")
     cf.add_argument("--regressions", metavar="DIR", help="replay the scenarios saved in DIR first, and save new failures "
-                                                         "there (default: .rmkit/regressions)")
+                                                         "there (default: $RMKIT_REGRESSIONS, else .rmkit/regressions)")
     cf.add_argument("--format", choices=("text", "json", "junit"), default="text", help="report format (default: text)")
     cf.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
-    cf.add_argument("--html", metavar="FILE", help="also write a standalone HTML report (per-rule matrix)")
+    cf.add_argument("--html", metavar="FILE", help="also write a standalone HTML report (per-rule matrix; remp, rmb)")
     for name in protocol_names():
         get_protocol(name).add_conform_arguments(cf.add_argument_group(f"{name} options"))
     cf.set_defaults(func=cmd_conform, verdict=True)
 
     rp = sub.add_parser("replay", formatter_class=_Formatter, help="rerun a saved scenario against an implementation",
                         description="Rerun one scenario file written by `rmkit conform` (JSON Lines: a header, then one\n"
-                                    "event per line) against an implementation, step by step, and print each step's\n"
+                                    "event per line; corda: one JSON object) against an implementation, step by step,\n"
+                                    "and print each step's "
                                     "event, the expected and actual outputs, and the rule broken.",
                         epilog=CONFORM_EXIT_CODES)
-    rp.add_argument("scenario", metavar="FILE", help="scenario file (.jsonl)")
+    rp.add_argument("scenario", metavar="FILE", help="scenario file (.jsonl; corda: .json)")
     rp.add_argument("--protocol", default="remp")
     _add_impl_arguments(rp, role=False)
     rp.add_argument("--format", choices=("text", "json"), default="text")

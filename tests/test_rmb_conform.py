@@ -209,3 +209,21 @@ def test_every_rule_mutant_fails_by_its_rule(name):
     cls, profile, rule = MUTANTS[name]
     with Driven(variant_cmd(name), profile) as d:
         assert rule in d.failed_rules(d.run())
+
+
+@pytest.mark.parametrize("act, field", [
+    ({"answers": ["400"]}, "acts[0].answers: expected an object keyed by destination"),
+    ({"replies": ["good"]}, "acts[0].replies: expected an object keyed by destination"),
+    ({"answers": {"zz": ["400"]}}, "acts[0].answers.zz: expected a destination of"),
+    ({"try": True}, "acts[0].try: expected an integer >= 0"),
+])
+def test_a_saved_scenario_with_a_malformed_act_names_the_field(tmp_path, act, field):
+    """Read before anything starts: a usage error naming the file and field, not an internal error."""
+    from rmkit.conformance.rmb.driven.scenario import FORMAT
+    from rmkit.errors import UsageError
+
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"format": FORMAT, "profile": "spec",
+                                "acts": [{"act": "send", "dst": ["p2"], "exp": 30, "try": 2, **act}]}))
+    with pytest.raises(UsageError, match=re.escape(f"{path}: field {field}")):
+        read_scenario(path)

@@ -33,7 +33,7 @@ def conform(profile: str, args: argparse.Namespace) -> int:
         raise UsageError("--catalogue-only: protocol corda has no catalogue of named scenarios, only generated ones "
                          "(--catalogue-only applies to remp and rmb)")
     started = time.monotonic()
-    from rmkit.conformance.remp.driven.suite import regressions_dir   # here: replay does not need REMP's modules
+    from rmkit.conformance.cli_options import regressions_dir
 
     folder = regressions_dir(args.regressions)   # the same folder, and RMKIT_REGRESSIONS, as the other protocols
     check_writable_dir(str(folder), "--regressions" if args.regressions else "regressions folder")

@@ -20,7 +20,7 @@ from rmkit.conformance.remp.driven.report import ConformReport, unreached
 from rmkit.conformance.remp.driven.runner import FAIL, PASS, Failure, ScenarioResult, run_scenario
 from rmkit.conformance.remp.driven.scenario import Scenario, read_scenario, write_scenario
 from rmkit.conformance.remp.model import model_for
-from rmkit.conformance.cli_options import DEFAULT_REGRESSIONS, regressions_dir  # noqa: F401 (the suite's default, re-exported)
+from rmkit.conformance.cli_options import DEFAULT_REGRESSIONS
 
 ROLES = ("validator", "fullnode", "consumer")
 

@@ -95,8 +95,14 @@ def act_problem(a: dict) -> str | None:
         if not isinstance(dst, list) or not dst or any(t not in TARGETS for t in dst):
             return f"dst: expected a non-empty list of {', '.join(TARGETS)}"
         for k in ("exp", "try"):
-            if not isinstance(a.get(k), int) or a[k] < 0:
+            if type(a.get(k)) is not int or a[k] < 0:  # not bool: true is no number of tries
                 return f"{k}: expected an integer >= 0"
+        for part in ("answers", "replies"):
+            if not isinstance(a.get(part) or {}, dict):
+                return f"{part}: expected an object keyed by destination ({', '.join(TARGETS)})"
+            stray = [t for t in a.get(part) or {} if t not in TARGETS]
+            if stray:
+                return f"{part}.{stray[0]}: expected a destination of {', '.join(TARGETS)}"
         for t, plan in (a.get("answers") or {}).items():
             if not isinstance(plan, list) or not plan or any(x not in ANSWERS for x in plan):
                 return f"answers.{t}: expected a non-empty list of {', '.join(ANSWERS)}"
@@ -108,7 +114,7 @@ def act_problem(a: dict) -> str | None:
             return f"variant: expected one of {', '.join(REMOTE_VARIANTS)}"
         if a.get("from", "p2") not in ("p2", "p3"):
             return "from: expected p2 or p3 (the kit twins that post)"
-        if any(x not in ANSWERS for x in a.get("reply_answers") or []):
+        if not isinstance(a.get("reply_answers") or [], list) or any(x not in ANSWERS for x in a.get("reply_answers") or []):
             return f"reply_answers: expected answers of {', '.join(ANSWERS)}"
     elif a["act"] == "proxy" and a.get("variant") not in PROXY_VARIANTS:
         return f"variant: expected one of {', '.join(PROXY_VARIANTS)}"
