@@ -189,7 +189,7 @@ def test_an_adapter_that_closes_stdout_and_runs_on_is_a_crash(capsys, tmp_path):
     cmd = _adapter(tmp_path, "os.close(1)\ntime.sleep(60)\n")
     code, out, err = run(capsys, "conform", "--role", "consumer", "--impl-cmd", cmd, "--catalogue-only",
                          "--regressions", str(tmp_path / "regs"), "--timeout", "2")
-    assert code == 1 and no_traceback(err)
+    assert code == 2 and no_traceback(err) and "could not be driven as consumer" in err  # never past the hello
     assert "kept running" in out
 
 
@@ -200,7 +200,8 @@ def test_a_crash_at_hello_marks_rules_not_reached(capsys, tmp_path):
     import json
 
     doc = json.loads(out)
-    assert code == 1 and no_traceback(err)
+    assert code == 2 and no_traceback(err) and "could not be driven as validator" in err  # no rule put to it
+    assert doc["not_driven"] and "validator" in doc["not_driven"]
     statuses = {r["status"] for r in doc["rules"]}
     assert "fail" not in statuses and "not reached" in statuses
 
@@ -212,7 +213,7 @@ def test_junit_of_conform_is_valid_xml_when_the_adapter_prints_binary(capsys, tm
                              "sys.stdout.flush()\nsys.stderr.buffer.write(b'\\x07\\x08 err\\n')\n")
     code, out, err = run(capsys, "conform", "--role", "consumer", "--impl-cmd", cmd, "--catalogue-only",
                          "--regressions", str(tmp_path / "regs"), "--format", "junit")
-    assert code == 1 and no_traceback(err)
+    assert code == 2 and no_traceback(err)  # it never got past the hello: no verdict, and still a valid report
     ET.fromstring(out.split("\n", 1)[1])
 
 

@@ -372,11 +372,18 @@ def skip_queue_ack(ctx, mid, idxs):
 def queue_after_reject(ctx, mid, idxs):
     """REMP-SRC-001: a validator whose collator rejected the message takes it up again (in a
     finalized message: in one that every validator rejected, the validator back in the queue
-    would also leave it without an outcome, REMP-LIVE-001)."""
-    rej = _of(ctx, idxs, "RejectedByCollator")
-    if not rej or not _finalized_items(ctx, idxs):
+    would also leave it without an outcome, REMP-LIVE-001). In ever-node a validator may leave out
+    its intermediate receipts (REMP-FREE-006), so after a reject anything may follow; there the
+    validator reports its collator's IgnoredByCollator after its own Finalized, which stays final."""
+    if not _finalized_items(ctx, idxs):
         return None
-    i = rej[-1]
+    if ctx.profile == "spec":
+        after = _of(ctx, idxs, "RejectedByCollator")
+    else:
+        after = [i for i in _of(ctx, idxs, "Finalized") if ctx.role_of(ctx.stream[i][1]["source_id"]) == VALIDATOR_ROLE]
+    if not after:
+        return None
+    i = after[-1]
     kts, r = ctx.stream[i]
     new = {"kind": "PutIntoQueue", "message_id": mid, "timestamp": r["timestamp"] + 500 if r["timestamp"] else 0,
            "source_id": r["source_id"], "signature": ""}
