@@ -25,17 +25,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import queue
-import select
 import shlex
 import subprocess
 import sys
-import threading
-import time
 from typing import Any
 
 from rmkit.conformance.corda.spec import corda_spec
+from rmkit.conformance.deadline_io import Worker, read_line
 from rmkit.errors import UsageError
 from rmkit.reference_impl.corda.broker import Delivery, Queue
 from rmkit.reference_impl.corda.message import Message
@@ -147,7 +143,7 @@ class ProcessImplementation:
         except OSError as exc:
             raise ImplementationFailed(f"--impl-cmd {cmd!r}: cannot start ({exc.strerror})") from None
         self.timeout = timeout
-        self._buf = b""
+        self._buf = bytearray()
 
     def _exited(self, what: str) -> ImplementationFailed:
         try:
@@ -158,22 +154,18 @@ class ProcessImplementation:
         return ImplementationFailed(f"the implementation exited (code {code}) at {what}")
 
     def _readline(self, what: str) -> bytes:
-        deadline = time.monotonic() + self.timeout
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                self.kill()
-                part = f" (it wrote {self._buf[:200].decode('utf-8', 'replace')!r} without ending the line)" if self._buf else ""
-                raise ImplementationFailed(f"no reply to {what} within {self.timeout:g} s (--timeout){part}")
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                raise self._exited(what)
-            self._buf += chunk
-            if len(self._buf) > MAX_REPLY_BYTES and b"\n" not in self._buf:
-                self.kill()
-                raise ImplementationFailed(f"the reply to {what} is longer than {MAX_REPLY_BYTES:,} bytes without ending its line")
-        line, _, self._buf = self._buf.partition(b"\n")
+        try:
+            line = read_line(self.proc.stdout.fileno(), self._buf, self.timeout, MAX_REPLY_BYTES)
+        except TimeoutError:
+            self.kill()
+            part = f" (it wrote {self._buf[:200].decode('utf-8', 'replace')!r} without ending the line)" if self._buf else ""
+            raise ImplementationFailed(f"no reply to {what} within {self.timeout:g} s (--timeout){part}") from None
+        except OverflowError:
+            self.kill()
+            raise ImplementationFailed(f"the reply to {what} is longer than {MAX_REPLY_BYTES:,} bytes without "
+                                       "ending its line") from None
+        if line is None:
+            raise self._exited(what)
         return line
 
     def handle(self, event: dict) -> dict:
@@ -219,35 +211,22 @@ class InProcessImplementation:
 
     def __init__(self, factory, spec: str, role: str, timeout: float):
         self.spec, self.timeout = spec, timeout
-        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._worker = Worker()
         self._stuck = False
-        threading.Thread(target=self._serve, daemon=True, name="rmkit-corda-impl").start()
         self.obj = self._call(f"{spec}({role!r})", factory, role)
         if not callable(getattr(self.obj, "handle", None)):
             raise ImplementationFailed(f"the object {spec}({role!r}) returned has no handle(event) method")
 
-    def _serve(self) -> None:
-        while True:
-            fn, arg, box, done = self._calls.get()
-            try:
-                box.append((True, fn(arg)))
-            except BaseException as exc:  # noqa: BLE001 -- handed to the caller, which reports it
-                box.append((False, exc))
-            done.set()
-
     def _call(self, what: str, fn, arg):
         if self._stuck:
             raise ImplementationFailed(f"{what}: the implementation is still busy with a call that timed out")
-        box: list = []
-        done = threading.Event()
-        self._calls.put((fn, arg, box, done))
-        if not done.wait(self.timeout):
+        try:
+            return self._worker.call(fn, arg, self.timeout)
+        except TimeoutError:
             self._stuck = True
-            raise ImplementationFailed(f"{what} did not return within {self.timeout:g} s (--timeout)")
-        ok, value = box[0]
-        if not ok:
-            raise ImplementationFailed(f"{what} raised {type(value).__name__}: {value}")
-        return value
+            raise ImplementationFailed(f"{what} did not return within {self.timeout:g} s (--timeout)") from None
+        except (Exception, SystemExit) as exc:
+            raise ImplementationFailed(f"{what} raised {type(exc).__name__}: {exc}") from None
 
     def handle(self, event: dict) -> dict:
         what = event["type"]

@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from rmkit.conformance.cli_options import derandomize_wanted
+from rmkit.conformance.cli_options import derandomize_wanted, regressions_dir
 from rmkit.errors import RmkitError, UsageError
-from rmkit.guard import OutputError, check_writable_dir, decided, emit_report
+from rmkit.guard import OutputError, decided, emit_report
 
 from .adapters import ROLES, ImplementationFailed, open_factory
 from .bridge import run_bridge
@@ -33,10 +33,8 @@ def conform(profile: str, args: argparse.Namespace) -> int:
         raise UsageError("--catalogue-only: protocol corda has no catalogue of named scenarios, only generated ones "
                          "(--catalogue-only applies to remp and rmb)")
     started = time.monotonic()
-    from rmkit.conformance.cli_options import regressions_dir
-
-    folder = regressions_dir(args.regressions)   # the same folder, and RMKIT_REGRESSIONS, as the other protocols
-    check_writable_dir(str(folder), "--regressions" if args.regressions else "regressions folder")
+    # the same folder, and RMKIT_REGRESSIONS, as the other protocols (checked writable by `rmkit conform`)
+    folder = regressions_dir(args.regressions)
     saved = load_regressions(folder)
     factory = open_factory(args)
     derandomize = derandomize_wanted(args.derandomize)

@@ -40,12 +40,14 @@ def message(i: int, recovery: bool) -> Message:
     return Message(flow_id(seed, k, 0), session, k == 1, f"{session}/m{k}", uuid, seq)
 
 
-ACTIONS = ("arrive", "deliver", "tick", "crash", "broker_restart")   # arrive takes MESSAGE, RECOVERY
+# the actions without an argument, repeated by weight; arrive takes MESSAGE, RECOVERY
+_SIMPLE = ("deliver", "deliver", "tick", "crash", "broker_restart")
+ACTIONS = ("arrive",) + tuple(dict.fromkeys(_SIMPLE))
 
 
 def actions():
     arrive = st.tuples(st.just("arrive"), st.integers(0, len(MESSAGES) - 1), st.booleans())
-    simple = st.sampled_from([("deliver",), ("deliver",), ("tick",), ("crash",), ("broker_restart",)])
+    simple = st.sampled_from([(a,) for a in _SIMPLE])
     return st.one_of(arrive, simple, simple)
 
 

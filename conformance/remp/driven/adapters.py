@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import collections
 import importlib
-import os
-import queue
-import select
 import shlex
 import signal
 import _signal
@@ -21,6 +18,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from rmkit.conformance.deadline_io import Worker as _Worker, read_line
 from rmkit.conformance.remp.driven.codec import WireError, adapter_spec, from_json
 from rmkit.errors import UsageError
 
@@ -65,34 +63,6 @@ def _check_outputs(role: str, seq: int, outputs, raw: bytes, values: list | None
     return outputs
 
 
-class _Worker:
-    """Calls run on one daemon thread, so that a call that never returns can be abandoned (with its
-    thread) once the step timeout has passed: the kit goes on, the thread is left behind."""
-
-    def __init__(self):
-        self._calls: queue.SimpleQueue = queue.SimpleQueue()
-        threading.Thread(target=self._serve, daemon=True, name="rmkit-impl").start()
-
-    def _serve(self) -> None:
-        while True:
-            fn, arg, box = self._calls.get()
-            try:
-                box.append((True, fn(arg)))
-            except BaseException as exc:  # noqa: BLE001 -- handed to the caller, which reports it
-                box.append((False, exc))
-            box.done.set()
-
-    def call(self, fn, arg, timeout: float):
-        box = _Box()
-        self._calls.put((fn, arg, box))
-        if not box.done.wait(timeout):
-            raise TimeoutError
-        ok, value = box[0]
-        if not ok:
-            raise value
-        return value
-
-
 class _StepTimeout(BaseException):
     """Raised into an in-process call by the alarm (a BaseException, so that an implementation's
     ``except Exception`` does not swallow it)."""
@@ -126,12 +96,6 @@ class _Alarm:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             _signal.signal(signal.SIGALRM, old)
-
-
-class _Box(list):
-    def __init__(self):
-        super().__init__()
-        self.done = threading.Event()
 
 
 class InProcessImplementation:
@@ -247,7 +211,7 @@ class ProcessImplementation:
                                          stderr=subprocess.PIPE, bufsize=0)
         except OSError as exc:
             raise UsageError(f"--impl-cmd {self.cmd!r}: cannot start {self.argv[0]!r} ({exc.strerror or exc})") from None
-        self._buf = b""
+        self._buf = bytearray()
         self.batch = self._ready_due = False
         threading.Thread(target=self._read_err, args=(self.proc.stderr,), daemon=True).start()
 
@@ -256,20 +220,7 @@ class ProcessImplementation:
         here, with select, rather than handed over by a thread: the handover cost more than the
         reference's whole step); None at end of file; raises TimeoutError, or OverflowError for
         an answer longer than MAX_ANSWER_BYTES."""
-        deadline = time.monotonic() + self.timeout
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise TimeoutError
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return None
-            self._buf += chunk
-            if len(self._buf) > MAX_ANSWER_BYTES and b"\n" not in self._buf:
-                raise OverflowError
-        line, _, self._buf = self._buf.partition(b"\n")
-        return line
+        return read_line(self.proc.stdout.fileno(), self._buf, self.timeout, MAX_ANSWER_BYTES)
 
     def _read_err(self, stream) -> None:
         for line in iter(stream.readline, b""):
@@ -307,7 +258,7 @@ class ProcessImplementation:
             raise ImplementationFailure("timeout", step, f"no answer within {self.timeout:g} s (--timeout)",
                                         stderr=self.stderr()) from None
         except OverflowError:
-            head = self._buf[:300]
+            head = bytes(self._buf[:300])
             self.close()
             raise ImplementationFailure("oversized", step, f"the answer is longer than {MAX_ANSWER_BYTES:,} bytes "
                                                            "without ending its line", head, self.stderr()) from None
