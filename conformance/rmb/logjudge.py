@@ -24,7 +24,7 @@ import orjson
 from rmkit.conformance.rmb.directory import Directory
 from rmkit.conformance.rmb.model import message_problems
 from rmkit.conformance.rmb.signing import BadSignature, challenge, digest, parse_sig, verifies
-from rmkit.conformance.rmb.logrecords import TWIN_DIGITS, Rec, twin_number
+from rmkit.conformance.rmb.logrecords import TWIN_DIGITS, Rec, shown, twin_number
 
 # \d takes any script's digits: a note that states a TTL int() cannot read is found (an input problem)
 TTL_NOTE = re.compile(r"ttl (\d+) s")
@@ -68,12 +68,12 @@ class Ctx:
         if event == "backlog-set":
             m = TTL_NOTE.search(note)
             if m and not (m.group(1).isascii() and len(m.group(1)) <= TTL_DIGITS):
-                return f"expected 'ttl N s' with N at most {TTL_DIGITS} digits 0-9, found {_cut(m.group(0))}", "note"
+                return f"expected 'ttl N s' with N at most {TTL_DIGITS} digits 0-9, found {shown(m.group(0))}", "note"
         elif event == "forward-job":
             m = self.job_re.match(note)
             if m and twin_number(m.group(2)) is None:
                 return (f"expected a forward job {self.b['forward_job']!r} with dst a twin id (at most {TWIN_DIGITS} "
-                        f"digits 0-9), found {_cut(note)}"), "note"
+                        f"digits 0-9), found {shown(note)}"), "note"
         return None
 
     def attempts(self, msg: dict) -> int:
@@ -100,10 +100,6 @@ class Findings:
 
     def later(self, rule: str, why: str, due: float, *recs: Rec) -> None:
         self.pending.append((rule, why, [r for r in recs if r is not None], due))
-
-
-def _cut(text: str, n: int = 40) -> str:
-    return repr(text[:n]) + ("…" if len(text) > n else "")
 
 
 def fingerprint(msg: Any) -> bytes:

@@ -58,6 +58,11 @@ def twin_number(text: str) -> int | None:
     return None
 
 
+def shown(text: str, n: int = 40) -> str:
+    """``text`` as an error message quotes it: its first ``n`` characters, an ellipsis when cut."""
+    return repr(text[:n]) + ("…" if len(text) > n else "")
+
+
 def twin_of(who: str) -> int | None:
     """The twin a line's writer is (``twin-N``), None for a recorder."""
     return twin_number(who[5:]) if who.startswith("twin-") else None
@@ -66,7 +71,7 @@ def twin_of(who: str) -> int | None:
 def _who_problem(who: str) -> str | None:
     """A writer named as a twin whose number is no twin id (decode refuses the line)."""
     if who.startswith("twin-") and who[5:].isdigit() and twin_of(who) is None:
-        return f"expected twin-N with N a twin id (at most {TWIN_DIGITS} digits 0-9) or a recorder's name, found {who[:40]!r}" + ("…" if len(who) > 40 else "")
+        return f"expected twin-N with N a twin id (at most {TWIN_DIGITS} digits 0-9) or a recorder's name, found {shown(who)}"
     return None
 
 
@@ -76,8 +81,7 @@ def _peer_problem(peer: Any) -> str | None:
     if isinstance(peer, str) and "@" in peer:
         head = peer.split("@", 1)[0]
         if head.isdigit() and twin_number(head) is None:
-            return (f"expected N@address with N a twin id (at most {TWIN_DIGITS} digits 0-9), found {peer[:40]!r}"
-                    + ("…" if len(peer) > 40 else ""))
+            return f"expected N@address with N a twin id (at most {TWIN_DIGITS} digits 0-9), found {shown(peer)}"
     return None
 
 
