@@ -13,7 +13,6 @@ not 1, which would read as non-conformance.
 
 from __future__ import annotations
 
-import shlex
 import shutil
 
 import pytest
@@ -69,18 +68,15 @@ def pytest_configure(config):
     try:
         get_protocol("remp").check_profile(config.getoption("rmkit_profile"))
         check_writable_dir(str(regressions_dir(config.getoption("rmkit_regressions"))), "--rmkit-regressions")
-        cmd = config.getoption("rmkit_impl_cmd")
-        if cmd is not None:
-            argv = shlex.split(cmd)
-            if not argv:
-                raise pytest.UsageError("--rmkit-impl-cmd: expected a command, found an empty string")
-            if shutil.which(argv[0].replace("ROLE", "validator")) is None:
-                raise pytest.UsageError(f"--rmkit-impl-cmd {cmd!r}: cannot start {argv[0]!r}: "
-                                        "no such executable (give a path or a command on PATH)")
-        else:
-            from rmkit.conformance.remp.driven.adapters import open_implementation
+        from rmkit.conformance.remp.driven.adapters import open_implementation
 
-            open_implementation(_Args(config), (roles or ROLES)[0]).close()  # loads MODULE:FACTORY
+        # the command's form checked (its process starts with the first scenario), or MODULE:FACTORY loaded
+        impl = open_implementation(_Args(config), (roles or ROLES)[0])
+        argv = getattr(impl, "argv", None)
+        impl.close()
+        if argv is not None and shutil.which(argv[0]) is None:
+            raise pytest.UsageError(f"--rmkit-impl-cmd {config.getoption('rmkit_impl_cmd')!r}: cannot start "
+                                    f"{argv[0]!r}: no such executable (give a path or a command on PATH)")
     except (RmkitError, ValueError) as exc:  # ValueError: shlex's unclosed quote
         raise pytest.UsageError(f"rmkit: {exc}") from None
     config.stash[_REACHED] = {}

@@ -395,8 +395,7 @@ class Interpreter:
             res.error = error
         elif error is not None:
             res.verdict, res.error = ERROR, error
-        elif self.initial == 0 or (self.initial is None and self.mode == MODEL_CHECK and self.success
-                                     and not self.distinct):
+        elif self.initial == 0:
             # a run over no state checked nothing: the initial predicate holds in no state (or the
             # constants leave nothing to choose from), and every property holds vacuously
             res.verdict = ERROR
