@@ -78,18 +78,16 @@ def compile_validator(kind: str, fields: tuple[FieldCheck, ...], typed: bool = F
     return env["validate"]
 
 
-def _reaches(start: str, targets: frozenset, steps) -> bool:
-    """Whether ``start`` is in ``targets`` or leads to one by transitions ``steps`` ((to, from) pairs)."""
+def _reachable(start: str, steps) -> set[str]:
+    """The positions ``start`` leads to by transitions ``steps`` ((to, from) pairs), itself included."""
     seen, todo = {start}, [start]
     while todo:
         pos = todo.pop()
-        if pos in targets:
-            return True
         for to, allowed in steps:
             if pos in allowed and to not in seen:
                 seen.add(to)
                 todo.append(to)
-    return False
+    return seen
 
 
 @dataclass(frozen=True)
@@ -368,13 +366,16 @@ class RempModel:
         (``transitions``: TLA+ constants, reference machines, docs) stays the documents' one."""
         skipping = {role for fr in spec["freedoms"]["freedoms"] if fr["name"] == "skip_intermediate"
                     and self.profile in fr["profiles"] for role in fr["roles"]}
+        reach = {}  # role -> position -> the positions its left-out receipts lead to
+        for role in skipping:
+            steps = [kt.transitions[role] for kt in kinds.values() if role in kt.transitions and not kt.final]
+            reach[role] = {p: _reachable(p, steps) for p in self.roles[role].positions}
         out = {}
         for name, ki in kinds.items():
             log = dict(ki.transitions)
-            for role in skipping & set(ki.transitions):
-                steps = [kt.transitions[role] for kt in kinds.values() if role in kt.transitions and not kt.final]
+            for role in reach.keys() & ki.transitions.keys():
                 to, allowed = ki.transitions[role]
-                log[role] = (to, frozenset(p for p in self.roles[role].positions if _reaches(p, allowed, steps)))
+                log[role] = (to, frozenset(p for p, led_to in reach[role].items() if led_to & allowed))
             out[name] = dataclasses.replace(ki, log_transitions=log)
         return out
 
