@@ -264,6 +264,7 @@ def _write(cfg: BulkConfig, part: int, path: Path, items, marks: dict, track: bo
     last_t = None
     buf: list = []
     raw, f = _open(path, cfg.gzip)
+    complete = False
 
     def flush():
         chunk = b"".join(buf)
@@ -296,10 +297,13 @@ def _write(cfg: BulkConfig, part: int, path: Path, items, marks: dict, track: bo
                 flush()
         if buf:
             flush()
+        complete = True
     finally:
         if f is not raw:
             f.close()
         raw.close()
+        if not complete:  # a part cut short (a key set too small) must not look whole
+            path.unlink(missing_ok=True)
     if cfg.gzip:
         with open(path, "rb") as g:
             for chunk in iter(lambda: g.read(1 << 20), b""):

@@ -41,11 +41,15 @@ examples:
 """
 
 
+DEFAULT_VALIDATORS = 7
+
+
 def add_arguments(group: argparse._ArgumentGroup) -> None:
     group.description = EPILOG
     group.add_argument("--messages", type=int, default=1000, help="number of external messages (default 1000)")
     group.add_argument("--receipts", type=int, help="stop after this many receipts instead (one file only)")
-    group.add_argument("--validators", type=int, default=7, metavar="V", help="validators per master session (default 7)")
+    group.add_argument("--validators", type=int, metavar="V",
+                       help=f"validators per master session (default {DEFAULT_VALIDATORS}; with --keys, the key set's)")
     group.add_argument("--kafka", action="store_true", help="write a Kafka dump (topic, partition, offset, timestamp, key, value)")
     group.add_argument("--lifetime", type=positive_seconds, metavar="S", help="mc_catchain_lifetime in seconds (default: the spec's)")
     group.add_argument("--keys", metavar="DIR", help="sign every receipt with the keys of DIR (written by `rmkit keys gen`): "
@@ -58,7 +62,13 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--gzip", action="store_true", help="multi-file log: write part-NNNNN.jsonl.gz")
 
 
-SIM_LIFETIME_S = (1, 3600)  # the lifetimes the simulator runs in reasonable time (spec: 250)
+LONGEST_LIFETIME_S = 3600  # above, the simulator spends its time ticking through empty sessions (spec: 250)
+_DIRECTORY_ONLY = ("--files", "--violations", "--jobs", "--gzip")
+
+
+def _directory_options(args: argparse.Namespace) -> list:
+    given = (args.files is not None, args.violations is not None, args.jobs is not None, args.gzip)
+    return [flag for flag, on in zip(_DIRECTORY_ONLY, given) if on]
 
 
 def wants_directory(args: argparse.Namespace) -> bool:
@@ -66,18 +76,29 @@ def wants_directory(args: argparse.Namespace) -> bool:
     out = args.out
     if out == "-":
         return False
-    return (os.path.isdir(out) or out.endswith(("/", os.sep)) or args.files is not None
-            or args.violations is not None or args.jobs is not None or args.gzip)
+    return os.path.isdir(out) or out.endswith(("/", os.sep)) or bool(_directory_options(args))
 
 
 def run(profile: str, args: argparse.Namespace) -> int:
     if args.messages < 1 or (args.receipts is not None and args.receipts < 1):
         raise UsageError(f"--messages and --receipts: expected numbers >= 1, found {args.messages} and {args.receipts}")
-    if args.lifetime is not None and not SIM_LIFETIME_S[0] <= args.lifetime <= SIM_LIFETIME_S[1]:
-        # below, sessions switch faster than a message can be finalized (5-25 s) and the simulation
-        # never settles; above, it spends its time ticking through empty sessions
-        raise UsageError(f"--lifetime: the simulator takes {SIM_LIFETIME_S[0]}..{SIM_LIFETIME_S[1]} seconds, "
-                         f"found {args.lifetime:g}")
+    if args.lifetime is not None:
+        from rmkit.reference_impl.remp.simulator import shortest_lifetime_s
+
+        shortest = shortest_lifetime_s(profile)
+        if not shortest <= args.lifetime <= LONGEST_LIFETIME_S:
+            # below, its sessions end earlier than the spec lets a Timeout come (REMP-EXPIRY-002)
+            raise UsageError(f"--lifetime: the simulator takes {shortest}..{LONGEST_LIFETIME_S} seconds, found "
+                             f"{args.lifetime:g} (below {shortest} s its sessions, less the time a switch waits for "
+                             f"its last round, would end before the spec's earliest Timeout)")
+    if args.out == "-" and _directory_options(args):
+        raise UsageError(f"{', '.join(_directory_options(args))}: apply to a multi-file log (-o DIR); -o - writes "
+                         f"one log to stdout")
+    if getattr(args, "keys", None) and args.validators is not None:
+        raise UsageError("--validators: with --keys, each master session runs the validators its key set lists; "
+                         "leave --validators out (or write a key set with rmkit keys gen --validators N)")
+    if args.validators is None:
+        args.validators = DEFAULT_VALIDATORS
     if not 1 <= args.validators <= 1000:
         raise UsageError(f"--validators: expected a number from 1 to 1000, found {args.validators}")
     if wants_directory(args):

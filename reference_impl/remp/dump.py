@@ -10,6 +10,7 @@ time an ever-node validator receipt has, as its own timestamp is 0). ``.gz`` pat
 from __future__ import annotations
 
 import gzip
+import os
 import sys
 from typing import Iterable
 
@@ -29,20 +30,43 @@ class _Stdout:
         return False
 
 
-def _open(path: str):
-    """A binary file to write: ``-`` is standard output, ``.gz`` is compressed."""
+def _open(path: str, compress: bool):
+    """A binary file to write: ``-`` is standard output."""
     if path == "-":
         return _Stdout()
-    if path.endswith(".gz"):
+    if compress:
         return gzip.open(path, "wb", compresslevel=3)
     return open(path, "wb", buffering=1 << 20)
 
 
 def _write_lines(path: str, lines: Iterable[bytes]) -> int:
-    """Write already-encoded lines in chunks; return how many were written."""
+    """Write already-encoded lines in chunks (``.gz`` paths compressed); return how many.
+
+    A file is written under a temporary name beside it and renamed when complete, so that a
+    source failing midway (a key set too small for the run) leaves no truncated log that looks
+    whole, and an older file of that name stays until then. What is not a regular file (stdout, a
+    pipe, a device, a symbolic link) is written in place."""
+    compress = path.endswith(".gz")
+    if path == "-" or os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
+        return _write_chunks(_open(path, compress), lines)
+    folder, name = os.path.split(path)
+    partial = os.path.join(folder, f".{name}.partial-{os.getpid()}")
+    try:
+        n = _write_chunks(_open(partial, compress), lines)
+        os.replace(partial, path)
+    except BaseException:
+        try:
+            os.unlink(partial)
+        except OSError:
+            pass
+        raise
+    return n
+
+
+def _write_chunks(out, lines: Iterable[bytes]) -> int:
     n = 0
     buf: list = []
-    with _open(path) as f:
+    with out as f:
         for line in lines:
             buf.append(line)
             if len(buf) >= _CHUNK:

@@ -29,10 +29,13 @@ writers.
 from __future__ import annotations
 
 import heapq
+import math
 import random
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Optional
+
+from rmkit.errors import InputError
 
 from .events import (ACCEPTED, FORWARD, IGNORED, REJECTED, BlockRef, BlockRefused, CatchainBroadcast,
                      CatchainRecord, CollationRound, CollatorResult, Forwarded, ForwardedDigests,
@@ -99,6 +102,22 @@ class SimConfig:
     node_seed: Optional[int] = None
 
 
+def shortest_lifetime_s(profile: str, config: SimConfig = SimConfig()) -> int:
+    """The shortest whole mc_catchain_lifetime, in seconds, this simulator runs honestly.
+
+    A session lasts the lifetime less up to ``session_jitter`` of it and less the time a switch
+    waits for its last round; a message queued at a session's end times out at the next one's
+    end. The spec judges a Timeout by time as early below ``lifetimes.timeout_floor_lifetimes``
+    (REMP-EXPIRY-002), so below this lifetime a clean simulation would break the rule it checks."""
+    floor = traits(profile).model.timeout_floor_lifetimes
+    room = 1 - config.session_jitter - floor
+    if room <= 0:
+        raise ValueError(f"session_jitter {config.session_jitter} leaves no session as long as the spec's "
+                         f"timeout floor ({floor} lifetimes)")
+    wait_ms = config.consensus_ms + config.chain_ms + 1
+    return math.ceil(wait_ms / (room * 1000))
+
+
 class Simulation:
     """One run. Iterate :meth:`timed` (or :meth:`receipts`) once; counters fill as it runs."""
 
@@ -111,7 +130,8 @@ class Simulation:
 
             ks = c.keys if isinstance(c.keys, KeySet) else load_key_set(c.keys)
             if not ks.full_node_ids:
-                raise ValueError(f"the key set {ks.validator_set.path} has no full node key")
+                raise InputError(f"--keys: the key set {ks.validator_set.path} has no full node key, and a full node "
+                                 f"signs every SentToValidators: generate one with rmkit keys gen --full-nodes 1")
             self.key_sessions = [s.order for s in ks.validator_set.sessions]
             fullnode_key = ks.full_node_ids[0]
             signer = Signer(ks.private.values(), c.profile)
@@ -182,8 +202,9 @@ class Simulation:
         if s is None:
             if self.key_sessions is not None:
                 if k > len(self.key_sessions):
-                    raise ValueError(f"the key set has {len(self.key_sessions)} sessions and the simulation reached "
-                                     f"session {k}: generate more (rmkit keys gen --sessions {2 * k})")
+                    raise InputError(f"--keys: the key set has {len(self.key_sessions)} master sessions and the "
+                                     f"simulation reached session {k}: generate more (rmkit keys gen --sessions "
+                                     f"{2 * k}) or simulate fewer messages")
                 s = self.sets[k] = tuple(self.key_sessions[k - 1])
                 return s
             n, pool = self.config.validators, self.pool
