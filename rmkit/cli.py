@@ -195,7 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
                  "     (each reported on stderr with file:line and field)"),
         "verify": ("verify receipts' signatures against a validator set",
                    "Report for each receipt: valid, invalid, unknown-source, unsigned or malformed, with\n"
-                   "the reason; then the counts.",
+                   "the reason; then the counts. A signature is valid only in the profile's encoding (hex\n"
+                   "for spec, base64 for ever-node), as rmkit check judges it; one that verifies in the\n"
+                   "other encoding is malformed.",
                    "exit codes:\n  0  every receipt is valid (or unsigned where the profile allows it)\n"
                    "  1  some receipts are not valid\n  2  usage error, unreadable input lines, or no receipt at all"),
     }
@@ -448,6 +450,9 @@ def cmd_spec_validate(args) -> int:
     return EXIT_PASS
 
 
+DIAGRAM_SUFFIXES = (".dot", ".gv", ".svg", ".png", ".pdf")
+
+
 def cmd_spec_diagram(args) -> int:
     proto = get_protocol(args.protocol)
     check_writable_file(args.out, "-o")
@@ -456,6 +461,9 @@ def cmd_spec_diagram(args) -> int:
         sys.stdout.write(dot)
         return EXIT_PASS
     out = Path(args.out)
+    if out.suffix not in DIAGRAM_SUFFIXES:
+        raise UsageError(f"-o {out}: expected a file ending in {', '.join(DIAGRAM_SUFFIXES)} (DOT text, or rendered "
+                         f"by Graphviz), found {out.suffix or 'no suffix'!r}")
     if out.suffix == ".dot" or out.suffix == ".gv":
         write_output(str(out), dot, "-o")
     else:
@@ -477,10 +485,10 @@ def cmd_spec_docs(args) -> int:
     text = get_protocol(args.protocol).docs()
     if args.check:
         try:
-            current = Path(args.check).read_text(encoding="utf-8")
+            current = Path(args.check).read_bytes()  # bytes: a file that is not UTF-8 is simply out of date
         except OSError as exc:
             raise UsageError(f"--check {args.check}: cannot read ({exc.strerror})") from None
-        if current != text:
+        if current != text.encode("utf-8"):
             print(f"{args.check} is out of date with the spec: regenerate it with "
                   f"`rmkit spec docs --protocol {args.protocol} -o {args.check}`", file=sys.stderr)
             return EXIT_VIOLATIONS

@@ -147,7 +147,10 @@ def check_writable_file(path: str | None, flag: str) -> None:
         raise OutputError(f"{flag} {path}: expected a file to write, found a folder")
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
-        raise OutputError(f"{flag} {path}: cannot write: the folder {str(parent)!r} does not exist")
+        missing = next((a for a in (parent, *parent.parents) if a.exists()), None)
+        found = f"{str(missing)!r} is a file, not a folder" if missing is not None and not missing.is_dir() else \
+            f"the folder {str(parent)!r} does not exist"
+        raise OutputError(f"{flag} {path}: cannot write: {found}")
     if (p.exists() and not os.access(p, os.W_OK)) or not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(f"{flag} {path}: cannot write: permission denied")
 

@@ -163,3 +163,86 @@ def test_diagram_formats_other_than_dot_need_graphviz(capsys, tmp_path, monkeypa
     monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` here
     code, _, err = run(capsys, "spec", "diagram", "-o", str(tmp_path / "d.svg"))
     assert code == 2 and "apt-get install graphviz" in err
+
+
+def test_simulate_refuses_options_it_would_ignore(capsys, tmp_path):
+    # stdout holds one log: the multi-file options would be dropped without a word
+    for extra in (["--violations", "0.5"], ["--files", "2"], ["--jobs", "2"], ["--gzip"]):
+        code, out, err = run(capsys, "simulate", "--messages", "30", *extra, "-o", "-")
+        assert code == 2 and extra[0] in err and "multi-file" in err and out == ""
+    # a key set decides each session's validators: --validators would be ignored
+    assert run(capsys, "keys", "gen", "--validators", "4", "--sessions", "6", "--seed", "v", "--out", str(tmp_path / "k"))[0] == 0
+    code, _, err = run(capsys, "simulate", "--keys", str(tmp_path / "k"), "--validators", "5", "-o", str(tmp_path / "x.jsonl"))
+    assert code == 2 and "--validators" in err and not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize("profile", ["spec", "ever-node"])
+def test_simulate_lifetimes_are_those_its_logs_pass_at(capsys, tmp_path, profile):
+    from rmkit.reference_impl.remp.simulator import shortest_lifetime_s
+
+    shortest = shortest_lifetime_s(profile)
+    code, _, err = run(capsys, "simulate", "--profile", profile, "--lifetime", str(shortest - 1), "-o", str(tmp_path / "a.jsonl"))
+    assert code == 2 and f"{shortest}..3600" in err
+    # at the shortest lifetime a clean simulation still passes the spec's earliest Timeout (REMP-EXPIRY-002)
+    for seed in ("1", "2", "3"):
+        log = tmp_path / f"s{seed}.jsonl"
+        assert run(capsys, "simulate", "--profile", profile, "--seed", seed, "--messages", "400",
+                   "--lifetime", str(shortest), "-o", str(log))[0] == 0
+        code, out, _ = run(capsys, "check", "--profile", profile, "--lifetime", str(shortest), "--format", "json", str(log))
+        assert code == 0, [v["rule"] for v in json.loads(out)["violations"]][:5]
+
+
+@pytest.mark.parametrize("form", ["file", "directory"])
+def test_simulate_with_an_unfit_key_set_is_an_input_error_and_leaves_no_partial_log(capsys, tmp_path, form):
+    assert run(capsys, "keys", "gen", "--validators", "3", "--full-nodes", "0", "--seed", "k", "--out", str(tmp_path / "nofn"))[0] == 0
+    assert run(capsys, "keys", "gen", "--validators", "3", "--sessions", "1", "--seed", "k", "--out", str(tmp_path / "one"))[0] == 0
+    for keys, messages, said in (("nofn", "20", "no full node key"), ("one", "3000", "generate more")):
+        out = tmp_path / (f"{keys}.jsonl" if form == "file" else f"{keys}-dir/")
+        code, _, err = run(capsys, "simulate", "--keys", str(tmp_path / keys), "--messages", messages, "-o", str(out))
+        assert code == 2 and err.startswith("rmkit: error: --keys") and said in err and "internal error" not in err
+        if form == "file":
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["nofn", "one"]  # no log, no partial file
+        else:
+            assert not out.exists() or not list(out.iterdir())
+
+
+def test_a_file_written_whole_keeps_the_old_one_until_done_and_streams_to_devices(tmp_path):
+    from rmkit.reference_impl.remp.dump import write_jsonl
+
+    log = tmp_path / "l.jsonl"
+    log.write_text("old\n")
+
+    def failing():
+        yield {"a": 1}
+        raise RuntimeError("source failed")
+
+    with pytest.raises(RuntimeError):
+        write_jsonl(str(log), failing())
+    assert log.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["l.jsonl"]
+    assert write_jsonl(str(log), [{"a": 1}]) == 1 and log.read_text() == '{"a":1}\n'
+    assert write_jsonl("/dev/null", [{"a": 1}]) == 1
+
+
+def test_output_under_a_file_says_it_is_a_file(capsys, tmp_path):
+    (tmp_path / "f").write_text("x")
+    code, _, err = run(capsys, "simulate", "-o", str(tmp_path / "f" / "x.jsonl"))
+    assert code == 2 and "is a file, not a folder" in err
+
+
+def test_spec_docs_check_of_a_file_that_is_not_utf8_is_out_of_date(capsys, tmp_path):
+    odd = tmp_path / "bin.md"
+    odd.write_bytes(b"\xff\xfe")
+    code, _, err = run(capsys, "spec", "docs", "--check", str(odd))
+    assert code == 1 and "out of date" in err
+
+
+def test_diagram_suffix_is_checked_before_graphviz(capsys, tmp_path):
+    for name in ("d.txt", "d"):
+        code, _, err = run(capsys, "spec", "diagram", "-o", str(tmp_path / name))
+        assert code == 2 and "expected a file ending in .dot" in err and "Graphviz `dot` program" not in err
+
+
+@pytest.mark.parametrize("rule", ["CORDA-ID-002", "CORDA-BRIDGE-001", "CORDA-QUEUE-001"])
+def test_explain_says_why_a_corda_rule_has_no_log_example(capsys, rule):
+    code, out, _ = run(capsys, "explain", rule)
+    assert code == 0 and "not checked from logs" in out and "rmkit corda torture" in out

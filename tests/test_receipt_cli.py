@@ -166,3 +166,22 @@ def test_explain_signature_rules(capsys):
     for rule in ("REMP-SIG-002", "REMP-SIG-003", "REMP-SIG-004"):
         code, out, _ = run(capsys, "explain", rule)
         assert code == 0 and f"-> {rule}" in out, out
+
+
+def test_verify_judges_the_profiles_signature_encoding_as_check_does(capsys, tmp_path, keys):
+    import base64
+
+    unsigned = [{k: v for k, v in x["receipt"].items() if k not in ("source_id", "signature")} for x in VECTORS if x["profile"] == "spec"]
+    src = _file(tmp_path, unsigned[:3], "u.jsonl")
+    code, out, _ = run(capsys, "receipt", "sign", "--key", keys / "keys" / "validator-1.json", src)
+    signed = [json.loads(x) for x in out.splitlines()]
+    # the same signature in base64, as the ever-node profile writes it: it verifies, but is not spec's encoding
+    other = [dict(r, signature=base64.b64encode(bytes.fromhex(r["signature"])).decode()) for r in signed]
+    code, out, _ = run(capsys, "receipt", "verify", "--validators", keys / "validators.yaml", _file(tmp_path, other, "b.jsonl"))
+    assert code == 1 and out.splitlines()[-1] == "3 receipt(s): 0 valid, 0 invalid, 0 unknown-source, 0 unsigned, 3 malformed"
+    assert "the spec profile's encoding" in out and "verifies in another encoding" in out
+    code, _, _ = run(capsys, "check", "--validators", keys / "validators.yaml", _file(tmp_path, other, "b.jsonl"))
+    assert code == 1  # rmkit check: REMP-SIG-001
+    code, out, _ = run(capsys, "receipt", "verify", "--profile", "ever-node", "--validators", keys / "validators.yaml",
+                       _file(tmp_path, other, "b.jsonl"))
+    assert "3 valid" in out.splitlines()[-1]

@@ -14,7 +14,7 @@ from typing import Any
 from rmkit.examples import fixture_example
 from rmkit.rules import OFF
 
-from rmkit.conformance.corda.checker import CordaLogChecker
+from rmkit.conformance.corda.checker import NOT_IN_RECORDS, CordaLogChecker
 from rmkit.conformance.corda.spec import corda_spec, profiles
 
 
@@ -25,6 +25,10 @@ def _fixture_root():
 def explain_rule(rule_id: str) -> dict[str, Any]:
     rule = corda_spec(profiles()[0]).rules[rule_id]
     out: dict[str, Any] = {"rule": rule, "example": None}
+    if rule_id in NOT_IN_RECORDS:  # no fixture can show it; say so, and where it is judged
+        out["not_loggable"] = (f"{NOT_IN_RECORDS[rule_id]}; rmkit corda torture and rmkit conform --protocol corda "
+                               f"judge it")
+        return out
     manifest = json.loads((_fixture_root() / "manifest.json").read_text(encoding="utf-8"))["fixtures"]
     for profile in [p for p in profiles() if rule.mode(p) != OFF]:
         entry = next((f for f in manifest if f["profile"] == profile and f["file"].endswith(f"/{rule_id}.jsonl")), None)

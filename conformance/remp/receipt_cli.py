@@ -149,7 +149,7 @@ def sign(profile: str, args, out: IO[str], err: IO[str]) -> int:
 
 def verify(profile: str, args, out: IO[str], err: IO[str]) -> int:
     from rmkit.conformance.remp.model import model_for
-    from rmkit.conformance.remp.signing import STATUSES, UNSIGNED, VALID, Verifier
+    from rmkit.conformance.remp.signing import MALFORMED, STATUSES, UNSIGNED, VALID, Verifier
     from rmkit.conformance.remp.sources import load_validator_set
 
     valset = load_validator_set(args.validators)
@@ -160,6 +160,7 @@ def verify(profile: str, args, out: IO[str], err: IO[str]) -> int:
     model = model_for(profile)
     unsigned_ok = model.unsigned_roles
     kinds = model.kinds
+    encoding_ok = model.signature_check  # the profile's signature format, as rmkit check's REMP-SIG-001 reads it
     reader = _Reader(args.input, err)
     counts = dict.fromkeys(STATUSES, 0)
     allowed_unsigned = 0
@@ -168,6 +169,10 @@ def verify(profile: str, args, out: IO[str], err: IO[str]) -> int:
         ts = receipt.get("timestamp")
         at = ts if type(ts) is int and ts > 0 else kts
         status, reason = verifier.verify(receipt, at)
+        if status == VALID and not encoding_ok(receipt["signature"]):
+            # the bytes verify, but not as the profile writes them: rmkit check would flag REMP-SIG-001
+            status, reason = MALFORMED, (f"signature: expected {model.signature_expected} (the {profile} profile's "
+                                         f"encoding); the signature verifies in another encoding")
         counts[status] += 1
         if status == UNSIGNED:
             src = receipt.get("source_id")

@@ -13,7 +13,9 @@ Choices, documented in ``spec/remp/keys.md``:
   the source id is part of the signed bytes, and signing in another node's name silently would
   hide a mix-up of keys.
 - The signature is written as the profile's behaviour ``signature_encoding`` says: lowercase hex
-  (128 digits) for ``spec``, base64 for ``ever-node``. Verification accepts either.
+  (128 digits) for ``spec``, base64 for ``ever-node``. :class:`Verifier` decodes either, so that
+  it says whether the key signed the bytes; ``rmkit receipt verify`` then calls a signature in the
+  other encoding ``malformed``, as ``rmkit check`` flags it (REMP-SIG-001).
 - :func:`verify_receipt` answers one of ``valid``, ``invalid`` (the signature does not verify with
   the source's key), ``unknown-source`` (no key for the source id, or the source is not in the
   validator set of the session in force at the receipt's time), ``unsigned`` (no signature) or
