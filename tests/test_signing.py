@@ -436,3 +436,13 @@ def test_the_seeds_repeated_block_file_hash_is_kept_by_the_tools(tmp_path):
     out = subprocess.run([sys.executable, "-m", "rmkit", "receipt", "encode", str(path)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == signed_bytes(r).hex()
+
+
+def test_malformed_reasons_say_what_the_value_looks_like():
+    rec = SPEC_VEC["receipt"]
+    # a number beyond 64 bits reaches the reader as a float: the reason says it is too big, not "not an integer"
+    res = verify_receipt(dict(rec, timestamp=float(2 ** 70)), VECTOR_SET)
+    assert res.status == MALFORMED and "beyond 64 bits" in res.reason and "TL long" in res.reason, res
+    # 128 characters that are not all hex digits: read as base64, the reason says why it is not hex
+    res = verify_receipt(dict(rec, signature="zz" * 64), VECTOR_SET)
+    assert res.status == MALFORMED and "not a hex digit" in res.reason, res

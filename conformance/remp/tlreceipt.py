@@ -354,7 +354,9 @@ def _from_json(v: _Value, raw: Any) -> Any:
     if enc == "integer":
         lo, hi = INT_RANGES[v.tl_type]
         if not isinstance(raw, int) or isinstance(raw, bool):
-            raise ReceiptConversionError(v.json, "an integer", _show(raw))
+            big = isinstance(raw, float) and raw.is_integer() and abs(raw) >= 2 ** 63  # the JSON reader's float
+            raise ReceiptConversionError(v.json, f"an integer in [{lo}, {hi}] (TL {v.tl_type})" if big else "an integer",
+                                         f"{_show(raw)}, a number beyond 64 bits" if big else _show(raw))
         if not lo <= raw <= hi:
             raise ReceiptConversionError(v.json, f"an integer in [{lo}, {hi}] (TL {v.tl_type})", str(raw))
         return int(raw)
@@ -543,7 +545,9 @@ def decode_signature(receipt: dict) -> bytes | None:
     if base64.b64encode(data).decode("ascii") != raw:
         raise ReceiptConversionError(name, "canonical base64 (padded, unused bits zero)", _show(raw))
     if len(data) != size:
-        raise ReceiptConversionError(name, f"{size} bytes (base64)", f"{len(data)} bytes of base64")
+        hint = (f" (as long as {size} bytes of hex, but with a character that is not a hex digit)"
+                if len(raw) == 2 * size else "")
+        raise ReceiptConversionError(name, f"{size} bytes (base64)", f"{len(data)} bytes of base64{hint}")
     return data
 
 
