@@ -610,6 +610,28 @@ def test_kafka_dump_records(tmp_path):
     assert remp.write_jsonl(str(tmp_path / "x.jsonl.gz"), (r for _, r in timed)) == len(timed)
 
 
+def test_messages_the_network_keeps_from_every_validator_are_known(tmp_path):
+    """The one exception to a conforming log: with one validator per session the 1% loss keeps
+    some messages from every validator (the full node sends to each once). The run lists them,
+    each with its one receipt (SentToValidators) and its place in the log, and those the log runs
+    a horizon past are exactly what the checker finds lost."""
+    from rmkit.conformance.remp.planting import lost_by_design
+
+    s = remp.Simulation(remp.SimConfig(seed=4, validators=1, messages=6000, lifetime_s=20))
+    timed = list(s.timed())
+    assert s.unreached and s.emitted == len(timed)
+    kinds = defaultdict(list)
+    for _, r in timed:
+        kinds[r["message_id"]].append(r["kind"])
+    for mid, items in s.unreached.items():
+        assert kinds[mid] == ["SentToValidators"] and [timed[i] for i, _ in items] == [it for _, it in items]
+    for kafka in (False, True):
+        rep = check(tmp_path, "spec", timed, kafka)
+        lost = {v.message_id for v in rep.violations if v.rule == "REMP-LIVE-001"}
+        assert lost and lost == set(lost_by_design(s, timed, "spec", 20, kafka=kafka)), kafka
+        assert set(rep.counts) == {"REMP-LIVE-001"}, rep.counts
+
+
 def test_too_many_faulty_validators_is_refused():
     with pytest.raises(ValueError):
         remp.Simulation(remp.SimConfig(validators=7, faulty=3))

@@ -39,10 +39,16 @@ Manifest (``manifest.json``, format ``rmkit-simulate-manifest/1``)::
   breaks a second rule has one entry per rule, sharing ``plant`` (``aimed`` is false for the
   companion). ``lines``: 1-based lines of the file holding the receipts the plant
   added or changed (for a plant that only removed receipts: the message's remaining lines).
-- ``natural``: what a clean log of the profile breaks by design, from the simulator's plan
-  (:func:`~.planting.lost_by_design`, ever-node: non-strict REMP-LIVE-001 of messages every
-  collator rejects but a validator that stopped never answers, as the node sends no Timeout);
-  empty for spec.
+- ``natural``: what the clean simulation breaks without a plant, from the simulator's plan and
+  run (:func:`~.planting.lost_by_design`), never from a check: REMP-LIVE-001 of a message the
+  lossy network kept from every validator (it has SentToValidators alone; possible with few
+  validators per session, about 1% of messages with one), and under ever-node the non-strict
+  REMP-LIVE-001 of a message every collator rejects but a validator that stopped never answers
+  (the node sends no Timeout). Listed when the checker judges the message's liveness: always in
+  a file another follows; in the last file when the log's clock, as the checker keeps it
+  (:class:`~.planting.LogClock`, followed while the file is written), ends a horizon past the
+  message's first receipt. A file with nothing to plant is still written as the simulator runs
+  (never held in memory): the simulator reports its unreached messages with their lines.
 - REMP-INPUT-001 entries have ``message_id`` null (the line cannot be read): they are matched by
   (file, line).
 
@@ -195,12 +201,22 @@ def make_part(cfg: BulkConfig, part: dict, out_dir: str) -> dict:
     name = file_name(part["part"], cfg)
     path = Path(out_dir) / name
     planting = bool(part["rules"]) or cfg.profile != "spec"
-    if not planting:  # nothing to plant or look for: stream straight to the file
-        stats = _write(cfg, part["part"], path, ((None, it) for it in sim.timed()), {}, track=False)
-        _check_stride(part, stats)
-        return {"file": _file_entry(cfg, part, name, stats), "violations": [], "natural": [], "missed": []}
+    from rmkit.conformance.remp.model import model_for
+    from rmkit.conformance.remp.planting import LogClock, PartContext, judged, lost_by_design, plant_part, unreached
 
-    from rmkit.conformance.remp.planting import PartContext, judged, lost_by_design, plant_part
+    last = part["next_start_ms"] is None
+    horizon_ms = int(model_for(cfg.profile).default_horizon_s(life) * 1000)
+    # the checker's clock at the end of the log: whether it judges a lost message of the last part
+    clock = LogClock(cfg.kafka) if last else None
+    if not planting:  # nothing to plant: stream straight to the file, keeping only what the run reports
+        stats = _write(cfg, part["part"], path, ((None, it) for it in sim.timed()), {}, track=False, clock=clock)
+        _check_stride(part, stats)
+        # the one thing a clean spec log can break: a message the network kept from every
+        # validator (sim.unreached: its receipts with their stream index, which is its line - 1)
+        nat = [{"rule": "REMP-LIVE-001", "message_id": mid, "file": name, "lines": [i + 1 for i, _ in items]}
+               for mid, items in sorted(unreached(sim).items(), key=lambda e: e[1][0][0])
+               if _natural_judged(cfg, last, clock, horizon_ms, [it for _, it in items])]
+        return {"file": _file_entry(cfg, part, name, stats), "violations": [], "natural": nat, "missed": []}
 
     stream = list(sim.timed())
     ctx = PartContext(stream=stream, profile=cfg.profile, part=part["part"], seed=cfg.seed, fullnode_id=sim.fullnode_id,
@@ -209,8 +225,11 @@ def make_part(cfg: BulkConfig, part: dict, out_dir: str) -> dict:
                       lifetime_s=life, kafka=cfg.kafka, signer=signer, outsider=outsider_id, second_fullnode=fn2_id,
                       validator_set=keyset.validator_set if keyset else None, last_part=part["next_start_ms"] is None)
     by_msg = ctx.by_message()
-    natural = [("REMP-LIVE-001", mid, by_msg[mid]) for mid in lost_by_design(sim, stream, cfg.profile, life, judged_to_end=False)
-               if judged(ctx, by_msg[mid])]
+    # messages left without an outcome by design: those the checker may judge (surely, or too
+    # close to call on the log before planting) are kept free of plants; whether it judges them
+    # is settled after writing, on the written log's exact clock
+    lost = sorted(lost_by_design(sim, stream, cfg.profile, life, judged_to_end=False), key=lambda mid: by_msg[mid][0])
+    natural = [("REMP-LIVE-001", mid, by_msg[mid]) for mid in lost if judged(ctx, by_msg[mid]) is not False]
     plants, missed = plant_part(ctx, part["rules"], {mid for _, mid, _ in natural})
     before: dict = {}
     replace: dict = {}
@@ -224,8 +243,9 @@ def make_part(cfg: BulkConfig, part: dict, out_dir: str) -> dict:
             replace[i] = items
             for it in items:
                 marks[id(it)] = n
-    stats = _write(cfg, part["part"], path, _edited(stream, before, replace), marks)
+    stats = _write(cfg, part["part"], path, _edited(stream, before, replace), marks, clock=clock)
     _check_stride(part, stats)
+    natural = [n for n in natural if _natural_judged(cfg, last, clock, horizon_ms, [stream[i] for i in n[2]])]
     index_line = stats["index_line"]
     violations = []
     for n, (p, expected) in enumerate(plants):
@@ -237,6 +257,24 @@ def make_part(cfg: BulkConfig, part: dict, out_dir: str) -> dict:
            for rule, mid, idxs in natural]
     return {"file": _file_entry(cfg, part, name, stats), "violations": violations, "natural": nat,
             "missed": [{"rule": r, "file": name, "why": "no message of this part fits the injector"} for r in missed]}
+
+
+def _natural_judged(cfg: BulkConfig, last: bool, clock, horizon_ms: int, items: list) -> bool:
+    """Will the checker judge the liveness of a message whose receipts (``(kafka_time_ms,
+    receipt)``, unplanted) are ``items``? Only where its clock moves with validator receipts (a
+    Kafka dump, or a profile whose validators stamp receipts); then always in a part another
+    follows (the stride puts the next part's receipts a horizon later), and in the last part when
+    the written log's clock (``clock``) ends a horizon past its first timed receipt."""
+    from rmkit.conformance.remp.faults import VALIDATOR_ROLE
+    from rmkit.conformance.remp.model import model_for
+    from rmkit.conformance.remp.planting import checker_time, judged_at
+
+    if not (cfg.kafka or VALIDATOR_ROLE not in model_for(cfg.profile).zero_time_roles):
+        return False
+    if not last:
+        return True
+    first = next((t for t in (checker_time(kts, r, cfg.kafka) for kts, r in items) if t is not None), None)
+    return judged_at(first, clock.end(horizon_ms), horizon_ms)
 
 
 def _edited(stream: list, before: dict, replace: dict):
@@ -251,10 +289,11 @@ def _edited(stream: list, before: dict, replace: dict):
         yield None, it
 
 
-def _write(cfg: BulkConfig, part: int, path: Path, items, marks: dict, track: bool = True) -> dict:
+def _write(cfg: BulkConfig, part: int, path: Path, items, marks: dict, track: bool = True, clock=None) -> dict:
     """Write ``(stream index or None, (kafka_time_ms, receipt | raw bytes))`` items; count lines
     and receipts, hash the bytes, note the line of each stream index (``track``) and of each
-    marked item (``marks``: id(item) -> plant number)."""
+    marked item (``marks``: id(item) -> plant number); ``clock`` (a :class:`~.planting.LogClock`)
+    follows every receipt written."""
     dumps, nl = orjson.dumps, orjson.OPT_APPEND_NEWLINE
     kafka = cfg.kafka
     sha = hashlib.sha256()
@@ -287,6 +326,8 @@ def _write(cfg: BulkConfig, part: int, path: Path, items, marks: dict, track: bo
                     buf.append(dumps(r, option=nl))
                 receipts += 1
                 last_t = kts
+                if clock is not None:
+                    clock.add(kts, r)
             if track and idx is not None:
                 index_line[idx] = lines
             if marks:

@@ -169,39 +169,114 @@ def _first_time(items: list) -> Optional[int]:
     return None
 
 
-def lost_by_design(sim, timed: list, profile: str, lifetime_s: float, judged_to_end: bool = True) -> list[str]:
-    """Messages the profile leaves without a final outcome by design, from the simulator's plan
-    (``sim.fates``) and the receipts it wrote (``timed``: ``(kafka_time_ms, receipt)``), never
-    from a check: in a profile without Timeout, a message every collator rejects (fate "bad") that
-    a validator queued and never rejected (it stopped once 2/3 had rejected) is never decided;
-    counted when the log runs past its horizon (``judged_to_end``; else every such message, for the
-    caller to judge)."""
+def checker_time(kts: Optional[int], r: dict, kafka: bool) -> Optional[int]:
+    """The time the checker gives a receipt: its timestamp, else (0 or none) its Kafka time when
+    the log is a Kafka dump, else none."""
+    ts = r.get("timestamp")
+    return (ts if type(ts) is int and ts > 0 else None) or (kts if kafka else None)
+
+
+class LogClock:
+    """The checker's clock at the end of a log, followed over the receipts as they are written
+    (README, "the log's clock"): the latest time two different sources have reached, or the
+    log's latest receipt time when that is at most ``jump_ms`` (the horizon) later. Exact, so that
+    whether the checker judges a message's liveness at the log's end is known, not guessed."""
+
+    __slots__ = ("kafka", "hwm", "top_t", "top_key")
+
+    def __init__(self, kafka: bool):
+        self.kafka = kafka
+        self.hwm: Optional[int] = None
+        self.top_t: Optional[int] = None
+        self.top_key = None
+
+    def add(self, kts: Optional[int], r: dict) -> None:
+        t = checker_time(kts, r, self.kafka)
+        if t is None or (self.hwm is not None and t <= self.hwm):
+            return
+        src = r.get("source_id")
+        key = src.lower() if type(src) is str and src else r.get("message_id")
+        if self.top_t is None or t > self.top_t:
+            now = self.top_t if self.top_t is not None and self.top_key != key else None
+            self.top_t, self.top_key = t, key
+        else:
+            now = t if self.top_key != key else None
+        if now is not None and (self.hwm is None or now > self.hwm):
+            self.hwm = now
+
+    def end(self, jump_ms: int) -> Optional[int]:
+        end = self.hwm
+        if self.top_t is not None and (end is None or 0 < self.top_t - end <= jump_ms):
+            end = self.top_t
+        return end
+
+
+def judged_at(first_t: Optional[int], end: Optional[int], horizon_ms: int) -> bool:
+    """Does the checker judge the liveness of a message first seen at ``first_t`` (checker time)
+    in a log whose clock ends at ``end``? Exactly when the clock has moved a horizon past it."""
+    return first_t is not None and end is not None and end - first_t >= horizon_ms
+
+
+def unreached(sim) -> dict:
+    """Messages no validator ever received (every full-node send lost on the simulated network or
+    made to a silent validator), with their receipts: message id -> ``[(stream index, (kafka_time_ms,
+    receipt))]``, from the run itself (``sim.unreached``), never from a check. Such a message has
+    SentToValidators alone and breaks REMP-LIVE-001 once judged; where the profile writes no
+    SentToValidators (ever-node) it leaves no receipt, and is not listed."""
+    return {mid: items for mid, items in sim.unreached.items() if items}
+
+
+def lost_by_design(sim, timed: list, profile: str, lifetime_s: float, judged_to_end: bool = True,
+                   kafka: bool = True) -> list[str]:
+    """Messages a clean simulated log leaves without a final outcome, from the simulator's plan
+    and run (``sim.fates``, ``sim.unreached``) and the receipts it wrote (``timed``:
+    ``(kafka_time_ms, receipt)``), never from a check:
+
+    - a message no validator ever received (:func:`unreached`: the lossy network took every send);
+    - in a profile without Timeout, a message every collator rejects (fate "bad") that a validator
+      queued and never rejected (it stopped once 2/3 had rejected) is never decided.
+
+    With ``judged_to_end``, only those the checker judges on ``timed`` alone (the log's clock, see
+    :class:`LogClock`, ends a horizon past their first receipt; ``kafka``: the log is a Kafka dump,
+    whose Kafka time stands in for a receipt's timestamp 0); else every such message, for the
+    caller to judge."""
     m = model_for(profile)
-    if m.kinds["Timeout"].in_table:
-        return []
-    spec_kinds = {name: k for name, k in m.kinds.items()}
-    horizon_ms = m.default_horizon_s(lifetime_s) * 1000
-    end = max(kts for kts, _ in timed)
+    lost = unreached(sim)
+    out = list(lost)
     by_msg: dict = {}
+    if not m.kinds["Timeout"].in_table:
+        kinds = m.kinds
+        for _, r in timed:
+            by_msg.setdefault(r["message_id"], []).append(r)
+        for mid, fate in sim.fates.items():
+            rs = by_msg.get(mid)
+            if fate[0] != "bad" or not rs or mid in lost:
+                continue
+            queued = {r["source_id"] for r in rs if kinds[r["kind"]].bit & m.queued_mask and VALIDATOR_ROLE in kinds[r["kind"]].issuers}
+            rejected = {r["source_id"] for r in rs if kinds[r["kind"]].category in ("rejected", "timeout")}
+            if queued - rejected:
+                out.append(mid)
+    if not judged_to_end or not out:
+        return out
+    clock = LogClock(kafka)
+    first: dict = dict.fromkeys(out)
     for kts, r in timed:
-        by_msg.setdefault(r["message_id"], []).append((r.get("timestamp") or kts, r))
-    out = []
-    for mid, fate in sim.fates.items():
-        items = by_msg.get(mid, [])
-        if fate[0] != "bad" or not items or (judged_to_end and end - min(t for t, _ in items) < horizon_ms):
-            continue
-        queued = {r["source_id"] for _, r in items if spec_kinds[r["kind"]].bit & m.queued_mask and VALIDATOR_ROLE in spec_kinds[r["kind"]].issuers}
-        rejected = {r["source_id"] for _, r in items if spec_kinds[r["kind"]].category in ("rejected", "timeout")}
-        if queued - rejected:
-            out.append(mid)
-    return out
+        clock.add(kts, r)
+        mid = r["message_id"]
+        if mid in first and first[mid] is None:
+            first[mid] = checker_time(kts, r, kafka)
+    horizon_ms = int(m.default_horizon_s(lifetime_s) * 1000)
+    end = clock.end(horizon_ms)
+    return [mid for mid in out if judged_at(first[mid], end, horizon_ms)]
 
 
 def judged(ctx: PartContext, idxs: list) -> Optional[bool]:
     """Will the checker judge this message's liveness? It does once the log's clock is a horizon
     past its first receipt: always for a part that another follows, never for untimed receipts;
     in the last part, when the log ends late enough. None when too close to call (such messages
-    are not planted)."""
+    are not planted). An estimate on the part before planting: a message the simulation itself
+    leaves without an outcome is decided afresh on the written log's exact clock
+    (:class:`LogClock`, :func:`judged_at`), as it cannot be left out of the log."""
     if not ctx.clocked or not ctx.last_part:
         return ctx.clocked
     t0 = _first_time([ctx.stream[i] for i in idxs[:3]])
