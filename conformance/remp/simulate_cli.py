@@ -29,8 +29,10 @@ manifest.json (format rmkit-simulate-manifest/1):
   receipts, bytes, sha256}]), "rules" ({planted: [...], not_planted: {rule: why}}),
   "violations" ([{rule, message_id, file, lines, plant, aimed, injector}]: one entry per rule a
   planted change breaks; lines are 1-based lines of the receipts it added or changed),
-  "natural" (same shape: what a clean log of the profile breaks by design, e.g. ever-node's
-  non-strict REMP-LIVE-001) and "missed" (rules a file had no fitting message for).
+  "natural" (same shape: what the clean simulation breaks without a plant: REMP-LIVE-001 of a
+  message the lossy network kept from every validator, possible with few --validators, and
+  ever-node's non-strict REMP-LIVE-001 of a message every collator rejects) and "missed" (rules
+  a file had no fitting message for).
   A correct check of all files in order finds exactly the (rule, message_id) pairs of
   "violations" and "natural"; REMP-INPUT-001 has message_id null and is matched by (file, line).
 
@@ -153,6 +155,6 @@ def _run_directory(profile: str, args: argparse.Namespace) -> int:
     manifest = generate(cfg, args.out, jobs=args.jobs, progress=progress)
     planted = len({v["plant"] for v in manifest["violations"]})
     print(f"{len(manifest['files'])} files, {planted} planted violations ({len(manifest['violations'])} expected findings, "
-          f"{len(manifest['natural'])} by the profile's design), manifest {os.path.join(args.out, 'manifest.json')}",
+          f"{len(manifest['natural'])} natural), manifest {os.path.join(args.out, 'manifest.json')}",
           file=sys.stderr)
     return sum(f["receipts"] for f in manifest["files"])
