@@ -236,3 +236,13 @@ def test_rotation_goes_round_every_rule(counts, rate):
     per_part = _rotation(BulkConfig(seed=0, messages=sum(counts) or 1, violations=rate), counts, rules)
     flat = [r for part in per_part for r in part]
     assert flat == [rules[i % len(rules)] for i in range(len(flat))]
+
+
+# Ever-node with few validators: a "flaky" message (its first collations reject it) on which two of
+# three validators have rejected is dropped by all before any collator accepts it, and ever-node
+# sends no Timeout: undecided by the profile's design, as a message every collator rejects.
+@pytest.mark.parametrize("seed", [1, 2])
+def test_ever_node_flaky_messages_the_validators_stop_on_are_natural(tmp_path, seed):
+    manifest, out = build(tmp_path, profile="ever-node", kafka=True, violations=0.0, validators=3, seed=seed)
+    assert findings(manifest, out) == expected_findings(manifest)
+    assert manifest["natural"]

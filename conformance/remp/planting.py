@@ -233,8 +233,9 @@ def lost_by_design(sim, timed: list, profile: str, lifetime_s: float, judged_to_
     ``(kafka_time_ms, receipt)``), never from a check:
 
     - a message no validator ever received (:func:`unreached`: the lossy network took every send);
-    - in a profile without Timeout, a message every collator rejects (fate "bad") that a validator
-      queued and never rejected (it stopped once 2/3 had rejected) is never decided.
+    - in a profile without Timeout, a message every collator rejects (fate "bad"), or whose first
+      collations reject it (fate "flaky") and that no collator accepted, that a validator queued and
+      never rejected (it stopped once 2/3 had rejected) is never decided.
 
     With ``judged_to_end``, only those the checker judges on ``timed`` alone (the log's clock, see
     :class:`LogClock`, ends a horizon past their first receipt; ``kafka``: the log is a Kafka dump,
@@ -248,9 +249,14 @@ def lost_by_design(sim, timed: list, profile: str, lifetime_s: float, judged_to_
         kinds = m.kinds
         for _, r in timed:
             by_msg.setdefault(r["message_id"], []).append(r)
+        # accepted by a collator or later: a "flaky" message (its first collations reject it) that
+        # got this far will be decided; one the validators stopped on before that never is
+        collated = {k.name for k in kinds.values() if k.category == "accepted" and k.level not in ("fullnode", "queue")}
         for mid, fate in sim.fates.items():
             rs = by_msg.get(mid)
-            if fate[0] != "bad" or not rs or mid in lost:
+            if fate[0] not in ("bad", "flaky") or not rs or mid in lost:
+                continue
+            if fate[0] == "flaky" and any(r["kind"] in collated for r in rs):
                 continue
             queued = {r["source_id"] for r in rs if kinds[r["kind"]].bit & m.queued_mask and VALIDATOR_ROLE in kinds[r["kind"]].issuers}
             rejected = {r["source_id"] for r in rs if kinds[r["kind"]].category in ("rejected", "timeout")}
