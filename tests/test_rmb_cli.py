@@ -79,3 +79,31 @@ def test_up_prints_how_to_reach_the_twins_and_stops_every_child_on_ctrl_c(tmp_pa
         except ProcessLookupError:
             pass
     assert len({t["redis_port"] for t in twins}) == 2
+
+
+SEED = "11" * 32
+GOOD = {"ver": 1, "uid": "u", "cmd": "c", "exp": 5, "try": 1, "dat": "", "src": 11, "dst": [2], "ret": "r", "now": 1}
+
+
+@pytest.mark.parametrize("msgs, where", [
+    ([{}], ":1: RMB-MSG-001: field ver"),
+    ([{**GOOD, "dst": "2", "now": 1.5}], ":1: RMB-MSG-006: field dst"),
+    ([GOOD, {**GOOD, "now": 1.5}], ":2: RMB-MSG-001: field now"),  # one bad line: nothing is signed
+])
+def test_sign_refuses_a_message_verify_would_reject(tmp_path, capsys, msgs, where):
+    f = tmp_path / "m.jsonl"
+    f.write_text("".join(json.dumps(m) + "\n" for m in msgs))
+    assert main(["rmb", "sign", "--seed", SEED, "--key-type", "ed25519", str(f)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"{f}{where}" in err and "nothing signed" in err
+
+
+def test_what_sign_signs_verify_accepts(tmp_path, capsys):
+    from rmkit.conformance.rmb.signing import keypair
+
+    (tmp_path / "m.json").write_text(json.dumps({**GOOD, "sig": 5}))  # an old sig of any shape is replaced
+    assert main(["rmb", "sign", "--seed", SEED, "--key-type", "ed25519", str(tmp_path / "m.json")]) == 0
+    (tmp_path / "s.jsonl").write_text(capsys.readouterr().out)
+    pub = keypair(bytes.fromhex(SEED), "ed25519").public.hex()
+    assert main(["rmb", "verify", "--public-key", pub, "--key-type", "ed25519", str(tmp_path / "s.jsonl")]) == 0
+    assert "valid (ed25519)" in capsys.readouterr().out

@@ -25,7 +25,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                    "The signature is spec/rmb/signature.yaml: MD5 of the challenge, raw digest signed,\n"
                                    "sig = hex(prefix 'e' ed25519 | 's' sr25519 + 64-byte signature).")
     rsub = p.add_subparsers(dest="rmb_command", metavar="RMB_COMMAND")
-    s = rsub.add_parser("sign", help="sign messages; prints the signed JSON (one per line)", epilog=RMB_EXIT_CODES,
+    s = rsub.add_parser("sign", help="sign well-formed v1 messages; prints the signed JSON (one per line)", epilog=RMB_EXIT_CODES,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     key = s.add_mutually_exclusive_group(required=True)
     key.add_argument("--seed", metavar="HEX", help="the 32-byte seed, 64 hex digits (0x optional)")
@@ -68,6 +68,14 @@ def _guard(fn):
     return run
 
 
+def message_problem_lines(msg) -> list[str]:
+    """``RULE: field F: what`` for each way ``msg`` is not a well-formed v1 message (the
+    validation verify applies, :func:`message_problems`); empty when it is one."""
+    from rmkit.conformance.rmb.model import message_problems
+
+    return [f"{rule}: field {field or '(top)'}: {what}" for rule, field, what in message_problems(msg)]
+
+
 def cmd_sign(args) -> int:
     from rmkit.conformance.rmb.messages_io import read_messages
     from rmkit.conformance.rmb.signing import keypair, seed_from_hex, seed_from_mnemonic
@@ -75,18 +83,26 @@ def cmd_sign(args) -> int:
     seed = seed_from_hex(args.seed) if args.seed else seed_from_mnemonic(args.mnemonic)
     kp = keypair(seed, args.key_type)
     read = read_messages(args.input)
-    for problem in read.problems:
-        print(problem, file=sys.stderr)
+    shown = "<stdin>" if args.input == "-" else args.input
+    problems = list(read.problems)
+    for line, msg in read.messages:
+        # the message as verify will see it: sig is what signing sets, whatever the input had
+        problems += [f"{shown}:{line}: {p}" for p in message_problem_lines({k: v for k, v in msg.items() if k != "sig"})]
+    if problems:
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        print(f"nothing signed: {len(problems)} problem(s) in {shown} (a message must be a well-formed RMB v1 message "
+              f"before it is signed)", file=sys.stderr)
+        return 2
     for _, msg in read.messages:
         sys.stdout.write(json.dumps(kp.sign(msg), ensure_ascii=False) + "\n")
     print(f"signed {len(read.messages)} message(s) with {args.key_type} key {kp.public.hex()}", file=sys.stderr)
-    return 2 if read.problems else 0
+    return 0
 
 
 def cmd_verify(args) -> int:
     from rmkit.conformance.rmb.directory import Directory
     from rmkit.conformance.rmb.messages_io import read_messages
-    from rmkit.conformance.rmb.model import message_problems
     from rmkit.conformance.rmb.signing import BadSignature, public_key_from_hex, verify
 
     if args.public_key and not args.key_type:
@@ -98,10 +114,9 @@ def cmd_verify(args) -> int:
     counts = {"valid": 0, "invalid": 0}
     for line, msg in read.messages:
         rule, reason, used = None, "", None
-        problems = message_problems(msg)
+        problems = message_problem_lines(msg)
         if problems:
-            rule, field, what = problems[0]
-            reason = f"field {field or '(top)'}: {what}"
+            rule, reason = problems[0].split(": ", 1)
         else:
             if directory is not None:
                 twin = directory.get(msg["src"])
