@@ -107,3 +107,100 @@ def test_what_sign_signs_verify_accepts(tmp_path, capsys):
     pub = keypair(bytes.fromhex(SEED), "ed25519").public.hex()
     assert main(["rmb", "verify", "--public-key", pub, "--key-type", "ed25519", str(tmp_path / "s.jsonl")]) == 0
     assert "valid (ed25519)" in capsys.readouterr().out
+
+
+def _directory(tmp_path, port: int = 1) -> str:
+    from rmkit.conformance.rmb.signing import keypair
+
+    pub = keypair(demo_seed(1), "ed25519").public.hex()
+    (tmp_path / "d.json").write_text(json.dumps({"twins": {"1": {"address": f"127.0.0.1:{port}", "key_type": "ed25519", "public_key": pub}}}))
+    return str(tmp_path / "d.json")
+
+
+@pytest.fixture
+def busy_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def _no_unclosed_session(capsys, caplog) -> str:
+    import gc
+
+    gc.collect()  # aiohttp warns of a session left open when it is collected
+    err = capsys.readouterr().err
+    assert "Unclosed" not in err and not any("Unclosed" in r.getMessage() for r in caplog.records)
+    return err
+
+
+def test_environment_problems_of_the_daemon_commands_name_the_option(tmp_path, capsys, caplog, busy_port):
+    record = ["rmb", "record", "--target", "127.0.0.1:1"]
+    cases = [
+        (record + ["--listen", f"127.0.0.1:{busy_port}", "--log", str(tmp_path / "r.jsonl")], f"--listen 127.0.0.1:{busy_port}: the port is busy"),
+        (record + ["--listen", "127.0.0.1:0", "--log", str(tmp_path / "nodir" / "r.jsonl")], "--log"),
+        (record + ["--listen", "127.0.0.1:70000", "--log", str(tmp_path / "r.jsonl")], "--listen: expected HOST:PORT with PORT from 0 to 65535"),
+        (["rmb", "record", "--listen", "127.0.0.1:0", "--target", "127.0.0.1:x", "--log", str(tmp_path / "r.jsonl")], "--target"),
+        (["rmb", "serve", "--twin", "1", "--directory", _directory(tmp_path), "--seed", demo_seed(1).hex(),
+          "--log", str(tmp_path / "nodir" / "t.jsonl")], "--log"),
+        (["rmb", "serve", "--twin", "1", "--directory", _directory(tmp_path), "--seed", demo_seed(1).hex(),
+          "--listen", "127.0.0.1:70000"], "--listen"),
+        (["rmb", "serve", "--twin", "1", "--directory", _directory(tmp_path), "--seed", demo_seed(1).hex(),
+          "--redis", "http://127.0.0.1:1"], "--redis"),
+        (["rmb", "up", "1", "--dir", str(tmp_path / "d.json" / "sub")], "--dir"),  # under a file
+    ]
+    for argv, named in cases:
+        assert main(argv) == 2, argv
+        err = _no_unclosed_session(capsys, caplog)
+        assert named in err and "internal error" not in err, (argv, err)
+
+
+def test_up_names_dir_when_the_folder_cannot_be_made(capsys):
+    import os
+
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("no /proc")
+    assert main(["rmb", "up", "1", "--dir", "/proc/rmkit-nope"]) == 2  # a folder nobody (not even root) can make
+    err = capsys.readouterr().err
+    assert "--dir /proc/rmkit-nope: cannot" in err and "internal error" not in err
+
+
+def test_internal_error_in_an_rmb_command_shows_the_traceback_with_debug(tmp_path, capsys, monkeypatch):
+    from rmkit.conformance.rmb import signing
+
+    def broken(*a, **k):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(signing, "keypair", broken)
+    (tmp_path / "m.json").write_text(json.dumps(GOOD))
+    argv = ["rmb", "sign", "--seed", SEED, "--key-type", "ed25519", str(tmp_path / "m.json")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "rmkit: internal error (RuntimeError: boom)" in err and "Traceback" not in err
+    assert main(["--debug", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: boom" in err
+
+
+def test_the_recorder_process_keeps_the_contract(tmp_path, capsys, caplog, busy_port):
+    from rmkit.reference_impl.rmb import recorder
+
+    assert recorder.main(["--listen", f"127.0.0.1:{busy_port}", "--target", "127.0.0.1:1", "--log", str(tmp_path / "r.jsonl")]) == 2
+    assert "the port is busy" in _no_unclosed_session(capsys, caplog)
+
+
+@pytest.mark.slow  # starts a redis-server
+def test_serve_names_a_busy_listen_port(tmp_path, capsys, caplog, busy_port):
+    from rmb_support import redis_server_or_skip
+
+    from rmkit.reference_impl.rmb.redisproc import RedisServer
+
+    redis_server_or_skip()
+    with RedisServer() as redis:
+        argv = ["rmb", "serve", "--twin", "1", "--directory", _directory(tmp_path, busy_port), "--seed", demo_seed(1).hex(),
+                "--redis", redis.url]
+        assert main(argv) == 2
+    err = _no_unclosed_session(capsys, caplog)
+    assert f"--listen 127.0.0.1:{busy_port}: the port is busy" in err and "internal error" not in err

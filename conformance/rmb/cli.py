@@ -1,5 +1,9 @@
 """``rmkit rmb ...``: sign and verify v1 messages, run a reference daemon, start N twins.
 
+Errors are the shared contract's (:func:`rmkit.guard.run_guarded` runs every command): exit 2
+with one line for a usage error, unreadable input or an environment problem; with ``--debug``,
+the traceback of an internal error.
+
 Exit codes: 0 every signature valid / the daemon stopped cleanly; 1 a signature or message is
 invalid; 2 usage errors, unreadable input, a daemon that cannot start.
 """
@@ -32,7 +36,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     key.add_argument("--mnemonic", metavar="WORDS", help="a BIP39 mnemonic (or 0x + 64 hex digits), derived as @polkadot/keyring does")
     s.add_argument("--key-type", choices=("ed25519", "sr25519"), required=True)
     s.add_argument("input", metavar="MESSAGE.json", help="message(s) to sign, '-' for stdin")
-    s.set_defaults(func=_guard(cmd_sign))
+    s.set_defaults(func=cmd_sign)
     v = rsub.add_parser("verify", help="verify the signatures of messages", epilog=RMB_EXIT_CODES,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     who = v.add_mutually_exclusive_group(required=True)
@@ -41,7 +45,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--key-type", choices=("ed25519", "sr25519"))
     v.add_argument("--format", choices=("text", "jsonl"), default="text")
     v.add_argument("input", metavar="MESSAGE.json", help="message(s) to verify, '-' for stdin")
-    v.set_defaults(func=_guard(cmd_verify), verdict=True)
+    v.set_defaults(func=cmd_verify, verdict=True)
     from rmkit.reference_impl.rmb import cli as daemon_cli
 
     daemon_cli.add_commands(rsub, _guard)
@@ -54,18 +58,11 @@ def _group_help(p: argparse.ArgumentParser) -> int:
 
 
 def _guard(fn):
-    """An unexpected exception is the tool failing (exit 2), never a verdict (exit 1)."""
-    def run(args):
-        from rmkit.errors import RmkitError
-
-        try:
-            return fn(args)
-        except (RmkitError, KeyboardInterrupt, BrokenPipeError):
-            raise
-        except Exception as exc:  # noqa: BLE001 - reported, exit 2
-            print(f"rmkit rmb: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-            return 2
-    return run
+    """The rmb commands need no wrapper of their own: :func:`rmkit.guard.run_guarded`, which runs
+    every command, keeps the exit-code contract (a clear line for an environment problem, the
+    traceback of an internal error with --debug). Kept as the ``guard`` that
+    ``python -m rmkit.conformance.rmb.examples`` gives :func:`daemon_cli.add_commands`."""
+    return fn
 
 
 def message_problem_lines(msg) -> list[str]:

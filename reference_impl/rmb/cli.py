@@ -4,13 +4,43 @@ redis-server and daemon process). Both stop cleanly on Ctrl-C or SIGTERM."""
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import signal
 import sys
 
-from rmkit.errors import UsageError
+from rmkit.errors import RmkitError, UsageError
 
 
-def add_commands(rsub: argparse._SubParsersAction, guard) -> None:
+class CannotStart(RmkitError):
+    """A daemon or recorder cannot start for a reason of its environment: its port is busy, its
+    Redis does not answer. The message names the option."""
+
+
+def host_port(text: str, flag: str, any_port: bool = False) -> tuple[str, int]:
+    """``HOST:PORT`` (an empty host: 127.0.0.1) with PORT from 1 to 65535, or 0 (a free port,
+    chosen at start) where ``any_port``; a :class:`UsageError` naming ``flag`` otherwise."""
+    host, sep, port = text.rpartition(":")
+    low = 0 if any_port else 1
+    if not sep or not (port.isascii() and port.isdigit()) or not low <= int(port) <= 65535:
+        raise UsageError(f"{flag}: expected HOST:PORT with PORT from {low} to 65535, found {text!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def listen_problem(exc: OSError, flag: str, host: str, port: int) -> CannotStart:
+    """Why a server cannot listen on ``host:port`` (given as ``flag``), as the line to show."""
+    where = f"{flag} {host}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return CannotStart(f"{where}: the port is busy (address already in use): choose another port or stop what listens there")
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return CannotStart(f"{where}: cannot listen: the address is not one of this machine's")
+    if exc.errno == errno.EACCES:
+        return CannotStart(f"{where}: cannot listen: permission denied")
+    return CannotStart(f"{where}: cannot listen ({exc.strerror or exc})")
+
+
+def add_commands(rsub: argparse._SubParsersAction, guard=None) -> None:
+    guard = guard or (lambda fn: fn)
     s = rsub.add_parser("serve", help="run one reference RMB v1 daemon (until Ctrl-C)",
                         description="Run the reference daemon of one twin on its Redis, behaviour from spec/rmb for --profile.")
     s.add_argument("--twin", type=int, required=True, help="this twin's id")
@@ -20,7 +50,7 @@ def add_commands(rsub: argparse._SubParsersAction, guard) -> None:
     key.add_argument("--mnemonic", metavar="WORDS", help="this twin's mnemonic (or 0x + 64 hex digits)")
     s.add_argument("--key-type", choices=("ed25519", "sr25519"), help="default: the directory's key type of this twin")
     s.add_argument("--redis", default="redis://127.0.0.1:6379/0", metavar="URL", help="this twin's own Redis (default %(default)s)")
-    s.add_argument("--listen", metavar="HOST:PORT", help="HTTP address (default: this twin's directory address)")
+    s.add_argument("--listen", metavar="HOST:PORT", help="HTTP address (default: this twin's directory address; port 0: a free one)")
     s.add_argument("--profile", default="spec", help="spec | rmb-rs-v1 | rmb-go (default spec)")
     s.add_argument("--workers", type=int, default=4, help="forward workers (default 4)")
     s.add_argument("--log", metavar="FILE", help="append the message log (JSON Lines) to FILE")
@@ -49,9 +79,12 @@ def cmd_serve(args, daemon_class=None) -> int:
     from rmkit.conformance.rmb.directory import Directory
     from rmkit.conformance.rmb.model import rmb_spec
     from rmkit.conformance.rmb.signing import keypair, seed_from_hex, seed_from_mnemonic
+    from rmkit.guard import check_writable_file
     from rmkit.reference_impl.rmb.daemon import DaemonConfig, RmbDaemon
 
     rmb_spec().behaviour(args.profile)  # a clear usage error for an unknown profile
+    check_writable_file(args.log, "--log")
+    _check_redis_url(args.redis)
     directory = Directory.load(args.directory)
     me = directory.get(args.twin)
     if me is None:
@@ -59,10 +92,9 @@ def cmd_serve(args, daemon_class=None) -> int:
     kp = keypair(seed_from_hex(args.seed) if args.seed else seed_from_mnemonic(args.mnemonic), args.key_type or me.key_type)
     if kp.public != me.public_key or kp.key_type != me.key_type:
         raise UsageError(f"--twin {args.twin}: the key given is not the directory's {me.key_type} key {me.public_key.hex()}")
-    host, _, port = (args.listen or me.address).rpartition(":")
-    if not port.isdigit():
-        raise UsageError(f"--listen: expected HOST:PORT, found {args.listen or me.address!r}")
-    cfg = DaemonConfig(args.twin, kp, directory, args.redis, args.profile, host or "127.0.0.1", int(port), args.workers, args.log)
+    host, port = host_port(args.listen, "--listen", any_port=True) if args.listen else \
+        host_port(me.address, f"--twin {args.twin}: the directory's address (give --listen)")
+    cfg = DaemonConfig(args.twin, kp, directory, args.redis, args.profile, host, port, args.workers, args.log)
     import asyncio  # here, not at the top: every rmkit command builds this module's arguments
 
     return asyncio.run(_serve(cfg, daemon_class))
@@ -73,13 +105,18 @@ async def _serve(cfg, daemon_class=None) -> int:
 
     from rmkit.reference_impl.rmb.daemon import RmbDaemon
 
+    from redis.exceptions import RedisError
+
     daemon = (daemon_class or RmbDaemon)(cfg)
     try:
         await daemon.start()
-    except Exception as exc:  # noqa: BLE001 - cannot start: exit 2 with the reason
+    except BaseException as exc:
         await daemon.stop()
-        print(f"rmkit rmb serve: twin {cfg.twin} cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+        if isinstance(exc, RedisError):
+            raise CannotStart(f"--redis {cfg.redis_url}: twin {cfg.twin} cannot start: {type(exc).__name__}: {exc}") from exc
+        if isinstance(exc, OSError):  # Redis answered: the HTTP server cannot listen
+            raise listen_problem(exc, "--listen", cfg.host, cfg.port) from exc
+        raise  # the kit's own failure: an internal error (--debug shows the traceback)
     print(f"twin {cfg.twin} ({cfg.profile}) serving on http://{cfg.host}:{daemon.port}, redis {cfg.redis_url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -91,11 +128,29 @@ async def _serve(cfg, daemon_class=None) -> int:
     return 0
 
 
+def _check_redis_url(url: str) -> None:
+    from redis.asyncio import Redis
+
+    try:
+        Redis.from_url(url)  # parses only: connects at the first command
+    except ValueError as exc:
+        raise UsageError(f"--redis {url}: {exc}") from None
+
+
 def cmd_up(args) -> int:
+    from pathlib import Path
+
+    from rmkit.guard import OutputError, check_writable_dir
     from rmkit.reference_impl.rmb.cluster import Cluster
 
     if args.n < 1:
         raise UsageError(f"N: expected at least 1 twin, found {args.n}")
+    if args.dir:
+        check_writable_dir(args.dir, "--dir")
+        try:
+            Path(args.dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"--dir {args.dir}: cannot create the folder ({exc.strerror or exc})") from None
     cluster = Cluster(args.n, profile=args.profile, key_type=args.key_type, workdir=args.dir, workers=args.workers,
                       record=args.record, down=args.down)
     stopping = {"now": False}
@@ -127,18 +182,15 @@ def cmd_up(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m rmkit.reference_impl.rmb.cli serve ...``: the daemon without loading every
-    protocol's command line (``rmkit rmb up`` starts its twins this way)."""
-    from rmkit.conformance.rmb.cli import _guard
-    from rmkit.errors import RmkitError
+    protocol's command line (``rmkit rmb up`` starts its twins this way), under the same exit-code
+    contract as ``rmkit`` (``--debug`` or RMKIT_DEBUG=1: the traceback of an internal error)."""
+    from rmkit.guard import run_guarded
 
+    argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(prog="rmkit rmb")
-    add_commands(p.add_subparsers(dest="rmb_command", required=True), _guard)
-    args = p.parse_args(argv)
-    try:
-        return args.func(args)
-    except RmkitError as exc:
-        print(f"rmkit rmb: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+    add_commands(p.add_subparsers(dest="rmb_command", required=True))
+    args = p.parse_args([a for a in argv if a != "--debug"])
+    return run_guarded(args.func, args, debug="--debug" in argv or os.environ.get("RMKIT_DEBUG") == "1", argv=["rmb", *argv])
 
 
 if __name__ == "__main__":

@@ -26,14 +26,20 @@ class Recorder:
         import aiohttp  # imported here, not when the CLI builds its parser (every rmkit command would pay for it)
         from aiohttp import web
 
-        self.http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
         app = web.Application(client_max_size=16 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._forward)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
         site = web.TCPSite(self.runner, *self.listen)
-        await site.start()
+        try:
+            await site.start()
+        except BaseException:
+            await self.runner.cleanup()
+            self.log.close()
+            raise
         self.port = site._server.sockets[0].getsockname()[1]
+        # the client session once the recorder listens: a recorder that cannot start leaves none open
+        self.http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
 
     async def stop(self) -> None:
         await self.runner.cleanup()
@@ -65,13 +71,22 @@ class Recorder:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m rmkit.reference_impl.rmb.recorder``, under the exit-code contract of ``rmkit``
+    (``--debug`` or RMKIT_DEBUG=1: the traceback of an internal error)."""
+    import os
+
+    from rmkit.guard import run_guarded
+
+    argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(prog="rmkit rmb record", description="record the HTTP exchanges between RMB daemons")
     add_arguments(p)
-    return run(p.parse_args(argv))
+    args = p.parse_args([a for a in argv if a != "--debug"])
+    return run_guarded(run, args, debug="--debug" in argv or os.environ.get("RMKIT_DEBUG") == "1", argv=["rmb", "record", *argv])
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--listen", required=True, metavar="HOST:PORT", help="where the recorder listens (the address other twins are given)")
+    p.add_argument("--listen", required=True, metavar="HOST:PORT",
+                   help="where the recorder listens (the address other twins are given; port 0: a free one, printed)")
     p.add_argument("--target", required=True, metavar="HOST:PORT", help="the daemon behind it")
     p.add_argument("--log", required=True, metavar="FILE", help="message log (JSON Lines) to append to")
 
@@ -79,14 +94,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     import asyncio  # here, not at the top: every rmkit command builds the recorder's arguments
 
-    host, _, port = args.listen.rpartition(":")
-    if not port.isdigit():
-        print(f"rmkit rmb record: --listen: expected HOST:PORT, found {args.listen!r}", file=sys.stderr)
-        return 2
+    from rmkit.guard import check_writable_file
+    from rmkit.reference_impl.rmb.cli import host_port, listen_problem
+
+    host, port = host_port(args.listen, "--listen", any_port=True)
+    host_port(args.target, "--target")
+    check_writable_file(args.log, "--log")
 
     async def go() -> int:
-        rec = Recorder((host or "127.0.0.1", int(port)), args.target, args.log)
-        await rec.start()
+        rec = Recorder((host, port), args.target, args.log)
+        try:
+            await rec.start()
+        except OSError as exc:
+            raise listen_problem(exc, "--listen", host, port) from exc
         print(f"recording 127.0.0.1:{rec.port} -> {args.target} into {args.log}", flush=True)
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
