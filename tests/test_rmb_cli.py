@@ -204,3 +204,81 @@ def test_serve_names_a_busy_listen_port(tmp_path, capsys, caplog, busy_port):
         assert main(argv) == 2
     err = _no_unclosed_session(capsys, caplog)
     assert f"--listen 127.0.0.1:{busy_port}: the port is busy" in err and "internal error" not in err
+
+
+def _children(pid: int) -> dict[int, str]:
+    import subprocess
+
+    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return {int(line.split(None, 1)[0]): line.split(None, 1)[1] for line in out.splitlines() if line.strip()}
+
+
+def _gone(pids) -> bool:
+    import os
+
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            return False
+        except ProcessLookupError:
+            pass
+    return True
+
+
+@pytest.mark.slow  # starts a redis-server, a daemon and a recorder
+def test_up_stops_every_twin_when_a_recorder_dies(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from rmb_support import redis_server_or_skip
+
+    redis_server_or_skip()
+    proc = subprocess.Popen([sys.executable, "-m", "rmkit", "rmb", "up", "1", "--record", "--dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    children = {}
+    try:
+        while True:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            if line.startswith("ready"):
+                break
+        children = _children(proc.pid)
+        recorder = next(pid for pid, args in children.items() if "rmb.recorder" in args)
+        os.kill(recorder, signal.SIGKILL)
+        assert proc.wait(15) == 2
+        err = proc.stderr.read()
+        assert "twin 1's recorder exited" in err and "exit -9" in err, err
+        time.sleep(0.2)
+        assert _gone(children), "a child of rmb up still runs"
+    finally:
+        if proc.poll() is None:  # up did not notice: stop it and its children here
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.mark.slow  # starts a redis-server, a daemon and a recorder that fails
+def test_a_recorder_that_cannot_start_says_why(tmp_path):
+    from rmb_support import redis_server_or_skip
+
+    from rmkit.errors import RmkitError
+    from rmkit.reference_impl.rmb.cluster import Cluster
+
+    redis_server_or_skip()
+    (tmp_path / "recorder-1.log.jsonl").mkdir()  # its log cannot be written
+    cluster = Cluster(1, workdir=tmp_path, record=True)
+    with pytest.raises(RmkitError) as err:
+        cluster.start(timeout=8)
+    assert "twin 1's recorder exited" in str(err.value) and "--log" in str(err.value)
+    assert _gone(p.pid for t in cluster.twins for p in (t.proc, t.recorder, t.redis.proc))

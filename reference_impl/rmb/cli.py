@@ -169,7 +169,7 @@ def cmd_up(args) -> int:
         while not stopping["now"]:
             dead = cluster.dead()
             if dead:
-                print(f"rmkit rmb up: {dead} exited; stopping", file=sys.stderr)
+                print(f"rmkit rmb up: {dead}\nstopping every twin", file=sys.stderr)
                 return 2
             time.sleep(0.2)
     except KeyboardInterrupt:

@@ -1,5 +1,7 @@
 """N twins on one machine: per twin a redis-server and a daemon process (``rmkit rmb serve``) on
-free loopback ports, a directory file, deterministic test keys. Children are stopped by PID."""
+free loopback ports, a directory file, deterministic test keys, and with ``record`` a recorder
+in front of each daemon. Each child's error output is kept in the run folder (``*.stderr``) and
+quoted when it dies. Children are stopped by PID."""
 
 from __future__ import annotations
 
@@ -43,6 +45,13 @@ class TwinProc:
     record_port: int | None = None  # the recorder in front of the daemon, when recording
     recorder: subprocess.Popen | None = None
 
+    def children(self, workdir: Path) -> list[tuple[str, subprocess.Popen, Path]]:
+        """(name, process, its error output) of the daemon and recorder started for this twin."""
+        out = [(f"twin {self.twin}'s daemon", self.proc, workdir / f"twin-{self.twin}.stderr")] if self.proc else []
+        if self.recorder:
+            out.append((f"twin {self.twin}'s recorder", self.recorder, workdir / f"recorder-{self.twin}.stderr"))
+        return out
+
     @property
     def address(self) -> str:
         """What other twins are given: the recorder when there is one."""
@@ -66,6 +75,7 @@ class Cluster:
                       for i, port in self.down.items()})
         self.directory = Directory(twins)
         self.directory_path = self.dir / "directory.json"
+        self._files: list = []  # the children's error outputs
 
     def start(self, timeout: float = 20.0) -> "Cluster":
         self.directory_path.write_text(json.dumps(self.directory.to_data(), indent=2) + "\n", encoding="utf-8")
@@ -80,37 +90,49 @@ class Cluster:
                                            "--directory", str(self.directory_path), "--seed", t.seed.hex(), "--redis", t.redis.url,
                                            "--profile", self.profile, "--workers", str(self.workers), "--log", str(t.log),
                                            "--listen", f"127.0.0.1:{t.http_port}"],
-                                          stdout=subprocess.DEVNULL, stderr=open(self.dir / f"twin-{t.twin}.stderr", "w"),
+                                          stdout=subprocess.DEVNULL, stderr=self._stderr(f"twin-{t.twin}.stderr"),
                                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
                 if t.record_port:
                     t.recorder = subprocess.Popen([sys.executable, "-m", "rmkit.reference_impl.rmb.recorder", "--listen",
                                                    f"127.0.0.1:{t.record_port}", "--target", f"127.0.0.1:{t.http_port}",
                                                    "--log", str(self.dir / f"recorder-{t.twin}.log.jsonl")],
-                                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                                  stdout=subprocess.DEVNULL, stderr=self._stderr(f"recorder-{t.twin}.stderr"),
+                                                  env={**os.environ, "PYTHONUNBUFFERED": "1"})
             deadline = time.monotonic() + timeout
-            for t, port in [(t, p) for t in self.twins for p in (t.http_port, t.record_port) if p]:
-                while True:
-                    if t.proc.poll() is not None:
-                        err = (self.dir / f"twin-{t.twin}.stderr").read_text()
-                        raise UsageError(f"twin {t.twin}'s daemon exited at start ({t.proc.returncode}): {err[-800:]}")
-                    try:
-                        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                        break
-                    except OSError:
-                        if time.monotonic() > deadline:
-                            raise UsageError(f"twin {t.twin}'s daemon or recorder did not listen on 127.0.0.1:{port} within {timeout} s")
-                        time.sleep(0.05)
+            for t in self.twins:
+                for (name, proc, err), port in zip(t.children(self.dir), (t.http_port, t.record_port)):
+                    while True:
+                        # any child dead stops the wait, not only the one whose port is awaited
+                        dead = self.dead()
+                        if dead:
+                            raise UsageError(f"at start, {dead}")
+                        try:
+                            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                            break
+                        except OSError:
+                            if time.monotonic() > deadline:
+                                raise UsageError(f"{name} did not listen on 127.0.0.1:{port} within {timeout} s"
+                                                 + _last_lines(err)) from None
+                            time.sleep(0.05)
         except BaseException:
             self.stop()
             raise
         return self
 
+    def _stderr(self, name: str):
+        f = open(self.dir / name, "w")
+        self._files.append(f)
+        return f
+
     def dead(self) -> str | None:
+        """The first child that has exited (a daemon, a recorder, a redis-server), with its exit code
+        and its last lines of error output; None while all run."""
         for t in self.twins:
-            if t.proc and t.proc.poll() is not None:
-                return f"twin {t.twin}'s daemon (pid {t.proc.pid}, exit {t.proc.returncode})"
+            for name, proc, err in t.children(self.dir):
+                if proc.poll() is not None:
+                    return f"{name} exited (pid {proc.pid}, exit {proc.returncode})" + _last_lines(err)
             if t.redis.proc and t.redis.proc.poll() is not None:
-                return f"twin {t.twin}'s redis-server (pid {t.redis.proc.pid})"
+                return f"twin {t.twin}'s redis-server exited (pid {t.redis.proc.pid}, exit {t.redis.proc.returncode})"
         return None
 
     def stop(self) -> None:
@@ -126,6 +148,9 @@ class Cluster:
                 p.wait()
         for t in self.twins:
             t.redis.stop()
+        for f in self._files:
+            f.close()
+        self._files.clear()
 
     def describe(self) -> str:
         rows = [f"{len(self.twins)} twins, profile {self.profile}; directory {self.directory_path}; keys and ports in {self.dir / 'twins.json'}",
@@ -146,3 +171,15 @@ class Cluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _last_lines(path: Path, lines: int = 6, chars: int = 800) -> str:
+    """``: its error output ends: ...`` with the last lines of ``path`` ('' when it has none)."""
+    try:
+        text = path.read_text(errors="replace").strip()
+    except OSError:
+        return ""
+    if not text:
+        return ""
+    tail = "\n".join(text.splitlines()[-lines:])[-chars:]
+    return f"; its error output ({path.name}) ends:\n{tail}"
