@@ -282,3 +282,24 @@ def test_a_recorder_that_cannot_start_says_why(tmp_path):
         cluster.start(timeout=8)
     assert "twin 1's recorder exited" in str(err.value) and "--log" in str(err.value)
     assert _gone(p.pid for t in cluster.twins for p in (t.proc, t.recorder, t.redis.proc))
+
+
+def test_options_that_make_no_sense_are_usage_errors(tmp_path, capsys):
+    serve = ["rmb", "serve", "--twin", "1", "--directory", _directory(tmp_path), "--seed", demo_seed(1).hex()]
+    for argv, named in [(["rmb", "up", "2", "--workers", "0"], "--workers"), (["rmb", "up", "2", "--workers", "-3"], "--workers"),
+                        (["rmb", "up", "2", "--down", "-2"], "--down"), (serve + ["--workers", "0"], "--workers"),
+                        (serve + ["--workers", "100000"], "--workers")]:
+        assert main(argv) == 2, argv
+        assert named in capsys.readouterr().err, argv
+
+
+def test_verify_refuses_key_type_beside_a_directory(tmp_path, capsys):
+    from rmkit.conformance.rmb.signing import keypair
+
+    signed = keypair(demo_seed(1), "ed25519").sign({**GOOD, "src": 1})
+    (tmp_path / "s.jsonl").write_text(json.dumps(signed) + "\n")
+    argv = ["rmb", "verify", "--directory", _directory(tmp_path), str(tmp_path / "s.jsonl")]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv[:2] + ["--key-type", "sr25519"] + argv[2:]) == 2  # was ignored: "valid (ed25519)"
+    assert "--key-type sr25519: only with --public-key" in capsys.readouterr().err

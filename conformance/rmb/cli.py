@@ -42,7 +42,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     who = v.add_mutually_exclusive_group(required=True)
     who.add_argument("--public-key", metavar="HEX", help="the signer's 32-byte public key (needs --key-type)")
     who.add_argument("--directory", metavar="FILE", help="twin directory (spec/schema/rmb-directory.schema.json): the key of each message's src")
-    v.add_argument("--key-type", choices=("ed25519", "sr25519"))
+    v.add_argument("--key-type", choices=("ed25519", "sr25519"),
+                   help="the key type of --public-key (with --directory a usage error: the directory gives each twin's)")
     v.add_argument("--format", choices=("text", "jsonl"), default="text")
     v.add_argument("input", metavar="MESSAGE.json", help="message(s) to verify, '-' for stdin")
     v.set_defaults(func=cmd_verify, verdict=True)
@@ -104,6 +105,8 @@ def cmd_verify(args) -> int:
 
     if args.public_key and not args.key_type:
         raise UsageError("--public-key needs --key-type ed25519|sr25519")
+    if args.directory and args.key_type:
+        raise UsageError(f"--key-type {args.key_type}: only with --public-key; with --directory each twin's key type is the directory's")
     directory = Directory.load(args.directory) if args.directory else None
     fixed = public_key_from_hex(args.public_key) if args.public_key else None
     read = read_messages(args.input)

@@ -12,6 +12,15 @@ import sys
 from rmkit.errors import RmkitError, UsageError
 
 
+MAX_WORKERS = 256  # forward workers of one daemon: beyond, a typo, not a machine
+
+
+def check_workers(workers: int) -> None:
+    """--workers: a daemon with no forward worker never posts a request (nor says so)."""
+    if not 1 <= workers <= MAX_WORKERS:
+        raise UsageError(f"--workers: expected a number of forward workers from 1 to {MAX_WORKERS}, found {workers}")
+
+
 class CannotStart(RmkitError):
     """A daemon or recorder cannot start for a reason of its environment: its port is busy, its
     Redis does not answer. The message names the option."""
@@ -52,7 +61,7 @@ def add_commands(rsub: argparse._SubParsersAction, guard=None) -> None:
     s.add_argument("--redis", default="redis://127.0.0.1:6379/0", metavar="URL", help="this twin's own Redis (default %(default)s)")
     s.add_argument("--listen", metavar="HOST:PORT", help="HTTP address (default: this twin's directory address; port 0: a free one)")
     s.add_argument("--profile", default="spec", help="spec | rmb-rs-v1 | rmb-go (default spec)")
-    s.add_argument("--workers", type=int, default=4, help="forward workers (default 4)")
+    s.add_argument("--workers", type=int, default=4, metavar="N", help=f"forward workers, 1 to {MAX_WORKERS} (default 4)")
     s.add_argument("--log", metavar="FILE", help="append the message log (JSON Lines) to FILE")
     s.set_defaults(func=guard(cmd_serve))
     u = rsub.add_parser("up", help="start N twins: a redis-server and a daemon each, on free loopback ports (until Ctrl-C)")
@@ -61,11 +70,11 @@ def add_commands(rsub: argparse._SubParsersAction, guard=None) -> None:
     u.add_argument("--key-type", choices=("ed25519", "sr25519", "mixed"), default="mixed",
                    help="keys of the twins (default mixed: odd twins ed25519, even sr25519)")
     u.add_argument("--dir", metavar="DIR", help="where the directory, keys and logs go (default: a temporary folder)")
-    u.add_argument("--workers", type=int, default=4)
+    u.add_argument("--workers", type=int, default=4, metavar="N", help=f"forward workers of each daemon, 1 to {MAX_WORKERS} (default 4)")
     u.add_argument("--record", action="store_true",
                    help="put a recording proxy (rmkit rmb record) in front of every daemon: the directory names the recorders")
     u.add_argument("--down", type=int, default=0, metavar="K",
-                   help="also list K twins (ids N+1..N+K) in the directory with no daemon behind their address")
+                   help="also list K >= 0 twins (ids N+1..N+K) in the directory with no daemon behind their address (default 0)")
     u.set_defaults(func=guard(cmd_up))
     r = rsub.add_parser("record", help="a recording HTTP proxy between daemons (message log of every exchange)")
     from rmkit.reference_impl.rmb import recorder
@@ -83,6 +92,7 @@ def cmd_serve(args, daemon_class=None) -> int:
     from rmkit.reference_impl.rmb.daemon import DaemonConfig, RmbDaemon
 
     rmb_spec().behaviour(args.profile)  # a clear usage error for an unknown profile
+    check_workers(args.workers)
     check_writable_file(args.log, "--log")
     _check_redis_url(args.redis)
     directory = Directory.load(args.directory)
@@ -145,6 +155,9 @@ def cmd_up(args) -> int:
 
     if args.n < 1:
         raise UsageError(f"N: expected at least 1 twin, found {args.n}")
+    check_workers(args.workers)
+    if args.down < 0:
+        raise UsageError(f"--down: expected a number of twins that are down >= 0, found {args.down}")
     if args.dir:
         check_writable_dir(args.dir, "--dir")
         try:
