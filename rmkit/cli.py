@@ -51,8 +51,12 @@ def _add_impl_arguments(parser: argparse.ArgumentParser, role: bool = True) -> N
         parser.add_argument("--role", action="append", metavar="ROLE",
                             help="role the implementation plays (repeatable; default: every role of the protocol)")
     how = parser.add_mutually_exclusive_group(required=True)
-    how.add_argument("--impl-cmd", metavar="CMD", help="command that starts the implementation's adapter process "
-                                                       "(split like a shell would; ROLE is replaced by the role)")
+    how.add_argument("--impl-cmd", metavar="CMD", help="command that starts the implementation, split like a shell would. "
+                                                       "remp, corda: its adapter process; ROLE in CMD is replaced by the role. "
+                                                       "rmb: the daemon under test; no ROLE, but the placeholders {python} {redis} "
+                                                       "{twin} {key_file} {seed} {key_type} {directory} {listen} {host} {port} "
+                                                       "{profile} {workdir} are replaced (their meanings: --rmb-workdir in "
+                                                       "`rmkit conform --help`)")
     how.add_argument("--impl", metavar="MODULE:FACTORY", help="a Python implementation: FACTORY(role) returns the adapter object")
     parser.add_argument("--timeout", type=positive_seconds, default=5.0, metavar="S", help="seconds the implementation may take per step (default 5)")
 
@@ -247,10 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Drive an implementation under test through the catalogue of named scenarios (one per\n"
                                     "rule), then through generated ones (seeded, shrunk by Hypothesis); compare every step's outputs with the\n"
                                     "reference machine and check the rules on the receipts so far. A failing scenario is\n"
-                                    "shrunk, printed, and saved (JSON Lines; corda: one JSON object) for `rmkit replay`.\n\n"
-                                    "The implementation runs as a process speaking JSON Lines on stdin/stdout\n"
+                                    "shrunk, printed, and saved for `rmkit replay` (remp: JSON Lines, .jsonl; corda and\n"
+                                    "rmb: one JSON object, .json).\n\n"
+                                    "remp, corda: the implementation runs as a process speaking JSON Lines on stdin/stdout\n"
                                     "(--impl-cmd) or as a Python object (--impl module:factory); the adapter protocol is\n"
-                                    "in the protocol's spec folder (spec/remp/adapter.md).",
+                                    "in the protocol's spec folder (spec/remp/adapter.md). rmb: --impl-cmd starts the\n"
+                                    "daemon under test, which is driven at its wire (its Redis and HTTP).",
                         epilog=CONFORM_EXIT_CODES)
     cf.add_argument("--protocol", default="remp")
     cf.add_argument("--profile", help="spec profile the implementation claims (default: the protocol's default)")
@@ -271,12 +277,12 @@ def build_parser() -> argparse.ArgumentParser:
     cf.set_defaults(func=cmd_conform, verdict=True)
 
     rp = sub.add_parser("replay", formatter_class=_Formatter, help="rerun a saved scenario against an implementation",
-                        description="Rerun one scenario file written by `rmkit conform` (JSON Lines: a header, then one\n"
-                                    "event per line; corda: one JSON object) against an implementation, step by step,\n"
-                                    "and print each step's "
-                                    "event, the expected and actual outputs, and the rule broken.",
+                        description="Rerun one scenario file written by `rmkit conform` (remp: JSON Lines, a header then\n"
+                                    "one event per line; corda and rmb: one JSON object) against an implementation,\n"
+                                    "step by step, and print each step's event, the expected and actual outputs, and\n"
+                                    "the rule broken.",
                         epilog=CONFORM_EXIT_CODES)
-    rp.add_argument("scenario", metavar="FILE", help="scenario file (.jsonl; corda: .json)")
+    rp.add_argument("scenario", metavar="FILE", help="scenario file (remp: .jsonl; corda: .json; rmb: rmb-PROFILE-DIGEST.json)")
     rp.add_argument("--protocol", default="remp")
     _add_impl_arguments(rp, role=False)
     rp.add_argument("--format", choices=("text", "json"), default="text")

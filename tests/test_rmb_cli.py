@@ -303,3 +303,30 @@ def test_verify_refuses_key_type_beside_a_directory(tmp_path, capsys):
     capsys.readouterr()
     assert main(argv[:2] + ["--key-type", "sr25519"] + argv[2:]) == 2  # was ignored: "valid (ed25519)"
     assert "--key-type sr25519: only with --public-key" in capsys.readouterr().err
+
+
+def _help(capsys, *argv) -> str:
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    return capsys.readouterr().out
+
+
+def test_conform_and_replay_help_say_what_rmb_saves_and_substitutes(capsys):
+    from rmkit.conformance.rmb.driven.harness import PLACEHOLDERS
+
+    for cmd in ("conform", "replay"):
+        text = " ".join(_help(capsys, cmd).split())
+        assert "corda and rmb: one JSON object" in text and "(JSON Lines; corda: one JSON object)" not in text
+        impl = text.split("--impl-cmd CMD command", 1)[1].split("--impl MODULE", 1)[0]
+        assert "remp, corda: its adapter process; ROLE in CMD is replaced by the role" in impl
+        assert all(f"{{{name}}}" in impl for name in PLACEHOLDERS), impl
+    assert "rmb: rmb-PROFILE-DIGEST.json" in " ".join(_help(capsys, "replay").split()).replace("rmb- PROFILE", "rmb-PROFILE")
+
+
+@pytest.mark.parametrize("cmd, codes", [("sign", "02"), ("verify", "012"), ("serve", "02"), ("up", "02"), ("record", "02")])
+def test_each_rmb_command_states_the_exit_codes_it_returns(capsys, cmd, codes):
+    text = _help(capsys, "rmb", cmd)
+    epilog = text.split("exit codes:", 1)[1]
+    assert "exit codes:" not in epilog  # one list, its own
+    assert "".join(line[2] for line in epilog.splitlines() if line[:2] == "  " and line[2:3].isdigit()) == codes
+    assert "--debug before the command shows the traceback" in epilog

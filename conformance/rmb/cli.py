@@ -4,8 +4,9 @@ Errors are the shared contract's (:func:`rmkit.guard.run_guarded` runs every com
 with one line for a usage error, unreadable input or an environment problem; with ``--debug``,
 the traceback of an internal error.
 
-Exit codes: 0 every signature valid / the daemon stopped cleanly; 1 a signature or message is
-invalid; 2 usage errors, unreadable input, a daemon that cannot start.
+Exit codes (each command's help has its own): 0 every message signed / every signature valid /
+the daemons stopped cleanly; 1 verify: a signature or message is invalid; 2 usage errors,
+unreadable or malformed input, a daemon that cannot start or died, an internal error.
 """
 
 from __future__ import annotations
@@ -15,11 +16,26 @@ import json
 import sys
 
 from rmkit.errors import UsageError
+from rmkit.reference_impl.rmb.cli import INTERNAL  # the wording of an internal error, the same in every rmb command
 
-RMB_EXIT_CODES = """exit codes:
+RMB_EXIT_CODES = f"""exit codes (each command's --help gives its own):
   0  every message signed / every signature valid / the daemons stopped cleanly
   1  verify: some message is invalid (bad signature, unknown source twin, broken schema)
-  2  usage error, unreadable input (reported as FILE:LINE), or a daemon that cannot start"""
+  2  usage error, unreadable or malformed input (reported as FILE:LINE), a daemon or recorder
+     that cannot start or that died,
+     {INTERNAL}"""
+
+SIGN_EXIT_CODES = f"""exit codes:
+  0  every message signed
+  2  usage error, unreadable input, or a message that is not a well-formed RMB v1 message
+     (each reported as FILE:LINE with its rule and field; then nothing is signed),
+     {INTERNAL}"""
+
+VERIFY_EXIT_CODES = f"""exit codes:
+  0  every signature valid
+  1  some message is invalid (bad signature, unknown source twin, broken schema)
+  2  usage error, unreadable input (reported as FILE:LINE),
+     {INTERNAL}"""
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +45,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                    "The signature is spec/rmb/signature.yaml: MD5 of the challenge, raw digest signed,\n"
                                    "sig = hex(prefix 'e' ed25519 | 's' sr25519 + 64-byte signature).")
     rsub = p.add_subparsers(dest="rmb_command", metavar="RMB_COMMAND")
-    s = rsub.add_parser("sign", help="sign well-formed v1 messages; prints the signed JSON (one per line)", epilog=RMB_EXIT_CODES,
+    s = rsub.add_parser("sign", help="sign well-formed v1 messages; prints the signed JSON (one per line)", epilog=SIGN_EXIT_CODES,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     key = s.add_mutually_exclusive_group(required=True)
     key.add_argument("--seed", metavar="HEX", help="the 32-byte seed, 64 hex digits (0x optional)")
@@ -37,7 +53,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--key-type", choices=("ed25519", "sr25519"), required=True)
     s.add_argument("input", metavar="MESSAGE.json", help="message(s) to sign, '-' for stdin")
     s.set_defaults(func=cmd_sign)
-    v = rsub.add_parser("verify", help="verify the signatures of messages", epilog=RMB_EXIT_CODES,
+    v = rsub.add_parser("verify", help="verify the signatures of messages", epilog=VERIFY_EXIT_CODES,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     who = v.add_mutually_exclusive_group(required=True)
     who.add_argument("--public-key", metavar="HEX", help="the signer's 32-byte public key (needs --key-type)")

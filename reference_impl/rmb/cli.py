@@ -48,9 +48,30 @@ def listen_problem(exc: OSError, flag: str, host: str, port: int) -> CannotStart
     return CannotStart(f"{where}: cannot listen ({exc.strerror or exc})")
 
 
+INTERNAL = "or an internal error (one line; --debug before the command shows the traceback)"
+
+SERVE_EXIT_CODES = f"""exit codes:
+  0  the daemon stopped cleanly (Ctrl-C or SIGTERM)
+  2  usage error, an unreadable directory, a daemon that cannot start (its port busy, its
+     Redis not answering, its log not writable),
+     {INTERNAL}"""
+
+UP_EXIT_CODES = f"""exit codes:
+  0  every twin stopped cleanly (Ctrl-C or SIGTERM)
+  2  usage error, redis-server missing, --dir not writable, a child that cannot start, or a
+     daemon, recorder or redis-server that exited while running (every twin is then stopped),
+     {INTERNAL}"""
+
+RECORD_EXIT_CODES = f"""exit codes:
+  0  the recorder stopped cleanly (Ctrl-C or SIGTERM)
+  2  usage error, a port that cannot be listened on (busy), a log that cannot be written,
+     {INTERNAL}"""
+
+
 def add_commands(rsub: argparse._SubParsersAction, guard=None) -> None:
     guard = guard or (lambda fn: fn)
-    s = rsub.add_parser("serve", help="run one reference RMB v1 daemon (until Ctrl-C)",
+    s = rsub.add_parser("serve", help="run one reference RMB v1 daemon (until Ctrl-C)", epilog=SERVE_EXIT_CODES,
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
                         description="Run the reference daemon of one twin on its Redis, behaviour from spec/rmb for --profile.")
     s.add_argument("--twin", type=int, required=True, help="this twin's id")
     s.add_argument("--directory", required=True, metavar="FILE", help="twin directory (JSON or YAML): address, key type, public key per twin")
@@ -64,7 +85,8 @@ def add_commands(rsub: argparse._SubParsersAction, guard=None) -> None:
     s.add_argument("--workers", type=int, default=4, metavar="N", help=f"forward workers, 1 to {MAX_WORKERS} (default 4)")
     s.add_argument("--log", metavar="FILE", help="append the message log (JSON Lines) to FILE")
     s.set_defaults(func=guard(cmd_serve))
-    u = rsub.add_parser("up", help="start N twins: a redis-server and a daemon each, on free loopback ports (until Ctrl-C)")
+    u = rsub.add_parser("up", help="start N twins: a redis-server and a daemon each, on free loopback ports (until Ctrl-C)",
+                        epilog=UP_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     u.add_argument("n", type=int, metavar="N", help="number of twins (ids 1..N)")
     u.add_argument("--profile", default="spec")
     u.add_argument("--key-type", choices=("ed25519", "sr25519", "mixed"), default="mixed",
@@ -76,7 +98,8 @@ def add_commands(rsub: argparse._SubParsersAction, guard=None) -> None:
     u.add_argument("--down", type=int, default=0, metavar="K",
                    help="also list K >= 0 twins (ids N+1..N+K) in the directory with no daemon behind their address (default 0)")
     u.set_defaults(func=guard(cmd_up))
-    r = rsub.add_parser("record", help="a recording HTTP proxy between daemons (message log of every exchange)")
+    r = rsub.add_parser("record", help="a recording HTTP proxy between daemons (message log of every exchange)",
+                        epilog=RECORD_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     from rmkit.reference_impl.rmb import recorder
 
     recorder.add_arguments(r)
