@@ -112,7 +112,7 @@ def cmd_serve(args, daemon_class=None) -> int:
     from rmkit.conformance.rmb.model import rmb_spec
     from rmkit.conformance.rmb.signing import keypair, seed_from_hex, seed_from_mnemonic
     from rmkit.guard import check_writable_file
-    from rmkit.reference_impl.rmb.daemon import DaemonConfig, RmbDaemon
+    from rmkit.reference_impl.rmb.daemon import DaemonConfig
 
     rmb_spec().behaviour(args.profile)  # a clear usage error for an unknown profile
     check_workers(args.workers)
