@@ -65,7 +65,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     v.set_defaults(func=cmd_verify, verdict=True)
     from rmkit.reference_impl.rmb import cli as daemon_cli
 
-    daemon_cli.add_commands(rsub, _guard)
+    daemon_cli.add_commands(rsub)
     p.set_defaults(func=lambda args: _group_help(p))
 
 
