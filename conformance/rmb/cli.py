@@ -74,14 +74,6 @@ def _group_help(p: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _guard(fn):
-    """The rmb commands need no wrapper of their own: :func:`rmkit.guard.run_guarded`, which runs
-    every command, keeps the exit-code contract (a clear line for an environment problem, the
-    traceback of an internal error with --debug). Kept as the ``guard`` that
-    ``python -m rmkit.conformance.rmb.examples`` gives :func:`daemon_cli.add_commands`."""
-    return fn
-
-
 def message_problem_lines(msg) -> list[str]:
     """``RULE: field F: what`` for each way ``msg`` is not a well-formed v1 message (the
     validation verify applies, :func:`message_problems`); empty when it is one."""

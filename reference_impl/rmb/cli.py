@@ -68,8 +68,7 @@ RECORD_EXIT_CODES = f"""exit codes:
      {INTERNAL}"""
 
 
-def add_commands(rsub: argparse._SubParsersAction, guard=None) -> None:
-    guard = guard or (lambda fn: fn)
+def add_commands(rsub: argparse._SubParsersAction) -> None:
     s = rsub.add_parser("serve", help="run one reference RMB v1 daemon (until Ctrl-C)", epilog=SERVE_EXIT_CODES,
                         formatter_class=argparse.RawDescriptionHelpFormatter,
                         description="Run the reference daemon of one twin on its Redis, behaviour from spec/rmb for --profile.")
@@ -84,7 +83,7 @@ def add_commands(rsub: argparse._SubParsersAction, guard=None) -> None:
     s.add_argument("--profile", default="spec", help="spec | rmb-rs-v1 | rmb-go (default spec)")
     s.add_argument("--workers", type=int, default=4, metavar="N", help=f"forward workers, 1 to {MAX_WORKERS} (default 4)")
     s.add_argument("--log", metavar="FILE", help="append the message log (JSON Lines) to FILE")
-    s.set_defaults(func=guard(cmd_serve))
+    s.set_defaults(func=cmd_serve)
     u = rsub.add_parser("up", help="start N twins: a redis-server and a daemon each, on free loopback ports (until Ctrl-C)",
                         epilog=UP_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     u.add_argument("n", type=int, metavar="N", help="number of twins (ids 1..N)")
@@ -97,13 +96,13 @@ def add_commands(rsub: argparse._SubParsersAction, guard=None) -> None:
                    help="put a recording proxy (rmkit rmb record) in front of every daemon: the directory names the recorders")
     u.add_argument("--down", type=int, default=0, metavar="K",
                    help="also list K >= 0 twins (ids N+1..N+K) in the directory with no daemon behind their address (default 0)")
-    u.set_defaults(func=guard(cmd_up))
+    u.set_defaults(func=cmd_up)
     r = rsub.add_parser("record", help="a recording HTTP proxy between daemons (message log of every exchange)",
                         epilog=RECORD_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     from rmkit.reference_impl.rmb import recorder
 
     recorder.add_arguments(r)
-    r.set_defaults(func=guard(recorder.run))
+    r.set_defaults(func=recorder.run)
 
 
 def cmd_serve(args, daemon_class=None) -> int:

@@ -10,7 +10,6 @@ from rmkit.conformance.rmb.examples.variants import VARIANTS
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rmkit.conformance.rmb.cli import _guard
     from rmkit.errors import RmkitError
     from rmkit.reference_impl.rmb import cli as daemon_cli
 
@@ -20,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cls = VARIANTS[argv.pop(0)]
     p = argparse.ArgumentParser(prog="rmb-variant")
-    daemon_cli.add_commands(p.add_subparsers(dest="rmb_command", required=True), _guard)
+    daemon_cli.add_commands(p.add_subparsers(dest="rmb_command", required=True))
     args = p.parse_args(argv)
     if args.rmb_command != "serve":
         print("only `serve` runs a variant", file=sys.stderr)
