@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 JAR = Path("/usr/share/activemq/bin/activemq.jar")
 # A broker that is killed and restarted many times should start on little CPU: the client compiler
@@ -51,8 +52,10 @@ class ActiveMQ:
         (self.base / "data").mkdir(exist_ok=True)
         (self.base / "conf" / "log4j.properties").write_text(_LOG4J)
         opens = [f"--add-opens=java.base/{m}=ALL-UNNAMED" for m in ("java.lang", "java.util", "java.util.concurrent", "java.net")]
+        # the folder is a value in the broker's URI: percent-encoded (ActiveMQ decodes it), so that a
+        # space or any other character a URI cannot hold does not make the URI invalid
         uri = (f"broker:(tcp://127.0.0.1:{_free_port()},stomp://127.0.0.1:{self.stomp_port}?transport.tcpNoDelay=true)"
-               f"?brokerName=rmkit&useJmx=false&persistent=true&dataDirectory={self.base / 'data'}")
+               f"?brokerName=rmkit&useJmx=false&persistent=true&dataDirectory={quote(str(self.base / 'data'), safe='/')}")
         argv = ["java", "-Xms64m", "-Xmx256m", *self.jvm_opts, *opens, "-Dactivemq.home=/usr/share/activemq", f"-Dactivemq.base={self.base}",
                 f"-Dactivemq.conf={self.base / 'conf'}", f"-Dactivemq.data={self.base / 'data'}", "-jar", str(JAR), "start", uri]
         self.log = open(self.base / "broker.log", "ab")
