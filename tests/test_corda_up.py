@@ -31,6 +31,236 @@ def running_under(folder) -> list[str]:
     return out
 
 
+# -- the run loop, on a fake cluster ---------------------------------------------------------------
+EXPECTED = {"A": {"N-Bf0-1-0", "N-Bf0-2-0"}, "B": {"N-Af0-1-0", "N-Af0-2-0"}}
+
+
+class FakeCluster:
+    """Stands in for :class:`rmkit.reference_impl.corda.cluster.Cluster`: ``script`` says, poll by
+    poll, what the databases hold (``effects``: node -> ids) and what died; a callable entry runs
+    at that poll (it may raise or send a signal). Past the script the run must have ended."""
+
+    script: list = []
+    start_error: BaseException | None = None
+    stop_problems: list = []
+    made: list = []
+
+    def __init__(self, folder, nodes, policy, *, flows=2, messages=10, **kw):
+        self.folder, self.nodes = Path(folder), list(nodes)
+        self.polls, self.stops, self.started = 0, 0, False
+        type(self).made.append(self)
+
+    def start(self):
+        self.started = True
+        if self.start_error is not None:
+            raise self.start_error
+
+    def bridge_names(self):
+        return ["bridge-A-B", "bridge-B-A"]
+
+    def expected(self, credit=None):
+        return {n: set(ids) for n, ids in EXPECTED.items()}
+
+    def _now(self):
+        if self.polls >= len(self.script):
+            raise AssertionError("the run went on past its end")
+        step = self.script[self.polls]
+        if callable(step):
+            self.polls += 1
+            step()
+            return self._now()
+        return step
+
+    def dead(self):
+        return self._now().get("dead", [])
+
+    def effects(self, node):
+        step = self._now()
+        if node == self.nodes[-1]:
+            self.polls += 1
+        return [("s", "p", did) for did in step.get(node, [])]
+
+    def events(self, node):
+        return self.folder / f"events-{node}.jsonl"
+
+    def db(self, node):
+        return self.folder / f"{node}.sqlite"
+
+    def stop(self):
+        self.stops += 1
+        return list(self.stop_problems)
+
+
+ALL = {n: sorted(ids) for n, ids in EXPECTED.items()}
+HALF = {"A": ["N-Bf0-1-0"], "B": ["N-Af0-1-0"]}
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    """``rmkit corda up`` on a FakeCluster (no broker needed); returns (run, the fake class)."""
+    from rmkit.cli import main
+    from rmkit.conformance.corda import cli as corda_cli
+    from rmkit.reference_impl.corda import cluster
+
+    class Fake(FakeCluster):
+        script, start_error, stop_problems, made = [], None, [], []
+
+    monkeypatch.setattr(cluster, "Cluster", Fake)
+    monkeypatch.setattr(corda_cli, "_need_broker", lambda: None)
+    monkeypatch.setattr(corda_cli.time, "sleep", lambda s: None)
+
+    def run(*extra):
+        return main(["corda", "up", "--dir", str(tmp_path / f"run{len(Fake.made)}"), *extra])
+    return run, Fake
+
+
+def test_up_passes_when_every_message_is_committed_once(fake, capsys):
+    run, Fake = fake
+    Fake.script = [HALF, ALL]
+    assert run() == 0
+    assert "4 of 4 messages committed" in capsys.readouterr().out and Fake.made[0].stops >= 1
+
+
+def test_up_ends_with_exit_2_naming_what_died(fake, capsys):
+    run, Fake = fake
+    Fake.script = [HALF, {**HALF, "dead": ["broker A is not running (see broker.log)"]}]
+    assert run() == 2
+    err = capsys.readouterr().err
+    assert "broker A is not running" in err and "no verdict" in err and "internal error" not in err, err
+    assert Fake.made[0].stops >= 1
+
+
+def test_up_is_no_pass_when_a_process_did_not_stop_cleanly(fake, capsys):
+    run, Fake = fake
+    Fake.script, Fake.stop_problems = [ALL], ["node-A had ended: it was killed by SIGKILL (see node-A.log)"]
+    assert run() == 2
+    assert "not stopped cleanly: node-A had ended" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("duplicate, code", [(False, 2), (True, 1)])
+def test_up_whose_duration_runs_out_has_no_verdict_unless_a_duplicate_showed(fake, capsys, monkeypatch, duplicate, code):
+    from rmkit.conformance.corda import cli as corda_cli
+
+    run, Fake = fake
+    clock = iter(range(0, 1000, 5))
+    monkeypatch.setattr(corda_cli.time, "monotonic", lambda: next(clock))
+    step = {"A": HALF["A"] * (2 if duplicate else 1), "B": HALF["B"]}
+    Fake.script = [step] * 5
+    assert run("--duration", "12") == code
+    captured = capsys.readouterr()
+    assert ("--duration 12 s ran out with 2 of 4 messages not committed: no verdict" in captured.err) != duplicate
+    assert f"duplicates: {int(duplicate)}" in captured.out
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_up_duration_must_be_a_positive_number_of_seconds(fake, capsys, value):
+    run, Fake = fake
+    with pytest.raises(SystemExit) as e:
+        run("--duration", value)
+    assert e.value.code == 2 and "--duration" in capsys.readouterr().err and Fake.made == []
+
+
+def test_up_cluster_that_cannot_start_is_stopped(fake, capsys):
+    from rmkit.reference_impl.corda.cluster import ComponentFailed
+
+    run, Fake = fake
+    Fake.start_error = ComponentFailed("node-A exited with 1 at start")
+    assert run() == 2
+    assert "node-A exited with 1 at start" in capsys.readouterr().err and Fake.made[0].stops >= 1
+
+
+def _interrupt():
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("at", [0, 1])
+def test_up_interrupted_at_any_poll_is_stopped_and_has_no_verdict(fake, capsys, at):
+    run, Fake = fake
+    Fake.script = [HALF] * at + [_interrupt]
+    assert run() == 2
+    err = capsys.readouterr().err
+    assert "interrupted; no verdict" in err and "internal error" not in err, err
+    assert Fake.made[0].stops >= 1
+
+
+def test_up_interrupted_while_starting_is_stopped(fake, capsys):
+    run, Fake = fake
+    Fake.start_error = KeyboardInterrupt()
+    assert run() == 2
+    assert "interrupted; no verdict" in capsys.readouterr().err and Fake.made[0].stops >= 1
+
+
+def test_up_stopped_by_sigterm_stops_the_cluster_and_exits_2(fake, capsys):
+    run, Fake = fake
+    reached = []
+
+    def sigterm():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)   # (the handler runs before this ends)
+
+    def before(signum, frame):   # what a SIGTERM would meet without a handler of the command
+        reached.append(signum)
+        raise RuntimeError("SIGTERM reached the handler from before the run")
+
+    old = signal.signal(signal.SIGTERM, before)
+    try:
+        Fake.script = [HALF, sigterm]
+        code = run()
+        assert signal.getsignal(signal.SIGTERM) is before   # given back after the run
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    err = capsys.readouterr().err
+    assert code == 2 and reached == [] and "interrupted; no verdict" in err, err
+    assert Fake.made[0].stops >= 1
+
+
+def test_a_signal_inside_a_held_block_waits_for_its_end():
+    from rmkit.reference_impl.corda.stopping import Interrupted, held, signals_interrupt
+
+    done = []
+    with pytest.raises(Interrupted):
+        with signals_interrupt():
+            with held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.05)
+                done.append("the block ran to its end")
+    assert done
+
+
+def test_brokers_starting_when_the_run_is_interrupted_give_up_and_are_stopped(tmp_path):
+    """SIGINT while the brokers start (in threads): each start under way gives up, then all are stopped."""
+    import threading
+
+    from rmkit.reference_impl.corda.cluster import Cluster
+    from rmkit.reference_impl.corda.node import Policy
+
+    class SlowBroker:
+        def __init__(self):
+            self.abandon, self.proc, self.base, self.log = threading.Event(), None, tmp_path, []
+
+        def start(self):
+            self.log.append("start")
+            if not self.abandon.wait(5):
+                self.log.append("started after the interruption")
+            self.log.append("start ended")
+
+        def running(self):
+            return False
+
+        def stop(self):
+            self.log.append("stop")
+            return True
+
+    cluster = Cluster(tmp_path / "run", ["A", "B"], Policy.of_profile("corda-os"))
+    cluster.brokers = {n: SlowBroker() for n in cluster.nodes}
+    main = threading.main_thread().ident
+    threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        cluster.start()
+    for b in cluster.brokers.values():
+        assert b.log == ["start", "start ended", "stop"]
+
+
 # -- on real brokers -------------------------------------------------------------------------------
 @needs_broker
 def test_a_broker_starts_in_a_folder_whose_name_a_uri_cannot_hold(tmp_path):
@@ -40,3 +270,89 @@ def test_a_broker_starts_in_a_folder_whose_name_a_uri_cannot_hold(tmp_path):
     finally:
         b.stop()
     assert running_under(tmp_path) == []
+
+
+@needs_broker
+def test_a_process_that_cannot_start_leaves_nothing_running(tmp_path):
+    env = {**os.environ, "RMKIT_CORDA_CRASH": "bogus:0"}   # every node and bridge refuses to start
+    r = subprocess.run([sys.executable, "-m", "rmkit", "corda", "up", "--messages", "5", "--dir", str(tmp_path / "run")],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 2 and "exited with 1 at start" in r.stderr, r.stderr
+    time.sleep(0.2)
+    assert running_under(tmp_path) == []
+
+
+def up(tmp_path, *extra):
+    return subprocess.Popen([sys.executable, "-m", "rmkit", "corda", "up", "--dir", str(tmp_path / "run"), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_line(proc, start: str) -> list[str]:
+    lines = []
+    while not lines or not lines[-1].startswith(start):
+        line = proc.stdout.readline()
+        assert line, "".join(lines) + proc.stderr.read()
+        lines.append(line)
+    return lines
+
+
+def broker_pid(folder, node: str) -> int:
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if f"-Dactivemq.base={folder}/broker-{node}\0" in cmd:
+                return int(d.name)
+    raise AssertionError(f"no JVM of broker {node}")
+
+
+def ended_cleanly(proc, folder, timeout=60) -> tuple[int, str]:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    time.sleep(0.2)
+    assert running_under(folder) == [], err
+    return proc.returncode, err
+
+
+@needs_broker
+@pytest.mark.slow
+def test_a_broker_killed_during_the_run_ends_it_with_exit_2_naming_it(tmp_path):
+    proc = up(tmp_path, "--messages", "100000")
+    wait_for_line(proc, "  ")   # the first progress line: the flows are sending
+    os.kill(broker_pid(tmp_path / "run", "A"), signal.SIGKILL)
+    code, err = ended_cleanly(proc, tmp_path)
+    assert code == 2 and "broker A is not running" in err and "no verdict" in err, err
+
+
+@needs_broker
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, when", [(signal.SIGINT, "starting"), (signal.SIGINT, "up"), (signal.SIGTERM, "starting"),
+                                       (signal.SIGTERM, "running")])
+def test_up_interrupted_at_any_moment_stops_everything_and_exits_2(tmp_path, sig, when):
+    proc = up(tmp_path, "--messages", "100000")
+    if when == "starting":   # a broker's JVM started, the cluster not yet up
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "run" / "broker-B" / "broker.log").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    else:
+        wait_for_line(proc, "2 brokers" if when == "up" else "  ")
+    proc.send_signal(sig)
+    code, err = ended_cleanly(proc, tmp_path)
+    assert code == 2 and "interrupted; no verdict" in err and "internal error" not in err, err
+
+
+@needs_broker
+@pytest.mark.slow
+def test_torture_stopped_by_sigterm_stops_everything_and_exits_2(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "rmkit", "corda", "torture", "--cycles", "50", "--dir", str(tmp_path / "run")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while "cycle" not in (line := proc.stderr.readline()):
+        assert line, proc.stdout.read()
+    proc.send_signal(signal.SIGTERM)
+    code, err = ended_cleanly(proc, tmp_path)
+    assert code == 2 and "interrupted; no verdict" in err, err

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from rmkit.errors import UsageError
+from rmkit.guard import positive_seconds
 
 TORTURE_EXIT_CODES = """exit codes:
   0  nothing lost, nothing duplicated, every acknowledgement after its commit
@@ -20,8 +21,12 @@ TORTURE_EXIT_CODES = """exit codes:
   2  the harness could not do its job (no broker, a process that cannot start, usage error)"""
 UP_EXIT_CODES = """exit codes:
   0  every message of every flow committed once at its receiver, everything stopped cleanly
-  1  a message was lost or duplicated
-  2  the cluster could not start (no broker, usage error)"""
+  1  a message's effect was committed twice at its receiver (a duplicate)
+  2  no verdict: the cluster could not start (no broker, a process that cannot start), a broker or
+     a process died during the run or did not stop cleanly, --duration ran out before every message
+     was committed (and no duplicate showed), the run was interrupted (Ctrl-C, SIGTERM), usage error.
+     A message that never arrives is not judged here (rmkit corda torture judges losses): the run
+     waits for it until --duration or Ctrl-C."""
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -34,13 +39,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                          description="One ActiveMQ Classic broker per node (free ports, temporary folders), a bridge per\n"
                                      "ordered pair of nodes, one reference node process per node (SQLite). Every flow sends\n"
                                      "--messages messages to a peer; the run ends when all are committed (or after\n"
-                                     "--duration seconds), then everything is stopped by PID.")
+                                     "--duration seconds: no verdict then), then everything is stopped by PID.")
     up.add_argument("--nodes", default="A,B", help="comma-separated node names (alphanumeric; default A,B)")
     up.add_argument("--flows", type=int, default=2, help="sending flows per node (default 2)")
     up.add_argument("--messages", type=int, default=50, help="messages per flow (default 50)")
     up.add_argument("--profile", default="corda-os", help="spec profile of the nodes (default corda-os)")
-    up.add_argument("--duration", type=float, help="stop after this many seconds even if not every message arrived")
-    up.add_argument("--dir", help="keep the run's folder here (default: a temporary folder, removed)")
+    up.add_argument("--duration", type=positive_seconds,
+                    help="stop after this many seconds (> 0) even if not every message arrived (exit 2 then, "
+                         "unless a duplicate showed)")
+    up.add_argument("--dir", help="keep the run's folder here (default: a temporary folder, removed when the run passes)")
     up.set_defaults(func=cmd_up)
     t = csub.add_parser("torture", help="kill -9 nodes, bridges and brokers at crash points and random times; audit",
                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=TORTURE_EXIT_CODES,
@@ -87,8 +94,9 @@ def _folder(arg: str | None, prefix: str) -> tuple[Path, bool]:
 
 
 def cmd_up(args) -> int:
-    from rmkit.reference_impl.corda.cluster import Cluster, ComponentFailed, export_tables
+    from rmkit.reference_impl.corda.cluster import Cluster
     from rmkit.reference_impl.corda.node import Policy
+    from rmkit.reference_impl.corda.stopping import signals_interrupt
 
     nodes = [n for n in args.nodes.split(",") if n]
     if len(nodes) < 2 or not all(n.isalnum() for n in nodes) or len(set(nodes)) != len(nodes):
@@ -98,38 +106,76 @@ def cmd_up(args) -> int:
     _need_broker()
     policy = Policy.of_profile(args.profile)
     folder, temporary = _folder(args.dir, "rmkit-corda-up-")
-    cluster = Cluster(folder, nodes, policy, flows=args.flows, messages=args.messages)
+    code = 2
+    try:
+        with signals_interrupt():   # SIGINT and SIGTERM: every process stopped, exit 2
+            cluster = Cluster(folder, nodes, policy, flows=args.flows, messages=args.messages)
+            code = run_up(cluster, args.duration)
+    finally:
+        if temporary and code == 0:
+            shutil.rmtree(folder, ignore_errors=True)
+        elif temporary:
+            print(f"the run's folder is kept: {folder}", file=sys.stderr)
+    return code
+
+
+def run_up(cluster, duration: float | None, poll: float = 0.5) -> int:
+    """Start the cluster, wait until every message of every flow is committed at its receiver
+    (or ``duration`` seconds, or a broker or process dies), stop everything by PID, say what
+    happened; the exit code. Whatever ends the run (an exception, SIGINT or SIGTERM raised as an
+    interruption) stops the cluster before it goes on."""
+    from rmkit.reference_impl.corda.cluster import ComponentFailed, export_tables
+
+    nodes = cluster.nodes
     t0 = time.monotonic()
+    got: dict = {n: [] for n in nodes}
+    done, total, died, ran_out = 0, 0, [], False
     try:
-        cluster.start()
-    except ComponentFailed as e:
-        print(f"rmkit corda up: {e}", file=sys.stderr)
-        return 2
-    started = time.monotonic()
-    print(f"{len(nodes)} brokers, {len(cluster.bridge_names())} bridges, {len(nodes)} nodes up in {started - t0:.1f} s "
-          f"(folder {folder})")
-    expected = cluster.expected()
-    total = sum(len(v) for v in expected.values())
-    try:
+        try:
+            cluster.start()
+        except ComponentFailed as e:
+            print(f"rmkit corda up: {e}", file=sys.stderr)
+            return 2
+        started = time.monotonic()
+        print(f"{len(nodes)} brokers, {len(cluster.bridge_names())} bridges, {len(nodes)} nodes up in "
+              f"{started - t0:.1f} s (folder {cluster.folder})", flush=True)
+        expected = cluster.expected()
+        total = sum(len(v) for v in expected.values())
         while True:
-            time.sleep(0.5)
+            time.sleep(poll)
+            died = cluster.dead()
             got = {n: cluster.effects(n) for n in nodes}
             done = sum(len({e[2] for e in got[n]} & expected[n]) for n in nodes)
             print(f"  {time.monotonic() - started:6.1f} s  committed {done}/{total}", flush=True)
-            if done == total or (args.duration and time.monotonic() - started > args.duration):
+            if died or done == total:
+                break
+            if duration is not None and time.monotonic() - started > duration:
+                ran_out = True
                 break
     except KeyboardInterrupt:
-        print("interrupted: stopping", file=sys.stderr)
-    cluster.stop()
+        print("interrupted: stopping every process; no verdict", file=sys.stderr, flush=True)
+        raise
+    finally:
+        not_clean = cluster.stop()
     export_tables(cluster)
     dup = sum(len(got[n]) - len({e[2] for e in got[n]}) for n in nodes)
     span = _records_span(cluster, nodes)
     rate = f"{done / span:.1f} messages/s end to end from the first send to the last commit" if span else "no rate"
     print(f"{done} of {total} messages committed exactly once ({rate}: broker, bridge, broker, SQLite); "
           f"duplicates: {dup}; stopped")
-    if temporary:
-        shutil.rmtree(folder, ignore_errors=True)
-    return 1 if dup or done < total and not args.duration else 0
+    if died:
+        print(f"rmkit corda up: during the run: {'; '.join(died)}; everything else stopped: no verdict", file=sys.stderr)
+        return 2
+    if not_clean:
+        print(f"rmkit corda up: not stopped cleanly: {'; '.join(not_clean)}: no verdict", file=sys.stderr)
+        return 2
+    if dup:
+        return 1
+    if ran_out:
+        print(f"rmkit corda up: --duration {duration:g} s ran out with {total - done} of {total} messages not committed: "
+              "no verdict", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _records_span(cluster, nodes) -> float:
@@ -145,6 +191,7 @@ def _records_span(cluster, nodes) -> float:
 
 def cmd_torture(args) -> int:
     from rmkit.conformance.corda.torture import Torture
+    from rmkit.reference_impl.corda.stopping import signals_interrupt
 
     if args.cycles < 1 or args.flows < 1:
         raise UsageError("--cycles and --flows: expected numbers >= 1")
@@ -157,9 +204,10 @@ def cmd_torture(args) -> int:
     _need_broker()
     folder, temporary = _folder(args.dir, "rmkit-corda-torture-")
     log = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    run = Torture(folder, args.seed, args.cycles, flows=args.flows, profile=args.profile, variant=args.variant,
-                  keep_going=args.keep_going, log=log)
-    result = run.run()
+    with signals_interrupt():   # SIGINT and SIGTERM: every process stopped, exit 2
+        run = Torture(folder, args.seed, args.cycles, flows=args.flows, profile=args.profile, variant=args.variant,
+                      keep_going=args.keep_going, log=log)
+        result = run.run()
     report = result.to_json()
     report["folder"] = str(folder)
     if args.out:

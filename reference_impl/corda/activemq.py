@@ -10,9 +10,12 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from urllib.parse import quote
+
+from .stopping import held
 
 JAR = Path("/usr/share/activemq/bin/activemq.jar")
 # A broker that is killed and restarted many times should start on little CPU: the client compiler
@@ -46,6 +49,7 @@ class ActiveMQ:
         self.stomp_port = _free_port()
         self.proc: subprocess.Popen | None = None
         self.jvm_opts: list[str] = list(JVM_OPTS)
+        self.abandon = threading.Event()   # set from another thread: a start under way gives up (and kills its JVM)
 
     def start(self, timeout: float = 60) -> "ActiveMQ":
         (self.base / "conf").mkdir(parents=True, exist_ok=True)
@@ -58,10 +62,16 @@ class ActiveMQ:
                f"?brokerName=rmkit&useJmx=false&persistent=true&dataDirectory={quote(str(self.base / 'data'), safe='/')}")
         argv = ["java", "-Xms64m", "-Xmx256m", *self.jvm_opts, *opens, "-Dactivemq.home=/usr/share/activemq", f"-Dactivemq.base={self.base}",
                 f"-Dactivemq.conf={self.base / 'conf'}", f"-Dactivemq.data={self.base / 'data'}", "-jar", str(JAR), "start", uri]
-        self.log = open(self.base / "broker.log", "ab")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
+        if self.abandon.is_set():
+            raise RuntimeError("ActiveMQ start abandoned")
+        with held():   # the JVM started and its PID recorded, or neither
+            self.log = open(self.base / "broker.log", "ab")
+            self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            if self.abandon.is_set():
+                self.kill()
+                raise RuntimeError("ActiveMQ start abandoned")
             if self.proc.poll() is not None:
                 raise RuntimeError(f"ActiveMQ exited with {self.proc.returncode}; see {self.base / 'broker.log'}")
             if self._answers():
@@ -85,7 +95,12 @@ class ActiveMQ:
         except Exception:
             return False
 
-    def stop(self) -> None:
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> bool:
+        """Stop the JVM by its PID (SIGTERM; SIGKILL after 15 s); False when it needed SIGKILL."""
+        clean = True
         if self.proc and self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)
             try:
@@ -93,8 +108,10 @@ class ActiveMQ:
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+                clean = False
         if getattr(self, "log", None):
             self.log.close()
+        return clean
 
     def kill(self) -> None:
         """SIGKILL the JVM (a crash: the journal is replayed at the next :meth:`start`, which keeps

@@ -17,10 +17,21 @@ from pathlib import Path
 
 from .activemq import ActiveMQ
 from .node import Policy, flow_plan
+from .stopping import held
 
 
 class ComponentFailed(Exception):
     """A process of the cluster could not run (not a crash the harness caused)."""
+
+
+def ended(code: int) -> str:
+    """How a process ended, from its return code."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return "exited with 3 (lost its broker connection)" if code == 3 else f"exited with {code}"
 
 
 class Cluster:
@@ -36,6 +47,7 @@ class Cluster:
         self.procs: dict[str, subprocess.Popen] = {}
         self.starts: dict[str, int] = {}
         self.unexpected: list[str] = []
+        self.stopped = False
         if paced:
             self.set_credit(0)
 
@@ -77,6 +89,19 @@ class Cluster:
 
     # -- processes ---------------------------------------------------------------------------------
     def start(self) -> None:
+        """Brokers, then every process, until each is ready. Whatever ends a start early (a process
+        that cannot start, SIGINT, SIGTERM) stops everything started so far first."""
+        self.stopped = False
+        try:
+            self._start_brokers()
+            for c in self.components():
+                self.spawn(c)
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_brokers(self) -> None:
         errors: list[str] = []
 
         def up(b: ActiveMQ) -> None:
@@ -85,29 +110,37 @@ class Cluster:
             except Exception as e:   # reported below
                 errors.append(str(e))
 
+        for b in self.brokers.values():
+            b.abandon.clear()
         threads = [threading.Thread(target=up, args=(b,)) for b in self.brokers.values()]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join()
+        try:
+            for t in threads:
+                t.join()
+        except BaseException:   # interrupted: the starts under way give up, and end, before the stop
+            for b in self.brokers.values():
+                b.abandon.set()
+            with held():
+                for t in threads:
+                    t.join()
+            raise
         if errors:
-            self.stop()
             raise ComponentFailed("; ".join(errors))
-        for c in self.components():
-            self.spawn(c)
-        self.wait_ready()
 
     def wait_ready(self, timeout: float = 90.0) -> None:
         """Until every process is connected to its brokers (each touches ``<component>.ready``)."""
         deadline = time.monotonic() + timeout
         while not all((self.folder / f"{c}.ready").exists() for c in self.components()):
+            brokers_down = self.brokers_down()
+            if brokers_down:
+                raise ComponentFailed("; ".join(brokers_down))
             for c in self.components():
                 p = self.procs[c]
                 if p.poll() is not None and p.returncode != 3:
-                    raise ComponentFailed(f"{c} exited with {p.returncode} at start (see {self.folder / (c + '.log')})")
+                    raise ComponentFailed(f"{c} {ended(p.returncode)} at start (see {self.folder / (c + '.log')})")
             self.restart_dead()   # a lost connection while starting (3): again
             if time.monotonic() > deadline:
-                self.stop()
                 raise ComponentFailed(f"not every process was ready within {timeout} s (see the logs in {self.folder})")
             time.sleep(0.05)
 
@@ -115,7 +148,9 @@ class Cluster:
         for leftover in (f"{comp}.arm", f"{comp}.paused", f"{comp}.ready"):
             (self.folder / leftover).unlink(missing_ok=True)
         log = open(self.folder / f"{comp}.log", "ab")
-        self.procs[comp] = subprocess.Popen(self.argv(comp), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        with held():   # the process started and its PID recorded, or neither
+            self.procs[comp] = subprocess.Popen(self.argv(comp), stdout=log, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL)
         log.close()
         self.starts[comp] = self.starts.get(comp, 0) + 1
 
@@ -129,18 +164,30 @@ class Cluster:
             os.kill(p.pid, signal.SIGKILL)
             p.wait()
 
+    def brokers_down(self) -> list[str]:
+        """The brokers that are not running, each said with its log."""
+        return [f"broker {n} is not running (see {b.base / 'broker.log'})" for n, b in self.brokers.items() if not b.running()]
+
+    def dead(self) -> list[str]:
+        """What is not running of what was started: brokers, then processes, each said with how
+        it ended and its log (empty: everything runs)."""
+        out = self.brokers_down()
+        for comp in self.components():
+            p = self.procs.get(comp)
+            if p is not None and p.poll() is not None:
+                out.append(f"{comp} {ended(p.returncode)} (see {self.folder / (comp + '.log')})")
+        return out
+
     def restart_dead(self) -> list[str]:
         """Start again every process that is no longer running; an exit that is neither a kill nor
-        a lost broker connection (3) is remembered as unexpected."""
+        a lost broker connection (3) is remembered as unexpected, and so is a broker not running."""
         restarted = []
-        for n, b in self.brokers.items():
-            if b.proc is None or b.proc.poll() is not None:
-                self.unexpected.append(f"broker {n} is not running (see {b.base / 'broker.log'})")
+        self.unexpected += self.brokers_down()
         for comp in self.components():
             p = self.procs.get(comp)
             if p is None or p.poll() is not None:
                 if p is not None and p.returncode not in (0, 3, -signal.SIGKILL):
-                    self.unexpected.append(f"{comp} exited with {p.returncode} (see {self.folder / (comp + '.log')})")
+                    self.unexpected.append(f"{comp} {ended(p.returncode)} (see {self.folder / (comp + '.log')})")
                 self.spawn(comp)
                 restarted.append(comp)
         return restarted
@@ -162,19 +209,37 @@ class Cluster:
         tmp.write_text(str(n))
         os.replace(tmp, self.folder / "credit")
 
-    def stop(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
+    def stop(self) -> list[str]:
+        """Stop every process by its PID (SIGTERM; SIGKILL after 10 s), then the brokers (a signal
+        waits until the stop is over). Returns what did not stop cleanly: a broker or process that
+        was no longer running, one that ended with another code than 0 on SIGTERM, one that needed
+        SIGKILL. A cluster already stopped is not stopped again ([])."""
+        with held():
+            if self.stopped:
+                return []
+            problems = [f"{comp} had ended: it {ended(p.returncode)} (see {self.folder / (comp + '.log')})"
+                        for comp, p in self.procs.items() if p.poll() is not None]
+            running = {comp: p for comp, p in self.procs.items() if p.poll() is None}
+            for p in running.values():
                 os.kill(p.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for p in self.procs.values():
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.kill(p.pid, signal.SIGKILL)
-                p.wait()
-        for b in self.brokers.values():
-            b.stop()
+            deadline = time.monotonic() + 10
+            for comp, p in running.items():
+                try:
+                    p.wait(max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    os.kill(p.pid, signal.SIGKILL)
+                    p.wait()
+                    problems.append(f"{comp} did not stop within 10 s of SIGTERM: killed")
+                    continue
+                if p.returncode != 0:
+                    problems.append(f"{comp} {ended(p.returncode)} on SIGTERM (see {self.folder / (comp + '.log')})")
+            for n, b in self.brokers.items():
+                if b.proc is not None and not b.running():
+                    problems.append(f"broker {n} had ended: it {ended(b.proc.returncode)} (see {b.base / 'broker.log'})")
+                if not b.stop():
+                    problems.append(f"broker {n} did not stop within 15 s of SIGTERM: killed")
+            self.stopped = True
+            return problems
 
     # -- what the databases hold -------------------------------------------------------------------
     def effects(self, node: str) -> list[tuple[str, str, str]]:
