@@ -128,6 +128,46 @@ def test_bad_usage_exits_2(capsys):
     assert "--cycles" in capsys.readouterr().err
 
 
+class DrainCluster:
+    """The cluster of a run whose broker A dies during the final drain (and whose cycles do nothing)."""
+
+    def __init__(self, folder):
+        self.folder, self.nodes, self.unexpected = folder, ["A", "B"], []
+
+    def start(self):
+        pass
+
+    def stop(self):
+        return []
+
+    def set_credit(self, n):
+        pass
+
+    def restart_dead(self):
+        self.unexpected.append("broker A is not running (see broker.log)")
+        return []
+
+    def expected(self, credit=None):
+        return {"A": {"N-Bf0-1-0"}, "B": {"N-Af0-1-0"}}
+
+    def effects(self, node):
+        return []
+
+    def events(self, node):
+        return self.folder / f"events-{node}.jsonl"
+
+    def db(self, node):
+        return self.folder / f"{node}.sqlite"
+
+
+def test_a_broker_dying_during_the_drain_is_a_harness_failure_not_a_loss(tmp_path, monkeypatch):
+    run = Torture(tmp_path / "run", 1, 3, drain_timeout=0.5)
+    run.cluster = DrainCluster(tmp_path)
+    monkeypatch.setattr(run, "_run_cycle", lambda c, t0, result: None)
+    r = run.run()
+    assert r.exit_code == 2 and "broker A is not running" in (r.error or "") and r.violations == [], r.error
+
+
 # -- on real brokers ---------------------------------------------------------------------------------
 def torture(tmp_path, **kw):
     return Torture(tmp_path / "run", kw.pop("seed", 3), kw.pop("cycles", 10), **kw).run()
@@ -186,3 +226,14 @@ def test_two_hundred_cycles_through_the_command(tmp_path):
                         "--dir", str(tmp_path / "run"), "--format", "json"], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert json.loads(r.stdout)["cycles_run"] == 200
+
+
+@needs_broker
+def test_a_broker_killed_during_the_drain_is_a_harness_failure(tmp_path):
+    class KillDuringDrain(Torture):
+        def _drain(self):
+            self.cluster.kill_broker("A")
+            super()._drain()
+
+    r = KillDuringDrain(tmp_path / "run", 4, 3).run()
+    assert r.exit_code == 2 and "broker A is not running" in r.error and r.violations == [], (r.error, r.violations)

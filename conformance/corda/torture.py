@@ -252,6 +252,12 @@ class Torture:
         v, _ = audit(self.cluster, self.credit, self.policy)
         return any(x.kind != "lost" for x in v)
 
+    def _check_cluster(self) -> None:
+        """A broker or process that died on its own (no kill of the harness) ends the run: what
+        was on its way can no longer arrive, and the audit would blame the node for it."""
+        if self.cluster.unexpected:
+            raise ComponentFailed("; ".join(dict.fromkeys(self.cluster.unexpected)))
+
     def _drain(self) -> None:
         """Let every message arrive: until each receiver holds every expected id, or nothing moved
         for ``drain_timeout`` seconds; then until the records are quiet (late duplicates)."""
@@ -259,6 +265,7 @@ class Torture:
         sizes, moved = None, time.monotonic()
         while time.monotonic() - moved < self.drain_timeout:
             self.cluster.restart_dead()
+            self._check_cluster()
             done = all(expected[n] <= {e[2] for e in self.cluster.effects(n)} for n in self.nodes)
             now_sizes = [self.cluster.events(n).stat().st_size if self.cluster.events(n).exists() else 0 for n in self.nodes]
             if now_sizes != sizes:
@@ -277,8 +284,7 @@ class Torture:
                 self._run_cycle(c, t0, result)
                 result.cycles_run += 1
                 self.log(c.describe())
-                if self.cluster.unexpected:
-                    raise ComponentFailed("; ".join(self.cluster.unexpected))
+                self._check_cluster()
                 if not self.keep_going and c.n % 10 == 0 and self._interim():
                     self.log(f"a violation shows after cycle {c.n}: crashes stop, the run drains and is audited")
                     break

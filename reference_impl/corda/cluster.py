@@ -180,9 +180,13 @@ class Cluster:
 
     def restart_dead(self) -> list[str]:
         """Start again every process that is no longer running; an exit that is neither a kill nor
-        a lost broker connection (3) is remembered as unexpected, and so is a broker not running."""
+        a lost broker connection (3) is remembered as unexpected, and so is a broker not running
+        (then nothing is started: it could not connect, and would only slow the stop down)."""
         restarted = []
-        self.unexpected += self.brokers_down()
+        down = self.brokers_down()
+        if down:
+            self.unexpected += down
+            return restarted
         for comp in self.components():
             p = self.procs.get(comp)
             if p is None or p.poll() is not None:
