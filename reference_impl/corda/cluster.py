@@ -236,7 +236,7 @@ class Cluster:
                     problems.append(f"{comp} did not stop within 10 s of SIGTERM: killed")
                     continue
                 if p.returncode != 0:
-                    problems.append(f"{comp} {ended(p.returncode)} on SIGTERM (see {self.folder / (comp + '.log')})")
+                    problems.append(f"{comp} {ended(p.returncode)} when stopped (see {self.folder / (comp + '.log')})")
             for n, b in self.brokers.items():
                 if b.proc is not None and not b.running():
                     problems.append(f"broker {n} had ended: it {ended(b.proc.returncode)} (see {b.base / 'broker.log'})")
