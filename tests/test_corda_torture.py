@@ -128,6 +128,69 @@ def test_bad_usage_exits_2(capsys):
     assert "--cycles" in capsys.readouterr().err
 
 
+class NotToBeRun:
+    """Stands in for Torture where the command must stop before any run."""
+
+    def __init__(self, *a, **kw):
+        raise AssertionError("the run started")
+
+
+@pytest.fixture
+def no_broker_needed(monkeypatch):
+    from rmkit.conformance.corda import cli as corda_cli
+
+    monkeypatch.setattr(corda_cli, "_need_broker", lambda: None)
+
+
+def test_out_naming_a_folder_is_refused_before_the_run(tmp_path, capsys, monkeypatch, no_broker_needed):
+    from rmkit.cli import main
+    from rmkit.conformance.corda import torture
+
+    monkeypatch.setattr(torture, "Torture", NotToBeRun)
+    assert main(["corda", "torture", "--out", str(tmp_path), "--dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {tmp_path}: expected a file to write, found a folder" in err and "the run started" not in err, err
+
+
+def test_an_interrupted_run_leaves_no_out_file(tmp_path, capsys, monkeypatch, no_broker_needed):
+    from rmkit.cli import main
+    from rmkit.conformance.corda import torture
+
+    class Interrupted:
+        def __init__(self, *a, **kw):
+            pass
+
+        def run(self):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(torture, "Torture", Interrupted)
+    out = tmp_path / "report.json"
+    assert main(["corda", "torture", "--out", str(out), "--dir", str(tmp_path / "run")]) == 2
+    assert "interrupted; no verdict" in capsys.readouterr().err and not out.exists()
+
+
+def test_dir_naming_a_file_is_a_usage_error(tmp_path, capsys, monkeypatch, no_broker_needed):
+    from rmkit.cli import main
+    from rmkit.conformance.corda import torture
+
+    monkeypatch.setattr(torture, "Torture", NotToBeRun)
+    (tmp_path / "f").write_text("")
+    assert main(["corda", "torture", "--dir", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err
+    assert f"--dir {tmp_path / 'f'}: expected a folder, found a file" in err and "internal error" not in err, err
+
+
+def test_cycles_have_an_upper_bound_checked_before_the_schedule_is_planned(tmp_path, capsys, monkeypatch, no_broker_needed):
+    from rmkit.cli import main
+    from rmkit.conformance.corda import torture
+    from rmkit.conformance.corda.cli import MAX_CYCLES
+
+    monkeypatch.setattr(torture, "Torture", NotToBeRun)
+    assert main(["corda", "torture", "--cycles", "100000000", "--dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert f"--cycles 100000000: expected at most {MAX_CYCLES}" in err, err
+
+
 class DrainCluster:
     """The cluster of a run whose broker A dies during the final drain (and whose cycles do nothing)."""
 

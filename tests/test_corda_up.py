@@ -261,6 +261,28 @@ def test_brokers_starting_when_the_run_is_interrupted_give_up_and_are_stopped(tm
         assert b.log == ["start", "start ended", "stop"]
 
 
+@pytest.mark.parametrize("nodes", ["Ä,B", "A,\u0663", "A,B c"])
+def test_up_node_names_are_those_the_spec_ids_allow(fake, capsys, nodes):
+    """A node's name starts its flows' names, the seeds of N- ids: spec/corda/messages.yaml allows
+    letters A-Z, a-z and digits there (str.isalnum would take Ä or an Arabic-Indic digit)."""
+    run, Fake = fake
+    Fake.script = [ALL]
+    assert run("--nodes", nodes) == 2
+    err = capsys.readouterr().err
+    assert "--nodes" in err and "cannot name a node" in err and Fake.made == [], err
+
+
+def test_up_dir_naming_a_file_is_a_usage_error(fake, capsys, tmp_path):
+    from rmkit.cli import main
+
+    run, Fake = fake
+    (tmp_path / "f").write_text("")
+    assert main(["corda", "up", "--dir", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err
+    assert f"--dir {tmp_path / 'f'}: expected a folder, found a file" in err and "internal error" not in err, err
+    assert Fake.made == []
+
+
 # -- on real brokers -------------------------------------------------------------------------------
 @needs_broker
 def test_a_broker_starts_in_a_folder_whose_name_a_uri_cannot_hold(tmp_path):
@@ -349,10 +371,11 @@ def test_up_interrupted_at_any_moment_stops_everything_and_exits_2(tmp_path, sig
 @needs_broker
 @pytest.mark.slow
 def test_torture_stopped_by_sigterm_stops_everything_and_exits_2(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "rmkit", "corda", "torture", "--cycles", "50", "--dir", str(tmp_path / "run")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "rmkit", "corda", "torture", "--cycles", "50", "--dir", str(tmp_path / "run"),
+                             "--out", str(tmp_path / "report.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     while "cycle" not in (line := proc.stderr.readline()):
         assert line, proc.stdout.read()
     proc.send_signal(signal.SIGTERM)
     code, err = ended_cleanly(proc, tmp_path)
     assert code == 2 and "interrupted; no verdict" in err, err
+    assert not (tmp_path / "report.json").exists()

@@ -12,13 +12,16 @@ import time
 from pathlib import Path
 
 from rmkit.errors import UsageError
-from rmkit.guard import positive_seconds
+from rmkit.guard import check_writable_dir, check_writable_file, positive_seconds, write_output
 
 TORTURE_EXIT_CODES = """exit codes:
   0  nothing lost, nothing duplicated, every acknowledgement after its commit
   1  a message was lost or duplicated, or acknowledged before its commit (the report gives the
      crash schedule that ran while it was on its way; the same --seed replays the schedule)
   2  the harness could not do its job (no broker, a process that cannot start, usage error)"""
+# the most crash cycles of a run (hours of them): the schedule is planned, and kept for the
+# report, before the run starts
+MAX_CYCLES = 100_000
 UP_EXIT_CODES = """exit codes:
   0  every message of every flow committed once at its receiver, everything stopped cleanly
   1  a message's effect was committed twice at its receiver (a duplicate)
@@ -40,7 +43,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                      "ordered pair of nodes, one reference node process per node (SQLite). Every flow sends\n"
                                      "--messages messages to a peer; the run ends when all are committed (or after\n"
                                      "--duration seconds: no verdict then), then everything is stopped by PID.")
-    up.add_argument("--nodes", default="A,B", help="comma-separated node names (alphanumeric; default A,B)")
+    up.add_argument("--nodes", default="A,B",
+                    help="comma-separated node names (letters A-Z, a-z and digits: the seeds of the N- ids; default A,B)")
     up.add_argument("--flows", type=int, default=2, help="sending flows per node (default 2)")
     up.add_argument("--messages", type=int, default=50, help="messages per flow (default 50)")
     up.add_argument("--profile", default="corda-os", help="spec profile of the nodes (default corda-os)")
@@ -57,7 +61,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                     "committed exactly once at its receiver and from the records that every acknowledgement\n"
                                     "followed its commit. --variant runs a faulty node that must be caught.")
     t.add_argument("--seed", type=int, default=1, help="seed of the crash schedule (default 1)")
-    t.add_argument("--cycles", type=int, default=200, help="crash cycles (default 200)")
+    t.add_argument("--cycles", type=int, default=200, help=f"crash cycles (default 200, at most {MAX_CYCLES})")
     t.add_argument("--flows", type=int, default=2, help="sending flows per node (default 2)")
     t.add_argument("--profile", default="corda-os", help="spec profile of the nodes (default corda-os)")
     t.add_argument("--variant", choices=VARIANTS, default="reference",
@@ -93,16 +97,29 @@ def _folder(arg: str | None, prefix: str) -> tuple[Path, bool]:
     return Path(tempfile.mkdtemp(prefix=prefix)), True
 
 
+def _nodes(text: str) -> list[str]:
+    from rmkit.reference_impl.corda.node import fits_flow_ids, n_format
+
+    nodes = [n for n in text.split(",") if n]
+    bad = [n for n in nodes if not fits_flow_ids(n)]
+    if bad:
+        raise UsageError(f"--nodes {text!r}: {bad[0]!r} cannot name a node: its flows' names ({bad[0]}f0, ...) are the "
+                         f"seeds of their N- ids, which the spec's pattern {n_format().pattern.pattern} "
+                         "(spec/corda/messages.yaml dedup_ids N) does not allow")
+    if len(nodes) < 2 or len(set(nodes)) != len(nodes):
+        raise UsageError(f"--nodes {text!r}: expected two or more distinct names")
+    return nodes
+
+
 def cmd_up(args) -> int:
     from rmkit.reference_impl.corda.cluster import Cluster
     from rmkit.reference_impl.corda.node import Policy
     from rmkit.reference_impl.corda.stopping import signals_interrupt
 
-    nodes = [n for n in args.nodes.split(",") if n]
-    if len(nodes) < 2 or not all(n.isalnum() for n in nodes) or len(set(nodes)) != len(nodes):
-        raise UsageError(f"--nodes {args.nodes!r}: expected two or more distinct alphanumeric names")
+    nodes = _nodes(args.nodes)
     if args.flows < 1 or args.messages < 1:
         raise UsageError("--flows and --messages: expected numbers >= 1")
+    check_writable_dir(args.dir, "--dir")
     _need_broker()
     policy = Policy.of_profile(args.profile)
     folder, temporary = _folder(args.dir, "rmkit-corda-up-")
@@ -195,12 +212,11 @@ def cmd_torture(args) -> int:
 
     if args.cycles < 1 or args.flows < 1:
         raise UsageError("--cycles and --flows: expected numbers >= 1")
-    if args.out:
-        try:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).touch()
-        except OSError as e:
-            raise UsageError(f"--out {args.out}: cannot write ({e.strerror})") from None
+    if args.cycles > MAX_CYCLES:
+        raise UsageError(f"--cycles {args.cycles}: expected at most {MAX_CYCLES} (hours of crash cycles; "
+                         "the schedule is planned before the run starts)")
+    check_writable_file(args.out, "--out")   # written once, at the end: an interrupted run leaves none
+    check_writable_dir(args.dir, "--dir")
     _need_broker()
     folder, temporary = _folder(args.dir, "rmkit-corda-torture-")
     log = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
@@ -211,7 +227,7 @@ def cmd_torture(args) -> int:
     report = result.to_json()
     report["folder"] = str(folder)
     if args.out:
-        Path(args.out).write_text(json.dumps(report, indent=1))
+        write_output(args.out, json.dumps(report, indent=1), "--out")
     if args.format == "json":
         print(json.dumps(report, indent=1))
     else:

@@ -82,6 +82,23 @@ def flow_plan(node: str, peers: list[str], flows: int) -> list[tuple[str, str]]:
     return [(f"{node}f{i}", peers[i % len(peers)]) for i in range(flows if peers else 0)]
 
 
+def n_format():
+    """The spec's N- deduplication id format (spec/corda/messages.yaml ``dedup_ids``; the same in
+    every profile)."""
+    from rmkit.conformance.corda.spec import corda_spec, profiles
+
+    return corda_spec(profiles()[0]).id_formats["N"]
+
+
+def fits_flow_ids(name: str) -> bool:
+    """Whether ``name`` can name a node: its flows' names (:func:`flow_plan`) are the seeds of
+    their N- deduplication ids, so each must be a seed the spec's N- pattern allows."""
+    n = n_format()
+    seed = flow_plan(name, ["peer"], 1)[0][0]
+    m = n.pattern.fullmatch(flow_id(seed, 1, 0))
+    return m is not None and m.group(n.parts.index("seed") + 1) == seed
+
+
 class Deduplicator(ReceivingNode):
     """The reference machine's deduplicator (in-flight set, fast path, database, in that order)
     with its database reads going to the node's store."""
@@ -246,7 +263,7 @@ class Node:
 
 def parser() -> argparse.ArgumentParser:
     a = argparse.ArgumentParser(prog="python -m rmkit.reference_impl.corda.node", description=__doc__.split("\n\n")[0])
-    a.add_argument("--name", required=True, help="the node's name (alphanumeric)")
+    a.add_argument("--name", required=True, help="the node's name (letters A-Z, a-z and digits: the spec's N- id seeds)")
     a.add_argument("--port", type=int, required=True, help="STOMP port of the node's own broker")
     a.add_argument("--peers", default="", help="comma-separated peers its flows send to")
     a.add_argument("--db", required=True, help="the node's SQLite file")
@@ -270,8 +287,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     args.peers = [p for p in args.peers.split(",") if p]
-    if not args.name.isalnum() or not all(p.isalnum() for p in args.peers):
-        print("node: --name and --peers must be alphanumeric (they become deduplication id seeds)", file=sys.stderr)
+    if not all(fits_flow_ids(n) for n in [args.name, *args.peers]):
+        print("node: --name and --peers must be names the N- ids' seeds allow (spec/corda/messages.yaml)", file=sys.stderr)
         return 2
     policy = Policy.from_json(args.policy) if args.policy else Policy.of_profile(args.profile)
     node = Node(args, policy)
