@@ -227,3 +227,85 @@ def test_a_saved_scenario_with_a_malformed_act_names_the_field(tmp_path, act, fi
                                 "acts": [{"act": "send", "dst": ["p2"], "exp": 30, "try": 2, **act}]}))
     with pytest.raises(UsageError, match=re.escape(f"{path}: field {field}")):
         read_scenario(path)
+
+
+# ---- the daemon's process group and the kit's own processes are always stopped ----------------------
+def _running(pids) -> list[int]:
+    """Those of ``pids`` that still run (a zombie left to init does not)."""
+    import os
+
+    alive = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.append(pid)
+    return [p for p in alive if p != os.getpid()]
+
+
+def _group(pgid: int) -> list[int]:
+    import os
+
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[2]) == pgid:
+                        out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    import os
+
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def _kill(pids) -> None:
+    import os
+    import signal
+
+    for p in _running(pids):
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def test_a_daemon_started_through_a_wrapper_is_stopped():
+    """The command the kit started exits (``sh -c 'daemon & sleep 1'``); the daemon it left in its
+    session is stopped all the same."""
+    import shlex
+    import time
+
+    redis_server_or_skip()
+    h = Harness(f"sh -c {shlex.quote(REFERENCE + ' & sleep 1')}", "spec")
+    loop = asyncio.new_event_loop()
+    members = []
+    try:
+        loop.run_until_complete(h.start())
+        h.proc.wait(timeout=10)
+        time.sleep(0.2)
+        members = _running(_group(h.proc.pid))
+        assert members, "the wrapped daemon is not running"
+        loop.run_until_complete(h.stop())
+        time.sleep(0.2)
+        assert _running(members) == []
+    finally:
+        _kill(members)
+        loop.close()

@@ -296,16 +296,8 @@ class Harness:
         if self._monitor_task:
             self._monitor_task.cancel()
             await asyncio.gather(self._monitor_task, return_exceptions=True)
-        if self.proc and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        if self.proc:
+            self._stop_group()
         for f in (getattr(self, "_out", None), getattr(self, "_err", None)):
             if f:
                 f.close()
@@ -316,6 +308,47 @@ class Harness:
             self.redis_server.stop()
         if self._tmp:
             self._tmp.cleanup()
+
+    def _group_alive(self) -> bool:
+        """Whether a process of the daemon's group still runs (zombies left to init do not count)."""
+        try:
+            os.killpg(self.proc.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        proc = Path("/proc")
+        if not proc.is_dir():
+            return True
+        for d in proc.iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                state, _ppid, pgrp = (d / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+            except (OSError, ValueError, IndexError):
+                continue
+            if int(pgrp) == self.proc.pid and state != "Z":
+                return True
+        return False
+
+    def _stop_group(self, grace_s: float = 5.0) -> None:
+        """Stop the daemon's whole session (its own process group), even when the command the kit
+        started has exited: a wrapper (``sh -c 'daemon & ...'``) leaves the daemon running in it."""
+        if self.proc.poll() is not None and not self._group_alive():
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + grace_s
+        while (self.proc.poll() is None or self._group_alive()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self.proc.poll() is None or self._group_alive():
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
