@@ -309,3 +309,42 @@ def test_a_daemon_started_through_a_wrapper_is_stopped():
     finally:
         _kill(members)
         loop.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_an_interrupted_conform_stops_everything_and_exits_2_quietly(tmp_path, sig):
+    """SIGTERM (e.g. from `timeout`) or Ctrl-C in the middle of a run: the daemon, its redis-server
+    and the temporary folder are gone, exit 2, one line on stderr."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    redis_server_or_skip()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "rmkit", "conform", "--protocol", "rmb", "--impl-cmd", REFERENCE,
+                             "--regressions", str(tmp_path / "reg"), "--max-examples", "50"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": str(tmp)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    kids: list[int] = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(kids) < 2 and time.monotonic() < deadline:  # redis-server and the daemon
+            kids = _running(_children(proc.pid))
+            time.sleep(0.1)
+        assert len(kids) >= 2, kids
+        time.sleep(4)  # into the catalogue
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=60)
+        time.sleep(0.3)
+        assert proc.returncode == 2, err.decode()
+        assert len(err.decode().strip().splitlines()) == 1, err.decode()
+        assert _running(kids) == []
+        assert list(tmp.glob("rmkit-conform-rmb-*")) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _kill(kids)

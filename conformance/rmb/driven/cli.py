@@ -1,16 +1,20 @@
 """``rmkit conform --protocol rmb --impl-cmd CMD`` and ``rmkit replay --protocol rmb FILE``.
 
 Exit 0 every strict rule held (non-strict findings are reported), 1 a scenario broke a strict rule
-or the daemon died under test, 2 the daemon could not be started (or another tool failure).
+or the daemon died under test, 2 the daemon could not be started, it was
+interrupted (Ctrl-C, SIGTERM: the daemon and its redis-server are stopped first), or another tool
+failure.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 from pathlib import Path
 
-from rmkit.errors import UsageError
+from rmkit.errors import RmkitError, UsageError
 
 IMPL_HELP = ("rmb: CMD starts the daemon under test; placeholders {python} (this Python), {redis} (its own fresh Redis URL), {twin}, {key_file} "
              "(a file holding its seed as 0x + 64 hex digits), {seed}, {key_type}, {directory} (the twin directory, JSON), "
@@ -30,7 +34,63 @@ def _check(args: argparse.Namespace) -> str:
     return args.impl_cmd
 
 
-def _open(args, profile: str):
+class Terminated(KeyboardInterrupt):
+    """SIGTERM while the harness runs: it unwinds like Ctrl-C (through the event loop, whose tasks
+    are cancelled, and the harness's cleanup), then ends the command with exit 2."""
+
+
+def _forget(exc: BaseException) -> None:
+    """Drop what an interrupt's traceback holds (the coroutines it cut short would each warn
+    "never awaited" when the interpreter frees them later)."""
+    import gc
+    import traceback
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if exc.__traceback__ is not None:
+            traceback.clear_frames(exc.__traceback__)
+        exc.__traceback__ = None
+        gc.collect()
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds():
+    """While the harness runs, SIGTERM raises :class:`Terminated` (once); during the cleanup it is
+    only noted (the cleanup must finish), and an error (exit 2) follows it. The previous handler
+    is restored on the way out. An interrupt (Ctrl-C, SIGTERM) ends quietly: one line, no
+    traceback of what it cut short."""
+    state = {"fired": False, "closing": False}
+
+    def handler(signum, frame):
+        if state["fired"]:
+            return
+        state["fired"] = True
+        if not state["closing"]:
+            raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: no handler can be installed
+        previous = None
+    try:
+        yield state
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        _forget(exc)
+        del exc
+        if terminated:
+            raise RmkitError("terminated (SIGTERM): the daemon under test and its redis-server were stopped; no verdict") from None
+        raise KeyboardInterrupt from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    if state["fired"]:
+        raise RmkitError("terminated (SIGTERM) while the run was cleaned up: the daemon under test and its redis-server were "
+                         "stopped; no verdict")
+
+
+def _open(args, profile: str, guard: dict | None = None):
     import asyncio  # here, not at the top: every rmkit command builds this module's arguments
 
     from rmkit.conformance.rmb.driven.harness import Harness
@@ -40,13 +100,24 @@ def _open(args, profile: str):
     try:
         loop.run_until_complete(h.start())
     except BaseException:
-        loop.run_until_complete(h.stop())
-        loop.close()
+        _close(h, loop, guard)
         raise
     return h, loop
 
 
-def _close(h, loop) -> None:
+def _close(h, loop, guard: dict | None = None) -> None:
+    """Cancel what an interrupted run left in the loop (quietly: an interrupt is no task's failure),
+    then stop the daemon, its redis-server and the kit twins."""
+    import asyncio
+
+    if guard is not None:
+        guard["closing"] = True
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for t in pending:
+        t.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.set_exception_handler(lambda loop, context: None)  # a task that failed on the way down says nothing now
     loop.run_until_complete(h.stop())
     loop.close()
 
@@ -69,13 +140,14 @@ def conform(profile: str, args: argparse.Namespace) -> int:
         raise UsageError("--format junit: protocol rmb writes text or json")
     folder = regressions_dir(args.regressions)
     regressions = regressions_for(folder, profile)
-    h, loop = _open(args, profile)
-    try:
-        rep = run_suite(h, loop, max_examples=args.max_examples, derandomize=derandomize_wanted(args.derandomize), seed=args.seed,
-                        time_budget=args.time_budget, catalogue_only=args.catalogue_only, regressions=regressions,
-                        save_dir=folder, progress=stderr_progress(args))
-    finally:
-        _close(h, loop)
+    with _sigterm_unwinds() as guard:
+        h, loop = _open(args, profile, guard)
+        try:
+            rep = run_suite(h, loop, max_examples=args.max_examples, derandomize=derandomize_wanted(args.derandomize), seed=args.seed,
+                            time_budget=args.time_budget, catalogue_only=args.catalogue_only, regressions=regressions,
+                            save_dir=folder, progress=stderr_progress(args))
+        finally:
+            _close(h, loop, guard)
     text = render_json(rep) if args.format == "json" else render_text(rep)
     verdict = rep.verdict(Rules(profile))
     code = decided(0 if verdict == "pass" else 1)
@@ -93,11 +165,12 @@ def replay(args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.suite import describe_run, run_scenario
 
     sc = read_scenario(args.scenario)
-    h, loop = _open(args, sc.profile)
-    try:
-        run = loop.run_until_complete(run_scenario(h, sc))
-    finally:
-        _close(h, loop)
+    with _sigterm_unwinds() as guard:
+        h, loop = _open(args, sc.profile, guard)
+        try:
+            run = loop.run_until_complete(run_scenario(h, sc))
+        finally:
+            _close(h, loop, guard)
     rules = Rules(sc.profile)
     if args.format == "json":
         import json
