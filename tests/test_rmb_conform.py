@@ -229,6 +229,21 @@ def test_a_saved_scenario_with_a_malformed_act_names_the_field(tmp_path, act, fi
         read_scenario(path)
 
 
+# ---- a run that checked nothing has no verdict -----------------------------------------------------
+def test_a_replay_that_checks_nothing_exits_2(tmp_path, capsys):
+    redis_server_or_skip()
+    path = tmp_path / "go-proxy.json"
+    path.write_text(json.dumps({"format": "rmkit-rmb-scenario/1", "profile": "rmb-go", "acts": [{"act": "proxy", "variant": "good"}]}))
+    assert main(["replay", "--protocol", "rmb", str(path), "--impl-cmd", REFERENCE]) == 2
+    assert "checked nothing" in capsys.readouterr().err
+
+
+def test_no_profile_ships_scenarios_that_check_nothing():
+    for profile in ("spec", "rmb-rs-v1", "rmb-go"):
+        proxies = [sc.title for sc in catalogue(profile, profile == "rmb-go") if sc.acts[0]["act"] == "proxy"]
+        assert bool(proxies) == (rmb_spec().behaviour(profile)["proxy"] is not None), (profile, proxies)
+
+
 # ---- the daemon's process group and the kit's own processes are always stopped ----------------------
 def _running(pids) -> list[int]:
     """Those of ``pids`` that still run (a zombie left to init does not)."""

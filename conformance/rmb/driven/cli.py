@@ -1,7 +1,7 @@
 """``rmkit conform --protocol rmb --impl-cmd CMD`` and ``rmkit replay --protocol rmb FILE``.
 
 Exit 0 every strict rule held (non-strict findings are reported), 1 a scenario broke a strict rule
-or the daemon died under test, 2 the daemon could not be started, it was
+or the daemon died under test, 2 the daemon could not be started, the run checked nothing, it was
 interrupted (Ctrl-C, SIGTERM: the daemon and its redis-server are stopped first), or another tool
 failure.
 """
@@ -37,6 +37,10 @@ def _check(args: argparse.Namespace) -> str:
 class Terminated(KeyboardInterrupt):
     """SIGTERM while the harness runs: it unwinds like Ctrl-C (through the event loop, whose tasks
     are cancelled, and the harness's cleanup), then ends the command with exit 2."""
+
+
+class NothingChecked(RmkitError):
+    """A run in which no act checked anything: no verdict (exit 2)."""
 
 
 def _forget(exc: BaseException) -> None:
@@ -122,6 +126,10 @@ def _close(h, loop, guard: dict | None = None) -> None:
     loop.close()
 
 
+def _checks(runs) -> int:
+    return sum(len(a.checks) for run in runs for a in run.acts)
+
+
 def regressions_for(folder: Path, profile: str) -> list:
     from rmkit.conformance.rmb.driven.scenario import read_scenario
 
@@ -150,6 +158,8 @@ def conform(profile: str, args: argparse.Namespace) -> int:
             _close(h, loop, guard)
     text = render_json(rep) if args.format == "json" else render_text(rep)
     verdict = rep.verdict(Rules(profile))
+    if verdict == "pass" and not _checks(rep.runs + ([rep.final] if rep.final else [])):
+        raise NothingChecked(f"no scenario checked anything against profile {profile}: no verdict")
     code = decided(0 if verdict == "pass" else 1)
     emit_report(text, verdict, args.out)
     if args.html:
@@ -172,6 +182,9 @@ def replay(args: argparse.Namespace) -> int:
         finally:
             _close(h, loop, guard)
     rules = Rules(sc.profile)
+    if not run.failed(rules) and not _checks([run]):
+        raise NothingChecked(f"{args.scenario}: checked nothing (no act of it applies to profile {sc.profile}, e.g. a proxy act "
+                             "where the profile has no proxy): no verdict")
     if args.format == "json":
         import json
 

@@ -135,9 +135,16 @@ def _send(dst, tries=2, exp=30, answers=None, replies=None) -> dict:
     return a
 
 
+def has_proxy(profile: str) -> bool:
+    from rmkit.conformance.rmb.model import rmb_spec
+
+    return rmb_spec().behaviour(profile)["proxy"] is not None
+
+
 def catalogue(profile: str, slow_retries: bool) -> list[Scenario]:
     """The named scenarios: every rule a daemon's wire shows, in this profile. ``slow_retries``:
-    the profile pauses seconds between attempts (rmb-go), so retries are kept few."""
+    the profile pauses seconds between attempts (rmb-go), so retries are kept few. A profile
+    without a proxy gets no proxy scenarios (they would check nothing)."""
     many = 2 if slow_retries else 7
     named = [
         ("request, reply", [_send(["p2"], replies={"p2": "good"})]),
@@ -163,12 +170,14 @@ def catalogue(profile: str, slow_retries: bool) -> list[Scenario]:
     named += [("reply refused with 500", [{"act": "remote", "variant": "good", "from": "p3", "reply_answers": ["500"]}]),
               ("reply after a closed connection", [{"act": "remote", "variant": "good", "reply_answers": ["close", "accept"]}])]
     named += [(f"invalid local message: {v}", [{"act": "bad_local", "variant": v}]) for v in BAD_LOCAL]
-    named += [(f"proxy envelope: {v} payload", [{"act": "proxy", "variant": v}]) for v in PROXY_VARIANTS]
+    if has_proxy(profile):
+        named += [(f"proxy envelope: {v} payload", [{"act": "proxy", "variant": v}]) for v in PROXY_VARIANTS]
     return [Scenario(f"catalogue-{i:02d}", profile, acts, title, "catalogue") for i, (title, acts) in enumerate(named, 1)]
 
 
-def acts_strategy(slow_retries: bool):
-    """Hypothesis: one act. Tries are kept small where retries are seconds apart (rmb-go)."""
+def acts_strategy(slow_retries: bool, proxy: bool = True):
+    """Hypothesis: one act. Tries are kept small where retries are seconds apart (rmb-go); no
+    proxy acts where the profile has no proxy (``proxy`` False: they would check nothing)."""
     tries = st.integers(0, 2 if slow_retries else 6)
     plan = st.one_of(st.just(["accept"]), st.lists(st.sampled_from(ANSWERS), min_size=1, max_size=3))
     peers = st.sampled_from(["p2", "p3"])
@@ -196,11 +205,11 @@ def acts_strategy(slow_retries: bool):
                                         **({"reply_answers": r} if r else {})},
                        st.sampled_from(REMOTE_VARIANTS), peers,
                        st.lists(st.sampled_from(("accept", "close", "500")), max_size=2))
-    other = st.one_of(st.just({"act": "stale_job"}),
-                      st.builds(lambda v: {"act": "proxy", "variant": v}, st.sampled_from(PROXY_VARIANTS)),
-                      st.builds(lambda v: {"act": "bad_local", "variant": v}, st.sampled_from(BAD_LOCAL)))
-    return st.one_of(send(), send(), remote, other)
+    others = [st.just({"act": "stale_job"}), st.builds(lambda v: {"act": "bad_local", "variant": v}, st.sampled_from(BAD_LOCAL))]
+    if proxy:
+        others.insert(1, st.builds(lambda v: {"act": "proxy", "variant": v}, st.sampled_from(PROXY_VARIANTS)))
+    return st.one_of(send(), send(), remote, st.one_of(*others))
 
 
-def scenario_strategy(slow_retries: bool, max_acts: int = 3):
-    return st.lists(acts_strategy(slow_retries), min_size=1, max_size=max_acts)
+def scenario_strategy(slow_retries: bool, max_acts: int = 3, proxy: bool = True):
+    return st.lists(acts_strategy(slow_retries, proxy), min_size=1, max_size=max_acts)

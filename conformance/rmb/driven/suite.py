@@ -16,7 +16,8 @@ from pathlib import Path
 from rmkit.conformance.rmb.driven.acts import Ctx, run_act
 from rmkit.conformance.rmb.driven.harness import Harness
 from rmkit.conformance.rmb.driven.judge import ActResult, Rules
-from rmkit.conformance.rmb.driven.scenario import NOT_DRIVEN, Scenario, catalogue, scenario_strategy, write_scenario
+from rmkit.conformance.rmb.driven.scenario import (NOT_DRIVEN, Scenario, catalogue, has_proxy, scenario_strategy,
+                                                   write_scenario)
 
 CATALOGUE_BATCH = 8  # catalogue scenarios run at once (each act has its own names, so they never mix)
 
@@ -93,7 +94,7 @@ def search(h: Harness, loop: asyncio.AbstractEventLoop, rules: Rules, *, max_exa
     @settings(max_examples=max(1, max_examples), derandomize=derandomize and seed is None, deadline=None, database=None,
               phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
               print_blob=False)
-    @given(scenario_strategy(slow_retries))
+    @given(scenario_strategy(slow_retries, proxy=has_proxy(h.profile)))
     def scenario(acts):
         if g.found_after_s is not None:
             if time.monotonic() - start - g.found_after_s > shrink_budget_s:
