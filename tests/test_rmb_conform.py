@@ -229,6 +229,42 @@ def test_a_saved_scenario_with_a_malformed_act_names_the_field(tmp_path, act, fi
         read_scenario(path)
 
 
+# ---- replies of one send: a late one waits for the others -------------------------------------------
+LATE_AND_GOOD = {"format": "rmkit-rmb-scenario/1", "profile": "spec", "acts": [
+    {"act": "send", "dst": ["p2", "p3"], "exp": 2, "try": 0, "answers": {"p2": ["accept"], "p3": ["accept"]},
+     "replies": {"p2": "late", "p3": "good"}}]}
+
+
+def test_a_saved_scenario_with_a_late_and_a_good_reply_passes_the_reference(tmp_path, capsys):
+    """The good reply is posted while the backlog lives, not after the late one waited it out."""
+    redis_server_or_skip()
+    path = tmp_path / "late-good.json"
+    path.write_text(json.dumps(LATE_AND_GOOD))
+    code = main(["replay", "--protocol", "rmb", str(path), "--impl-cmd", REFERENCE])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "pass (" in out
+
+
+def test_generated_sends_with_a_late_reply_expire_within_the_act():
+    """exp 2, every kit twin accepts at once, and no down destination whose retries outlive it."""
+    from hypothesis import given, settings
+
+    from rmkit.conformance.rmb.driven.scenario import acts_strategy
+
+    seen = []
+
+    @settings(max_examples=300, derandomize=True, database=None, deadline=None)
+    @given(acts_strategy(slow_retries=True))
+    def check(act):
+        if act["act"] == "send" and "late" in (act.get("replies") or {}).values():
+            seen.append(act)
+            assert act["exp"] == 2 and "down" not in act["dst"] and "age" not in act
+            assert all(plan == ["accept"] for plan in act["answers"].values())
+    check()
+    assert seen
+
+
 # ---- a run that checked nothing has no verdict -----------------------------------------------------
 def test_a_replay_that_checks_nothing_exits_2(tmp_path, capsys):
     redis_server_or_skip()

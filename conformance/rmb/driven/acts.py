@@ -4,7 +4,8 @@ judges. An act is a JSON object (saved scenarios hold them as written):
 - ``send``: a local client pushes a request to msgbus.system.local for ``dst`` (kit twins ``p2``
   (ed25519) and ``p3`` (sr25519), ``down`` (connection refused), ``unknown`` (not in the
   directory), ``self``); each kit twin answers its attempts as ``answers`` says and then replies
-  as ``replies`` says (``good``, ``forged``, ``wrong_dst``, ``late``: after the backlog expired).
+  as ``replies`` says (``good``, ``forged``, ``wrong_dst``, ``late``: after the backlog expired;
+  the other replies of the act are posted first).
 - ``remote``: a kit twin posts a request to the daemon's remote endpoint, well formed or broken as
   ``variant`` says; an accepted one is answered by the kit as the command's handler, and the kit
   twin answers the daemon's reply POSTs as ``reply_answers`` says.
@@ -92,14 +93,16 @@ async def run_send(ctx: Ctx, act: dict) -> ActResult:
     stop = asyncio.Event()
     drain = asyncio.create_task(_drain(h, ret, got, stop))
     await h.push(b["local_queue"], msg)
-    _kit(ctx, res, f"client pushed to {b['local_queue']}: cmd={cmd} dst={dst} exp={msg['exp']} try={msg['try']} ret={ret}")
+    pushed = time.monotonic()
+    _kit(ctx, res, f"client pushed to {b['local_queue']}: cmd={cmd} dst={dst} now={msg['now']} exp={msg['exp']} try={msg['try']} "
+                   f"ret={ret}")
     try:
         if "unknown" in targets:
             await _judge_unknown(ctx, res, msg, got)
         elif targets == ["self"]:
             await _judge_self(ctx, res, msg, got)
         else:
-            await _judge_forward(ctx, res, act, msg, peers, got)
+            await _judge_forward(ctx, res, act, msg, peers, got, pushed)
     finally:
         stop.set()
         await drain
@@ -162,7 +165,7 @@ async def _judge_self(ctx: Ctx, res: ActResult, msg: dict, got: list) -> None:
               f"{len(replies)} reply(ies) on the client's ret (expected 1 with ret {msg['ret']})")
 
 
-async def _judge_forward(ctx: Ctx, res: ActResult, act: dict, msg: dict, peers: list[int], got: list) -> None:
+async def _judge_forward(ctx: Ctx, res: ActResult, act: dict, msg: dict, peers: list[int], got: list, pushed: float) -> None:
     h, b, T = ctx.h, ctx.h.b, ctx.h.timing
     cmd = msg["cmd"]
     plans = {p: h.twins.plans[(p, cmd)] for p in peers}
@@ -265,11 +268,13 @@ async def _judge_forward(ctx: Ctx, res: ActResult, act: dict, msg: dict, peers: 
         res.check("RMB-LOCAL-001", bool(effects), "the request was taken from the local queue: "
                   + ("a POST or an answer on ret followed" if effects else "nothing followed it (no POST, nothing on ret)"))
     delivered = []
-    for p in peers:
-        variant = (act.get("replies") or {}).get({PEER_ED: "p2", PEER_SR: "p3"}[p])
+    replies = {p: (act.get("replies") or {}).get({PEER_ED: "p2", PEER_SR: "p3"}[p]) for p in peers}
+    # a late reply waits until the backlog entry expired: every other reply of the act goes first
+    for p in sorted(peers, key=lambda p: replies[p] == "late"):
+        variant = replies[p]
         posts = [e for e in mine(p) if e.path == b["remote_endpoint"] and isinstance(e.msg, dict) and e.msg.get("uid")]
         if variant and p not in failing and posts:
-            outcome = await _reply(ctx, res, msg, p, posts[-1].msg, variant, got)
+            outcome = await _reply(ctx, res, msg, p, posts[-1].msg, variant, got, pushed)
             if variant == "good":
                 delivered.append((p, outcome))
     if len(delivered) > 1 and any(ok for _, ok in delivered):
@@ -283,9 +288,11 @@ def _reply_message(h: Harness, request: dict, p: int, text: str) -> dict:
             "src": p, "dst": [IUT], "ret": h.b["reply_queue"], "shm": "", "now": int(time.time()), "err": ""}
 
 
-async def _reply(ctx: Ctx, res: ActResult, msg: dict, p: int, request: dict, variant: str, got: list) -> bool:
+async def _reply(ctx: Ctx, res: ActResult, msg: dict, p: int, request: dict, variant: str, got: list, pushed: float) -> bool:
     """Kit twin ``p`` answers ``request`` by POSTing a reply to the daemon's reply endpoint; True
-    when a good reply reached the client's ret."""
+    when a good reply reached the client's ret. A good reply is judged by when it was posted: one
+    that leaves once the backlog entry may have expired (exp after the push, within the clock
+    slack) may be answered either way, but consistently (routed when accepted, dropped when not)."""
     h, b, T = ctx.h, ctx.h.b, ctx.h.timing
     if b["backlog_written"] == "after-post":  # rmb-go: the hash entry is written after the POST
         ok = await _poll(lambda: h.backlog_state(request["uid"]), "present", T["response_s"])
@@ -297,6 +304,11 @@ async def _reply(ctx: Ctx, res: ActResult, msg: dict, p: int, request: dict, var
                       f"{await h.backlog_state(request['uid'])}")
             return False
         await asyncio.sleep(0.05)
+    expiring = False
+    if variant == "good":
+        state = await h.backlog_state(request["uid"])
+        expiring = time.monotonic() >= pushed + msg["exp"] - T["clock_slack_s"] and not (
+            state.startswith("present, TTL") and float(state.split("TTL ")[1].split(" s")[0]) > T["clock_slack_s"])
     reply = _reply_message(h, request, p, f"reply {variant} from {p} to {request['uid']}")
     if variant == "wrong_dst":
         reply["dst"] = [PEER_SR if p == PEER_ED else PEER_ED]
@@ -307,15 +319,20 @@ async def _reply(ctx: Ctx, res: ActResult, msg: dict, p: int, request: dict, var
     want = {"good": b["accepted"]["status"], "forged": b["status_bad_signature"], "wrong_dst": b["status_wrong_destination"],
             "late": b["reply_without_backlog"]}[variant]
     rule = {"good": "RMB-REPLY-005", "forged": "RMB-REPLY-007", "wrong_dst": "RMB-REPLY-003", "late": "RMB-REPLY-004"}[variant]
-    res.check(rule, status == want, f"a {variant} reply from twin {p} was answered {status} (expected {want})")
     delivered = lambda g: [m for _, m in g if isinstance(m, dict) and m.get("dat") == reply["dat"]]  # noqa: E731
     if variant == "good":
-        await _wait_ret(h, got, delivered, T["response_s"])
+        await _wait_ret(h, got, delivered, T["quiet_s"] if expiring else T["response_s"])
         await asyncio.sleep(0.1)
         d = delivered(got)
+        if expiring and not d and status == b["reply_without_backlog"]:
+            res.check("RMB-REPLY-004", True, f"the good reply from twin {p} left {time.monotonic() - pushed:.2f} s after the push "
+                      f"(exp {msg['exp']} s), when its backlog entry may have expired: answered {status} and dropped")
+            return False
+        res.check(rule, status == want, f"a {variant} reply from twin {p} was answered {status} (expected {want})")
         return res.check("RMB-REPLY-005", len(d) == 1 and d[0].get("ret") == msg["ret"],
                          f"{len(d)} copy(ies) of twin {p}'s reply on the client's ret {msg['ret']} (expected one, ret restored)")
     else:
+        res.check(rule, status == want, f"a {variant} reply from twin {p} was answered {status} (expected {want})")
         await asyncio.sleep(T["quiet_s"])
         d = delivered(got)
         res.check(rule, not d, f"the {variant} reply from twin {p} reached the client's ret {len(d)} time(s) (expected never)")
