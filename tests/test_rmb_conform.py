@@ -265,6 +265,15 @@ def test_generated_sends_with_a_late_reply_expire_within_the_act():
     assert seen
 
 
+# ---- the backlog's TTL has a lower bound too ------------------------------------------------------
+def test_a_backlog_ttl_shorter_than_exp_fails_backlog_001(reference):
+    with Driven(variant_cmd("short-ttl"), "spec") as d:
+        failed = d.failed_rules(d.run(["request, reply"]))
+    assert "RMB-BACKLOG-001" in failed, failed
+    runs = reference.run(["request, reply", "fan-out to two twins, both reply", "a client's now 5 s old, retried"])
+    assert reference.failed_rules(runs) == set()
+
+
 # ---- a run that checked nothing has no verdict -----------------------------------------------------
 def test_a_replay_that_checks_nothing_exits_2(tmp_path, capsys):
     redis_server_or_skip()

@@ -223,11 +223,16 @@ async def _judge_forward(ctx: Ctx, res: ActResult, act: dict, msg: dict, peers: 
             if b["backlog_written"] == "before-forward":
                 bl = ex.backlog
                 ok = bl.startswith("present, TTL")
+                # the TTL is exp from when the entry was written (the document), or what is left to the deadline
+                # now + exp (a sender that counts from now): it must cover the request's remaining life
+                low = max(deadline - ex.wall - T["clock_slack_s"], 0.0)
+                high = msg["exp"] + T["clock_slack_s"]
                 if ok:
                     ttl = float(bl.split("TTL ")[1].split(" s")[0])
-                    ok = 0 < ttl <= msg["exp"] + T["clock_slack_s"]
-                res.check("RMB-BACKLOG-001", ok, f"attempt {k} to twin {p}: the backlog entry was {bl} (expected it with a TTL of "
-                          f"at most exp {msg['exp']} s)")
+                    ok = 0 < ttl and low <= ttl <= high
+                res.check("RMB-BACKLOG-001", ok, f"attempt {k} to twin {p}: the backlog entry was {bl} (expected it with a TTL "
+                          f"between {low:.2f} s, what is left of the request's life, and exp {msg['exp']} s, within "
+                          f"{T['clock_slack_s']} s)")
             uid = m["uid"]
             prev = ctx.uids.get(uid)
             res.check("RMB-MSG-005", prev in (None, cmd), f"uid {uid!r} was given before to another request ({prev})")

@@ -75,6 +75,24 @@ class IgnoresExp(RmbDaemon):
         self.redis = _NoTtlRedis(self.redis)
 
 
+class _ShortTtlPipeline(_NoTtlPipeline):
+    def set(self, key, value, ex=None, **kw):
+        return self._pipe.set(key, value, ex=2, **kw)  # the fault: 2 s whatever exp says
+
+
+class _ShortTtlRedis(_NoTtlRedis):
+    def pipeline(self, *a, **kw):
+        return _ShortTtlPipeline(self._r.pipeline(*a, **kw))
+
+
+class ShortTtl(RmbDaemon):
+    """Stores the backlog entry with a TTL of 2 s whatever exp says: replies after 2 s are lost."""
+
+    async def start(self) -> None:
+        await super().start()
+        self.redis = _ShortTtlRedis(self.redis)
+
+
 class AcceptsOldNow(RmbDaemon):
     """Accepts requests whatever their now (no age limit; caught where the profile has one, rmb-rs-v1)."""
 
@@ -265,6 +283,7 @@ FAULTY = {
     "drops-replies": (DropsReplies, "spec", {"RMB-REPLY-005"}),
     "late-reply": (LateReply, "spec", {"RMB-REPLY-004"}),
     "wrong-queue": (WrongQueue, "spec", {"RMB-REMOTE-005", "RMB-LOCAL-003", "RMB-PROXY-001"}),
+    "short-ttl": (ShortTtl, "spec", {"RMB-BACKLOG-001"}),
 }
 LEGAL = {
     "counter-uids": CounterUids,
