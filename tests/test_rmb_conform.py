@@ -274,6 +274,26 @@ def test_a_backlog_ttl_shorter_than_exp_fails_backlog_001(reference):
     assert reference.failed_rules(runs) == set()
 
 
+# ---- re-stamping now (rmb-rs-v1) can fail ----------------------------------------------------------
+def test_a_daemon_that_keeps_the_clients_now_fails_retry_004_in_rmb_rs_v1():
+    """The catalogue's client sends a now 5 s old: rmb-rs-v1 re-stamps it before each attempt."""
+    with Driven(variant_cmd("keeps-now"), "rmb-rs-v1") as d:
+        failed = d.failed_rules(d.run([sc.title for sc in catalogue("rmb-rs-v1", False) if sc.acts[0]["act"] == "send"]))
+    assert failed == {"RMB-RETRY-004"}, failed
+    with Driven(REFERENCE, "rmb-rs-v1") as d:
+        assert d.failed_rules(d.run(["a client's now 5 s old, retried", "request, reply"])) == set()
+
+
+def test_a_send_acts_age_is_checked_when_read(tmp_path):
+    from rmkit.conformance.rmb.driven.scenario import FORMAT
+
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"format": FORMAT, "profile": "spec",
+                                "acts": [{"act": "send", "dst": ["p2"], "exp": 4, "try": 2, "age": 3}]}))
+    with pytest.raises(UsageError, match=re.escape(f"{path}: field acts[0].age: expected an integer >= 0, at most half of exp")):
+        read_scenario(path)
+
+
 # ---- a run that checked nothing has no verdict -----------------------------------------------------
 def test_a_replay_that_checks_nothing_exits_2(tmp_path, capsys):
     redis_server_or_skip()

@@ -5,7 +5,9 @@ judges. An act is a JSON object (saved scenarios hold them as written):
   (ed25519) and ``p3`` (sr25519), ``down`` (connection refused), ``unknown`` (not in the
   directory), ``self``); each kit twin answers its attempts as ``answers`` says and then replies
   as ``replies`` says (``good``, ``forged``, ``wrong_dst``, ``late``: after the backlog expired;
-  the other replies of the act are posted first).
+  the other replies of the act are posted first). ``age`` (seconds, default 0): the client's
+  ``now`` is that much older than the push (the deadline ``now + exp`` with it), so a daemon that
+  must re-stamp ``now`` before each attempt (RMB-RETRY-004) shows whether it does.
 - ``remote``: a kit twin posts a request to the daemon's remote endpoint, well formed or broken as
   ``variant`` says; an accepted one is answered by the kit as the command's handler, and the kit
   twin answers the daemon's reply POSTs as ``reply_answers`` says.
@@ -71,9 +73,9 @@ async def _drain(h: Harness, queue: str, into: list, stop: asyncio.Event) -> Non
             into.append((time.monotonic(), got))
 
 
-def client_message(cmd: str, dst: list[int], exp: int, tries: int, ret: str, payload: str) -> dict:
+def client_message(cmd: str, dst: list[int], exp: int, tries: int, ret: str, payload: str, age: int = 0) -> dict:
     return {"ver": 1, "uid": "", "cmd": cmd, "exp": exp, "try": tries, "dat": b64(payload), "src": 0, "dst": dst, "ret": ret,
-            "shm": "", "now": int(time.time()), "err": "", "sig": ""}
+            "shm": "", "now": int(time.time()) - age, "err": "", "sig": ""}
 
 
 # ---- send ------------------------------------------------------------------------------------------
@@ -83,7 +85,7 @@ async def run_send(ctx: Ctx, act: dict) -> ActResult:
     cmd, ret = ctx.fresh("cmd"), ctx.fresh("ret")
     targets = list(dict.fromkeys(act["dst"]))
     dst = [TARGETS[t] for t in targets]
-    msg = client_message(cmd, dst, act["exp"], act["try"], ret, f"request {cmd}")
+    msg = client_message(cmd, dst, act["exp"], act["try"], ret, f"request {cmd}", act.get("age", 0))
     peers = [TARGETS[t] for t in targets if t in ("p2", "p3")]
     for t in targets:
         if t in ("p2", "p3"):

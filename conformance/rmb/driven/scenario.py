@@ -97,6 +97,9 @@ def act_problem(a: dict) -> str | None:
         for k in ("exp", "try"):
             if type(a.get(k)) is not int or a[k] < 0:  # not bool: true is no number of tries
                 return f"{k}: expected an integer >= 0"
+        age = a.get("age", 0)
+        if type(age) is not int or age < 0 or age > a["exp"] // 2:
+            return "age: expected an integer >= 0, at most half of exp (the request must be alive when it leaves)"
         for part in ("answers", "replies"):
             if not isinstance(a.get(part) or {}, dict):
                 return f"{part}: expected an object keyed by destination ({', '.join(TARGETS)})"
@@ -126,8 +129,10 @@ def act_problem(a: dict) -> str | None:
 BAD_LOCAL = ("bad_dat", "empty_dst", "no_cmd", "string_exp")
 
 
-def _send(dst, tries=2, exp=30, answers=None, replies=None) -> dict:
+def _send(dst, tries=2, exp=30, answers=None, replies=None, age=0) -> dict:
     a = {"act": "send", "dst": dst, "exp": exp, "try": tries}
+    if age:
+        a["age"] = age
     if answers:
         a["answers"] = answers
     if replies:
@@ -148,6 +153,8 @@ def catalogue(profile: str, slow_retries: bool) -> list[Scenario]:
     many = 2 if slow_retries else 7
     named = [
         ("request, reply", [_send(["p2"], replies={"p2": "good"})]),
+        ("a client's now 5 s old, retried", [_send(["p3"], tries=3, answers={"p3": ["close", "accept"]}, replies={"p3": "good"},
+                                                   age=5)]),
         ("fan-out to two twins, both reply", [_send(["p2", "p3"], replies={"p2": "good", "p3": "good"})]),
         ("a 4xx is final", [_send(["p2"], tries=3, answers={"p2": ["400"]})]),
         ("a 5xx (retried in rmb-go only)", [_send(["p3"], tries=2, answers={"p3": ["502"]})]),
@@ -199,6 +206,10 @@ def acts_strategy(slow_retries: bool, proxy: bool = True):
             act["exp"] = 2
             answers = {t: ["accept"] for t in answers}
             act["dst"] = dst = [t for t in dst if t != "down"]
+        else:
+            age = draw(st.sampled_from((0, 5)))  # a client's now older than the push: re-stamped or kept (RMB-RETRY-004)
+            if age:
+                act["age"] = age
         if answers:
             act["answers"] = answers
         if any(replies.values()):

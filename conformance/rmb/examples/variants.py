@@ -93,6 +93,15 @@ class ShortTtl(RmbDaemon):
         self.redis = _ShortTtlRedis(self.redis)
 
 
+class KeepsNow(RmbDaemon):
+    """Posts every attempt with the client's now and exp as they came (rmb-rs-v1 re-stamps now
+    before each attempt)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.b["restamp_per_attempt"] = False
+
+
 class AcceptsOldNow(RmbDaemon):
     """Accepts requests whatever their now (no age limit; caught where the profile has one, rmb-rs-v1)."""
 
@@ -284,6 +293,7 @@ FAULTY = {
     "late-reply": (LateReply, "spec", {"RMB-REPLY-004"}),
     "wrong-queue": (WrongQueue, "spec", {"RMB-REMOTE-005", "RMB-LOCAL-003", "RMB-PROXY-001"}),
     "short-ttl": (ShortTtl, "spec", {"RMB-BACKLOG-001"}),
+    "keeps-now": (KeepsNow, "rmb-rs-v1", {"RMB-RETRY-004"}),
 }
 LEGAL = {
     "counter-uids": CounterUids,
