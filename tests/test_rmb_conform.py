@@ -294,6 +294,15 @@ def test_a_send_acts_age_is_checked_when_read(tmp_path):
         read_scenario(path)
 
 
+# ---- the reply's ret field: the document asks for the queue only -----------------------------------
+def test_a_reply_pushed_to_ret_with_its_ret_field_unchanged_passes_spec_and_fails_rmb_rs_v1():
+    titles = ["request, reply", "fan-out to two twins, both reply"]
+    with Driven(variant_cmd("keeps-reply-ret"), "spec") as d:
+        assert d.failed_rules(d.run(titles)) == set()
+    with Driven(variant_cmd("keeps-reply-ret"), "rmb-rs-v1") as d:
+        assert d.failed_rules(d.run(titles)) == {"RMB-REPLY-005"}
+
+
 # ---- a run that checked nothing has no verdict -----------------------------------------------------
 def test_a_replay_that_checks_nothing_exits_2(tmp_path, capsys):
     redis_server_or_skip()

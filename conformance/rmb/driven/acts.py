@@ -26,8 +26,8 @@ import time
 import uuid
 
 from rmkit.conformance.rmb.driven.harness import DOWN, IUT, PEER_ED, PEER_SR, UNKNOWN, Harness
-from rmkit.conformance.rmb.driven.judge import (ActResult, attempts_allowed, b64, planned_attempts, retryable, schema_rule,
-                                                sig_rule)
+from rmkit.conformance.rmb.driven.judge import (RET_FIELD_RESTORED, ActResult, attempts_allowed, b64, planned_attempts, retryable,
+                                                schema_rule, sig_rule)
 
 TARGETS = {"p2": PEER_ED, "p3": PEER_SR, "down": DOWN, "unknown": UNKNOWN, "self": IUT}
 REMOTE_VARIANTS = ("good", "bad_sig", "unknown_src", "wrong_key_type", "tampered_unsigned", "tampered_signed", "not_json",
@@ -336,8 +336,13 @@ async def _reply(ctx: Ctx, res: ActResult, msg: dict, p: int, request: dict, var
                       f"(exp {msg['exp']} s), when its backlog entry may have expired: answered {status} and dropped")
             return False
         res.check(rule, status == want, f"a {variant} reply from twin {p} was answered {status} (expected {want})")
+        if not RET_FIELD_RESTORED[h.profile]:
+            return res.check("RMB-REPLY-005", len(d) == 1, f"{len(d)} copy(ies) of twin {p}'s reply on the client's ret {msg['ret']} "
+                             "(expected one)")
         return res.check("RMB-REPLY-005", len(d) == 1 and d[0].get("ret") == msg["ret"],
-                         f"{len(d)} copy(ies) of twin {p}'s reply on the client's ret {msg['ret']} (expected one, ret restored)")
+                         f"{len(d)} copy(ies) of twin {p}'s reply on the client's ret {msg['ret']}"
+                         + (f", its ret field {d[0].get('ret')!r}" if len(d) == 1 else "")
+                         + f" (expected one, its ret field restored to {msg['ret']}: profile {h.profile})")
     else:
         res.check(rule, status == want, f"a {variant} reply from twin {p} was answered {status} (expected {want})")
         await asyncio.sleep(T["quiet_s"])

@@ -193,6 +193,24 @@ class Restamps(RmbDaemon):
         self.b["restamp_per_attempt"] = True
 
 
+class KeepsReplyRet(RmbDaemon):
+    """Pushes a reply to the request's ret queue as the replying twin sent it: its ret field is not
+    rewritten (document 004 asks for the queue only; rmb-rs-v1 rewrites it)."""
+
+    async def _reply(self, request):
+        import json
+
+        msg, refused = await self._checked(request)
+        if refused:
+            return refused
+        original = await self._backlog_get(msg["uid"])
+        if original is None:
+            return self._answer(request, self.b["reply_without_backlog"], msg, "no backlog entry (timed out): reply dropped")
+        await self.redis.lpush(original["ret"], json.dumps(msg, ensure_ascii=False))
+        self.log.record("reply-to-ret", direction="out", queue=original["ret"], msg=msg)
+        return self._answer(request, self.b["accepted"]["status"], msg, "accepted")
+
+
 # ---- rule mutants: one promise broken each, to show the scenario that judges a rule can fail it --
 class NoErrorOnFailure(RmbDaemon):
     """Never tells the client that a request could not be delivered."""
@@ -301,5 +319,6 @@ LEGAL = {
     "many-workers": ManyWorkers,
     "reordered-replies": ReorderedReplies,
     "restamps": Restamps,
+    "keeps-reply-ret": KeepsReplyRet,
 }
 VARIANTS = {**{k: v[0] for k, v in FAULTY.items()}, **{k: v[0] for k, v in MUTANTS.items()}, **LEGAL}
