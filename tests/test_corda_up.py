@@ -215,7 +215,7 @@ def test_up_stopped_by_sigterm_stops_the_cluster_and_exits_2(fake, capsys):
 
 
 def test_a_signal_inside_a_held_block_waits_for_its_end():
-    from rmkit.reference_impl.corda.stopping import Interrupted, held, signals_interrupt
+    from rmkit.interrupts import Interrupted, held, signals_interrupt
 
     done = []
     with pytest.raises(Interrupted):

@@ -114,7 +114,7 @@ def _nodes(text: str) -> list[str]:
 def cmd_up(args) -> int:
     from rmkit.reference_impl.corda.cluster import Cluster
     from rmkit.reference_impl.corda.node import Policy
-    from rmkit.reference_impl.corda.stopping import signals_interrupt
+    from rmkit.interrupts import signals_interrupt
 
     nodes = _nodes(args.nodes)
     if args.flows < 1 or args.messages < 1:
@@ -208,7 +208,7 @@ def _records_span(cluster, nodes) -> float:
 
 def cmd_torture(args) -> int:
     from rmkit.conformance.corda.torture import Torture
-    from rmkit.reference_impl.corda.stopping import signals_interrupt
+    from rmkit.interrupts import signals_interrupt
 
     if args.cycles < 1 or args.flows < 1:
         raise UsageError("--cycles and --flows: expected numbers >= 1")

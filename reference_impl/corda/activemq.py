@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from .stopping import held
+from rmkit.interrupts import held
 
 JAR = Path("/usr/share/activemq/bin/activemq.jar")
 # A broker that is killed and restarted many times should start on little CPU: the client compiler

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .activemq import ActiveMQ
 from .node import Policy, flow_plan
-from .stopping import held
+from rmkit.interrupts import held
 
 
 class ComponentFailed(Exception):
@@ -102,28 +102,35 @@ class Cluster:
             raise
 
     def _start_brokers(self) -> None:
+        """Every broker at once, each in a thread. An interruption makes the starts under way give
+        up, and waits until each has ended, before the stop. The wait is on an event each start
+        sets when it ends, not on ``Thread.join``: a join that a KeyboardInterrupt cut short can
+        return at once the next time, with the thread still running."""
         errors: list[str] = []
+        ended = {n: threading.Event() for n in self.brokers}
 
-        def up(b: ActiveMQ) -> None:
+        def up(name: str, b: ActiveMQ) -> None:
             try:
                 b.start()
             except Exception as e:   # reported below
                 errors.append(str(e))
+            finally:
+                ended[name].set()
 
         for b in self.brokers.values():
             b.abandon.clear()
-        threads = [threading.Thread(target=up, args=(b,)) for b in self.brokers.values()]
-        for t in threads:
-            t.start()
+        with held():   # every thread started, or none (in a run that handles signals)
+            for name, b in self.brokers.items():
+                threading.Thread(target=up, args=(name, b), daemon=True).start()
         try:
-            for t in threads:
-                t.join()
+            for e in ended.values():
+                e.wait()
         except BaseException:   # interrupted: the starts under way give up, and end, before the stop
             for b in self.brokers.values():
                 b.abandon.set()
             with held():
-                for t in threads:
-                    t.join()
+                for e in ended.values():
+                    e.wait()
             raise
         if errors:
             raise ComponentFailed("; ".join(errors))
@@ -147,11 +154,9 @@ class Cluster:
     def spawn(self, comp: str) -> None:
         for leftover in (f"{comp}.arm", f"{comp}.paused", f"{comp}.ready"):
             (self.folder / leftover).unlink(missing_ok=True)
-        log = open(self.folder / f"{comp}.log", "ab")
-        with held():   # the process started and its PID recorded, or neither
+        with open(self.folder / f"{comp}.log", "ab") as log, held():   # the process started and its PID recorded, or neither
             self.procs[comp] = subprocess.Popen(self.argv(comp), stdout=log, stderr=subprocess.STDOUT,
                                                 stdin=subprocess.DEVNULL)
-        log.close()
         self.starts[comp] = self.starts.get(comp, 0) + 1
 
     def alive(self, comp: str) -> bool:

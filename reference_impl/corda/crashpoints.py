@@ -82,7 +82,10 @@ class CrashPoints:
         if self.passes < self.armed[1]:
             return
         if self.armed[2] == "pause" and self.folder is not None:
-            (self.folder / f"{self.component}.paused").write_text(point)
+            # written whole, then named: whoever sees the file reads the point (not an empty file)
+            partial = self.folder / f".{self.component}.paused-{os.getpid()}"
+            partial.write_text(point)
+            os.replace(partial, self.folder / f"{self.component}.paused")
             while True:
                 time.sleep(3600)
         os.kill(os.getpid(), signal.SIGKILL)
