@@ -26,7 +26,7 @@ import time
 import uuid
 
 from rmkit.conformance.rmb.driven.harness import DOWN, IUT, PEER_ED, PEER_SR, UNKNOWN, Harness
-from rmkit.conformance.rmb.driven.judge import (RET_FIELD_RESTORED, ActResult, attempts_allowed, b64, planned_attempts, retryable,
+from rmkit.conformance.rmb.driven.judge import (ActResult, attempts_allowed, b64, planned_attempts, retryable,
                                                 schema_rule, sig_rule)
 
 TARGETS = {"p2": PEER_ED, "p3": PEER_SR, "down": DOWN, "unknown": UNKNOWN, "self": IUT}
@@ -80,7 +80,7 @@ def client_message(cmd: str, dst: list[int], exp: int, tries: int, ret: str, pay
 
 # ---- send ------------------------------------------------------------------------------------------
 async def run_send(ctx: Ctx, act: dict) -> ActResult:
-    h, b, T = ctx.h, ctx.h.b, ctx.h.timing
+    h, b = ctx.h, ctx.h.b
     res = ActResult(act)
     cmd, ret = ctx.fresh("cmd"), ctx.fresh("ret")
     targets = list(dict.fromkeys(act["dst"]))
@@ -336,7 +336,7 @@ async def _reply(ctx: Ctx, res: ActResult, msg: dict, p: int, request: dict, var
                       f"(exp {msg['exp']} s), when its backlog entry may have expired: answered {status} and dropped")
             return False
         res.check(rule, status == want, f"a {variant} reply from twin {p} was answered {status} (expected {want})")
-        if not RET_FIELD_RESTORED[h.profile]:
+        if not b["reply_ret_restored"]:  # spec/rmb/behaviour.yaml
             return res.check("RMB-REPLY-005", len(d) == 1, f"{len(d)} copy(ies) of twin {p}'s reply on the client's ret {msg['ret']} "
                              "(expected one)")
         return res.check("RMB-REPLY-005", len(d) == 1 and d[0].get("ret") == msg["ret"],

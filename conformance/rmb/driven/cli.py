@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import signal
 import sys
 from pathlib import Path
 
@@ -34,11 +33,6 @@ def _check(args: argparse.Namespace) -> str:
     return args.impl_cmd
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM while the harness runs: it unwinds like Ctrl-C (through the event loop, whose tasks
-    are cancelled, and the harness's cleanup), then ends the command with exit 2."""
-
-
 class NothingChecked(RmkitError):
     """A run in which no act checked anything: no verdict (exit 2)."""
 
@@ -59,42 +53,22 @@ def _forget(exc: BaseException) -> None:
 
 
 @contextlib.contextmanager
-def _sigterm_unwinds():
-    """While the harness runs, SIGTERM raises :class:`Terminated` (once); during the cleanup it is
-    only noted (the cleanup must finish), and an error (exit 2) follows it. The previous handler
-    is restored on the way out. An interrupt (Ctrl-C, SIGTERM) ends quietly: one line, no
-    traceback of what it cut short."""
-    state = {"fired": False, "closing": False}
+def _interrupts_unwind():
+    """While the harness runs, SIGINT and SIGTERM unwind through its cleanup
+    (:mod:`rmkit.interrupts`: exit 2, "interrupted; no verdict"; a signal during the cleanup waits
+    for its end), quietly: one line, no traceback of the tasks it cut short."""
+    from rmkit.interrupts import signals_interrupt
 
-    def handler(signum, frame):
-        if state["fired"]:
-            return
-        state["fired"] = True
-        if not state["closing"]:
-            raise Terminated()
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: no handler can be installed
-        previous = None
-    try:
-        yield state
-    except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, Terminated)
-        _forget(exc)
-        del exc
-        if terminated:
-            raise RmkitError("terminated (SIGTERM): the daemon under test and its redis-server were stopped; no verdict") from None
-        raise KeyboardInterrupt from None
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-    if state["fired"]:
-        raise RmkitError("terminated (SIGTERM) while the run was cleaned up: the daemon under test and its redis-server were "
-                         "stopped; no verdict")
+    with signals_interrupt():
+        try:
+            yield
+        except KeyboardInterrupt as exc:
+            _forget(exc)
+            del exc
+            raise KeyboardInterrupt from None
 
 
-def _open(args, profile: str, guard: dict | None = None):
+def _open(args, profile: str):
     import asyncio  # here, not at the top: every rmkit command builds this module's arguments
 
     from rmkit.conformance.rmb.driven.harness import Harness
@@ -104,26 +78,27 @@ def _open(args, profile: str, guard: dict | None = None):
     try:
         loop.run_until_complete(h.start())
     except BaseException:
-        _close(h, loop, guard)
+        _close(h, loop)
         raise
     return h, loop
 
 
-def _close(h, loop, guard: dict | None = None) -> None:
+def _close(h, loop) -> None:
     """Cancel what an interrupted run left in the loop (quietly: an interrupt is no task's failure),
-    then stop the daemon, its redis-server and the kit twins."""
+    then stop the daemon, its redis-server and the kit twins; a signal meanwhile waits for the end."""
     import asyncio
 
-    if guard is not None:
-        guard["closing"] = True
-    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-    for t in pending:
-        t.cancel()
-    if pending:
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-    loop.set_exception_handler(lambda loop, context: None)  # a task that failed on the way down says nothing now
-    loop.run_until_complete(h.stop())
-    loop.close()
+    from rmkit.interrupts import held
+
+    with held():
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.set_exception_handler(lambda loop, context: None)  # a task that failed on the way down says nothing now
+        loop.run_until_complete(h.stop())
+        loop.close()
 
 
 def _checks(runs) -> int:
@@ -148,14 +123,14 @@ def conform(profile: str, args: argparse.Namespace) -> int:
         raise UsageError("--format junit: protocol rmb writes text or json")
     folder = regressions_dir(args.regressions)
     regressions = regressions_for(folder, profile)
-    with _sigterm_unwinds() as guard:
-        h, loop = _open(args, profile, guard)
+    with _interrupts_unwind():
+        h, loop = _open(args, profile)
         try:
             rep = run_suite(h, loop, max_examples=args.max_examples, derandomize=derandomize_wanted(args.derandomize), seed=args.seed,
                             time_budget=args.time_budget, catalogue_only=args.catalogue_only, regressions=regressions,
                             save_dir=folder, progress=stderr_progress(args))
         finally:
-            _close(h, loop, guard)
+            _close(h, loop)
     text = render_json(rep) if args.format == "json" else render_text(rep)
     verdict = rep.verdict(Rules(profile))
     if verdict == "pass" and not _checks(rep.runs + ([rep.final] if rep.final else [])):
@@ -175,12 +150,12 @@ def replay(args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.suite import describe_run, run_scenario
 
     sc = read_scenario(args.scenario)
-    with _sigterm_unwinds() as guard:
-        h, loop = _open(args, sc.profile, guard)
+    with _interrupts_unwind():
+        h, loop = _open(args, sc.profile)
         try:
             run = loop.run_until_complete(run_scenario(h, sc))
         finally:
-            _close(h, loop, guard)
+            _close(h, loop)
     rules = Rules(sc.profile)
     if not run.failed(rules) and not _checks([run]):
         raise NothingChecked(f"{args.scenario}: checked nothing (no act of it applies to profile {sc.profile}, e.g. a proxy act "

@@ -59,13 +59,6 @@ class Rules:
         return self.spec.rules[rule].severity
 
 
-# Whether a reply pushed to the client's ret queue must carry that queue in its own ret field.
-# Document 004 asks for the queue only: "Response is pushed to $ret (from the original message from
-# the backlog)"; rmb-rs v1 also rewrites the field ("otherwise it restores `ret` and `tag` and pushes
-# to `$ret`", rmb-as-built, Receiver); the reference states nothing of the kind for rmb-go.
-RET_FIELD_RESTORED = {"spec": False, "rmb-rs-v1": True, "rmb-go": False}
-
-
 def attempts_allowed(b: dict, tries: int) -> int:
     """try clamped to the profile's bounds (RMB-RETRY-001)."""
     bounds = b["try_bounds"]
