@@ -295,6 +295,26 @@ def test_a_broker_starts_in_a_folder_whose_name_a_uri_cannot_hold(tmp_path):
 
 
 @needs_broker
+def test_a_broker_whose_free_port_was_taken_before_it_bound_starts_on_another(tmp_path):
+    """A free port is only free when picked: another test's broker may bind it first. The JVM then
+    exits ("Address already in use"), and a first start is tried again on fresh ports; a program
+    that holds the port and never answers STOMP must not hang the wait for CONNECTED either."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        b = ActiveMQ(str(tmp_path / "b"))
+        b.stomp_port = taken.getsockname()[1]
+        try:
+            b.start(timeout=60)
+            assert b.stomp_port != taken.getsockname()[1] and b.running()
+        finally:
+            b.stop()
+    assert running_under(tmp_path) == []
+
+
+@needs_broker
 def test_a_process_that_cannot_start_leaves_nothing_running(tmp_path):
     env = {**os.environ, "RMKIT_CORDA_CRASH": "bogus:0"}   # every node and bridge refuses to start
     r = subprocess.run([sys.executable, "-m", "rmkit", "corda", "up", "--messages", "5", "--dir", str(tmp_path / "run")],
