@@ -335,7 +335,9 @@ def _running(pids) -> list[int]:
     return [p for p in alive if p != os.getpid()]
 
 
-def _group(pgid: int) -> list[int]:
+def _procs_whose(field: int, value: int) -> list[int]:
+    """PIDs whose /proc stat field (counted after the command name: 1 the parent, 2 the process
+    group) equals ``value``."""
     import os
 
     out = []
@@ -343,26 +345,19 @@ def _group(pgid: int) -> list[int]:
         if d.isdigit():
             try:
                 with open(f"/proc/{d}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[2]) == pgid:
+                    if int(f.read().rsplit(")", 1)[1].split()[field]) == value:
                         out.append(int(d))
             except (OSError, ValueError, IndexError):
                 pass
     return out
+
+
+def _group(pgid: int) -> list[int]:
+    return _procs_whose(2, pgid)
 
 
 def _children(pid: int) -> list[int]:
-    import os
-
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(d))
-            except (OSError, ValueError, IndexError):
-                pass
-    return out
+    return _procs_whose(1, pid)
 
 
 def _kill(pids) -> None:
