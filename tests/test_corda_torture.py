@@ -75,14 +75,16 @@ def test_a_crash_point_armed_while_running_fires_at_its_pass(tmp_path):
             "h.reach('sender_after_checkpoint'); h.reach('receiver_before_commit'); print('first', flush=True)\n"
             "h.reach('receiver_before_commit'); print('never')")
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    assert p.stdout.readline() == "first\n"
-    for _ in range(200):
-        if (tmp_path / "node-A.paused").exists():
-            break
-        __import__("time").sleep(0.05)
-    assert (tmp_path / "node-A.paused").read_text() == "receiver_before_commit"
-    p.kill()
-    p.wait()
+    try:
+        assert p.stdout.readline() == "first\n"
+        for _ in range(200):
+            if (tmp_path / "node-A.paused").exists():
+                break
+            __import__("time").sleep(0.05)
+        assert (tmp_path / "node-A.paused").read_text() == "receiver_before_commit"
+    finally:  # the paused process sleeps for ever: never left behind, whatever failed
+        p.kill()
+        p.wait()
     assert "never" not in p.stdout.read()
 
 
