@@ -11,7 +11,7 @@ from pathlib import Path
 from rmkit._version import __version__
 from rmkit.errors import UsageError
 from rmkit.guard import (CONTRACT, check_writable_dir, check_writable_file, decided, emit_report, positive_seconds,
-                         run_guarded, write_output)
+                         run_command_line, write_output)
 from rmkit.protocol import get_protocol, protocol_names
 from rmkit.verdict import FAIL, NON_STRICT
 
@@ -664,14 +664,7 @@ def _tlc_finding(result, config, stream) -> int:
 def main(argv: list[str] | None = None) -> int:
     """The command line under the exit-code contract (:mod:`rmkit.guard`): 0 pass, 1 violations,
     2 the tool could not do its job, whatever happens inside."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv or os.environ.get("RMKIT_DEBUG") == "1"
-    parser = build_parser()
-    args = parser.parse_args([a for a in argv if a != "--debug"])
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return EXIT_USAGE
-    return run_guarded(args.func, args, debug=debug, argv=argv)
+    return run_command_line(build_parser(), argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -61,6 +61,21 @@ def decided(code: int) -> int:
     return code
 
 
+def run_command_line(parser: argparse.ArgumentParser, argv: list[str] | None = None, shown_as: tuple = ()) -> int:
+    """Parse ``argv`` (default: this process's) and run the chosen command (``func`` in the
+    parser's defaults) under the contract; ``--debug`` anywhere on the line, or RMKIT_DEBUG=1,
+    shows an internal error's traceback. ``shown_as``: the words before ``argv`` when the line is
+    quoted in an internal error (``rmb`` for ``python -m ...rmb.cli serve ...``). No command
+    chosen: the help, exit 2."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args([a for a in argv if a != "--debug"])
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_TOOL
+    debug = "--debug" in argv or os.environ.get("RMKIT_DEBUG") == "1"
+    return run_guarded(args.func, args, debug=debug, argv=[*shown_as, *argv])
+
+
 def run_guarded(func, args, debug: bool = False, argv: list[str] | None = None) -> int:
     """``func(args)`` under the contract: the kit's own errors exit with their code and message,
     anything unexpected with exit 2 and one line. A command that gives a verdict (``verdict`` set

@@ -74,16 +74,14 @@ def _group_help(p: argparse.ArgumentParser) -> int:
     return 2
 
 
-def message_problem_lines(msg) -> list[str]:
-    """``RULE: field F: what`` for each way ``msg`` is not a well-formed v1 message (the
-    validation verify applies, :func:`message_problems`); empty when it is one."""
-    from rmkit.conformance.rmb.model import message_problems
-
-    return [f"{rule}: field {field or '(top)'}: {what}" for rule, field, what in message_problems(msg)]
+def _reason(field: str | None, what: str) -> str:
+    """How sign and verify word one way a message is not a well-formed v1 message."""
+    return f"field {field or '(top)'}: {what}"
 
 
 def cmd_sign(args) -> int:
     from rmkit.conformance.rmb.messages_io import read_messages
+    from rmkit.conformance.rmb.model import message_problems
     from rmkit.conformance.rmb.signing import keypair, seed_from_hex, seed_from_mnemonic
 
     seed = seed_from_hex(args.seed) if args.seed else seed_from_mnemonic(args.mnemonic)
@@ -93,7 +91,8 @@ def cmd_sign(args) -> int:
     problems = list(read.problems)
     for line, msg in read.messages:
         # the message as verify will see it: sig is what signing sets, whatever the input had
-        problems += [f"{shown}:{line}: {p}" for p in message_problem_lines({k: v for k, v in msg.items() if k != "sig"})]
+        problems += [f"{shown}:{line}: {rule}: {_reason(field, what)}"
+                     for rule, field, what in message_problems({k: v for k, v in msg.items() if k != "sig"})]
     if problems:
         for problem in problems:
             print(problem, file=sys.stderr)
@@ -109,6 +108,7 @@ def cmd_sign(args) -> int:
 def cmd_verify(args) -> int:
     from rmkit.conformance.rmb.directory import Directory
     from rmkit.conformance.rmb.messages_io import read_messages
+    from rmkit.conformance.rmb.model import message_problems
     from rmkit.conformance.rmb.signing import BadSignature, public_key_from_hex, verify
 
     if args.public_key and not args.key_type:
@@ -122,9 +122,10 @@ def cmd_verify(args) -> int:
     counts = {"valid": 0, "invalid": 0}
     for line, msg in read.messages:
         rule, reason, used = None, "", None
-        problems = message_problem_lines(msg)
+        problems = message_problems(msg)
         if problems:
-            rule, reason = problems[0].split(": ", 1)
+            rule, field, what = problems[0]
+            reason = _reason(field, what)
         else:
             if directory is not None:
                 twin = directory.get(msg["src"])

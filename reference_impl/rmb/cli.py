@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import os
 import signal
 import sys
 
@@ -219,13 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m rmkit.reference_impl.rmb.cli serve ...``: the daemon without loading every
     protocol's command line (``rmkit rmb up`` starts its twins this way), under the same exit-code
     contract as ``rmkit`` (``--debug`` or RMKIT_DEBUG=1: the traceback of an internal error)."""
-    from rmkit.guard import run_guarded
+    from rmkit.guard import run_command_line
 
-    argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(prog="rmkit rmb")
     add_commands(p.add_subparsers(dest="rmb_command", required=True))
-    args = p.parse_args([a for a in argv if a != "--debug"])
-    return run_guarded(args.func, args, debug="--debug" in argv or os.environ.get("RMKIT_DEBUG") == "1", argv=["rmb", *argv])
+    return run_command_line(p, argv, shown_as=("rmb",))
 
 
 if __name__ == "__main__":

@@ -73,15 +73,12 @@ class Recorder:
 def main(argv: list[str] | None = None) -> int:
     """``python -m rmkit.reference_impl.rmb.recorder``, under the exit-code contract of ``rmkit``
     (``--debug`` or RMKIT_DEBUG=1: the traceback of an internal error)."""
-    import os
+    from rmkit.guard import run_command_line
 
-    from rmkit.guard import run_guarded
-
-    argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(prog="rmkit rmb record", description="record the HTTP exchanges between RMB daemons")
     add_arguments(p)
-    args = p.parse_args([a for a in argv if a != "--debug"])
-    return run_guarded(run, args, debug="--debug" in argv or os.environ.get("RMKIT_DEBUG") == "1", argv=["rmb", "record", *argv])
+    p.set_defaults(func=run)
+    return run_command_line(p, argv, shown_as=("rmb", "record"))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
