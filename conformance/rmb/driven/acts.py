@@ -73,6 +73,14 @@ async def _drain(h: Harness, queue: str, into: list, stop: asyncio.Event) -> Non
             into.append((time.monotonic(), got))
 
 
+def backlog_ttl(state: str) -> float | None:
+    """The seconds left of a backlog entry, from :meth:`Harness.backlog_state`'s words
+    (``present, TTL 29.87 s (...)``); None when it has no TTL or is not there."""
+    if not state.startswith("present, TTL "):
+        return None
+    return float(state[len("present, TTL "):].split(" s", 1)[0])
+
+
 def client_message(cmd: str, dst: list[int], exp: int, tries: int, ret: str, payload: str, age: int = 0) -> dict:
     return {"ver": 1, "uid": "", "cmd": cmd, "exp": exp, "try": tries, "dat": b64(payload), "src": 0, "dst": dst, "ret": ret,
             "shm": "", "now": int(time.time()) - age, "err": "", "sig": ""}
@@ -224,14 +232,12 @@ async def _judge_forward(ctx: Ctx, res: ActResult, act: dict, msg: dict, peers: 
                           f"attempt {k} to twin {p} at {ex.wall:.1f} carries now {m['now']} (expected it re-stamped)")
             if b["backlog_written"] == "before-forward":
                 bl = ex.backlog
-                ok = bl.startswith("present, TTL")
                 # the TTL is exp from when the entry was written (the document), or what is left to the deadline
                 # now + exp (a sender that counts from now): it must cover the request's remaining life
                 low = max(deadline - ex.wall - T["clock_slack_s"], 0.0)
                 high = msg["exp"] + T["clock_slack_s"]
-                if ok:
-                    ttl = float(bl.split("TTL ")[1].split(" s")[0])
-                    ok = 0 < ttl and low <= ttl <= high
+                ttl = backlog_ttl(bl)
+                ok = ttl is not None and 0 < ttl and low <= ttl <= high
                 res.check("RMB-BACKLOG-001", ok, f"attempt {k} to twin {p}: the backlog entry was {bl} (expected it with a TTL "
                           f"between {low:.2f} s, what is left of the request's life, and exp {msg['exp']} s, within "
                           f"{T['clock_slack_s']} s)")
@@ -314,8 +320,8 @@ async def _reply(ctx: Ctx, res: ActResult, msg: dict, p: int, request: dict, var
     expiring = False
     if variant == "good":
         state = await h.backlog_state(request["uid"])
-        expiring = time.monotonic() >= pushed + msg["exp"] - T["clock_slack_s"] and not (
-            state.startswith("present, TTL") and float(state.split("TTL ")[1].split(" s")[0]) > T["clock_slack_s"])
+        ttl = backlog_ttl(state)
+        expiring = time.monotonic() >= pushed + msg["exp"] - T["clock_slack_s"] and not (ttl is not None and ttl > T["clock_slack_s"])
     reply = _reply_message(h, request, p, f"reply {variant} from {p} to {request['uid']}")
     if variant == "wrong_dst":
         reply["dst"] = [PEER_SR if p == PEER_ED else PEER_ED]
