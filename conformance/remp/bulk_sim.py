@@ -147,14 +147,13 @@ def _rotation(cfg: BulkConfig, counts: list[int], rules: list[str]) -> list[list
 
 def plan(cfg: BulkConfig) -> dict:
     """The parts to make: per part its seed, messages, start time and rules to plant."""
-    from rmkit.conformance.remp.planting import plantable_rules
+    from rmkit.conformance.remp.planting import clocked, plantable_rules
 
     k = cfg.files or default_files(cfg.messages, cfg.validators)
     if k > cfg.messages:
         raise ValueError(f"--files {k}: expected at most one file per message ({cfg.messages} messages)")
     counts = split(cfg.messages, k)
-    timed = cfg.kafka or cfg.profile == "spec"
-    rules, skipped = plantable_rules(cfg.profile, cfg.keys is not None, timed)
+    rules, skipped = plantable_rules(cfg.profile, cfg.keys is not None, clocked(cfg.profile, cfg.kafka))
     stride = stride_ms(cfg, max(counts))
     wanted = _rotation(cfg, counts, rules)
     parts = [dict(part=p, seed=part_seed(cfg.seed, p), messages=counts[p], start_ms=START_MS + p * stride,
@@ -265,11 +264,9 @@ def _natural_judged(cfg: BulkConfig, last: bool, clock, horizon_ms: int, items: 
     Kafka dump, or a profile whose validators stamp receipts); then always in a part another
     follows (the stride puts the next part's receipts a horizon later), and in the last part when
     the written log's clock (``clock``) ends a horizon past its first timed receipt."""
-    from rmkit.conformance.remp.faults import VALIDATOR_ROLE
-    from rmkit.conformance.remp.model import model_for
-    from rmkit.conformance.remp.planting import checker_time, judged_at
+    from rmkit.conformance.remp.planting import checker_time, clocked, judged_at
 
-    if not (cfg.kafka or VALIDATOR_ROLE not in model_for(cfg.profile).zero_time_roles):
+    if not clocked(cfg.profile, cfg.kafka):
         return False
     if not last:
         return True

@@ -57,6 +57,12 @@ def plantable_rules(profile: str, keyed: bool, timed_validators: bool) -> tuple[
     return todo, skipped
 
 
+def clocked(profile: str, kafka: bool) -> bool:
+    """Whether the checker's clock moves with validator receipts (it needs two timed sources): in
+    a Kafka dump (every record has a time), or where the profile's validators stamp receipts."""
+    return kafka or VALIDATOR_ROLE not in model_for(profile).zero_time_roles
+
+
 class PartContext:
     """What the injectors of :mod:`.faults` may use about one part."""
 
@@ -88,8 +94,7 @@ class PartContext:
         self.b64 = t.signature_encoding == "base64"
         self.expiry_ms = m.expiry_bound_ms(lifetime_s)
         self.horizon_ms = int(m.default_horizon_s(lifetime_s) * 1000)
-        # whether the checker's clock moves with validator receipts (it needs two timed sources)
-        self.clocked = kafka or VALIDATOR_ROLE not in m.zero_time_roles
+        self.clocked = clocked(profile, kafka)
         self._times = [kts for kts, _ in stream]
         self._by_msg: Optional[dict] = None
         self._first_single: Optional[dict] = None

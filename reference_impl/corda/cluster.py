@@ -107,7 +107,7 @@ class Cluster:
         sets when it ends, not on ``Thread.join``: a join that a KeyboardInterrupt cut short can
         return at once the next time, with the thread still running."""
         errors: list[str] = []
-        ended = {n: threading.Event() for n in self.brokers}
+        finished = {n: threading.Event() for n in self.brokers}
 
         def up(name: str, b: ActiveMQ) -> None:
             try:
@@ -115,7 +115,7 @@ class Cluster:
             except Exception as e:   # reported below
                 errors.append(str(e))
             finally:
-                ended[name].set()
+                finished[name].set()
 
         for b in self.brokers.values():
             b.abandon.clear()
@@ -123,13 +123,13 @@ class Cluster:
             for name, b in self.brokers.items():
                 threading.Thread(target=up, args=(name, b), daemon=True).start()
         try:
-            for e in ended.values():
+            for e in finished.values():
                 e.wait()
         except BaseException:   # interrupted: the starts under way give up, and end, before the stop
             for b in self.brokers.values():
                 b.abandon.set()
             with held():
-                for e in ended.values():
+                for e in finished.values():
                     e.wait()
             raise
         if errors:
