@@ -11,10 +11,13 @@ which makes the local broker redeliver everything unacknowledged):
 - ``{"type": "link_down"}``: the connection failed; whatever was on the link is gone
 - ``{"type": "tick"}``, ``{"type": "crash"}`` (the bridge restarts; its deliveries are redelivered)
 
-The judge: a local acknowledgement only after the remote one (CORDA-BRIDGE-001), a dropped message
-(acknowledged, never transferred: CORDA-BRIDGE-003), the session's order where the profile keeps it
-(CORDA-ORDER-001: no message reaches the remote broker for the first time after a later one), and after the
-drain every message transferred at least once and the local queue empty (CORDA-BRIDGE-002).
+The judge: a local acknowledgement only after the remote one (CORDA-BRIDGE-001: a message
+acknowledged without it and never transferred is lost), a dropped message (CORDA-BRIDGE-003: only a
+message over the spec's ``max_message_size``, where the profile has the bridge drop oversize
+messages, may be acknowledged without ever being transferred), the session's order where the
+profile keeps it (CORDA-ORDER-001: no message reaches the remote broker for the first time after a
+later one), and after the drain every message transferred at least once and the local queue empty
+(CORDA-BRIDGE-002).
 """
 
 from __future__ import annotations
@@ -111,6 +114,7 @@ class BridgeJudge:
     remote_acked: set[int] = field(default_factory=set)           # tags the remote acknowledged (ever)
     transferred: set[str] = field(default_factory=set)            # ids the remote broker holds
     produced: list[Message] = field(default_factory=list)
+    lost: set[str] = field(default_factory=set)                   # ids acknowledged locally, never transferred
     violations: list[Violation] = field(default_factory=list)
 
     def _fail(self, rule: str, why: str) -> None:
@@ -125,6 +129,28 @@ class BridgeJudge:
             self._fail("CORDA-ORDER-001", f"{m.dedup_id} reached the remote broker after {later[0].dedup_id}, which was sent after it")
         self.transferred.add(m.dedup_id)
 
+    def may_drop(self, m: Message) -> bool:
+        """The one drop a profile allows: an oversize message, where the bridge drops those."""
+        return m.size > self.spec.max_message_size and self.spec.oversize == "dropped_by_bridge"
+
+    def on_local_ack(self, tag: int, m: Message) -> None:
+        """The local queue removed ``m``: it must be the remote broker's by now."""
+        if tag in self.remote_acked:
+            return
+        if m.dedup_id in self.transferred:
+            self._fail("CORDA-BRIDGE-001", f"{m.dedup_id} (tag {tag}) acknowledged locally before the remote broker acknowledged this transfer")
+            return
+        self.lost.add(m.dedup_id)
+        if tag in self.sent_tags:
+            self._fail("CORDA-BRIDGE-001", f"{m.dedup_id} (tag {tag}) acknowledged locally before the remote broker acknowledged it")
+        elif self.may_drop(m):
+            self._fail("CORDA-BRIDGE-003", f"{m.dedup_id} (tag {tag}, {m.size} bytes, over the maximum of "
+                                           f"{self.spec.max_message_size}) acknowledged and dropped, never transferred")
+        else:
+            self._fail("CORDA-BRIDGE-001", f"{m.dedup_id} (tag {tag}, {m.size} bytes) acknowledged locally, never transferred "
+                                           "nor acknowledged by the remote broker: lost (only an oversize message may be "
+                                           "dropped, and only where the profile says so)")
+
     def on_reply(self, reply: dict) -> None:
         for tag in reply.get("send", []) or []:
             if tag not in self.deliveries:
@@ -137,15 +163,8 @@ class BridgeJudge:
             live = self.deliveries.get(tag)
             if live is None or live[0] != conn or not self.outbound.ack(tag, conn):
                 continue
-            m = live[1]
             del self.deliveries[tag]
-            if tag not in self.remote_acked:
-                if m.dedup_id in self.transferred:
-                    self._fail("CORDA-BRIDGE-001", f"{m.dedup_id} (tag {tag}) acknowledged locally before the remote broker acknowledged this transfer")
-                elif tag in self.sent_tags:
-                    self._fail("CORDA-BRIDGE-001", f"{m.dedup_id} (tag {tag}) acknowledged locally before the remote broker acknowledged it")
-                else:
-                    self._fail("CORDA-BRIDGE-003", f"{m.dedup_id} (tag {tag}, {m.size} bytes) acknowledged and dropped, never transferred")
+            self.on_local_ack(tag, live[1])
         if reply.get("rollback"):
             self.disconnect()
 
@@ -158,9 +177,8 @@ class BridgeJudge:
 
     def at_end(self) -> None:
         self.step += 1
-        dropped = {v.explanation.split(" ")[0] for v in self.violations if v.rule == "CORDA-BRIDGE-003"}
         for m in self.produced:
-            if m.dedup_id not in self.transferred and m.dedup_id not in dropped:
+            if m.dedup_id not in self.transferred and m.dedup_id not in self.lost:
                 self._fail("CORDA-BRIDGE-002", f"{m.dedup_id} never reached the remote broker")
         if self.outbound.entries and not any(v.rule == "CORDA-BRIDGE-002" for v in self.violations):
             self._fail("CORDA-BRIDGE-002", "messages left unacknowledged in the local queue after the drain: "

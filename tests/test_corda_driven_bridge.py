@@ -1,0 +1,117 @@
+"""Driven conformance of the Corda bridge role: what counts as a drop, how long the drain may run,
+what a crash does to the link, and which losses the link adversary makes.
+
+Each bridge here is the reference bridge with one behaviour changed: faulty ones must fail for
+their rule, legal ones must pass in every profile."""
+
+import threading
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from rmkit.conformance.corda.driven import bridge
+from rmkit.conformance.corda.driven.bridge import ReferenceBridge, run_bridge
+from rmkit.conformance.corda.driven.suite import search
+
+PROFILES = ["spec", "corda-os", "corda-os-2021", "corda-ent-fastpath"]
+AS_BUILT = ["corda-os", "corda-os-2021", "corda-ent-fastpath"]
+
+
+def strict_rules(outcome) -> set:
+    return {v.rule for v in outcome.strict}
+
+
+def finish_within(seconds: float, fn, *args, **kwargs):
+    """Run ``fn`` on a daemon thread: a run that never ends fails the test instead of hanging it."""
+    result, error = [], []
+
+    def target():
+        try:
+            result.append(fn(*args, **kwargs))
+        except BaseException as exc:   # handed to the test below
+            error.append(exc)
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"still running after {seconds} s"
+    if error:
+        raise error[0]
+    return result[0]
+
+
+# ---- normal-size messages dropped ---------------------------------------------------------------
+class DropSecond(ReferenceBridge):
+    """Faulty: acknowledges message 2 (normal size) locally at once and never sends it."""
+
+    def on_deliver(self, event):
+        if event["message"]["payload"] == "m2":
+            return {"acks": [[event["tag"], event["conn"]]]}
+        return super().on_deliver(event)
+
+
+class DropEverything(ReferenceBridge):
+    """Faulty: acknowledges every delivery locally at once and never sends anything."""
+
+    def on_deliver(self, event):
+        return {"acks": [[event["tag"], event["conn"]]]}
+
+
+class AckRedeliveredWithoutResend(ReferenceBridge):
+    """Faulty: remembers what it sent before a rollback and, when the local broker delivers such a
+    message again, acknowledges it at once without sending it again (the remote broker may never
+    have got it)."""
+
+    def on_hello(self, event):
+        self.ever_sent = set()
+        return super().on_hello(event)
+
+    def _pump(self):
+        sent = super()._pump()
+        self.ever_sent.update(sent)
+        return sent
+
+    def on_deliver(self, event):
+        if event["tag"] in self.ever_sent:
+            return {"acks": [[event["tag"], event["conn"]]]}
+        return super().on_deliver(event)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("faulty", [DropSecond, DropEverything])
+def test_a_bridge_dropping_normal_size_messages_fails_in_every_profile(profile, faulty):
+    """Such a drop was called CORDA-BRIDGE-003, non-strict in the as-built profiles: it passed.
+    Only an oversize message may be dropped there; any other is acknowledged without the remote
+    broker's acknowledgement (CORDA-BRIDGE-001), strict everywhere."""
+    out = run_bridge(faulty(), profile, [("produce",), ("produce",)])
+    assert "CORDA-BRIDGE-001" in strict_rules(out), [v.render() for v in out.violations]
+    assert not any(v.rule == "CORDA-BRIDGE-003" for v in out.violations), [v.render() for v in out.violations]
+    lost = [v for v in out.strict if "N-f1-2-0" in v.explanation]
+    assert lost and "never" in lost[0].explanation and "100 bytes" in lost[0].explanation
+
+
+@pytest.mark.parametrize("profile", AS_BUILT)
+def test_drop_second_fails_the_search_in_the_as_built_profiles(profile):
+    r = search(DropSecond, profile, max_examples=50, role="bridge")
+    assert r.failure is not None and "CORDA-BRIDGE-001" in strict_rules(r.failure)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_acking_a_redelivered_copy_without_sending_it_again_fails(profile):
+    """Sent, lost on its way, rolled back, delivered again and acknowledged without a re-send."""
+    acts = [("produce",), ("deliver",), ("lose",), ("link_down",), ("deliver",)]
+    out = run_bridge(AckRedeliveredWithoutResend(), profile, acts)
+    assert "CORDA-BRIDGE-001" in strict_rules(out), [v.render() for v in out.violations]
+
+
+@pytest.mark.parametrize("profile", AS_BUILT)
+def test_an_oversize_message_dropped_where_the_profile_drops_it_is_a_finding_only(profile):
+    out = run_bridge(ReferenceBridge(), profile, [("produce",)] * 4)
+    assert not out.strict, [v.render() for v in out.strict]
+    dropped = [v for v in out.violations if v.rule == "CORDA-BRIDGE-003"]
+    assert len(dropped) == 1 and dropped[0].mode == "non-strict" and "N-f1-3-0" in dropped[0].explanation
+
+
+def test_no_oversize_message_reaches_the_bridge_in_spec():
+    out = run_bridge(ReferenceBridge(), "spec", [("produce",)] * 4)
+    assert not out.violations, [v.render() for v in out.violations]
