@@ -115,3 +115,134 @@ def test_an_oversize_message_dropped_where_the_profile_drops_it_is_a_finding_onl
 def test_no_oversize_message_reaches_the_bridge_in_spec():
     out = run_bridge(ReferenceBridge(), "spec", [("produce",)] * 4)
     assert not out.violations, [v.render() for v in out.violations]
+
+
+# ---- a bridge that never stops rolling back ------------------------------------------------------
+class RollbackOnRemoteAck(ReferenceBridge):
+    """Faulty: rolls its session back at every remote acknowledgement (never acknowledges locally)."""
+
+    def on_remote_ack(self, event):
+        self.waiting.clear()
+        self.unacked.clear()
+        return {"rollback": True}
+
+
+class RollbackOnOversize(ReferenceBridge):
+    """Faulty (a poison message): cannot forward an oversize message and rolls back, so the local
+    broker delivers it again for ever."""
+
+    def on_deliver(self, event):
+        if event["message"].get("size", 0) > self.spec.max_message_size:
+            self.waiting.clear()
+            self.unacked.clear()
+            return {"rollback": True}
+        return super().on_deliver(event)
+
+
+@pytest.mark.parametrize("faulty,profile,acts", [
+    (RollbackOnRemoteAck, "spec", [("produce",)]),
+    (RollbackOnRemoteAck, "corda-os", [("produce",)]),
+    (RollbackOnOversize, "corda-os", [("produce",)] * 3),
+])
+def test_a_bridge_rolling_back_for_ever_fails_for_no_progress_instead_of_hanging(faulty, profile, acts):
+    """The drain delivered and transferred as long as anything could move: a rollback at every step
+    made it loop for ever, whatever --timeout and --time-budget said."""
+    out = finish_within(5, run_bridge, faulty(), profile, acts)
+    stalled = [v for v in out.strict if v.rule == "CORDA-BRIDGE-002" and "no progress within" in v.explanation]
+    assert stalled, [v.render() for v in out.violations]
+
+
+def test_the_search_over_a_bridge_rolling_back_for_ever_ends_with_a_failure():
+    r = finish_within(20, search, RollbackOnOversize, "corda-os", max_examples=20, role="bridge")
+    assert r.failure is not None and "CORDA-BRIDGE-002" in strict_rules(r.failure)
+
+
+class RetryEveryThirdTick(ReferenceBridge):
+    """Faulty: never acknowledges locally; every third tick it rolls back and sends everything again."""
+
+    def on_hello(self, event):
+        self.ticks = 0
+        return super().on_hello(event)
+
+    def on_remote_ack(self, event):
+        return {"send": self._pump()}
+
+    def on_tick(self, event):
+        self.ticks += 1
+        if self.ticks % 3:
+            return super().on_tick(event)
+        self.waiting.clear()
+        self.unacked.clear()
+        return {"rollback": True}
+
+
+def test_a_bridge_busy_for_ever_at_a_slow_pace_fails_at_the_tick_bound():
+    out = finish_within(5, run_bridge, RetryEveryThirdTick(), "corda-os", [("produce",)])
+    stalled = [v for v in out.strict if v.rule == "CORDA-BRIDGE-002"]
+    assert stalled and f"no progress within {bridge.MAX_DRAIN_TICKS} ticks" in stalled[0].explanation, \
+        [v.render() for v in out.violations]
+
+
+def test_the_cli_reports_a_bridge_rolling_back_for_ever_in_seconds(tmp_path, capsys):
+    """It ran on past --timeout and --time-budget, its memory growing."""
+    from rmkit.cli import main
+
+    argv = ["conform", "--protocol", "corda", "--derandomize", "--regressions", str(tmp_path), "--profile", "corda-os",
+            "--role", "bridge", "--impl", f"{__name__}:RollbackOnOversize", "--max-examples", "20", "--time-budget", "3",
+            "--timeout", "1"]
+    assert finish_within(15, main, argv) == 1
+    out = capsys.readouterr().out
+    assert "CORDA-BRIDGE-002 (strict)" in out and "no progress within" in out, out
+
+
+# ---- a bridge on a slow rhythm --------------------------------------------------------------------
+class SendsOnTicks(ReferenceBridge):
+    """Legal: forwards only on ticks (pacing); a delivery or a remote acknowledgement sends nothing."""
+
+    ticking = False
+
+    def _pump(self):
+        return super()._pump() if self.ticking else []
+
+    def on_tick(self, event):
+        self.ticking = True
+        try:
+            return super().on_tick(event)
+        finally:
+            self.ticking = False
+
+
+class EverySeventhTick(SendsOnTicks):
+    """Legal: sends and acknowledges locally only on every seventh tick (pacing and batching)."""
+
+    def on_hello(self, event):
+        self.ticks, self.ready = 0, []
+        return super().on_hello(event)
+
+    def on_remote_ack(self, event):
+        d = self.unacked.pop(event["tag"], None)
+        if d is not None:
+            self.ready.append([d.tag, d.connection])
+        return {}
+
+    def on_tick(self, event):
+        self.ticks += 1
+        if self.ticks % 7:
+            return {}
+        acks, self.ready = self.ready, []
+        return {**super().on_tick(event), "acks": acks}
+
+    def on_link_down(self, event):
+        self.ready = []
+        return super().on_link_down(event)
+
+    def on_crash(self, event):
+        self.ready = []
+        return super().on_crash(event)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_a_bridge_acting_every_seventh_tick_passes(profile):
+    """The drain was six ticks whatever moved: a bridge on a slower rhythm failed."""
+    r = search(EverySeventhTick, profile, max_examples=60, role="bridge")
+    assert r.failure is None, r.failure and [v.render() for v in r.failure.violations]

@@ -9,7 +9,16 @@ which makes the local broker redeliver everything unacknowledged):
 - ``{"type": "deliver", "tag", "conn", "message": {..., "size"}}``: the local queue hands it a message
 - ``{"type": "remote_ack", "tag"}``: the remote broker acknowledged the transfer of ``tag``
 - ``{"type": "link_down"}``: the connection failed; whatever was on the link is gone
-- ``{"type": "tick"}``, ``{"type": "crash"}`` (the bridge restarts; its deliveries are redelivered)
+- ``{"type": "tick"}``: time passes
+- ``{"type": "crash"}``: the bridge restarts; its deliveries are redelivered
+
+After the scenario the harness drains in two phases, the second after a ``link_down``: it delivers
+and transfers whatever can move, then ticks, and again, until the local queue is empty or nothing
+moved for ``QUIET_TICKS`` ticks in a row (a bridge with work left must act, by sending,
+acknowledging or rolling back, at least once every ``QUIET_TICKS`` ticks). A phase is bounded:
+a bridge still moving after ``MAX_DRAIN_TICKS`` ticks or ``MAX_DRAIN_MOVES`` deliveries and
+transfers makes no progress (say, it rolls back at every step, so the local broker delivers the
+same messages for ever): CORDA-BRIDGE-002, strict, and the drain stops there.
 
 The judge: a local acknowledgement only after the remote one (CORDA-BRIDGE-001: a message
 acknowledged without it and never transferred is lost), a dropped message (CORDA-BRIDGE-003: only a
@@ -34,7 +43,10 @@ from rmkit.rules import OFF
 from .adapters import ImplementationFailed, message_from, message_to
 from .judge import Violation
 
-DRAIN_TICKS = 6
+QUIET_TICKS = 10        # ticks in a row in which nothing moves end a drain phase
+MAX_DRAIN_TICKS = 100   # ticks in one drain phase: a bridge still moving then makes no progress
+MAX_DRAIN_MOVES = 200   # deliveries and transfers in one drain phase (4 messages need 8 a rollback)
+MESSAGES = 4            # messages produced at most in a scenario
 
 
 def message(k: int, spec: CordaSpec) -> Message:
@@ -111,11 +123,15 @@ class BridgeJudge:
     step: int = 0
     deliveries: dict[int, tuple] = field(default_factory=dict)   # tag -> (connection, message) live
     transit: list[int] = field(default_factory=list)              # tags on the link
+    sent_tags: set[int] = field(default_factory=set)              # tags sent since the last rollback or crash
     remote_acked: set[int] = field(default_factory=set)           # tags the remote acknowledged (ever)
     transferred: set[str] = field(default_factory=set)            # ids the remote broker holds
     produced: list[Message] = field(default_factory=list)
     lost: set[str] = field(default_factory=set)                   # ids acknowledged locally, never transferred
     violations: list[Violation] = field(default_factory=list)
+    moves: int = 0        # sends, accepted local acks and rollbacks (the drain's measure of progress)
+    rollbacks: int = 0
+    stalled: bool = False  # the drain stopped at its bound: reported once, as no progress
 
     def _fail(self, rule: str, why: str) -> None:
         mode = self.spec.mode(rule)
@@ -158,113 +174,168 @@ class BridgeJudge:
                 continue
             self.sent_tags.add(tag)
             self.transit.append(tag)
+            self.moves += 1
         for pair in reply.get("acks", []) or []:
             tag, conn = pair
             live = self.deliveries.get(tag)
             if live is None or live[0] != conn or not self.outbound.ack(tag, conn):
                 continue
             del self.deliveries[tag]
+            self.moves += 1
             self.on_local_ack(tag, live[1])
         if reply.get("rollback"):
+            self.rollbacks += 1
+            self.moves += 1
             self.disconnect()
-
-    sent_tags: set = field(default_factory=set)
 
     def disconnect(self) -> None:
         self.outbound.disconnect()
         self.deliveries.clear()
         self.sent_tags.clear()
 
+    def untransferred(self) -> list[str]:
+        return [m.dedup_id for m in self.produced if m.dedup_id not in self.transferred and m.dedup_id not in self.lost]
+
+    def no_progress(self, within: str) -> None:
+        """The drain reached its bound while the bridge still moved: a liveness failure."""
+        self.stalled = True
+        left = [e.message.dedup_id for e in self.outbound.entries]
+        never = self.untransferred()
+        what = "; ".join(part for part in (
+            f"{', '.join(never)} never reached the remote broker" if never else "",
+            f"{', '.join(left)} still unacknowledged in the local queue" if left else "") if part)
+        self._fail("CORDA-BRIDGE-002", f"no progress within {within} of the drain: {what or 'the bridge still moving'} "
+                                       f"({self.rollbacks} rollbacks so far; each has the local broker deliver "
+                                       "everything unacknowledged again)")
+
     def at_end(self) -> None:
         self.step += 1
-        for m in self.produced:
-            if m.dedup_id not in self.transferred and m.dedup_id not in self.lost:
-                self._fail("CORDA-BRIDGE-002", f"{m.dedup_id} never reached the remote broker")
+        if self.stalled:
+            return
+        for dedup_id in self.untransferred():
+            self._fail("CORDA-BRIDGE-002", f"{dedup_id} never reached the remote broker")
         if self.outbound.entries and not any(v.rule == "CORDA-BRIDGE-002" for v in self.violations):
             self._fail("CORDA-BRIDGE-002", "messages left unacknowledged in the local queue after the drain: "
                        + ", ".join(e.message.dedup_id for e in self.outbound.entries))
 
 
+class BridgeRun:
+    """One scenario played against a bridge: the harness's queues and link, the judge, the log."""
+
+    def __init__(self, impl, profile: str):
+        self.impl = impl
+        self.spec = corda_spec(profile)
+        self.judge = BridgeJudge(self.spec, Queue("internal.peers.B"), Queue("p2p.inbound.B"))
+        self.log: list[str] = []
+        self.next_k = 1
+
+    def call(self, event: dict) -> None:
+        reply = self.impl.handle(event)
+        if any(reply.values()):
+            tag = f" {event['tag']}" if "tag" in event else ""
+            self.log.append(f"{self.judge.step}: {event['type']}{tag} -> {reply}")
+        self.judge.on_reply(reply)
+
+    def produce(self) -> None:
+        if self.next_k > MESSAGES:
+            return
+        m = message(self.next_k, self.spec)
+        self.next_k += 1
+        self.judge.outbound.produce(m)
+        self.judge.produced.append(m)
+        self.log.append(f"{self.judge.step}: produce {m.dedup_id} ({m.size} bytes)")
+
+    def deliver(self) -> bool:
+        d = self.judge.outbound.deliver()
+        if d is None:
+            return False
+        self.judge.deliveries[d.tag] = (d.connection, d.message)
+        self.call({"type": "deliver", "tag": d.tag, "conn": d.connection,
+                   "message": {**message_to(d.message), "size": d.message.size}})
+        return True
+
+    def transfer(self) -> bool:
+        """The head of the link reaches the remote broker, which acknowledges it (a message whose
+        delivery was rolled back or acknowledged meanwhile is not sent on by the harness)."""
+        judge = self.judge
+        if not judge.transit:
+            return False
+        tag = judge.transit.pop(0)
+        live = judge.deliveries.get(tag)
+        if live is None:
+            return True
+        judge.remote.produce(live[1])
+        judge.on_transfer(live[1])
+        judge.remote_acked.add(tag)
+        self.call({"type": "remote_ack", "tag": tag})
+        return True
+
+    def lose(self) -> None:
+        if self.judge.transit:
+            tag = self.judge.transit.pop(0)
+            self.log.append(f"{self.judge.step}: the link loses tag {tag}")
+
+    def link_down(self) -> None:
+        self.judge.transit.clear()
+        self.call({"type": "link_down"})
+
+    def crash(self) -> None:
+        self.call({"type": "crash"})
+        self.judge.disconnect()
+
+    def play(self, kind: str) -> None:
+        {"produce": self.produce, "deliver": self.deliver, "transfer": self.transfer, "lose": self.lose,
+         "tick": lambda: self.call({"type": "tick"}), "link_down": self.link_down, "crash": self.crash}[kind]()
+
+    def drain_phase(self) -> bool:
+        """Deliver, transfer and tick until the local queue is empty or nothing moved for
+        ``QUIET_TICKS`` ticks; False (reported as no progress) when the phase's bound is reached
+        first."""
+        judge, quiet, moves = self.judge, 0, 0
+        for _ in range(MAX_DRAIN_TICKS):
+            if not judge.outbound.entries:
+                return True
+            before = (judge.moves, moves)
+            while self.deliver() or self.transfer():
+                moves += 1
+                if moves >= MAX_DRAIN_MOVES:
+                    judge.no_progress(f"{MAX_DRAIN_MOVES} deliveries and transfers")
+                    return False
+            self.call({"type": "tick"})
+            quiet = quiet + 1 if (judge.moves, moves) == before else 0
+            if quiet >= QUIET_TICKS:
+                return True
+        if judge.outbound.entries:
+            judge.no_progress(f"{MAX_DRAIN_TICKS} ticks")
+            return False
+        return True
+
+    def drain(self) -> None:
+        if self.drain_phase():
+            self.link_down()
+            self.drain_phase()
+
+
 def run_bridge(impl, profile: str, acts: list, role: str = "bridge"):
     from .suite import Outcome
 
-    spec = corda_spec(profile)
-    judge = BridgeJudge(spec, Queue("internal.peers.B"), Queue("p2p.inbound.B"))
-    log: list[str] = []
-    next_k = [1]
-    at = ["at the hello"]   # where an implementation that cannot be driven stopped the run
+    run = BridgeRun(impl, profile)
+    judge = run.judge
+    at = "at the hello"   # where an implementation that cannot be driven stopped the run
     try:
         impl.handle({"type": "hello", "role": role, "profile": profile})
-
-        def call(event: dict) -> None:
-            reply = impl.handle(event)
-            if any(reply.values()):
-                log.append(f"{judge.step}: {event['type']}{' ' + str(event.get('tag')) if 'tag' in event else ''} -> {reply}")
-            judge.on_reply(reply)
-
-        def deliver() -> bool:
-            d = judge.outbound.deliver()
-            if d is None:
-                return False
-            judge.deliveries[d.tag] = (d.connection, d.message)
-            call({"type": "deliver", "tag": d.tag, "conn": d.connection, "message": {**message_to(d.message), "size": d.message.size}})
-            return True
-
-        def transfer() -> bool:
-            if not judge.transit:
-                return False
-            tag = judge.transit.pop(0)
-            live = judge.deliveries.get(tag)
-            if live is None:
-                return True
-            judge.remote.produce(live[1])
-            judge.on_transfer(live[1])
-            judge.remote_acked.add(tag)
-            call({"type": "remote_ack", "tag": tag})
-            return True
-
-        def link_down() -> None:
-            judge.transit.clear()
-            call({"type": "link_down"})
-
         for act in acts:
             judge.step += 1
-            kind = act[0]
-            at[0] = f"at step {judge.step} ({kind})"
-            if kind == "produce" and next_k[0] <= 4:
-                m = message(next_k[0], spec)
-                next_k[0] += 1
-                judge.outbound.produce(m)
-                judge.produced.append(m)
-                log.append(f"{judge.step}: produce {m.dedup_id} ({m.size} bytes)")
-            elif kind == "deliver":
-                deliver()
-            elif kind == "transfer":
-                transfer()
-            elif kind == "lose" and judge.transit:
-                judge.transit.pop(0)
-                log.append(f"{judge.step}: the link loses a message")
-            elif kind == "tick":
-                call({"type": "tick"})
-            elif kind == "link_down":
-                link_down()
-            elif kind == "crash":
-                call({"type": "crash"})
-                judge.disconnect()
-        at[0] = "in the drain after the scenario"
-        for phase in range(2):
-            if phase:
-                link_down()
-            for _ in range(DRAIN_TICKS):
-                while deliver() or transfer():
-                    pass
-                call({"type": "tick"})
+            at = f"at step {judge.step} ({act[0]})"
+            run.play(act[0])
+        at = "in the drain after the scenario"
+        run.drain()
         judge.at_end()
     except ImplementationFailed as exc:
-        raise ImplementationFailed(f"{at[0]}: {exc}") from None
+        raise ImplementationFailed(f"{at}: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ImplementationFailed(f"a malformed reply at step {judge.step}: {exc!r}") from None
-    return Outcome(profile, list(acts), judge.violations, log)
+    return Outcome(profile, list(acts), judge.violations, run.log)
 
 
 # ---- examples -------------------------------------------------------------------------------------
