@@ -246,3 +246,31 @@ def test_a_bridge_acting_every_seventh_tick_passes(profile):
     """The drain was six ticks whatever moved: a bridge on a slower rhythm failed."""
     r = search(EverySeventhTick, profile, max_examples=60, role="bridge")
     assert r.failure is None, r.failure and [v.render() for v in r.failure.violations]
+
+
+# ---- a crash ends the bridge's connection to the peer ----------------------------------------------
+class StrictAboutRemoteAcks(SendsOnTicks):
+    """Legal: takes a remote acknowledgement of a tag it never sent since it started as a broken
+    peer and stops (such an acknowledgement cannot come over its own connection)."""
+
+    def handle(self, event):
+        if event["type"] in ("hello", "crash"):
+            self.sent_since_start = set()
+        if event["type"] == "remote_ack" and event["tag"] not in self.sent_since_start:
+            raise RuntimeError(f"remote acknowledgement of tag {event['tag']}, never sent since this bridge started")
+        reply = super().handle(event)
+        self.sent_since_start.update(reply.get("send", []))
+        return reply
+
+
+def test_after_a_crash_nothing_the_old_bridge_sent_is_acknowledged_to_the_new_one():
+    """The link kept what the crashed bridge had sent and acknowledged it to the restarted one."""
+    acts = [("produce",), ("deliver",), ("tick",), ("crash",), ("deliver",), ("transfer",)]
+    out = run_bridge(StrictAboutRemoteAcks(), "corda-os", acts)
+    assert not out.strict, [v.render() for v in out.strict]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_a_bridge_strict_about_remote_acks_passes(profile):
+    r = search(StrictAboutRemoteAcks, profile, max_examples=100, role="bridge")
+    assert r.failure is None, r.failure and [v.render() for v in r.failure.violations]

@@ -7,10 +7,13 @@ which makes the local broker redeliver everything unacknowledged):
 
 - ``{"type": "hello", "role": "bridge", "profile": P}``: a new bridge
 - ``{"type": "deliver", "tag", "conn", "message": {..., "size"}}``: the local queue hands it a message
-- ``{"type": "remote_ack", "tag"}``: the remote broker acknowledged the transfer of ``tag``
+- ``{"type": "remote_ack", "tag"}``: the remote broker acknowledged the transfer of ``tag``; only a
+  tag this bridge sent since it (re)started is ever acknowledged to it
 - ``{"type": "link_down"}``: the connection failed; whatever was on the link is gone
 - ``{"type": "tick"}``: time passes
-- ``{"type": "crash"}``: the bridge restarts; its deliveries are redelivered
+- ``{"type": "crash"}``: the bridge restarts; its deliveries are redelivered, and its connection to
+  the remote broker died with it: what it had sent may still reach the remote broker (or be lost),
+  but no acknowledgement of it comes to the restarted bridge
 
 After the scenario the harness drains in two phases, the second after a ``link_down``: it delivers
 and transfers whatever can move, then ticks, and again, until the local queue is empty or nothing
@@ -122,7 +125,8 @@ class BridgeJudge:
     remote: Queue
     step: int = 0
     deliveries: dict[int, tuple] = field(default_factory=dict)   # tag -> (connection, message) live
-    transit: list[int] = field(default_factory=list)              # tags on the link
+    transit: list[tuple] = field(default_factory=list)            # (tag, message, incarnation) on the link
+    incarnation: int = 0                                          # the bridge's process: crashes so far
     sent_tags: set[int] = field(default_factory=set)              # tags sent since the last rollback or crash
     remote_acked: set[int] = field(default_factory=set)           # tags the remote acknowledged (ever)
     transferred: set[str] = field(default_factory=set)            # ids the remote broker holds
@@ -173,7 +177,7 @@ class BridgeJudge:
                 self._fail("CORDA-BRIDGE-002", f"sent tag {tag}, which the local queue had not delivered to it")
                 continue
             self.sent_tags.add(tag)
-            self.transit.append(tag)
+            self.transit.append((tag, self.deliveries[tag][1], self.incarnation))
             self.moves += 1
         for pair in reply.get("acks", []) or []:
             tag, conn = pair
@@ -256,11 +260,18 @@ class BridgeRun:
 
     def transfer(self) -> bool:
         """The head of the link reaches the remote broker, which acknowledges it (a message whose
-        delivery was rolled back or acknowledged meanwhile is not sent on by the harness)."""
+        delivery was rolled back or acknowledged meanwhile is not sent on by the harness). One a
+        crashed bridge sent is taken too, but its acknowledgement has no bridge to go to."""
         judge = self.judge
         if not judge.transit:
             return False
-        tag = judge.transit.pop(0)
+        tag, m, incarnation = judge.transit.pop(0)
+        if incarnation != judge.incarnation:
+            judge.remote.produce(m)
+            judge.on_transfer(m)
+            self.log.append(f"{judge.step}: {m.dedup_id} (tag {tag}), sent before the bridge crashed, reaches the remote "
+                            "broker; no acknowledgement goes back")
+            return True
         live = judge.deliveries.get(tag)
         if live is None:
             return True
@@ -272,7 +283,7 @@ class BridgeRun:
 
     def lose(self) -> None:
         if self.judge.transit:
-            tag = self.judge.transit.pop(0)
+            tag = self.judge.transit.pop(0)[0]
             self.log.append(f"{self.judge.step}: the link loses tag {tag}")
 
     def link_down(self) -> None:
@@ -280,6 +291,9 @@ class BridgeRun:
         self.call({"type": "link_down"})
 
     def crash(self) -> None:
+        """The bridge's process dies and restarts, its connection to the remote broker with it: the
+        restarted bridge hears of nothing the old one sent."""
+        self.judge.incarnation += 1
         self.call({"type": "crash"})
         self.judge.disconnect()
 
