@@ -15,6 +15,13 @@ which makes the local broker redeliver everything unacknowledged):
   the remote broker died with it: what it had sent may still reach the remote broker (or be lost),
   but no acknowledgement of it comes to the restarted bridge
 
+The link, besides failing as a whole (``link_down``, a crash), can lose one message while later
+ones on it still arrive (``lose``): the remote broker does not take that message and nothing tells
+the bridge. That is the failure the as-built bridge answers by committing what was acknowledged and
+rolling back (corda-as-built, section Bridges), the one that puts a session out of order behind a
+pipelining bridge (section Ordering); a bridge recovers from it by a timeout of its own or at the
+next link failure.
+
 After the scenario the harness drains in two phases, the second after a ``link_down``: it delivers
 and transfers whatever can move, then ticks, and again, until the local queue is empty or nothing
 moved for ``QUIET_TICKS`` ticks in a row (a bridge with work left must act, by sending,
@@ -284,7 +291,7 @@ class BridgeRun:
     def lose(self) -> None:
         if self.judge.transit:
             tag = self.judge.transit.pop(0)[0]
-            self.log.append(f"{self.judge.step}: the link loses tag {tag}")
+            self.log.append(f"{self.judge.step}: the remote broker did not take tag {tag} (later messages on the link still arrive)")
 
     def link_down(self) -> None:
         self.judge.transit.clear()
