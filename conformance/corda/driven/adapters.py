@@ -1,43 +1,64 @@
-"""The receiver adapter protocol and the reference adapter.
+"""The adapter protocol for Corda implementations under test, the reference adapter, and the
+kit's side of the protocol (the process and Python wrappers).
 
 An implementation under test plays the receiving node (the bridge role's events are in
-:mod:`.bridge`). The harness owns the broker: it delivers
-copies and applies the implementation's acknowledgements. Each event is a JSON object; each reply
-is a JSON object that may carry, besides what the event asks for, ``commits`` (ids whose
-transaction committed, in order) and ``acks`` (``[tag, connection]`` pairs acknowledged):
+:mod:`.bridge`). The harness owns the broker: it delivers copies and applies the implementation's
+acknowledgements. Each event is a JSON object; each reply is a JSON object that may carry, besides
+what the event asks for, ``commits`` (ids whose transaction committed, in order) and ``acks``
+(``[tag, connection]`` pairs acknowledged):
 
-- ``{"type": "hello", "role": "receiver", "profile": P}`` -> ``{"ok": true}``: a new node with an
-  empty database (each scenario starts with one; one process serves every scenario); with
-  ``"database": PATH`` the node keeps its database in that SQLite file, and a process started
-  again on it finds what was committed (the reference adapter does; the suite does not need it)
+- ``{"type": "hello", "role": "receiver", "profile": P, "database": PATH}`` -> ``{"ok": true}``: a
+  node whose database is the SQLite file PATH, which it must honour: each scenario's hello names a
+  new, empty file (in a temporary folder the kit removes at the end), and after a crash the node is
+  started again and greeted with the same PATH, where it must find everything it committed. A node
+  that keeps its processed ids anywhere else (in memory) forgets them at the crash and breaks
+  CORDA-DEDUP-005, as it would in production. One process serves every scenario until it crashes.
 - ``{"type": "deliver", "tag": T, "conn": C, "message": {dedup_id, session_id, session_init,
   sender_uuid, sequence_number, payload}}`` -> ``{"answer": "NEW" | "DUPLICATE" | "IN_FLIGHT", ...}``
 - ``{"type": "tick"}`` -> ``{...}``: time passes; the node may commit and acknowledge
-- ``{"type": "crash"}`` -> ``{}``: the process dies and restarts: memory lost, its database kept
 - ``{"type": "broker_restart"}`` -> ``{}``: deliveries of earlier connections can no longer be acked
 
-Process implementations speak it as JSON Lines on stdin/stdout (``--impl-cmd``); Python ones are
-objects with ``handle(event) -> reply`` made by ``FACTORY(role)`` (``--impl module:FACTORY``; a
-class taking the role works).
+A crash is not an event the implementation sees: the kit does it. A process (``--impl-cmd``) runs
+in a process group of its own, which the kit kills with SIGKILL, without warning; it starts the
+command again and says hello with the same database. A Python implementation (``--impl``) is
+dropped, without a call, and ``FACTORY(role)`` makes a new one, greeted the same way. Whatever was
+in memory is gone; the broker redelivers what was not acknowledged. The same holds for the bridge
+role. So the verdict on durability rests on what the implementation wrote, not on its own account
+of a crash.
+
+Process implementations speak the protocol as JSON Lines on stdin/stdout (``--impl-cmd``); Python
+ones are objects with ``handle(event) -> reply`` made by ``FACTORY(role)`` (``--impl
+module:FACTORY``; a class taking the role works). When the kit is done, a process's stdin is
+closed; a process (or a child of it) still running a moment later is stopped (SIGTERM, then
+SIGKILL), and a Python object's ``close()`` is called when it has one.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+import weakref
+from pathlib import Path
 from typing import Any
 
 from rmkit.conformance.corda.spec import corda_spec
 from rmkit.conformance.deadline_io import Worker, read_line
 from rmkit.errors import UsageError
+from rmkit.interrupts import held
 from rmkit.reference_impl.corda.broker import Delivery, Queue
 from rmkit.reference_impl.corda.message import Message
 from rmkit.reference_impl.corda.receiver import ReceivingNode
 
 ROLES = ("receiver", "bridge")
+DEFAULT_TIMEOUT = 5.0   # seconds per call, as `--timeout`'s default
 
 
 class ImplementationFailed(Exception):
@@ -56,8 +77,10 @@ def message_to(m: Message) -> dict:
 
 class ReferenceReceiver:
     """The reference receiving node (reference_impl/corda) behind the adapter protocol. On a tick it
-    commits what it is processing (oldest first) and acknowledges what is pending; the database
-    (processed ids) survives a crash, nothing else does."""
+    commits what it is processing (oldest first) and acknowledges what is pending. What it commits
+    goes to the SQLite file hello names, and a node started again on that file reads it back;
+    nothing else survives a restart. (Without a database, as when a test drives the object
+    directly, it keeps its processed ids in memory.)"""
 
     def __init__(self, role: str = "receiver") -> None:
         self.role = role
@@ -75,6 +98,7 @@ class ReferenceReceiver:
         return getattr(self, f"on_{event['type']}")(event)
 
     def on_hello(self, event: dict) -> dict:
+        self.close()
         self.node = self.make_node(event["profile"], event.get("database"))
         return {"ok": True}
 
@@ -106,13 +130,16 @@ class ReferenceReceiver:
         commits = self.commit_now()
         return {"commits": commits, "acks": self.acks_now()}
 
-    def on_crash(self, event: dict) -> dict:
-        self.node.crash()
-        return {}
-
     def on_broker_restart(self, event: dict) -> dict:
         self.node.to_ack.clear()
         return {}
+
+    def close(self) -> None:
+        """Close the node's database: at a new scenario's hello (whose node has a file of its own)
+        and at the end of the run."""
+        store = getattr(self.node, "store", None)
+        if store is not None:
+            store.close()
 
 
 def reference_factory(role: str):
@@ -125,24 +152,205 @@ def reference_factory(role: str):
     return ReferenceReceiver()
 
 
+# ---- the kit's side: a database per scenario, real crashes, a record of the exchange --------------
+def describe(event: dict) -> str:
+    """One event as a line of a report's exchange."""
+    kind = event.get("type")
+    if kind == "deliver":
+        m = event.get("message") or {}
+        return f"deliver {m.get('dedup_id')} (tag {event.get('tag')}, connection {event.get('conn')})"
+    if kind == "hello":
+        return f"hello (profile {event.get('profile')})"
+    rest = {k: v for k, v in event.items() if k != "type"}
+    return f"{kind} {json.dumps(rest)}" if rest else str(kind)
+
+
+class Harnessed:
+    """What the process and the Python wrappers share: the kit's side of the adapter protocol.
+
+    Each scenario's hello gets a new SQLite file (in a temporary folder removed at :meth:`close`),
+    and a ``crash`` event is done, not passed on: the implementation is stopped without warning,
+    started again and greeted with the same file. Were the crash only a message, a node keeping
+    its processed ids in memory would pass, and the durability rule would rest on the node's own
+    account. The runners (``suite.run``, ``bridge.run_bridge``) send the same events as before.
+
+    After a failure (a timeout, an exit, a bad reply) the next scenario starts a new
+    implementation: a process that wrote garbage or a Python object that raised is in no known
+    state. Counts kept for the report: ``delivered`` (deliveries answered: none means the run
+    checked nothing), ``past_hello`` (some hello was answered: an implementation that fails
+    before that could not be driven at all), and ``transcript`` (the current scenario's events
+    and replies, shown when the implementation fails in it)."""
+
+    def _setup(self) -> None:
+        self._folder: Path | None = None    # the temporary folder of the databases, made at the first hello
+        self._scenarios = 0
+        self._hello: dict | None = None     # the current scenario's hello, database included
+        self._fresh_needed = False          # the implementation failed: start a new one before the next hello
+        self.delivered = 0
+        self.past_hello = False
+        self.transcript: list[str] = []
+
+    # what a wrapper provides
+    def _call(self, event: dict) -> dict:
+        raise NotImplementedError
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def _kill(self) -> None:
+        raise NotImplementedError
+
+    def handle(self, event: dict) -> dict:
+        kind = event.get("type")
+        if kind == "hello":
+            return self._greet(event)
+        if kind == "crash":
+            self._crash()
+            return {}
+        reply = self._exchange(event)
+        if kind == "deliver":
+            self.delivered += 1
+        return reply
+
+    def _exchange(self, event: dict) -> dict:
+        try:
+            reply = self._call(event)
+        except ImplementationFailed as exc:
+            self._fresh_needed = True
+            self.transcript.append(f"{describe(event)} -> {exc}")
+            raise
+        self.transcript.append(f"{describe(event)} -> {json.dumps(reply, default=repr)}")
+        return reply
+
+    def _greet(self, event: dict) -> dict:
+        """A new scenario: a new database; a new implementation if the last one failed."""
+        self.transcript = []
+        if self._fresh_needed:
+            self._fresh_needed = False
+            self._restart()
+        self._hello = {**event, "database": self._new_database()}
+        reply = self._exchange(self._hello)
+        self.past_hello = True
+        return reply
+
+    def _crash(self) -> None:
+        self.transcript.append("crash: the kit stops the implementation without warning and starts it again "
+                               "on the same database")
+        self._restart()
+        if self._hello is not None:
+            self._exchange(self._hello)
+
+    def _restart(self) -> None:
+        try:
+            self._kill()
+            self._start()
+        except ImplementationFailed as exc:
+            self._fresh_needed = True
+            self.transcript.append(f"start again -> {exc}")
+            raise
+
+    def _new_database(self) -> str:
+        """A new, empty place for this scenario's SQLite file; the last scenario's is removed."""
+        if self._folder is None:
+            self._folder = Path(tempfile.mkdtemp(prefix="rmkit-corda-", dir=_memory_folder()))
+            # removed at close, or else when this object is collected or the kit exits
+            self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._folder), True)
+        else:
+            shutil.rmtree(self._folder / f"scenario-{self._scenarios}", ignore_errors=True)
+        self._scenarios += 1
+        place = self._folder / f"scenario-{self._scenarios}"
+        place.mkdir()
+        return str(place / "node.sqlite")
+
+    def _remove_databases(self) -> None:
+        if self._folder is not None:
+            self._cleanup()
+            self._folder = None
+
+
+def _memory_folder() -> str | None:
+    """/dev/shm when it can be written, else None (the default temporary folder). The kit's crash
+    kills a process, not the machine: what a node wrote survives it in memory as on a disk, and a
+    node that syncs every commit (as it should) runs its scenarios several times faster there."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+
+
+def harnessed(factory, timeout: float = DEFAULT_TIMEOUT):
+    """``factory`` as the search drives it: one that makes the kit's wrappers. A plain Python
+    factory (a class, as tests pass) is wrapped as ``--impl`` would be, so that its crashes are
+    real too."""
+    if getattr(factory, "harnessed", False):
+        return factory
+    name = getattr(factory, "__qualname__", None) or repr(factory)
+
+    def make(role: str) -> InProcessImplementation:
+        return InProcessImplementation(factory, name, role, timeout)
+
+    make.harnessed = True
+    return make
+
+
 MAX_REPLY_BYTES = 1 << 20   # a reply line longer than this is no reply (the suite's are tiny)
+STOP_GRACE_S = 1.0          # how long a process may take to exit once its input is closed (then SIGTERM)
 
 
-class ProcessImplementation:
-    """An implementation started as a process, speaking JSON Lines on stdin/stdout. Replies are
-    read as raw bytes with ``select`` up to the ``--timeout`` deadline, buffering a partial line:
-    a line-buffered ``readline`` would block for ever on a process that writes half a line and
-    stops, whatever the timeout."""
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group ``pgid`` still runs (a zombie does not: it waits to be reaped)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                state, _parent, group = f.read().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class ProcessImplementation(Harnessed):
+    """An implementation started as a process, speaking JSON Lines on stdin/stdout, in a process
+    group of its own (``start_new_session``): a crash, a timeout or the end of the run stops the
+    whole group, so a command that is a wrapper (``sh -c '...'``) leaves nothing behind. Replies
+    are read as raw bytes with ``select`` up to the ``--timeout`` deadline, buffering a partial
+    line: a line-buffered ``readline`` would block for ever on a process that writes half a line
+    and stops, whatever the timeout."""
 
     def __init__(self, cmd: str, role: str, timeout: float):
-        argv = [a.replace("ROLE", role) for a in shlex.split(cmd)]
-        if not argv:
+        self.argv = [a.replace("ROLE", role) for a in shlex.split(cmd)]
+        if not self.argv:
             raise UsageError("--impl-cmd: expected a command, found an empty string")
-        try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-        except OSError as exc:
-            raise ImplementationFailed(f"--impl-cmd {cmd!r}: cannot start ({exc.strerror})") from None
-        self.timeout = timeout
+        self.cmd, self.timeout = cmd, timeout
+        self.proc: subprocess.Popen | None = None
+        self._setup()
+        self._start()
+
+    def _start(self) -> None:
+        with held():   # a signal between the start and the line that keeps the process would orphan it
+            try:
+                self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
+                                             start_new_session=True)
+            except OSError as exc:
+                raise ImplementationFailed(f"--impl-cmd {self.cmd!r}: cannot start ({exc.strerror})") from None
         self._buf = bytearray()
 
     def _exited(self, what: str) -> ImplementationFailed:
@@ -168,7 +376,7 @@ class ProcessImplementation:
             raise self._exited(what)
         return line
 
-    def handle(self, event: dict) -> dict:
+    def _call(self, event: dict) -> dict:
         what = event["type"]
         try:
             self.proc.stdin.write(json.dumps(event).encode() + b"\n")
@@ -185,39 +393,83 @@ class ProcessImplementation:
         return reply
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
+        """SIGKILL to the whole group at once (a crash, or a process that stopped answering)."""
+        with held():
+            if self.proc is None:
+                return
+            _signal_group(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+            self._close_pipes()
 
-    def close(self) -> None:
-        if self.proc.poll() is None:
+    _kill = kill
+
+    def _close_pipes(self) -> None:
+        for pipe in (self.proc.stdin, self.proc.stdout):
             try:
-                self.proc.stdin.close()
+                pipe.close()
             except OSError:
                 pass
+
+    def _stop(self) -> None:
+        """The end of the run: stdin closed, a moment to exit, then SIGTERM and SIGKILL to whatever
+        of the group still runs (the process, or what it started)."""
+        proc = self.proc
+        if proc is None:
+            return
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            pass
+        if proc.poll() is not None and not _group_alive(proc.pid):
+            self._close_pipes()
+            return
+        _signal_group(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        while (proc.poll() is None or _group_alive(proc.pid)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        self._close_pipes()
+
+    def close(self) -> None:
+        with held():   # a second signal must not cut the stop in half
             try:
-                self.proc.wait(2)
-            except subprocess.TimeoutExpired:
-                self.kill()
+                self._stop()
+            finally:
+                self._remove_databases()
 
 
-class InProcessImplementation:
+class InProcessImplementation(Harnessed):
     """A Python implementation (``--impl``) whose calls (the factory's, then each ``handle``) run on
     a worker thread, waited for at most ``--timeout``: on the calling thread a ``handle`` that never
     returns would hang the run. A thread cannot be stopped, so a call that outlives the timeout
-    ends the run (the implementation cannot be driven) and its thread is left behind, a daemon
-    that does not keep the kit alive. An exception raised by the implementation is its failure,
-    not the kit's."""
+    fails the scenario and its thread is left behind, a daemon that does not keep the kit alive
+    (the next scenario gets a new thread and a new object). An exception raised by the
+    implementation is its failure, not the kit's. A crash drops the object and makes another."""
 
     def __init__(self, factory, spec: str, role: str, timeout: float):
-        self.spec, self.timeout = spec, timeout
-        self._worker = Worker()
+        self.factory, self.spec, self.role, self.timeout = factory, spec, role, timeout
+        self._worker: Worker | None = None
         self._stuck = False
-        self.obj = self._call(f"{spec}({role!r})", factory, role)
-        if not callable(getattr(self.obj, "handle", None)):
-            raise ImplementationFailed(f"the object {spec}({role!r}) returned has no handle(event) method")
+        self.obj = None
+        self._setup()
+        self._start()
 
-    def _call(self, what: str, fn, arg):
+    def _start(self) -> None:
+        if self._worker is None or self._stuck:
+            self._worker, self._stuck = Worker(), False
+        self.obj = self._run(f"{self.spec}({self.role!r})", self.factory, self.role)
+        if not callable(getattr(self.obj, "handle", None)):
+            raise ImplementationFailed(f"the object {self.spec}({self.role!r}) returned has no handle(event) method")
+
+    def _kill(self) -> None:
+        self.obj = None   # dropped without a call, as a killed process has no last word
+
+    def _run(self, what: str, fn, arg):
         if self._stuck:
             raise ImplementationFailed(f"{what}: the implementation is still busy with a call that timed out")
         try:
@@ -228,36 +480,57 @@ class InProcessImplementation:
         except (Exception, SystemExit) as exc:
             raise ImplementationFailed(f"{what} raised {type(exc).__name__}: {exc}") from None
 
-    def handle(self, event: dict) -> dict:
+    def _call(self, event: dict) -> dict:
         what = event["type"]
-        reply = self._call(f"handle({what})", self.obj.handle, event)
+        reply = self._run(f"handle({what})", self.obj.handle, event)
         if not isinstance(reply, dict):
             raise ImplementationFailed(f"not a JSON object reply to {what}: {reply!r:.200}")
         return reply
 
     def close(self) -> None:
-        done = getattr(self.obj, "close", None)
-        if callable(done) and not self._stuck:
-            try:
-                self._call("close()", lambda _: done(), None)
-            except ImplementationFailed:
-                pass
+        try:
+            done = getattr(self.obj, "close", None)
+            if callable(done) and not self._stuck:
+                try:
+                    self._run("close()", lambda _: done(), None)
+                except ImplementationFailed:
+                    pass
+        finally:
+            self.obj = None
+            self._remove_databases()
 
 
 def open_factory(args) -> Any:
     """A function role -> implementation for ``--impl-cmd`` or ``--impl module:factory``; both
-    answer within ``--timeout`` or raise :class:`ImplementationFailed`."""
+    answer within ``--timeout`` or raise :class:`ImplementationFailed`. A module that cannot be
+    imported, whatever the reason (missing, a syntax error, an exception at import), is exit 2
+    with its error: the implementation cannot be started, and the kit is not at fault."""
     if getattr(args, "impl_cmd", None):
-        return lambda role: ProcessImplementation(args.impl_cmd, role, args.timeout)
-    mod, _, name = args.impl.partition(":")
+        def start(role: str) -> ProcessImplementation:
+            return ProcessImplementation(args.impl_cmd, role, args.timeout)
+    else:
+        factory = load_factory(args.impl)
+
+        def start(role: str) -> InProcessImplementation:
+            return InProcessImplementation(factory, args.impl, role, args.timeout)
+    start.harnessed = True
+    return start
+
+
+def load_factory(spec: str):
+    mod, _, name = spec.partition(":")
     try:
-        factory = getattr(importlib.import_module(mod), name or "factory")
-    except (ImportError, AttributeError) as exc:
-        raise UsageError(f"--impl {args.impl!r}: cannot load ({exc})") from None
+        module = importlib.import_module(mod)
+    except (Exception, SystemExit) as exc:   # noqa: BLE001 -- the implementation's code, not the kit's
+        raise UsageError(f"--impl {spec!r}: cannot load {mod}: {type(exc).__name__}: {exc}") from None
+    try:
+        factory = getattr(module, name or "factory")
+    except AttributeError:
+        raise UsageError(f"--impl {spec!r}: cannot load {mod}: it has no {name or 'factory'!r}") from None
     if not callable(factory):
-        raise UsageError(f"--impl {args.impl!r}: expected FACTORY to be callable (FACTORY(role) returns the "
+        raise UsageError(f"--impl {spec!r}: expected FACTORY to be callable (FACTORY(role) returns the "
                          f"implementation), found {type(factory).__name__}")
-    return lambda role: InProcessImplementation(factory, args.impl, role, args.timeout)
+    return factory
 
 
 def serve(factory, role: str) -> None:

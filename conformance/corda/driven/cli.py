@@ -1,23 +1,34 @@
 """``rmkit conform --protocol corda`` and ``rmkit replay --protocol corda``: exit 0 when every
-profile passes (non-strict findings are reported), 1 when a strict rule was broken, 2 when the
-implementation could not be driven (it cannot start, exits, or does not answer)."""
+role passes (non-strict findings are reported), 1 when a scenario failed (a strict rule broken, or
+the implementation crashed, timed out or answered something that is no reply after its hello),
+2 when there is no verdict: the implementation could not be driven (it cannot start, or never
+got past a hello), no message reached it (nothing was checked), or the run was interrupted
+(SIGINT, SIGTERM: every process it started is stopped first)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import time
 
 from rmkit.conformance.cli_options import derandomize_wanted, regressions_dir
 from rmkit.errors import RmkitError, UsageError
 from rmkit.guard import OutputError, decided, emit_report
+from rmkit.interrupts import signals_interrupt
 
 from .adapters import ROLES, ImplementationFailed, open_factory
 from .bridge import run_bridge
-from .suite import close, load_regressions, read_saved, render, run, save, search, to_json
+from .suite import (Stopped, close, exchange, failed, load_regressions, outcome_json, overall, problems, read_saved,
+                    render, run, save, search, steps_text, to_json)
 
 
 class ImplementationError(RmkitError):
     """The implementation could not be driven (exit 2)."""
+
+
+class NothingChecked(RmkitError):
+    """No message reached the implementation: a pass would be a verdict on nothing (exit 2)."""
 
 
 def conform(profile: str, args: argparse.Namespace) -> int:
@@ -32,6 +43,11 @@ def conform(profile: str, args: argparse.Namespace) -> int:
     if args.catalogue_only:
         raise UsageError("--catalogue-only: protocol corda has no catalogue of named scenarios, only generated ones "
                          "(--catalogue-only applies to remp and rmb)")
+    with signals_interrupt():   # SIGINT and SIGTERM: every process stopped, then exit 2
+        return _conform(profile, roles, args)
+
+
+def _conform(profile: str, roles: list[str], args: argparse.Namespace) -> int:
     started = time.monotonic()
     # the same folder, and RMKIT_REGRESSIONS, as the other protocols (checked writable by `rmkit conform`)
     folder = regressions_dir(args.regressions)
@@ -42,8 +58,8 @@ def conform(profile: str, args: argparse.Namespace) -> int:
     for role in roles:
         mine = [(path, steps) for r, p, path, steps in saved if r == role and p == profile]
         budget = None if args.time_budget is None else max(0.1, args.time_budget - (time.monotonic() - started))
-        try:
-            results.append(search(factory, profile, max_examples=args.max_examples or 1, derandomize=derandomize,
+        try:   # --max-examples 0: the saved scenarios only, as for remp (its catalogue)
+            results.append(search(factory, profile, max_examples=args.max_examples, derandomize=derandomize,
                                   seed=args.seed, role=role, regressions=mine, time_budget=budget))
         except ImplementationFailed as exc:
             raise ImplementationError(f"the implementation could not be driven as {role}: {exc}") from None
@@ -56,27 +72,58 @@ def conform(profile: str, args: argparse.Namespace) -> int:
                 raise OutputError(f"regressions folder {folder}: cannot save the failure ({exc.strerror or exc})") from None
             notes += f"saved to {result.saved} (rerun: rmkit replay --protocol corda {result.saved} ...)\n"
     text = to_json(results) if args.format == "json" else render(results) + notes
-    failed = any(r.failure for r in results)
-    code = decided(1 if failed else 0)
-    emit_report(text, "fail" if failed else "pass", args.out)
+    verdict = overall(results)
+    code = decided({"fail": 1, "nothing checked": 2}.get(verdict, 0))
+    emit_report(text, verdict, args.out)
+    more = ("--max-examples 0 replays the saved scenarios only; give it 1 or more" if args.max_examples == 0
+            else "raise --max-examples or --time-budget")
+    for r in results:
+        if r.verdict == "nothing checked":
+            print(f"rmkit conform: nothing checked as {r.role}: no message reached the implementation in "
+                  f"{r.examples} scenarios ({more}); no verdict", file=sys.stderr)
     return code
 
 
 def replay(args: argparse.Namespace) -> int:
     role, profile, steps = read_saved(args.scenario)
     factory = open_factory(args)
+    with signals_interrupt():   # SIGINT and SIGTERM: the implementation stopped, then exit 2
+        out, delivered = _replay(factory, role, profile, steps)
+    if not failed(out) and not delivered:
+        raise NothingChecked(f"nothing checked: no message reached the implementation in {args.scenario} "
+                             f"({len(steps)} steps); no verdict")
+    verdict = "fail" if failed(out) else "pass"
+    code = decided(1 if failed(out) else 0)
+    if args.format == "json":
+        sys.stdout.write(json.dumps({"protocol": "corda", "scenario": str(args.scenario), "role": role, "profile": profile,
+                                     "verdict": verdict, **outcome_json(profile, out)}, indent=2) + "\n")
+        return code
+    print(f"replaying {args.scenario}: {len(steps)} steps, role {role}, profile {profile}: {steps_text(steps)}")
+    print("exchange:")
+    for line in exchange(out, limit=200):
+        print(f"  {line}")
+    for line in problems(profile, out):
+        print(line)
+    print(verdict)
+    return code
+
+
+def _replay(factory, role: str, profile: str, steps: list):
+    """The outcome of one run of ``steps`` and the deliveries answered. An implementation that
+    breaks down after its hello fails the scenario; one that never answers the hello could not be
+    driven (exit 2)."""
     impl = None
     try:
         impl = factory(role)
-        out = (run_bridge if role == "bridge" else run)(impl, profile, steps, role)
+        try:
+            out = (run_bridge if role == "bridge" else run)(impl, profile, steps, role)
+        except ImplementationFailed as exc:
+            if not impl.past_hello:
+                raise
+            out = Stopped(profile, list(steps), [], list(impl.transcript), cause=str(exc))
+        return out, impl.delivered
     except ImplementationFailed as exc:
         raise ImplementationError(f"the implementation could not be driven: {exc}") from None
     finally:
         if impl is not None:
             close(impl)
-    for line in out.log:
-        print(line)
-    for v in out.violations:
-        print(v.render())
-    print("fail" if out.strict else "pass")
-    return 1 if out.strict else 0

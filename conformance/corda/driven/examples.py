@@ -21,11 +21,11 @@ class AckBeforeCommit(ReferenceReceiver):
 
 
 class DedupOnlyInMemory(ReferenceReceiver):
-    """Keeps the processed ids in memory only: a restart forgets them."""
+    """Keeps the processed ids in memory only (the database hello names is not used): a restart
+    forgets them."""
 
-    def on_crash(self, event):
-        self.node.db.clear()
-        return super().on_crash(event)
+    def make_node(self, profile, database=None):
+        return super().make_node(profile, None)
 
 
 class FastPathWithoutDbRead(ReferenceReceiver):
@@ -62,6 +62,7 @@ class DuplicateAfterRestart(ReferenceReceiver):
     def make_node(self, profile, database=None):
         node = super().make_node(profile, database)
         self.unwritten = []
+        self.store, node.store = node.store, None   # the commit no longer writes to the database
         node.persist_dedup_facts = lambda m: self.unwritten.append(m)
         return node
 
@@ -69,12 +70,10 @@ class DuplicateAfterRestart(ReferenceReceiver):
         acks = self.acks_now()
         for m in self.unwritten:
             self.node.db[m.dedup_id] = None
+            if self.store is not None:
+                self.store.commit(m)
         self.unwritten = []
         return {"commits": self.commit_now(), "acks": acks}
-
-    def on_crash(self, event):
-        self.unwritten = []
-        return super().on_crash(event)
 
 
 # ---- legal variants -----------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from rmkit.errors import UsageError
 from rmkit.reference_impl.corda.broker import Queue
 from rmkit.reference_impl.corda.message import Message, flow_id
 
-from .adapters import ROLES, ImplementationFailed, message_to
+from .adapters import ROLES, ImplementationFailed, harnessed, message_to
 from .judge import Judge, Violation
 
 SESSIONS = ("A:s1", "A:s2")
@@ -132,6 +132,28 @@ def close(impl) -> None:
         done()
 
 
+SHRINK_BUDGET_S = 60.0   # shrinking stops after this long; the shortest failing scenario seen is reported
+
+STOPPED_ADVICE = ("answer every event with one JSON object (for a process: one line on stdout) within --timeout, "
+                  "and keep running until stdin closes; the adapter protocol is in conformance/corda/driven/adapters.py")
+FLAKY_NOTE = ("not reproducible: it passed when run again, so it is shown as first found, not shrunk (the "
+              "implementation's answers depend on more than the scenario: its history, the time, chance)")
+
+
+@dataclass
+class Stopped(Outcome):
+    """A scenario the implementation did not get through after its hello: it crashed, timed out or
+    answered something that is not a reply. That fails the scenario (exit 1), shrunk and saved
+    like any failure; only an implementation that never gets past a hello could not be driven
+    (exit 2). ``log`` is the exchange as the kit saw it, up to the failure."""
+
+    cause: str = ""
+
+
+def failed(out: Outcome) -> bool:
+    return bool(out.strict) or isinstance(out, Stopped)
+
+
 @dataclass
 class SearchResult:
     profile: str
@@ -143,10 +165,14 @@ class SearchResult:
     regression: str | None = None   # the saved scenario that failed again (then nothing was generated)
     saved: str | None = None        # where the failure was saved
     budget_spent: bool = False      # generating stopped at the time budget, before max_examples
+    delivered: int | None = None    # deliveries the implementation answered (0: a pass would have checked nothing)
+    reproducible: bool = True       # False: the failure did not come back when rerun (shown unshrunk)
 
     @property
     def verdict(self) -> str:
-        return "fail" if self.failure else "pass"
+        if self.failure:
+            return "fail"
+        return "nothing checked" if self.delivered == 0 else "pass"
 
 
 class _Stop(BaseException):
@@ -158,62 +184,132 @@ class _Stop(BaseException):
 def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool = True, seed: int | None = None,
            max_steps: int = 25, role: str = "receiver", regressions=(), time_budget: float | None = None) -> SearchResult:
     """Replay the saved ``regressions`` (``(path, steps)`` pairs), then generate scenarios for
-    ``role`` until one breaks a strict rule (then shrink it), ``max_examples`` pass, or
-    ``time_budget`` seconds have passed (a failure found by then is still shrunk; one scenario at
-    least, or a pass would be a verdict on nothing). A saved
+    ``role`` until one fails (then shrink it, for at most :data:`SHRINK_BUDGET_S`), ``max_examples``
+    pass (0: the saved ones only), or ``time_budget`` seconds have passed (a failure found by then
+    is still shrunk; one scenario at least, or a pass would be a verdict on nothing). A saved
     failure that fails again ends the search at once: a bug found once is reported again before any
-    time goes to looking for new ones."""
+    time goes to looking for new ones.
+
+    A scenario fails when it breaks a strict rule or when the implementation breaks down in it
+    after a hello (:class:`Stopped`); :class:`ImplementationFailed` is raised only when no hello
+    was ever answered (it could not be driven at all). A failure that does not come back when
+    Hypothesis replays it is reported as first found (``reproducible`` False), not as a Flaky
+    error of the kit. ``factory`` is wrapped as ``--impl`` is when it is a plain Python one, so a
+    crash is always a real restart on the scenario's database (see :mod:`.adapters`)."""
+    from hypothesis.errors import Flaky
+
     from .bridge import actions as bridge_actions, run_bridge
 
     play, steps = (run_bridge, bridge_actions()) if role == "bridge" else (run, actions())
     failures: list[Outcome] = []
     findings: dict[str, Outcome] = {}
-    broken: list[ImplementationFailed] = []   # the implementation could not be driven: no verdict
+    not_driven: list[ImplementationFailed] = []   # no hello ever answered: no verdict
     count = [0]
-    spent = [False]
+    stopped_by = [None]   # "time budget" or "shrink budget"
     start = time.monotonic()
-    impl = factory(role)   # one implementation (one process) for every scenario
+    found = [0.0]         # when the first failure was found (shrinking has SHRINK_BUDGET_S from then)
+    impl = harnessed(factory)(role)   # one implementation for every scenario, started again at each crash
 
-    @settings(max_examples=max_examples, derandomize=derandomize and seed is None, deadline=None, database=None,
-              phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
-              verbosity=Verbosity.quiet)
+    def attempt(acts) -> Outcome:
+        try:
+            return play(impl, profile, acts)
+        except ImplementationFailed as exc:
+            if not impl.past_hello:
+                not_driven.append(exc)
+                raise _Stop from None
+            return Stopped(profile, list(acts), [], list(impl.transcript), cause=str(exc))
+
+    @settings(max_examples=max(1, max_examples), derandomize=False, deadline=None,
+              database=None, phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck),
+              report_multiple_bugs=False, verbosity=Verbosity.quiet)
     @given(st.lists(steps, max_size=max_steps))
     def scenario(acts):
-        if time_budget is not None and count[0] and not failures and time.monotonic() - start >= time_budget:
-            spent[0] = True
+        now = time.monotonic()
+        if time_budget is not None and count[0] and not failures and now - start >= time_budget:
+            stopped_by[0] = "time budget"
+            raise _Stop
+        if failures and now - found[0] >= SHRINK_BUDGET_S:
+            stopped_by[0] = "shrink budget"
             raise _Stop
         count[0] += 1
-        try:
-            out = play(impl, profile, acts)
-        except ImplementationFailed as exc:
-            broken.append(exc)
-            raise _Stop from None
+        out = attempt(acts)
         for v in out.violations:
             if v.mode != "strict" and (v.rule not in findings or len(acts) < len(findings[v.rule].actions)):
                 findings[v.rule] = out
-        if out.strict:
+        if failed(out):
+            if not failures:
+                found[0] = time.monotonic()
             failures.append(out)
-            raise AssertionError(out.strict[0].render())
+            raise AssertionError(out.strict[0].render() if out.strict else out.cause)
 
-    if seed is not None:
+    # derandomized: seed 0, as remp's runs; Hypothesis's own derandomizing seeds from this function's
+    # source, so that any edit of it would change the scenarios every CI run draws
+    fixed = seed if seed is not None else 0 if derandomize else None
+    if fixed is not None:
         from hypothesis import seed as hseed
 
-        scenario = hseed(seed)(scenario)
+        scenario = hseed(fixed)(scenario)
+    reproducible = True
     try:
         for path, acts in regressions:
-            out = play(impl, profile, acts)
-            if out.strict:
-                return SearchResult(profile, 0, time.monotonic() - start, out, {}, role, regression=str(path))
-        scenario()
+            out = attempt(acts)
+            if failed(out):
+                return SearchResult(profile, 0, time.monotonic() - start, out, {}, role, regression=str(path),
+                                    delivered=impl.delivered)
+        if max_examples > 0:
+            scenario()
     except (AssertionError, _Stop):
         pass
+    except Flaky:
+        reproducible = False
     finally:
         close(impl)
-    if broken:
-        raise broken[0]
-    # the last failing run is the shrunk one (Hypothesis replays the minimal example last)
-    return SearchResult(profile, count[0], time.monotonic() - start, failures[-1] if failures else None, findings, role,
-                        budget_spent=spent[0])
+    if not_driven:
+        raise not_driven[0]
+    if not failures:
+        failure = None
+    elif not reproducible:
+        failure = failures[0]
+    elif stopped_by[0] == "shrink budget":
+        failure = min(failures, key=lambda f: len(f.actions))
+    else:   # the last failing run is the shrunk one (Hypothesis replays the minimal example last)
+        failure = failures[-1]
+    return SearchResult(profile, count[0], time.monotonic() - start, failure, findings, role,
+                        budget_spent=stopped_by[0] == "time budget", delivered=impl.delivered,
+                        reproducible=reproducible)
+
+
+def steps_text(actions) -> str:
+    return ", ".join(":".join(map(str, a)) for a in actions) or "(none)"
+
+
+def problems(profile: str, out: Outcome) -> list[str]:
+    """What went wrong in ``out``, each with what to do: the rules broken, or the implementation's
+    breakdown."""
+    lines = []
+    if isinstance(out, Stopped):
+        lines.append(f"the implementation failed {out.cause}")
+        lines.append(f"  what to do: {STOPPED_ADVICE}")
+    for v in out.violations:
+        lines.append(v.render())
+        lines.append(f"  what to do: {corda_spec(profile).rules[v.rule].advice}")
+    return lines
+
+
+def exchange(out: Outcome, limit: int = 40) -> list[str]:
+    """The exchange to show: its start, or for a breakdown its end (where the failure is)."""
+    if len(out.log) <= limit:
+        return list(out.log)
+    if isinstance(out, Stopped):
+        return [f"... ({len(out.log) - limit} lines before)"] + out.log[-limit:]
+    return out.log[:limit] + [f"... ({len(out.log) - limit} lines more)"]
+
+
+def outcome_json(profile: str, out: Outcome) -> dict:
+    return {"steps": [list(a) for a in out.actions],
+            "violations": [{**v.__dict__, "advice": corda_spec(profile).rules[v.rule].advice} for v in out.violations],
+            "implementation_failed": {"cause": out.cause, "advice": STOPPED_ADVICE} if isinstance(out, Stopped) else None,
+            "exchange": list(out.log)}
 
 
 def render(results: list[SearchResult]) -> str:
@@ -221,35 +317,39 @@ def render(results: list[SearchResult]) -> str:
     for r in results:
         ran = "a saved scenario, nothing generated" if r.regression else f"{r.examples} scenarios"
         ran += ", stopped by --time-budget" if r.budget_spent else ""
+        ran += ", no message reached the implementation" if r.verdict == "nothing checked" else ""
         out.append(f"corda {r.role}, profile {r.profile}: {r.verdict.upper()} ({ran}, {r.seconds:.1f} s)")
         for rule, f in sorted(r.findings.items()):
             v = next(v for v in f.violations if v.rule == rule)
             out.append(f"  finding {rule} ({v.mode}, allowed to pass in this profile), shortest seen in {len(f.actions)} steps: "
-                       + ", ".join(":".join(map(str, a)) for a in f.actions))
+                       + steps_text(f.actions))
             out.append(f"    {v.explanation}")
         if r.failure:
             f = r.failure
-            what = f"saved scenario {r.regression} fails again" if r.regression else "shrunk scenario"
-            out.append(f"  {what} ({len(f.actions)} steps): " + ", ".join(":".join(map(str, a)) for a in f.actions))
-            for v in f.violations:
-                out.append(f"  {v.render()}")
-                rule = corda_spec(r.profile).rules[v.rule]
-                out.append(f"    what to do: {rule.advice}")
+            what = (f"saved scenario {r.regression} fails again" if r.regression
+                    else "shrunk scenario" if r.reproducible else f"failing scenario ({FLAKY_NOTE})")
+            out.append(f"  {what} ({len(f.actions)} steps): " + steps_text(f.actions))
+            out += [f"  {line}" for line in problems(r.profile, f)]
             out.append("  exchange:")
-            out += [f"    {line}" for line in f.log[:40]]
+            out += [f"    {line}" for line in exchange(f)]
     return "\n".join(out) + "\n"
 
 
+def overall(results: list[SearchResult]) -> str:
+    """fail if any role failed, else "nothing checked" if a role checked nothing, else pass."""
+    verdicts = {r.verdict for r in results}
+    return next((v for v in ("fail", "nothing checked") if v in verdicts), "pass")
+
+
 def to_json(results: list[SearchResult]) -> str:
-    return json.dumps({"protocol": "corda", "roles": sorted({r.role for r in results}),
-                       "verdict": "fail" if any(r.failure for r in results) else "pass",
-                       "profiles": [{"profile": r.profile, "verdict": r.verdict, "scenarios": r.examples,
+    return json.dumps({"protocol": "corda", "roles": sorted({r.role for r in results}), "verdict": overall(results),
+                       "profiles": [{"profile": r.profile, "role": r.role, "verdict": r.verdict, "scenarios": r.examples,
                                      "seconds": round(r.seconds, 2), "time_budget_spent": r.budget_spent,
+                                     "deliveries": r.delivered,
                                      "findings": {rule: [list(a) for a in f.actions] for rule, f in r.findings.items()},
                                      "failure": None if not r.failure else {
-                                         "regression": r.regression, "saved": r.saved,
-                                         "steps": [list(a) for a in r.failure.actions],
-                                         "violations": [v.__dict__ for v in r.failure.violations]}}
+                                         "regression": r.regression, "saved": r.saved, "reproducible": r.reproducible,
+                                         **outcome_json(r.profile, r.failure)}}
                                     for r in results]}, indent=2) + "\n"
 
 
