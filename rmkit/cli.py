@@ -43,7 +43,8 @@ CONFORM_EXIT_CODES = """exit codes:
   0  the implementation passed every scenario
   1  some scenario failed: wrong outputs, a rule broken, or the implementation crashed,
      timed out, wrote malformed JSON or answered the wrong request
-  2  usage error, unreadable scenario file, or an implementation that cannot be started"""
+  2  no verdict: usage error, unreadable scenario file, an implementation that cannot be
+     started or never answers a hello, a run that checked nothing, or an interrupted run"""
 
 
 def _add_impl_arguments(parser: argparse.ArgumentParser, role: bool = True) -> None:
@@ -255,8 +256,12 @@ def build_parser() -> argparse.ArgumentParser:
                                     "rmb: one JSON object, .json).\n\n"
                                     "remp, corda: the implementation runs as a process speaking JSON Lines on stdin/stdout\n"
                                     "(--impl-cmd) or as a Python object (--impl module:factory); the adapter protocol is\n"
-                                    "in the protocol's spec folder (spec/remp/adapter.md). rmb: --impl-cmd starts the\n"
-                                    "daemon under test, which is driven at its wire (its Redis and HTTP).",
+                                    "in spec/remp/adapter.md and conformance/corda/driven/adapters.py. corda: each\n"
+                                    "scenario's hello names a new SQLite file the implementation must keep its database\n"
+                                    "in; a crash is real (the process group is killed with SIGKILL and the command\n"
+                                    "started again, or a new object is made) and hello names the same file again.\n"
+                                    "rmb: --impl-cmd starts the daemon under test, which is driven at its wire (its\n"
+                                    "Redis and HTTP).",
                         epilog=CONFORM_EXIT_CODES)
     cf.add_argument("--protocol", default="remp")
     cf.add_argument("--profile", help="spec profile the implementation claims (default: the protocol's default)")
