@@ -153,7 +153,7 @@ def test_a_bridge_rolling_back_for_ever_fails_for_no_progress_instead_of_hanging
 
 
 def test_the_search_over_a_bridge_rolling_back_for_ever_ends_with_a_failure():
-    r = finish_within(20, search, RollbackOnOversize, "corda-os", max_examples=20, role="bridge")
+    r = finish_within(20, search, RollbackOnOversize, "corda-os", max_examples=100, role="bridge")
     assert r.failure is not None and "CORDA-BRIDGE-002" in strict_rules(r.failure)
 
 
@@ -188,7 +188,7 @@ def test_the_cli_reports_a_bridge_rolling_back_for_ever_in_seconds(tmp_path, cap
     from rmkit.cli import main
 
     argv = ["conform", "--protocol", "corda", "--derandomize", "--regressions", str(tmp_path), "--profile", "corda-os",
-            "--role", "bridge", "--impl", f"{__name__}:RollbackOnOversize", "--max-examples", "20", "--time-budget", "3",
+            "--role", "bridge", "--impl", f"{__name__}:RollbackOnOversize", "--max-examples", "100", "--time-budget", "3",
             "--timeout", "1"]
     assert finish_within(15, main, argv) == 1
     out = capsys.readouterr().out

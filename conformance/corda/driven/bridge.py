@@ -11,9 +11,11 @@ which makes the local broker redeliver everything unacknowledged):
   tag this bridge sent since it (re)started is ever acknowledged to it
 - ``{"type": "link_down"}``: the connection failed; whatever was on the link is gone
 - ``{"type": "tick"}``: time passes
-- ``{"type": "crash"}``: the bridge restarts; its deliveries are redelivered, and its connection to
-  the remote broker died with it: what it had sent may still reach the remote broker (or be lost),
-  but no acknowledgement of it comes to the restarted bridge
+- a crash, which the bridge does not see as an event: the kit stops it without warning and starts
+  a new one (see :mod:`.adapters`; an object driven directly, as unit tests do, gets
+  ``{"type": "crash"}`` instead). Its deliveries are redelivered, and its connection to the remote
+  broker died with it: what it had sent may still reach the remote broker (or be lost), but no
+  acknowledgement of it comes to the restarted bridge
 
 The link, besides failing as a whole (``link_down``, a crash), can lose one message while later
 ones on it still arrive (``lose``): the remote broker does not take that message and nothing tells
