@@ -20,7 +20,9 @@ FAULTY = [  # (example, profile, the rule it must be caught on)
     ("dedup_only_in_memory", "corda-os", "CORDA-DEDUP-005"),
     ("fast_path_without_db_read", "corda-ent-fastpath", "CORDA-DEDUP-006"),
     ("ack_in_flight", "corda-os", "CORDA-DEDUP-004"),
-    ("duplicate_after_restart", "corda-os", "CORDA-DEDUP-005"),
+    # its id is written a tick after the commit: the shrunk scenario delivers a copy in between, with
+    # no restart, which is CORDA-DEDUP-001 (a restart in between is CORDA-DEDUP-005: test_corda_driven_judge)
+    ("duplicate_after_restart", "corda-os", "CORDA-DEDUP-001"),
 ]
 
 

@@ -57,7 +57,7 @@ class AckInFlight(ReferenceReceiver):
 
 class DuplicateAfterRestart(ReferenceReceiver):
     """Writes the processed id when it acknowledges (one tick after the commit), not in the commit's
-    transaction: a restart in between lets the redelivered copy be processed again."""
+    transaction: a copy delivered in between, or redelivered after a restart in between, is processed again."""
 
     def make_node(self, profile, database=None):
         node = super().make_node(profile, database)
@@ -75,6 +75,92 @@ class DuplicateAfterRestart(ReferenceReceiver):
                 self.store.commit(m)
         self.unwritten = []
         return {"commits": self.commit_now(), "acks": acks}
+
+
+class ReverseWithinSession(ReferenceReceiver):
+    """Commits, within a session, the copy that arrived last first: a session's messages reach the
+    flow out of the order they were sent (CORDA-ORDER-001)."""
+
+    def commit_now(self):
+        done = []
+        while self.node.processing:
+            newest = self.node.processing.pop()
+            self.node.processing.insert(0, newest)
+            done.append(self.node.commit(newest.message.session_id).dedup_id)
+        return done
+
+
+class DropNewCopy(ReferenceReceiver):
+    """Drops the first NEW copy of each id without acknowledging it and without handing it to a flow,
+    and releases its id: a later copy is NEW again (CORDA-DEDUP-008: only IN_FLIGHT copies are dropped)."""
+
+    def make_node(self, profile, database=None):
+        self.seen = set()
+        return super().make_node(profile, database)
+
+    def on_deliver(self, event):
+        reply = super().on_deliver(event)
+        dedup_id = event["message"]["dedup_id"]
+        if reply["answer"] == "NEW" and dedup_id not in self.seen:
+            self.seen.add(dedup_id)
+            self.node.processing = [d for d in self.node.processing if d.message.dedup_id != dedup_id]
+            self.node.in_flight.pop(dedup_id)
+        return reply
+
+
+class StuckNewCopy(ReferenceReceiver):
+    """Marks the first NEW copy of each id as being processed but never hands it to a flow: the id
+    stays in flight, nothing commits it until a restart (CORDA-DEDUP-008, as no progress)."""
+
+    def make_node(self, profile, database=None):
+        self.seen = set()
+        return super().make_node(profile, database)
+
+    def on_deliver(self, event):
+        reply = super().on_deliver(event)
+        dedup_id = event["message"]["dedup_id"]
+        if reply["answer"] == "NEW" and dedup_id not in self.seen:
+            self.seen.add(dedup_id)
+            self.node.processing = [d for d in self.node.processing if d.message.dedup_id != dedup_id]
+        return reply
+
+
+class InFlightForCommitted(ReferenceReceiver):
+    """Keeps the ids it committed in memory and answers IN_FLIGHT for them until a restart: a copy of a
+    committed id is discarded instead of acknowledged (CORDA-DEDUP-003)."""
+
+    def make_node(self, profile, database=None):
+        self.recent = set()
+        return super().make_node(profile, database)
+
+    def on_deliver(self, event):
+        if event["message"]["dedup_id"] in self.recent:
+            return {"answer": "IN_FLIGHT"}
+        return super().on_deliver(event)
+
+    def commit_now(self):
+        done = super().commit_now()
+        self.recent.update(done)
+        return done
+
+    def on_crash(self, event):
+        self.recent = set()
+        return super().on_crash(event)
+
+
+class FastPathAtMark(ReferenceReceiver):
+    """The fast path answers NEW for a sequence number at its sender's mark too, not only above it, so
+    the copy that set the mark is processed again (CORDA-DEDUP-006)."""
+
+    def make_node(self, profile, database=None):
+        node = super().make_node(profile, database)
+
+        def fast_path_new(m):
+            mark = node.marks.get(m.sender_key)
+            return node.spec.fast_path and mark is not None and m.sequence_number is not None and m.sequence_number >= mark
+
+        node.fast_path_new = fast_path_new
+        return node
 
 
 # ---- legal variants -----------------------------------------------------------------------------
@@ -100,10 +186,58 @@ class NewestSessionFirst(ReferenceReceiver):
         return [self.node.commit(sessions[-1]).dedup_id] if sessions else []
 
 
+class SendOrderWithinSession(ReferenceReceiver):
+    """Restores a session's send order where the copies show it: when every copy of a session being
+    processed carries a sequence number of one sender, they are committed by sequence number, otherwise
+    in arrival order (ORDER-001 asks for the send order; the transport may not keep it)."""
+
+    def commit_now(self):
+        by_session = {}
+        for d in self.node.processing:
+            by_session.setdefault(d.message.session_id, []).append(d)
+        ordered = []
+        for copies in by_session.values():
+            senders = {d.message.sender_uuid for d in copies}
+            numbered = None not in senders and len(senders) == 1
+            ordered += sorted(copies, key=lambda d: d.message.sequence_number) if numbered else copies
+        self.node.processing[:] = ordered
+        return super().commit_now()
+
+
+class AbandonOnBrokerRestart(ReferenceReceiver):
+    """When its broker restarts (the deliveries it holds are dead) it rolls back the work in progress,
+    as a consumer restart would: nothing was committed, the redelivered copies are NEW again."""
+
+    def on_broker_restart(self, event):
+        self.node.in_flight.clear()
+        self.node.processing.clear()
+        return super().on_broker_restart(event)
+
+
+class SlowRhythm(ReferenceReceiver):
+    """Commits and acknowledges only on every seventh tick (a node's rhythm is its own choice)."""
+
+    EVERY = 7
+
+    def make_node(self, profile, database=None):
+        self.ticks = 0
+        return super().make_node(profile, database)
+
+    def on_tick(self, event):
+        self.ticks += 1
+        if self.ticks % self.EVERY:
+            return {}
+        return super().on_tick(event)
+
+
 FAULTY = {"ack_before_commit": AckBeforeCommit, "dedup_only_in_memory": DedupOnlyInMemory,
           "fast_path_without_db_read": FastPathWithoutDbRead, "ack_in_flight": AckInFlight,
-          "duplicate_after_restart": DuplicateAfterRestart}
-LEGAL = {"batching_acks": BatchingAcks, "newest_session_first": NewestSessionFirst}
+          "duplicate_after_restart": DuplicateAfterRestart, "reverse_within_session": ReverseWithinSession,
+          "drop_new_copy": DropNewCopy, "stuck_new_copy": StuckNewCopy, "in_flight_for_committed": InFlightForCommitted,
+          "fast_path_at_mark": FastPathAtMark}
+LEGAL = {"batching_acks": BatchingAcks, "newest_session_first": NewestSessionFirst,
+         "send_order_within_session": SendOrderWithinSession, "abandon_on_broker_restart": AbandonOnBrokerRestart,
+         "slow_rhythm": SlowRhythm}
 
 
 if __name__ == "__main__":

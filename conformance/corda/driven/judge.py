@@ -3,9 +3,22 @@
 The judge keeps the protocol's facts, not a copy of one implementation: which ids are committed
 (from the implementation's own commit outputs), which are being processed (answered NEW since the
 last crash and not committed), which deliveries are live on the broker. Where the protocol leaves
-a choice (when to commit, which session first, when and in which batches to acknowledge), the
-judge takes the implementation's choice and goes on from there; only what no legal node could do
-is a violation, each tied to a rule of spec/corda and its mode in the profile.
+a choice, the judge takes the implementation's choice and goes on from there; only what no legal
+node could do is a violation, each tied to a rule of spec/corda and its mode in the profile.
+The choices it accepts:
+
+- when to commit and to acknowledge: any rhythm, as long as what a node owes (a commit for every
+  NEW copy, an acknowledgement for every live copy of a committed id it answered NEW or DUPLICATE)
+  is done within the drain's bound (:data:`.suite.DRAIN_BOUND`); past it, "no progress";
+- the order across sessions; within a session, the arrival order (the framework trusts the
+  transport to keep the send order) or the send order where the messages show it (sequence
+  numbers of one sender, or the N- ids of one flow: its number of suspends, then the index).
+  CORDA-ORDER-001 is broken by a commit that passes over an earlier-arrived copy of its session
+  when nothing shows the committed one was sent first;
+- giving up work in progress whose deliveries died (a broker restart): the redelivered copy is
+  answered NEW again. A NEW answer for an id whose NEW copy is still live means that copy was
+  released: CORDA-DEDUP-001 if the effect is then committed twice, CORDA-DEDUP-008 (a NEW copy
+  dropped without the IN_FLIGHT answer) if it is not.
 """
 
 from __future__ import annotations
@@ -14,18 +27,46 @@ from dataclasses import dataclass, field
 
 from rmkit.conformance.corda.spec import CordaSpec
 from rmkit.reference_impl.corda.broker import Queue
+from rmkit.reference_impl.corda.message import Message
 from rmkit.rules import OFF
+
+ANSWERS = ("NEW", "DUPLICATE", "IN_FLIGHT")
 
 
 @dataclass
 class Violation:
     rule: str
     mode: str
-    step: int
+    step: int          # scenario steps played when it was seen
     explanation: str
+    where: str = ""    # "step N", "drain tick K", "drain restart R", "the end of the drain"
 
     def render(self) -> str:
-        return f"{self.rule} ({self.mode}) at step {self.step}: {self.explanation}"
+        return f"{self.rule} ({self.mode}) at {self.where or f'step {self.step}'}: {self.explanation}"
+
+
+def send_position(m: Message) -> tuple | None:
+    """Where an N- id puts its message in its flow's sends: (seed, suspends, index); None for
+    another format. A flow's later send has more suspends (or a higher index in one suspend), and a
+    flow replayed from its checkpoint sends under the same ids (CORDA-ID-002)."""
+    if not m.dedup_id.startswith("N-"):
+        return None
+    seed, suspends, index = m.dedup_id[2:].rsplit("-", 2)
+    try:
+        return seed, int(suspends), int(index)
+    except ValueError:
+        return None
+
+
+def sent_before(a: Message, b: Message) -> bool | None:
+    """Whether ``a`` was sent before ``b``, as the messages show it: one sender UUID's sequence
+    numbers increase (CORDA-ID-003), one flow's N- ids follow its suspends; None when they do not show it."""
+    if a.sender_uuid is not None and a.sender_uuid == b.sender_uuid and None not in (a.sequence_number, b.sequence_number):
+        return a.sequence_number < b.sequence_number
+    pa, pb = send_position(a), send_position(b)
+    if pa is not None and pb is not None and pa[0] == pb[0] and pa != pb:
+        return pa[1:] < pb[1:]
+    return None
 
 
 @dataclass
@@ -34,76 +75,201 @@ class Judge:
     inbound: Queue
     committed: list[str] = field(default_factory=list)          # ids, in commit order
     in_flight: dict[str, str] = field(default_factory=dict)     # id -> session (NEW since the last crash, not committed)
-    arrival: dict[str, list[str]] = field(default_factory=dict)  # session -> NEW ids in arrival order, uncommitted
+    arrival: dict[str, list[str]] = field(default_factory=dict)  # session -> ids in flight, in the order answered NEW
     answers: dict[tuple, tuple] = field(default_factory=dict)   # (tag, conn) -> (id, answer)
     sent: set[str] = field(default_factory=set)                 # every id a copy of which reached the queue
     violations: list[Violation] = field(default_factory=list)
     step: int = 0
-    processing: dict[str, object] = field(default_factory=dict)  # id -> the message of its NEW copy
+    where: str = "the hello"                                    # the label of what is being judged
+    processing: dict[str, Message] = field(default_factory=dict)  # id -> the message of its NEW copy
+    new_copy: dict[str, tuple] = field(default_factory=dict)    # id in flight -> (tag, conn) of its NEW copy
     marks: dict[tuple, int] = field(default_factory=dict)       # sender key -> highest committed sequence number
     readmitted: set[str] = field(default_factory=set)           # committed ids answered NEW again (reported once)
     reported: set[str] = field(default_factory=set)             # ids whose consequences are already reported
+    crashes: int = 0
+    commit_crashes: dict[str, int] = field(default_factory=dict)  # id -> crashes seen when it was committed
+    released: dict[tuple, tuple] = field(default_factory=dict)  # (tag, conn) of a live NEW copy superseded -> (id, where)
+    early_acks: dict[str, list] = field(default_factory=dict)   # id -> [(answer, tag, where)] acked before any commit
+    unsure: dict[str, tuple] = field(default_factory=dict)      # id -> (message, where, why, restarted): a readmission
+                                                                # its answer alone does not pin on one mechanism
+    probe_tags: dict[int, tuple] = field(default_factory=dict)  # tag -> (id, kind) of a copy the durability check sent
+    probe_answers: dict[tuple, str] = field(default_factory=dict)  # (id, kind) -> the answer to it
 
-    def _fail(self, rule: str, why: str) -> None:
-        mode = self.spec.mode(rule)
+    def _fail(self, rule: str, why: str, *, mode: str | None = None, where: str | None = None) -> None:
+        mode = mode or self.spec.mode(rule)
         if mode != OFF:
-            self.violations.append(Violation(rule, mode, self.step, why))
+            self.violations.append(Violation(rule, mode, self.step, why, where or self.where))
 
     def expected_answer(self, dedup_id: str) -> str:
         if dedup_id in self.in_flight:
             return "IN_FLIGHT"
         return "DUPLICATE" if dedup_id in self.committed else "NEW"
 
-    def readmission_rule(self, m) -> str:
-        """Why a committed id was answered NEW: the fast path without a mark (DEDUP-006), the fast
-        path above a mark that a reordering defeated (DEDUP-007), or ids not kept (DEDUP-005)."""
-        if self.spec.fast_path and m.sender_key is not None and m.sequence_number is not None:
-            if m.sender_key not in self.marks:
-                return "CORDA-DEDUP-006"
-            if m.sequence_number > self.marks[m.sender_key]:
-                return "CORDA-DEDUP-007"
-        return "CORDA-DEDUP-005"
-
-    def on_answer(self, tag: int, conn: int, m, answer) -> None:
-        dedup_id, session = m.dedup_id, m.session_id
-        if answer not in ("NEW", "DUPLICATE", "IN_FLIGHT"):
+    # -- answers ---------------------------------------------------------------------------------
+    def on_answer(self, tag: int, conn: int, m: Message, answer) -> None:
+        dedup_id = m.dedup_id
+        if answer not in ANSWERS:
             self._fail("CORDA-DEDUP-003", f"answer {answer!r} for {dedup_id}: expected NEW, DUPLICATE or IN_FLIGHT")
             return
         want = self.expected_answer(dedup_id)
         self.answers[(tag, conn)] = (dedup_id, answer)
-        if answer != want:
-            if answer == "NEW" and want == "DUPLICATE":
-                self._fail(self.readmission_rule(m), f"{dedup_id} is committed, yet answered NEW: its effect would be committed again")
-                self.readmitted.add(dedup_id)
-                self.reported.add(dedup_id)
-            elif answer == "NEW":
-                self._fail("CORDA-DEDUP-001", f"{dedup_id} is being processed, yet answered NEW")
-            else:
-                self._fail("CORDA-DEDUP-002", f"{dedup_id} answered {answer} where the protocol says {want}: "
-                                              "the message would not be processed")
+        probe = tag in self.probe_tags
+        if probe:
+            self.probe_answers.setdefault(self.probe_tags[tag], answer)
         if answer == "NEW":
-            self.processing[dedup_id] = m
-            self.in_flight[dedup_id] = session
-            self.arrival.setdefault(session, []).append(dedup_id)
+            if want == "DUPLICATE":
+                self.readmitted.add(dedup_id)
+                if not probe:
+                    self._readmitted(m)
+            elif want == "IN_FLIGHT":
+                self._superseded(dedup_id)
+            self._start(tag, conn, m)
+        elif answer != want and not probe:
+            self._not_processed(m, answer, want)
 
+    def _start(self, tag: int, conn: int, m: Message) -> None:
+        """A NEW copy: its id is in flight, last in its session's arrival order."""
+        self.processing[m.dedup_id] = m
+        self.new_copy[m.dedup_id] = (tag, conn)
+        self.in_flight[m.dedup_id] = m.session_id
+        queue = self.arrival.setdefault(m.session_id, [])
+        if m.dedup_id in queue:
+            queue.remove(m.dedup_id)
+        queue.append(m.dedup_id)
+
+    def _live(self, tag: int, conn: int) -> bool:
+        """The delivery can still be acknowledged: no disconnect since, not acknowledged yet."""
+        return conn == self.inbound.connection and any(e.tag == tag and e.delivered for e in self.inbound.entries)
+
+    def _superseded(self, dedup_id: str) -> None:
+        """Another NEW answer for an id in flight: the node gave up the earlier copy's processing.
+        Legal when that delivery died (a broker restart); a live one was released: judged when it
+        is clear whether the effect is committed twice (DEDUP-001) or once (DEDUP-008)."""
+        earlier = self.new_copy.get(dedup_id)
+        if earlier is not None and self._live(*earlier):
+            self.released[earlier] = (dedup_id, self.where)
+
+    def _readmitted(self, m: Message) -> None:
+        rule, why = self.readmission(m)
+        self.reported.add(m.dedup_id)
+        if rule is None:
+            self.unsure.setdefault(m.dedup_id, (m, self.where, why, self.crashes > self.commit_crashes[m.dedup_id]))
+        else:
+            self._fail(rule, f"{m.dedup_id} is committed, yet answered NEW: {why}")
+
+    def readmission(self, m: Message) -> tuple[str | None, str]:
+        """Why a committed id was answered NEW. In the fast path's profile, for a copy with sender UUID
+        and sequence number: no mark for its key (DEDUP-006), a number above the mark that a
+        reordering defeated (DEDUP-007); a number at or below the mark may be the fast path skipping
+        the database (DEDUP-006), a table that lost the id (DEDUP-005) or an id not in the table yet
+        (written after its commit): rule None, the durability check decides (:meth:`_resolve`).
+        Otherwise: the processed-ids table lost it at a restart (DEDUP-005), or, with no restart
+        since the commit, the deduplicator did not find it in the table (DEDUP-001)."""
+        restarted = self.crashes > self.commit_crashes.get(m.dedup_id, self.crashes)
+        if self.spec.fast_path and m.sender_key is not None and m.sequence_number is not None:
+            mark = self.marks.get(m.sender_key)
+            if mark is None:
+                return "CORDA-DEDUP-006", "the fast path answered NEW with no mark for its sender key; the database must be read"
+            if m.sequence_number > mark:
+                return "CORDA-DEDUP-007", (f"its sequence number {m.sequence_number} is above its sender's mark {mark}, "
+                                           "which a copy committed under no sender key did not raise")
+            return None, f"its sequence number {m.sequence_number} is not above its sender's mark {mark}"
+        if restarted:
+            return "CORDA-DEDUP-005", "the restart since its commit lost it from the processed-ids table; its effect would be committed again"
+        return "CORDA-DEDUP-001", "no restart since its commit, yet the deduplicator did not find it; its effect would be committed again"
+
+    def probes(self) -> list[tuple[str, Message]]:
+        """(kind, copy) for each readmission in doubt, delivered after one more restart by the
+        durability check: first a re-send without sender UUID ("table": only the processed-ids
+        table recognises it), then the copy again ("fast path": its number is not above the mark)."""
+        out = []
+        for m, _, _, _ in self.unsure.values():
+            out += [("table", Message(m.dedup_id, m.session_id, m.session_init, m.payload)), ("fast path", m)]
+        return out
+
+    def _resolve(self, dedup_id: str) -> None:
+        """Decide a readmission in doubt from the durability check's answers: the re-send without
+        sender UUID NEW, the table lost the id (DEDUP-005); else the copy again NEW, the fast path
+        skips the table at or below the mark (DEDUP-006); else both are recognised now, so the id
+        was not in the table when the copy came: written after its commit (DEDUP-005 across a
+        restart, DEDUP-001 without one). No answers: DEDUP-006, naming the other causes."""
+        _, where, why, restarted = self.unsure.pop(dedup_id)
+        table, fast = (self.probe_answers.get((dedup_id, kind)) for kind in ("table", "fast path"))
+        if table == "NEW":
+            rule, why = "CORDA-DEDUP-005", ("the restart lost it from the processed-ids table (after another restart a "
+                                            "re-send without sender UUID, which only the table recognises, was NEW too)")
+        elif fast == "NEW":
+            rule, why = "CORDA-DEDUP-006", (f"{why}, yet the fast path skipped the database (after another restart the "
+                                            f"table still knew it, and the same copy was NEW again)")
+        elif table is not None and fast is not None:
+            rule = "CORDA-DEDUP-005" if restarted else "CORDA-DEDUP-001"
+            why = (f"it was not in the processed-ids table when the copy came{' after a restart' if restarted else ''}, "
+                   "though after another restart both a re-send and the same copy were recognised: the id is written "
+                   "after its commit, not in the checkpoint's transaction")
+        else:
+            rule, why = "CORDA-DEDUP-006", (f"{why}: the fast path must read the database (or the table did not hold "
+                                            "the id: CORDA-DEDUP-005)")
+        self._fail(rule, f"{dedup_id} is committed, yet answered NEW: {why}; its effect would be committed again", where=where)
+
+    def _not_processed(self, m: Message, answer: str, want: str) -> None:
+        """DUPLICATE or IN_FLIGHT where the judge expects another answer."""
+        dedup_id = m.dedup_id
+        if want == "DUPLICATE":   # IN_FLIGHT for a committed id
+            if self.spec.consequence["IN_FLIGHT"] == "discard":
+                self._fail("CORDA-DEDUP-003", f"{dedup_id} is committed, yet answered IN_FLIGHT: a copy of a committed id is a "
+                                              "DUPLICATE, acknowledged and dropped; discarded, the broker redelivers it")
+                self.reported.add(dedup_id)
+        elif want == "NEW":
+            self._fail("CORDA-DEDUP-002", f"{dedup_id} is neither committed nor being processed, yet answered {answer}: "
+                                          "the message would not be processed")
+            self.reported.add(dedup_id)
+        # DUPLICATE for an id in flight: acknowledging it before the commit is CORDA-ACK-001 (on_ack)
+
+    # -- commits and acknowledgements ------------------------------------------------------------
     def on_commit(self, dedup_id) -> None:
         if dedup_id in self.committed and dedup_id not in self.readmitted:
             self._fail("CORDA-DEDUP-001", f"{dedup_id} committed a second time")
+            self._forget_released(dedup_id)
+            self.reported.add(dedup_id)
             return
         if dedup_id not in self.in_flight:
             self._fail("CORDA-DEDUP-001", f"{dedup_id} committed without a NEW copy being processed")
             return
         session = self.in_flight.pop(dedup_id)
-        queue = self.arrival.get(session, [])
-        if queue and queue[0] != dedup_id:
-            self._fail("CORDA-ORDER-001", f"{dedup_id} committed before {queue[0]}, which arrived before it on session {session}")
-        if dedup_id in queue:
-            queue.remove(dedup_id)
+        self._check_order(dedup_id, session)
         self.committed.append(dedup_id)
+        self.commit_crashes[dedup_id] = self.crashes
         self.readmitted.discard(dedup_id)
+        self.new_copy.pop(dedup_id, None)
         m = self.processing.pop(dedup_id, None)
         if m is not None and m.sender_key is not None and m.sequence_number is not None:
             self.marks[m.sender_key] = max(self.marks.get(m.sender_key, 0), m.sequence_number)
+
+    def _check_order(self, dedup_id: str, session: str) -> None:
+        """CORDA-ORDER-001: passing over an earlier-arrived copy of the session is allowed only
+        when the messages show the committed one was sent first."""
+        queue = self.arrival.get(session, [])
+        if dedup_id not in queue:
+            return
+        m = self.processing.get(dedup_id)
+        for earlier in queue[:queue.index(dedup_id)]:
+            e = self.processing.get(earlier)
+            if m is None or e is None or sent_before(m, e) is True:
+                continue
+            if sent_before(e, m):
+                how = "which was sent before it" + (f" (sequence numbers {e.sequence_number} < {m.sequence_number})"
+                                                   if e.sequence_number is not None and m.sequence_number is not None else
+                                                   " (its flow's ids)") + " and arrived before it"
+            else:
+                how = "which arrived before it, and nothing in the messages shows it was sent after"
+            self._fail("CORDA-ORDER-001", f"{dedup_id} committed before {earlier}, {how}, on session {session}")
+            break
+        queue.remove(dedup_id)
+
+    def _forget_released(self, dedup_id: str) -> None:
+        for copy, (released_id, _) in list(self.released.items()):
+            if released_id == dedup_id:
+                del self.released[copy]
 
     def on_ack(self, tag, conn) -> None:
         hit = self.answers.get((tag, conn))
@@ -111,6 +277,7 @@ class Judge:
             return  # a stale or unknown delivery: the broker refuses it, nothing changes
         dedup_id, answer = hit
         if dedup_id not in self.committed:
+            self.early_acks.setdefault(dedup_id, []).append((answer, tag, self.where))
             if answer == "IN_FLIGHT":
                 self._fail("CORDA-DEDUP-004", f"the IN_FLIGHT copy of {dedup_id} (tag {tag}) was acknowledged before its commit")
             else:
@@ -124,14 +291,76 @@ class Judge:
                 self.on_ack(pair[0], pair[1])
 
     def on_crash(self) -> None:
+        self.crashes += 1
         self.in_flight.clear()
         self.arrival.clear()
+        self.new_copy.clear()
+        self.processing.clear()
+
+    # -- liveness and the end --------------------------------------------------------------------
+    def owed(self) -> list[tuple[str, str, str]]:
+        """(rule, id, what) the node still owes: a commit for each NEW copy in flight, an
+        acknowledgement for each live copy of a committed id it answered NEW or DUPLICATE (a released
+        copy excepted: it is judged as dropped)."""
+        out = [("CORDA-DEDUP-008", i, f"{i} answered NEW (tag {self.new_copy[i][0]}) and never committed: a NEW copy "
+                                      "is handed to its flow, whose commit ends its processing")
+               for i in self.in_flight if i in self.new_copy]
+        for e in self.inbound.entries:
+            hit = self.answers.get((e.tag, e.connection))
+            if not e.delivered or e.connection != self.inbound.connection or hit is None:
+                continue
+            dedup_id, answer = hit
+            if dedup_id not in self.committed or dedup_id in self.in_flight or (e.tag, e.connection) in self.released:
+                continue
+            if answer == "DUPLICATE":
+                out.append(("CORDA-DEDUP-003", dedup_id, f"copy tag {e.tag} of {dedup_id}, answered DUPLICATE, never acknowledged"))
+            elif answer == "NEW":
+                out.append(("CORDA-ACK-002", dedup_id, f"copy tag {e.tag} of {dedup_id} committed, never acknowledged: "
+                                                       "the acknowledgement follows the commit"))
+        return out
+
+    def settled(self) -> bool:
+        return not self.owed()
+
+    def stalled(self, ticks: int) -> None:
+        """The drain's bound was reached with work owed: each item is no progress under its rule."""
+        for rule, dedup_id, what in self.owed():
+            if dedup_id not in self.reported:
+                self._fail(rule, f"no progress within {ticks} ticks: {what}")
+                self.reported.add(dedup_id)
 
     def at_end(self) -> None:
-        """After the drain: nothing lost, nothing left unacknowledged in the broker."""
-        self.step += 1
-        for dedup_id in sorted(self.sent - set(self.committed)):
-            self._fail("CORDA-DEDUP-002", f"{dedup_id} was delivered but never committed")
-        left = [e.message.dedup_id for e in self.inbound.entries if e.message.dedup_id not in self.reported]
-        if left and not [v for v in self.violations if v.rule == "CORDA-DEDUP-002"]:
-            self._fail("CORDA-DEDUP-003", f"copies never acknowledged after the drain: {', '.join(left)}")
+        """After the drain: every copy released while live was dropped (DEDUP-008), nothing lost,
+        nothing left unacknowledged on the broker."""
+        self.where = "the end of the drain"
+        for dedup_id in list(self.unsure):
+            self._resolve(dedup_id)
+        for (tag, _), (dedup_id, where) in self.released.items():
+            if dedup_id not in self.reported:
+                self._fail("CORDA-DEDUP-008", f"copy tag {tag} of {dedup_id}, answered NEW, was dropped unacknowledged: "
+                                              f"another copy was answered NEW while it was live, and {dedup_id} was "
+                                              "committed once; only an IN_FLIGHT copy is dropped so", where=where)
+                self.reported.add(dedup_id)
+        for dedup_id in sorted(self.sent - set(self.committed) - self.reported):
+            self._uncommitted(dedup_id)
+        left = sorted({e.message.dedup_id for e in self.inbound.entries} - self.reported)
+        if left:
+            self._fail("CORDA-DEDUP-003", f"copies of committed ids never acknowledged after the drain: {', '.join(left)}")
+
+    def _uncommitted(self, dedup_id: str) -> None:
+        """An id sent and never committed: lost when no copy is left, else never processed. A loss
+        through acknowledged IN_FLIGHT copies where the profile acknowledges them is the profile's
+        known departure (CORDA-DEDUP-004, off there as a check): reported, not failed."""
+        self.reported.add(dedup_id)
+        if any(e.message.dedup_id == dedup_id for e in self.inbound.entries):
+            self._fail("CORDA-DEDUP-002", f"{dedup_id} is still on the broker after the drain and was never committed")
+            return
+        acks = self.early_acks.get(dedup_id, [])
+        if acks and all(a == "IN_FLIGHT" for a, _, _ in acks) and self.spec.consequence["IN_FLIGHT"] == "ack_and_drop":
+            _, tag, where = acks[-1]
+            self._fail("CORDA-DEDUP-004", f"{dedup_id} lost: its IN_FLIGHT copy (tag {tag}) was acknowledged at {where}, "
+                                          "as this profile does, and the copy being processed was never committed: "
+                                          "the loss the 2022 change removed", mode="non-strict")
+            return
+        early = f" (copy tag {acks[-1][1]} acknowledged before any commit, at {acks[-1][2]})" if acks else ""
+        self._fail("CORDA-DEDUP-002", f"{dedup_id} was delivered but never committed, and no copy is left{early}")

@@ -5,9 +5,23 @@ original copy, with sender UUID and sequence number, or as a re-send during reco
 them, any number of times and in any order: duplicates, redeliveries and reordering are all the
 documents' adversary): ``arrive``, ``deliver`` (the broker hands the next copy to the node),
 ``tick``, ``crash`` (the node's process dies and restarts; the broker redelivers what it had not
-acknowledged) and ``broker_restart``. After the scenario a drain delivers and ticks until nothing
-moves, restarts the node once (so discarded copies come back) and drains again; then nothing may
-be lost and nothing left unacknowledged. Hypothesis generates scenarios and shrinks a failing one.
+acknowledged) and ``broker_restart``. Hypothesis generates scenarios and shrinks a failing one.
+
+After the scenario comes the drain, and with it the one bound the adapter protocol sets on a
+node's rhythm: the harness delivers every copy and ticks, round after round, until the node owes
+nothing (every copy it answered NEW committed; every live copy of a committed id it answered NEW
+or DUPLICATE acknowledged) and :data:`QUIET_TICKS` ticks in a row moved nothing, or until
+:data:`DRAIN_BOUND` ticks have passed. A node may commit and acknowledge on any rhythm within
+that bound; what it still owes after it is reported as no progress within DRAIN_BOUND ticks,
+under the rule that asks for it (CORDA-DEDUP-008 a commit, CORDA-ACK-002 or CORDA-DEDUP-003 an
+acknowledgement). While copies are left on the broker the harness then restarts the node (so
+copies it discarded as IN_FLIGHT come back), at most :data:`DRAIN_RESTARTS` times, draining after
+each; at the end nothing may be lost and nothing left unacknowledged. In the fast path's profile
+a committed id answered NEW at or below its sender's mark may be the fast path's error, a table
+that lost the id, or an id written after its commit: a ``durability check`` then restarts the
+node once more and delivers a re-send of that message without sender UUID (which only the table
+recognises) and the same copy again. The exchange and the violations label drain rounds
+``drain tick K`` and the drain's restarts ``drain restart R``.
 """
 
 from __future__ import annotations
@@ -30,7 +44,9 @@ from .judge import Judge, Violation
 
 SESSIONS = ("A:s1", "A:s2")
 MESSAGES = [(s, k) for k in (1, 2) for s in SESSIONS]   # send order: the original copies' sequence numbers
-DRAIN_TICKS = 6
+DRAIN_BOUND = 50     # ticks a drain phase lasts at most: the rhythm a node must keep (see above)
+QUIET_TICKS = 3      # ticks in a row that move nothing before a drain phase with nothing owed ends
+DRAIN_RESTARTS = 2   # restarts in the drain, while copies are left on the broker
 
 
 def message(i: int, recovery: bool) -> Message:
@@ -64,66 +80,114 @@ class Outcome:
 
 
 def run(impl, profile: str, acts: list, role: str = "receiver") -> Outcome:
-    """Play ``acts`` against the implementation (``hello`` starts it afresh), then drain; judge
-    every reply."""
+    """Play ``acts`` against the implementation (``hello`` starts it afresh), then drain (see the
+    module's docstring); judge every reply. Log lines and violations say where they happened: the
+    scenario's step number, or the drain's tick or restart."""
     judge = Judge(corda_spec(profile), Queue("p2p.inbound.B"))
     inbound, log = judge.inbound, []
-    at = ["at the hello"]   # where an implementation that cannot be driven stopped the run
+
+    def note(what: str) -> None:
+        log.append(f"{judge.where.removeprefix('step ')}: {what}")
+
+    def deliver() -> bool:
+        d = inbound.deliver()
+        if d is None:
+            return False
+        reply = impl.handle({"type": "deliver", "tag": d.tag, "conn": d.connection, "message": message_to(d.message)})
+        note(f"deliver {d.message.dedup_id} (tag {d.tag}) -> {reply}")
+        judge.on_answer(d.tag, d.connection, d.message, reply.get("answer"))
+        judge.on_reply(reply)
+        return True
+
+    def tick() -> bool:
+        reply = impl.handle({"type": "tick"})
+        moved = bool(reply.get("commits") or reply.get("acks"))
+        if moved:
+            note(f"tick -> {reply}")
+        judge.on_reply(reply)
+        return moved
+
+    def crash(kind: str) -> None:
+        reply = impl.handle({"type": kind})
+        note(kind)
+        if kind == "crash":
+            judge.on_crash()
+        judge.on_reply(reply)
+        inbound.disconnect()
+
+    drained = [0]   # drain ticks so far, numbered across the drain's phases
+
+    def drain_phase() -> None:
+        """Deliver and tick until nothing is owed and QUIET_TICKS ticks moved nothing, at most
+        DRAIN_BOUND ticks; past the bound, what is owed is no progress."""
+        quiet = 0
+        for _ in range(DRAIN_BOUND):
+            drained[0] += 1
+            judge.where = f"drain tick {drained[0]}"
+            moved = False
+            while deliver():
+                moved = True
+            moved = tick() or moved
+            quiet = 0 if moved else quiet + 1
+            if quiet >= QUIET_TICKS and judge.settled():
+                return
+        judge.stalled(DRAIN_BOUND)
+
+    def durability_check() -> None:
+        """A committed id answered NEW at or below its sender's mark: the fast path skipped the
+        database (CORDA-DEDUP-006), the table lost the id (CORDA-DEDUP-005), or the id was not in it
+        yet. One more restart, then a re-send without sender UUID and the same copy again tell."""
+        judge.where = "durability check"
+        crash("crash")
+        for kind, m in judge.probes():
+            judge.probe_tags[inbound.produce(m)] = (m.dedup_id, kind)
+            note(f"arrive {m.dedup_id} ({'original' if m.sender_uuid else 'recovery re-send'}, to ask the {kind})")
+        drain_phase()
+
     try:
         impl.handle({"type": "hello", "role": role, "profile": profile})
-
-        def deliver() -> bool:
-            d = inbound.deliver()
-            if d is None:
-                return False
-            reply = impl.handle({"type": "deliver", "tag": d.tag, "conn": d.connection, "message": message_to(d.message)})
-            log.append(f"{judge.step}: deliver {d.message.dedup_id} (tag {d.tag}) -> {reply}")
-            judge.on_answer(d.tag, d.connection, d.message, reply.get("answer"))
-            judge.on_reply(reply)
-            return True
-
-        def tick() -> None:
-            reply = impl.handle({"type": "tick"})
-            if reply.get("commits") or reply.get("acks"):
-                log.append(f"{judge.step}: tick -> {reply}")
-            judge.on_reply(reply)
-
-        def crash(kind: str) -> None:
-            reply = impl.handle({"type": kind})
-            log.append(f"{judge.step}: {kind}")
-            if kind == "crash":
-                judge.on_crash()
-            judge.on_reply(reply)
-            inbound.disconnect()
-
         for act in acts:
             judge.step += 1
-            at[0] = f"at step {judge.step} ({act[0]})"
+            judge.where = f"step {judge.step}"
             if act[0] == "arrive":
                 m = message(act[1], act[2])
                 inbound.produce(m)
                 judge.sent.add(m.dedup_id)
-                log.append(f"{judge.step}: arrive {m.dedup_id} ({'recovery re-send' if act[2] else 'original'})")
+                note(f"arrive {m.dedup_id} ({'recovery re-send' if act[2] else 'original'})")
             elif act[0] == "deliver":
                 deliver()
             elif act[0] == "tick":
                 tick()
             else:
                 crash(act[0])
-        at[0] = "in the drain after the scenario"
-        for phase in range(2):
-            if phase:
-                crash("crash")
-            for _ in range(DRAIN_TICKS):
-                while deliver():
-                    pass
-                tick()
+        drain_phase()
+        for restart in range(1, DRAIN_RESTARTS + 1):
+            if not inbound.entries:
+                break
+            judge.where = f"drain restart {restart}"
+            crash("crash")
+            drain_phase()
+        if judge.unsure:
+            durability_check()
         judge.at_end()
     except ImplementationFailed as exc:
-        raise ImplementationFailed(f"{at[0]}: {exc}") from None
+        raise ImplementationFailed(f"at {_place(judge.where, _act_name(acts, judge.step))}: {exc}") from None
     except (KeyError, TypeError, AttributeError) as exc:
-        raise ImplementationFailed(f"a malformed reply at step {judge.step}: {exc!r}") from None
+        raise ImplementationFailed(f"a malformed reply at {judge.where}: {exc!r}") from None
     return Outcome(profile, list(acts), judge.violations, log)
+
+
+def _act_name(acts: list, step: int) -> str | None:
+    return acts[step - 1][0] if 0 < step <= len(acts) else None
+
+
+def _place(where: str, act: str | None) -> str:
+    """Where an implementation that cannot be driven stopped the run, as the error names it."""
+    if where.startswith("step ") and act:
+        return f"{where} ({act})"
+    if where.startswith("drain"):
+        return f"{where}, in the drain after the scenario"
+    return where
 
 
 def close(impl) -> None:
