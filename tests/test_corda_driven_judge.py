@@ -236,3 +236,21 @@ def test_replay_labels_the_drain_apart_from_the_scenario(tmp_path, capsys):
 @pytest.mark.parametrize("profile", PROFILES)
 def test_the_reference_passes_in_every_profile(profile):
     assert search(reference_factory, profile, max_examples=60).failure is None
+
+
+def test_dedup_only_in_memory_forgets_across_a_restart_on_the_same_database(tmp_path):
+    """A restart may be a new node on the same database file: the faulty example must still forget,
+    and the reference must still remember."""
+    copy = {"dedup_id": "N-fs1-1-0", "session_id": "A:s1", "session_init": True, "sender_uuid": "A-0",
+            "sequence_number": 1, "payload": "A:s1/m1"}
+    answers = {}
+    for cls in (ReferenceReceiver, ex.DedupOnlyInMemory):
+        hello = {"type": "hello", "role": "receiver", "profile": "spec", "database": str(tmp_path / f"{cls.__name__}.db")}
+        first = cls("receiver")
+        first.handle(hello)
+        first.handle({"type": "deliver", "tag": 1, "conn": 0, "message": copy})
+        first.handle({"type": "tick"})
+        again = cls("receiver")
+        again.handle(hello)
+        answers[cls] = again.handle({"type": "deliver", "tag": 1, "conn": 1, "message": copy})["answer"]
+    assert answers == {ReferenceReceiver: "DUPLICATE", ex.DedupOnlyInMemory: "NEW"}

@@ -21,8 +21,8 @@ class AckBeforeCommit(ReferenceReceiver):
 
 
 class DedupOnlyInMemory(ReferenceReceiver):
-    """Keeps the processed ids in memory only (the database hello names is not used): a restart
-    forgets them."""
+    """Keeps the processed ids in memory only: a restart forgets them (a restart is a new node given
+    the same database file, which it never opens)."""
 
     def make_node(self, profile, database=None):
         return super().make_node(profile, None)
