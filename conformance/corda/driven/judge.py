@@ -174,9 +174,10 @@ class Judge:
                 return "CORDA-DEDUP-007", (f"its sequence number {m.sequence_number} is above its sender's mark {mark}, "
                                            "which a copy committed under no sender key did not raise")
             return None, f"its sequence number {m.sequence_number} is not above its sender's mark {mark}"
+        again = "its effect would be committed again"
         if restarted:
-            return "CORDA-DEDUP-005", "the restart since its commit lost it from the processed-ids table; its effect would be committed again"
-        return "CORDA-DEDUP-001", "no restart since its commit, yet the deduplicator did not find it; its effect would be committed again"
+            return "CORDA-DEDUP-005", f"the restart since its commit lost it from the processed-ids table; {again}"
+        return "CORDA-DEDUP-001", f"no restart since its commit, yet the deduplicator did not find it; {again}"
 
     def probes(self) -> list[tuple[str, Message]]:
         """(kind, copy) for each readmission in doubt, delivered after one more restart by the
@@ -313,7 +314,8 @@ class Judge:
             if dedup_id not in self.committed or dedup_id in self.in_flight or (e.tag, e.connection) in self.released:
                 continue
             if answer == "DUPLICATE":
-                out.append(("CORDA-DEDUP-003", dedup_id, f"copy tag {e.tag} of {dedup_id}, answered DUPLICATE, never acknowledged"))
+                out.append(("CORDA-DEDUP-003", dedup_id,
+                            f"copy tag {e.tag} of {dedup_id}, answered DUPLICATE, never acknowledged"))
             elif answer == "NEW":
                 out.append(("CORDA-ACK-002", dedup_id, f"copy tag {e.tag} of {dedup_id} committed, never acknowledged: "
                                                        "the acknowledgement follows the commit"))
