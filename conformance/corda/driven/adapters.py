@@ -15,7 +15,10 @@ what the event asks for, ``commits`` (ids whose transaction committed, in order)
   CORDA-DEDUP-005, as it would in production. One process serves every scenario until it crashes.
 - ``{"type": "deliver", "tag": T, "conn": C, "message": {dedup_id, session_id, session_init,
   sender_uuid, sequence_number, payload}}`` -> ``{"answer": "NEW" | "DUPLICATE" | "IN_FLIGHT", ...}``
-- ``{"type": "tick"}`` -> ``{...}``: time passes; the node may commit and acknowledge
+- ``{"type": "tick"}`` -> ``{...}``: time passes; the node may commit and acknowledge on any
+  rhythm, but within ``suite.DRAIN_BOUND`` ticks of being able to: after the scenario the kit only
+  delivers and ticks, and whatever is still owed then (a NEW copy never committed, a live copy of a
+  committed id never acknowledged) is reported as no progress
 - ``{"type": "broker_restart"}`` -> ``{}``: deliveries of earlier connections can no longer be acked
 
 A crash is not an event the implementation sees: the kit does it. A process (``--impl-cmd``) runs
