@@ -7,7 +7,7 @@ import sys
 
 from rmkit.conformance.remp.driven.adapters import open_implementation
 from rmkit.conformance.remp.driven.compare import describe
-from rmkit.conformance.remp.driven.report import RENDERERS, render_html
+from rmkit.conformance.remp.driven.report import RENDERERS, render_html, unreached
 from rmkit.conformance.remp.driven.runner import PASS, explain_failure, run_scenario
 from rmkit.conformance.remp.driven.scenario import read_scenario
 from rmkit.conformance.remp.driven.suite import ROLES, run_suite
@@ -60,4 +60,8 @@ def replay(args: argparse.Namespace) -> int:
         for i, (ev, exp) in enumerate(zip(sc.events, res.expected), 1):
             print(f"  {i:>3}. {ev['type']:<22} -> {', '.join(describe(o) for o in exp) or '(no outputs)'}")
         print(explain_failure(res))
+    if unreached(res):  # as conform: no rule was put to it, so no verdict on it (not a failure, 1)
+        print(f"rmkit replay: the implementation could not be driven (it failed at the hello: {res.failure.summary}); "
+              "no verdict on it", file=sys.stderr)
+        return 2
     return 0 if res.verdict == PASS else 1
