@@ -19,6 +19,10 @@ from rmkit.reference_impl.remp import events as ev
 from rmkit.specload import load_protocol_spec
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
+# the integers the wire can carry: 64 bits, signed or unsigned (a shard is an unsigned 64-bit value);
+# a Python implementation can hand over any int, and one beyond these is no JSON the kit can log
+INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1
+INT_EXPECTED = "an integer of at most 64 bits (-2**63 .. 2**64-1)"
 # adapter.yaml type name -> the reference machines' class, where the names differ
 CLASS_NAMES = {"Outcome": "ConsumerOutcome"}
 TYPE_NAMES = {v: k for k, v in CLASS_NAMES.items()}
@@ -132,6 +136,8 @@ def _block(where: str, v) -> ev.BlockRef:
     for k in ("wc", "shard", "seqno"):
         if not isinstance(v.get(k), int) or isinstance(v.get(k), bool):
             raise _fail(f"{where}.{k}", "an integer", v.get(k))
+        if not INT_MIN <= v[k] <= INT_MAX:
+            raise _fail(f"{where}.{k}", INT_EXPECTED, v[k])
     for k in ("root_hash", "file_hash"):
         if not isinstance(v.get(k), str) or not HEX64.match(v[k]):
             raise _fail(f"{where}.{k}", "64 lowercase hex digits", v.get(k))
@@ -144,7 +150,8 @@ def _receipt(where: str, v) -> ev.Receipt:
     args = []  # in the declared order, the class's
     for f, ftype, simple in _receipt_plan():
         x = v.get(f)
-        if simple is not None and (type(x) is simple or (x is None and ftype[-1] == "?")):
+        if simple is not None and (type(x) is simple and (simple is not int or INT_MIN <= x <= INT_MAX)
+                                   or (x is None and ftype[-1] == "?")):
             args.append(x)
         elif (fast := _FAST.get(ftype)) is not None and (y := fast(x)) is not _SLOW:
             args.append(y)
@@ -181,6 +188,8 @@ def _field(where: str, ftype: str, v, present: bool):
     if base == "int":
         if not isinstance(v, int) or isinstance(v, bool):
             raise _fail(where, "an integer", v)
+        if not INT_MIN <= v <= INT_MAX:
+            raise _fail(where, INT_EXPECTED, v)
         return v
     if base == "str":
         if not isinstance(v, str):
@@ -236,7 +245,8 @@ def from_json(obj: Any, where: str = "", part: str = "", only: str | None = None
     add = args.append
     for f, ftype, simple in plan:
         v = obj.get(f)
-        if simple is not None and (type(v) is simple or (v is None and ftype[-1] == "?")):
+        if simple is not None and (type(v) is simple and (simple is not int or INT_MIN <= v <= INT_MAX)
+                                   or (v is None and ftype[-1] == "?")):
             add(v)  # the common case, checked at once (the same verdict _field gives it)
         elif (fast := _FAST.get(ftype)) is not None and (x := fast(v)) is not _SLOW:
             add(x)
