@@ -224,7 +224,7 @@ class _Hangs:
         self.role = role
 
     def hello(self, params):
-        pass
+        return {"type": "ready"}
 
     def step(self, event):
         import time

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import collections
 import importlib
+import os
+import select
 import shlex
 import signal
 import _signal
@@ -61,6 +63,24 @@ def _check_outputs(role: str, seq: int, outputs, raw: bytes, values: list | None
         except WireError as exc:
             raise ImplementationFailure("malformed", seq, str(exc), raw) from None
     return outputs
+
+
+def _not_ready(answer) -> str | None:
+    """What is wrong with an answer to the hello, or None when it is the ready the protocol asks for
+    (the same answer of both forms: an object whose ``hello`` returns nothing has not said it is ready)."""
+    if isinstance(answer, dict) and answer.get("type") == "ready":
+        return None
+    found = f"type {answer.get('type')!r}" if isinstance(answer, dict) else f"{type(answer).__name__} {answer!r:.80}"
+    return f'expected {{"type": "ready"}} to the hello, found {found}'
+
+
+def _json_size(outputs) -> tuple[int, str]:
+    """(bytes of ``outputs`` as JSON, "") or (0, why it is no JSON): a Python implementation's answer
+    is held to the wire's size limit and to what JSON can carry, as a process's answer is."""
+    try:
+        return len(orjson.dumps(outputs)), ""
+    except TypeError as exc:  # a value JSON cannot carry (an object, an integer beyond 64 bits)
+        return 0, str(exc)
 
 
 class _StepTimeout(BaseException):
@@ -159,22 +179,25 @@ class InProcessImplementation:
     def start(self, hello: dict) -> None:
         if self.obj is None:
             self._new_object()
-        self._call("hello", 0, self.obj.hello, dict(hello["params"], profile=hello["profile"]))
+        answer = self._call("hello", 0, self.obj.hello, dict(hello["params"], profile=hello["profile"]))
+        problem = _not_ready(answer)
+        if problem:
+            raise ImplementationFailure("wrong-answer", 0, problem)
 
     def step(self, seq: int, event: dict) -> list:
         if self.obj is None:
             raise ImplementationFailure("crash", seq, "the implementation was abandoned after a timeout")
         outputs = self._call("step", seq, self.obj.step, event)
-        if isinstance(outputs, list) and len(outputs) > 64:
-            try:
-                size = len(orjson.dumps(outputs))
-            except TypeError:
-                size = 0  # not JSON: _check_outputs says what is wrong
-            if size > MAX_ANSWER_BYTES:
-                raise ImplementationFailure("oversized", seq, f"the answer holds {len(outputs):,} outputs, "
-                                                              f"{size:,} bytes as JSON (at most {MAX_ANSWER_BYTES:,})")
+        size, not_json = _json_size(outputs)
+        if size > MAX_ANSWER_BYTES:
+            count = f"{len(outputs):,} outputs, " if isinstance(outputs, list) else ""
+            raise ImplementationFailure("oversized", seq, f"the answer holds {count}{size:,} bytes as JSON "
+                                                          f"(at most {MAX_ANSWER_BYTES:,})")
         self.last_values = []
-        return _check_outputs(self.role, seq, outputs, b"", self.last_values)
+        checked = _check_outputs(self.role, seq, outputs, b"", self.last_values)  # names the field at fault
+        if not_json:  # in no field the codec reads (a key it does not know, an item of a hand-over)
+            raise ImplementationFailure("malformed", seq, f"the answer is not JSON ({not_json})")
+        return checked
 
     def end(self) -> None:
         if self.obj is None:
@@ -235,7 +258,23 @@ class ProcessImplementation:
             self.proc.stdin.write(orjson.dumps(obj) + b"\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
-            self._crashed(step, "the process closed its input (it exited)")
+            self._crashed(step, "the process closed its input (it exited)", self._unread())
+
+    def _unread(self, limit: int = 300, wait: float = 0.5) -> bytes:
+        """The first bytes the process wrote that no answer took (up to ``limit``, waiting at most
+        ``wait`` seconds for them): a process that exits at once often printed why (a usage line,
+        a banner), which is what its author needs to see."""
+        out = bytearray(self._buf[:limit])
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + wait
+        while len(out) < limit and (left := deadline - time.monotonic()) > 0:
+            if not select.select([fd], [], [], left)[0]:
+                break
+            chunk = os.read(fd, limit - len(out))
+            if not chunk:
+                break
+            out += chunk
+        return bytes(out)
 
     def _crashed(self, step: int, why: str, received: bytes = b""):
         code = None
@@ -263,7 +302,7 @@ class ProcessImplementation:
             raise ImplementationFailure("oversized", step, f"the answer is longer than {MAX_ANSWER_BYTES:,} bytes "
                                                            "without ending its line", head, self.stderr()) from None
         if line is None:
-            self._crashed(step, "the process exited without answering")
+            self._crashed(step, "the process exited without answering", bytes(self._buf[:300]))
         try:
             msg = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
@@ -299,8 +338,9 @@ class ProcessImplementation:
             return
         self._ready_due = False
         msg, raw = self._receive(0)
-        if msg.get("type") != "ready":
-            raise self._out_of_step("wrong-answer", 0, f'expected {{"type": "ready"}} to the hello, found type {msg.get("type")!r}', raw)
+        problem = _not_ready(msg)
+        if problem:
+            raise self._out_of_step("wrong-answer", 0, problem, raw)
         self.name = str(msg.get("implementation") or self.name)
         self.batch = msg.get("batch") is True
 
