@@ -9,14 +9,16 @@ is then run against every mutant of its role like a catalogue one, and :mod:`.su
 scenarios against the implementation, so that their verdict is evidence too.
 
 Computed once per spec and code (the key hashes the REMP spec files and the source of the core,
-the checker, the judge, the mutants and the reference machines), kept in memory and, where the
-folder is writable, on disk.
+the checker, the judge, the mutants and what they are built on, the faulty examples among them, and
+the reference machines), kept in memory and, where the folder is writable, on disk.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import os
+import sys
 from pathlib import Path
 
 import orjson
@@ -54,19 +56,42 @@ class _Impl:
         pass
 
 
-def key(profile: str) -> str:
-    """A coverage result holds only as long as everything a scenario's verdict rests on is
-    unchanged: the REMP spec, the mutants, and the code that runs and judges scenarios (the
-    checker, the judge, the reference machines, the core). So the key hashes all of them."""
+def _mutant_sources() -> set:
+    """The source files the mutants are made of: the module of every class each mutant inherits
+    from, and the rest of that module's package (its helpers), wherever it lives: several mutants
+    are the faulty examples of ``rmkit.conformance.examples``, built on its ``VariantAdapter``."""
+    files = set()
+    for _role, cls, _profiles in mutants.MUTANTS.values():
+        for base in cls.__mro__:
+            module = sys.modules.get(base.__module__)
+            path = getattr(module, "__file__", None)
+            if path is None or base.__module__.split(".")[0] in sys.stdlib_module_names:
+                continue
+            path = Path(path)
+            files.update(path.parent.rglob("*.py") if (path.parent / "__init__.py").is_file() else [path])
+    return files
+
+
+def key_files() -> list:
+    """What a coverage result rests on: the REMP spec, the mutants (:func:`_mutant_sources`), and the
+    code that runs and judges scenarios (the checker, the judge, the reference machines, the core)."""
     import rmkit
     import rmkit.conformance.remp as remp_pkg
     import rmkit.reference_impl.remp as ref_pkg
 
-    h = hashlib.sha256(profile.encode())
-    files = sorted((spec_root() / "remp").glob("*.yaml"))
+    files = set((spec_root() / "remp").glob("*.yaml"))
     for pkg in (rmkit, remp_pkg, ref_pkg):
-        files += sorted(Path(pkg.__file__).parent.rglob("*.py"))
-    for f in files:
+        files.update(Path(pkg.__file__).parent.rglob("*.py"))
+    files.update(_mutant_sources())
+    return sorted(f.resolve() for f in files)
+
+
+def key(profile: str) -> str:
+    """A coverage result holds only as long as everything a scenario's verdict rests on is
+    unchanged (:func:`key_files`), so the key hashes all of it: an edit of a mutant's source
+    measures coverage again instead of reading a stale result."""
+    h = hashlib.sha256(profile.encode())
+    for f in key_files():
         h.update(f.name.encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
@@ -122,9 +147,11 @@ def _measured(profile: str) -> dict:
     out = {"rules": rules, "generated": [
         {"id": sc.id, "role": sc.role, "profile": sc.profile, "params": sc.params, "events": sc.events, "title": sc.title}
         for sc in found.values()]}
-    try:
+    try:  # written whole or not at all: several processes (pytest-xdist's workers) may measure at once
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(orjson.dumps(out, option=orjson.OPT_SORT_KEYS))
+        part = path.with_name(f"{path.name}.{os.getpid()}.part")
+        part.write_bytes(orjson.dumps(out, option=orjson.OPT_SORT_KEYS))
+        os.replace(part, path)
     except OSError:
         pass  # a read-only folder: computed again next time
     return out
@@ -136,6 +163,18 @@ def coverage(profile: str) -> dict:
     runs against the mutants of its own role, so a run of some roles finds among the ids it ran those
     that measure its roles. Rules without a mutant in this profile are absent."""
     return _measured(profile)["rules"]
+
+
+NO_RULE = "no-rule-measured"  # a scenario that catches no rule's mutant
+
+
+def rules_measured_by(scenario: Scenario, profile: str) -> list:
+    """The rules ``scenario`` is measured to catch (it fails their mutant, naming the rule): those
+    its catalogue entry declares first, in their order, then the others it caught. What a test
+    named by rules may claim: the catalogue's ``checks`` are intent, this is evidence."""
+    caught = {rule for rule, ids in coverage(profile).items() if scenario.id in ids}
+    declared = [r for r in scenario.checks if r in caught]
+    return declared + sorted(caught.difference(declared))
 
 
 def generated_scenarios(profile: str, roles=None) -> list[Scenario]:
