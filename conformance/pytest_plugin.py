@@ -1,18 +1,23 @@
 """pytest plugin (entry point ``pytest11``): ``pytest --rmkit-impl-cmd "CMD"`` runs REMP driven
 conformance against an implementation as pytest tests, so implementers add it to their CI in one
-line. Each catalogue scenario is a test named by its id and the rules it checks; each role's
-generated scenarios are one test (a failure shows the shrunk scenario, saved for ``rmkit replay``).
+line. Each catalogue scenario is a test named by its id and the rules it is measured to catch (the
+rules whose mutant it fails, :mod:`.remp.driven.coverage`; ``no-rule-measured`` when none); each
+role's generated scenarios are one test (a failure shows the shrunk scenario, saved for ``rmkit
+replay``).
 
 Inert unless ``--rmkit-impl-cmd`` or ``--rmkit-impl`` is given. Options are checked before
 collection (a wrong role, profile or count, a command that cannot be started, a regressions folder
 that cannot be written, an unreadable saved scenario: a pytest usage error, exit 4), as ``rmkit
 conform`` checks them. An implementation that never gets past the hello for a role was not judged:
 its tests fail saying so, and the session exits 2 ("could not do its job", as ``rmkit conform``),
-not 1, which would read as non-conformance.
+not 1, which would read as non-conformance. Whether a test got past the hello travels with its
+report (a user property), so that the session that decides the exit code knows it also when
+pytest-xdist ran the tests in other processes.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -76,32 +81,51 @@ def pytest_configure(config):
         impl.close()
         if argv is not None and shutil.which(argv[0]) is None:
             raise pytest.UsageError(f"--rmkit-impl-cmd {config.getoption('rmkit_impl_cmd')!r}: cannot start "
-                                    f"{argv[0]!r}: no such executable (give a path or a command on PATH)")
+                                    f"{argv[0]!r}: {_why_not_runnable(argv[0])}")
     except (RmkitError, ValueError) as exc:  # ValueError: shlex's unclosed quote
         raise pytest.UsageError(f"rmkit: {exc}") from None
-    config.stash[_REACHED] = {}
+    config.pluginmanager.register(_Reachability(), "rmkit-reachability")
 
 
-_REACHED = pytest.StashKey[dict]()  # role -> whether any scenario got past the hello
+def _why_not_runnable(program: str) -> str:
+    """Why ``program`` (which ``shutil.which`` did not find runnable) cannot be started, as its
+    author would fix it."""
+    if os.sep in program and os.path.isdir(program):
+        return "it is a directory"
+    if os.sep in program and os.path.exists(program):
+        return "the file is not executable (chmod +x it, or start it through its interpreter: sh FILE, python FILE)"
+    return "no such executable (give a path or a command on PATH)"
 
 
-def _note_reached(config, role: str, reached: bool) -> None:
-    seen = config.stash.get(_REACHED, {})
-    seen[role] = seen.get(role, False) or reached
+PAST_HELLO = "rmkit-past-hello:"  # user property ``PAST_HELLO + role``: whether the test's scenario got past it
 
 
-def pytest_sessionfinish(session, exitstatus):
-    seen = session.config.stash.get(_REACHED, None)
-    if not seen:
-        return
-    lost = [role for role, reached in seen.items() if not reached]
-    if lost:
-        tr = session.config.pluginmanager.get_plugin("terminalreporter")
-        line = (f"rmkit: the implementation could not be driven as {', '.join(lost)} (every scenario failed at the "
-                "hello): no conformance verdict")
-        if tr is not None:
-            tr.write_line(line, red=True)
-        session.exitstatus = NOT_DRIVEN_EXIT
+class _Reachability:
+    """Per role, whether any test's scenario got past the hello, read from the test reports: the
+    reports reach the session that decides the exit code, which with pytest-xdist is not the one
+    that ran the tests."""
+
+    def __init__(self):
+        self.reached: dict = {}  # role -> whether a scenario of it got past the hello
+        self.lost: list = []  # the roles none of whose scenarios did
+
+    def pytest_runtest_logreport(self, report):
+        for name, value in report.user_properties:
+            if isinstance(name, str) and name.startswith(PAST_HELLO):
+                role = name[len(PAST_HELLO):]
+                self.reached[role] = self.reached.get(role, False) or bool(value)
+
+    def pytest_sessionfinish(self, session):
+        if hasattr(session.config, "workerinput"):  # an xdist worker: its controller decides
+            return
+        self.lost = [role for role, reached in self.reached.items() if not reached]
+        if self.lost:
+            session.exitstatus = NOT_DRIVEN_EXIT
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.lost:
+            terminalreporter.write_line(f"rmkit: the implementation could not be driven as {', '.join(self.lost)} "
+                                        "(every scenario failed at the hello): no conformance verdict", red=True)
 
 
 class ScenarioItem(pytest.Item):
@@ -122,7 +146,7 @@ class ScenarioItem(pytest.Item):
         try:
             if self.scenario is not None:
                 res = run_scenario(self.scenario, impl)
-                _note_reached(cfg, self.role, not unreached(res))
+                self._note_reached(not unreached(res))
                 if unreached(res):
                     raise ConformanceFailure(f"the implementation could not be driven: it failed at the hello, so no "
                                              f"rule was put to it (no conformance verdict)\n{explain_failure(res)}")
@@ -142,7 +166,7 @@ class ScenarioItem(pytest.Item):
                 if not g.failing.events:  # a hello alone: nothing to save, nothing judged
                     raise ConformanceFailure(f"the implementation could not be driven: it failed at the hello "
                                              f"(no conformance verdict)\n{explain_failure(res) if res.failure else g.message}")
-                _note_reached(cfg, self.role, True)
+                self._note_reached(True)
                 regs = regressions_dir(cfg.getoption("rmkit_regressions"))
                 path = write_scenario(regs / f"{self.role}-{profile}-{g.failing.digest()}.jsonl", g.failing, res.expected,
                                       res.failure.as_dict() if res.failure else None)
@@ -150,9 +174,12 @@ class ScenarioItem(pytest.Item):
                                          f"saved: {path} (rerun: rmkit replay {path} --impl-cmd ...)")
             if g.examples == 0:
                 raise ConformanceFailure("no generated scenario ran: nothing was checked")
-            _note_reached(cfg, self.role, True)
+            self._note_reached(True)
         finally:
             impl.close()
+
+    def _note_reached(self, reached: bool) -> None:
+        self.user_properties.append((PAST_HELLO + self.role, reached))
 
     def repr_failure(self, excinfo):
         if isinstance(excinfo.value, ConformanceFailure):
@@ -167,6 +194,7 @@ def pytest_collection_modifyitems(session, config, items):
     if not _active(config):
         return
     from rmkit.conformance.remp.driven.catalogue import catalogue
+    from rmkit.conformance.remp.driven.coverage import NO_RULE, rules_measured_by
     from rmkit.conformance.remp.driven.scenario import read_scenario
     from rmkit.errors import RmkitError
 
@@ -181,7 +209,8 @@ def pytest_collection_modifyitems(session, config, items):
                 raise pytest.UsageError(f"rmkit: a saved scenario cannot be read (fix or remove it): {exc}") from None
             if sc.role in roles and sc.profile == profile:
                 items.append(ScenarioItem.from_parent(session, name=f"rmkit-regression[{path.stem}]", scenario=sc, role=sc.role))
-    for sc in catalogue(profile, roles):
-        items.append(ScenarioItem.from_parent(session, name=f"rmkit[{sc.id}:{','.join(sc.checks)}]", scenario=sc, role=sc.role))
+    for sc in catalogue(profile, roles):  # named by evidence: the rules whose mutant the scenario is measured to catch
+        rules = ",".join(rules_measured_by(sc, profile)) or NO_RULE
+        items.append(ScenarioItem.from_parent(session, name=f"rmkit[{sc.id}:{rules}]", scenario=sc, role=sc.role))
     for role in roles:
         items.append(ScenarioItem.from_parent(session, name=f"rmkit[generated-{role}]", role=role))

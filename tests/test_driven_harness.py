@@ -7,9 +7,10 @@ malformed output after it is the implementation's failure (exit 1), never the ki
 
 from __future__ import annotations
 
-import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -226,3 +227,121 @@ def test_a_process_that_printed_and_exited_before_the_hello_is_quoted():
 def test_a_process_that_prints_and_exits_is_reported_with_what_it_printed(capsys, tmp_path):
     code, out, err = _replay(capsys, tmp_path, "--impl-cmd", "sh -c 'echo usage: adapter ROLE'")
     assert code == 2 and "at step 0" in out and "usage: adapter validator" in out, (out, err)
+
+
+# -- the pytest plugin ------------------------------------------------------------------------------
+def _seed_coverage(folder, profile: str = "spec") -> None:
+    """The measured coverage, computed once here, put where a pytest run in ``folder`` looks for it
+    (the plugin names its tests from it; measuring it again in each run would take seconds)."""
+    from rmkit.conformance.remp.driven import coverage as cov
+
+    cache = folder / cov.CACHE_DIR
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / f"{cov.key(profile)}-{profile}.json").write_bytes(orjson.dumps(cov._measured(profile)))
+
+
+def _pytest(tmp_path, *args, timeout: float = 300) -> subprocess.CompletedProcess:
+    (tmp_path / "test_nothing.py").write_text("def test_own():\n    pass\n")
+    _seed_coverage(tmp_path)
+    return subprocess.run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
+def test_plugin_an_implementation_it_cannot_drive_is_no_verdict_with_or_without_xdist(tmp_path, workers):
+    r = _pytest(tmp_path, "--rmkit-role", "consumer", "--rmkit-impl-cmd", "true", *workers)
+    assert r.returncode == 2, (r.stdout + r.stderr)[-3000:]
+    assert "could not be driven as consumer" in r.stdout
+
+
+@pytest.mark.parametrize("impl, code", [(REFERENCE, 0), ("rmkit.conformance.examples.early_reject:factory", 1)])
+def test_plugin_under_xdist_an_implementation_driven_keeps_its_verdict(tmp_path, impl, code):
+    r = _pytest(tmp_path, "--rmkit-role", "consumer", "--rmkit-impl", impl, "--rmkit-max-examples", "0", "-n", "2")
+    assert r.returncode == code, (r.stdout + r.stderr)[-3000:]
+    assert "could not be driven" not in r.stdout
+
+
+def test_plugin_says_a_file_that_is_not_executable_is_not_executable(tmp_path):
+    script = tmp_path / "adapter.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o644)
+    r = _pytest(tmp_path, "--rmkit-impl-cmd", f"{script} ROLE", "--rmkit-role", "consumer")
+    assert r.returncode == 4 and "not executable" in r.stderr and "no such executable" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("profile", ["spec", "ever-node"])
+def test_plugin_names_each_catalogue_test_by_the_rules_it_was_measured_to_catch(tmp_path, profile):
+    """A test's name lists the rules whose mutant its scenario catches (coverage's measure), not the
+    rules the catalogue declares; a scenario that catches none says so."""
+    from rmkit.conformance.remp.driven.coverage import coverage
+
+    _seed_coverage(tmp_path, profile)
+    r = _pytest(tmp_path, "--collect-only", "--rmkit-impl", REFERENCE, "--rmkit-profile", profile)
+    names = dict(re.findall(r"rmkit\[(CAT-[A-Z]+-\d+):([^\]]*)\]", r.stdout))
+    scenarios = catalogue(profile, ["validator", "fullnode", "consumer"])
+    assert set(names) == {sc.id for sc in scenarios}, r.stdout[-2000:]
+    measured = coverage(profile)
+    for sc in scenarios:
+        mine = {rule for rule, ids in measured.items() if sc.id in ids}
+        if mine:
+            assert set(names[sc.id].split(",")) == mine, (sc.id, names[sc.id])
+        else:
+            assert names[sc.id] == "no-rule-measured", (sc.id, names[sc.id])
+    assert any(name == "no-rule-measured" for name in names.values()) or profile != "spec"
+
+
+def test_junit_names_a_catalogue_scenario_by_the_rules_it_was_measured_to_catch():
+    from rmkit.conformance.remp.driven.coverage import coverage
+    from rmkit.conformance.remp.driven.report import render_junit
+    from rmkit.conformance.remp.driven.suite import run_suite
+    from rmkit.conformance.remp.driven.adapters import InProcessImplementation
+
+    rep = run_suite("spec", ["consumer"], lambda role: InProcessImplementation(REFERENCE, role), catalogue_only=True,
+                    regressions=None)
+    xml = render_junit(rep)
+    measured = coverage("spec")
+    for r in rep.results:
+        mine = sorted(rule for rule, ids in measured.items() if r.scenario.id in ids)
+        shown = re.search(rf'name="{r.scenario.id} \[([^\]]*)\]"', xml).group(1).split()
+        assert sorted(shown) == (mine or ["no-rule-measured"]), (r.scenario.id, shown)
+
+
+# -- the coverage key: every source a mutant is made of ---------------------------------------------
+def test_the_coverage_key_covers_the_faulty_examples_the_mutants_are_made_of():
+    import rmkit.conformance.examples as examples
+    from rmkit.conformance.remp.driven.coverage import key_files
+
+    files = set(key_files())
+    folder = Path(examples.__file__).parent.resolve()
+    assert {folder / "_base.py", folder / "no_replay_protection.py", folder / "newest_first.py"} <= files
+
+
+def test_an_edit_of_a_mutants_source_measures_coverage_again(tmp_path, monkeypatch):
+    """A mutant built on a package of its own: editing any file of that package changes the key."""
+    import importlib
+
+    from rmkit.conformance.remp.driven import coverage as cov
+
+    pkg = tmp_path / "variant_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helper.py").write_text("BOUND = 1\n")
+    (pkg / "variant.py").write_text("from rmkit.conformance.examples._base import VariantAdapter\n\n\n"
+                                    "class Adapter(VariantAdapter):\n    faulty_role = 'validator'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    variant = importlib.import_module("variant_pkg.variant")
+    monkeypatch.setitem(cov.mutants.MUTANTS, "REMP-VALID-001", ("validator", variant.Adapter, ("spec",)))
+    before = cov.key("spec")
+    (pkg / "helper.py").write_text("BOUND = 2\n")
+    assert cov.key("spec") != before
+
+
+def test_the_readmes_plugin_example_names_a_test_as_the_plugin_does():
+    from rmkit.conformance.remp.driven.coverage import rules_measured_by
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    examples = re.findall(r"`rmkit\[(CAT-[A-Z]+-\d+):([A-Z0-9,-]+)\]`", readme)
+    assert examples
+    by_id = {sc.id: sc for sc in catalogue("spec", ["validator", "fullnode", "consumer"])}
+    for sid, rules in examples:
+        assert rules.split(",") == rules_measured_by(by_id[sid], "spec"), (sid, rules)

@@ -141,8 +141,19 @@ def render_json(rep: ConformReport) -> str:
     return orjson.dumps(rep.as_dict(), option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
+def _case_name(r: ScenarioResult, profile: str) -> str:
+    """A scenario's test case name: its id and the rules it is measured to catch (evidence, not the
+    catalogue's declared ``checks``); a scenario that declares rules yet catches none says so."""
+    from rmkit.conformance.remp.driven.coverage import NO_RULE, rules_measured_by
+
+    rules = rules_measured_by(r.scenario, profile)
+    if rules:
+        return f"{r.scenario.id} [{' '.join(rules)}]"
+    return f"{r.scenario.id} [{NO_RULE}]" if r.scenario.checks else r.scenario.id
+
+
 def render_junit(rep: ConformReport) -> str:
-    """One test case per scenario (named with the rules it checks), grouped by origin."""
+    """One test case per scenario (named with the rules it is measured to catch), grouped by origin."""
     suites = []
     by_origin: dict = {}
     for r in rep.results:
@@ -150,7 +161,7 @@ def render_junit(rep: ConformReport) -> str:
     for origin, rs in by_origin.items():
         cases = []
         for r in rs:
-            name = f"{r.scenario.id} [{' '.join(r.scenario.checks)}]" if r.scenario.checks else r.scenario.id
+            name = _case_name(r, rep.profile)
             body = ""
             if r.failure:
                 body = (f"<failure message={quoteattr(r.failure.summary[:500])} type={quoteattr(r.failure.kind)}>"
