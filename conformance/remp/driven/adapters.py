@@ -70,7 +70,10 @@ def _not_ready(answer) -> str | None:
     (the same answer of both forms: an object whose ``hello`` returns nothing has not said it is ready)."""
     if isinstance(answer, dict) and answer.get("type") == "ready":
         return None
-    found = f"type {answer.get('type')!r}" if isinstance(answer, dict) else f"{type(answer).__name__} {answer!r:.80}"
+    if isinstance(answer, dict):
+        found = f"type {answer.get('type')!r}"
+    else:
+        found = "None (hello() returned nothing)" if answer is None else f"{answer!r:.80} (a {type(answer).__name__})"
     return f'expected {{"type": "ready"}} to the hello, found {found}'
 
 
