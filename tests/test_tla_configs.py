@@ -37,3 +37,13 @@ def test_every_cfg_file_is_a_manifest_configuration():
         listed = {cfg.cfg for cfg in model.configs}
         on_disk = {p.name for p in model.dir.glob("*.cfg")}
         assert on_disk <= listed, f"{model.name}: not in tla/manifest.json: {sorted(on_disk - listed)}"
+
+
+@pytest.mark.parametrize("model, cfg", [(m, c) for m, c in _configs() if c.finding], ids=lambda v: getattr(v, "name", None))
+def test_a_finding_configuration_checks_its_finding_alone(model, cfg):
+    """TLC stops at the first violation: another property beside the finding is checked only up to
+    the counterexample's depth, and a reader of the .cfg would take it for checked. A finding's
+    configuration names TypeOK and the finding; the other properties go in a passing configuration."""
+    text = (model.dir / cfg.cfg).read_text()
+    assert _invariants(text) == {"TypeOK", cfg.finding["invariant"]}, f"{model.name}/{cfg.cfg}"
+    assert not re.search(r"(?m)^\s*PROPERT(Y|IES)\s", text), f"{model.name}/{cfg.cfg}"

@@ -6,6 +6,7 @@ with that mechanism removed is caught by TLC on a property other than the mechan
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -17,7 +18,13 @@ from rmkit.tlc import run_tlc
 from rmkit.tlc.manifest import load_manifest
 
 MODEL_DIR = REPO / "tla" / "corda"
-ALL = ["TypeOK", "ExactlyOnce", "NoLoss", "AckAfterCommit", "InFlightNeverAcked", "ReplayReusesIds", "FifoPerSession"]
+# What users are promised (tla/README.md); each is broken by a mutation below that removes a mechanism.
+PROPERTIES = ("ExactlyOnce", "NoLoss", "AckAfterCommit", "FifoPerSession")
+# Promised by every profile; FifoPerSession only with an in-order bridge or without rollbacks.
+EVERYWHERE = ("ExactlyOnce", "NoLoss", "AckAfterCommit")
+# The adversary's bounds: a configuration with each at least as high explores every behaviour of one
+# with lower bounds (same profile and N).
+ADVERSARY = ("MaxSenderCrash", "MaxRcvCrash", "MaxBrokerRestart", "MaxRollback", "MaxLoss", "MaxDup")
 
 
 def test_profiles_module_is_generated_from_the_spec():
@@ -29,8 +36,9 @@ def _config(name):
     return model, model.config(name)
 
 
-@pytest.mark.parametrize("name", ["fifo", "receiver", "os-2021"] + [
-    pytest.param(n, marks=pytest.mark.slow) for n in ("spec", "fastpath", "sender", "fastpath-reorder")])
+@pytest.mark.parametrize("name", ["fifo", "receiver", "os-2021", "os-2021-others"] + [
+    pytest.param(n, marks=pytest.mark.slow)
+    for n in ("spec", "fastpath", "sender", "fastpath-reorder", "fastpath-reorder-others")])
 def test_configuration_checks_to_the_manifest_figures(name):
     model, cfg = _config(name)
     result = run_tlc(model.dir, cfg.module, cfg.cfg, workers=cfg.workers, deadlock_check=cfg.deadlock)
@@ -40,6 +48,35 @@ def test_configuration_checks_to_the_manifest_figures(name):
     else:
         assert result.verdict == "pass", result.counterexamples
     assert (result.distinct_states, result.total_states) == (cfg.distinct_states, cfg.total_states)
+
+
+def _cfg_facts(cfg):
+    """(profile, N, adversary bounds, invariants) read from a configuration's .cfg text."""
+    text = (MODEL_DIR / cfg.cfg).read_text()
+    consts = dict(re.findall(r"(?m)^\s+(\w+) = (\S+)$", text))
+    invariants = set(re.search(r"(?m)^INVARIANTS (.*)$", text).group(1).split())
+    return consts["Profile"], consts["N"], {k: int(consts[k]) for k in ADVERSARY}, invariants
+
+
+def test_every_finding_has_a_passing_configuration_for_the_other_promises():
+    """TLC stops at the first violation, so a finding configuration checks the other properties only
+    up to the counterexample's depth. Each finding therefore has a passing configuration of the same
+    profile and N whose adversary is at least as strong, checking every other promise to the end."""
+    model = load_manifest().model("corda")
+    for finding in (c for c in model.configs if c.finding):
+        profile, n, bounds, _ = _cfg_facts(finding)
+        wanted = set(EVERYWHERE) - {finding.finding["invariant"]}
+        companions = [c.name for c in model.configs if not c.finding for p, k, b, inv in [_cfg_facts(c)]
+                      if (p, k) == (profile, n) and all(b[x] >= bounds[x] for x in ADVERSARY) and inv >= wanted]
+        assert companions, f"{finding.name}: no passing configuration checks {sorted(wanted)} under its adversary"
+
+
+def test_every_checked_property_is_a_promise():
+    """No configuration checks a property that is not a promise with a mutation behind it (a
+    property that restates a guard or a profile table would pass whatever the mechanisms do)."""
+    model = load_manifest().model("corda")
+    for cfg in model.configs:
+        assert _cfg_facts(cfg)[3] - {"TypeOK"} <= set(PROPERTIES), cfg.cfg
 
 
 def test_rmkit_tlc_corda_reports_the_fifo_counterexample_as_a_finding(tmp_path, capsys):
@@ -73,63 +110,79 @@ def _cfg(profile, n, invariants, **bounds):
     return "\n".join(lines + ["SPECIFICATION Spec", "VIEW view", "INVARIANTS " + " ".join(invariants)]) + "\n"
 
 
-# ---- mutations: each removes one mechanism; TLC must catch it on the property it protects ----------
-# (name: replacements in CordaP2P.tla, the configuration, the invariants checked, the one TLC must report)
+# ---- mutations: each removes one mechanism; TLC must catch it on each property it protects --------
+# (name: replacements in CordaP2P.tla, the configuration (profile, N, adversary), the properties TLC
+# must report, each checked alone with TypeOK: TLC stops at the first violation, so checked together
+# the shorter counterexample would hide the other)
 MUTATIONS = {
     # the receiver acknowledges a NEW copy as soon as it is delivered, before its commit
     "ack_before_commit": (
         [("          /\\ toack' = IF Consequence(ans) = \"ack_and_drop\"",
           "          /\\ toack' = IF Consequence(ans) \\in {\"ack_and_drop\", \"process\"}")],
-        _cfg("corda-os", 1, ["TypeOK", "ExactlyOnce", "NoLoss"], rc=1), "NoLoss"),
+        ("corda-os", 1, dict(rc=1)), ("NoLoss", "AckAfterCommit")),
     # the processed ids live in memory only: a crash forgets them
     "dedup_only_in_memory": (
         [("    /\\ proc' = <<>> /\\ toack' = <<>>\n    /\\ inq' = Undeliver(inq) /\\ iconn' = iconn + 1\n"
           "    /\\ last' = [a |-> \"ReceiverCrash\"]\n    /\\ UNCHANGED <<Sender, Outbound, Link, itag, db, effects, sent, early>>",
           "    /\\ proc' = <<>> /\\ toack' = <<>> /\\ db' = {}\n    /\\ inq' = Undeliver(inq) /\\ iconn' = iconn + 1\n"
           "    /\\ last' = [a |-> \"ReceiverCrash\"]\n    /\\ UNCHANGED <<Sender, Outbound, Link, itag, effects, sent, early>>")],
-        _cfg("corda-os", 1, ["TypeOK", "ExactlyOnce", "NoLoss"], rc=1), "ExactlyOnce"),
+        ("corda-os", 1, dict(rc=1)), ("ExactlyOnce",)),
     # the fast path answers NEW without a database read when no mark exists for the sender key
     "fast_path_without_db_read": (
         [("FastNew(m) == FastPath /\\ m.uuid # 0 /\\ HasMark(Key(m)) /\\ m.sq > Mark(Key(m))",
           "FastNew(m) == FastPath /\\ m.uuid # 0 /\\ (HasMark(Key(m)) => m.sq > Mark(Key(m)))")],
-        _cfg("corda-ent-fastpath", 1, ["TypeOK", "ExactlyOnce", "NoLoss"], sc=1, rb=1, loss=1), "ExactlyOnce"),
-    # a replayed flow sends under a fresh (random) id instead of its N- id
+        ("corda-ent-fastpath", 1, dict(sc=1, rb=1, loss=1)), ("ExactlyOnce",)),
+    # a replayed flow sends under a fresh (random) id instead of its N- id (CORDA-ID-002's mechanism)
     "random_id_on_replay": (
         [("    /\\ LET m == [k |-> ckpt, did |-> ckpt,", "    /\\ LET m == [k |-> ckpt, did |-> IF recov THEN ckpt + 10 * epoch ELSE ckpt,")],
-        _cfg("corda-os", 1, ["TypeOK", "ExactlyOnce", "NoLoss"], sc=1), "ExactlyOnce"),
+        ("corda-os", 1, dict(sc=1)), ("ExactlyOnce",)),
     # corda-os acknowledging IN_FLIGHT copies (the pre-2022 behaviour in the corda-os profile)
     "ack_in_flight": (
         [('      [] ans = "IN_FLIGHT" -> InFlightConsequenceIn(Profile)', '      [] ans = "IN_FLIGHT" -> "ack_and_drop"')],
-        _cfg("corda-os", 1, ["TypeOK", "ExactlyOnce", "NoLoss"], rc=1, br=1), "NoLoss"),
+        ("corda-os", 1, dict(rc=1, br=1)), ("NoLoss",)),
+    # the spec profile's bridge forwards the next message before the previous one's remote ack
+    "bridge_pipelines": (
+        [("InOrderBridge == InOrderBridgeIn(Profile)", "InOrderBridge == FALSE")],
+        ("spec", 2, dict(rb=1, loss=1)), ("FifoPerSession",)),
 }
+CAUGHT = [(name, prop) for name, (_, _, props) in sorted(MUTATIONS.items()) for prop in props]
+
+
+def test_every_property_has_a_mutation():
+    assert {prop for _, prop in CAUGHT} == set(PROPERTIES)
+
+
+def _copy_model(folder, replacements=(), name=""):
+    for f in MODEL_DIR.glob("*.tla"):
+        shutil.copy(f, folder / f.name)
+    spec = folder / "CordaP2P.tla"
+    text = spec.read_text()
+    for old, new in replacements:
+        assert text.count(old) == 1, f"{name}: the text to mutate is not in CordaP2P.tla once: {old!r}"
+        text = text.replace(old, new)
+    spec.write_text(text)
 
 
 @pytest.fixture(scope="module")
 def unmutated_results(tmp_path_factory):
-    """Every mutation's configuration passes on the unmutated model (so the mutation is what TLC catches)."""
+    """Every mutation's configuration, checking all the properties it is used for, passes on the
+    unmutated model (so the mutation is what TLC catches)."""
     out = {}
-    for name, (_, cfg, _, ) in ((n, (m[0], m[1], m[2])) for n, m in MUTATIONS.items()):
+    for name, (_, (profile, n, bounds), props) in MUTATIONS.items():
         folder = tmp_path_factory.mktemp(f"ok-{name}")
-        for f in MODEL_DIR.glob("*.tla"):
-            shutil.copy(f, folder / f.name)
-        (folder / "M.cfg").write_text(cfg)
+        _copy_model(folder)
+        (folder / "M.cfg").write_text(_cfg(profile, n, ["TypeOK", *props], **bounds))
         out[name] = run_tlc(folder, "MCCorda", "M.cfg", workers=1, deadlock_check=False)
     return out
 
 
-@pytest.mark.parametrize("name", sorted(MUTATIONS))
-def test_mutation_is_caught_by_tlc(name, tmp_path, unmutated_results):
-    replacements, cfg, expected = MUTATIONS[name]
+@pytest.mark.parametrize("name, expected", CAUGHT, ids=[f"{n}-{p}" for n, p in CAUGHT])
+def test_mutation_is_caught_by_tlc(name, expected, tmp_path, unmutated_results):
+    replacements, (profile, n, bounds), _ = MUTATIONS[name]
     assert unmutated_results[name].verdict == "pass", unmutated_results[name].counterexamples
-    for f in MODEL_DIR.glob("*.tla"):
-        shutil.copy(f, tmp_path / f.name)
-    spec = tmp_path / "CordaP2P.tla"
-    text = spec.read_text()
-    for old, new in replacements:
-        assert old in text, f"{name}: the text to mutate is gone from CordaP2P.tla: {old!r}"
-        text = text.replace(old, new)
-    spec.write_text(text)
-    (tmp_path / "M.cfg").write_text(cfg)
+    assert unmutated_results[name].complete
+    _copy_model(tmp_path, replacements, name)
+    (tmp_path / "M.cfg").write_text(_cfg(profile, n, ["TypeOK", expected], **bounds))
     result = run_tlc(tmp_path, "MCCorda", "M.cfg", workers=1, deadlock_check=False)
     assert result.verdict == "violation", result.error
     assert result.name == expected, (result.name, [s.values.get("last") for s in result.counterexamples[0].states])

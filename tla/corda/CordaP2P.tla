@@ -285,13 +285,14 @@ Copies(k) == {x \in Range(out) \cup Range(transit) \cup Range(inq) \cup Range(pr
 NoLoss == \A s \in sent : s[1] \in Range(effects) \/ Copies(s[1]) # {}
 
 \* CORDA-ACK-001: no copy of a NEW or DUPLICATE answer is acknowledged before its id is committed.
+\* (An IN_FLIGHT copy acknowledged early, CORDA-DEDUP-004, is not stated apart: where the profile
+\* table discards such copies it would restate the table, and where it acknowledges them (corda-os-2021)
+\* what users lose is the message, which NoLoss states.)
 AckAfterCommit == early \subseteq {"IN_FLIGHT"}
 
-\* CORDA-DEDUP-004 (corda-os): an IN_FLIGHT copy is never acknowledged before the id's commit.
-InFlightNeverAcked == "IN_FLIGHT" \notin early
-
-\* CORDA-ID-002: a flow replayed from its checkpoint sends its messages under the same ids.
-ReplayReusesIds == \A a, b \in sent : a[1] = b[1] => a[2] = b[2]
+\* CORDA-ID-002 (a replayed flow re-sends under the same N- ids) is a mechanism, not a promise: Produce
+\* builds the id from the checkpoint. What it buys is ExactlyOnce across the sender's replays, and
+\* tests/test_tla_corda.py shows ExactlyOnce failing when a replay sends under a fresh id.
 
 \* CORDA-ORDER-001: the session's messages reach the receiving flow in the order they were sent.
 FifoPerSession == \A i, j \in DOMAIN effects : i < j => effects[i] < effects[j]
