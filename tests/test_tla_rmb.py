@@ -42,7 +42,7 @@ def _config(name):
     return model, model.config(name)
 
 
-@pytest.mark.parametrize("name", ["spec", "spec-answered", "rs", "go", "fanout"] + [
+@pytest.mark.parametrize("name", ["spec", "spec-answered", "rs", "rs-mixed", "go", "fanout"] + [
     pytest.param(n, marks=pytest.mark.slow) for n in ("rs-answered", "fanout-crash")])
 def test_configuration_checks_to_the_manifest_figures(name):
     model, cfg = _config(name)
@@ -64,6 +64,22 @@ def test_every_property_is_checked_by_a_passing_configuration():
             line = next(l for l in (model.dir / cfg.cfg).read_text().splitlines() if l.startswith("INVARIANTS"))
             checked |= set(line.split()[1:])
     assert checked >= set(PROPERTIES)
+
+
+def test_no_delivery_after_expiry_is_claimed_only_where_the_receiver_does_not_check():
+    """Where the destination refuses an expired request (rmb-rs-v1, RMB-REMOTE-007), Arrive queues
+    nothing once clock > Deadline: NoDeliveryAfterExpiry would restate that guard and pass whatever
+    the sender does. A passing configuration checks it only with a destination that accepts expired
+    requests, where the sender's deadline check is what keeps them from the handler."""
+    model = load_manifest().model("rmb")
+    claimed = []
+    for cfg in model.configs:
+        text = (model.dir / cfg.cfg).read_text()
+        line = next(l for l in text.splitlines() if l.startswith("INVARIANTS"))
+        if not cfg.finding and "NoDeliveryAfterExpiry" in line.split():
+            assert re.search(r"(?m)^    RefuseExpired <- DestinationAcceptsExpired$", text), cfg.cfg
+            claimed.append(cfg.name)
+    assert claimed
 
 
 def test_rmkit_tlc_rmb_shows_rmb_go_timing_out_an_answered_request(tmp_path, capsys):
@@ -109,10 +125,11 @@ def _cfg_text(base: str, invariants: list[str], **constants) -> str:
 # ---- mutations: each removes one mechanism; TLC must catch it on the property it protects ----------
 # name: (replacements in RMB.tla, the manifest cfg it runs on, changed constants, the property TLC must report)
 MUTATIONS = {
-    # rmb-rs-v1's receiver accepts a request whose now + exp has passed (RMB-REMOTE-007 removed)
-    "receiver_accepts_expired": (
-        [("    /\\ IF RefuseExpired /\\ clock > Deadline", "    /\\ IF FALSE /\\ clock > Deadline")],
-        "MCRMB_rs.cfg", {}, "NoDeliveryAfterExpiry"),
+    # rmb-rs-v1's worker no longer checks the deadline before an attempt (RMB-RETRY-004): with a
+    # destination that does not check exp, a retry after the deadline reaches its handler
+    "sender_posts_after_deadline": (
+        [("    /\\ ~(Restamp /\\ clock >= Deadline)\n", "")],
+        "MCRMB_rs_mixed.cfg", {}, "NoDeliveryAfterExpiry"),
     # rmb-go's retry entries lose their attempt number when the daemon restarts (the count kept in memory)
     "attempts_not_persisted": (
         [("    /\\ last' = [a |-> \"Crash\"]\n    /\\ UNCHANGED <<clock, local, bl, hash, fwd, rq, out,",
@@ -123,7 +140,10 @@ MUTATIONS = {
     "backlog_without_ttl": (
         [("    /\\ bl' = IF bl.on /\\ clock' > bl.until THEN [bl EXCEPT !.on = FALSE] ELSE bl", "    /\\ bl' = bl")],
         "MCRMB_spec.cfg", {}, "RepliesOnlyWhileLive"),
-    # the reply endpoint routes a reply without reading the backlog
+    # the reply endpoint routes a reply without reading the backlog (RMB-REPLY-004). A mechanism, not
+    # the property's guard: the property speaks of time (liveUntil), the endpoint of a Redis key; the
+    # key says "live" only as long as its TTL (removed by backlog_without_ttl) keeps it, so each of the
+    # two mutations leaves the other mechanism in place and TLC still finds a late reply routed
     "reply_routed_without_live_check": (
         [("    /\\ LET live == IF AfterPost THEN hash.on ELSE bl.on", "    /\\ LET live == TRUE")],
         "MCRMB_spec.cfg", {}, "RepliesOnlyWhileLive"),
@@ -141,6 +161,15 @@ MUTATIONS = {
 
 def test_every_property_has_a_mutation():
     assert {m[3] for m in MUTATIONS.values()} == set(PROPERTIES)
+
+
+def test_the_mixed_configuration_holds_no_request_on_the_wire_across_a_second():
+    """A request on the wire across the deadline reaches a destination that does not check exp
+    whatever the sender checked, so the sender's check is a mechanism only where the network holds
+    no request across a second; delays stay possible (they are what carries a job past the deadline)."""
+    text = (MODEL_DIR / "MCRMB_rs_mixed.cfg").read_text()
+    assert re.search(r"(?m)^    DelayPossible <- NoRequestOnTheWire$", text)
+    assert re.search(r"(?m)^    MaxDelay = [1-9]", text) and re.search(r'(?m)^    Profile = "rmb-rs-v1"$', text)
 
 
 @pytest.mark.parametrize("name", sorted(MUTATIONS))

@@ -250,6 +250,10 @@ ReplyDup(d) ==
     /\ UNCHANGED <<clock, local, bl, hash, fwd, rq, w, ex, out, posts, liveUntil, todo, got>>
 
 \* ---- time ----
+\* Where the adversary may let a second pass while work is pending: anywhere. A configuration can
+\* narrow it by replacing this definition (`DelayPossible <- SenderSideDelay`, MCRMB.tla).
+DelayPossible == TRUE
+
 Quiet == ~local /\ fwd = <<>> /\ \A d \in Dst : w[d] = 0 /\ ex[d] = "idle" /\ rq[d] = 0 /\ todo[d] = 0 /\ rp[d] = 0
 
 \* A second passes: freely when nothing is pending, else as an adversary's delay. Redis drops a
@@ -257,7 +261,7 @@ Quiet == ~local /\ fwd = <<>> /\ \A d \in Dst : w[d] = 0 /\ ex[d] = "idle" /\ rq
 \* epoch + exp and pushes a "request timeout" error to $ret (RMB-BACKLOG-003).
 Tick ==
     /\ clock < MaxTime
-    /\ IF Quiet THEN UNCHANGED budget ELSE ~Spent("delay") /\ Use("delay")
+    /\ IF Quiet THEN UNCHANGED budget ELSE DelayPossible /\ ~Spent("delay") /\ Use("delay")
     /\ clock' = clock + 1
     /\ bl' = IF bl.on /\ clock' > bl.until THEN [bl EXCEPT !.on = FALSE] ELSE bl
     /\ LET scrub == Scrubber /\ hash.on /\ hash.epoch + Exp < clock'
