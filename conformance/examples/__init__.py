@@ -19,11 +19,16 @@ EXAMPLES = {
     "slow_resend": ("fullnode", "resends every three retry intervals instead of every one (REMP-CLIENT-001)"),
     "newest_first": ("validator", "collates the newest messages first (REMP-COLL-001)"),
     "late_final_receipt": ("validator", "ever-node: paces receipts 10 s apart, past the pacing bound (REMP-SEND-001)"),
+    "no_vote_records": ("validator", "broadcasts no accept or reject record of its collator's verdicts (REMP-VOTE-001)"),
+    "ignores_rejected_digests": ("validator", "collates a message a hand-over forwarded as finally rejected (REMP-COLL-002)"),
+    "sends_rejected": ("fullnode", "sends a message it rejected at pre-evaluation to a validator (REMP-FN-001)"),
+    "stamps_zero": ("validator", "stamps its receipts with timestamp 0 (REMP-TIME-001)"),
+    "fullnode_stamps_zero": ("fullnode", "stamps the receipts it issues with timestamp 0 (REMP-TIME-001)"),
 }
 
 # the profiles each faulty example must be found in (default: both)
 FAULTY_PROFILES = {"low_fanout": ("spec",), "late_final_receipt": ("ever-node",),
-                   "no_forwarding": ("spec", "ever-node")}
+                   "no_forwarding": ("spec", "ever-node"), "stamps_zero": ("spec",)}
 
 # legal variants: name -> (role, profiles it must pass in, the freedom it uses)
 LEGAL = {

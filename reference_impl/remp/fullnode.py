@@ -303,7 +303,7 @@ class FullNode:
         if self.choose:
             for mid, chosen in self.choose.items():
                 m = self.msgs.get(mid)
-                if m is None:
+                if m is None or m.final:  # a final message is never sent on (a choice the judge refuses)
                     continue
                 for v in chosen:
                     if v not in m.targets:

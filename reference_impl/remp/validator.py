@@ -411,11 +411,13 @@ class Validator:
             heapq.heappush(queue, entry)
         return take
 
-    def collation_plan(self, limit: int, accepted_first: bool = False) -> list:
+    def collation_plan(self, limit: int, accepted_first: bool = False, hold_back: bool = True) -> list:
         """The ids a collation round would hand over now, without changing anything: oldest first
         (a message in another validator's pending candidate held back), or, with ``accepted_first``
-        (000: "Accepted messages should be collated first"), those first and then the oldest. For the
-        conformance judge, which accepts either order (spec/remp/freedoms.yaml, REMP-FREE-005)."""
+        (000: "Accepted messages should be collated first"), those first and then the oldest, or,
+        without ``hold_back``, the oldest whatever other collators did (000: "it takes the oldest
+        messages from the hashmap"). For the conformance judge, which accepts each of these orders
+        (spec/remp/freedoms.yaml, REMP-FREE-005)."""
         if not self.member:
             return []
         seen, first, rest = set(), [], []
@@ -426,7 +428,7 @@ class Validator:
             seen.add(mid)
             if self._uid and m.uid is not None and self._uid_dup_reason(m):
                 continue
-            if m.others:
+            if m.others and hold_back:
                 if accepted_first:
                     first.append(mid)
                 continue

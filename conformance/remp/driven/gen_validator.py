@@ -25,6 +25,13 @@ PEER_ERROR = "rejected by peer's collator"
 msgs = st.sampled_from(MESSAGES)
 
 
+def _digest(m: str, accepted: bool, root, session: int) -> dict:
+    """A hand-over digest: a processed message ("accepted", in the block ``root``) or a finally
+    rejected one ("rejected", no block)."""
+    return {"msg_id": msg_id(m), "status": "accepted" if accepted else "rejected",
+            "block_root": root if accepted else None, "origin_session": session}
+
+
 class ValidatorWorld(DrivenMachine):
     def __init__(self):
         super().__init__()
@@ -208,7 +215,7 @@ class ValidatorWorld(DrivenMachine):
         """The session switches, then a peer of the new session replays a message accepted in the
         previous one: the replay memory must survive the switch."""
         old = self.blocks[self._pick(i, "accepted", "committed")]
-        self.session_switch("same", False)
+        self.session_switch("same", False, None)
         by = self.peers[sender % len(self.peers)]
         n = self._new_block([old["msgs"][0]], by)
         out = self._block_event("ShardBlockAccepted", n, collated_by=by)
@@ -239,21 +246,23 @@ class ValidatorWorld(DrivenMachine):
             self.blocks[n]["st"] = "committed"
 
     # ---- faulty peers -------------------------------------------------------------------------
-    @rule(m=msgs, sender=st.integers(0, 10), kind=st.sampled_from(["accept", "reject", "digest"]))
+    @rule(m=msgs, sender=st.integers(0, 10), kind=st.sampled_from(["accept", "reject", "digest", "rejected_digest"]))
     def faulty_peer(self, m, sender, kind):
-        """A record about a message or block nobody else has seen (a faulty or lagging peer)."""
+        """A record about a message or block nobody else has seen (a faulty or lagging peer); a
+        digest says the message was processed ("accepted", with a block) or finally rejected."""
         by = self.peers[sender % len(self.peers)]
-        if kind == "digest":
+        if kind in ("digest", "rejected_digest"):
             self.send({"type": "ForwardedDigests", "sender": by, "session": self.session,
-                       "digests": [{"msg_id": msg_id(m), "status": "accepted", "block_root": block(900 + sender)["root_hash"],
-                                    "origin_session": self.session}], "time": self.tick()})
+                       "digests": [_digest(m, kind == "digest", block(900 + sender)["root_hash"], self.session)],
+                       "time": self.tick()})
         else:
             self._record(by, m, kind, blk=block(900 + sender) if kind == "accept" else None,
                          error=PEER_ERROR if kind == "reject" else None)
 
     # ---- sessions -----------------------------------------------------------------------------
-    @rule(change=st.sampled_from(["same", "same", "rotate", "leave", "join"]), forward=st.booleans())
-    def session_switch(self, change, forward):
+    @rule(change=st.sampled_from(["same", "same", "rotate", "leave", "join"]), forward=st.booleans(),
+          rejected=st.sampled_from([None, None, *MESSAGES]))
+    def session_switch(self, change, forward, rejected=None):
         """The next master session starts (N -> N+1): hand-over, and expiry of N-1's messages (N+2 rule)."""
         prev = self.session
         self.session += 1
@@ -272,11 +281,14 @@ class ValidatorWorld(DrivenMachine):
             for m in pending:
                 self._record(peer, m, "forward", origin=prev)
             done = [(n, b) for n, b in self.blocks.items() if b["st"] in ("accepted", "committed")]
+            digests = []
             if done:
                 n, b = done[-1]
-                self.send({"type": "ForwardedDigests", "sender": peer, "session": prev, "time": self.tick(),
-                           "digests": [{"msg_id": msg_id(m), "status": "accepted", "block_root": block(n)["root_hash"],
-                                        "origin_session": prev} for m in b["msgs"]]})
+                digests = [_digest(m, True, block(n)["root_hash"], prev) for m in b["msgs"]]
+            if rejected is not None and rejected not in (done[-1][1]["msgs"] if done else ()):
+                digests.append(_digest(rejected, False, None, prev))  # the previous session rejected it finally
+            if digests:
+                self.send({"type": "ForwardedDigests", "sender": peer, "session": prev, "time": self.tick(), "digests": digests})
 
     @rule(dt=st.sampled_from([1, 100, 2_000, 5_100, 30_000]))
     def time_passes(self, dt):
@@ -287,8 +299,8 @@ class ValidatorWorld(DrivenMachine):
     def expiry_edge(self, i):
         """Two switches while a block holding the message is pending: the message turns obsolete
         with its fate still open, then the block is decided."""
-        self.session_switch("same", False)
-        self.session_switch("same", False)
+        self.session_switch("same", False, None)
+        self.session_switch("same", False, None)
         n = self._pick(i, "candidate", "accepted")
         if self.blocks[n]["st"] == "candidate":
             self.shard_ignore(i, False) if i % 2 else self.shard_accept(i)

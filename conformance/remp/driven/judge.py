@@ -71,6 +71,9 @@ class Judgement:
     breaches: list = field(default_factory=list)
     used: set = field(default_factory=set)
     rules: list = field(default_factory=list)
+    # the rules of ``rules`` named only because a receipt differs (the log rules of the same receipts
+    # name such a fault better: a report that has those leaves these out)
+    receipt_rules: set = field(default_factory=set)
 
     def __bool__(self) -> bool:  # True when the step is NOT allowed
         return bool(self.diff) or bool(self.breaches)
@@ -94,6 +97,7 @@ class _Prepared:
     breaches: list
     used: set
     switched: _Switched | None = None
+    settled: str | None = None  # validator: the rule queuing this copy of a settled message again breaks
 
 
 @dataclass
@@ -129,6 +133,10 @@ class Judge:
         self.used_total: dict = {}
         self.ignored: set = set()  # validator: ids of the messages whose block (or collator) ignored them
         self.obsolete: set = set()  # validator: ids of the messages that became obsolete at a switch
+        # validator: for a copy of a message being judged, the rule queuing it again breaks, when the
+        # message was known settled (processed, or finally rejected) before it came
+        self._settled: str | None = None
+        self._totals = None  # full node: (current set's size, both sets' size) of a Submit during an announced switch
         self._due: dict = {}  # full node: msg_id -> (last send, answered, total, validators left) of resends due
 
     # ---- the step --------------------------------------------------------------------------------
@@ -159,7 +167,7 @@ class Judge:
         breaches: list = []
         used: set = set()
         et = event.get("type")
-        cc_before = held = switched = None
+        cc_before = held = switched = settled = None
         if self.role == "fullnode" and et in ("Submit", "Tick"):
             self._fullnode_choice(event, actual or [], breaches, used)
         elif self.role == "validator" and et == "CollationRound":
@@ -168,6 +176,8 @@ class Judge:
             self.ignored.update(event.get("msg_ids") or ())
         elif self.role == "validator" and et == "CollatorResult" and event.get("result") == "ignored":
             self.ignored.add(event.get("msg_id"))
+        elif self.role == "validator" and (et == "MessageFromFullNode" or (et == "CatchainRecord" and event.get("kind") in ("new", "forward"))):
+            settled = _settled_rule(machine.msgs.get(event.get("msg_id")))
         elif self.role == "validator" and et == "SessionSwitch":
             cc_before = {mid for mid, m in machine.msgs.items() if m.from_cc}
             held = list(machine.msgs.values())
@@ -182,7 +192,7 @@ class Judge:
             window = copy.copy(machine.window)
             switched = _Switched(cc_before, {m.id for m in held if m.expired or not window.is_live(m.session)},
                                  window.is_live, frozenset(machine.msgs))
-        return _Prepared(event, expected, getattr(self.ref, "last_values", None), breaches, used, switched)
+        return _Prepared(event, expected, getattr(self.ref, "last_values", None), breaches, used, switched, settled)
 
     def finish(self, p: _Prepared, actual: list) -> Judgement:
         """The judgement of a prepared step on the implementation's outputs ``actual`` (steps are
@@ -195,11 +205,17 @@ class Judge:
                 self.obsolete.update(p.switched.obsolete)
                 exp, act = self._handover(exp, act, p.switched, breaches, used)
             exp, act = self._receipts(event, exp, act, breaches, used)
+        if self.role == "fullnode" and self._totals is not None:
+            exp = self._total_read(exp, act, used)
+        elif self.role == "consumer":
+            exp = self._intermediate_outcome(exp, act, used)
         diff = compare(exp, act)
         if self._due:
             diff = self._resend_breaches(event, diff, breaches)
         j = Judgement(expected, diff, breaches, used)
+        self._settled = p.settled
         j.rules = self._attribute(j, event)
+        self._settled = None
         for u in used:
             self.used_total[u] = self.used_total.get(u, 0) + 1
         return j
@@ -242,12 +258,17 @@ class Judge:
                 return
             choose[mid] = picked
             used.add("fanout")
+            if len(sets) > 1:
+                self._totals = (len(sets[0]), len(union))
         else:
             now = event["time"]
             for mid, picked in sends.items():
                 m = fn.msgs.get(mid)
                 if m is None:
                     continue  # compared exactly (the reference sends nothing for it)
+                if m.final:
+                    breaches.append(_final_send(mid, picked, m.answered, fn._pos.get(mid)))
+                    return
                 bad = [v for v in picked if v not in union or v in m.targets]
                 if bad:
                     breaches.append(Breach("REMP-CLIENT-001", f"resent {mid[:8]} to {', '.join(bad)}, already sent it or "
@@ -263,6 +284,48 @@ class Judge:
             if choose:
                 used.add("resend_pacing")
         fn.choose = choose or None
+
+    def _total_read(self, exp: list, act: list, used: set) -> list:
+        """SentToValidators during an announced switch: the documents do not say whether
+        total_validators counts the announced next set (000: "total_validators": 5, next to "It
+        sends the message to each validator in the current shard, or to each validator in the
+        current shard and to each validator in the next shard"). A total from the current set's
+        size up to both sets' passes, its sent_to unchanged (REMP-FANOUT-001 still holds it to
+        sent_to <= total_validators in the log)."""
+        low, high = self._totals
+        self._totals = None
+        mine = [o for o in act if o.get("type") == "Publish" and (o.get("receipt") or {}).get("kind") == "SentToValidators"]
+        if len(mine) != 1:
+            return exp
+        total = mine[0]["receipt"].get("total_validators")
+        if not isinstance(total, int) or not low <= total <= high:
+            return exp
+        out = []
+        for o in exp:
+            r = o.get("receipt") if o.get("type") == "Publish" else None
+            if r and r.get("kind") == "SentToValidators" and r.get("total_validators") != total:
+                o = dict(o, receipt=dict(r, total_validators=total))
+                used.add("fanout")
+            out.append(o)
+        return out
+
+    def _intermediate_outcome(self, exp: list, act: list, used: set) -> list:
+        """A consumer's conclusion before a final outcome: REMP-CLIENT-002 fixes when 'rejected',
+        'finalized' and 'lost' may be concluded; which intermediate one to report is the client's
+        (outcomes.yaml: what a consumer "may conclude"; 001: "one may trade efficiency for
+        reliability ... choosing not to trace further processing results"). Any non-final outcome
+        whose condition the receipts seen so far meet passes ('pending' always does)."""
+        e = [o for o in exp if o.get("type") == "Outcome"]
+        a = [o for o in act if o.get("type") == "Outcome"]
+        if len(e) != 1 or len(a) != 1 or e[0] == a[0]:
+            return exp
+        want, got = e[0], a[0]
+        if want.get("final") or want.get("lost") or got.get("final") is not False or got.get("lost") is not False:
+            return exp
+        if not _outcome_holds(self.ref.machine.c, got.get("name")):
+            return exp
+        used.add("intermediate_outcome")
+        return [got if o is want else o for o in exp]
 
     def _resend_breaches(self, event, diff: Difference, breaches) -> Difference:
         """A resend the reference made and the implementation did not, told as the requirement says."""
@@ -293,18 +356,21 @@ class Judge:
         if ids == oldest:
             return
         accepted = v.collation_plan(limit, accepted_first=True)
-        if ids == accepted and "collation_order" in self.free:
+        plain = v.collation_plan(limit, hold_back=False)
+        if ids in (accepted, plain) and "collation_order" in self.free:
             v.choose_order = ids
             used.add("collation_order")
             return
         breaches.append(Breach(self._collation_rule(v, ids, oldest, accepted), f"handed the collator {_short(ids)}",
                                f"{_short(oldest)} (oldest first)"
-                               + (f" or {_short(accepted)} (accepted first)" if accepted != oldest else "")))
+                               + (f" or {_short(accepted)} (accepted first)" if accepted != oldest else "")
+                               + (f" or {_short(plain)} (oldest first, none held back)" if plain not in (oldest, accepted) else "")))
 
     def _collation_rule(self, v, ids, oldest, accepted) -> str:
         """The requirement a wrong collation breaks, from what the reference knows of the messages."""
+        plain = v.collation_plan(len(ids) or 1, hold_back=False)
         for mid in ids:
-            if mid in oldest or mid in accepted:
+            if mid in oldest or mid in accepted or mid in plain:
                 continue
             m = v.msgs.get(mid)
             if m is None:
@@ -464,50 +530,212 @@ class Judge:
 
     # ---- attribution ------------------------------------------------------------------------------
     def _attribute(self, j: Judgement, event: dict) -> list:
-        """The rules a step's difference bears on. A receipt that differs counts against
-        REMP-SEND-001 only when nothing else explains the step: a validator that collated another
-        message (REMP-COLL-001) or refused a block reports on other messages as a consequence, and
-        naming SEND-001 too would blame a rule it kept."""
+        """The rules a step's departure bears on, for the per-rule table and the report.
+
+        A breach the judge found names its rule; the outputs that then differ from the reference's
+        are its consequence (the reference was not stepped with the refused choice), so naming the
+        rule of each such output's type would blame rules the implementation kept. Without a
+        breach, each missing output is paired with an extra one about the same thing, and the pair
+        is judged by the fields that differ (:func:`_rule_of_pair`); an unpaired output by its type
+        (:func:`_rule_of_output`). A receipt that is missing counts against REMP-SEND-001 only when
+        nothing else explains the step. What no rule names falls to :data:`CATCH_ALL`. The rules
+        named for receipts alone are kept in ``j.receipt_rules``."""
         rules = [b.rule for b in j.breaches]
-        sent = []
-        for o in list(j.diff.missing) + list(j.diff.extra):
-            r = _rule_of_output(self.role, o, event)
+        if rules:
+            return list(dict.fromkeys(rules))
+        own, by_receipt, sent = [], [], []
+        missing, extra = list(j.diff.missing), list(j.diff.extra)
+        for e, a in _paired(missing, extra):
+            r = self._requeued(e, event) or _rule_of_pair(e, a)
+            (by_receipt if e.get("type") in RECEIPT_OUTPUTS else own).append(r or CATCH_ALL)
+        for o, side in [(o, "missing") for o in missing] + [(o, "extra") for o in extra]:
+            r = self._requeued(o, event) or _rule_of_output(self.role, o, event, side)
             if r == "REMP-SEND-001":
                 sent.append(r)
             elif r:
-                rules.append(r)
+                (by_receipt if o.get("type") in RECEIPT_OUTPUTS else own).append(r)
         if j.diff.order:
-            rules.append("REMP-COLL-001")
-        if not rules:
-            rules += sent
-        return list(dict.fromkeys(rules))
+            own.append("REMP-COLL-001" if self.role == "validator" else CATCH_ALL)
+        named = [r for r in own + by_receipt if r != CATCH_ALL]
+        if not named and sent:
+            by_receipt = sent
+        j.receipt_rules = set(by_receipt) - set(own)
+        return list(dict.fromkeys([r for r in own + by_receipt if r != CATCH_ALL] or [CATCH_ALL]))
+
+    def _requeued(self, o: dict, event: dict) -> str | None:
+        """What a validator makes of a copy (from the full node or the catchain) of a message it knew
+        as settled, when that differs from the reference's: it took the copy for a new message, on
+        its way to the collator again. Processed (in an accepted block, or an "accepted" digest of a
+        hand-over, kept for replay protection): REMP-REPLAY-003; finally rejected (2/3 of the
+        validators, or a "rejected" digest): REMP-COLL-002."""
+        if self._settled is None or o.get("type") not in ("Receipt", "CatchainBroadcast"):
+            return None
+        return self._settled
+
+
+def _settled_rule(m) -> str | None:
+    """The rule a validator breaks by queuing a copy of message ``m`` (the reference's record of it)
+    again: REMP-REPLAY-003 when it was processed, REMP-COLL-002 when finally rejected by others;
+    None when it is open (or unknown)."""
+    if m is None:
+        return None
+    if m.acc is not None or m.done:
+        return "REMP-REPLAY-003"
+    if m.stopped and not m.own_rej:
+        return "REMP-COLL-002"
+    return None
+
+
+def _outcome_holds(consumer, name) -> bool:
+    """Whether the non-final outcome ``name`` of outcomes.yaml is true of what ``consumer`` (the
+    reference's receipt consumer) has seen: its condition alone, evaluated as the consumer does."""
+    from rmkit.reference_impl.remp.outcome import evaluate_outcome
+
+    rules = [(n, final, when) for n, final, when in consumer._model.outcomes if n == name and not final]
+    if name == "pending":
+        return True
+    if not rules:
+        return False
+    queued = consumer._queued()
+    # a validator that queued the message (outcomes.yaml queued_by: an Ignored status returns it to
+    # its "New" state, 000) counts as its PutIntoQueue, as for the outcome rules' positions
+    kinds = set(consumer.kinds) | ({"PutIntoQueue"} if queued else set())
+    return evaluate_outcome(rules, kinds, [st.position for st in queued])[0] == name
+
+
+def _final_send(mid: str, picked: list, answered, position) -> Breach:
+    """A send of a message whose story is over for the full node. Rejected at pre-evaluation: 001
+    "it's a final decision, message will not be resent again" (REMP-FN-001: never sent to
+    validators). Finalized: 001 "the statuses that are final (that is, nothing is happening after
+    it)", and a resend is due only while too few validators answered (REMP-CLIENT-001); the
+    validators it reached would queue a committed message and report on it after its Finalized."""
+    to = ", ".join(str(v) for v in picked)
+    if position == "rejected":
+        return Breach("REMP-FN-001", f"sent {mid[:8]} to {to} after rejecting it (RejectedByFullnode)",
+                      "never send a message the full node rejected")
+    return Breach("REMP-CLIENT-001", f"sent {mid[:8]} to {to} after it was finalized",
+                  "no further sends once the message is final")
 
 
 def _sets_text(sets) -> str:
     return " and ".join("{" + ", ".join(vs) + "}" for vs in sets)
 
 
-def _rule_of_output(role: str, o: dict, event: dict) -> str | None:
-    """The rule or requirement an output the judge could not accept bears on (for the per-rule table;
-    the log rules the receipts break are added by :mod:`.rulecheck`)."""
+RECEIPT_OUTPUTS = ("Receipt", "Publish")
+# The requirement a departure falls to when no rule of the documents names it (spec/remp/conformance.yaml):
+# every failure names at least one rule, and this one says the outputs differ where no freedom applies.
+CATCH_ALL = "REMP-EXACT-001"
+# the fields of a receipt whose difference is the schema's: present in the reference's, absent (or
+# present where it has none) in the implementation's
+SCHEMA_FIELDS = ("receipt.error", "record.error")
+
+
+def _subject(o: dict) -> tuple:
+    """What an output is about, to pair a missing output with the extra one that came instead."""
+    t = o.get("type")
+    if t in ("Receipt", "Publish"):
+        r = o.get("receipt") or {}
+        return t, r.get("kind"), r.get("msg_id"), r.get("source_id")
+    if t == "CatchainBroadcast":
+        r = o.get("record") or {}
+        return t, r.get("kind"), r.get("msg_id")
+    if t == "Forwarded":
+        return t, o.get("session")
+    if t == "SendToValidator":
+        return t, o.get("msg_id"), o.get("validator")
+    return (t,)
+
+
+def _paired(missing: list, extra: list) -> list:
+    """(expected, actual) pairs of outputs about the same thing that differ in their fields; taken
+    out of ``missing`` and ``extra``."""
+    pairs = []
+    for same in (_subject, _loose_subject):  # the same thing first, then a receipt of another kind
+        for e in list(missing):
+            a = next((x for x in extra if same(x) == same(e)), None)
+            if a is not None:
+                missing.remove(e)
+                extra.remove(a)
+                pairs.append((e, a))
+    return pairs
+
+
+def _loose_subject(o: dict) -> tuple:
+    """A receipt's message and source (not its kind): a receipt of another kind came instead."""
+    t = o.get("type")
+    if t in RECEIPT_OUTPUTS:
+        r = o.get("receipt") or {}
+        return t, r.get("msg_id"), r.get("source_id")
+    return _subject(o)
+
+
+def _flat(o, prefix="") -> dict:
+    out = {}
+    if isinstance(o, dict):
+        for k, v in o.items():
+            out.update(_flat(v, f"{prefix}{k}."))
+    else:
+        out[prefix[:-1]] = o
+    return out
+
+
+def _rule_of_pair(expected: dict, actual: dict) -> str | None:
+    """The rule a pair of outputs about the same thing breaks, by the fields that differ: a field
+    the schema requires left out (or one added) is REMP-SCHEMA-001's; the counts of SentToValidators
+    are REMP-FANOUT-001's when sent_to exceeds total_validators; a hand-over's entries are
+    REMP-FWD-001's; the rest is no rule's in particular (:data:`CATCH_ALL`)."""
+    e, a = _flat(expected), _flat(actual)
+    fields = {k for k in set(e) | set(a) if e.get(k) != a.get(k)}
+    t = expected.get("type")
+    if "receipt.kind" in fields:
+        return None  # another kind: the log rules (REMP-KIND-001, -002, REMP-ROLE-001, ...) say what it breaks
+    if fields and fields <= set(SCHEMA_FIELDS):
+        return "REMP-SCHEMA-001"
+    if t == "Publish" and (expected.get("receipt") or {}).get("kind") == "SentToValidators":
+        r = actual.get("receipt") or {}
+        sent, total = r.get("sent_to"), r.get("total_validators")
+        if isinstance(sent, int) and isinstance(total, int) and sent > total:
+            return "REMP-FANOUT-001"
+    if t == "Forwarded":
+        return "REMP-FWD-001"
+    if t == "HandToCollator":
+        return "REMP-COLL-001"
+    if t == "Publish" and (expected.get("receipt") or {}).get("kind") == "Finalized" and any(
+            f.startswith(("receipt.block", "receipt.mc_block")) for f in fields):
+        return "REMP-FIN-002"  # Finalized names another block than the one the masterchain committed
+    if t == "Outcome":
+        return "REMP-CLIENT-002"
+    if t == "BlockRefused":
+        return "REMP-VALID-001"
+    return CATCH_ALL
+
+
+def _rule_of_output(role: str, o: dict, event: dict, side: str = "missing") -> str | None:
+    """The rule or requirement an output the judge could not accept bears on, by its type, when no
+    output of the other side is about the same thing (``side``: the reference's output is
+    ``missing``, or the implementation's is ``extra``); None: no rule names it (the log rules the
+    receipts break are added by :mod:`.rulecheck`)."""
     t = o.get("type")
     if t == "BlockRefused":
         return "REMP-VALID-001"
     if t == "Forwarded":
         return "REMP-FWD-001"
     if t == "CatchainBroadcast":
-        return "REMP-QUEUE-001" if (o.get("record") or {}).get("kind") == "new" else None
+        kind = (o.get("record") or {}).get("kind")
+        return {"new": "REMP-QUEUE-001", "accept": "REMP-VOTE-001", "reject": "REMP-VOTE-001",
+                "forward": "REMP-FWD-001", "digest": "REMP-FWD-001"}.get(kind)
     if t == "HandToCollator":
         return "REMP-COLL-001"
     if t == "Receipt":
-        # a Timeout missing (or made) at a switch: the message's lifetime (obsolete at N+2)
-        return "REMP-LIFE-001" if (o.get("receipt") or {}).get("kind") == "Timeout" else "REMP-SEND-001"
+        kind = (o.get("receipt") or {}).get("kind")
+        if kind == "Timeout":  # a Timeout missing (or made) at a switch: the message's lifetime (obsolete at N+2)
+            return "REMP-LIFE-001"
+        return "REMP-SEND-001" if side == "missing" else None  # an extra one: the log rules say what it breaks
     if t == "SendToValidator":
         return "REMP-CLIENT-001" if event.get("type") == "Tick" else "REMP-FANOUT-002"
     if t == "Outcome":
         return "REMP-CLIENT-002"
     if t == "Publish":
         kind = (o.get("receipt") or {}).get("kind")
-        return {"Finalized": "REMP-FIN-001", "RejectedByFullnode": "REMP-FN-001",
-                "SentToValidators": "REMP-FANOUT-002"}.get(kind)
+        return {"Finalized": "REMP-FIN-001", "RejectedByFullnode": "REMP-FN-001"}.get(kind)
     return None

@@ -10,7 +10,7 @@ that departs is caught at the step it departs, which is then shrunk (:mod:`.gene
 from __future__ import annotations
 
 from rmkit.conformance.remp.driven.adapters import ImplementationFailure
-from rmkit.conformance.remp.driven.runner import LockStep, Rejected
+from rmkit.conformance.remp.driven.runner import LockStep, Rejected, named_rules
 
 
 class Departure(AssertionError):
@@ -77,16 +77,14 @@ class DrivenMachine:
         except (ImplementationFailure, Rejected) as f:
             self._failed(f)
         if diff:
-            logged = [r for r, _ in run.rules_broken()]
-            self._depart(f"step {run.seq}: {diff.summary()}", dict.fromkeys(logged + list(diff.rules)))
+            self._depart(f"step {run.seq}: {diff.summary()}", [r for r, _ in named_rules(run.rules_broken(), diff)])
         return expected
 
     def _failed(self, f):
         """Depart at the step ``f`` (an implementation's failure, or a deferred step rejected) names."""
         if isinstance(f, Rejected):
             del self.events[f.seq:]
-            logged = [r for r, _ in self.run.rules_broken()]
-            self._depart(str(f), dict.fromkeys(logged + list(f.judgement.rules)))
+            self._depart(str(f), [r for r, _ in named_rules(self.run.rules_broken(), f.judgement)])
         if 0 <= f.step < len(self.events):  # a failure of the hello (step 0) is found with the first request
             del self.events[f.step:]
         self._depart(str(f))

@@ -141,21 +141,19 @@ class _SendsToNobody(FullNode):
             self.choose = None
 
 
-class _ProcessesRejectedResubmission(FullNode):
-    """Breaks REMP-SRC-002 alone: a resubmission of a message it rejected at pre-evaluation is taken
-    as a new message (sent to validators, SentToValidators after its final RejectedByFullnode)."""
+class _RejectsResubmissionAgain(FullNode):
+    """Breaks REMP-SRC-002 alone: a resubmission of a message it rejected at pre-evaluation is
+    rejected again (a second RejectedByFullnode after its final one; ever-node's full node does so
+    for a message still in processing). It is never sent to validators (that is REMP-FN-001's
+    fault, its own mutant)."""
 
     def _on_submit(self, ev):
         m = self.msgs.get(ev.msg_id)
         if m is not None and m.final and self._pos.get(ev.msg_id) == "rejected":
-            del self.msgs[ev.msg_id]  # the mutation: the reject is forgotten, the position is not
+            # the mutation: the final reject is reported once more
+            return [Publish(Receipt("RejectedByFullnode", ev.msg_id, self.id, ev.time, error=ev.error or "rejected again"),
+                            FULLNODE, ev.time)]
         return super()._on_submit(ev)
-
-    def _emit(self, out, mid, kind, time, **fields):
-        if self._pos.get(mid) == "rejected" and kind != "RejectedByFullnode":
-            out.append(Publish(Receipt(kind, mid, self.id, time, **fields), FULLNODE, time))
-            return True
-        return super()._emit(out, mid, kind, time, **fields)
 
 
 class _FinalizesRejected(FullNode):
@@ -266,13 +264,20 @@ def _example(name: str) -> type:
 
 # key -> (role, adapter class, profiles where it applies). A key is the rule's id, optionally
 # ``@ROLE`` (a rule in scope for several roles has a mutant of each, so that a run of one role
-# measures its own coverage) and ``/PROFILE`` (a profile's own mutant where the rule's is legal there).
+# measures its own coverage), ``/PROFILE`` (a profile's own mutant where the rule's is legal there)
+# and ``+NAME`` (a further mechanism breaking the same rule: not the one coverage measures, but a
+# scenario must still catch it for its rule, tests/test_driven_judging.py).
 BOTH = ("spec", "ever-node")
 MUTANTS: dict = {
     "REMP-VALID-001": ("validator", _example("no_replay_protection"), BOTH),
     "REMP-FWD-001": ("validator", _example("no_forwarding"), BOTH),
     "REMP-SRC-001": ("validator", _example("non_sticky_final"), BOTH),
     "REMP-COLL-002": ("validator", _example("collates_rejected"), BOTH),
+    "REMP-COLL-002+digests": ("validator", _example("ignores_rejected_digests"), BOTH),
+    "REMP-VOTE-001": ("validator", _example("no_vote_records"), BOTH),
+    "REMP-TIME-001": ("validator", _example("stamps_zero"), ("spec",)),
+    "REMP-TIME-001@fullnode": ("fullnode", _example("fullnode_stamps_zero"), BOTH),
+    "REMP-FN-001@fullnode": ("fullnode", _example("sends_rejected"), ("spec",)),
     "REMP-COLL-001": ("validator", _example("newest_first"), BOTH),
     "REMP-COLL-003": ("validator", _mutant("REMP-COLL-003", "validator", _RecollatesOwnRejected), BOTH),
     "REMP-IGN-001": ("validator", _mutant("REMP-IGN-001", "validator", _IgnoredNotRequeued), BOTH),
@@ -298,7 +303,7 @@ MUTANTS: dict = {
     "REMP-CLIENT-002": ("consumer", _example("early_reject"), BOTH),
     # the receipt rules of the full node's own log: its own receipts, and the validators' it relays
     "REMP-SRC-001@fullnode": ("fullnode", _mutant("REMP-SRC-001", "fullnode", rewrite=_relay_reversed), BOTH),
-    "REMP-SRC-002@fullnode": ("fullnode", _mutant("REMP-SRC-002", "fullnode", _ProcessesRejectedResubmission), ("spec",)),
+    "REMP-SRC-002@fullnode": ("fullnode", _mutant("REMP-SRC-002", "fullnode", _RejectsResubmissionAgain), ("spec",)),
     "REMP-FIN-002@fullnode": ("fullnode", _mutant("REMP-FIN-002", "fullnode", rewrite=_finalized_names_master_block), ("spec",)),
     "REMP-OUTCOME-002@fullnode": ("fullnode", _mutant("REMP-OUTCOME-002", "fullnode", _FinalizesRejected), BOTH),
     "REMP-SEQ-001@fullnode": ("fullnode", _mutant("REMP-SEQ-001", "fullnode", _ReportsEachResend), ("spec",)),
@@ -313,7 +318,13 @@ MUTANTS: dict = {
 
 
 def _base(key: str) -> str:
-    return key.split("/")[0].split("@")[0]
+    return key.split("+")[0].split("/")[0].split("@")[0]
+
+
+def every_mutant(profile: str) -> list:
+    """(key, role, factory) of every mutant that applies in ``profile``, the further mechanisms
+    (``+NAME`` keys) included."""
+    return [(key, role, cls) for key, (role, cls, profiles) in MUTANTS.items() if profile in profiles]
 
 
 def mutants_for(rule: str, profile: str) -> dict:
@@ -321,7 +332,7 @@ def mutants_for(rule: str, profile: str) -> dict:
     for; a key's ``/PROFILE`` form replaces the generic one of its role in that profile)."""
     out: dict = {}
     for key, (role, cls, profiles) in MUTANTS.items():
-        if _base(key) != rule or profile not in profiles:
+        if _base(key) != rule or profile not in profiles or "+" in key:
             continue
         if role not in out or key.endswith(f"/{profile}"):
             out[role] = cls

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from rmkit.conformance.remp.driven.adapters import ImplementationFailure, hello_message
 from rmkit.conformance.remp.driven.compare import describe
-from rmkit.conformance.remp.driven.judge import Judge, Judgement
+from rmkit.conformance.remp.driven.judge import CATCH_ALL, Judge, Judgement
 from rmkit.conformance.remp.driven.rulecheck import ReceiptLog, rules_broken
 from rmkit.conformance.remp.driven.scenario import Scenario
 from rmkit.reference_impl.remp.adapter import ReferenceAdapter
@@ -160,6 +160,7 @@ def run_scenario(sc: Scenario, impl) -> ScenarioResult:
     """Drive ``impl`` (an opened implementation) and the reference through ``sc``."""
     run = LockStep(sc.role, sc.profile, sc.params, impl, sc.id)
     expected_all: list = []
+    actual_all: list = []  # the implementation's outputs per step run (a rule failure shows its step's)
 
     def failed(kind, step, event, expected, actual, summary, received=b"", stderr="", rules=None) -> ScenarioResult:
         if rules is None:
@@ -180,25 +181,35 @@ def run_scenario(sc: Scenario, impl) -> ScenarioResult:
             expected_all.append(run.expected)
             return failed(f.kind, i, event, run.expected, None, str(f), f.received, f.stderr or impl.stderr())
         expected_all.append(expected)
+        actual_all.append(actual)
         if diff:
-            logged = run.rules_broken()
-            # the log rules the receipts break name the fault best; else the judge's attribution
-            wanted = [b.rule for b in diff.breaches] + ([] if logged else diff.rules)
-            named = [(r, None) for r in dict.fromkeys(wanted) if r not in {x for x, _ in logged}]
             return failed("mismatch", i, event, expected, actual, diff.summary(), stderr=impl.stderr(),
-                          rules=logged + named)
+                          rules=named_rules(run.rules_broken(), diff))
     rules = run.rules_broken()
     if rules:
         r, m = rules[0]
         step = max((s for s, _ in run.impl_log.evidence(r, m)), default=len(sc.events))
         return failed("rule", step, sc.events[step - 1] if sc.events else None, expected_all[step - 1] if expected_all else [],
-                      [], f"the receipts break {', '.join(sorted({x for x, _ in rules}))}", stderr=impl.stderr(), rules=rules)
+                      actual_all[step - 1] if actual_all else [],
+                      f"the receipts break {', '.join(sorted({x for x, _ in rules}))}", stderr=impl.stderr(), rules=rules)
     try:
         impl.end()
     except ImplementationFailure as f:
         return failed(f.kind, len(sc.events) + 1, None, [], None, str(f), f.received, f.stderr)
     return ScenarioResult(sc, PASS, len(sc.events), None, expected_all, getattr(impl, "name", ""),
                           dict(run.judge.used_total))
+
+
+def named_rules(logged: list, j: Judgement) -> list:
+    """The rules a departing step is reported under: the log rules the receipts break (with their
+    message) and the judge's own attribution of the step, each once. Both count: a receipt rule the
+    log shows does not make the judge's finding on the step's other outputs (a block not refused, a
+    message collated) any less the fault, and the judge always names at least one rule. Where the
+    log names rules, the judge's naming of a receipt by its type alone, and its catch-all, add
+    nothing and are left out."""
+    seen = {r for r, _ in logged}
+    mine = [r for r in j.rules or [CATCH_ALL] if not (logged and (r == CATCH_ALL or r in j.receipt_rules))]
+    return logged + [(r, None) for r in dict.fromkeys(mine) if r not in seen]
 
 
 def explain_failure(res: ScenarioResult) -> str:
@@ -216,7 +227,9 @@ def explain_failure(res: ScenarioResult) -> str:
     if f.actual is not None:
         lines.append("  actual:   " + (", ".join(describe(o) for o in f.actual) or "(no outputs)"))
     for r, m in f.rules:
-        lines.append(f"  breaks {r}" + (f" for message {m}" if m else ""))
+        lines.append(f"  breaks {r}" + (f" for message {m}" if m else "")
+                     + (" (no rule of the documents names this departure: outputs differ from the protocol's "
+                        "where no freedom applies; the expected and actual outputs above show how)" if r == CATCH_ALL else ""))
     for r, s, line in f.evidence[:6]:
         lines.append(f"    {r}: step {s}: {line}")
     if f.received:
