@@ -138,3 +138,191 @@ def test_a_receipt_missing_a_field_breaks_the_schema_rule():
     impl, ref = ReceiptLog("validator", "spec", 60000), ReceiptLog("validator", "spec", 60000)
     impl.add(1, [_receipt("RejectedByCollator")])  # no error
     assert "REMP-SCHEMA-001" in {r for r, _ in rules_broken(impl, ref)}
+
+
+# ---- each mutant and faulty example fails for its own rule, and only a collation fault for COLL-001 --
+def _catalogue_rules(profile, role, impl_for) -> dict:
+    """scenario id -> the rules its failure names, for the catalogue scenarios of ``role`` that fail."""
+    from rmkit.conformance.remp.driven.catalogue import catalogue
+
+    out = {}
+    for sc in catalogue(profile, [role]):
+        res = run_scenario(sc, impl_for())
+        if res.verdict == FAIL:
+            out[sc.id] = _rules(res)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", ["spec", "ever-node"])
+def test_every_mutant_fails_the_catalogue_for_its_own_rule_and_no_other_collation_rule(profile):
+    from rmkit.conformance.remp.driven.coverage import _Impl
+    from rmkit.conformance.remp.driven.judge import CATCH_ALL
+    from rmkit.conformance.remp.driven.mutants import _base, every_mutant
+
+    for key, role, cls in every_mutant(profile):
+        rule = _base(key)
+        failed = _catalogue_rules(profile, role, lambda: _Impl(cls, role))
+        named = set().union(*failed.values()) if failed else set()
+        assert rule in named, f"{profile} {key}: no catalogue failure names it: {failed}"
+        assert rule == "REMP-COLL-001" or "REMP-COLL-001" not in named, f"{profile} {key}: {failed}"
+        assert CATCH_ALL not in named, f"{profile} {key}: {failed}"
+
+
+@pytest.mark.parametrize("name,rule", [("collates_rejected", "REMP-COLL-002"), ("ignores_rejected_digests", "REMP-COLL-002"),
+                                       ("no_vote_records", "REMP-VOTE-001"), ("stamps_zero", "REMP-TIME-001")])
+def test_a_faulty_validator_fails_for_its_rule_alone(name, rule):
+    role = "validator"
+    failed = _catalogue_rules("spec", role, lambda: InProcessImplementation(f"rmkit.conformance.examples.{name}:factory", role))
+    assert failed and set().union(*failed.values()) == {rule}, failed
+
+
+@pytest.mark.parametrize("key", ["REMP-COLL-003", "REMP-REPLAY-003", "REMP-IGN-001", "REMP-EXPIRY-001"])
+def test_a_collation_mutant_is_not_blamed_on_collation_order(key):
+    from rmkit.conformance.remp.driven.coverage import _Impl
+    from rmkit.conformance.remp.driven.mutants import MUTANTS
+
+    cls = MUTANTS[key][1]
+    failed = _catalogue_rules("spec", "validator", lambda: _Impl(cls, "validator"))
+    named = set().union(*failed.values())
+    assert key in named and "REMP-COLL-001" not in named, failed
+
+
+@pytest.mark.parametrize("profile", ["spec", "ever-node"])
+def test_a_full_node_stamping_its_receipts_zero_fails_for_time_001(profile):
+    role = "fullnode"
+    failed = _catalogue_rules(profile, role, lambda: InProcessImplementation(
+        "rmkit.conformance.examples.fullnode_stamps_zero:factory", role))
+    assert failed and set().union(*failed.values()) == {"REMP-TIME-001"}, failed
+
+
+def test_a_validator_stamping_zero_is_legal_in_ever_node():
+    from rmkit.conformance.remp.driven.catalogue import catalogue
+
+    for sc in catalogue("ever-node", ["validator"]):
+        assert run_scenario(sc, InProcessImplementation("rmkit.conformance.examples.stamps_zero:factory", "validator")).verdict == PASS
+
+
+class _Rewrite(VariantAdapter):
+    """The reference with one rewrite of the faulty role's outputs (``rewrite``)."""
+
+    rewrite = None
+
+    def outputs(self, outs):
+        return type(self).rewrite(outs)
+
+
+def _rewriting(role, fn):
+    return type("R", (_Rewrite,), {"faulty_role": role, "rewrite": staticmethod(fn)})(role)
+
+
+def _catalogue_case(profile, role, sid):
+    from rmkit.conformance.remp.driven.catalogue import catalogue
+
+    return next(s for s in catalogue(profile, [role]) if s.id == sid)
+
+
+def test_a_record_of_another_origin_session_is_not_blamed_on_the_queue_rule():
+    def rewrite(outs):
+        return [dict(o, record=dict(o["record"], origin_session=7)) if o["type"] == "CatchainBroadcast" else o for o in outs]
+
+    res = run_scenario(_catalogue_case("spec", "validator", "CAT-VAL-001"), _Impl(_rewriting("validator", rewrite)))
+    assert res.verdict == FAIL and "REMP-QUEUE-001" not in _rules(res) and _rules(res), res.failure.summary
+
+
+def test_an_extra_receipt_is_not_blamed_on_receipt_sending():
+    def rewrite(outs):
+        extra = [dict(o, receipt=dict(o["receipt"], kind="IncludedIntoBlock", block=None)) for o in outs
+                 if o["type"] == "Receipt" and o["receipt"]["kind"] == "PutIntoQueue"]
+        return outs + extra
+
+    res = run_scenario(_catalogue_case("spec", "validator", "CAT-VAL-003"), _Impl(_rewriting("validator", rewrite)))
+    assert res.verdict == FAIL and "REMP-SEND-001" not in _rules(res) and _rules(res), res.failure.summary
+
+
+def test_a_wrong_total_is_not_blamed_on_fanout():
+    def rewrite(outs):
+        return [dict(o, receipt=dict(o["receipt"], total_validators=1)) if o["type"] == "Publish"
+                and o["receipt"]["kind"] == "SentToValidators" else o for o in outs]
+
+    res = run_scenario(_catalogue_case("spec", "fullnode", "CAT-FN-005"), _Impl(_rewriting("fullnode", rewrite)))
+    assert res.verdict == FAIL and "REMP-FANOUT-002" not in _rules(res), res.failure.summary
+    assert "REMP-FANOUT-001" in _rules(res)  # sent_to 4 > total_validators 1
+
+
+# ---- never a failure without a rule ------------------------------------------------------------------
+def test_a_departure_no_rule_names_falls_to_the_catch_all_which_the_report_explains():
+    from rmkit.conformance.remp.driven.judge import CATCH_ALL
+    from rmkit.conformance.remp.driven.runner import explain_failure
+
+    def rewrite(outs):  # the receipt names a block the validator did not collate into
+        return [dict(o, receipt=dict(o["receipt"], block=dict(o["receipt"]["block"], seqno=99)))
+                if o["type"] == "Receipt" and o["receipt"]["kind"] == "IncludedIntoBlock" else o for o in outs]
+
+    res = run_scenario(_catalogue_case("spec", "validator", "CAT-VAL-003"), _Impl(_rewriting("validator", rewrite)))
+    assert res.verdict == FAIL and _rules(res) == {CATCH_ALL}
+    assert f"breaks {CATCH_ALL} (no rule of the documents names this departure" in explain_failure(res)
+
+
+def test_a_validator_that_sends_no_reject_record_fails_for_vote_001():
+    res = run_scenario(_catalogue_case("spec", "validator", "CAT-VAL-006"), InProcessImplementation(
+        "rmkit.conformance.examples.no_vote_records:factory", "validator"))
+    assert res.verdict == FAIL and _rules(res) == {"REMP-VOTE-001"}, res.failure.summary
+
+
+# ---- a rule failure shows what the implementation sent ---------------------------------------------
+def test_a_rule_failure_reports_the_outputs_of_its_step():
+    impl = InProcessImplementation("rmkit.conformance.examples.stamps_zero:factory", "validator")
+    res = run_scenario(_catalogue_case("spec", "validator", "CAT-VAL-003"), impl)
+    f = res.failure
+    assert res.verdict == FAIL and f.kind == "rule" and "REMP-TIME-001" in _rules(res)
+    assert f.actual and [o["type"] for o in f.actual] == [o["type"] for o in f.expected]
+    assert all(o["receipt"]["time"] == 0 for o in f.actual if o["type"] == "Receipt")
+    assert f.as_dict()["actual"] == f.actual
+
+
+# ---- rejected hand-over digests --------------------------------------------------------------------
+def test_generated_validator_scenarios_draw_rejected_digests():
+    from rmkit.conformance.remp.driven.generate import run_generated
+
+    role, profile = "validator", "spec"
+    impl = InProcessImplementation("rmkit.conformance.examples.ignores_rejected_digests:factory", role)
+    g = run_generated(role, profile, default_params(role, profile), impl, max_examples=300, derandomize=True)
+    assert g.failing is not None, "a validator ignoring rejected digests passed the generated scenarios"
+    assert "REMP-COLL-002" in _rules(run_scenario(g.failing, impl))
+
+
+# ---- the choices the documents leave ---------------------------------------------------------------
+@pytest.mark.parametrize("name,role,profile", [("final_only_consumer", "consumer", "spec"), ("oldest_only", "validator", "spec"),
+                                               ("total_current_set", "fullnode", "spec")])
+def test_a_legal_reading_passes_the_catalogue(name, role, profile):
+    from rmkit.conformance.remp.driven.catalogue import catalogue
+
+    for sc in catalogue(profile, [role]):
+        res = run_scenario(sc, InProcessImplementation(f"rmkit.conformance.examples.{name}:factory", role))
+        assert res.verdict == PASS, f"{sc.id}: {res.failure.summary}"
+
+
+def test_an_intermediate_conclusion_the_receipts_do_not_support_fails():
+    def rewrite(outs):  # claims a block candidate holds the message before any receipt says so
+        return [dict(o, name="optimistic") if o["type"] == "Outcome" and not o["final"] and not o["lost"] else o for o in outs]
+
+    res = run_scenario(_catalogue_case("spec", "consumer", "CAT-CON-001"), _Impl(_rewriting("consumer", rewrite)))
+    assert res.verdict == FAIL and _rules(res) == {"REMP-CLIENT-002"}
+
+
+def test_a_total_below_the_current_set_fails():
+    def rewrite(outs):
+        return [dict(o, receipt=dict(o["receipt"], total_validators=o["receipt"]["sent_to"])) if o["type"] == "Publish"
+                and o["receipt"]["kind"] == "SentToValidators" else o for o in outs]
+
+    res = run_scenario(_catalogue_case("spec", "fullnode", "CAT-FN-001"), _Impl(_rewriting("fullnode", rewrite)))
+    assert res.verdict == FAIL
+
+
+def test_oldest_first_without_holding_back_passes_but_newest_first_fails():
+    sc = _catalogue_case("spec", "validator", "CAT-VAL-013")
+    assert run_scenario(sc, InProcessImplementation("rmkit.conformance.examples.oldest_only:factory", "validator")).verdict == PASS
+    res = run_scenario(_catalogue_case("spec", "validator", "CAT-VAL-002"),
+                       InProcessImplementation("rmkit.conformance.examples.newest_first:factory", "validator"))
+    assert res.verdict == FAIL and _rules(res) == {"REMP-COLL-001"}

@@ -39,6 +39,9 @@ LEGAL = {
     "no_empty_handover": ("validator", ("spec", "ever-node"), "no Forwarded when there is nothing to hand over (REMP-FREE-004)"),
     "optimised_validator": ("validator", ("spec", "ever-node"),
                             "no hand-over of catchain-received messages, accepted first, no Duplicate (REMP-FREE-003, -005, -008)"),
+    "final_only_consumer": ("consumer", ("spec", "ever-node"), "'pending' for every intermediate conclusion (REMP-CLIENT-002)"),
+    "oldest_only": ("validator", ("spec", "ever-node"), "oldest first without holding back others' candidates (REMP-FREE-005)"),
+    "total_current_set": ("fullnode", ("spec",), "total_validators of the current set during an announced switch"),
 }
 
 

@@ -31,6 +31,17 @@ def _problems(explanation: str) -> set:
 
 
 @functools.lru_cache(maxsize=None)
+def _undrivable(rule: str, role: str, profile: str) -> bool:
+    """Whether ``spec/remp/conformance.yaml`` lists ``rule`` as one no machine of ``role`` can break
+    in ``profile`` (e.g. REMP-TIME-001 for an ever-node validator, whose receipts may carry 0): a
+    finding of it on the role's receipts is the consequence of another fault, not its own."""
+    from rmkit.conformance.remp.driven.catalogue import conformance_spec
+
+    return any(e["rule"] == rule and role in e["roles"] and profile in e.get("profiles", (profile,))
+               for e in conformance_spec().get("not_drivable", ()))
+
+
+@functools.lru_cache(maxsize=None)
 def _renderer(profile: str):
     """The profile's log form, made once (every scenario keeps two receipt logs)."""
     return renderer(profile)
@@ -45,7 +56,7 @@ class ReceiptLog:
         self.profile = profile
         self.lifetime_s = lifetime_ms / 1000 if lifetime_ms else None
         self.sources = frozenset(spec["receipts_from"])
-        self.rules = tuple(spec["rules"])
+        self.rules = tuple(r for r in spec["rules"] if not _undrivable(r, role, profile))
         self._render = _renderer(profile)
         self.lines: list[bytes] = []
         self.steps: list[int] = []  # the step each receipt came from
