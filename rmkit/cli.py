@@ -420,13 +420,18 @@ def cmd_explain(args) -> int:
             for r in get_protocol(name).rules():
                 modes = ", ".join(f"{p}: {m}" for p, m in r.modes.items())
                 print(f"{r.id:18} {r.severity:8} {r.title}  ({modes})")
+            for rid, req in get_protocol(name).requirements().items():
+                print(f"{rid:18} {'driven':8} {req['title']}  (roles: {', '.join(req['roles'])})")
         return EXIT_PASS
     rule_id = args.rule.upper()
     proto = get_protocol(_protocol_for_rule(rule_id))
+    requirements = proto.requirements()
+    if rule_id not in proto.rules() and rule_id in requirements:
+        return _explain_requirement(rule_id, requirements[rule_id])
     if rule_id not in proto.rules():
         import difflib
 
-        near = difflib.get_close_matches(rule_id, proto.rules().ids(), n=3)
+        near = difflib.get_close_matches(rule_id, [*proto.rules().ids(), *requirements], n=3)
         raise UsageError(f"unknown rule {rule_id!r}" + (f"; did you mean {', '.join(near)}?" if near else "; `rmkit explain list` lists them"))
     info = proto.explain(rule_id)
     r = info["rule"]
@@ -449,6 +454,20 @@ def cmd_explain(args) -> int:
         print(f"\n  -> {v.rule} on message {v.message_id}: {v.explanation}")
         for e in v.evidence:
             print(f"     evidence: line {e.line} {e.kind or ''} {('from ' + e.source_id[:16] + '…') if e.source_id else ''}".rstrip())
+    return EXIT_PASS
+
+
+def _explain_requirement(rule_id: str, req: dict) -> int:
+    """A requirement of driven conformance: what a machine must do that no receipt log shows, so it
+    has no log fixture and no per-profile mode; the conformance run's failure shows the example."""
+    from rmkit.rules import citation
+
+    print(f"{rule_id}: {req['title']}")
+    print("  judged by: rmkit conform and rmkit replay (driven conformance), roles " + ", ".join(req["roles"]))
+    print(f"  statement: {' '.join(req['statement'].split())}")
+    print(f"  source:    {citation(req['source'])}")
+    print("  log check: not checked from logs: a receipt log cannot show it; a failing scenario's expected and "
+          "actual outputs are the example")
     return EXIT_PASS
 
 

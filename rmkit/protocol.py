@@ -140,6 +140,12 @@ class Protocol:
         """The rule plus an example violation (found by running the rule's fixture)."""
         raise NotImplementedError
 
+    def requirements(self) -> dict[str, dict[str, Any]]:
+        """Requirements only driven conformance judges (what a machine must do that no log shows):
+        id -> ``{title, statement, source: {doc, quote}, roles}``. Driven reports cite these ids
+        beside the rules' ids, so ``rmkit explain`` must know them too. None by default."""
+        return {}
+
     def diagram(self, profile: str) -> str:
         """Graphviz DOT source of the status machine."""
         raise NotImplementedError

@@ -30,10 +30,14 @@ class Rule:
 
     def citation(self) -> str:
         """The seed sentence or reference fact the rule comes from, as one line."""
-        src = self.source
-        if "quote" in src:
-            return f"document {src['doc']}: \u201c{src['quote']}\u201d"
-        return f"{src['doc']}: {src['fact']}"
+        return citation(self.source)
+
+
+def citation(source: dict) -> str:
+    """A spec ``source`` (a seed sentence ``{doc, quote}`` or a reference fact ``{doc, fact}``) as one line."""
+    if "quote" in source:
+        return f"document {source['doc']}: \u201c{source['quote']}\u201d"
+    return f"{source['doc']}: {source['fact']}"
 
 
 class RuleSet:

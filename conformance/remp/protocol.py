@@ -126,6 +126,11 @@ class Remp(Protocol):
 
         return explain_rule(rule_id)
 
+    def requirements(self) -> dict[str, dict[str, Any]]:
+        from rmkit.conformance.remp.driven.catalogue import requirements
+
+        return requirements()
+
     def diagram(self, profile: str) -> str:
         from rmkit.conformance.remp.docs import status_diagram
 
