@@ -150,6 +150,7 @@ def test_every_freedom_is_used_by_a_legal_example():
                 used |= set(run_scenario(sc, _example(name, role)).freedoms_used)
     spec = {f["name"] for f in load_protocol_spec("remp")["freedoms"]["freedoms"]}
     assert spec <= used, f"no legal example exercises {sorted(spec - used)}"
+    assert used <= spec, f"the judge grants freedoms spec/remp/freedoms.yaml does not state: {sorted(used - spec)}"
 
 
 def test_a_breach_says_what_was_found_and_what_was_allowed():
