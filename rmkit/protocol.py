@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Iterable, Protocol as _TypingProtocol, Sequence
 
+import orjson
+
 from rmkit.errors import UsageError
 from rmkit.rules import RuleSet
 from rmkit.verdict import Report
@@ -38,6 +40,37 @@ class RecordKey:
 
     paths: tuple[tuple[str, ...], ...]
     fold_case: bool = True  # keys that differ only in case land in the same share
+
+    def of_line(self, line: bytes | str) -> str | None:
+        """The key of one raw log line, read as the checkers read lines (orjson: a key given twice
+        counts with its last value, numbers of any length; a leading byte order mark dropped, as
+        the log reader drops it): the first path that gives a value that is not null, a value
+        that is not a string as its JSON text; None when the line is no JSON object or no path
+        gives a value. ``rmkit audit`` partitions records by it, so that every record a checker
+        judges together is in one share."""
+        if line[:3] == b"\xef\xbb\xbf" or line[:1] == "\ufeff":
+            line = line[3:] if isinstance(line, bytes) else line[1:]
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return None
+        if type(obj) is not dict:
+            return None
+        for path in self.paths:
+            value: Any = obj
+            for step in path:
+                if type(value) is str:  # a value held as text (a Kafka record's)
+                    try:
+                        value = orjson.loads(value)
+                    except orjson.JSONDecodeError:
+                        value = None
+                value = value.get(step) if type(value) is dict else None
+                if value is None:
+                    break
+            if value is not None:
+                key = value if type(value) is str else orjson.dumps(value).decode()
+                return key.lower() if self.fold_case else key
+        return None
 
 
 class ShardedChecker(_TypingProtocol):
@@ -117,6 +150,21 @@ class Protocol:
     def sharded_checker(self, profile: str, args: argparse.Namespace) -> ShardedChecker:
         """The log checker as a :class:`ShardedChecker`, which ``rmkit audit`` runs on Spark."""
         raise UsageError(f"protocol {self.name} has no sharded log checker, so no Spark audit")
+
+    # whether operator_figures gives latencies to chart (``latency_ms``): ``rmkit audit --out`` then
+    # needs matplotlib, which it checks before the job runs
+    operator_charts: bool = False
+
+    def operator_figures(self, report: Report) -> dict[str, Any] | None:
+        """The figures the people who run the network ask for, from the merged report of
+        ``rmkit audit`` (``--out``: operator.json, operator.md); None when the protocol has none,
+        and the operator's report then gives the verdict and the counts per rule only. A
+        ``latency_ms`` entry (name -> from, to, count, promise_ms, log10_bins) is charted."""
+        return None
+
+    def operator_markdown(self, figures: dict[str, Any]) -> str:
+        """The sections of operator.md that show :meth:`operator_figures` (Markdown)."""
+        return ""
 
     def audit(self, profile: str, args: argparse.Namespace) -> int:
         """Run ``rmkit audit``: the protocol's own checker over ``args.paths``, sharded by record

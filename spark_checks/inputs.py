@@ -18,6 +18,7 @@ from __future__ import annotations
 import glob
 import gzip
 import os
+import re
 import tempfile
 import zlib
 from dataclasses import dataclass, field
@@ -48,11 +49,18 @@ def _is_remote(p: str) -> bool:
     return "://" in p and not p.startswith("file://")
 
 
-def expand_paths(paths: list[str]) -> LogFiles:
-    """Files in log order. A local gzip file without the .gz suffix is linked under a name with
-    it, since Spark picks the codec by suffix (``rmkit check`` goes by the magic bytes); a file
-    given twice is linked under a second name, so that each input has its own path."""
+def expand_paths(paths: list[str], skip: list[str] | tuple = ()) -> LogFiles:
+    """Files in log order. A path that exists is taken as it is named (a file, or a directory
+    whose files are read), before any reading of it as a glob, so that a name holding ``[``, ``?``
+    or ``*`` is read as ``rmkit check`` reads it. In a directory or a glob's matches, the files in
+    ``skip`` (those named by the command's options, e.g. a twin directory or a validator set) and
+    the simulator's manifest are no logs; a file named on its own is always read.
+
+    A local gzip file without the .gz suffix is linked under a name with it, since Spark picks
+    the codec by suffix (``rmkit check`` goes by the magic bytes); a file given twice is linked
+    under a second name, so that each input has its own path."""
     out = LogFiles()
+    side = {os.path.realpath(p) for p in skip}
     for p in paths:
         if _is_remote(p):  # a cluster file system: Spark lists it
             out.read.append(p)
@@ -63,12 +71,14 @@ def expand_paths(paths: list[str]) -> LogFiles:
         if os.path.isdir(local):
             found = sorted(os.path.join(d, f) for d, _, fs in os.walk(local) for f in fs
                            if not f.startswith((".", "_")) and f.endswith(LOG_SUFFIXES) and f not in SIDE_FILES)
-        elif any(c in local for c in "*?["):
-            found = sorted(f for f in glob.glob(local, recursive=True) if os.path.isfile(f))
-        else:
-            if not os.path.exists(local):
-                raise InputError(f"input {p!r}: no such file or directory")
+            found = [f for f in found if os.path.realpath(f) not in side]
+        elif os.path.exists(local):
             found = [local]
+        elif any(c in local for c in "*?["):
+            found = sorted(f for f in glob.glob(local, recursive=True)
+                           if os.path.isfile(f) and os.path.realpath(f) not in side and os.path.basename(f) not in SIDE_FILES)
+        else:
+            raise InputError(f"input {p!r}: no such file or directory")
         if not found:
             raise InputError(f"input {p!r}: expected receipt logs ({', '.join(LOG_SUFFIXES)}), found no file")
         for f in found:
@@ -89,6 +99,27 @@ def expand_paths(paths: list[str]) -> LogFiles:
             out.shown.append(f)
             out.parquet.append(f.endswith(".parquet"))
     return out
+
+
+def option_files(args) -> list[str]:
+    """The existing files the command's options name (``--directory``, ``--validators``, any
+    protocol's): side files of a log folder, never logs of a directory or glob."""
+    out = []
+    for name, value in vars(args).items():
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(v, str) and name != "paths" and os.path.isfile(v):
+                out.append(v)
+    return out
+
+
+# what Hadoop reads as a glob in a path; a local file is named to Spark with these escaped, so that
+# Spark reads the file the audit found, not what its name matches as a pattern
+_HADOOP_GLOB = re.compile(r"([\\{}\[\]*?])")
+
+
+def spark_path(path: str) -> str:
+    """A local file's path as Spark must be given it to read that file alone."""
+    return path if _is_remote(path) else _HADOOP_GLOB.sub(r"\\\1", path)
 
 
 def _norm(uri: str) -> str:
@@ -114,30 +145,55 @@ def _file_index(files: list[str]) -> Column:
 
 
 def read_lines(spark: SparkSession, files: LogFiles) -> DataFrame:
-    """One row per line (or Parquet row, as JSON text): fidx, blk, rid, line. Lines end at
-    ``\\n`` only, as ``rmkit check`` splits them."""
+    """One row per line (or Parquet row, as JSON text): fidx, blk, rid, line. ``line`` is the
+    line's bytes as they are in the file (Spark's text reader keeps them; only a decoding to text
+    would replace bytes that are not UTF-8, which the checker must see as ``rmkit check`` does).
+    Lines end at ``\\n`` only, as ``rmkit check`` splits them."""
     frames = []
-    text = [f for f, pq in zip(files.read, files.parquet) if not pq]
+    text = [spark_path(f) for f, pq in zip(files.read, files.parquet) if not pq]
     if text:
         frames.append(spark.read.option("lineSep", "\n").text(text).select(
             _file_index(files.read).alias("fidx"), F.col("_metadata.file_block_start").alias("blk"),
-            F.monotonically_increasing_id().alias("rid"), F.col("value").alias("line")))
-    pq = [f for f, p in zip(files.read, files.parquet) if p]
+            F.monotonically_increasing_id().alias("rid"), F.col("value").cast("binary").alias("line")))
+    pq = [spark_path(f) for f, p in zip(files.read, files.parquet) if p]
     if pq:
-        # a Parquet row is turned into the JSON line it stands for, then read like one
         df = spark.read.parquet(*pq)
         frames.append(df.select(_file_index(files.read).alias("fidx"), F.col("_metadata.file_block_start").alias("blk"),
-                                F.monotonically_increasing_id().alias("rid"),
-                                F.to_json(F.struct(*[F.col(c) for c in df.columns])).alias("line")))
+                                F.monotonically_increasing_id().alias("rid"), row_as_json(df.columns).cast("binary").alias("line")))
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
     return out
 
 
+def row_as_json(columns: list[str]) -> Column:
+    """A Parquet row as the JSON object it stands for. A top-level column is a field of every
+    record, so a null in it is the field holding null (a log's records name their empty fields:
+    RMB's ``"endpoint": null``, a Kafka record's ``"key": null``); inside a nested value a null is a
+    field that value does not have, as a table made from JSON records holds the union of its
+    values' fields (a message without ``err`` gets an ``err`` column)."""
+    fields = []
+    for c in columns:  # each field as to_json writes it in an object of its own, braces taken off
+        present = F.to_json(F.struct(F.col(c)), {"ignoreNullFields": "true"})
+        null = F.to_json(F.struct(F.lit(None).cast("string").alias(c)), {"ignoreNullFields": "false"})
+        fields.append(F.regexp_replace(F.when(F.col(c).isNull(), null).otherwise(present), r"^\{|\}$", ""))
+    return F.concat(F.lit("{"), F.concat_ws(",", *fields), F.lit("}"))
+
+
+def record_key(key: RecordKey):
+    """The record key of a raw line (bytes) as a column function: a Python function on Spark
+    calling the checkers' own reading (:meth:`RecordKey.of_line`), so that the records a checker
+    judges together are in one share whatever Spark's JSON reader would make of them. Spark
+    then partitions by the key as it partitions any string (the same placement for a key as
+    Spark gave it when it read the key itself)."""
+    return F.udf(key.of_line, "string", useArrow=False)
+
+
 def key_column(key: RecordKey, line: Column) -> Column:
-    """The record's key (see :class:`RecordKey`), found by Spark's JSON reader: the first path
-    that gives a value; null when none does (such records go to one share together)."""
+    """A record's key as Spark's JSON reader finds it: only the benchmark's floor (the least Spark
+    work a per-key audit does) uses it; the audit keys records with :func:`record_key`, since this
+    reader differs from the checkers' (the first of a key given twice, no number over 1,000
+    characters)."""
     found = []
     for path in key.paths:
         value = line

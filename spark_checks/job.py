@@ -11,7 +11,10 @@ The job names no protocol and holds no rule: the protocol hands over a
 merge the shares). Steps:
 
 1. a cheap first pass counts the lines of every file split (line numbers follow from it);
-2. every record gets its position (file, line) and its key (Spark's JSON reader, no Python);
+2. every record gets its position (file, line) and its key, read from the raw line by the
+   checkers' own reading (:meth:`rmkit.protocol.RecordKey.of_line`, a Python function on Spark:
+   Spark's JSON reader differs, and a record keyed otherwise than its checker keys it would be
+   judged apart from its group);
 3. one shuffle by key, a sort by position within each partition;
 4. the checker runs on each partition's records in log order (Python, one share per partition,
    or per partition and file when every file is a log of its own);
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmkit.errors import InputError, RmkitError, UsageError
+from rmkit.logread import UTF8_BOM
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.verdict import Report
 
@@ -51,17 +55,18 @@ class AuditResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def audit(spark, checker, paths: list[str], partitions: int | None = None, per_file: bool = False) -> AuditResult:
+def audit(spark, checker, paths: list[str], partitions: int | None = None, per_file: bool = False,
+          skip: list[str] | tuple = ()) -> AuditResult:
     """Check ``paths`` as one log with ``checker`` (a :class:`rmkit.protocol.ShardedChecker`), or,
     with ``per_file``, each file as a log of its own in the same Spark job (``checker`` may then
     be a list: one per path, each with the same key, e.g. one protocol's checker with other
-    settings per file)."""
+    settings per file). ``skip``: files a directory or glob may hold that are no logs."""
     from pyspark.sql import functions as F
 
     from rmkit.spark_checks import inputs
 
     started = time.perf_counter()
-    files = inputs.expand_paths(paths)
+    files = inputs.expand_paths(paths, skip)
     try:
         if partitions is None:
             partitions = shuffle_partitions(spark, files)
@@ -77,7 +82,7 @@ def audit(spark, checker, paths: list[str], partitions: int | None = None, per_f
             raise ValueError("a checker per file: expected per_file, one checker per path and one key for all")
         key = per[0].key if per is not None else checker.key
         records = lines.select("fidx", inputs.line_numbers(offsets).alias("lineno"),
-                               inputs.key_column(key, F.col("line")).alias("key"), "line")
+                               inputs.record_key(key)(F.col("line")).alias("key"), "line")
         by = [F.col("key"), F.col("fidx")] if per_file else [F.col("key")]
         records = records.repartition(partitions, *by).sortWithinPartitions("fidx", "lineno").select("fidx", "lineno", "line")
         shown = list(files.shown)
@@ -125,8 +130,8 @@ def _share_runner(checker, shown: list[str], per_file: bool):
                 first[0] = fidx
                 first[1] = r
                 break
-            if lineno == 1 and line.startswith("\ufeff"):  # a UTF-8 byte order mark, as rmkit check drops it
-                line = line[1:]
+            if lineno == 1 and line.startswith(UTF8_BOM):  # a byte order mark, as rmkit check drops it
+                line = line[3:]
             refs.append(fidx << bits | lineno)
             lines.append(line)
             if len(lines) == BATCH:
@@ -218,7 +223,7 @@ def run_audit(proto, profile: str, args) -> int:
     """``rmkit audit``: exit codes as ``rmkit check``'s (see rmkit.cli.check_exit_code)."""
     from rmkit.cli import check_exit_code
     from rmkit.spark_checks import inputs
-    from rmkit.spark_checks.session import get_session
+    from rmkit.spark_checks.session import SparkUnavailable, get_session
 
     max_examples = getattr(args, "max_examples", 1000)
     if max_examples is None or max_examples < 0:
@@ -228,17 +233,24 @@ def run_audit(proto, profile: str, args) -> int:
     out = getattr(args, "out", None)
     args.max_examples = 0 if out else max_examples  # the tables in --out hold every finding
     checker = proto.sharded_checker(profile, args)
-    found = inputs.expand_paths(list(args.paths))  # no input: an error before Spark starts
+    side = inputs.option_files(args)  # e.g. a twin directory or validator set beside the logs
+    found = inputs.expand_paths(list(args.paths), side)  # no input: an error before Spark starts
+    if out:
+        from rmkit.spark_checks.report import charts_unavailable
+
+        missing = charts_unavailable(proto)
+        if missing:
+            raise SparkUnavailable(missing)
     if found.tmpdir:
         shutil.rmtree(found.tmpdir, ignore_errors=True)
     master = None if getattr(args, "submitted", False) else (getattr(args, "master", None) or "local[*]")
     spark = get_session(master, shuffle_partitions=getattr(args, "partitions", None))
-    res = audit(spark, checker, list(args.paths), partitions=getattr(args, "partitions", None))
+    res = audit(spark, checker, list(args.paths), partitions=getattr(args, "partitions", None), skip=side)
     rep = res.report
     if out:
         from rmkit.spark_checks.report import write_outputs
 
-        write_outputs(spark, res, out)
+        write_outputs(spark, res, out, proto)
         trim_examples(rep, max_examples)
     from rmkit.render import RENDERERS
 

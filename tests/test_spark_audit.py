@@ -335,7 +335,7 @@ def test_the_job_names_no_protocol_each_key_is_one_share_in_log_order(spark, tmp
         key = RecordKey((("k",), ("value", "k")), fold_case=True)
 
         def check_share(self, inputs, batches):
-            return [(ref, line) for refs, lines in batches for ref, line in zip(refs, lines)]
+            return [(ref, line.decode()) for refs, lines in batches for ref, line in zip(refs, lines)]
 
         def merge(self, inputs, shares):
             rep = Report(protocol="toy", profile="p", inputs=inputs, receipts=sum(map(len, shares)))
