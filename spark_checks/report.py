@@ -5,12 +5,14 @@
 * ``violations/`` (Parquet) and ``violations.jsonl``: EVERY violation, with file and line of each
   record it rests on;
 * ``quarantine/`` (Parquet) and ``quarantine.jsonl``: every record that could not be read;
-* ``operator.json`` and ``operator.md``: the figures the people who run the network ask for, from
-  the checker's metrics: latency percentiles against the documents' promises and the share meeting
-  them, the outcome distribution, and per source its role, messages, receipts, the share of
-  messages it ended rejected or timed out, and its latency;
-* ``latency.png``/``.svg``: each latency's distribution on a log axis with bins of equal width on
-  that axis, the promised bounds marked (matplotlib, no display needed).
+* ``operator.json`` and ``operator.md``: the verdict, the counts per rule, and the figures the
+  people who run the network ask for as the protocol gives them
+  (:meth:`rmkit.protocol.Protocol.operator_figures`; REMP: latency percentiles against the
+  documents' promises, outcomes, lost messages, per source figures); a protocol that gives none
+  gets the verdict and counts only, and says so;
+* ``latency.png``/``.svg`` when the figures hold latencies: each latency's distribution on a log
+  axis with bins of equal width on that axis, the promised bounds marked (matplotlib, no display
+  needed; its absence is found before the job runs).
 """
 
 from __future__ import annotations
@@ -29,7 +31,25 @@ VIOLATION_SCHEMA = ("rule string, mode string, severity string, message_id strin
 QUARANTINE_SCHEMA = "file string, line bigint, error string, field string"
 
 
-def write_outputs(spark, res, out: str) -> None:
+def needs_charts(proto) -> bool:
+    """Whether --out draws charts for this protocol (its operator figures hold latencies)."""
+    return bool(getattr(proto, "operator_charts", False))
+
+
+def charts_unavailable(proto) -> str | None:
+    """Why the charts --out needs cannot be drawn (matplotlib missing), checked before the job
+    runs; None when they can, or when the protocol draws none."""
+    if not needs_charts(proto):
+        return None
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return ("--out draws the operator's latency chart with matplotlib: install the `spark` extra "
+                "(pip install 'rmkit[spark]'), found no module named matplotlib")
+    return None
+
+
+def write_outputs(spark, res, out: str, proto) -> None:
     rep: Report = res.report
     os.makedirs(out, exist_ok=True)
     violations = [{"rule": v.rule, "mode": v.mode, "severity": v.severity, "message_id": v.message_id,
@@ -44,63 +64,53 @@ def write_outputs(spark, res, out: str) -> None:
         spark.createDataFrame(rows, schema).coalesce(1).write.mode("overwrite").parquet(os.path.join(out, name))
     with open(os.path.join(out, "summary.json"), "w", encoding="utf-8") as f:
         f.write(render_json(rep))
-    op = operator_report(rep)
+    op = operator_report(rep, proto)
     with open(os.path.join(out, "operator.json"), "w", encoding="utf-8") as f:
         json.dump(op, f, indent=2)
     with open(os.path.join(out, "operator.md"), "w", encoding="utf-8") as f:
-        f.write(operator_markdown(op))
-    latency_chart(op, out)
+        f.write(operator_markdown(op, proto.rules(), proto))
+    if needs_charts(proto) and op["operator_figures"]:
+        latency_chart(op.get("latency_ms") or {}, out)
 
 
-def operator_report(rep: Report) -> dict[str, Any]:
-    """Figures for the people who run the network, not for the conformance verdict."""
-    m = rep.metrics
-    lat = m.get("latency_ms", {})
-    lost = [v.message_id for v in rep.violations if v.rule.endswith("LIVE-001")][:1000]
+def operator_report(rep: Report, proto) -> dict[str, Any]:
+    """What operator.json holds: the verdict and counts, then the protocol's own operator figures
+    (:meth:`rmkit.protocol.Protocol.operator_figures`), whose presence ``operator_figures`` states."""
+    figures = proto.operator_figures(rep)
     return {
         "verdict": rep.verdict,
+        "protocol": rep.protocol,
+        "profile": rep.profile,
         "receipts": rep.receipts,
         "messages": rep.messages,
-        "latency_ms": lat,
-        "slas": {name: {"promise_ms": v.get("promise_ms"), "share_within": v.get("within_promise"), "count": v.get("count")}
-                 for name, v in lat.items()},
-        "outcomes": m.get("outcomes", {}),
-        "lost_messages": {"count": m.get("outcomes", {}).get("lost", 0), "first_ids": lost},
-        "per_source": m.get("per_source", {}),
-    }
+        "unreadable": rep.unreadable,
+        "counts": dict(rep.counts),
+        "operator_figures": figures is not None,
+    } | (figures or {})
 
 
-def _ms(v) -> str:
-    return "" if v is None else f"{v:,}"
+def operator_markdown(op: dict[str, Any], rules, proto) -> str:
+    """operator.md: the verdict, the counts per rule found, then the protocol's sections (or a line
+    saying it gives none)."""
+    lines = [f"# {op['protocol']} log audit: {op['verdict']}", "",
+             f"{op['receipts']:,} records, {op['messages']:,} messages, {op['unreadable']:,} unreadable lines.", ""]
+    found = {rule: n for rule, n in op["counts"].items() if n}
+    if found:
+        lines += ["## Findings per rule", "", "| rule | count | title |", "|---|---|---|"]
+        for rule, n in sorted(found.items()):
+            title = rules[rule].title if rule in rules else ""
+            lines.append(f"| {rule} | {n:,} | {title} |")
+    else:
+        lines.append("No rule was broken.")
+    lines.append("")
+    if not op["operator_figures"]:
+        lines.append(f"The {op['protocol']} protocol gives no operator figures: the verdict and the counts per rule above "
+                     "are the whole report (summary.json and violations.jsonl hold every finding).")
+        return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + proto.operator_markdown(op)
 
 
-def operator_markdown(op: dict[str, Any]) -> str:
-    lines = [f"# Receipt log audit: {op['verdict']}", "",
-             f"{op['receipts']:,} receipts, {op['messages']:,} messages.", "", "## Promises of the documents", "",
-             "| latency | count | p50 | p90 | p99 | promise (ms) | share within |", "|---|---|---|---|---|---|---|"]
-    for v in op["latency_ms"].values():
-        lines.append(f"| {v.get('from')} → {v.get('to')} | {v.get('count', 0):,} | {_ms(v.get('p50'))} | {_ms(v.get('p90'))} | "
-                     f"{_ms(v.get('p99'))} | {v.get('promise_ms', '')} | {v.get('within_promise', '')} |")
-    lines += ["", "## Outcomes", "", "| outcome | messages |", "|---|---|"]
-    lines += [f"| {k} | {n:,} |" for k, n in op["outcomes"].items()]
-    lines += ["", f"Lost messages: {op['lost_messages']['count']:,}"]
-    if op["per_source"]:
-        lines += ["", "## Sources", "",
-                  "Per source: the messages it reported on, its receipts, the share of those messages it ended "
-                  "rejected or timed out, and the time from a message's first receipt to its first receipt "
-                  "(p50 / p90 / p99, ms).", "",
-                  "| source | role | messages | receipts | rejected | timed out | p50 | p90 | p99 |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        ranked = sorted(op["per_source"].items(), key=lambda kv: -kv[1]["messages"])
-        for src, s in ranked[:200]:
-            lat = s.get("latency_ms", {})
-            lines.append(f"| {src[:16]}… | {s.get('role') or ''} | {s['messages']:,} | {s['receipts']:,} | "
-                         f"{s['rejected_share']:.2%} | {s['timed_out_share']:.2%} | {_ms(lat.get('p50'))} | "
-                         f"{_ms(lat.get('p90'))} | {_ms(lat.get('p99'))} |")
-    return "\n".join(lines) + "\n"
-
-
-def latency_chart(op: dict[str, Any], out: str) -> None:
+def latency_chart(lat: dict[str, Any], out: str) -> None:
     """latency.png/svg: each latency on a log axis, as bars of equal width on that axis (the
     histogram's log10 bins), with the promised bounds."""
     import matplotlib
@@ -108,7 +118,6 @@ def latency_chart(op: dict[str, Any], out: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    lat = op["latency_ms"]
     fig, axes = plt.subplots(1, max(1, len(lat)), figsize=(6 * max(1, len(lat)), 4))
     axes = axes if hasattr(axes, "__len__") else [axes]
     for ax, (name, spec) in zip(axes, lat.items()):

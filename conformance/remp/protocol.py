@@ -54,6 +54,18 @@ class Remp(Protocol):
 
         return RempShards(self.make_checker(profile, args)._kwargs)
 
+    operator_charts = True  # the latencies against the documents' promises
+
+    def operator_figures(self, report):
+        from rmkit.conformance.remp.operator import figures
+
+        return figures(report)
+
+    def operator_markdown(self, figures: dict[str, Any]) -> str:
+        from rmkit.conformance.remp.operator import markdown
+
+        return markdown(figures)
+
     def make_checker(self, profile: str, args: argparse.Namespace):
         from rmkit.conformance.remp.checker import RempLogChecker
         from rmkit.conformance.remp.sources import load_validator_set
