@@ -29,7 +29,12 @@ CandsBound == Len(cands) <= MaxCands
 \* last session explored, so it adds states but no expiry).
 SubmitFirst == session > 0 => \A m \in Msgs : fn[m] # "none"
 \* at most MaxInTransit catchain records, and one fan-out's copies from the full node, in transit.
-TransitBound == Cardinality(CcLive) <= MaxInTransit /\ Cardinality(NetLive) <= Fanout
+\* Hand-over records are not counted: each honest validator posts them once per switch (Rotate), to
+\* the next session's honest members, so they are finitely many without a bound; counted, they
+\* would stay in transit until each recipient rotates and the bound would cut every behaviour that
+\* completes a switch with more than one honest validator.
+NotHandOver == {p \in CcLive : p.r.k # "handover"}
+TransitBound == Cardinality(NotHandOver) <= MaxInTransit /\ Cardinality(NetLive) <= Fanout
 Bounds == CandsBound /\ SubmitFirst /\ TransitBound
 
 \* The client makes a message (or the same body under a new id) only once every message made before
@@ -49,6 +54,11 @@ AfterSettled(m) == \A n \in Msgs \ {m} : fn[n] # "none" => Settled(n)
 \* message to an outcome (the full node's Finalized, or a final status at every honest validator).
 Carried(m) == fn[m] = "finalized" \/ (fn[m] = "sent" /\ \A w \in Honest : st[w][m] \in FinalStatuses)
 NotAllCarried == ~\A m \in Msgs : Carried(m)
+
+\* A witness, not a property: TLC must find it violated, which shows that a configuration completes
+\* every switch it allows: the masterchain is in the last session and every honest validator has
+\* moved to it (Rotate), not only the masterchain's clock.
+BeforeLastSession == session < MaxSession \/ \E w \in Honest : ses[w] < MaxSession
 
 \* The view of the live configuration: without the reject records counted. There no collator
 \* rejects and one faulty validator cannot reach StopCollationRejected(4) = 3 alone, so the records
