@@ -59,7 +59,7 @@ def test_configuration_checks_to_the_manifest_figures(name):
 
 
 def test_seven_validators_two_byzantine_simulated():
-    """N = 7, f = 2, two messages (no completed switch is reached: tla/README.md): random behaviours of TLC's simulation mode for a
+    """N = 7, f = 2, two messages (session 2 is not reached: tla/README.md): random behaviours of TLC's simulation mode for a
     fixed time (CI); the exhaustive N = 7 search (`seven`: one message, one session) runs under
     `make test-slow`."""
     _simulate("seven-sim")
