@@ -24,6 +24,8 @@ class Rule:
     source: dict[str, str]
     profile_notes: dict[str, str] = field(default_factory=dict)
     requires: tuple[str, ...] = ()  # inputs beyond the log (e.g. validator_keys); without them: not checked
+    driven: tuple[str, ...] | None = None  # the driven roles whose judge can find a violation (None: not stated)
+    judged_elsewhere: str = ""      # where a rule no driven role judges is judged instead
 
     def mode(self, profile: str) -> str:
         return self.modes.get(profile, OFF)
@@ -49,7 +51,7 @@ class RuleSet:
 
     @classmethod
     def from_spec(cls, data: dict[str, Any]) -> "RuleSet":
-        return cls(Rule(**{k: tuple(v) if k == "requires" else v for k, v in r.items()}) for r in data["rules"])
+        return cls(Rule(**{k: tuple(v) if k in ("requires", "driven") else v for k, v in r.items()}) for r in data["rules"])
 
     def __iter__(self):
         return iter(self._rules)

@@ -30,6 +30,16 @@ def _records_markdown(rec: dict) -> list[str]:
     return out
 
 
+def _driven_markdown(rules: list[dict]) -> list[str]:
+    """Which driven role of `rmkit conform --protocol corda` judges each rule, and where the others are judged."""
+    out = ["", "## Rules judged by driven conformance", "",
+           "`rmkit conform --protocol corda` reports, per role, each rule that role's judge can find broken "
+           "(failed, finding or held) and names the others.", "", "| id | judged by conform roles | judged elsewhere |", "|---|---|---|"]
+    for r in rules:
+        out.append(f"| {r['id']} | {', '.join(r['driven']) or '-'} | {_cell(r.get('judged_elsewhere', '')) or '-'} |")
+    return out
+
+
 def spec_markdown() -> str:
     spec = load_protocol_spec(PROTOCOL)
     profiles = list(spec["protocol"]["profiles"])
@@ -76,6 +86,7 @@ def spec_markdown() -> str:
     for r in spec["rules"]["rules"]:
         out.append(f"| {r['id']} | {r['severity']} | " + " | ".join(r["modes"][p] for p in profiles)
                    + f" | {_cell(r['statement'])} | {_source(r['source'])} |")
+    out += _driven_markdown(spec["rules"]["rules"])
     return "\n".join(out) + "\n"
 
 

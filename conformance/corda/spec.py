@@ -21,6 +21,7 @@ from rmkit.specload import load_protocol_spec, spec_line
 
 PROTOCOL = "corda"
 ANSWERS = ("NEW", "DUPLICATE", "IN_FLIGHT")
+DRIVEN_ROLES = ("receiver", "bridge")   # the roles `rmkit conform --protocol corda` drives and judges
 
 
 def _fail(spec: dict, part: str, path: list, message: str) -> SpecError:
@@ -48,6 +49,7 @@ def check_cross_references(spec: dict) -> None:
         for p in r.get("profile_notes", {}):
             if p not in profiles:
                 raise _fail(spec, "rules", ["rules", i, "profile_notes", p], f"unknown profile {p!r}")
+        _check_driven(spec, i, r)
     for answer in ANSWERS:
         if answer not in system["dedup_answers"]:
             raise _fail(spec, "system", ["dedup_answers"], f"missing the deduplicator's answer {answer}")
@@ -70,6 +72,23 @@ def check_cross_references(spec: dict) -> None:
         if re.compile(f["pattern"]).groups != len(f["parts"]):
             raise _fail(spec, "messages", ["dedup_ids", letter, "pattern"],
                         f"expected {len(f['parts'])} groups (one per part), found {re.compile(f['pattern']).groups}")
+
+
+def _check_driven(spec: dict, i: int, r: dict) -> None:
+    """Every rule says which driven roles judge it, so a conform report can list what it judged and
+    name what it did not; a rule no role judges says where it is judged instead."""
+    if "driven" not in r:
+        raise _fail(spec, "rules", ["rules", i], f"{r['id']}: missing driven (the roles of rmkit conform that judge "
+                                                 f"it, of {list(DRIVEN_ROLES)}; [] with judged_elsewhere if none)")
+    for j, role in enumerate(r["driven"]):
+        if role not in DRIVEN_ROLES:
+            raise _fail(spec, "rules", ["rules", i, "driven", j], f"unknown driven role {role!r}; expected one of {list(DRIVEN_ROLES)}")
+    if not r["driven"] and "judged_elsewhere" not in r:
+        raise _fail(spec, "rules", ["rules", i, "driven"], f"{r['id']}: no driven role judges it; "
+                                                           "say where it is judged instead (judged_elsewhere)")
+    if r["driven"] and "judged_elsewhere" in r:
+        raise _fail(spec, "rules", ["rules", i, "judged_elsewhere"], f"{r['id']}: judged by the driven roles "
+                                                                     f"{r['driven']}; judged_elsewhere is for a rule none judges")
 
 
 @dataclass(frozen=True)

@@ -163,6 +163,34 @@ class FastPathAtMark(ReferenceReceiver):
         return node
 
 
+class NeverAckProcessed(ReferenceReceiver):
+    """Commits a NEW copy but never acknowledges it (only DUPLICATE copies are): the broker keeps a
+    processed copy until the node restarts (CORDA-ACK-002: the acknowledgement follows the commit)."""
+
+    def make_node(self, profile, database=None):
+        self.new_tags = set()
+        return super().make_node(profile, database)
+
+    def on_deliver(self, event):
+        reply = super().on_deliver(event)
+        if reply["answer"] == "NEW":
+            self.new_tags.add((event["tag"], event["conn"]))
+        return reply
+
+    def acks_now(self):
+        return [pair for pair in super().acks_now() if tuple(pair) not in self.new_tags]
+
+
+class DiscardRecoveryResends(ReferenceReceiver):
+    """Trusts only original copies: a re-send during recovery (no sender UUID) is answered IN_FLIGHT
+    and discarded, so a message whose original copy was lost is never processed (CORDA-DEDUP-002)."""
+
+    def on_deliver(self, event):
+        if event["message"].get("sender_uuid") is None:
+            return {"answer": "IN_FLIGHT"}
+        return super().on_deliver(event)
+
+
 # ---- legal variants -----------------------------------------------------------------------------
 class BatchingAcks(ReferenceReceiver):
     """Acknowledges in batches, on every third tick only (acknowledgements may wait)."""
@@ -234,7 +262,8 @@ FAULTY = {"ack_before_commit": AckBeforeCommit, "dedup_only_in_memory": DedupOnl
           "fast_path_without_db_read": FastPathWithoutDbRead, "ack_in_flight": AckInFlight,
           "duplicate_after_restart": DuplicateAfterRestart, "reverse_within_session": ReverseWithinSession,
           "drop_new_copy": DropNewCopy, "stuck_new_copy": StuckNewCopy, "in_flight_for_committed": InFlightForCommitted,
-          "fast_path_at_mark": FastPathAtMark}
+          "fast_path_at_mark": FastPathAtMark, "never_ack_processed": NeverAckProcessed,
+          "discard_recovery_resends": DiscardRecoveryResends}
 LEGAL = {"batching_acks": BatchingAcks, "newest_session_first": NewestSessionFirst,
          "send_order_within_session": SendOrderWithinSession, "abandon_on_broker_restart": AbandonOnBrokerRestart,
          "slow_rhythm": SlowRhythm}
