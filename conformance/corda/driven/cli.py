@@ -20,7 +20,7 @@ from rmkit.interrupts import signals_interrupt
 from .adapters import ROLES, ImplementationFailed, open_factory
 from .bridge import run_bridge
 from .suite import (Stopped, close, exchange, failed, load_regressions, outcome_json, overall, problems, read_saved,
-                    render, run, save, search, steps_text, to_json)
+                    render, run, save, search, steps_text, to_json, to_junit)
 
 
 class ImplementationError(RmkitError):
@@ -36,10 +36,8 @@ def conform(profile: str, args: argparse.Namespace) -> int:
     for r in roles:
         if r not in ROLES:
             raise UsageError(f"--role {r!r}: protocol corda drives the roles {', '.join(ROLES)}")
-    if args.format == "junit":
-        raise UsageError("--format junit: protocol corda writes text or json")
     if args.html:   # said, not ignored: a run that seems to honour it and writes nothing misleads
-        raise UsageError("--html: protocol corda writes text or json (--html applies to remp and rmb)")
+        raise UsageError("--html: protocol corda writes text, json or junit (--html applies to remp and rmb)")
     if args.catalogue_only:
         raise UsageError("--catalogue-only: protocol corda has no catalogue of named scenarios, only generated ones "
                          "(--catalogue-only applies to remp and rmb)")
@@ -71,7 +69,7 @@ def _conform(profile: str, roles: list[str], args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise OutputError(f"regressions folder {folder}: cannot save the failure ({exc.strerror or exc})") from None
             notes += f"saved to {result.saved} (rerun: rmkit replay --protocol corda {result.saved} ...)\n"
-    text = to_json(results) if args.format == "json" else render(results) + notes
+    text = {"json": to_json, "junit": to_junit}.get(args.format, lambda rs: render(rs) + notes)(results)
     verdict = overall(results)
     code = decided({"fail": 1, "nothing checked": 2}.get(verdict, 0))
     emit_report(text, verdict, args.out)

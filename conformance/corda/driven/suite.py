@@ -39,6 +39,7 @@ from rmkit.errors import UsageError
 from rmkit.reference_impl.corda.broker import Queue
 from rmkit.reference_impl.corda.message import Message, flow_id
 
+from . import report
 from .adapters import ROLES, ImplementationFailed, harnessed, message_to
 from .judge import Judge, Violation
 
@@ -383,6 +384,7 @@ def render(results: list[SearchResult]) -> str:
         ran += ", stopped by --time-budget" if r.budget_spent else ""
         ran += ", no message reached the implementation" if r.verdict == "nothing checked" else ""
         out.append(f"corda {r.role}, profile {r.profile}: {r.verdict.upper()} ({ran}, {r.seconds:.1f} s)")
+        out += report.text_lines(r)
         for rule, f in sorted(r.findings.items()):
             v = next(v for v in f.violations if v.rule == rule)
             out.append(f"  finding {rule} ({v.mode}, allowed to pass in this profile), shortest seen in {len(f.actions)} steps: "
@@ -399,6 +401,12 @@ def render(results: list[SearchResult]) -> str:
     return "\n".join(out) + "\n"
 
 
+def to_junit(results: list[SearchResult]) -> str:
+    """JUnit XML: per role, one test case per rule it judges (see :mod:`.report`)."""
+    return report.junit(results, lambda r: (f"the implementation failed {r.failure.cause}"
+                                            if isinstance(r.failure, Stopped) else None))
+
+
 def overall(results: list[SearchResult]) -> str:
     """fail if any role failed, else "nothing checked" if a role checked nothing, else pass."""
     verdicts = {r.verdict for r in results}
@@ -410,6 +418,7 @@ def to_json(results: list[SearchResult]) -> str:
                        "profiles": [{"profile": r.profile, "role": r.role, "verdict": r.verdict, "scenarios": r.examples,
                                      "seconds": round(r.seconds, 2), "time_budget_spent": r.budget_spent,
                                      "deliveries": r.delivered,
+                                     **report.json_fields(r),
                                      "findings": {rule: [list(a) for a in f.actions] for rule, f in r.findings.items()},
                                      "failure": None if not r.failure else {
                                          "regression": r.regression, "saved": r.saved, "reproducible": r.reproducible,
