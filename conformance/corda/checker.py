@@ -38,7 +38,7 @@ from rmkit.conformance.corda.spec import corda_spec
 LINE_MASK = (1 << REF_LINE_BITS) - 1
 INTERNED = ("sender", "session")  # besides id and node: the values the checker keeps per message
 # Rules a node's records cannot show (no bridge, queue or sender-replay events): listed as not
-# checked, never as passing; `rmkit corda torture` and `rmkit conform --protocol corda` judge them.
+# checked, never as passing; where each is judged instead: its `driven` and `judged_elsewhere` in spec/corda/rules.yaml.
 NOT_IN_RECORDS = {
     "CORDA-ID-002": "the records do not say which flow replay produced a send",
     "CORDA-BRIDGE-001": "the records hold no bridge events",

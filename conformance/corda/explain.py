@@ -2,7 +2,8 @@
 
 The example is the rule's own fixture (fixtures/corda/rules, shipped with the kit) run through the
 log checker, so it cannot drift from what the checker reports. Rules a node's records cannot show
-(the bridge's, the queues') have no fixture: their examples come from `rmkit conform --protocol corda`.
+(the bridge's, the queues') have no fixture: the rule's ``driven`` roles and ``judged_elsewhere`` in
+spec/corda/rules.yaml say where they are judged.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ def explain_rule(rule_id: str) -> dict[str, Any]:
     rule = corda_spec(profiles()[0]).rules[rule_id]
     out: dict[str, Any] = {"rule": rule, "example": None}
     if rule_id in NOT_IN_RECORDS:  # no fixture can show it; say so, and where it is judged
-        out["not_loggable"] = (f"{NOT_IN_RECORDS[rule_id]}; rmkit corda torture and rmkit conform --protocol corda "
-                               f"judge it")
+        where = (f"rmkit conform --protocol corda --role {' / '.join(rule.driven)} judges it" if rule.driven
+                 else f"where judged: {rule.judged_elsewhere}")   # spec/corda/rules.yaml: driven, judged_elsewhere
+        out["not_loggable"] = f"{NOT_IN_RECORDS[rule_id]}; {where}"
         return out
     manifest = json.loads((_fixture_root() / "manifest.json").read_text(encoding="utf-8"))["fixtures"]
     for profile in [p for p in profiles() if rule.mode(p) != OFF]:
