@@ -139,3 +139,15 @@ def test_cli_lists_validates_and_explains_corda(capsys):
     out = capsys.readouterr().out
     assert "corda-os = non-strict" in out and "section Ordering" in out
     assert main(["check", "--protocol", "corda", str(REPO / "README.md")]) == 2  # no record in it: nothing checked
+
+
+@pytest.mark.parametrize("old,new,says", [
+    ("    driven: [bridge]\n", "", r"CORDA-BRIDGE-001: missing driven"),
+    ("    driven: [bridge]\n", "    driven: [sender]\n", r"unknown driven role 'sender'"),
+    ('    judged_elsewhere: "rmkit check --protocol corda --settled, on records taken after everything arrived"\n', "",
+     r"CORDA-REDELIVER-001: no driven role judges it"),
+])
+def test_driven_roles_are_stated_and_known(tmp_path, monkeypatch, restore_cache, old, new, says):
+    _broken_copy(tmp_path, monkeypatch, "rules.yaml", old, new)
+    with pytest.raises(SpecError, match=r"rules.yaml:\d+.*(" + says + ")"):
+        corda_spec("spec")
