@@ -34,26 +34,47 @@ REF_LINE_BITS = 40
 @dataclass(frozen=True)
 class RecordKey:
     """Where a log record's key is: the value whose records a checker judges together (REMP's
-    message id). Each path is a list of JSON object keys, tried in order; a step into a value that
-    is a string reads the string as JSON (a Kafka record's value held as text). A record without a
-    key at any path still goes to exactly one share."""
+    message id). Each path is a list of JSON object keys, tried in order. A record without a key at
+    any path still goes to exactly one share."""
 
     paths: tuple[tuple[str, ...], ...]
     fold_case: bool = True  # keys that differ only in case land in the same share
+    text_values: bool = False  # a step into a string reads it as JSON (a Kafka record's value held as text)
 
     def of_line(self, line: bytes | str) -> str | None:
         """The key of one raw log line, read as the checkers read lines (orjson: a key given twice
         counts with its last value, numbers of any length; a leading byte order mark dropped, as
-        the log reader drops it): the first path that gives a value that is not null, a value
-        that is not a string as its JSON text; None when the line is no JSON object or no path
-        gives a value. ``rmkit audit`` partitions records by it, so that every record a checker
-        judges together is in one share."""
+        the log reader drops it); None when the line is no JSON object. ``rmkit audit`` partitions
+        records by it and ``--jobs`` deals them out by it, so that every record a checker judges
+        together is in one share."""
         if line[:3] == b"\xef\xbb\xbf" or line[:1] == "\ufeff":
             line = line[3:] if isinstance(line, bytes) else line[1:]
         try:
-            obj = orjson.loads(line)
+            return self.of_object(orjson.loads(line))
         except orjson.JSONDecodeError:
             return None
+
+    def of_object(self, obj: Any) -> str | None:
+        """The key of one parsed record: the first path that gives a value that is not null (a
+        value that is not a string as its JSON text); None when no path gives one. A checker that
+        groups parsed records uses this, so its groups and its shares agree by construction."""
+        if type(obj) is not dict:
+            return None
+        for path in self.paths:
+            value: Any = obj
+            for step in path:
+                if self.text_values and type(value) is str:
+                    try:
+                        value = orjson.loads(value)
+                    except orjson.JSONDecodeError:
+                        value = None
+                value = value.get(step) if type(value) is dict else None
+                if value is None:
+                    break
+            if value is not None:
+                key = value if type(value) is str else orjson.dumps(value).decode()
+                return key.lower() if self.fold_case else key
+        return None
         if type(obj) is not dict:
             return None
         for path in self.paths:

@@ -97,9 +97,25 @@ def test_the_generic_key_groups_as_the_corda_share(ids):
     from rmkit.processes import key_share
 
     line = ("{" + ",".join('"id":' + orjson.dumps(i).decode() for i in ids) + ',"event":"sent"}').encode()
-    key = CordaLogChecker().key.of_line(line)
+    record_key = CordaLogChecker().key
+    key = record_key.of_line(line)
+    assert share_of(line, 7, record_key) == key_share(key, 7)
     if isinstance(ids[-1], str):
-        assert key == ids[-1] and share_of(line, 7) == key_share(key, 7)
+        assert key == ids[-1]
+
+
+def test_the_checkers_group_and_deal_out_by_one_key():
+    """One key per protocol: the RMB checker's grouping, its --jobs shares and the audit's
+    partitions all read the record key; Corda's --jobs shares and the audit too."""
+    from rmkit.conformance.rmb.checker import RmbShards
+    from rmkit.conformance.rmb.logrecords import RECORD_KEY, record_key
+
+    assert RmbShards.key is RECORD_KEY and record_key == RECORD_KEY.of_object
+    import inspect
+
+    from rmkit.conformance.corda import parallel
+
+    assert "checker.key" in inspect.getsource(parallel._own_batches)
 
 
 def test_a_line_that_is_no_json_object_has_no_key():
@@ -108,7 +124,9 @@ def test_a_line_that_is_no_json_object_has_no_key():
     key = RecordKey((("k",), ("value", "k")), fold_case=True)
     assert [key.of_line(x) for x in (b"", b"not json", b"[1]", b'{"k":null}', b'"x"', b"\xff")] == [None] * 6
     assert key.of_line(b'\xef\xbb\xbf{"k":"AB"}') == "ab"  # a byte order mark, as the reader drops it on line 1
-    assert key.of_line(b'{"value":"{\\"k\\":\\"Q\\"}"}') == "q"  # a Kafka value held as text
+    held_as_text = b'{"value":"{\\"k\\":\\"X\\"}"}'  # a Kafka record's value held as text
+    assert key.of_line(held_as_text) is None
+    assert RecordKey(key.paths, fold_case=False, text_values=True).of_line(held_as_text) == "X"
 
 
 # -- defect: a key given twice, a huge number --------------------------------------------------------

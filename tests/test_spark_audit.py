@@ -332,7 +332,7 @@ def test_the_job_names_no_protocol_each_key_is_one_share_in_log_order(spark, tmp
     class KeyOrder:  # defined here, so that it travels to Spark's workers by value
         """A stand-in protocol checker: it records which records each share got, in which order."""
 
-        key = RecordKey((("k",), ("value", "k")), fold_case=True)
+        key = RecordKey((("k",), ("value", "k")), fold_case=True, text_values=True)
 
         def check_share(self, inputs, batches):
             return [(ref, line.decode()) for refs, lines in batches for ref, line in zip(refs, lines)]

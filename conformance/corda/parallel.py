@@ -1,8 +1,8 @@
 """``rmkit check --protocol corda --jobs N``: the shares of :class:`CordaLogChecker` in N processes.
 
 Each worker reads every input and keeps the records whose message id hashes into its share (as
-Spark's shuffle by key does for ``rmkit audit``); a line that is not JSON, or has no string id, goes
-to share 0, so every record is read by exactly one share. The parent merges the shares' results
+Spark's shuffle by key does for ``rmkit audit``, by the same :class:`RecordKey`); a line that is
+not JSON, or has no id, goes to share 0, so every record is read by exactly one share. The parent merges the shares' results
 with the same :meth:`CordaLogChecker.merge` the audit uses.
 """
 
@@ -10,26 +10,21 @@ from __future__ import annotations
 
 import time
 
-import orjson
-
 from rmkit.processes import key_share, run_in_processes
+from rmkit.protocol import RecordKey
 from rmkit.verdict import Report
 
 from rmkit.conformance.corda.checker import BrokenLine
 
 
-def share_of(line, n: int, key: str = "id") -> int:
-    """Which of ``n`` shares a raw record belongs to, by its message id (share 0 when it has none)."""
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return 0
-    mid = obj.get(key) if type(obj) is dict else None
-    return key_share(mid if type(mid) is str else None, n)
+def share_of(line, n: int, key: RecordKey) -> int:
+    """Which of ``n`` shares a raw record belongs to: by the checker's record key, read as
+    ``rmkit audit`` reads it (:meth:`RecordKey.of_line`), so both deal records out alike."""
+    return key_share(key.of_line(line), n)
 
 
 def _own_batches(checker, inputs: list[str], k: int, n: int):
-    key = checker.key.paths[0][0]
+    key = checker.key
     for refs, lines in checker.file_batches(inputs):
         mine_refs, mine = [], []
         for ref, line in zip(refs, lines):

@@ -224,7 +224,8 @@ class RempShards:
     shares finish on one clock and merge as ``--jobs`` shares do (:func:`_merge`)."""
 
     # the message id: a receipt's, or that of the receipt a Kafka record (or kcat envelope) holds
-    key = RecordKey((("message_id",), ("value", "message_id"), ("payload", "message_id")), fold_case=True)
+    key = RecordKey((("message_id",), ("value", "message_id"), ("payload", "message_id")), fold_case=True,
+                    text_values=True)
 
     def __init__(self, kwargs: dict[str, Any]):
         self.kwargs = kwargs

@@ -21,11 +21,11 @@ from typing import Any, Iterable
 
 from rmkit.logread import auto_jobs, numbered_batches
 from rmkit.processes import key_share, run_in_processes
-from rmkit.protocol import REF_LINE_BITS, RecordKey
+from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 
-from rmkit.conformance.rmb.logrecords import Rec, decode, record_key
+from rmkit.conformance.rmb.logrecords import RECORD_KEY, Rec, decode, record_key
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
 NO_DIRECTORY = "no --directory file: give the twin directory (its public keys) to verify signatures"
@@ -48,8 +48,7 @@ class Share:
 class RmbShards:
     """The RMB log checker as a :class:`rmkit.protocol.ShardedChecker`."""
 
-    # the request's uid: the line's, else its message's (a line of a request's life names it)
-    key = RecordKey((("uid",), ("message", "uid")), fold_case=True)
+    key = RECORD_KEY
 
     def __init__(self, profile: str = "spec", directory: str | None = None, max_examples: int = 1000,
                  horizon_s: float | None = None):

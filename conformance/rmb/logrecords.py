@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from rmkit.specload import spec_root
+from rmkit.protocol import RecordKey
 
 _PY_TYPES = {"string": (str,), "number": (int, float), "integer": (int,), "null": (type(None),), "object": (dict,),
              "array": (list,), "boolean": (bool,)}
@@ -150,15 +151,7 @@ def decode(line: bytes | str) -> tuple[dict | None, str | None, str | None]:
     return (None, *bad) if bad else (obj, None, None)
 
 
-def record_key(obj: Any) -> str | None:
-    """The key a record is grouped by, as :class:`RmbShards.key` finds it with a JSON path: the
-    line's uid, else its message's uid; lower case. None: the records without a uid, together."""
-    if type(obj) is not dict:
-        return None
-    uid = obj.get("uid")
-    if uid is None:
-        m = obj.get("message")
-        uid = m.get("uid") if type(m) is dict else None
-    if uid is None:
-        return None
-    return (uid if isinstance(uid, str) else orjson.dumps(uid).decode()).lower()
+# the request's uid: the line's, else its message's (a line of a request's life names it); lower case.
+# The checker groups records by it and ``--jobs`` and ``rmkit audit`` deal them out by it: one key.
+RECORD_KEY = RecordKey((("uid",), ("message", "uid")), fold_case=True)
+record_key = RECORD_KEY.of_object
