@@ -1,6 +1,8 @@
 """JUnit XML for CI systems: one test case per rule of the run; a violated strict rule is a
 failure, a violated non-strict rule a passing case with its findings in system-out, an inactive
-rule (or one that could not be checked) a skipped case. Unreadable lines add a failing ``input`` case."""
+rule (or one that could not be checked) a skipped case. Unreadable lines (exit 2) add a failing
+``input`` case naming each line's file, line and field, unless the protocol counts them against a
+strict rule of its own, whose failing case lists them; a log with no receipts adds one too."""
 
 from __future__ import annotations
 
@@ -29,16 +31,32 @@ def _lines(report: Report, rule: str) -> str:
             ev = ", ".join(f"{e.file}:{e.line} {e.kind or ''}".strip() for e in v.evidence)
             out.append(f"{v.message_id or '-'}: {v.explanation} [{ev}]")
     if rule == report.input_rule:
-        out += [f"{p.file}:{p.line}: {p.error}" for p in report.input_problems]
+        out += _unreadable_lines(report)
     n = report.counts.get(rule, 0)
     if n > len(out):
         out.append(f"... {n - len(out)} more")
     return "\n".join(out)
 
 
+def _unreadable_lines(report: Report) -> list[str]:
+    """Each unreadable line shown, as the text report words it: file:line, the field, the error."""
+    return [f"{p.file}:{p.line}{(' field ' + p.field) if p.field else ''}: {p.error}" for p in report.input_problems]
+
+
+def _input_failure(report: Report, listed_by_rule: bool) -> str | None:
+    """Why the ``input`` case fails (None: it is not needed): nothing read, or lines that could
+    not be read and are not already listed by the failing case of the protocol's input rule."""
+    if report.receipts == 0:
+        return "no receipts were read: nothing was checked"
+    if report.unreadable and not listed_by_rule:
+        return f"{report.unreadable} line(s) could not be read: the run has no verdict (exit 2)"
+    return None
+
+
 def render_junit(report: Report, rules=None, **_) -> str:
     suite = ET.Element("testsuite", name=f"rmkit.{report.protocol}.{report.profile}")
     failures = skipped = 0
+    listed_by_rule = False  # the unreadable lines are in a failing case of the protocol's input rule
     for rule_id, mode in report.rules.items():
         case = ET.SubElement(suite, "testcase", classname=f"rmkit.{report.protocol}.{report.profile}", name=rule_id)
         n = report.counts.get(rule_id, 0)
@@ -53,14 +71,20 @@ def render_junit(report: Report, rules=None, **_) -> str:
             f = ET.SubElement(case, "failure", message=f"{title}: {n} violation(s)", type=rule_id)
             f.text = _lines(report, rule_id)
             failures += 1
+            listed_by_rule = listed_by_rule or rule_id == report.input_rule
         elif n and mode == NON_STRICT:
             ET.SubElement(case, "system-out").text = f"non-strict: {title}: {n} violation(s)\n" + _lines(report, rule_id)
         nj = report.not_judged.get(rule_id) if mode != OFF else None
         if nj:
             ET.SubElement(case, "system-err").text = f"not judged for {nj['messages']} message(s): {nj['why']}"
-    if report.receipts == 0:
+    why = _input_failure(report, listed_by_rule)
+    if why is not None:
         case = ET.SubElement(suite, "testcase", classname=f"rmkit.{report.protocol}.{report.profile}", name="input")
-        ET.SubElement(case, "failure", message="no receipts were read: nothing was checked", type="empty")
+        f = ET.SubElement(case, "failure", message=why, type="empty" if report.receipts == 0 else "unreadable")
+        shown = _unreadable_lines(report)
+        if report.unreadable > len(shown):
+            shown.append(f"... {report.unreadable - len(shown)} more")
+        f.text = "\n".join(shown) or None
         failures += 1
     suite.set("tests", str(len(suite)))
     suite.set("failures", str(failures))
