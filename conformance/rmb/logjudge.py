@@ -26,10 +26,27 @@ from rmkit.conformance.rmb.model import message_problems
 from rmkit.conformance.rmb.signing import BadSignature, challenge, digest, parse_sig, verifies
 from rmkit.conformance.rmb.logrecords import TWIN_DIGITS, Rec, shown, twin_number
 
-# \d takes any script's digits: a note that states a TTL int() cannot read is found (an input problem)
-TTL_NOTE = re.compile(r"ttl (\d+) s")
 # a TTL is a 64-bit count of seconds (Redis's): at most 19 digits, far below a float's range
 TTL_DIGITS = 19
+# the note of a backlog-set: the TTL the daemon set, in whole seconds, and nothing else
+TTL_NOTE = re.compile(rf"ttl ([0-9]{{1,{TTL_DIGITS}}}) s")
+
+
+def ttl_note_problem(note: str | None) -> str | None:
+    """Why a backlog-set's note is not a TTL (None: it is one, or there is no note, which says
+    nothing of the TTL). The one place the note's form is judged: a note in another form (a sign,
+    a fraction, more words) is a line the checker cannot read, never taken for a TTL of exp."""
+    if note is None or TTL_NOTE.fullmatch(note):
+        return None
+    return (f"expected 'ttl N s' (the TTL set, N whole seconds: at most {TTL_DIGITS} digits 0-9) or no note, "
+            f"found {shown(note)}")
+
+
+def backlog_ttl(note: str | None) -> int | None:
+    """The TTL a backlog-set's note states (None: no note). Lines whose note
+    :func:`ttl_note_problem` refuses never reach the judgments."""
+    m = TTL_NOTE.fullmatch(note) if note is not None else None
+    return int(m.group(1)) if m else None
 
 
 @dataclass
@@ -53,8 +70,9 @@ class Ctx:
         self.job_re = re.compile("^" + re.escape(sep).replace("\x00", "(.+)").replace("\x01", r"(\d+)") + "$")
 
     def line_problem(self, obj: dict) -> tuple[str, str] | None:
-        """(error, field) of a decoded record the judgments cannot read: a number in its note
-        that no TTL or twin id is (other digits than 0-9, or more of them than such a number has).
+        """(error, field) of a decoded record the judgments cannot read: a backlog-set's note that
+        is not a TTL (:func:`ttl_note_problem`), a forward job's destination that no twin id is
+        (other digits than 0-9, or more of them than such a number has).
         The checker refuses the line as it refuses one decode refuses: named, counted, not judged.
         So is a time no log line has (before 2000, or more than a day after the check began): it
         would end the log past every follow-up's horizon and judge what the log never showed."""
@@ -66,9 +84,9 @@ class Ctx:
         if not isinstance(note, str):
             return None
         if event == "backlog-set":
-            m = TTL_NOTE.search(note)
-            if m and not (m.group(1).isascii() and len(m.group(1)) <= TTL_DIGITS):
-                return f"expected 'ttl N s' with N at most {TTL_DIGITS} digits 0-9, found {shown(m.group(0))}", "note"
+            problem = ttl_note_problem(note)
+            if problem is not None:
+                return problem, "note"
         elif event == "forward-job":
             m = self.job_re.match(note)
             if m and twin_number(m.group(2)) is None:
@@ -188,9 +206,9 @@ class Group:
         if not c.after_post:
             for r in self.recs:
                 if r.event == "backlog-set" and r.twin == twin and isinstance(r.msg, dict):
-                    m = TTL_NOTE.search(r.note or "")
-                    exp = r.msg.get("exp")
-                    ttl = int(m.group(1)) if m else (max(exp, 1) if _int(exp) else None)
+                    ttl, exp = backlog_ttl(r.note), r.msg.get("exp")
+                    if ttl is None:  # no note: the TTL is taken as the rule wants it
+                        ttl = max(exp, 1) if _int(exp) else None
                     return (r.time, r.time + ttl, r, r.msg) if ttl is not None else None
             return None
         sc = c.b["scrubber"] or {}
@@ -362,10 +380,9 @@ class Group:
             request = backlog.msg if backlog is not None and isinstance(backlog.msg, dict) else None
             dsts = _twins(request.get("dst")) if request else None  # (a malformed dst is RMB-MSG-006's)
             if backlog is not None and request is not None:
-                m = TTL_NOTE.search(backlog.note or "")
-                exp = request.get("exp")
-                if m and _int(exp) and int(m.group(1)) != max(exp, 1):
-                    self.out.add("RMB-BACKLOG-001", f"backlog TTL {m.group(1)} s, but exp is {exp}", backlog)
+                ttl, exp = backlog_ttl(backlog.note), request.get("exp")
+                if ttl is not None and _int(exp) and ttl != max(exp, 1):
+                    self.out.add("RMB-BACKLOG-001", f"backlog TTL {ttl} s, but exp is {exp}", backlog)
                 if dsts == [w]:
                     self.out.add("RMB-LOCAL-003", f"a request for twin {w} itself went to the backlog instead of msgbus.$cmd", backlog)
                 if c.directory is not None and dsts:
