@@ -4,6 +4,7 @@ and renders the typed result. Exit codes are documented in ``rmkit --help``."""
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from pathlib import Path
@@ -66,6 +67,129 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
 
 
+class ProtocolOptions:
+    """The options each protocol adds to one command, known from the protocol's own registration
+    hook (``add_check_arguments`` and the like) alone, so the core names no protocol. An option of
+    another protocol than the chosen one would be ignored, and a run that ignores what it was asked
+    may pass where it should not: :meth:`refuse_foreign` makes it a usage error. With ``--protocol``
+    before ``--help``, the help lists the chosen protocol's options only.
+
+    Two protocols may register the same option alike (same flags, dest, type, default): it is parsed
+    once and belongs to both, each protocol's group showing it with that protocol's help."""
+
+    def __init__(self, parser: argparse.ArgumentParser):
+        self.parser = parser
+        self.groups: dict[str, argparse._ArgumentGroup] = {}  # protocol -> its group
+        self.owners: dict[str, tuple[argparse.Action, list[str]]] = {}  # dest -> (its action, the protocols registering it)
+        self.chosen: str | None = None  # the --protocol given on the line being parsed
+        parser.protocol_options = self
+
+    def add_protocol_argument(self, **kwargs) -> None:
+        """``--protocol``, recording its value for the help as soon as it is parsed."""
+        self.parser.add_argument("--protocol", action=_ChooseProtocol, options=self, **kwargs)
+
+    def add(self, name: str, register) -> None:
+        """Call ``register(group)``, a protocol's hook, with the group its options go to."""
+        group = self.parser.add_argument_group(f"{name} options")
+        add_argument = group.add_argument
+        group.add_argument = lambda *flags, **kwargs: self._add(name, group, add_argument, flags, kwargs)
+        register(group)
+        self.groups[name] = group
+
+    def _add(self, name, group, add_argument, flags, kwargs) -> argparse.Action:
+        taken = self.parser._option_string_actions.get(flags[0]) if flags else None
+        if taken is not None and any(taken is action for action, _ in self.owners.values()):
+            shown = _same_option(name, taken, flags, kwargs)
+            group._group_actions.append(shown)  # listed in this protocol's group too, parsed once
+            action = taken
+        else:  # new, or a core option (then argparse refuses the conflict)
+            action = add_argument(*flags, **kwargs)
+        self.owners.setdefault(action.dest, (action, []))[1].append(name)
+        return action
+
+    def foreign(self, args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+        """(option, the protocols it belongs to) for each option set away from its default that
+        the chosen protocol did not register; none when the protocol is unknown (that error is
+        the one to show)."""
+        if args.protocol not in self.groups:
+            return []
+        return [(max(action.option_strings, key=len), protocols)
+                for dest, (action, protocols) in self.owners.items()
+                if args.protocol not in protocols and getattr(args, dest, action.default) != action.default]
+
+    def refuse_foreign(self, args: argparse.Namespace) -> None:
+        found = self.foreign(args)
+        if len(found) == 1:
+            option, protocols = found[0]
+            owners = f"protocol{'s' if len(protocols) > 1 else ''} {' and '.join(protocols)}"
+            raise UsageError(f"{option}: an option of {owners}, not of protocol {args.protocol}, which would ignore it: "
+                             f"leave it out, or give --protocol {' or '.join(protocols)}")
+        if found:
+            listed = ", ".join(f"{option} ({', '.join(protocols)})" for option, protocols in found)
+            raise UsageError(f"options of other protocols than protocol {args.protocol}, which would ignore them: "
+                             f"{listed}; leave them out, or give the --protocol they belong to")
+
+    def guard(self, command):
+        """``command`` run only when no option of another protocol is given."""
+        def guarded(args: argparse.Namespace) -> int:
+            self.refuse_foreign(args)
+            return command(args)
+
+        guarded.__doc__, guarded.__name__ = command.__doc__, command.__name__
+        return guarded
+
+    def hidden(self) -> tuple[list[argparse._ArgumentGroup], list[argparse.Action]]:
+        """The groups and options the help leaves out: those of other protocols than the chosen one."""
+        if self.chosen not in self.groups:
+            return [], []
+        return ([g for name, g in self.groups.items() if name != self.chosen],
+                [action for action, protocols in self.owners.values() if self.chosen not in protocols])
+
+
+def _same_option(name: str, taken: argparse.Action, flags, kwargs) -> argparse.Action:
+    """The option as protocol ``name`` describes it (for its help), after checking that it is
+    the one another protocol registered: shared options must parse alike."""
+    shown = argparse.ArgumentParser(add_help=False).add_argument(*flags, **kwargs)
+    fields = ("option_strings", "dest", "default", "type", "nargs", "const", "choices", "required")
+    if type(shown) is not type(taken) or any(getattr(shown, f) != getattr(taken, f) for f in fields):
+        raise ValueError(f"protocol {name}: option {flags[0]} differs from the one another protocol registered; "
+                         f"an option two protocols share must be registered alike ({', '.join(fields)})")
+    return shown
+
+
+class _ChooseProtocol(argparse._StoreAction):
+    """``--protocol``: stores the name, and tells the command's help which options to list."""
+
+    def __init__(self, *args, options: ProtocolOptions, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.options = options
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        self.options.chosen = values
+
+
+class _Parser(argparse.ArgumentParser):
+    """A parser whose help, after ``--protocol NAME``, lists only that protocol's own options."""
+
+    protocol_options: ProtocolOptions | None = None
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self.protocol_options is not None:
+            self.protocol_options.chosen = None  # a parser used again forgets the last line's protocol
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        groups, actions = self.protocol_options.hidden() if self.protocol_options is not None else ([], [])
+        every_group, every_action = self._action_groups, self._actions
+        self._action_groups = [g for g in every_group if g not in groups]
+        self._actions = [a for a in every_action if a not in actions]  # (the usage line)
+        try:
+            return super().format_help()
+        finally:
+            self._action_groups, self._actions = every_group, every_action
+
+
 def _protocol_for_rule(rule_id: str) -> str:
     prefix = rule_id.split("-", 1)[0].lower()
     if prefix in protocol_names():
@@ -75,7 +199,7 @@ def _protocol_for_rule(rule_id: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="rmkit",
         formatter_class=_Formatter,
         description="Formal spec and conformance kit for reliable messaging protocols.\n"
@@ -98,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "Unreadable lines are reported with file and line, counted, and fail the run.",
                        epilog=EXIT_CODES)
     c.add_argument("logs", nargs="+", metavar="LOG", help="receipt log(s): .jsonl, .jsonl.gz, or - for stdin")
-    c.add_argument("--protocol", default="remp", help="protocol of the log (default: remp; installed: %s)" % ", ".join(protocol_names()))
+    c_options = ProtocolOptions(c)
+    c_options.add_protocol_argument(default="remp", help="protocol of the log (default: remp; installed: %s)" % ", ".join(protocol_names()))
     c.add_argument("--profile", help="spec profile: the documents ('spec', default) or a named implementation")
     c.add_argument("--format", choices=("text", "json", "junit"), default="text", help="report format (default: text)")
     c.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
@@ -109,9 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="processes to check with (default: one per core for logs over 32 MB, else 1; stdin: 1)")
     c.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text reports")
     for name in protocol_names():
-        proto = get_protocol(name)
-        proto.add_check_arguments(c.add_argument_group(f"{name} options"))
-    c.set_defaults(func=cmd_check, verdict=True)
+        c_options.add(name, get_protocol(name).add_check_arguments)
+    c.set_defaults(func=c_options.guard(cmd_check), verdict=True)
 
     # -- explain ------------------------------------------------------------------------------
     e = sub.add_parser("explain", help="print a rule, its source sentence, and an example violation",
@@ -153,15 +277,16 @@ def build_parser() -> argparse.ArgumentParser:
                                      "switches) and write its receipt log, for demos, fixtures and benchmarks;\n"
                                      "or a multi-file log with planted violations and a manifest.",
                          formatter_class=_Formatter)
-    sim.add_argument("--protocol", default="remp")
+    sim_options = ProtocolOptions(sim)
+    sim_options.add_protocol_argument(default="remp")
     sim.add_argument("--profile", help="spec profile whose behaviour to simulate (default: the protocol's default)")
     sim.add_argument("--seed", type=int, default=1)
     sim.add_argument("-o", "--out", required=True, metavar="FILE|DIR",
                      help="output file (.gz compresses; - for stdout), or directory of a multi-file log "
                           "(see the protocol's options below)")
     for name in protocol_names():
-        get_protocol(name).add_simulate_arguments(sim.add_argument_group(f"{name} options"))
-    sim.set_defaults(func=cmd_simulate)
+        sim_options.add(name, get_protocol(name).add_simulate_arguments)
+    sim.set_defaults(func=sim_options.guard(cmd_simulate))
 
     # -- keys ---------------------------------------------------------------------------------
     k = sub.add_parser("keys", help="write test keys for signing receipts",
@@ -175,12 +300,13 @@ def build_parser() -> argparse.ArgumentParser:
                          epilog="examples:\n  rmkit keys gen --validators 7 --sessions 10 --seed 1 --out keys\n"
                                 "  rmkit simulate --keys keys --messages 500 -o signed.jsonl\n"
                                 "  rmkit check --validators keys/validators.yaml signed.jsonl")
-    kg.add_argument("--protocol", default="remp")
+    kg_options = ProtocolOptions(kg)
+    kg_options.add_protocol_argument(default="remp")
     kg.add_argument("--seed", metavar="X", help="derive every key from X (reproducible); default: random keys")
     kg.add_argument("--out", required=True, metavar="DIR", help="folder to write (created if missing)")
     for name in protocol_names():
-        get_protocol(name).add_keys_arguments("gen", kg.add_argument_group(f"{name} options"))
-    kg.set_defaults(func=cmd_keys)
+        kg_options.add(name, functools.partial(get_protocol(name).add_keys_arguments, "gen"))
+    kg.set_defaults(func=kg_options.guard(cmd_keys))
     k.set_defaults(func=lambda args: _group_help(k))
 
     # -- receipt ------------------------------------------------------------------------------
@@ -209,12 +335,13 @@ def build_parser() -> argparse.ArgumentParser:
     for action, (short, desc, codes) in actions.items():
         a = rsub.add_parser(action, formatter_class=_Formatter, help=short, description=desc, epilog=codes)
         a.add_argument("input", nargs="?", default="-", metavar="FILE", help="JSONL receipts or a Kafka dump, plain or .gz (default: - for stdin)")
-        a.add_argument("--protocol", default="remp")
+        a_options = ProtocolOptions(a)
+        a_options.add_protocol_argument(default="remp")
         a.add_argument("--profile", help="spec profile (default: the protocol's default)")
         a.add_argument("-o", "--out", metavar="FILE", help="write to FILE instead of stdout")
         for name in protocol_names():
-            get_protocol(name).add_receipt_arguments(action, a.add_argument_group(f"{name} options"))
-        a.set_defaults(func=cmd_receipt, verdict=True)
+            a_options.add(name, functools.partial(get_protocol(name).add_receipt_arguments, action))
+        a.set_defaults(func=a_options.guard(cmd_receipt), verdict=True)
     r.set_defaults(func=lambda args: _group_help(r))
 
     # -- audit --------------------------------------------------------------------------------
@@ -230,7 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "table (file and line), are counted, and fail the verdict.",
                         epilog=AUDIT_EXIT_CODES)
     au.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs of receipt logs")
-    au.add_argument("--protocol", default="remp")
+    au_options = ProtocolOptions(au)
+    au_options.add_protocol_argument(default="remp")
     au.add_argument("--profile", help="spec profile: the documents ('spec', default) or a named implementation")
     au.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
     au.add_argument("--out", metavar="DIR", help="write the summary, the violation and quarantine tables and the "
@@ -244,8 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "the session's shuffle partitions: 4 in local mode, the cluster's otherwise)")
     au.add_argument("--submitted", action="store_true", help=argparse.SUPPRESS)  # under spark-submit: its master
     for name in protocol_names():
-        get_protocol(name).add_audit_arguments(au.add_argument_group(f"{name} options"))
-    au.set_defaults(func=cmd_audit, verdict=True)
+        au_options.add(name, get_protocol(name).add_audit_arguments)
+    au.set_defaults(func=au_options.guard(cmd_audit), verdict=True)
 
     # -- conform / replay ---------------------------------------------------------------------
     cf = sub.add_parser("conform", formatter_class=_Formatter, help="drive an implementation through generated scenarios",
@@ -263,7 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "rmb: --impl-cmd starts the daemon under test, which is driven at its wire (its\n"
                                     "Redis and HTTP).",
                         epilog=CONFORM_EXIT_CODES)
-    cf.add_argument("--protocol", default="remp")
+    cf_options = ProtocolOptions(cf)
+    cf_options.add_protocol_argument(default="remp")
     cf.add_argument("--profile", help="spec profile the implementation claims (default: the protocol's default)")
     _add_impl_arguments(cf)
     cf.add_argument("--max-examples", type=int, default=100, metavar="N", help="generated scenarios per role (default 100)")
@@ -278,8 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
     cf.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
     cf.add_argument("--html", metavar="FILE", help="also write a standalone HTML report (per-rule matrix; remp, rmb)")
     for name in protocol_names():
-        get_protocol(name).add_conform_arguments(cf.add_argument_group(f"{name} options"))
-    cf.set_defaults(func=cmd_conform, verdict=True)
+        cf_options.add(name, get_protocol(name).add_conform_arguments)
+    cf.set_defaults(func=cf_options.guard(cmd_conform), verdict=True)
 
     rp = sub.add_parser("replay", formatter_class=_Formatter, help="rerun a saved scenario against an implementation",
                         description="Rerun one scenario file written by `rmkit conform` (remp: JSON Lines, a header then\n"

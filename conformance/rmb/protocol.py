@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from rmkit.errors import UsageError
+from rmkit.guard import positive_seconds
 from rmkit.protocol import Protocol
 from rmkit.rules import RuleSet
 
@@ -43,9 +44,10 @@ class Rmb(Protocol):
         group.add_argument("--directory", metavar="FILE",
                            help="the twin directory (JSON or YAML, spec/schema/rmb-directory.schema.json): with it every "
                                 "posted message's signature is verified (RMB-SIG-002..004, RMB-REMOTE-003, RMB-REPLY-007, "
-                                "RMB-DIR-001; otherwise reported as not checked). --horizon S: a follow-up the log should "
-                                "show (a POST, an error on ret) is judged only when the log goes on S s after its cause "
-                                "(default: spec/rmb/logcheck.yaml's)")
+                                "RMB-DIR-001; otherwise reported as not checked)")
+        group.add_argument("--horizon", type=positive_seconds, metavar="S",
+                           help="judge a follow-up the log should show (a POST, an error on ret) only when the log goes "
+                                "on S seconds after its cause (default: spec/rmb/logcheck.yaml's horizon_s)")
 
     def make_checker(self, profile: str, args: argparse.Namespace):
         from rmkit.conformance.rmb.checker import make_checker
