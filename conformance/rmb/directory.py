@@ -8,7 +8,20 @@ from pathlib import Path
 from typing import Any
 
 from rmkit.conformance.rmb.signing import public_key_from_hex
+from rmkit.errors import InputError
 from rmkit.specload import check_user_document, read_user_document
+
+
+SHAPE = '{"twins": {"ID": {"address": "host:port", "key_type": "ed25519|sr25519", "public_key": "HEX"}}}'
+
+
+def _mistaken_for(data: Any) -> str:
+    """What a file that is no directory seems to be, when it is the likely mix-up: the twins.json
+    `rmkit rmb up` writes beside directory.json (its twins' keys and ports). Its content is not
+    quoted: it holds private seeds."""
+    if isinstance(data, list) and data and all(isinstance(t, dict) and {"twin", "seed"} <= t.keys() for t in data):
+        return "; this file is the twins' keys and ports that `rmkit rmb up` writes as twins.json: give the directory.json beside it"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -32,6 +45,9 @@ class Directory:
     @classmethod
     def load(cls, path: str | Path, option: str = "--directory") -> "Directory":
         data, node = read_user_document(str(path), option)
+        if not (isinstance(data, dict) and "twins" in data):
+            raise InputError(f"{option} {path}: not a twin directory: expected {SHAPE} (spec/schema/rmb-directory."
+                             f"schema.json; `rmkit rmb up --dir D` writes one as D/directory.json)" + _mistaken_for(data))
         check_user_document(data, "rmb-directory", node, str(path), option)
         return cls.from_data(data)
 
