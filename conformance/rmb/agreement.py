@@ -451,14 +451,46 @@ def agree(sc: Scenario, redis_port: int, *, traces: int = 20, depth: int = 25, s
     return n, steps, found
 
 
-if __name__ == "__main__":
-    import sys
+AGREEMENT_EXIT_CODES = """exit codes:
+  0  the model and the reference daemons agree both ways for every profile
+  1  a behaviour of the model the reference does not follow, or a walk of the reference the
+     model cannot follow
+  2  usage error (an unknown profile), redis-server, Java or TLC missing, or an internal error"""
 
+
+def command_line():
+    """``python -m rmkit.conformance.rmb.agreement [PROFILE...]``: both directions for each profile
+    (model -> reference: 100 behaviours of depth 30, seed 7; reference -> model: 40 walks)."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m rmkit.conformance.rmb.agreement", epilog=AGREEMENT_EXIT_CODES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description="Replay the RMB model's random behaviours into the reference daemons on a real\n"
+                                            "redis-server, and the reference's random walks into the model (TLC): see tla/README.md.")
+    p.add_argument("profiles", nargs="*", metavar="PROFILE",
+                   help=f"profiles to check (default: every one: {', '.join(_profiles())})")
+    p.set_defaults(func=_agree_profiles)
+    return p
+
+
+def _profiles() -> list[str]:
+    from rmkit.conformance.rmb.model import rmb_spec
+
+    return list(rmb_spec().profiles)
+
+
+def _agree_profiles(args) -> int:
     from rmkit.conformance.rmb.trace_validation import reference_walk, validate
+    from rmkit.errors import UsageError
     from rmkit.reference_impl.rmb.redisproc import RedisServer
 
+    known = _profiles()
+    for profile in args.profiles:
+        if profile not in known:
+            raise UsageError(f"PROFILE {profile!r}: expected one of {', '.join(known)}")
+    problems = 0
     with RedisServer() as server:
-        for profile in sys.argv[1:] or ["spec", "rmb-rs-v1", "rmb-go"]:
+        for profile in args.profiles or known:
             t = _time.monotonic()
             n, steps, bad = agree(Scenario(profile), server.port, traces=100, depth=30, seed=7)
             print(f"{profile}: model -> reference: {n} behaviours, {steps} steps replayed, {len(bad)} disagreements, "
@@ -470,3 +502,13 @@ if __name__ == "__main__":
             missed = validate(Scenario(profile), walks)
             print(f"{profile}: reference -> model: {len(walks)} walks, {sum(len(w) - 1 for w in walks)} steps, "
                   f"{len(missed)} not followed by the model {missed}, {_time.monotonic() - t:.1f} s")
+            problems += len(bad) + len(missed)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    from rmkit.guard import run_command_line
+
+    sys.exit(run_command_line(command_line()))

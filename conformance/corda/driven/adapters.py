@@ -545,5 +545,35 @@ def serve(factory, role: str) -> None:
             sys.stdout.flush()
 
 
+SERVE_EXIT_CODES = """exit codes:
+  0  the input ended (the kit closed the adapter's stdin)
+  2  usage error (an unknown name or role), or an internal error (one line; RMKIT_DEBUG=1 shows the traceback)"""
+
+
+def serve_command_line(prog: str, description: str, names: list[str] | None = None):
+    """The command line of an adapter process: ``[NAME] [ROLE]`` (NAME: one of ``names``, when
+    given; ROLE default receiver), for :func:`rmkit.guard.run_command_line`, under the exit-code
+    contract: a bad argument is exit 2 with one line, never a traceback."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog=prog, description=description, epilog=SERVE_EXIT_CODES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    if names is not None:
+        p.add_argument("name", choices=names, metavar="NAME", help="the one to serve (see above)")
+    p.add_argument("role", nargs="?", default="receiver", choices=ROLES, metavar="ROLE",
+                   help=f"the role it plays: {' or '.join(ROLES)} (default receiver; the ROLE of --impl-cmd)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rmkit.guard import run_command_line
+
+    p = serve_command_line("python -m rmkit.conformance.corda.driven.adapters",
+                           "Serve the reference Corda node as an adapter process: JSON Lines on stdin/stdout\n"
+                           "(the adapter protocol above), for `rmkit conform --protocol corda --impl-cmd`.")
+    p.set_defaults(func=lambda args: serve(reference_factory, args.role) or 0)
+    return run_command_line(p, argv)
+
+
 if __name__ == "__main__":
-    serve(reference_factory, sys.argv[1] if len(sys.argv) > 1 else "receiver")
+    sys.exit(main())

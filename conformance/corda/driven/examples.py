@@ -269,9 +269,27 @@ LEGAL = {"batching_acks": BatchingAcks, "newest_session_first": NewestSessionFir
          "slow_rhythm": SlowRhythm}
 
 
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rmkit.conformance.corda.driven.examples NAME [ROLE]``: one example as an adapter
+    process; a name or role that is none is a usage error (exit 2)."""
+    import textwrap
+
+    from rmkit.guard import run_command_line
+
+    from .adapters import serve, serve_command_line
+
+    examples = {**FAULTY, **LEGAL}
+    listed = "\n".join(textwrap.fill(f"{kind}: {', '.join(names)}", 100, subsequent_indent="  ")
+                       for kind, names in (("faulty (must fail)", FAULTY), ("legal (must pass)", LEGAL)))
+    p = serve_command_line("python -m rmkit.conformance.corda.driven.examples",
+                           "Serve one example receiving node as an adapter process (JSON Lines on stdin/stdout),\n"
+                           f"for `rmkit conform --protocol corda --impl-cmd`. NAME is one of\n{listed}",
+                           names=sorted(examples))
+    p.set_defaults(func=lambda args: serve(examples[args.name], args.role) or 0)
+    return run_command_line(p, argv)
+
+
 if __name__ == "__main__":
     import sys
 
-    from .adapters import serve
-
-    serve({**FAULTY, **LEGAL}[sys.argv[1]], sys.argv[2] if len(sys.argv) > 2 else "receiver")
+    sys.exit(main())
