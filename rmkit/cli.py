@@ -118,6 +118,7 @@ class ProtocolOptions:
                 if args.protocol not in protocols and getattr(args, dest, action.default) != action.default]
 
     def refuse_foreign(self, args: argparse.Namespace) -> None:
+        """A usage error naming each option of another protocol (see :meth:`foreign`), if any."""
         found = self.foreign(args)
         if len(found) == 1:
             option, protocols = found[0]
@@ -131,11 +132,11 @@ class ProtocolOptions:
 
     def guard(self, command):
         """``command`` run only when no option of another protocol is given."""
+        @functools.wraps(command)
         def guarded(args: argparse.Namespace) -> int:
             self.refuse_foreign(args)
             return command(args)
 
-        guarded.__doc__, guarded.__name__ = command.__doc__, command.__name__
         return guarded
 
     def hidden(self) -> tuple[list[argparse._ArgumentGroup], list[argparse.Action]]:
