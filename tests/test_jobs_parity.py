@@ -1,0 +1,104 @@
+"""`rmkit check --jobs N` and `rmkit audit` must report what one process reports, whatever N is.
+
+The log: the clean simulator log with late receipts appended at the log's last time (replays into
+another block, a redelivered one, an unknown kind) for two messages whose close point the log's
+clock passed long before. One process finds them late (only the replay rules apply); a share
+whose own clock lags the log's clock past those close points judges them as receipts of a message
+still open (REMP-EXPIRY-001, REMP-SEQ-001) and misses a replay.
+
+Both ways of sharing are run: processes (``--jobs``), and the audit's shares in this process
+(``RempShards``: one share per value of ``partition_share``, merged as the Spark job merges them).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmkit.conformance.remp.checker import RempLogChecker, partition_share
+from rmkit.conformance.remp.parallel import RempShards
+
+LOG = Path(__file__).resolve().parent.parent / "fixtures" / "remp" / "logs" / "sim-spec-clean.jsonl"
+
+# the share clock lags the log's clock (see the module docstring); the fix needs the log's clock
+# at every record in every share, which the shares do not have yet
+LAGGING_CLOCK = pytest.mark.xfail(strict=True, reason="a share's clock lags the log's clock: late receipts judged as open")
+
+
+def late_log(path: Path) -> Path:
+    """The clean log plus late receipts at its last time, as tests/test_spark_audit.py builds it."""
+    lines = LOG.read_text().splitlines()
+    recs = [json.loads(x) for x in lines]
+    fins = [r for r in recs if r["kind"] == "Finalized"][:2]
+    end_t = recs[-1]["timestamp"]
+    late = []
+    for n, fin in enumerate(fins):
+        acc = next(r for r in recs if r["kind"] == "IncludedIntoAcceptedBlock" and r["message_id"] == fin["message_id"])
+        other = {"block_id": f"{n + 1:02x}" * 32, "block_seqno": acc["block_seqno"] + 99, "timestamp": end_t}
+        late.append(acc | other)
+        late.append(fin | other if n else acc | other)
+        late.append(fin | {"kind": "Bogus", "timestamp": end_t})
+    path.write_text("\n".join(lines + [json.dumps(r, separators=(",", ":")) for r in late]) + "\n")
+    return path
+
+
+def findings(report) -> tuple:
+    """What a report says: counts per rule, and each finding's rule, message and evidence lines."""
+    shown = sorted((v.rule, v.message_id, tuple(sorted(e.line for e in v.evidence))) for v in report.violations)
+    return dict(report.counts), shown, report.metrics["late_receipts"], report.verdict
+
+
+def one_process(path: Path):
+    return RempLogChecker("spec", lifetime_s=60, jobs=1, max_examples=0).run([str(path)])
+
+
+def in_shares(path: Path, n: int):
+    """The audit's way: each share checks its messages' records in log order, then the merge."""
+    kwargs = RempLogChecker("spec", lifetime_s=60, max_examples=0)._kwargs
+    shards = RempShards(kwargs)
+    raw = path.read_bytes().split(b"\n")
+    if raw and raw[-1] == b"":
+        raw.pop()
+    own: dict[int, list] = {k: [] for k in range(n)}
+    for lineno, line in enumerate(raw, start=1):
+        own[partition_share(line, n)].append((lineno, line))
+    inputs = [str(path)]
+    shares = [shards.check_share(inputs, [([r for r, _ in rows], [x for _, x in rows])]) for rows in own.values() if rows]
+    return shards.merge(inputs, shares)
+
+
+@pytest.fixture(scope="module")
+def late(tmp_path_factory):
+    path = late_log(tmp_path_factory.mktemp("jobs") / "late.jsonl")
+    want = one_process(path)
+    assert want.metrics["late_receipts"] == 6 and {"REMP-REPLAY-001", "REMP-REPLAY-002"} <= set(want.counts)
+    assert not {"REMP-EXPIRY-001", "REMP-SEQ-001"} & set(want.counts)
+    return path, findings(want)
+
+
+@LAGGING_CLOCK
+@pytest.mark.parametrize("jobs", [2, 3, 4, 5, 8])
+def test_jobs_report_what_one_process_reports(late, jobs):
+    path, want = late
+    got = RempLogChecker("spec", lifetime_s=60, jobs=jobs, max_examples=0).run([str(path)])
+    assert got.metrics["jobs"] == jobs
+    assert findings(got) == want
+
+
+@LAGGING_CLOCK
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(min_value=2, max_value=16))
+def test_audit_shares_report_what_one_process_reports(late, n):
+    path, want = late
+    assert findings(in_shares(path, n)) == want
+
+
+def test_one_share_is_one_process(late):
+    """The harness itself: a single share merged is the one-process result (so the tests above
+    fail on the shares, not on the way they are built)."""
+    path, want = late
+    assert findings(in_shares(path, 1)) == want
