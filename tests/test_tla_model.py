@@ -140,8 +140,14 @@ MUTATIONS = {
                  "validators no longer look up their cache when they validate a block"),
     "NoReplay/digests": ("MCREMP_handover.cfg", {"Digests": "FALSE"},
                          "the hand-over no longer carries digests of accepted messages"),
+    "NoReplay/receive-cache": ("MCREMP_handover.cfg", {"CacheOnReceive": "FALSE"},
+                               "a processed message that comes again is processed as new (validators' and full "
+                               "node's cache): a resend after the block was applied executes the message again"),
     "FinalSticky": ("MCREMP_handover.cfg", {"CacheOnReceive": "FALSE"},
-                    "a copy of a processed message is taken again (validators' and full node's cache)"),
+                    "a processed message that comes again is processed as new (validators' and full node's cache)"),
+    "FinalSticky/validators": ("MCREMP_handover.cfg", {"CacheOnReceive": "FALSE"},
+                               "the validators' cache alone removed (the full node keeps its own, FnUnseen "
+                               "patched back): a resent copy re-queues a message the validator had rejected"),
     "RejectsStopCollation": ("MCREMP.cfg", {"SignedRecords": "FALSE"},
                              "catchain records no longer carry their sender's signature: the faulty validator posts rejects in honest names"),
     "NoInclusionAfterObsolete": ("MCREMP_handover.cfg", {"LifetimeFromMessage": "FALSE"},
@@ -150,9 +156,7 @@ MUTATIONS = {
         "MCREMP_byzswitch.cfg", {},
         "a validator no longer refuses to sign a block holding a message obsolete in the session (Valid "
         "without its lifetime check, SPEC_PATCHES): the faulty proposer includes an obsolete message after the switch"),
-    "ObsoleteNotForwarded": ("MCREMP_handover.cfg", {"LifetimeFromMessage": "FALSE"},
-                             "a message's lifetime counts from its arrival at each validator"),
-    "FinalizedWasSubmittedAndAccepted": ("MCREMP.cfg", {"BodiesSigned": "FALSE"},
+    "ChainHoldsOnlySubmitted": ("MCREMP.cfg", {"BodiesSigned": "FALSE"},
                                          "faulty validators can make up message bodies"),
     "OneIdPerUid": ("MCREMP.cfg", {"CacheKey": "<- MCKeyById"},
                     "validators know a message by its id, not its uid (the documents' profile): "
@@ -167,6 +171,8 @@ TEMPORAL = {"FinalSticky", "EveryMemberHasIt", "EverySubmittedResolved"}
 # {text: replacement}). Each text must occur exactly once, so that a change to the spec that moves
 # it fails the test instead of checking the unmutated model.
 SPEC_PATCHES = {
+    "FinalSticky/validators": {"FnUnseen(m) == fn[m] = \"none\" \\/ (~CacheOnReceive /\\ fn[m] \\in FnFinal)\n":
+                               "FnUnseen(m) == fn[m] = \"none\"\n"},
     "NoInclusionAfterObsolete/validation": {"    /\\ LiveFor(u, m, session)\n": ""},
 }
 
@@ -233,6 +239,45 @@ def test_every_property_has_a_mutation():
         text = (MODEL_DIR / cfg).read_text()
         checked |= {w for ln in text.splitlines() if ln.startswith(("INVARIANTS", "PROPERTIES")) for w in ln.split()[1:]}
     assert checked - {"TypeOK"} == {_property(k) for k in MUTATIONS}
+
+
+def _code(text: str) -> str:
+    """TLA+ text without its comments (line comments and (* ... *) blocks)."""
+    text = re.sub(r"\(\*.*?\*\)", "", text, flags=re.S)
+    return re.sub(r"\\\*.*", "", text)
+
+
+def test_the_missing_cache_is_reprocessing_not_a_written_outcome():
+    """CacheOnReceive = FALSE removes a cache, it does not add steps: REMP.tla reads the constant in
+    one definition per party (what the full node, what a validator, takes as a message it has not
+    seen), and every step runs on that. No branch switched on by the mutation writes a final status
+    away; a property broken by it is broken by the ordinary pipeline run again."""
+    code = _code((MODEL_DIR / "REMP.tla").read_text())
+    readers = re.findall(r"^(\w+)(?:\([^)]*\))? ==(?:(?!^\w).)*?\bCacheOnReceive\b", code, re.M | re.S)
+    assert sorted(readers) == ["FnUnseen", "Unseen"], readers
+
+
+def test_no_checked_property_restates_a_guard():
+    """Properties that were only an action's guard are not claimed: the full node's Finalized being
+    in the chain is Finalize's guard (kept for the agreement, where it is a theorem of REMPSteps),
+    and an obsolete message not queued is Take's and Rotate's rule (the promise is
+    NoInclusionAfterObsolete)."""
+    for cfg in MODEL_DIR.glob("MCREMP*.cfg"):
+        checked = {w for ln in cfg.read_text().splitlines() if ln.startswith(("INVARIANTS", "PROPERTIES"))
+                   for w in ln.split()[1:]}
+        assert not checked & {"FinalizedWasSubmittedAndAccepted", "FinalizedIsInChain", "ObsoleteNotForwarded"}, cfg.name
+
+
+def test_final_sticky_without_the_cache_breaks_through_the_pipeline(tmp_path):
+    """Without the cache, the client's resubmission of a message with a final outcome is evaluated
+    again as new (Submit): the full node tells SentToValidators after its final receipt. The step
+    that breaks FinalSticky is the ordinary pipeline, not a step written to change a final status."""
+    result = run_tlc(_mutant_folder(tmp_path, "FinalSticky"), "MCREMP", "MCREMP.cfg", workers=1,
+                     deadlock_check=False, timeout=300)
+    assert result.verdict == "violation", (result.verdict, result.error)
+    steps = [s.values["last"]["a"] for s in result.trace]
+    assert steps[-1] in {"Submit", "PreReject", "Receive", "Deliver"}, steps
+    assert "Resubmit" not in steps, steps
 
 
 @pytest.mark.parametrize("key", sorted(MUTATIONS))

@@ -40,7 +40,7 @@ CONSTANTS
     Fanout,       \* how many validators the full node sends each message to
     \* mechanisms
     ValidateAgainstCache,  \* a validator refuses to sign a block holding a message its cache has as accepted
-    CacheOnReceive,        \* a copy of a message already processed is not taken again (validators, full node)
+    CacheOnReceive,        \* a message already processed is known as such when it comes again (validators, full node)
     Digests,               \* at a switch, accepted messages are handed over as digests
     Rebroadcast,           \* the catchain re-sends a record until its recipient has it
     SignedRecords,         \* a catchain record carries its sender's signature: no one posts in another's name
@@ -107,9 +107,19 @@ vars == <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed,
 
 ChainMsgs == UNION {chain[i].msgs : i \in 1..Len(chain)}
 
+(* The caches of processed messages. A message w (the full node) has a     *)
+(* final status for is known: a copy of it, a record, a resubmission is    *)
+(* answered from the cache and not processed again. Without the cache      *)
+(* (mutation) such a message is unseen again, exactly like a new one: the  *)
+(* ordinary steps (Submit, PreReject, Receive, Learn) run on it as on a    *)
+(* message never met. This is the only place the mechanism is read; no     *)
+(* step has a branch of its own for it.                                     *)
+Unseen(w, m) == st[w][m] = "none" \/ (~CacheOnReceive /\ st[w][m] \in FinalStatuses)
+FnUnseen(m) == fn[m] = "none" \/ (~CacheOnReceive /\ fn[m] \in FnFinal)
+
 (* Whether validator w takes m to be live in its session: from the         *)
 (* message's own session, or (mutation) from when w first saw it.          *)
-Arrival(w, m) == IF st[w][m] = "none" THEN ses[w] ELSE arr[w][m]
+Arrival(w, m) == IF Unseen(w, m) THEN ses[w] ELSE arr[w][m]
 LiveFor(w, m, s) == IF LifetimeFromMessage THEN LiveIn(origin[m], s) ELSE LiveIn(Arrival(w, m), s)
 
 (* 000: messages "rejected by 2/3 of collators should not be collated      *)
@@ -142,8 +152,8 @@ Post(from, r, s) == {[r |-> r, to |-> w] : w \in HonestMembers(s) \ {from}}
 
 (* Copies and records whose arrival can no longer change anything: a copy *)
 (* for a faulty validator whose side already holds the body; a copy or a   *)
-(* "new" record for an honest validator that already has a status for the  *)
-(* message (its cache keeps it: a status is never "none" again); a reject  *)
+(* "new" record for an honest validator to which the message is not unseen *)
+(* (it is queued or in a candidate, or its cache keeps it); a reject       *)
 (* record its recipient already counted; a record of a session its          *)
 (* recipient has left (dropped on arrival). Their arrival would be a step  *)
 (* that changes only net or cc, so they are not delivered, the view leaves  *)
@@ -151,10 +161,10 @@ Post(from, r, s) == {[r |-> r, to |-> w] : w \in HonestMembers(s) \ {from}}
 (* still count.                                                             *)
 SpentCopy(c) ==
     IF c[2] \in Faulty THEN c[1] \in byz
-    ELSE CacheOnReceive /\ st[c[2]][c[1]] # "none"
+    ELSE ~Unseen(c[2], c[1])
 SpentRecord(p) ==
     \/ p.r.s < ses[p.to]
-    \/ p.r.k = "new" /\ CacheOnReceive /\ st[p.to][p.r.m] # "none"
+    \/ p.r.k = "new" /\ ~Unseen(p.to, p.r.m)
     \/ p.r.k = "reject" /\ p.r.from \in rej[p.to][p.r.m]
 NetLive == {c \in net : ~SpentCopy(c)}
 CcLive == {p \in cc : ~SpentRecord(p)}
@@ -220,12 +230,15 @@ ClientSubmits(m) == TRUE
 
 (* The client makes message m in this session (its expiry counts from it)  *)
 (* and the full node passes pre-evaluation and sends it to Fanout          *)
-(* validators of the session (001: "at least 1/3 + 1 of validators").      *)
+(* validators of the session (001: "at least 1/3 + 1 of validators"). A    *)
+(* message the full node has no outcome cached for may also be one the     *)
+(* client made before and resubmits (FnUnseen: only without the cache); it *)
+(* keeps its expiry.                                                        *)
 Submit(m, T) ==
-    /\ fn[m] = "none"
+    /\ FnUnseen(m)
     /\ ClientSubmits(m)
     /\ fn' = [fn EXCEPT ![m] = FnTo["SentToValidators"]]
-    /\ origin' = [origin EXCEPT ![m] = session]
+    /\ origin' = IF fn[m] = "none" THEN [origin EXCEPT ![m] = session] ELSE origin
     /\ passed' = passed \cup {m}
     /\ net' = net \cup {<<m, v>> : v \in T}
     /\ last' = [a |-> "Submit", m |-> m, to |-> T]
@@ -233,7 +246,7 @@ Submit(m, T) ==
 
 (* 000: pre-evaluation failed; RejectedByFullnode is final.                *)
 PreReject(m) ==
-    /\ fn[m] = "none"
+    /\ FnUnseen(m)
     /\ fn' = [fn EXCEPT ![m] = FnTo["RejectedByFullnode"]]
     /\ last' = [a |-> "PreReject", m |-> m]
     /\ UNCHANGED <<session, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
@@ -254,13 +267,14 @@ Resend(m, T) ==
     /\ last' = [a |-> "Resend", m |-> m, to |-> T]
     /\ UNCHANGED <<session, fn, origin, passed, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
 
-(* The client resubmits a message that already has a final status. The      *)
-(* full node's cache answers with that status; without the cache            *)
-(* (mutation) it evaluates the message again.                               *)
+(* The client resubmits a message that already has a final status, and the *)
+(* full node's cache answers with that status. (Without the cache the       *)
+(* message is unseen to the full node: the resubmission is Submit or        *)
+(* PreReject, evaluated again as a new message.)                           *)
 Resubmit(m) ==
     /\ fn[m] \in FnFinal
-    /\ IF CacheOnReceive THEN fn' = fn
-       ELSE fn' \in {[fn EXCEPT ![m] = x] : x \in {FnTo["SentToValidators"], FnTo["RejectedByFullnode"]} \ {fn[m]}}
+    /\ ~FnUnseen(m)
+    /\ fn' = fn
     /\ last' = [a |-> "Resubmit", m |-> m]
     /\ UNCHANGED <<session, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
 
@@ -277,17 +291,15 @@ Finalize(m) ==
 (* Honest validators.                                                      *)
 
 (* A copy of m's body reaches w (from the full node, the catchain or a      *)
-(* hand-over): a live message w has no status for is queued; one it        *)
+(* hand-over): a live message unseen to w is queued; one it holds or       *)
 (* already processed is left alone (its cache), an obsolete one is not      *)
 (* taken (001: "Such messages are not transmitted").                        *)
 Take(w, m) ==
-    IF st[w][m] = "none" THEN (IF LiveFor(w, m, ses[w]) THEN "queued" ELSE "none")
-    ELSE IF ~CacheOnReceive /\ st[w][m] \in FinalStatuses /\ LiveFor(w, m, ses[w]) THEN "queued"
-    ELSE st[w][m]
+    IF Unseen(w, m) /\ LiveFor(w, m, ses[w]) THEN "queued" ELSE st[w][m]
 
 Arrive(w, M) ==
     IF LifetimeFromMessage THEN arr
-    ELSE [arr EXCEPT ![w] = [m \in Msgs |-> IF m \in M /\ st[w][m] = "none" THEN ses[w] ELSE @[m]]]
+    ELSE [arr EXCEPT ![w] = [m \in Msgs |-> IF m \in M /\ Unseen(w, m) THEN ses[w] ELSE @[m]]]
 
 (* w has an accepted block of its session still to apply. Its other steps  *)
 (* (taking a copy, a catchain record, a faulty validator's record) wait     *)
@@ -312,7 +324,7 @@ Receive(m, v) ==
     /\ ~SpentCopy(<<m, v>>)
     /\ ~Behind(v)
     /\ net' = net \ {<<m, v>>}
-    /\ IF v \in Members[ses[v]] /\ st[v][m] = "none" /\ LiveFor(v, m, ses[v])
+    /\ IF v \in Members[ses[v]] /\ Unseen(v, m) /\ LiveFor(v, m, ses[v])
           THEN /\ st' = [st EXCEPT ![v][m] = "queued"]
                /\ arr' = Arrive(v, {m})
                /\ cc' = cc \cup Post(v, [k |-> "new", m |-> m, s |-> ses[v]], ses[v])
@@ -591,15 +603,29 @@ NoInclusionAfterObsolete ==
     \A i \in 1..Len(chain) : \A m \in chain[i].msgs : LiveIn(origin[m], chain[i].ses)
 
 (* Every message in the shard chain was submitted by the client and passed *)
-(* on by the full node; every Finalized one is in the shard chain.         *)
-FinalizedWasSubmittedAndAccepted ==
-    /\ \A i \in 1..Len(chain) : chain[i].msgs \subseteq passed
-    /\ \A m \in Msgs : fn[m] = "finalized" => m \in ChainMsgs
+(* on by the full node: nothing is executed that the client did not send.  *)
+ChainHoldsOnlySubmitted == \A i \in 1..Len(chain) : chain[i].msgs \subseteq passed
 
-(* A final status never changes: the full node's Finalized or Rejected; a  *)
-(* validator's accepted (only forgotten once obsolete) and its rejected    *)
-(* (000: "will not be tried again by this particular validator"; it may    *)
-(* still learn that another validator's block holds the message).          *)
+(* Every message the full node reported Finalized is in the shard chain.   *)
+(* Not checked on this model, where it is Finalize's own guard; it is a    *)
+(* promise of the step model (REMPSteps.tla), whose full node finalizes on *)
+(* its own rule, checked there through a refinement mapping onto these     *)
+(* definitions (conformance/remp/agreement/promises.py).                   *)
+FinalizedIsInChain == \A m \in Msgs : fn[m] = "finalized" => m \in ChainMsgs
+FinalizedWasSubmittedAndAccepted == ChainHoldsOnlySubmitted /\ FinalizedIsInChain
+
+(* No receipt contradicts a final one: a client that was told a final      *)
+(* status is never told otherwise later. fn is the position the full       *)
+(* node's last receipt to the client put the message at (FnTo), so once it *)
+(* reported Finalized or RejectedByFullnode it reports nothing else; st is *)
+(* a validator's receipts, coarsened: after its accepted (in a block it    *)
+(* applied) it only forgets the message once obsolete, after its rejected  *)
+(* (000: "will not be tried again by this particular validator") it may    *)
+(* only learn that another validator's block holds it, and after it timed  *)
+(* the message out nothing. With every mechanism on no step is written to  *)
+(* leave a final status; what keeps it is the cache (Unseen, FnUnseen):    *)
+(* without it a resubmission or a late copy runs the ordinary pipeline     *)
+(* again and the new receipts contradict the final one.                    *)
 FinalSticky ==
     [][/\ \A m \in Msgs : fn[m] \in FnFinal => fn'[m] = fn[m]
        /\ \A w \in Honest, m \in Msgs :
@@ -624,12 +650,9 @@ RejectsStopCollation ==
             Cardinality(HonestRejecters(m, ses[w])) + Cardinality(FaultyMembers(ses[w]))
                 >= StopCollationRejected(NOf(ses[w]))
 
-(* 001: obsolete messages are not forwarded: no honest validator holds in  *)
-(* its queue (the set it collates from and hands over) a message obsolete  *)
-(* in its session, and no honest hand-over in transit carries one.         *)
-ObsoleteNotForwarded ==
-    /\ \A w \in Honest, m \in Msgs : st[w][m] \in {"queued", "cand"} => LiveIn(origin[m], ses[w])
-    /\ \A p \in cc : (p.r.k = "handover" /\ p.r.from \in Honest) => \A m \in p.r.pend : LiveIn(origin[m], p.r.s)
+(* 001's "Such messages are not transmitted" (no obsolete message queued   *)
+(* or handed over) is not claimed: it is Take's and Rotate's own rule. What *)
+(* users are promised of lifetimes is NoInclusionAfterObsolete.             *)
 
 -----------------------------------------------------------------------------
 (* Liveness under fairness: at most FaultyMax(N) faulty, Fanout =          *)

@@ -17,12 +17,13 @@ full node's statuses are the same variable. REMP.tla's other variables (its vali
 statuses, the adversary's knowledge, candidates and hand-overs) have no counterpart that its
 promises of this check read, and are given their initial values.
 
-Checked: ``NoReplay``, ``NoInclusionAfterObsolete``, ``FinalizedWasSubmittedAndAccepted``. Not
+Checked: ``NoReplay``, ``NoInclusionAfterObsolete``, ``FinalizedWasSubmittedAndAccepted`` (REMP.tla's
+``ChainHoldsOnlySubmitted`` and ``FinalizedIsInChain``; the latter is ``Finalize``'s guard in REMP.tla,
+so only here, on REMPSteps' own full node, is it a theorem). Not
 checked, and why: ``FinalSticky`` and ``RejectsStopCollation`` read REMP.tla's per-validator
 statuses, which coarsen receipts and have no masterchain fate (in REMPSteps a block the
 masterchain ignores sends its messages back to the queue, an "accepted" that REMP.tla keeps);
-``OneIdPerUid`` needs uids, which REMPSteps has not; ``ObsoleteNotForwarded`` reads REMP.tla's
-hand-over records, whose shape REMPSteps' catchain records do not share.
+``OneIdPerUid`` needs uids, which REMPSteps has not.
 """
 
 from __future__ import annotations
