@@ -75,23 +75,6 @@ class RecordKey:
                 key = value if type(value) is str else orjson.dumps(value).decode()
                 return key.lower() if self.fold_case else key
         return None
-        if type(obj) is not dict:
-            return None
-        for path in self.paths:
-            value: Any = obj
-            for step in path:
-                if type(value) is str:  # a value held as text (a Kafka record's)
-                    try:
-                        value = orjson.loads(value)
-                    except orjson.JSONDecodeError:
-                        value = None
-                value = value.get(step) if type(value) is dict else None
-                if value is None:
-                    break
-            if value is not None:
-                key = value if type(value) is str else orjson.dumps(value).decode()
-                return key.lower() if self.fold_case else key
-        return None
 
 
 class ShardedChecker(_TypingProtocol):

@@ -90,24 +90,6 @@ class ReverseWithinSession(ReferenceReceiver):
         return done
 
 
-class DropNewCopy(ReferenceReceiver):
-    """Drops the first NEW copy of each id without acknowledging it and without handing it to a flow,
-    and releases its id: a later copy is NEW again (CORDA-DEDUP-008: only IN_FLIGHT copies are dropped)."""
-
-    def make_node(self, profile, database=None):
-        self.seen = set()
-        return super().make_node(profile, database)
-
-    def on_deliver(self, event):
-        reply = super().on_deliver(event)
-        dedup_id = event["message"]["dedup_id"]
-        if reply["answer"] == "NEW" and dedup_id not in self.seen:
-            self.seen.add(dedup_id)
-            self.node.processing = [d for d in self.node.processing if d.message.dedup_id != dedup_id]
-            self.node.in_flight.pop(dedup_id)
-        return reply
-
-
 class StuckNewCopy(ReferenceReceiver):
     """Marks the first NEW copy of each id as being processed but never hands it to a flow: the id
     stays in flight, nothing commits it until a restart (CORDA-DEDUP-008, as no progress)."""
@@ -122,7 +104,19 @@ class StuckNewCopy(ReferenceReceiver):
         if reply["answer"] == "NEW" and dedup_id not in self.seen:
             self.seen.add(dedup_id)
             self.node.processing = [d for d in self.node.processing if d.message.dedup_id != dedup_id]
+            self.held_back(dedup_id)
         return reply
+
+    def held_back(self, dedup_id: str) -> None:
+        """The id stays in flight."""
+
+
+class DropNewCopy(StuckNewCopy):
+    """Drops the first NEW copy of each id without acknowledging it and without handing it to a flow,
+    and releases its id: a later copy is NEW again (CORDA-DEDUP-008: only IN_FLIGHT copies are dropped)."""
+
+    def held_back(self, dedup_id: str) -> None:
+        self.node.in_flight.pop(dedup_id)
 
 
 class InFlightForCommitted(ReferenceReceiver):
