@@ -12,38 +12,23 @@ Both ways of sharing are run: processes (``--jobs``), and the audit's shares in 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from late_receipts import late_log as write_late_log
 from rmkit.conformance.remp.checker import RempLogChecker, partition_share
 from rmkit.conformance.remp.parallel import RempShards
 
-LOG = Path(__file__).resolve().parent.parent / "fixtures" / "remp" / "logs" / "sim-spec-clean.jsonl"
+def late_log(path: Path) -> Path:
+    return write_late_log(path)[0]
+
 
 # the share clock lags the log's clock (see the module docstring); the fix needs the log's clock
 # at every record in every share, which the shares do not have yet
 LAGGING_CLOCK = pytest.mark.xfail(strict=True, reason="a share's clock lags the log's clock: late receipts judged as open")
-
-
-def late_log(path: Path) -> Path:
-    """The clean log plus late receipts at its last time, as tests/test_spark_audit.py builds it."""
-    lines = LOG.read_text().splitlines()
-    recs = [json.loads(x) for x in lines]
-    fins = [r for r in recs if r["kind"] == "Finalized"][:2]
-    end_t = recs[-1]["timestamp"]
-    late = []
-    for n, fin in enumerate(fins):
-        acc = next(r for r in recs if r["kind"] == "IncludedIntoAcceptedBlock" and r["message_id"] == fin["message_id"])
-        other = {"block_id": f"{n + 1:02x}" * 32, "block_seqno": acc["block_seqno"] + 99, "timestamp": end_t}
-        late.append(acc | other)
-        late.append(fin | other if n else acc | other)
-        late.append(fin | {"kind": "Bogus", "timestamp": end_t})
-    path.write_text("\n".join(lines + [json.dumps(r, separators=(",", ":")) for r in late]) + "\n")
-    return path
 
 
 def findings(report) -> tuple:

@@ -25,6 +25,7 @@ from rmkit.conformance.remp.parallel import RempShards  # noqa: E402
 from rmkit.conformance.remp.sources import load_validator_set  # noqa: E402
 from rmkit.protocol import RecordKey  # noqa: E402
 from rmkit.verdict import Report, Violation  # noqa: E402
+from late_receipts import late_log  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "fixtures" / "remp"
@@ -229,25 +230,12 @@ def test_values_of_the_wrong_json_type_are_schema_problems_as_in_rmkit_check(spa
 def test_late_receipts_are_checked_for_replay_only_as_in_rmkit_check(spark, tmp_path):
     """Receipts for a message that rmkit check has already judged and closed (its clock past the
     horizon + 60 s): a replay into another block is still found, nothing else is reported on them."""
-    src = FIX / "logs" / "sim-spec-clean.jsonl"
-    lines = src.read_text().splitlines()
-    recs = [json.loads(x) for x in lines]
-    fins = [r for r in recs if r["kind"] == "Finalized"][:2]
-    end_t = recs[-1]["timestamp"]
-    late = []
-    for n, fin in enumerate(fins):
-        acc = next(r for r in recs if r["kind"] == "IncludedIntoAcceptedBlock" and r["message_id"] == fin["message_id"])
-        other = {"block_id": f"{n + 1:02x}" * 32, "block_seqno": acc["block_seqno"] + 99, "timestamp": end_t}
-        late.append(acc | other)                      # REMP-REPLAY-001, late
-        late.append(fin | other if n else acc | other)  # REMP-REPLAY-002 late; a redelivered late receipt
-        late.append(fin | {"kind": "Bogus", "timestamp": end_t})  # an unknown kind, late: not looked at
-    path = tmp_path / "late.jsonl"
-    path.write_text("\n".join(lines + [json.dumps(r, separators=(",", ":")) for r in late]) + "\n")
+    path, late = late_log(tmp_path / "late.jsonl")
     want = check(path, "spec", 60)
-    assert want.metrics["late_receipts"] == len(late)
+    assert want.metrics["late_receipts"] == late
     res = audit(spark, [path], "spec", 60)
     assert pairs(res.report) == pairs(want) and {"REMP-REPLAY-001", "REMP-REPLAY-002"} <= set(want.counts)
-    assert res.report.metrics["late_receipts"] == len(late)
+    assert res.report.metrics["late_receipts"] == late
 
 
 def test_file_names_that_a_uri_quotes_are_read(spark, tmp_path):

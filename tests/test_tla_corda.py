@@ -15,6 +15,7 @@ from conftest import REPO
 from rmkit.cli import main
 from rmkit.conformance.corda.tla_tables import render
 from rmkit.tlc import run_tlc
+from tla_support import mutated_copy
 from rmkit.tlc.manifest import load_manifest
 
 MODEL_DIR = REPO / "tla" / "corda"
@@ -153,14 +154,7 @@ def test_every_property_has_a_mutation():
 
 
 def _copy_model(folder, replacements=(), name=""):
-    for f in MODEL_DIR.glob("*.tla"):
-        shutil.copy(f, folder / f.name)
-    spec = folder / "CordaP2P.tla"
-    text = spec.read_text()
-    for old, new in replacements:
-        assert text.count(old) == 1, f"{name}: the text to mutate is not in CordaP2P.tla once: {old!r}"
-        text = text.replace(old, new)
-    spec.write_text(text)
+    mutated_copy(MODEL_DIR, folder, "CordaP2P.tla", replacements, name)
 
 
 @pytest.fixture(scope="module")

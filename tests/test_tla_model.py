@@ -6,13 +6,13 @@ TLC must find a counterexample, which is printed as a readable trace."""
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 
 import pytest
 
 from rmkit.conformance.remp.tla_tables import render
 from rmkit.tlc import run_tlc
+from tla_support import mutated_copy
 from rmkit.tlc.manifest import load_manifest
 from rmkit.tlc.render import render_result
 
@@ -187,13 +187,7 @@ def _model_folder(tmp_path, cfg_name, changes, check, patch=None):
     texts of REMP.tla (each must occur once)."""
     folder = tmp_path / "model"
     folder.mkdir()
-    for f in MODEL_DIR.glob("*.tla"):
-        shutil.copy(f, folder / f.name)
-    spec = (folder / "REMP.tla").read_text()
-    for old, new in (patch or {}).items():
-        assert spec.count(old) == 1, f"REMP.tla: expected the text {old!r} once, found it {spec.count(old)} times"
-        spec = spec.replace(old, new)
-    (folder / "REMP.tla").write_text(spec)
+    mutated_copy(MODEL_DIR, folder, "REMP.tla", (patch or {}).items())
     lines = []
     for ln in (MODEL_DIR / cfg_name).read_text().splitlines():
         if ln.startswith(("INVARIANTS", "PROPERTIES")):

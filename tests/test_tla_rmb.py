@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 
 import pytest
@@ -17,6 +16,7 @@ from conftest import REPO
 from rmkit.cli import main
 from rmkit.conformance.rmb.tla_tables import render
 from rmkit.tlc import run_tlc
+from tla_support import mutated_copy
 from rmkit.tlc.manifest import load_manifest
 from rmkit.tlc.render import render_result
 
@@ -177,14 +177,7 @@ def test_mutation_is_caught_by_tlc(name, tmp_path):
     """The mutation's configuration is a manifest configuration (which passes unmutated, see
     test_configuration_checks_to_the_manifest_figures) checked for the protected property alone."""
     replacements, base, constants, expected = MUTATIONS[name]
-    for f in MODEL_DIR.glob("*.tla"):
-        shutil.copy(f, tmp_path / f.name)
-    spec = tmp_path / "RMB.tla"
-    text = spec.read_text()
-    for old, new in replacements:
-        assert text.count(old) == 1, f"{name}: the text to mutate is not in RMB.tla once: {old!r}"
-        text = text.replace(old, new)
-    spec.write_text(text)
+    mutated_copy(MODEL_DIR, tmp_path, "RMB.tla", replacements, name)
     base_invariants = next(l for l in (MODEL_DIR / base).read_text().splitlines() if l.startswith("INVARIANTS")).split()[1:]
     assert expected in base_invariants, f"{base} does not check {expected} unmutated"
     (tmp_path / "M.cfg").write_text(_cfg_text(base, ["TypeOK", expected], **constants))
