@@ -15,6 +15,7 @@ import uuid
 
 import pytest
 
+from proc_support import kill_all, processes_running, running
 from rmkit.cli import main
 from rmkit.conformance.corda.driven.adapters import ReferenceReceiver, reference_factory
 from rmkit.conformance.corda.driven.suite import search
@@ -31,41 +32,6 @@ def write(tmp_path, name: str, body: str):
     path = tmp_path / name
     path.write_text(textwrap.dedent(body))
     return path
-
-
-def running(pids) -> list[int]:
-    """The PIDs that still run (a zombie waiting for its parent does not)."""
-    alive = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-                    alive.append(pid)
-        except OSError:
-            pass
-    return alive
-
-
-def processes_running(word: str) -> list[int]:
-    """PIDs whose command line holds ``word``."""
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/cmdline", "rb") as f:
-                    if word.encode() in f.read().replace(b"\0", b" "):
-                        out.append(int(d))
-            except OSError:
-                pass
-    return running(out)
-
-
-def kill_all(pids) -> None:
-    for pid in running(pids):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 # ---- 1. a crash is done for real ---------------------------------------------------------------

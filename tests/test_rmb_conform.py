@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from proc_support import kill_all, procs_whose, running
 from rmb_support import redis_server_or_skip
 from rmkit.cli import main
 from rmkit.conformance.rmb.driven.harness import PLACEHOLDERS, Harness, expand_command
@@ -319,56 +320,12 @@ def test_no_profile_ships_scenarios_that_check_nothing():
 
 
 # ---- the daemon's process group and the kit's own processes are always stopped ----------------------
-def _running(pids) -> list[int]:
-    """Those of ``pids`` that still run (a zombie left to init does not)."""
-    import os
-
-    alive = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            alive.append(pid)
-    return [p for p in alive if p != os.getpid()]
-
-
-def _procs_whose(field: int, value: int) -> list[int]:
-    """PIDs whose /proc stat field (counted after the command name: 1 the parent, 2 the process
-    group) equals ``value``."""
-    import os
-
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[field]) == value:
-                        out.append(int(d))
-            except (OSError, ValueError, IndexError):
-                pass
-    return out
-
-
 def _group(pgid: int) -> list[int]:
-    return _procs_whose(2, pgid)
+    return procs_whose(2, pgid)
 
 
 def _children(pid: int) -> list[int]:
-    return _procs_whose(1, pid)
-
-
-def _kill(pids) -> None:
-    import os
-    import signal
-
-    for p in _running(pids):
-        try:
-            os.kill(p, signal.SIGKILL)
-        except OSError:
-            pass
+    return procs_whose(1, pid)
 
 
 def test_a_daemon_started_through_a_wrapper_is_stopped():
@@ -385,13 +342,13 @@ def test_a_daemon_started_through_a_wrapper_is_stopped():
         loop.run_until_complete(h.start())
         h.proc.wait(timeout=10)
         time.sleep(0.2)
-        members = _running(_group(h.proc.pid))
+        members = running(_group(h.proc.pid))
         assert members, "the wrapped daemon is not running"
         loop.run_until_complete(h.stop())
         time.sleep(0.2)
-        assert _running(members) == []
+        assert running(members) == []
     finally:
-        _kill(members)
+        kill_all(members)
         loop.close()
 
 
@@ -416,7 +373,7 @@ def test_an_interrupted_conform_stops_everything_and_exits_2_quietly(tmp_path, s
     try:
         deadline = time.monotonic() + 30
         while len(kids) < 2 and time.monotonic() < deadline:  # redis-server and the daemon
-            kids = _running(_children(proc.pid))
+            kids = running(_children(proc.pid))
             time.sleep(0.1)
         assert len(kids) >= 2, kids
         time.sleep(4)  # into the catalogue
@@ -425,10 +382,10 @@ def test_an_interrupted_conform_stops_everything_and_exits_2_quietly(tmp_path, s
         time.sleep(0.3)
         assert proc.returncode == 2, err.decode()
         assert len(err.decode().strip().splitlines()) == 1, err.decode()
-        assert _running(kids) == []
+        assert running(kids) == []
         assert list(tmp.glob("rmkit-conform-rmb-*")) == []
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        _kill(kids)
+        kill_all(kids)
