@@ -137,10 +137,6 @@ class InFlightForCommitted(ReferenceReceiver):
         self.recent.update(done)
         return done
 
-    def on_crash(self, event):
-        self.recent = set()
-        return super().on_crash(event)
-
 
 class FastPathAtMark(ReferenceReceiver):
     """The fast path answers NEW for a sequence number at its sender's mark too, not only above it, so
