@@ -47,20 +47,20 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import weakref
 from pathlib import Path
 from typing import Any
 
-from rmkit.conformance.corda.spec import corda_spec
+from rmkit.conformance.corda.spec import DRIVEN_ROLES, corda_spec
 from rmkit.conformance.deadline_io import Worker, read_line
 from rmkit.errors import UsageError
+from rmkit.process_group import signal_group, stop_group
 from rmkit.interrupts import held
 from rmkit.reference_impl.corda.broker import Delivery, Queue
 from rmkit.reference_impl.corda.message import Message
 from rmkit.reference_impl.corda.receiver import ReceivingNode
 
-ROLES = ("receiver", "bridge")
+ROLES = DRIVEN_ROLES   # spec.py names the roles the kit drives
 DEFAULT_TIMEOUT = 5.0   # seconds per call, as `--timeout`'s default
 
 
@@ -298,38 +298,6 @@ MAX_REPLY_BYTES = 1 << 20   # a reply line longer than this is no reply (the sui
 STOP_GRACE_S = 1.0          # how long a process may take to exit once its input is closed (then SIGTERM)
 
 
-def _group_alive(pgid: int) -> bool:
-    """Whether a process of the group ``pgid`` still runs (a zombie does not: it waits to be reaped)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return True
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                state, _parent, group = f.read().rsplit(")", 1)[1].split()[:3]
-        except (OSError, ValueError):
-            continue
-        if int(group) == pgid and state != "Z":
-            return True
-    return False
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 class ProcessImplementation(Harnessed):
     """An implementation started as a process, speaking JSON Lines on stdin/stdout, in a process
     group of its own (``start_new_session``): a crash, a timeout or the end of the run stops the
@@ -400,7 +368,7 @@ class ProcessImplementation(Harnessed):
         with held():
             if self.proc is None:
                 return
-            _signal_group(self.proc.pid, signal.SIGKILL)
+            signal_group(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
             self._close_pipes()
 
@@ -427,14 +395,7 @@ class ProcessImplementation(Harnessed):
             proc.wait(STOP_GRACE_S)
         except subprocess.TimeoutExpired:
             pass
-        if proc.poll() is not None and not _group_alive(proc.pid):
-            self._close_pipes()
-            return
-        _signal_group(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_S
-        while (proc.poll() is None or _group_alive(proc.pid)) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        _signal_group(proc.pid, signal.SIGKILL)
+        stop_group(proc, STOP_GRACE_S, 0.02)
         proc.wait()
         self._close_pipes()
 

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import socket
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from rmkit.conformance.rmb.directory import Directory, Twin
 from rmkit.conformance.rmb.model import rmb_spec
 from rmkit.conformance.rmb.signing import BadSignature, KeyPair, keypair, verify
 from rmkit.errors import RmkitError, UsageError
+from rmkit.process_group import stop_group
 from rmkit.reference_impl.rmb.redisproc import RedisServer, free_port
 
 IUT, PEER_ED, PEER_SR, DOWN, UNKNOWN = 1, 2, 3, 4, 99
@@ -309,46 +309,10 @@ class Harness:
         if self._tmp:
             self._tmp.cleanup()
 
-    def _group_alive(self) -> bool:
-        """Whether a process of the daemon's group still runs (zombies left to init do not count)."""
-        try:
-            os.killpg(self.proc.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        proc = Path("/proc")
-        if not proc.is_dir():
-            return True
-        for d in proc.iterdir():
-            if not d.name.isdigit():
-                continue
-            try:
-                state, _ppid, pgrp = (d / "stat").read_text().rsplit(")", 1)[1].split()[:3]
-            except (OSError, ValueError, IndexError):
-                continue
-            if int(pgrp) == self.proc.pid and state != "Z":
-                return True
-        return False
-
     def _stop_group(self, grace_s: float = 5.0) -> None:
         """Stop the daemon's whole session (its own process group), even when the command the kit
         started has exited: a wrapper (``sh -c 'daemon & ...'``) leaves the daemon running in it."""
-        if self.proc.poll() is not None and not self._group_alive():
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        deadline = time.monotonic() + grace_s
-        while (self.proc.poll() is None or self._group_alive()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if self.proc.poll() is None or self._group_alive():
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
+        stop_group(self.proc, grace_s, 0.05)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
