@@ -25,12 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rmkit.conformance.corda.spec import CordaSpec
+from rmkit.conformance.corda.spec import ANSWERS, CordaSpec
 from rmkit.reference_impl.corda.broker import Queue
 from rmkit.reference_impl.corda.message import Message
 from rmkit.rules import OFF
-
-ANSWERS = ("NEW", "DUPLICATE", "IN_FLIGHT")
 
 
 @dataclass
