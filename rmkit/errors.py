@@ -29,3 +29,8 @@ class SpecError(RmkitError):
 
 class InputError(RmkitError):
     """An input file cannot be opened or read at all (unreadable lines are reported, not raised)."""
+
+
+class NothingChecked(RmkitError):
+    """A driven run in which nothing was checked (no message reached the implementation, no act
+    applied to the profile): a pass would be a verdict on nothing, so no verdict (exit 2)."""

@@ -13,22 +13,18 @@ import sys
 import time
 
 from rmkit.conformance.cli_options import derandomize_wanted, regressions_dir
-from rmkit.errors import RmkitError, UsageError
+from rmkit.errors import NothingChecked, RmkitError, UsageError
 from rmkit.guard import OutputError, decided, emit_report
 from rmkit.interrupts import signals_interrupt
 
 from .adapters import ROLES, ImplementationFailed, open_factory
 from .bridge import run_bridge
-from .suite import (Stopped, close, exchange, failed, load_regressions, outcome_json, overall, problems, read_saved,
+from .suite import (close, exchange, failed, load_regressions, outcome_json, overall, play_once, problems, read_saved,
                     render, run, save, search, steps_text, to_json, to_junit)
 
 
 class ImplementationError(RmkitError):
     """The implementation could not be driven (exit 2)."""
-
-
-class NothingChecked(RmkitError):
-    """No message reached the implementation: a pass would be a verdict on nothing (exit 2)."""
 
 
 def conform(profile: str, args: argparse.Namespace) -> int:
@@ -113,13 +109,7 @@ def _replay(factory, role: str, profile: str, steps: list):
     impl = None
     try:
         impl = factory(role)
-        try:
-            out = (run_bridge if role == "bridge" else run)(impl, profile, steps, role)
-        except ImplementationFailed as exc:
-            if not impl.past_hello:
-                raise
-            out = Stopped(profile, list(steps), [], list(impl.transcript), cause=str(exc))
-        return out, impl.delivered
+        return play_once(run_bridge if role == "bridge" else run, impl, profile, steps), impl.delivered
     except ImplementationFailed as exc:
         raise ImplementationError(f"the implementation could not be driven: {exc}") from None
     finally:

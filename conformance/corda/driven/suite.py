@@ -246,6 +246,18 @@ class _Stop(BaseException):
     as a FlakyFailure hiding the cause."""
 
 
+def play_once(play, impl, profile: str, acts: list) -> Outcome:
+    """One run of ``acts`` (``play``: :func:`run` or the bridge's): an implementation that breaks
+    down after its hello fails the scenario (a :class:`Stopped` outcome with the exchange so far);
+    one that never answered the hello raises :class:`ImplementationFailed`: it could not be driven."""
+    try:
+        return play(impl, profile, acts)
+    except ImplementationFailed as exc:
+        if not impl.past_hello:
+            raise
+        return Stopped(profile, list(acts), [], list(impl.transcript), cause=str(exc))
+
+
 def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool = True, seed: int | None = None,
            max_steps: int = 25, role: str = "receiver", regressions=(), time_budget: float | None = None) -> SearchResult:
     """Replay the saved ``regressions`` (``(path, steps)`` pairs), then generate scenarios for
@@ -277,12 +289,10 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
 
     def attempt(acts) -> Outcome:
         try:
-            return play(impl, profile, acts)
+            return play_once(play, impl, profile, acts)
         except ImplementationFailed as exc:
-            if not impl.past_hello:
-                not_driven.append(exc)
-                raise _Stop from None
-            return Stopped(profile, list(acts), [], list(impl.transcript), cause=str(exc))
+            not_driven.append(exc)
+            raise _Stop from None
 
     @settings(max_examples=max(1, max_examples), derandomize=False, deadline=None,
               database=None, phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck),

@@ -13,7 +13,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from rmkit.errors import RmkitError, UsageError
+from rmkit.errors import NothingChecked, UsageError
 
 IMPL_HELP = ("rmb: CMD starts the daemon under test; placeholders {python} (this Python), {redis} (its own fresh Redis URL), {twin}, {key_file} "
              "(a file holding its seed as 0x + 64 hex digits), {seed}, {key_type}, {directory} (the twin directory, JSON), "
@@ -31,10 +31,6 @@ def _check(args: argparse.Namespace) -> str:
     if getattr(args, "role", None):
         raise UsageError("--role: protocol rmb has one role (the daemon); leave --role out")
     return args.impl_cmd
-
-
-class NothingChecked(RmkitError):
-    """A run in which no act checked anything: no verdict (exit 2)."""
 
 
 def _forget(exc: BaseException) -> None:
