@@ -133,9 +133,6 @@ class Judge:
         self.used_total: dict = {}
         self.ignored: set = set()  # validator: ids of the messages whose block (or collator) ignored them
         self.obsolete: set = set()  # validator: ids of the messages that became obsolete at a switch
-        # validator: for a copy of a message being judged, the rule queuing it again breaks, when the
-        # message was known settled (processed, or finally rejected) before it came
-        self._settled: str | None = None
         self._totals = None  # full node: (current set's size, both sets' size) of a Submit during an announced switch
         self._due: dict = {}  # full node: msg_id -> (last send, answered, total, validators left) of resends due
 
@@ -213,9 +210,7 @@ class Judge:
         if self._due:
             diff = self._resend_breaches(event, diff, breaches)
         j = Judgement(expected, diff, breaches, used)
-        self._settled = p.settled
-        j.rules = self._attribute(j, event)
-        self._settled = None
+        j.rules = self._attribute(j, event, p.settled)
         for u in used:
             self.used_total[u] = self.used_total.get(u, 0) + 1
         return j
@@ -529,7 +524,7 @@ class Judge:
                 self.used_total["paced_sending"] = self.used_total.get("paced_sending", 0) + 1
 
     # ---- attribution ------------------------------------------------------------------------------
-    def _attribute(self, j: Judgement, event: dict) -> list:
+    def _attribute(self, j: Judgement, event: dict, settled: str | None) -> list:
         """The rules a step's departure bears on, for the per-rule table and the report.
 
         A breach the judge found names its rule; the outputs that then differ from the reference's
@@ -539,17 +534,19 @@ class Judge:
         is judged by the fields that differ (:func:`_rule_of_pair`); an unpaired output by its type
         (:func:`_rule_of_output`). A receipt that is missing counts against REMP-SEND-001 only when
         nothing else explains the step. What no rule names falls to :data:`CATCH_ALL`. The rules
-        named for receipts alone are kept in ``j.receipt_rules``."""
+        named for receipts alone are kept in ``j.receipt_rules``. ``settled``: for a validator's step
+        on a copy of a message it knew as settled (processed, or finally rejected) before it came,
+        the rule queuing it again breaks (:func:`_requeued`)."""
         rules = [b.rule for b in j.breaches]
         if rules:
             return list(dict.fromkeys(rules))
         own, by_receipt, sent = [], [], []
         missing, extra = list(j.diff.missing), list(j.diff.extra)
         for e, a in _paired(missing, extra):
-            r = self._requeued(e, event) or _rule_of_pair(e, a)
+            r = _requeued(e, settled) or _rule_of_pair(e, a)
             (by_receipt if e.get("type") in RECEIPT_OUTPUTS else own).append(r or CATCH_ALL)
         for o, side in [(o, "missing") for o in missing] + [(o, "extra") for o in extra]:
-            r = self._requeued(o, event) or _rule_of_output(self.role, o, event, side)
+            r = _requeued(o, settled) or _rule_of_output(self.role, o, event, side)
             if r == "REMP-SEND-001":
                 sent.append(r)
             elif r:
@@ -562,15 +559,16 @@ class Judge:
         j.receipt_rules = set(by_receipt) - set(own)
         return list(dict.fromkeys([r for r in own + by_receipt if r != CATCH_ALL] or [CATCH_ALL]))
 
-    def _requeued(self, o: dict, event: dict) -> str | None:
-        """What a validator makes of a copy (from the full node or the catchain) of a message it knew
-        as settled, when that differs from the reference's: it took the copy for a new message, on
-        its way to the collator again. Processed (in an accepted block, or an "accepted" digest of a
-        hand-over, kept for replay protection): REMP-REPLAY-003; finally rejected (2/3 of the
-        validators, or a "rejected" digest): REMP-COLL-002."""
-        if self._settled is None or o.get("type") not in ("Receipt", "CatchainBroadcast"):
-            return None
-        return self._settled
+
+def _requeued(o: dict, settled: str | None) -> str | None:
+    """What a validator makes of a copy (from the full node or the catchain) of a message it knew
+    as settled, when that differs from the reference's: it took the copy for a new message, on
+    its way to the collator again. Processed (in an accepted block, or an "accepted" digest of a
+    hand-over, kept for replay protection): REMP-REPLAY-003; finally rejected (2/3 of the
+    validators, or a "rejected" digest): REMP-COLL-002."""
+    if settled is None or o.get("type") not in ("Receipt", "CatchainBroadcast"):
+        return None
+    return settled
 
 
 def _settled_rule(m) -> str | None:

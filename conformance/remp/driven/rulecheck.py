@@ -35,10 +35,9 @@ def _undrivable(rule: str, role: str, profile: str) -> bool:
     """Whether ``spec/remp/conformance.yaml`` lists ``rule`` as one no machine of ``role`` can break
     in ``profile`` (e.g. REMP-TIME-001 for an ever-node validator, whose receipts may carry 0): a
     finding of it on the role's receipts is the consequence of another fault, not its own."""
-    from rmkit.conformance.remp.driven.catalogue import conformance_spec
+    from rmkit.conformance.remp.driven.mutants import not_drivable
 
-    return any(e["rule"] == rule and role in e["roles"] and profile in e.get("profiles", (profile,))
-               for e in conformance_spec().get("not_drivable", ()))
+    return not_drivable(rule, profile, role) is not None
 
 
 @functools.lru_cache(maxsize=None)
