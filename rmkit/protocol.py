@@ -16,6 +16,7 @@ from typing import Any, Iterable, Protocol as _TypingProtocol, Sequence
 import orjson
 
 from rmkit.errors import UsageError
+from rmkit.logread import UTF8_BOM
 from rmkit.rules import RuleSet
 from rmkit.verdict import Report
 
@@ -47,8 +48,8 @@ class RecordKey:
         the log reader drops it); None when the line is no JSON object. ``rmkit audit`` partitions
         records by it and ``--jobs`` deals them out by it, so that every record a checker judges
         together is in one share."""
-        if line[:3] == b"\xef\xbb\xbf" or line[:1] == "\ufeff":
-            line = line[3:] if isinstance(line, bytes) else line[1:]
+        if line[:3] == UTF8_BOM or line[:1] == "\ufeff":
+            line = line[len(UTF8_BOM):] if isinstance(line, bytes) else line[1:]
         try:
             return self.of_object(orjson.loads(line))
         except orjson.JSONDecodeError:

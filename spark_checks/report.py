@@ -68,7 +68,7 @@ def write_outputs(spark, res, out: str, proto) -> None:
     with open(os.path.join(out, "operator.json"), "w", encoding="utf-8") as f:
         json.dump(op, f, indent=2)
     with open(os.path.join(out, "operator.md"), "w", encoding="utf-8") as f:
-        f.write(operator_markdown(op, proto.rules(), proto))
+        f.write(operator_markdown(op, proto))
     if needs_charts(proto) and op["operator_figures"]:
         latency_chart(op.get("latency_ms") or {}, out)
 
@@ -89,9 +89,10 @@ def operator_report(rep: Report, proto) -> dict[str, Any]:
     } | (figures or {})
 
 
-def operator_markdown(op: dict[str, Any], rules, proto) -> str:
+def operator_markdown(op: dict[str, Any], proto) -> str:
     """operator.md: the verdict, the counts per rule found, then the protocol's sections (or a line
     saying it gives none)."""
+    rules = proto.rules()
     lines = [f"# {op['protocol']} log audit: {op['verdict']}", "",
              f"{op['receipts']:,} records, {op['messages']:,} messages, {op['unreadable']:,} unreadable lines.", ""]
     found = {rule: n for rule, n in op["counts"].items() if n}

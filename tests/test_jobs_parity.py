@@ -18,13 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from late_receipts import late_log as write_late_log
+from late_receipts import late_log
 from rmkit.conformance.remp.checker import RempLogChecker, partition_share
 from rmkit.conformance.remp.parallel import RempShards
-
-def late_log(path: Path) -> Path:
-    return write_late_log(path)[0]
-
 
 # the share clock lags the log's clock (see the module docstring); the fix needs the log's clock
 # at every record in every share, which the shares do not have yet
@@ -58,7 +54,7 @@ def in_shares(path: Path, n: int):
 
 @pytest.fixture(scope="module")
 def late(tmp_path_factory):
-    path = late_log(tmp_path_factory.mktemp("jobs") / "late.jsonl")
+    path, _ = late_log(tmp_path_factory.mktemp("jobs") / "late.jsonl")
     want = one_process(path)
     assert want.metrics["late_receipts"] == 6 and {"REMP-REPLAY-001", "REMP-REPLAY-002"} <= set(want.counts)
     assert not {"REMP-EXPIRY-001", "REMP-SEQ-001"} & set(want.counts)
