@@ -72,15 +72,14 @@ class Judge:
     spec: CordaSpec
     inbound: Queue
     committed: list[str] = field(default_factory=list)          # ids, in commit order
-    in_flight: dict[str, str] = field(default_factory=dict)     # id -> session (NEW since the last crash, not committed)
+    # id -> (the message of its NEW copy, that copy's (tag, conn)): NEW since the last crash, not committed
+    in_flight: dict[str, tuple[Message, tuple]] = field(default_factory=dict)
     arrival: dict[str, list[str]] = field(default_factory=dict)  # session -> ids in flight, in the order answered NEW
     answers: dict[tuple, tuple] = field(default_factory=dict)   # (tag, conn) -> (id, answer)
     sent: set[str] = field(default_factory=set)                 # every id a copy of which reached the queue
     violations: list[Violation] = field(default_factory=list)
     step: int = 0
     where: str = "the hello"                                    # the label of what is being judged
-    processing: dict[str, Message] = field(default_factory=dict)  # id -> the message of its NEW copy
-    new_copy: dict[str, tuple] = field(default_factory=dict)    # id in flight -> (tag, conn) of its NEW copy
     marks: dict[tuple, int] = field(default_factory=dict)       # sender key -> highest committed sequence number
     readmitted: set[str] = field(default_factory=set)           # committed ids answered NEW again (reported once)
     reported: set[str] = field(default_factory=set)             # ids whose consequences are already reported
@@ -127,9 +126,7 @@ class Judge:
 
     def _start(self, tag: int, conn: int, m: Message) -> None:
         """A NEW copy: its id is in flight, last in its session's arrival order."""
-        self.processing[m.dedup_id] = m
-        self.new_copy[m.dedup_id] = (tag, conn)
-        self.in_flight[m.dedup_id] = m.session_id
+        self.in_flight[m.dedup_id] = (m, (tag, conn))
         queue = self.arrival.setdefault(m.session_id, [])
         if m.dedup_id in queue:
             queue.remove(m.dedup_id)
@@ -143,9 +140,10 @@ class Judge:
         """Another NEW answer for an id in flight: the node gave up the earlier copy's processing.
         Legal when that delivery died (a broker restart); a live one was released: judged when it
         is clear whether the effect is committed twice (DEDUP-001) or once (DEDUP-008)."""
-        earlier = self.new_copy.get(dedup_id)
-        if earlier is not None and self._live(*earlier):
-            self.released[earlier] = (dedup_id, self.where)
+        if dedup_id in self.in_flight:
+            _, earlier = self.in_flight[dedup_id]
+            if self._live(*earlier):
+                self.released[earlier] = (dedup_id, self.where)
 
     def _readmitted(self, m: Message) -> None:
         rule, why = self.readmission(m)
@@ -234,26 +232,25 @@ class Judge:
         if dedup_id not in self.in_flight:
             self._fail("CORDA-DEDUP-001", f"{dedup_id} committed without a NEW copy being processed")
             return
-        session = self.in_flight.pop(dedup_id)
-        self._check_order(dedup_id, session)
+        m, _ = self.in_flight.pop(dedup_id)
+        self._check_order(m)
         self.committed.append(dedup_id)
         self.commit_crashes[dedup_id] = self.crashes
         self.readmitted.discard(dedup_id)
-        self.new_copy.pop(dedup_id, None)
-        m = self.processing.pop(dedup_id, None)
-        if m is not None and m.sender_key is not None and m.sequence_number is not None:
+        if m.sender_key is not None and m.sequence_number is not None:
             self.marks[m.sender_key] = max(self.marks.get(m.sender_key, 0), m.sequence_number)
 
-    def _check_order(self, dedup_id: str, session: str) -> None:
-        """CORDA-ORDER-001: passing over an earlier-arrived copy of the session is allowed only
-        when the messages show the committed one was sent first."""
+    def _check_order(self, m: Message) -> None:
+        """CORDA-ORDER-001 at the commit of ``m``: passing over an earlier-arrived copy of the
+        session (still in flight: the arrival order holds only those) is allowed only when the
+        messages show the committed one was sent first."""
+        dedup_id, session = m.dedup_id, m.session_id
         queue = self.arrival.get(session, [])
         if dedup_id not in queue:
             return
-        m = self.processing.get(dedup_id)
         for earlier in queue[:queue.index(dedup_id)]:
-            e = self.processing.get(earlier)
-            if m is None or e is None or sent_before(m, e) is True:
+            e, _ = self.in_flight[earlier]
+            if sent_before(m, e) is True:
                 continue
             if sent_before(e, m):
                 how = "which was sent before it" + (f" (sequence numbers {e.sequence_number} < {m.sequence_number})"
@@ -293,17 +290,15 @@ class Judge:
         self.crashes += 1
         self.in_flight.clear()
         self.arrival.clear()
-        self.new_copy.clear()
-        self.processing.clear()
 
     # -- liveness and the end --------------------------------------------------------------------
     def owed(self) -> list[tuple[str, str, str]]:
         """(rule, id, what) the node still owes: a commit for each NEW copy in flight, an
         acknowledgement for each live copy of a committed id it answered NEW or DUPLICATE (a released
         copy excepted: it is judged as dropped)."""
-        out = [("CORDA-DEDUP-008", i, f"{i} answered NEW (tag {self.new_copy[i][0]}) and never committed: a NEW copy "
+        out = [("CORDA-DEDUP-008", i, f"{i} answered NEW (tag {copy[0]}) and never committed: a NEW copy "
                                       "is handed to its flow, whose commit ends its processing")
-               for i in self.in_flight if i in self.new_copy]
+               for i, (_, copy) in self.in_flight.items()]
         for e in self.inbound.entries:
             hit = self.answers.get((e.tag, e.connection))
             if not e.delivered or e.connection != self.inbound.connection or hit is None:
