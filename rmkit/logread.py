@@ -55,7 +55,8 @@ def iter_line_batches(path: str, chunk_bytes: int = 1 << 22, on_error=None) -> I
     input ends, so that the caller's report covers what was read; without it, an :class:`InputError`."""
     f = open_input(path)
     try:
-        yield from _line_batches(f, path, chunk_bytes, on_error)
+        for lines, _ in _line_batches(f, path, chunk_bytes, on_error):
+            yield lines
     finally:
         if path != "-":
             f.close()
@@ -67,19 +68,34 @@ def numbered_batches(idx: int, path: str, *, chunk_bytes: int = 1 << 22, on_erro
     reference as checkers and their shares know it: ``idx << REF_LINE_BITS | line number`` (from 1,
     blank lines counted). ``progress(idx, bytes of the input read)`` is called after each batch is
     handled; ``on_error`` as for :func:`iter_line_batches`."""
+    for refs, lines, _ in numbered_chunks(idx, path, chunk_bytes=chunk_bytes, on_error=on_error, progress=progress):
+        yield refs, lines
+
+
+def numbered_chunks(idx: int, path: str, *, chunk_bytes: int = 1 << 22, on_error=None,
+                    progress=None) -> Iterator[tuple[range, list[bytes], bytes]]:
+    """:func:`numbered_batches` with each batch's text as read: its lines joined by newlines, which
+    may be followed by more bytes (the start of the next line). A reader that scans a batch as one
+    buffer (a ``--jobs`` dealer) gets it without joining the lines again."""
     from rmkit.protocol import REF_LINE_BITS
 
     base = idx << REF_LINE_BITS
     lineno = done = 0
-    for batch in iter_line_batches(path, chunk_bytes, on_error):
-        yield range(base | (lineno + 1), base | (lineno + 1 + len(batch))), batch
-        lineno += len(batch)
-        if progress is not None:
-            done += sum(map(len, batch)) + len(batch)
-            progress(idx, done)
+    f = open_input(path)
+    try:
+        for batch, text in _line_batches(f, path, chunk_bytes, on_error):
+            yield range(base | (lineno + 1), base | (lineno + 1 + len(batch))), batch, text
+            lineno += len(batch)
+            if progress is not None:
+                done += sum(map(len, batch)) + len(batch)
+                progress(idx, done)
+    finally:
+        if path != "-":
+            f.close()
 
 
-def _line_batches(f, path: str, chunk_bytes: int, on_error) -> Iterator[list[bytes]]:
+def _line_batches(f, path: str, chunk_bytes: int, on_error) -> Iterator[tuple[list[bytes], bytes]]:
+    """(lines, text) batches: the text starts with the lines joined by newlines."""
     read = f.read1 if hasattr(f, "read1") else f.read
     rest = b""
     nread = 0
@@ -104,13 +120,14 @@ def _line_batches(f, path: str, chunk_bytes: int, on_error) -> Iterator[list[byt
         if not nread and chunk.startswith(UTF8_BOM):
             chunk = chunk[len(UTF8_BOM):]
         nread += len(chunk)
-        lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+        text = rest + chunk if rest else chunk
+        lines = text.split(b"\n")
         rest = lines.pop()
         nlines += len(lines)
-        yield lines
+        yield lines, text
     if failure is None:
         if rest:
-            yield [rest]
+            yield [rest], rest
         return
     why = "truncated: the compressed stream ended before its end marker" if isinstance(failure, EOFError) else str(failure)
     message = f"cannot read input {path!r} after {nread:,} bytes ({nlines:,} complete lines): {why}"

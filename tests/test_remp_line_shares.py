@@ -75,14 +75,19 @@ def test_a_line_holding_a_second_id_key_is_read_by_the_rule_not_by_the_fast_read
     b'{"topic":"t","value":"{\\"kind\\":\\"Finalized\\",\\"message_id\\":\\"abc\\"}"}',  # a Kafka value as a string
     b'{"kind":"Finalized","note":"message_id","message_id":"abd"}',  # a value that reads like the key
     b'not json "message_id":"abe" "message_id":"abf"',
+    b'{"kind":"Finalized","message_id":"abg',  # an id that never closes: the next line's quotes are not its end
+    b'{"kind":"Finalized","message_id"message_id":"abh"}',  # two keys sharing a quote
 ])
 @pytest.mark.parametrize("n", [2, 3])
-def test_a_batch_the_fast_reading_cannot_prove_is_read_line_by_line(odd, n):
-    lines = PLAIN[:3] + [odd] + PLAIN[3:]
+@pytest.mark.parametrize("at", [0, 3, None])  # first, among plain lines, last
+def test_a_batch_the_fast_reading_cannot_prove_is_read_line_by_line(odd, n, at):
+    lines = PLAIN[:3] + PLAIN[3:]
+    lines.insert(len(lines) if at is None else at, odd)
     refs = range(7 << LINE_BITS | 40, (7 << LINE_BITS | 40) + len(lines))
     got = line_shares(refs, lines, n)
     assert list(got) == by_rule(refs, lines, n)
-    if b'"message_id"' in odd and odd.count(b'"message_id"') == 1 and re.search(rb'"message_id":"[^"]+"', odd):
+    keys = len(re.findall(rb'(?="message_id")', odd))  # overlapping ones counted apart
+    if keys == 1 and re.search(rb'"message_id":"[^"]+"', odd):
         assert fast_shares(lines, n) is not None  # the one-key lines stay on the fast reading
     else:
         assert fast_shares(lines, n) is None

@@ -32,7 +32,7 @@ from rmkit.conformance.remp.checker import (LINE_BITS, LINE_MASK, RempLogChecker
                                             latest_receipt, per_source_metrics)
 
 from rmkit.conformance.remp.shares import share_picks
-from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, numbered_batches  # noqa: F401 (one rule for every protocol's --jobs)
+from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, numbered_chunks  # noqa: F401 (one rule for every protocol's --jobs)
 
 
 def _worker(conn, kwargs: dict[str, Any], inputs: list[str]) -> None:
@@ -83,10 +83,10 @@ def _deal(out: "_Outbox", inputs: list[str], progress) -> None:
         def broke_off(at: int, why: str, idx=idx) -> None:  # one problem, reported by one share
             out.put(0, ("read_error", idx, at, why))
 
-        for refs, batch in numbered_batches(idx, path, chunk_bytes=DEAL_BYTES, on_error=broke_off, progress=progress):
+        for refs, batch, text in numbered_chunks(idx, path, chunk_bytes=DEAL_BYTES, on_error=broke_off, progress=progress):
             # a share gets its lines joined (no line holds a newline) and a byte per line of the
             # batch to number them by: a few large objects to pickle instead of two per line
-            for k, pick in enumerate(share_picks(refs, batch, n)):
+            for k, pick in enumerate(share_picks(refs, batch, n, text)):
                 own = list(compress(batch, pick))
                 if own:
                     out.put(k, ("lines", refs.start, pick, b"\n".join(own)))
