@@ -77,6 +77,7 @@ class Generated:
     failing: ScenarioRun | None = None
     found_after_s: float | None = None
     shrink_runs: int = 0
+    died: ScenarioRun | None = None  # the scenario in which the daemon exited: nothing ran after it
 
 
 def search(h: Harness, loop: asyncio.AbstractEventLoop, rules: Rules, *, max_examples: int, derandomize: bool,
@@ -96,6 +97,10 @@ def search(h: Harness, loop: asyncio.AbstractEventLoop, rules: Rules, *, max_exa
               print_blob=False)
     @given(scenario_strategy(slow_retries, proxy=has_proxy(h.profile)))
     def scenario(acts):
+        if g.died is not None:
+            # the daemon is gone and every later scenario would fail for that alone: shrinking
+            # would pick the simplest of them, a scenario that never made the daemon fail
+            reject()
         if g.found_after_s is not None:
             if time.monotonic() - start - g.found_after_s > shrink_budget_s:
                 reject()
@@ -105,6 +110,8 @@ def search(h: Harness, loop: asyncio.AbstractEventLoop, rules: Rules, *, max_exa
         g.examples += 1
         sc = Scenario(f"generated-{g.examples}", h.profile, acts)
         run = loop.run_until_complete(run_scenario(h, sc))
+        if run.crashed:
+            g.died = run
         if run.failed(rules):
             if g.found_after_s is None:
                 g.found_after_s = time.monotonic() - start
@@ -121,7 +128,9 @@ def search(h: Harness, loop: asyncio.AbstractEventLoop, rules: Rules, *, max_exa
     except Exception:  # noqa: BLE001 - the failure (or a flaky replay) is in ``smallest``
         if not smallest:
             raise
-    if smallest and len(smallest[0].scenario.acts) > 1:
+    if g.died is not None and (not smallest or smallest[0].crashed):
+        smallest[:] = [g.died]  # the scenario the daemon died in, as it ran
+    if smallest and len(smallest[0].scenario.acts) > 1 and g.died is None:
         # the acts of a scenario run at once and share nothing: one that fails alone is the smaller
         # failure (Hypothesis may stop short of it when its shrink budget or a timing flake ends it)
         for act in smallest[0].scenario.acts:
@@ -180,15 +189,30 @@ def run_suite(h: Harness, loop, *, max_examples: int, derandomize: bool, seed: i
                    slow_retries=slow)
         rep.generated = g
         if g.failing is not None:
-            rerun = loop.run_until_complete(run_scenario(h, g.failing.scenario))
-            rep.final = rerun if rerun.failed(rules) else g.failing
-            rep.final.scenario.title = f"shrunk to {len(g.failing.scenario.acts)} act(s)" + \
-                ("" if rerun.failed(rules) else " (passed when rerun: the implementation is not deterministic here)")
+            rep.final = _final_run(h, loop, g, rules)
+            if g.died is not None and g.died is not g.failing:
+                rep.runs.append(g.died)  # the daemon died while the failure found before was shrunk
             if save_dir is not None:
                 path = save_dir / f"rmb-{h.profile}-{g.failing.scenario.digest()}.json"
                 rep.saved.append(write_scenario(path, g.failing.scenario, failure=_failure_dict(rep.final, rules)))
     rep.seconds = time.monotonic() - start
     return rep
+
+
+def _final_run(h: Harness, loop, g: Generated, rules: Rules) -> ScenarioRun:
+    """The generated failure as the report shows it: rerun once on its own when the daemon still
+    runs (a failure that does not come back is said to be non-deterministic); as it ran when the
+    daemon has exited (nothing can run again)."""
+    if not h.alive():
+        run = g.failing
+        run.scenario.title = ("the implementation exited during this scenario (not shrunk: it cannot run again)" if run.crashed
+                              else f"shrunk to {len(run.scenario.acts)} act(s); the implementation exited later (not rerun)")
+        return run
+    rerun = loop.run_until_complete(run_scenario(h, g.failing.scenario))
+    run = rerun if rerun.failed(rules) else g.failing
+    run.scenario.title = f"shrunk to {len(g.failing.scenario.acts)} act(s)" + \
+        ("" if rerun.failed(rules) else " (passed when rerun: the implementation is not deterministic here)")
+    return run
 
 
 def _failure_dict(run: ScenarioRun, rules: Rules) -> dict:

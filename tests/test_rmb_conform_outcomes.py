@@ -1,0 +1,77 @@
+"""`rmkit conform --protocol rmb`: how a run ends and what its reports say. A daemon that dies while
+generated scenarios run is reported as the crash it is (not shrunk against a dead daemon into a
+scenario that never failed); the JSON and JUnit reports give each failure its rule, the evidence and
+what to do."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from rmb_support import redis_server_or_skip
+from rmkit.conformance.rmb.driven import suite
+from rmkit.conformance.rmb.driven.harness import Harness
+from rmkit.conformance.rmb.driven.judge import Rules
+
+SERVE = "--twin {twin} --directory {directory} --seed {seed} --redis {redis} --listen {listen} --profile {profile}"
+REFERENCE = "{python} -m rmkit.reference_impl.rmb.cli serve " + SERVE
+
+
+def kill(h: Harness) -> None:
+    os.killpg(h.proc.pid, signal.SIGKILL)
+    h.proc.wait()
+
+
+@pytest.fixture
+def started():
+    """A harness with the reference daemon running (a short patience: the tests kill it)."""
+    redis_server_or_skip()
+    loop = asyncio.new_event_loop()
+    h = Harness(REFERENCE, "spec", response_s=1)
+    loop.run_until_complete(h.start())
+    yield h, loop
+    loop.run_until_complete(h.stop())
+    loop.close()
+
+
+@pytest.fixture
+def dead_daemon(started):
+    """A harness whose daemon started and was then killed (the kit's twins and Redis still run)."""
+    kill(started[0])
+    return started
+
+
+def test_a_daemon_that_died_is_not_shrunk_against(dead_daemon):
+    """Every scenario fails once the daemon is gone: shrinking would only pick the simplest of
+    them, a scenario that never made the daemon fail."""
+    h, loop = dead_daemon
+    g = suite.search(h, loop, Rules("spec"), max_examples=20, derandomize=True, seed=None, time_budget=None,
+                     slow_retries=False, shrink_budget_s=60)
+    assert g.failing is not None and g.failing.crashed
+    assert g.examples == 1, g.examples
+    assert g.shrink_runs == 0, g.shrink_runs
+
+
+def test_a_crash_during_generation_is_reported_and_saved_as_it_happened(started, tmp_path, monkeypatch):
+    """The daemon dies in the first generated scenario: that scenario is the failure, reported and
+    saved as run (not rerun against a dead daemon, not called shrunk)."""
+    h, loop = started
+    monkeypatch.setattr(suite, "catalogue", lambda profile, slow: [])
+    run_scenario = suite.run_scenario
+
+    async def dies_first(h, sc, ctx=None):
+        if h.alive():
+            kill(h)
+        return await run_scenario(h, sc, ctx)
+    monkeypatch.setattr(suite, "run_scenario", dies_first)
+    rep = suite.run_suite(h, loop, max_examples=20, derandomize=True, seed=None, time_budget=None, catalogue_only=False,
+                          regressions=[], save_dir=tmp_path)
+    assert rep.verdict(Rules("spec")) == "fail"
+    assert rep.final is rep.generated.failing and rep.final.crashed
+    assert rep.final.scenario.title.startswith("the implementation exited during this scenario"), rep.final.scenario.title
+    text = suite.render_text(rep)
+    assert "the implementation exited" in text
+    assert len(rep.saved) == 1
