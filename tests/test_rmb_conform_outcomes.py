@@ -75,3 +75,44 @@ def test_a_crash_during_generation_is_reported_and_saved_as_it_happened(started,
     text = suite.render_text(rep)
     assert "the implementation exited" in text
     assert len(rep.saved) == 1
+
+
+# ---- every failure in a machine-readable report: rule, evidence, what to do -----------------------
+def _failing_report():
+    from rmkit.conformance.rmb.driven.judge import ActResult, Check
+    from rmkit.conformance.rmb.driven.scenario import Scenario
+
+    act = {"act": "send", "dst": ["p2"], "exp": 30, "try": 3, "answers": {"p2": ["400"]}}
+    res = ActResult(act, [Check("RMB-RETRY-003", False, "3 attempt(s) to twin 2 answered ['400', '400', '400'] (expected 1)")],
+                    ["+  0.10s POST twin 2 /rmb-remote uid=u1; sig ok -> kit answered 400"])
+    rep = suite.ConformReport("my-rmb", "spec", runs=[suite.ScenarioRun(Scenario("catalogue-04", "spec", [act]), [res])])
+    return rep
+
+
+def test_the_json_report_gives_each_failure_its_title_and_what_to_do():
+    import json
+
+    doc = json.loads(suite.render_json(_failing_report()))
+    failure = doc["failures"][0]["failures"][0]
+    rules = Rules("spec")
+    assert failure["rule"] == "RMB-RETRY-003" and failure["evidence"]
+    assert failure["title"] == rules.title("RMB-RETRY-003")
+    assert failure["advice"] == rules.advice("RMB-RETRY-003")
+
+
+def test_replay_json_gives_each_failure_its_evidence_and_what_to_do(tmp_path, capsys):
+    import json
+
+    from rmkit.cli import main
+    from rmkit.conformance.rmb.driven.scenario import Scenario, write_scenario
+
+    redis_server_or_skip()
+    sc = Scenario("saved", "spec", [{"act": "send", "dst": ["p2"], "exp": 30, "try": 3, "answers": {"p2": ["400"]}}])
+    path = write_scenario(tmp_path / "rmb-spec-x.json", sc)
+    cmd = "{python} -m rmkit.conformance.rmb.examples retries-on-4xx serve " + SERVE
+    assert main(["replay", "--protocol", "rmb", str(path), "--impl-cmd", cmd, "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "fail"
+    failure = next(f for f in doc["failures"] if f["rule"] == "RMB-RETRY-003")
+    assert failure["advice"] == Rules("spec").advice("RMB-RETRY-003")
+    assert any("POST twin 2" in line for line in failure["evidence"]), failure

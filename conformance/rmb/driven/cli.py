@@ -143,7 +143,7 @@ def conform(profile: str, args: argparse.Namespace) -> int:
 def replay(args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.judge import Rules
     from rmkit.conformance.rmb.driven.scenario import read_scenario
-    from rmkit.conformance.rmb.driven.suite import describe_run, run_scenario
+    from rmkit.conformance.rmb.driven.suite import describe_run, render_replay_json, run_scenario
 
     sc = read_scenario(args.scenario)
     with _interrupts_unwind():
@@ -157,12 +157,7 @@ def replay(args: argparse.Namespace) -> int:
         raise NothingChecked(f"{args.scenario}: checked nothing (no act of it applies to profile {sc.profile}, e.g. a proxy act "
                              "where the profile has no proxy): no verdict")
     if args.format == "json":
-        import json
-
-        sys.stdout.write(json.dumps({"scenario": sc.id, "profile": sc.profile, "verdict": "fail" if run.failed(rules) else "pass",
-                                     "crashed": run.crashed,
-                                     "checks": [{"act": i, **c.as_dict()} for i, a in enumerate(run.acts) for c in a.checks]},
-                                    indent=2) + "\n")
+        sys.stdout.write(render_replay_json(run, rules))
     else:
         print(f"replaying {args.scenario}: {len(sc.acts)} act(s), profile {sc.profile}")
         if run.failed(rules):

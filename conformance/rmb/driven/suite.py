@@ -276,6 +276,25 @@ def render_text(rep: ConformReport) -> str:
     return "\n".join(out) + "\n"
 
 
+def failure_dicts(run: ScenarioRun, rules: Rules) -> list[dict]:
+    """Each failed check of ``run`` (strict or not) as the JSON reports give it: the act, the rule
+    with its title, mode and what to do, what was found, and the act's exchanges and Redis
+    operations; the same fields as the text report's, so a reader of either can act on it."""
+    return [{"act": a.act, **c.as_dict(), "title": rules.title(c.rule), "mode": rules.mode(c.rule),
+             "severity": rules.severity(c.rule), "advice": rules.advice(c.rule), "evidence": a.evidence}
+            for a, c in run.failures(rules, strict_only=False)]
+
+
+def render_replay_json(run: ScenarioRun, rules: Rules) -> str:
+    """``rmkit replay --protocol rmb --format json``: the verdict, every check made, and each
+    failure with its evidence and what to do."""
+    sc = run.scenario
+    return json.dumps({"scenario": sc.id, "profile": sc.profile, "verdict": "fail" if run.failed(rules) else "pass",
+                       "crashed": run.crashed,
+                       "checks": [{"act": i, **c.as_dict()} for i, a in enumerate(run.acts) for c in a.checks],
+                       "failures": failure_dicts(run, rules)}, indent=2) + "\n"
+
+
 def render_json(rep: ConformReport) -> str:
     rules = Rules(rep.profile)
     table = rep.per_rule(rules)
@@ -283,9 +302,7 @@ def render_json(rep: ConformReport) -> str:
 
     def run_dict(run: ScenarioRun) -> dict:
         return {"id": run.scenario.id, "origin": run.scenario.origin, "title": run.scenario.title, "acts": run.scenario.acts,
-                "crashed": run.crashed,
-                "failures": [{"act": a.act, **c.as_dict(), "mode": rules.mode(c.rule), "evidence": a.evidence}
-                             for a, c in run.failures(rules, strict_only=False)]}
+                "crashed": run.crashed, "failures": failure_dicts(run, rules)}
     doc = {"protocol": "rmb", "profile": rep.profile, "implementation": rep.implementation, "verdict": rep.verdict(rules),
            "seconds": round(rep.seconds, 2), "scenarios": len(rep.runs),
            "generated": None if g is None else {"examples": g.examples, "seconds": round(g.seconds, 2),
