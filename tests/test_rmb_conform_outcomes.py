@@ -116,3 +116,32 @@ def test_replay_json_gives_each_failure_its_evidence_and_what_to_do(tmp_path, ca
     failure = next(f for f in doc["failures"] if f["rule"] == "RMB-RETRY-003")
     assert failure["advice"] == Rules("spec").advice("RMB-RETRY-003")
     assert any("POST twin 2" in line for line in failure["evidence"]), failure
+
+
+def test_the_junit_report_has_a_case_per_rule_with_the_failure_its_advice_and_evidence():
+    from xml.etree import ElementTree as ET
+
+    rep = _failing_report()
+    root = ET.fromstring(suite.render_junit(rep))
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    rules = Rules("spec")
+    assert set(cases) >= {r.id for r in rules.spec.rules if rules.mode(r.id) != "off"}
+    failure = cases["RMB-RETRY-003"].find("failure")
+    assert failure is not None and "3 attempt(s) to twin 2" in failure.get("message")
+    assert rules.advice("RMB-RETRY-003") in failure.text and "POST twin 2 /rmb-remote" in failure.text
+    assert cases["RMB-REMOTE-009"].find("skipped") is not None  # no scenario reaches it: not checked, never passed
+    suite_el = root.find("testsuite")
+    assert suite_el.get("failures") == "1"
+
+
+def test_conform_takes_format_junit(tmp_path, capsys):
+    """Refused before as a usage error; now the run goes ahead (here: to a daemon that cannot start)."""
+    import sys
+
+    from rmkit.cli import main
+
+    redis_server_or_skip()
+    code = main(["conform", "--protocol", "rmb", "--format", "junit", "--impl-cmd", f"{sys.executable} -c 'import sys; sys.exit(3)'",
+                 "--catalogue-only", "--regressions", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "exited at start (status 3)" in err, err

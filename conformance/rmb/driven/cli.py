@@ -111,12 +111,10 @@ def regressions_for(folder: Path, profile: str) -> list:
 
 def conform(profile: str, args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.judge import Rules
-    from rmkit.conformance.rmb.driven.suite import render_json, render_text, run_suite
+    from rmkit.conformance.rmb.driven.suite import render_json, render_junit, render_text, run_suite
     from rmkit.conformance.cli_options import derandomize_wanted, regressions_dir, stderr_progress
     from rmkit.guard import decided, emit_report, write_output
 
-    if args.format == "junit":
-        raise UsageError("--format junit: protocol rmb writes text or json")
     folder = regressions_dir(args.regressions)
     regressions = regressions_for(folder, profile)
     with _interrupts_unwind():
@@ -127,7 +125,7 @@ def conform(profile: str, args: argparse.Namespace) -> int:
                             save_dir=folder, progress=stderr_progress(args))
         finally:
             _close(h, loop)
-    text = render_json(rep) if args.format == "json" else render_text(rep)
+    text = {"json": render_json, "junit": render_junit}.get(args.format, render_text)(rep)
     verdict = rep.verdict(Rules(profile))
     if verdict == "pass" and not _checks(rep.runs + ([rep.final] if rep.final else [])):
         raise NothingChecked(f"no scenario checked anything against profile {profile}: no verdict")

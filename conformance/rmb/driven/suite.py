@@ -295,6 +295,60 @@ def render_replay_json(run: ScenarioRun, rules: Rules) -> str:
                        "failures": failure_dicts(run, rules)}, indent=2) + "\n"
 
 
+def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
+    """JUnit XML for CI: one test case per rule the profile judges. A strict rule some check broke
+    fails, with its first finding as the message and, in the text, what to do, every finding and the
+    first failing act's exchanges and Redis operations; a non-strict finding passes with it in
+    system-out; a rule no scenario reached is skipped with why (never passed). A daemon that exited
+    under test adds a failing ``implementation`` case."""
+    from xml.etree import ElementTree as ET
+
+    from rmkit.render.junit import xml_safe
+
+    rules = Rules(rep.profile)
+    table = rep.per_rule(rules)
+    failed: dict[str, list[tuple[ActResult, object]]] = {}
+    for run in rep.runs + ([rep.final] if rep.final else []):
+        for a, c in run.failures(rules, strict_only=False):
+            failed.setdefault(c.rule, []).append((a, c))
+    root = ET.Element("testsuites")
+    ts = ET.SubElement(root, "testsuite", name=f"rmkit conform rmb, profile {rep.profile}")
+    cases = failures = skipped = 0
+    for r in rules.spec.rules:
+        mode = rules.mode(r.id)
+        if mode == "off":
+            continue
+        cases += 1
+        case = ET.SubElement(ts, "testcase", classname=f"rmkit.conform.rmb.{rep.profile}", name=r.id)
+        if r.id not in table:
+            skipped += 1
+            ET.SubElement(case, "skipped", message=f"not checked: {NOT_DRIVEN.get(r.id, 'no scenario of this run reached it')}")
+            continue
+        found = failed.get(r.id)
+        if not found:
+            continue
+        lines = [f"{r.id} ({rules.severity(r.id)}, {mode}) {r.title}", f"what to do: {r.advice}"]
+        lines += [f"{c.detail}  [act {json.dumps(a.act)}]" for a, c in found]
+        lines += ["exchanges and Redis operations of the first failing act:"] + found[0][0].evidence[:evidence_lines]
+        if mode == "strict":
+            failures += 1
+            el = ET.SubElement(case, "failure", message=found[0][1].detail[:500], type="rule")
+            el.text = "\n".join(lines)
+        else:
+            ET.SubElement(case, "system-out").text = "finding (non-strict in this profile):\n" + "\n".join(lines)
+    crashed = [run for run in rep.runs + ([rep.final] if rep.final else []) if run.crashed]
+    if crashed:
+        cases += 1
+        failures += 1
+        case = ET.SubElement(ts, "testcase", classname=f"rmkit.conform.rmb.{rep.profile}", name="implementation")
+        el = ET.SubElement(case, "failure", message=crashed[0].crashed[:500], type="crash")
+        el.text = f"in scenario {crashed[0].scenario.id}: {crashed[0].crashed}\nwhat to do: find why the daemon exited in its own output"
+    ts.set("tests", str(cases))
+    ts.set("failures", str(failures))
+    ts.set("skipped", str(skipped))
+    return xml_safe('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
+
+
 def render_json(rep: ConformReport) -> str:
     rules = Rules(rep.profile)
     table = rep.per_rule(rules)
