@@ -145,3 +145,16 @@ def test_conform_takes_format_junit(tmp_path, capsys):
                  "--catalogue-only", "--regressions", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2 and "exited at start (status 3)" in err, err
+
+
+# ---- a choice the profile leaves open passes either way ------------------------------------------
+@pytest.mark.parametrize("profile", ["spec", "rmb-go"])
+def test_a_daemon_that_refuses_old_and_expired_requests_passes_where_the_profile_leaves_it_open(profile):
+    """RMB-REMOTE-006/007 are off in spec and rmb-go: refusing such a request with 400 is the
+    daemon's choice, not a request it accepted and then failed to hand on (RMB-REMOTE-005)."""
+    from test_rmb_conform import REFERENCE, Driven, variant_cmd
+
+    for cmd in (variant_cmd("refuses-stale"), REFERENCE):  # refuses them; accepts them
+        with Driven(cmd, profile) as d:
+            runs = d.run(["remote request: old_now", "remote request: expired"])
+            assert d.failed_rules(runs) == set(), [line for r in runs for line in suite.describe_run(r, d.rules)]

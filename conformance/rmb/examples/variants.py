@@ -211,6 +211,16 @@ class KeepsReplyRet(RmbDaemon):
         return self._answer(request, self.b["accepted"]["status"], msg, "accepted")
 
 
+class RefusesStale(RmbDaemon):
+    """Refuses with 400 a request whose now is over 60 s old or whose now + exp has passed, as
+    rmb-rs-v1 does: a choice the spec and rmb-go profiles leave open (RMB-REMOTE-006/007 off there)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.b["age_limit_s"] = 60
+        self.b["refuse_expired"] = True
+
+
 # ---- rule mutants: one promise broken each, to show the scenario that judges a rule can fail it --
 class NoErrorOnFailure(RmbDaemon):
     """Never tells the client that a request could not be delivered."""
@@ -320,5 +330,6 @@ LEGAL = {
     "reordered-replies": ReorderedReplies,
     "restamps": Restamps,
     "keeps-reply-ret": KeepsReplyRet,
+    "refuses-stale": RefusesStale,
 }
 VARIANTS = {**{k: v[0] for k, v in FAULTY.items()}, **{k: v[0] for k, v in MUTANTS.items()}, **LEGAL}
