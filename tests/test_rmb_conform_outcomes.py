@@ -158,3 +158,38 @@ def test_a_daemon_that_refuses_old_and_expired_requests_passes_where_the_profile
         with Driven(cmd, profile) as d:
             runs = d.run(["remote request: old_now", "remote request: expired"])
             assert d.failed_rules(runs) == set(), [line for r in runs for line in suite.describe_run(r, d.rules)]
+
+
+def _refused_request_log(tmp_path, *, now: int, exp: int):
+    """A spec-profile log of one request twin 2's remote endpoint refused with 400 at t=1790000001."""
+    import json
+
+    msg = {"ver": 1, "uid": "0b0e5a1c-1111-4a11-8a11-000000000011", "cmd": "py.echo", "exp": exp, "try": 2, "dat": "aGk=", "src": 1,
+           "dst": [2], "ret": "client.0b0e5a1c", "shm": "", "now": now, "sig": "65" + "ab" * 64}
+    rec = {"format": "rmkit-rmb-log/1", "time": 1790000001.05, "who": "twin-2", "event": "http-answer", "direction": "in",
+           "queue": None, "endpoint": "/rmb-remote", "status": 400, "peer": "127.0.0.1", "uid": msg["uid"], "message": msg,
+           "note": "refused: message expired"}
+    path = tmp_path / "twin-2.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("now, exp, why", [(1790000001 - 50, 10, "expired 40 s ago"), (1790000001 - 121, 3600, "sent 121 s ago")])
+def test_a_log_where_an_old_or_expired_request_was_refused_passes_where_the_profile_leaves_it_open(tmp_path, capsys, now, exp, why):
+    import json
+
+    from rmkit.cli import main
+
+    log = _refused_request_log(tmp_path, now=now, exp=exp)
+    for profile in ("spec", "rmb-go"):
+        code = main(["check", "--protocol", "rmb", "--profile", profile, "--format", "json", str(log)])
+        doc = json.loads(capsys.readouterr().out)
+        assert code == 0, (profile, why, doc.get("violations"))
+
+
+def test_a_log_where_a_fresh_request_was_refused_still_fails_remote_001(tmp_path, capsys):
+    from rmkit.cli import main
+
+    log = _refused_request_log(tmp_path, now=1790000001 - 5, exp=3600)
+    assert main(["check", "--protocol", "rmb", "--profile", "spec", str(log)]) == 1
+    assert "RMB-REMOTE-001" in capsys.readouterr().out

@@ -49,6 +49,21 @@ def backlog_ttl(note: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def open_refusals(profile: str) -> tuple[float | None, bool]:
+    """(age limit, expired) a receiver may refuse a request by although ``profile`` does not ask it
+    to: where RMB-REMOTE-006 / 007 are off (the profile does not have the behaviour), refusing a
+    request older than another profile's age limit, or one past its deadline, is the daemon's choice
+    (allowed, never required)."""
+    from rmkit.conformance.rmb.model import rmb_spec
+
+    spec = rmb_spec()
+    others = [spec.behaviour(p) for p in spec.profiles]
+    limits = [b["age_limit_s"] for b in others if b["age_limit_s"] is not None]
+    age = min(limits) if limits and spec.mode("RMB-REMOTE-006", profile) == "off" else None
+    expired = any(b["refuse_expired"] for b in others) and spec.mode("RMB-REMOTE-007", profile) == "off"
+    return age, expired
+
+
 @dataclass
 class Ctx:
     """What every judgment needs: the profile's behaviour and the checker's settings."""
@@ -68,6 +83,8 @@ class Ctx:
         self.after_post = b["backlog_written"] == "after-post"
         sep = b["forward_job"].replace("{uid}", "\x00").replace("{dst}", "\x01")
         self.job_re = re.compile("^" + re.escape(sep).replace("\x00", "(.+)").replace("\x01", r"(\d+)") + "$")
+        self.open_age_limit, self.open_expired = open_refusals(self.profile)
+
 
     def line_problem(self, obj: dict) -> tuple[str, str] | None:
         """(error, field) of a decoded record the judgments cannot read: a backlog-set's note that
@@ -336,6 +353,9 @@ class Group:
                         reasons.append((rule_id, {b["status_bad_body"]}))
                     elif t > limit - c.tol:
                         maybe.add(b["status_bad_body"])
+                if (c.open_age_limit is not None and t > msg["now"] + c.open_age_limit - c.tol) or \
+                        (c.open_expired and t > msg["now"] + msg["exp"] - c.tol):
+                    maybe.add(b["status_bad_body"])  # a refusal the profile leaves open (open_refusals)
         allowed = set(maybe).union(*(s for _, s in reasons)) if reasons else set(maybe)
         default = "RMB-REMOTE-001"
         if not reasons:
