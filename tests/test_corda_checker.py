@@ -152,6 +152,29 @@ def test_a_flow_id_with_more_digits_than_int_reads_is_ordered_not_a_crash(tmp_pa
         assert report.unreadable == 0 and pairs(report) == {("CORDA-ORDER-001", below)}, report.counts
 
 
+def test_an_ack_recorded_before_its_commit_fails_even_in_the_rows_millisecond(tmp_path):
+    """The row is inserted before its transaction commits, so a node that acknowledges between the
+    insert and the commit (the commit's fsync takes milliseconds) acks at or after the row's time.
+    The row excuses an ack only when its own commit left no record (a kill in between); when the
+    committed record of the row's transaction comes after the ack, the ack came before the commit."""
+    mid = "N-f1-1-0"
+    recv = {"t": 10, "node": "bob", "event": "received", "id": mid, "sender": "u1", "seq": 1, "session": "s1", "delivery": "d1"}
+    log = _write(tmp_path, "early.jsonl", [
+        {"t": 9, "node": "alice", "event": "sent", "id": mid, "sender": "u1", "seq": 1, "session": "s1"},
+        recv,
+        {"t": 10, "node": "bob", "event": "dedup", "id": mid, "verdict": "new"},
+        {"t": 11, "node": "bob", "event": "acked", "id": mid, "delivery": "d1"},
+        {"t": 16, "node": "bob", "event": "committed", "id": mid, "tx": 7},
+        {"node": "bob", "id": mid, "sender": "u1", "seq": 1, "tx": 7, "t": 11},
+    ])
+    for jobs in (1, 2):
+        report = CordaLogChecker("spec", settled=True, max_examples=0, jobs=jobs).run([str(log)])
+        assert pairs(report) == {("CORDA-ACK-001", mid)}, (jobs, report.counts)
+        (v,) = report.violations
+        assert {e.line for e in v.evidence} >= {4, 5} and "before its commit (line 5)" in v.explanation
+    assert main(["check", "--protocol", "corda", "--settled", str(log)]) == 1
+
+
 def test_exit_codes_pass_violations_and_nothing_read(tmp_path):
     clean = ROOT / "spec" / "clean-redelivered.jsonl"
     assert main(["check", "--protocol", "corda", "--settled", str(clean)]) == 0
