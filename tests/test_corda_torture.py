@@ -171,6 +171,29 @@ def test_an_interrupted_run_leaves_no_out_file(tmp_path, capsys, monkeypatch, no
     assert "interrupted; no verdict" in capsys.readouterr().err and not out.exists()
 
 
+def test_an_interrupted_run_says_where_its_temporary_folder_is_kept(tmp_path, capsys, monkeypatch, no_broker_needed):
+    """Without --dir the run's folder is temporary: an interrupted run keeps it (its records and
+    broker logs) and says where, as rmkit corda up does, instead of leaving it behind unnamed."""
+    import tempfile
+
+    from rmkit.cli import main
+    from rmkit.conformance.corda import torture
+
+    class Interrupted:
+        def __init__(self, *a, **kw):
+            pass
+
+        def run(self):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(torture, "Torture", Interrupted)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["corda", "torture"]) == 2
+    err = capsys.readouterr().err
+    (kept,) = [p for p in tmp_path.iterdir() if p.name.startswith("rmkit-corda-torture-")]
+    assert f"the run's folder is kept: {kept}" in err and "interrupted; no verdict" in err, err
+
+
 def test_dir_naming_a_file_is_a_usage_error(tmp_path, capsys, monkeypatch, no_broker_needed):
     from rmkit.cli import main
     from rmkit.conformance.corda import torture

@@ -220,10 +220,15 @@ def cmd_torture(args) -> int:
     _need_broker()
     folder, temporary = _folder(args.dir, "rmkit-corda-torture-")
     log = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    with signals_interrupt():   # SIGINT and SIGTERM: every process stopped, exit 2
-        run = Torture(folder, args.seed, args.cycles, flows=args.flows, profile=args.profile, variant=args.variant,
-                      keep_going=args.keep_going, log=log)
-        result = run.run()
+    try:
+        with signals_interrupt():   # SIGINT and SIGTERM: every process stopped, exit 2
+            run = Torture(folder, args.seed, args.cycles, flows=args.flows, profile=args.profile, variant=args.variant,
+                          keep_going=args.keep_going, log=log)
+            result = run.run()
+    except BaseException:   # interrupted or broken: no report names the temporary folder, so say it here
+        if temporary:
+            print(f"the run's folder is kept: {folder}", file=sys.stderr)
+        raise
     report = result.to_json()
     report["folder"] = str(folder)
     if args.out:
