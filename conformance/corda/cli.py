@@ -68,7 +68,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="the node: reference, or a faulty variant the harness must catch")
     t.add_argument("--keep-going", action="store_true", help="run every cycle even after a violation shows")
     t.add_argument("--dir", help="the run's folder (databases, records, logs; default: a temporary folder, "
-                                 "kept when the run fails)")
+                                 "kept, and named, when the run fails or is interrupted)")
     t.add_argument("--format", choices=("text", "json"), default="text")
     t.add_argument("--out", help="also write the JSON report here")
     t.add_argument("--quiet", action="store_true", help="no line per cycle on stderr")
