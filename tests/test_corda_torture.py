@@ -194,6 +194,20 @@ def test_an_interrupted_run_says_where_its_temporary_folder_is_kept(tmp_path, ca
     assert f"the run's folder is kept: {kept}" in err and "interrupted; no verdict" in err, err
 
 
+def test_an_unknown_profile_is_refused_before_any_folder_is_made(tmp_path, capsys, monkeypatch, no_broker_needed):
+    import tempfile
+
+    from rmkit.cli import main
+    from rmkit.conformance.corda import torture
+
+    monkeypatch.setattr(torture, "Torture", NotToBeRun)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["corda", "torture", "--profile", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "has no profile 'nope'" in err and "the run started" not in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_dir_naming_a_file_is_a_usage_error(tmp_path, capsys, monkeypatch, no_broker_needed):
     from rmkit.cli import main
     from rmkit.conformance.corda import torture

@@ -207,6 +207,7 @@ def _records_span(cluster, nodes) -> float:
 
 
 def cmd_torture(args) -> int:
+    from rmkit.conformance.corda.spec import corda_spec
     from rmkit.conformance.corda.torture import Torture
     from rmkit.interrupts import signals_interrupt
 
@@ -217,6 +218,7 @@ def cmd_torture(args) -> int:
                          "the schedule is planned before the run starts)")
     check_writable_file(args.out, "--out")   # written once, at the end: an interrupted run leaves none
     check_writable_dir(args.dir, "--dir")
+    corda_spec(args.profile)   # an unknown profile is a usage error before any folder is made
     _need_broker()
     folder, temporary = _folder(args.dir, "rmkit-corda-torture-")
     log = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
