@@ -283,6 +283,40 @@ def test_up_dir_naming_a_file_is_a_usage_error(fake, capsys, tmp_path):
     assert Fake.made == []
 
 
+@pytest.mark.parametrize("bad, said", [
+    (["--profile", "nope"], "has no profile 'nope'"),
+    (["--policy", "{not json"], "--policy"),
+    (["--policy", '{"fast_path": false}'], "--policy"),
+    (["--db", "{missing}/A.sqlite"], "--db"),
+    (["--events", "{missing}/e.jsonl"], "--events"),
+    (["--crash-at", "receiver_before_commit:0"], "--crash-at"),
+])
+def test_the_node_started_by_hand_refuses_bad_arguments_with_exit_2(tmp_path, capsys, bad, said):
+    """``python -m rmkit.reference_impl.corda.node`` (README: the nodes can be started by hand)
+    exits 2 with one line on a bad argument, before any broker is asked, never with a traceback."""
+    from rmkit.reference_impl.corda import node
+
+    argv = ["--name", "A", "--port", "1", "--db", str(tmp_path / "A.sqlite"), "--events", str(tmp_path / "e.jsonl")]
+    for i in range(0, len(bad), 2):
+        value = bad[i + 1].replace("{missing}", str(tmp_path / "missing"))
+        if bad[i] in argv:
+            argv[argv.index(bad[i]) + 1] = value
+        else:
+            argv += [bad[i], value]
+    assert node.main(argv) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_bridge_started_by_hand_refuses_a_bad_crash_point_with_exit_2(capsys):
+    from rmkit.reference_impl.corda import bridge_node
+
+    argv = ["--name", "bridge-A-B", "--local-port", "1", "--remote-port", "2", "--peer", "B", "--crash-at", "p:0"]
+    assert bridge_node.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--crash-at" in err and len(err.strip().splitlines()) == 1, err
+
+
 # -- on real brokers -------------------------------------------------------------------------------
 @needs_broker
 def test_a_broker_starts_in_a_folder_whose_name_a_uri_cannot_hold(tmp_path):
@@ -319,7 +353,7 @@ def test_a_process_that_cannot_start_leaves_nothing_running(tmp_path):
     env = {**os.environ, "RMKIT_CORDA_CRASH": "bogus:0"}   # every node and bridge refuses to start
     r = subprocess.run([sys.executable, "-m", "rmkit", "corda", "up", "--messages", "5", "--dir", str(tmp_path / "run")],
                        capture_output=True, text=True, timeout=120, env=env)
-    assert r.returncode == 2 and "exited with 1 at start" in r.stderr, r.stderr
+    assert r.returncode == 2 and "exited with 2 at start" in r.stderr, r.stderr
     time.sleep(0.2)
     assert running_under(tmp_path) == []
 

@@ -8,15 +8,16 @@ redelivers it to the restarted bridge and the peer receives a duplicate (crash p
 
 ``python -m rmkit.reference_impl.corda.bridge_node --name N --local-port P --remote-port Q
 --peer B [--in-order] [--folder DIR] [--crash-at POINT[:K[:MODE]]]``. Exits 0 on SIGTERM, 3 when either broker
-connection is lost."""
+connection is lost, 2 on bad arguments."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
-from .crashpoints import CrashPoints
+from .crashpoints import ENV, CrashPoints, parse
 from .stomp_link import LinkLost, StompLink
 from .stomp_node import HEADERS
 
@@ -61,6 +62,13 @@ def main(argv: list[str] | None = None) -> int:
                         "(the spec profile's in_order_bridge)")
     a.add_argument("--heartbeat-ms", type=int, default=1000)
     args = a.parse_args(argv)
+    crash = args.crash_at or os.environ.get(ENV)
+    try:
+        if crash:
+            parse(crash)
+    except ValueError as e:   # a bad argument: exit 2 with one line, not a traceback
+        print(f"bridge {args.name}: --crash-at (or {ENV}): {e}", file=sys.stderr)
+        return 2
     try:
         return run(args)
     except LinkLost as e:

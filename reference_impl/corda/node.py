@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -284,14 +285,57 @@ def parser() -> argparse.ArgumentParser:
     return a
 
 
+def read_policy(args: argparse.Namespace) -> Policy:
+    """The node's policy from ``--policy`` or ``--profile``; a :class:`UsageError` naming the
+    option when neither can be used (the node is started by hand too)."""
+    from rmkit.errors import UsageError
+
+    if args.policy is None:
+        return Policy.of_profile(args.profile)
+    try:
+        return Policy.from_json(args.policy)
+    except (ValueError, KeyError, TypeError) as e:
+        raise UsageError(f"--policy {args.policy!r}: expected the JSON of Policy.to_json, "
+                         f'e.g. {{"consequence": {{...}}, "fast_path": false}} ({type(e).__name__}: {e})') from None
+
+
+def start_node(args: argparse.Namespace) -> Node:
+    """The node, its database, events file and crash point opened; a :class:`UsageError` naming
+    the option that cannot be used, so a bad argument is exit 2 with one line, not a traceback."""
+    import sqlite3
+
+    from rmkit.errors import UsageError
+
+    from .crashpoints import ENV, parse
+
+    policy = read_policy(args)
+    crash = args.crash_at or os.environ.get(ENV)
+    try:
+        if crash:
+            parse(crash)
+    except ValueError as e:
+        raise UsageError(f"--crash-at (or {ENV}): {e}") from None
+    try:
+        return Node(args, policy)
+    except sqlite3.Error as e:
+        raise UsageError(f"--db {args.db}: cannot open the database: {e}") from None
+    except OSError as e:
+        raise UsageError(f"--events {args.events}: cannot open: {e.strerror or e}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
+    from rmkit.errors import UsageError
+
     args = parser().parse_args(argv)
     args.peers = [p for p in args.peers.split(",") if p]
     if not all(fits_flow_ids(n) for n in [args.name, *args.peers]):
         print("node: --name and --peers must be names the N- ids' seeds allow (spec/corda/messages.yaml)", file=sys.stderr)
         return 2
-    policy = Policy.from_json(args.policy) if args.policy else Policy.of_profile(args.profile)
-    node = Node(args, policy)
+    try:
+        node = start_node(args)
+    except UsageError as e:
+        print(f"node {args.name}: {e}", file=sys.stderr)
+        return 2
 
     def stop(*_):
         node.stopping = True
