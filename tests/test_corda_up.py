@@ -152,6 +152,14 @@ def test_up_whose_duration_runs_out_has_no_verdict_unless_a_duplicate_showed(fak
     assert f"duplicates: {int(duplicate)}" in captured.out
 
 
+def test_up_does_not_count_a_message_committed_twice_as_committed_exactly_once(fake, capsys):
+    run, Fake = fake
+    Fake.script = [{"A": ALL["A"] + ALL["A"][:1], "B": ALL["B"]}]
+    assert run() == 1
+    out = capsys.readouterr().out
+    assert "3 of 4 messages committed exactly once" in out and "duplicates: 1" in out, out
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
 def test_up_duration_must_be_a_positive_number_of_seconds(fake, capsys, value):
     run, Fake = fake

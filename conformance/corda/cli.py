@@ -146,7 +146,7 @@ def run_up(cluster, duration: float | None, poll: float = 0.5) -> int:
     nodes = cluster.nodes
     t0 = time.monotonic()
     got: dict = {n: [] for n in nodes}
-    done, total, died, ran_out = 0, 0, [], False
+    done, total, died, ran_out, expected = 0, 0, [], False, {}
     try:
         try:
             cluster.start()
@@ -176,9 +176,10 @@ def run_up(cluster, duration: float | None, poll: float = 0.5) -> int:
         not_clean = cluster.stop()
     export_tables(cluster)
     dup = sum(len(got[n]) - len({e[2] for e in got[n]}) for n in nodes)
+    once = _committed_once(got, expected) if total else 0
     span = _records_span(cluster, nodes)
     rate = f"{done / span:.1f} messages/s end to end from the first send to the last commit" if span else "no rate"
-    print(f"{done} of {total} messages committed exactly once ({rate}: broker, bridge, broker, SQLite); "
+    print(f"{once} of {total} messages committed exactly once ({rate}: broker, bridge, broker, SQLite); "
           f"duplicates: {dup}; stopped")
     if died:
         print(f"rmkit corda up: during the run: {'; '.join(died)}; everything else stopped: no verdict", file=sys.stderr)
@@ -193,6 +194,14 @@ def run_up(cluster, duration: float | None, poll: float = 0.5) -> int:
               "no verdict", file=sys.stderr)
         return 2
     return 0
+
+
+def _committed_once(got: dict, expected: dict) -> int:
+    """How many expected messages each receiver committed exactly once (a message committed twice
+    is a duplicate, not one more message delivered as promised)."""
+    from collections import Counter
+
+    return sum(sum(1 for did, c in Counter(e[2] for e in got[n]).items() if c == 1 and did in expected[n]) for n in got)
 
 
 def _records_span(cluster, nodes) -> float:
