@@ -6,6 +6,7 @@ need a particular interleaving are marked slow."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -101,6 +102,24 @@ def _events(*rows):
     for ev, did, extra in rows:
         out.append({"t": 1, "node": "B", "event": ev, "id": did, "sender": "A", "seq": None, "session": "A:Af0", **extra})
     return out
+
+
+def test_a_runs_records_have_a_folder_of_their_own_that_audit_reads_alone(tmp_path):
+    """A run's folder also holds process logs (*.log) and the brokers' journals (KahaDB's db-1.log):
+    read as records they are hundreds of unreadable lines. The records (each node's events and the
+    processed-ids export) sit in ``records/``, which rmkit audit (a folder) and rmkit check read alone."""
+    from rmkit.reference_impl.corda.cluster import Cluster, export_tables
+    from rmkit.spark_checks.inputs import expand_paths
+
+    cluster = Cluster(tmp_path / "run", ["A", "B"], OS)
+    for n in cluster.nodes:
+        EventLog(cluster.events(n), n).write("sent", Message(f"N-{n}f0-1-0", f"{n}:{n}f0", True, "p", "u1", 1))
+        (cluster.folder / f"node-{n}.log").write_text("node started\n")
+    export_tables(cluster)
+    records = cluster.records()
+    assert records == cluster.folder / "records"
+    found = [Path(f).name for f in expand_paths([str(records)]).read]
+    assert found == ["events-A.jsonl", "events-B.jsonl", "processed.jsonl"], found
 
 
 def test_ack_order_is_judged_per_delivery_and_profile():
@@ -286,9 +305,17 @@ def test_reference_node_loses_nothing_and_a_node_acking_before_commit_is_caught(
     assert "acked_before_commit" in {v.kind for v in at["B"]} and {v.kind for v in at["B"]} <= {"acked_before_commit", "lost"}
     assert r.counts["committed"] > 0
     assert any(c.reached for c in r.schedule)   # a crash point was reached, not only random kills
-    exported = [json.loads(line) for line in (tmp_path / "run" / "processed.jsonl").read_text().splitlines()]
+    records = tmp_path / "run" / "records"
+    exported = [json.loads(line) for line in (records / "processed.jsonl").read_text().splitlines()]
     assert {r["node"] for r in exported} == {"A", "B"} and all(set(r) == {"node", "id", "sender", "seq", "tx", "t"} for r in exported)
     assert len(exported) == r.counts["committed"]   # one row per commit of an id, as the effects
+    # the records checker finds what the harness found: every early acknowledgement, at B only
+    from rmkit.conformance.corda.checker import CordaLogChecker
+
+    report = CordaLogChecker("corda-os", settled=True, max_examples=0).run(sorted(str(p) for p in records.iterdir()))
+    assert report.unreadable == 0
+    early = {v.message_id for v in report.violations if v.rule == "CORDA-ACK-001"}
+    assert early == {v.id for v in r.violations if v.kind == "acked_before_commit"}, report.counts
 
 
 @needs_broker

@@ -242,6 +242,7 @@ def cmd_torture(args) -> int:
         raise
     report = result.to_json()
     report["folder"] = str(folder)
+    report["records"] = str(run.cluster.records())
     if args.out:
         write_output(args.out, json.dumps(report, indent=1), "--out")
     if args.format == "json":
@@ -288,4 +289,6 @@ def text_report(run, result, folder: Path | None) -> str:
                      f"--variant {result.variant} --profile {result.profile}")
     if folder:
         lines.append(f"  records, databases and logs: {folder}")
+        lines.append(f"  check the records: rmkit check --protocol corda --profile {result.profile} --settled "
+                     f"{folder / 'records'}/*.jsonl")
     return "\n".join(lines)

@@ -40,6 +40,7 @@ class Cluster:
                  heartbeat_ms: int = 3000):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
+        self.records().mkdir(exist_ok=True)
         self.nodes, self.policy, self.flows, self.messages = list(nodes), policy, flows, messages
         self.variant, self.paced, self.heartbeat_ms = variant, paced, heartbeat_ms
         self.variant_nodes = set(nodes if variant_nodes is None else variant_nodes)   # the others run the reference
@@ -68,8 +69,14 @@ class Cluster:
     def db(self, node: str) -> Path:
         return self.folder / f"{node}.sqlite"
 
+    def records(self) -> Path:
+        """The run's records (each node's events, the processed-ids export), in a folder of their
+        own: the run's folder also holds process logs and the brokers' journals (``*.log`` files),
+        which a check or an audit given the whole folder would read as unreadable records."""
+        return self.folder / "records"
+
     def events(self, node: str) -> Path:
-        return self.folder / f"events-{node}.jsonl"
+        return self.records() / f"events-{node}.jsonl"
 
     def argv(self, comp: str) -> list[str]:
         kind, *names = comp.split("-")
@@ -277,14 +284,14 @@ class Cluster:
 
 
 def export_tables(cluster: Cluster) -> int:
-    """Every node's processed-id table as ``processed.jsonl`` in the run's folder (beside the
-    events files); returns the number of rows."""
+    """Every node's processed-id table as ``processed.jsonl`` in the run's records folder (beside
+    the events files); returns the number of rows."""
     from .records import export_processed
     from .store import SqliteStore
 
     stores = {n: SqliteStore(str(cluster.db(n))) for n in cluster.nodes}
     try:
-        return export_processed(stores, cluster.folder / "processed.jsonl")
+        return export_processed(stores, cluster.records() / "processed.jsonl")
     finally:
         for store in stores.values():
             store.close()
