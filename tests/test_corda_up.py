@@ -80,8 +80,12 @@ class FakeCluster:
             self.polls += 1
         return [("s", "p", did) for did in step.get(node, [])]
 
+    def records(self):
+        (self.folder / "records").mkdir(parents=True, exist_ok=True)
+        return self.folder / "records"
+
     def events(self, node):
-        return self.folder / f"events-{node}.jsonl"
+        return self.records() / f"events-{node}.jsonl"
 
     def db(self, node):
         return self.folder / f"{node}.sqlite"
