@@ -35,8 +35,28 @@ def _open(path: str, compress: bool):
     if path == "-":
         return _Stdout()
     if compress:
-        return gzip.open(path, "wb", compresslevel=3)
+        return _ReproducibleGzip(path)
     return open(path, "wb", buffering=1 << 20)
+
+
+class _ReproducibleGzip:
+    """A gzip file whose header holds neither a time nor a file name (``gzip -n``): the log is
+    written under a temporary name and at some time, and neither may change its bytes, which the
+    seed alone decides."""
+
+    def __init__(self, path: str):
+        self.raw = open(path, "wb", buffering=1 << 20)
+        self.gz = gzip.GzipFile(filename="", mode="wb", fileobj=self.raw, compresslevel=3, mtime=0)
+
+    def __enter__(self):
+        return self.gz
+
+    def __exit__(self, *exc):
+        try:
+            self.gz.close()
+        finally:
+            self.raw.close()
+        return False
 
 
 def _write_lines(path: str, lines: Iterable[bytes]) -> int:
