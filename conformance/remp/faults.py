@@ -453,10 +453,18 @@ def _fanout(rule, sent_to_of):
     return inject
 
 
-fanout_over = _fanout("REMP-FANOUT-001", lambda total: total + 2)
-fanout_over.__doc__ = "REMP-FANOUT-001: SentToValidators counts more sends than there are validators."
-fanout_under = _fanout("REMP-FANOUT-002", lambda total: 1 if total >= 3 else None)
-fanout_under.__doc__ = "REMP-FANOUT-002: the full node sends the message to one validator only."
+def _named(inject, name: str, doc: str):
+    """``inject`` under its module name: the manifest records a plant's injector by name, which
+    must lead to this function, not to the closure's ``inject``."""
+    inject.__name__ = inject.__qualname__ = name
+    inject.__doc__ = doc
+    return inject
+
+
+fanout_over = _named(_fanout("REMP-FANOUT-001", lambda total: total + 2), "fanout_over",
+                     "REMP-FANOUT-001: SentToValidators counts more sends than there are validators.")
+fanout_under = _named(_fanout("REMP-FANOUT-002", lambda total: 1 if total >= 3 else None), "fanout_under",
+                      "REMP-FANOUT-002: the full node sends the message to one validator only.")
 
 
 def _finalized_items(ctx, idxs):
