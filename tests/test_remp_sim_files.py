@@ -42,3 +42,72 @@ def test_a_gzip_header_names_no_temporary_file(tmp_path, writer):
     else:
         dump.write_kafka_dump(str(out), [(r["timestamp"], r) for r in RECEIPTS])
     assert b"partial" not in out.read_bytes()[:64]
+
+
+def _plant(tmp_path, profile, kafka, seed):
+    from test_simulate_scale import build, findings
+
+    from rmkit.conformance.remp.bulk_sim import expected_findings
+
+    manifest, out = build(tmp_path, name=f"{profile}-{seed}", profile=profile, kafka=kafka, seed=seed, messages=2000,
+                          files=1, violations=0.05)
+    return manifest, findings(manifest, out), expected_findings(manifest)
+
+
+@pytest.mark.parametrize("profile,kafka,seed,rules", [
+    ("spec", False, 1, {"REMP-BLOCK-001", "REMP-REPLAY-004"}),
+    ("spec", True, 2, {"REMP-BLOCK-001", "REMP-REPLAY-004"}),
+    ("ever-node", True, 3, {"REMP-BLOCK-001"}),
+])
+def test_block_and_early_replay_rules_are_planted_and_found_exactly(tmp_path, profile, kafka, seed, rules):
+    """A second validator claiming one block candidate (REMP-BLOCK-001) and a second accepted
+    block before Finalized (REMP-REPLAY-004, with the REMP-REPLAY-005 its collation makes) are
+    planted like every other rule, and a check finds exactly what the manifest says."""
+    manifest, got, expected = _plant(tmp_path, profile, kafka, seed)
+    aimed = {v["rule"] for v in manifest["violations"] if v["aimed"]}
+    assert rules <= aimed, rules - aimed
+    assert rules <= set(manifest["rules"]["planted"])
+    assert got == expected
+
+
+def test_violations_help_claims_no_rule_it_cannot_plant():
+    """`--violations` plants the rules that have an injector; the help and README say so instead
+    of promising every rule the profile checks."""
+    import argparse
+    from pathlib import Path
+
+    from rmkit.conformance.remp.planting import plantable_rules
+    from rmkit.conformance.remp.simulate_cli import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser.add_argument_group())
+    help_text = next(a.help for a in parser._actions if "--violations" in a.option_strings)
+    readme = Path(__file__).resolve().parents[1].joinpath("README.md").read_text(encoding="utf-8")
+    lacking = {r for p in ("spec", "ever-node") for r, why in plantable_rules(p, True, True)[1].items() if why == "no injector"}
+    if lacking:
+        assert "every rule" not in help_text, help_text
+        assert "rotating over every rule" not in readme
+        assert "not_planted" in help_text
+
+
+
+def test_a_redelivered_copy_does_not_move_a_validator_back():
+    """The checker reads a receipt repeated byte for byte (Kafka's at-least-once delivery, the
+    node's paced resends) once; a planter that took the copy for the validator's latest step saw
+    it back at `duplicate` after its IncludedIntoAcceptedBlock, and planted a RejectedByCollator
+    right after the accepted block: an undeclared REMP-SEQ-001 beside its REMP-OUTCOME-001."""
+    from types import SimpleNamespace
+
+    from rmkit.conformance.remp.model import model_for
+
+    v, mid = "ab" * 32, "cd" * 32
+    block = {"block_id": "ee" * 32, "block_file_hash": "ff" * 32, "block_seqno": 5, "shard": "a000000000000000", "wc": 0}
+
+    def receipt(kind, t, **more):
+        return {"kind": kind, "message_id": mid, "timestamp": t, "source_id": v, "signature": "", **more}
+
+    dup = receipt("Duplicate", 3, **block)
+    stream = [(1, receipt("PutIntoQueue", 1)), (3, dup), (5, receipt("IncludedIntoAcceptedBlock", 5, **block)), (7, dict(dup))]
+    ctx = SimpleNamespace(stream=stream, model=model_for("spec"), role_of=lambda src: faults.VALIDATOR_ROLE)
+    position, last = faults._positions(ctx, range(len(stream)))[v]
+    assert (position, last) == ("shard", 2)

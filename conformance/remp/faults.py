@@ -203,15 +203,18 @@ def _after(ctx, i: int, kts_ms: int, *receipts) -> dict:
 
 def _positions(ctx, idxs, skip=()):
     """Each validator source's last position in the message (the transition table of the
-    profile), and the stream index of its last receipt."""
+    profile), and the stream index of its last receipt. A redelivered copy (the same receipt
+    again) is skipped: the checker reads it once, so it moves its source nowhere."""
     kinds = ctx.model.kinds
     pos: dict[str, tuple] = {}
+    seen: list = []
     for i in idxs:
         if i in skip:
             continue
         r = ctx.stream[i][1]
-        if ctx.role_of(r["source_id"]) != VALIDATOR_ROLE:
+        if ctx.role_of(r["source_id"]) != VALIDATOR_ROLE or r in seen:
             continue
+        seen.append(r)
         tr = kinds[r["kind"]].log_transitions.get(VALIDATOR_ROLE)
         if tr is not None:
             pos[r["source_id"]] = (tr[0], i)
@@ -544,6 +547,58 @@ def collated_again(ctx, mid, idxs):
     return _included_after_finalized(ctx, mid, idxs, "REMP-REPLAY-003", "IncludedIntoBlock", "recollate")
 
 
+def block_claimed_twice(ctx, mid, idxs):
+    """REMP-BLOCK-001: a validator that had not reported on the message claims another node's
+    block candidate as its own collation (spec: after queueing the message, as its flow requires;
+    ever-node, whose validators may skip intermediate receipts: the IncludedIntoBlock alone)."""
+    for i in _of(ctx, idxs, "IncludedIntoBlock", role=VALIDATOR_ROLE):
+        kts, r = ctx.stream[i]
+        if not isinstance(r.get("block_id"), str):
+            continue
+        v = _idle_validator(ctx, idxs)
+        if v is None:
+            return None
+        base = {"message_id": mid, "source_id": v, "signature": ""}
+        t = r["timestamp"]
+        claim = ctx.signed({"kind": "IncludedIntoBlock", **base, "timestamp": t + 2 if t else 0, **_block_of(r)})
+        if ctx.profile != "spec":
+            return Plant("REMP-BLOCK-001", mid, before=_after(ctx, i, 1, claim))
+        put = ctx.signed({"kind": "PutIntoQueue", **base, "timestamp": t + 1 if t else 0})
+        return Plant("REMP-BLOCK-001", mid, before=_after(ctx, i, 1, put, claim))
+    return None
+
+
+def accepted_twice_before_final(ctx, mid, idxs):
+    """REMP-REPLAY-004 (spec): while a shard block holding the message is accepted, a validator
+    that had not reported on it queues the message, collates it into another candidate and sees
+    that block accepted too, before the Finalized of the first. Its collation, made while an
+    accepted block held the message, is REMP-REPLAY-005's (non-strict) finding too. Only where no
+    collator rejected the message (2/3 rejects would add REMP-COLL-004)."""
+    fins = _finalized_items(ctx, idxs)
+    if len(fins) != 1 or _of(ctx, idxs, "RejectedByCollator"):
+        return None
+    fin_kts, fin = ctx.stream[fins[0]]
+    accepted = [i for i in _of(ctx, idxs, "IncludedIntoAcceptedBlock", role=VALIDATOR_ROLE)
+                if i < fins[0] and ctx.stream[i][1].get("block_id") == fin["block_id"]]
+    if not accepted:
+        return None
+    i = accepted[0]
+    kts, acc = ctx.stream[i]
+    t = acc["timestamp"]
+    if not t or not fin["timestamp"] or fin["timestamp"] - t < 1000 or fin_kts - kts < 1000:
+        return None  # the second block must be seen accepted before the Finalized
+    v = _idle_validator(ctx, idxs)
+    if v is None:
+        return None
+    base = {"message_id": mid, "source_id": v, "signature": ""}
+    other = _other_block_of(acc, "second-accepted")
+    put = ctx.signed({"kind": "PutIntoQueue", **base, "timestamp": t + 1})
+    coll = ctx.signed({"kind": "IncludedIntoBlock", **base, "timestamp": t + 2, **other})
+    again = ctx.signed({"kind": "IncludedIntoAcceptedBlock", **base, "timestamp": t + 3, **other})
+    return Plant("REMP-REPLAY-004", mid, before=_after(ctx, i, 1, put, coll, again),
+                 companions=frozenset({"REMP-REPLAY-005"}))
+
+
 def collated_after_expiry(ctx, mid, idxs):
     """REMP-EXPIRY-001: a validator queues a message with the others, sits on it until it is
     obsolete, then collates it; the shard rejects the block. In a message 2/3 of the validators
@@ -673,6 +728,8 @@ PLANTERS: dict[str, Callable] = {
     "REMP-REPLAY-002": finalized_in_two_blocks,
     "REMP-REPLAY-003": collated_again,
     "REMP-EXPIRY-001": collated_after_expiry,
+    "REMP-BLOCK-001": block_claimed_twice,
+    "REMP-REPLAY-004": accepted_twice_before_final,
     "REMP-LIVE-001": lost_after_queue,
     "REMP-OUTCOME-001": finalized_though_all_rejected,
     "REMP-OUTCOME-002": finalized_though_fullnode_rejected,

@@ -59,7 +59,8 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--files", type=int, metavar="K", help="multi-file log: number of files (default: one per ~1M receipts)")
     group.add_argument("--violations", type=finite_float, metavar="RATE",
                        help="multi-file log: plant violations in this fraction of messages (e.g. 0.001), "
-                            "rotating over every rule the profile checks; listed in manifest.json")
+                            "rotating over the rules that have an injector; listed in manifest.json, whose "
+                            "rules.not_planted names the rules left out and why")
     group.add_argument("--jobs", type=int, metavar="J", help="multi-file log: parallel processes (default: one per core)")
     group.add_argument("--gzip", action="store_true", help="multi-file log: write part-NNNNN.jsonl.gz")
 
