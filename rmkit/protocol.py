@@ -55,6 +55,13 @@ class RecordKey:
         except orjson.JSONDecodeError:
             return None
 
+    @property
+    def field(self) -> str | None:
+        """The name every path ends in (REMP's ``message_id``), or None when they end in different
+        names: where a record can be keyed without parsing it (see ``spark_checks.inputs``)."""
+        names = {path[-1] for path in self.paths}
+        return names.pop() if len(names) == 1 else None
+
     def of_object(self, obj: Any) -> str | None:
         """The key of one parsed record: the first path that gives a value that is not null (a
         value that is not a string as its JSON text); None when no path gives one. A checker that

@@ -189,6 +189,33 @@ def record_key(key: RecordKey):
     return F.udf(key.of_line, "string", useArrow=False)
 
 
+# a key value a plain line may hold for its key to be read without parsing: printable ASCII other
+# than a quote or a backslash (no escape to decode, and Java's lower case is Python's there)
+_PLAIN_VALUE = r"[ !#-\[\]-~]+"
+
+
+def plain_key(key: RecordKey, line: Column) -> tuple[Column, Column] | None:
+    """(is plain, its key) for a raw line, both computed by Spark alone, or None when the key's
+    paths end in different names. A line is plain when it holds the quoted key name exactly once,
+    written ``"name":"value"`` with a value of :data:`_PLAIN_VALUE`; its key is then that value
+    (case-folded as the key says), which is what :meth:`RecordKey.of_line` reads from it whenever
+    the line is a JSON object with the key at one of its paths. In any other JSON object the name
+    is no key at a path, and of_line finds none: such a record is judged by itself wherever it goes
+    (it names no message), so placing it by the value keeps every group whole. The audit keys the
+    plain lines so and calls of_line (Python) for the others only."""
+    name = key.field
+    if name is None or not name.replace("_", "").isalnum():
+        return None
+    text = line.cast("string")  # bytes that are not UTF-8 become U+FFFD: the ASCII this reads stays
+    quoted = f'"{name}"'
+    # held once: the line splits into two pieces at it (two that overlap make no JSON object, in which
+    # of_line finds no key: placed by the value, such a line is still judged alone)
+    once = F.size(F.split(text, quoted, 3)) == 2
+    value = F.regexp_extract(text, f'"{name}":"({_PLAIN_VALUE})"', 1)
+    plain = F.coalesce(once & (value != ""), F.lit(False))
+    return plain, (F.lower(value) if key.fold_case else value)
+
+
 def key_column(key: RecordKey, line: Column) -> Column:
     """A record's key as Spark's JSON reader finds it: only the benchmark's floor (the least Spark
     work a per-key audit does) uses it; the audit keys records with :func:`record_key`, since this
@@ -218,6 +245,14 @@ def line_numbers(offsets: dict[tuple[int, int], int]) -> Column:
     table = F.create_map(*pairs) if pairs else F.create_map().cast("map<string,bigint>")
     where = F.concat_ws(":", F.col("fidx").cast("string"), F.col("blk").cast("string"))
     return F.col("rid") + F.coalesce(table[where], F.lit(1))
+
+
+def in_splits(splits: set) -> Column:
+    """Whether a row was read from one of ``splits`` ((file index, split start) pairs)."""
+    if not splits:
+        return F.lit(False)
+    where = F.concat_ws(":", F.col("fidx").cast("string"), F.col("blk").cast("string"))
+    return where.isin([f"{fidx}:{blk}" for fidx, blk in sorted(splits)])
 
 
 def line_offsets(pieces) -> dict[tuple[int, int], int]:

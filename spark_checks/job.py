@@ -11,10 +11,12 @@ The job names no protocol and holds no rule: the protocol hands over a
 merge the shares). Steps:
 
 1. a cheap first pass counts the lines of every file split (line numbers follow from it);
-2. every record gets its position (file, line) and its key, read from the raw line by the
-   checkers' own reading (:meth:`rmkit.protocol.RecordKey.of_line`, a Python function on Spark:
-   Spark's JSON reader differs, and a record keyed otherwise than its checker keys it would be
-   judged apart from its group);
+2. every record gets its position (file, line) and its key, read from the raw line as the
+   checkers read it: by Spark where the line holds the key once, plainly written
+   (:func:`inputs.plain_key`), by the checkers' own reading otherwise
+   (:meth:`rmkit.protocol.RecordKey.of_line`, a Python function on Spark: Spark's JSON reader
+   differs, and a record keyed otherwise than its checker keys it would be judged apart from its
+   group);
 3. one shuffle by key, a sort by position within each partition;
 4. the checker runs on each partition's records in log order (Python, one share per partition,
    or per partition and file when every file is a log of its own);
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import pickle
 import shutil
 import sys
 import time
@@ -71,23 +74,25 @@ def audit(spark, checker, paths: list[str], partitions: int | None = None, per_f
         if partitions is None:
             partitions = shuffle_partitions(spark, files)
         sc = spark.sparkContext
-        lines = inputs.read_lines(spark, files)
-        sc.setJobGroup("rmkit-audit", "count the lines of each file split")
-        counts = _spark_action(files, lambda: lines.groupBy("fidx", "blk").agg(
-            F.count(F.lit(1)).alias("n"), F.min("rid").alias("r0")).collect())
-        offsets = inputs.line_offsets(counts)
-        t_count = time.perf_counter() - started
         per = checker if isinstance(checker, list) else None
         if per is not None and (not per_file or len(per) != len(files.shown) or len({c.key for c in per}) != 1):
             raise ValueError("a checker per file: expected per_file, one checker per path and one key for all")
         key = per[0].key if per is not None else checker.key
-        records = lines.select("fidx", inputs.line_numbers(offsets).alias("lineno"),
-                               inputs.record_key(key)(F.col("line")).alias("key"), "line")
+        lines = inputs.read_lines(spark, files)
+        plain = inputs.plain_key(key, F.col("line"))
+        parsed = F.lit(1) if plain is None else F.when(plain[0], 0).otherwise(1)
+        sc.setJobGroup("rmkit-audit", "count the lines of each file split, and those Spark cannot key")
+        counts = _spark_action(files, lambda: lines.groupBy("fidx", "blk").agg(
+            F.count(F.lit(1)).alias("n"), F.min("rid").alias("r0"), F.sum(parsed).alias("parsed")).collect())
+        offsets = inputs.line_offsets(counts)
+        t_count = time.perf_counter() - started
+        records = _keyed(lines, key, plain, offsets, dirty={(c.fidx, c.blk) for c in counts if c["parsed"]})
         by = [F.col("key"), F.col("fidx")] if per_file else [F.col("key")]
         records = records.repartition(partitions, *by).sortWithinPartitions("fidx", "lineno").select("fidx", "lineno", "line")
         shown = list(files.shown)
         sc.setJobGroup("rmkit-audit", "the checker on each share of record keys, in log order")
-        shares = _spark_action(files, lambda: records.rdd.mapPartitions(_share_runner(checker, shown, per_file)).collect())
+        shares = _spark_action(files, lambda: [(row.fidx, pickle.loads(row.share)) for row in records.mapInArrow(
+            _arrow_runner(_share_runner(checker, shown, per_file)), "fidx int, share binary").collect()])
         t_check = time.perf_counter() - started - t_count
         reports: dict[int, Report] = {}
         if per_file:
@@ -114,6 +119,49 @@ def audit(spark, checker, paths: list[str], partitions: int | None = None, per_f
     finally:
         if files.tmpdir:
             shutil.rmtree(files.tmpdir, ignore_errors=True)
+
+
+def _keyed(lines, key, plain, offsets, dirty: set):
+    """Each line's (fidx, lineno, key, line). A plain line (:func:`inputs.plain_key`) is keyed by
+    Spark; only the others go through the checkers' own reading in Python. ``dirty``: the file
+    splits (fidx, split start) the first pass found other lines in. The lines of every other split
+    are all plain, so they are keyed without a second look at whether they are, and a clean log's
+    lines never leave the JVM before the shuffle."""
+    from pyspark.sql import functions as F
+
+    from rmkit.spark_checks import inputs
+
+    lineno = inputs.line_numbers(offsets).alias("lineno")
+    if plain is None:
+        return lines.select("fidx", lineno, inputs.record_key(key)(F.col("line")).alias("key"), "line")
+    is_plain, value = plain
+    in_dirty = inputs.in_splits(dirty)
+    clean = lines.filter(~in_dirty).select("fidx", lineno, value.alias("key"), "line")
+    if not dirty:
+        return clean
+    mixed = lines.filter(in_dirty)
+    fast = mixed.filter(is_plain).select("fidx", lineno, value.alias("key"), "line")
+    slow = mixed.filter(~is_plain).select("fidx", lineno, inputs.record_key(key)(F.col("line")).alias("key"), "line")
+    return clean.unionByName(fast).unionByName(slow)
+
+
+def _arrow_runner(run):
+    """``run`` (rows -> (fidx, share) pairs) over a partition as Arrow hands it over: column
+    batches in, one row per share out, its partial result pickled. Arrow moves the records
+    between the JVM and Python in columns, at a fraction of the cost of pickling each row."""
+    import pyarrow as pa
+
+    schema = pa.schema([("fidx", pa.int32()), ("share", pa.binary())])
+
+    def rows(batches):
+        for b in batches:
+            yield from zip(b.column("fidx").to_pylist(), b.column("lineno").to_pylist(), b.column("line").to_pylist())
+
+    def over_arrow(batches):
+        for fidx, share in run(rows(batches)):
+            yield pa.RecordBatch.from_pylist([{"fidx": fidx, "share": pickle.dumps(share, pickle.HIGHEST_PROTOCOL)}], schema=schema)
+
+    return over_arrow
 
 
 def _share_runner(checker, shown: list[str], per_file: bool):

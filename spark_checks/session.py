@@ -9,6 +9,7 @@ settings apply except the partition count, which the cluster's defaults decide.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import sys
@@ -45,6 +46,12 @@ def get_session(master: str | None = "local[2]", app: str = "rmkit-audit", shuff
     except ImportError:
         raise SparkUnavailable("rmkit audit needs PySpark: install the `spark` extra "
                                "(pip install 'rmkit[spark]'), found no module named pyspark") from None
+    for module in ("pyarrow", "pandas"):  # Spark hands the records to the checker as Arrow batches
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise SparkUnavailable(f"rmkit audit needs {module} (Spark's Arrow transfer): install the `spark` extra "
+                                   f"(pip install 'rmkit[spark]'), found no module named {module}") from None
     active = SparkSession.getActiveSession()
     if active is not None:
         return active

@@ -304,6 +304,16 @@ def test_missing_matplotlib_is_found_before_the_job_runs(spark, tmp_path, capsys
     assert not out.exists() or not any(out.iterdir())
 
 
+@pytest.mark.parametrize("module", ["pyarrow", "pandas"])
+def test_missing_arrow_transfer_is_a_missing_dependency_not_a_verdict(spark, tmp_path, capsys, monkeypatch, module):
+    from rmkit.cli import main
+
+    monkeypatch.setitem(sys.modules, module, None)
+    assert main(["audit", "--lifetime", "60", str(REMP_CLEAN)]) == 2
+    err = capsys.readouterr().err
+    assert module in err and "rmkit[spark]" in err
+
+
 def test_no_charts_no_matplotlib_needed(spark, tmp_path, capsys, monkeypatch):
     """A protocol without operator figures draws no chart, so it needs no matplotlib."""
     from rmkit.cli import main
@@ -313,3 +323,68 @@ def test_no_charts_no_matplotlib_needed(spark, tmp_path, capsys, monkeypatch):
     assert main(["audit", "--protocol", "corda", "--out", str(out), str(CORDA_RULES / "clean-redelivered.jsonl")]) == 0
     capsys.readouterr()
     assert (out / "operator.md").exists()
+
+
+# -- the plain key: Spark keys the lines that hold it plainly, the checkers' reading the others -------
+EDGE_LINES = [
+    b'{"kind":"Finalized","message_id":"AbC1","timestamp":1}',  # plain, folded
+    b'{"kind":"Finalized","message_id": "abc2"}',  # spaced: parsed
+    b'{"message_id":"x1","message_id":"x2"}',  # given twice: parsed (the last counts)
+    b'{"meta":{"message_id":"n1"}}',  # not at a path: placed by its value, named by no key
+    b'{"value":{"message_id":"Kv"}}',  # a Kafka record's value
+    b'{"value":"{\\"message_id\\":\\"kt\\"}"}',  # a value held as text: parsed
+    b'{"message_id":"a\\u0062c"}',  # an escape: parsed
+    b'{"message_id":"\xc3\x84b"}',  # not ASCII: parsed
+    b'{"message_id":""}',  # empty: parsed
+    b'{"message_id":17}',  # a number: parsed
+    b'{"a\\"message_id":"q1"}',  # the name inside another key
+    b'not json "message_id":"nj"',
+    b'\xff{"message_id":"bad-utf8"}',
+    b'{"message_id":"sp ace-#!~[]"}',
+]
+
+
+def test_the_plain_key_is_the_checkers_key_wherever_the_checker_finds_one(spark):
+    """On every line Spark keys by itself, the key is what RecordKey.of_line reads, or of_line
+    reads none (the record names no message and is judged by itself, wherever it is placed)."""
+    from pyspark.sql import functions as F
+
+    from rmkit.conformance.remp.parallel import RempShards
+    from rmkit.conformance.rmb.logrecords import RECORD_KEY
+    from rmkit.spark_checks.inputs import plain_key
+
+    clean = [x for x in REMP_CLEAN.read_bytes().split(b"\n") if x][:50]
+    rmb = [x for x in (RMB_SPEC / "twin-1.jsonl").read_bytes().split(b"\n") if x][:20]
+    for key, lines in ((RempShards.key, EDGE_LINES + clean), (RECORD_KEY, rmb)):
+        df = spark.createDataFrame([(x,) for x in lines], "line binary")
+        plain, value = plain_key(key, F.col("line"))
+        got = [(bytes(r.line), r.plain, r.key) for r in df.select("line", plain.alias("plain"), value.alias("key")).collect()]
+        for line, is_plain, k in got:
+            if is_plain:
+                assert key.of_line(line) in (k, None), line
+        took = {line for line, is_plain, _ in got if is_plain}
+        if key is RempShards.key:  # (RMB's records name their uid twice: read by the checkers' reading)
+            assert set(clean) <= took  # a clean REMP log never reaches Python before the shuffle
+            assert [i for i, x in enumerate(EDGE_LINES) if x in took] == [0, 3, 4, 10, 11, 12, 13]
+
+
+def test_a_log_keyed_partly_by_spark_and_partly_by_python_is_judged_as_check_judges_it(spark, tmp_path, capsys):
+    """Receipts of one message written plainly and otherwise (spaced, a key given twice, upper
+    case): Spark keys some, the checkers' reading the rest, and each message stays one group."""
+    faults = REPO / "fixtures" / "remp" / "logs" / "sim-spec-faults.jsonl"
+    lines = faults.read_bytes().split(b"\n")
+    for i in range(1, len(lines), 3):
+        lines[i] = lines[i].replace(b'"message_id":"', b'"message_id": "', 1)
+    for i in range(2, len(lines), 7):
+        lines[i] = lines[i].replace(b'"message_id":"', b'"message_id":"0","message_id":"', 1)
+    for i in range(0, len(lines), 5):  # the id in upper case: the key folds it
+        head, sep, rest = lines[i].partition(b'"message_id":"')
+        mid, quote, tail = rest.partition(b'"')
+        lines[i] = head + sep + mid.upper() + quote + tail if sep and quote else lines[i]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_bytes(b"\n".join(lines))
+    code, rep = assert_same(capsys, ["--lifetime", "60", "--max-examples", "100000"], [str(mixed)])
+    assert code in (1, 2) and rep["messages"] > 10 and rep["violations"]  # (the fixture holds unreadable lines too)
+    _, rep_a = run(capsys, ["audit", "--format", "json", "--partitions", "8", "--lifetime", "60", "--max-examples", "100000", str(mixed)])
+    evidence = lambda r: sorted((v["rule"], v["message_id"], tuple(sorted(e["line"] for e in v["evidence"]))) for v in r["violations"])  # noqa: E731
+    assert evidence(rep_a) == evidence(rep)
