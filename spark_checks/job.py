@@ -34,7 +34,6 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from rmkit.errors import InputError, RmkitError, UsageError
 from rmkit.logread import UTF8_BOM
