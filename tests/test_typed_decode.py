@@ -43,7 +43,8 @@ def _fields(dec, ki, rec) -> dict:
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_typed_receipt_equals_its_dict(profile):
-    decode, kind_of = model_for(profile).typed_decoder()
+    dec = model_for(profile).typed_decoder()
+    decode, kind_of = dec.decode, dec.kind_of
     typed = 0
     for path in FIXTURES:
         if path.suffix != ".jsonl":
@@ -82,6 +83,8 @@ LEFT_TO_THE_GENERAL_READING = [
     b'{"kind":"SentToValidators","sent_to":"3"}',
     # a required field missing or null: not typed, so that the general reading reports it
     b'{"kind":"SentToValidators","total_validators":7}',
+    b'{"kind":"SentToValidators","sent_to":-1,"total_validators":7}',  # below the field's minimum
+    b'{"kind":"SentToValidators","sent_to":3,"total_validators":0}',
     b'{"kind":"SentToValidators","sent_to":null,"total_validators":7}',
     b'{"kind":"IncludedIntoAcceptedBlock","block_id":null,"block_file_hash":"00","block_seqno":1,"shard":"8000000000000000","wc":0}',
     b'{"kind":"IncludedIntoAcceptedBlock","block_file_hash":"00","block_seqno":1,"shard":"8000000000000000","wc":0}',
@@ -91,7 +94,7 @@ LEFT_TO_THE_GENERAL_READING = [
 @pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize("line", LEFT_TO_THE_GENERAL_READING)
 def test_typed_decoder_leaves_odd_lines_alone(profile, line):
-    decode, _ = model_for(profile).typed_decoder()
+    decode = model_for(profile).typed_decoder().decode
     with pytest.raises(Exception):  # noqa: B017 - any error sends the line to the general reading
         decode(line)
 

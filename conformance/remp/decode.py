@@ -6,17 +6,18 @@ otherwise test field by field: the line is JSON, an object, of a known kind, wit
 spec does not know, every integer an integer and every string a string.
 
 Only a receipt that passes all of that is decoded here. Anything else (unknown kind, unknown or
-misspelt field, a string where a number belongs, a Kafka envelope, bad JSON, an integer beyond 64
-bits) makes :meth:`TypedDecoder.decode` raise, and the checker reads the line the general way
-(orjson into a dict), which says what is wrong. Field formats (hex patterns, minimums) and
-required fields are not judged here: the checker runs the same compiled field checks on the
-typed receipt as on a dict (``KindInfo.validate_typed``), so a finding's text does not depend on
-the path a line took. ``tests/test_typed_decode.py`` holds both paths equal on every fixture.
+misspelt field, a string where a number belongs, an integer below its field's minimum or beyond 64
+bits, a Kafka envelope, bad JSON) makes :meth:`TypedDecoder.decode` raise, and the checker reads
+the line the general way (orjson into a dict), which says what is wrong. String formats (hex
+patterns) are not judged here: the checker runs the same compiled field checks on the typed
+receipt as on a dict (``KindInfo.validate_typed``, which leaves out what the decoder settled), so a
+finding's text does not depend on the path a line took. ``tests/test_typed_decode.py`` holds both
+paths equal on every fixture.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Annotated, Any, Optional, Union
 
 import msgspec
 
@@ -28,11 +29,18 @@ INT_RANGE = msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)
 MASTER_FILE_HASH = "mc_block_file_hash"
 
 
-def _field_type(fmt: dict[str, Any]):
-    from typing import Annotated
+def _base_type(fmt: dict[str, Any]):
+    """The type a field of this format holds: an integer within 64 bits and at least the format's
+    minimum (a receipt below it is refused here, and the general reading reports the field), or a
+    string."""
+    if fmt["type"] != "integer":
+        return str
+    lo = fmt.get("minimum")
+    return Annotated[int, INT_RANGE if lo is None else msgspec.Meta(ge=max(int(lo), -(1 << 63)), le=(1 << 63) - 1)]
 
-    base = Annotated[int, INT_RANGE] if fmt["type"] == "integer" else str
-    return Optional[base]  # missing and null read alike (None), as dict.get gives them
+
+def _field_type(fmt: dict[str, Any]):
+    return Optional[_base_type(fmt)]  # missing and null read alike (None), as dict.get gives them
 
 
 def _own_field(fc) -> tuple:
@@ -41,16 +49,15 @@ def _own_field(fc) -> tuple:
     the typed validator (``compile_validator(typed=True)``) need not look for it. The master
     block's file hash is required for another reason: a receipt without it may need it recovered
     from its text (tlreceipt.recover_master_file_hash), which the general reading does."""
-    from typing import Annotated
-
     if fc.required or fc.name == MASTER_FILE_HASH:
-        return (fc.name, Annotated[int, INT_RANGE] if fc.fmt["type"] == "integer" else str)
+        return (fc.name, _base_type(fc.fmt))
     return (fc.name, _field_type(fc.fmt), None)
 
 
 class TypedDecoder:
     """``decode(line)`` -> the typed receipt of the line's kind; raises on anything else.
-    ``kind_of[type(receipt)]`` is the kind's :class:`~rmkit.conformance.remp.model.KindInfo`."""
+    ``kind_of[type(receipt)]`` is the kind's :class:`~rmkit.conformance.remp.model.KindInfo`;
+    :meth:`decode_lines` types a batch of lines at once."""
 
     def __init__(self, model: RempModel):
         spec = model.spec["kinds"]
@@ -69,6 +76,22 @@ class TypedDecoder:
             structs.append(cls)
             self.kind_of[cls] = ki
         self.decode = msgspec.json.Decoder(Union[tuple(structs)]).decode
+
+    def decode_lines(self, lines: list) -> tuple[list, int]:
+        """(the typed receipt of each line, None where :meth:`decode` refuses the line (the
+        general reading takes it); how many it refused). The batch is decoded by one C loop
+        (``map``) that goes on after a refused line from the next one: a refusal costs its
+        exception only."""
+        out: list = []
+        typed = map(self.decode, lines)
+        refused = 0
+        while True:
+            try:
+                out.extend(typed)  # (what was typed before a refusal stays in ``out``)
+                return out, refused
+            except Exception:  # noqa: BLE001 - whatever it cannot type, the general reading explains
+                out.append(None)
+                refused += 1
 
 
 def _get(self, name: str, default=None):
