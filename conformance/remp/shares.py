@@ -12,9 +12,14 @@ ways on edge lines.
 
 from __future__ import annotations
 
+import os
 from itertools import compress, repeat
 
-import numpy as np
+# Only numpy's elementwise operations are used here, never its BLAS, whose threads (one per core,
+# started at import) spin a while after it: a tenth of a CPU second taken from the shares on a
+# machine of two cores. Unless the caller chose otherwise, numpy starts with one.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import numpy as np  # noqa: E402 - after the setting above
 
 from rmkit.conformance.remp.checker import LINE_MASK, partition_share
 
