@@ -37,9 +37,11 @@ class LatencyHistogram:
         return (b & 0xFFFF) << shift
 
     def add(self, v: int) -> None:
-        """Count one value (called per message and source, so kept to plain operations)."""
-        v = int(v) if v > 0 else 0
+        """Count one value, an integer (called per message and source, so kept to plain
+        operations); a negative one counts as 0."""
         if v < 1024:
+            if v < 0:
+                v = 0
             b = v
         else:
             shift = v.bit_length() - 7

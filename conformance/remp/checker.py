@@ -93,6 +93,7 @@ def per_source_metrics(shares: list[dict], role_of) -> dict[str, dict]:
 LINE_BITS = REF_LINE_BITS  # a receipt reference is (input index << LINE_BITS) | line number
 LINE_MASK = (1 << LINE_BITS) - 1
 SWEEP_EVERY = 4096
+NEVER = 1 << 64  # beyond every timestamp (a receipt's is a 64-bit integer)
 # messages a share holds back for roles it has not seen (beyond: judged on the share's roles)
 MAX_DEFERRED = 20_000  # a few KB each: memory stays bounded when a source never shows its role
 INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
@@ -194,13 +195,15 @@ def partition_share(line: bytes, n: int) -> int | None:
 class _Msg:
     """What the checker remembers about one open message."""
 
-    __slots__ = ("id", "first_ref", "first_t", "last_seq", "srcs", "kmask", "fin", "blocks",
+    __slots__ = ("id", "first_ref", "first_t", "close_t", "last_seq", "srcs", "kmask", "fin", "blocks",
                  "fn_rej", "sent_t", "put_t", "seen", "seen_bits", "fin_count", "blk", "total")
 
-    def __init__(self, mid: str, ref: int, t: int | None, seq: int):
+    def __init__(self, mid: str, ref: int, t: int | None, seq: int, close_after_ms: int):
         self.id = mid
         self.first_ref = ref
         self.first_t = t
+        # the clock past which the message closes (its first time + the close delay; never without a time)
+        self.close_t = t + close_after_ms if t is not None else NEVER
         self.last_seq = seq
         # source -> [role, position, last ref, last kind, queued (True once it reported a queued_by kind, else None),
         # first time, receipts]
@@ -508,6 +511,7 @@ class RempLogChecker:
         expiry_ms = self.expiry_ms
         close_after_ms = self.close_after_ms
         hwm = self.hwm
+        clock = hwm if hwm is not None else -NEVER  # hwm as a number (before any time: below every close_t)
         good_src: dict[str, str] = {}  # source ids found good -> as compared (case-folded when the profile folds)
         part_k, part_n = self.partition or (0, 0)
         seq = self.seq
@@ -652,7 +656,7 @@ class RempLogChecker:
                         else:
                             now = t if top[4] != key else None
                         if now is not None and (hwm is None or now > hwm):
-                            hwm = self.hwm = now
+                            hwm = clock = self.hwm = now
                             if hwm >= self._next_sweep_t:  # the clock moved on: judge what is due
                                 self.seq = seq
                                 self._sweep()
@@ -677,7 +681,7 @@ class RempLogChecker:
                         msg = msgs.get(mid)
                 else:
                     msg = None
-                if msg is not None and hwm is not None and msg.first_t is not None and hwm - msg.first_t > close_after_ms:
+                if msg is not None and clock > msg.close_t:
                     # the clock passed its close point after the last sweep: closed now, as a sweep would
                     # have closed it, so that a message closes by the clock alone (one process, a share)
                     del msgs[mid]
@@ -714,7 +718,7 @@ class RempLogChecker:
                                     verify(obj, src, role, ki.issuers, t, ref, kind, mid, sig_fmt, bad)
                             continue
                         del self._tombs[mid]  # submitted again after its lifetime: a new life
-                    msg = msgs[mid] = _Msg(mid, ref, t, seq)
+                    msg = msgs[mid] = _Msg(mid, ref, t, seq, close_after_ms)
                     self._order.append(mid)
                     self.messages += 1
                     if len(msgs) > self.peak_open:
@@ -722,6 +726,7 @@ class RempLogChecker:
                 else:
                     if msg.first_t is None and t is not None:
                         msg.first_t = t
+                        msg.close_t = t + close_after_ms
                     if hwm is None or msg.first_t is None:
                         msg.last_seq = seq  # read by the sweep only while the message or the log has no time
                 h = hash(text)
@@ -1217,8 +1222,7 @@ class RempLogChecker:
                         break
             if untimed:
                 self.untimed_expiry += 1  # an inclusion whose delay cannot be measured
-        self._source_figures(msg)
-        queued = [(s, st) for s, st in msg.srcs.items() if st[4] is not None and self._role_of(s, st) == VALIDATOR]
+        queued = self._source_figures(msg)
         key = (msg.kmask, tuple([st[1] for _, st in queued]))  # a few patterns recur over a log's messages
         got = self._outcome_of.get(key)
         if got is None:
@@ -1274,12 +1278,15 @@ class RempLogChecker:
                     f"no final outcome {self.horizon_s:.0f} s after its first receipt (last known: {outcome})",
                     [(msg.first_ref, None, None)] + last[:6])
 
-    def _source_figures(self, msg: _Msg) -> None:
+    def _source_figures(self, msg: _Msg) -> list[tuple]:
         """The operator's per-source figures, per message closed: [role first seen, messages,
         receipts, messages it ended rejected, ended timed out, latency of its first receipt after
-        the message's first]."""
+        the message's first]. Returns the validators that queued the message, (source, state)
+        (found in the same pass over its sources)."""
         figures = self.per_source
         first_t = msg.first_t
+        role_of = self._role_of
+        queued = []
         for src, st in msg.srcs.items():
             f = figures.get(src)
             if f is None:
@@ -1293,6 +1300,9 @@ class RempLogChecker:
                 f[4] += 1
             if first_t is not None and (t := st[5]) is not None:
                 f[5].add(t - first_t)
+            if st[4] is not None and role_of(src, st) == VALIDATOR:
+                queued.append((src, st))
+        return queued
 
     def _lat(self, name: str, value: int) -> None:
         if name in self.lat:

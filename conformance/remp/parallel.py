@@ -1,6 +1,8 @@
-"""Check one log with several processes: this process reads the inputs once and deals each worker
-the lines of the messages whose id hashes into its share (:mod:`rmkit.conformance.remp.shares`),
-so per-message state never crosses processes and no worker reads or classifies another's lines.
+"""Check one log with several processes, each given the lines of the messages whose id hashes into
+its share (:mod:`rmkit.conformance.remp.shares`), so per-message state never crosses processes.
+Plain files are read by the shares themselves, chunk by chunk, each chunk's reader dealing the
+others their lines of it (:mod:`rmkit.peerread`); standard input and gzip are read once by this
+process, which deals each share its lines. Either way no share decodes another's lines.
 
 Only three things are global and are reconciled here: the log's clock at the end (workers agree
 on it before judging the messages still open), the role each source plays (the role it showed
@@ -19,6 +21,7 @@ import queue
 import threading
 import time
 from collections import Counter
+from multiprocessing import connection
 from itertools import compress
 from typing import Any
 
@@ -32,15 +35,19 @@ from rmkit.conformance.remp.checker import (LINE_BITS, LINE_MASK, RempLogChecker
                                             latest_receipt, per_source_metrics)
 
 from rmkit.conformance.remp.shares import share_picks
-from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, numbered_chunks  # noqa: F401 (one rule for every protocol's --jobs)
+from rmkit import peerread
+from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, numbered_chunks, split_lines  # noqa: F401 (one rule for every protocol's --jobs)
+from rmkit.peerread import Links, PeerStopped, peer_batches
 
 
-def _worker(conn, kwargs: dict[str, Any], inputs: list[str]) -> None:
+def _worker(conn, kwargs: dict[str, Any], inputs: list[str], peers: tuple | None) -> None:
+    """A share: its lines dealt by the parent (``peers`` None), or read by the shares themselves
+    (``peers``: (this share's number, the shares' links, whether to count bytes read))."""
     try:
         with paused_collections():  # one pause from the first line to the report (see rmkit.gctune)
             checker = RempLogChecker(**kwargs)
-            checker.begin(inputs, shared=True)  # the parent hands over this share's lines only
-            checker.feed(_received(conn, checker))
+            checker.begin(inputs, shared=True)  # this share's lines only
+            checker.feed(_received(conn, checker) if peers is None else _read_by_peers(conn, checker, inputs, *peers))
             conn.send(("hwm", checker.hwm, checker.top_mark, checker._roles))
             end_hwm, latest_ref, roles = conn.recv()
             checker.settle_roles(roles)
@@ -62,11 +69,22 @@ def _received(conn, checker):
         msg = conn.recv()
         if msg[0] == "lines":  # the batch's first ref, which of its lines are this share's, those lines
             _, first, pick, joined = msg
-            yield list(compress(range(first, first + len(pick)), pick)), joined.split(b"\n")
+            lines, last = split_lines(joined)
+            lines.append(last)
+            yield list(compress(range(first, first + len(pick)), pick)), lines
         elif msg[0] == "read_error":
             checker._read_error(*msg[1:])
         else:
             return
+
+
+def _read_by_peers(conn, checker, inputs: list[str], k: int, links, counting: bool):
+    """Share k's batches, read by the shares themselves (:mod:`rmkit.peerread`); the bytes of
+    each chunk it read go to the parent's progress when ``counting``."""
+    net = links.keep(k)
+    on_read = (lambda idx, nbytes: conn.send(("read", idx, nbytes))) if counting else None
+    yield from peer_batches(k, links.n, inputs, net, share_picks, LINE_BITS,
+                            on_break=checker._read_error, on_read=on_read)
 
 
 # the batches dealt to the shares: small, so that little waits in memory, large enough that a
@@ -167,20 +185,26 @@ def _raise_error(pipe) -> None:
 
 def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=None) -> Report:
     """Same result as ``RempLogChecker(**kwargs).run(inputs)`` (up to which examples are kept).
-    This process reads the inputs once and deals each share its lines; ``progress(input index,
-    bytes of it read)`` is called after each batch, when given."""
+    Plain files are read by the shares themselves, which deal each other their lines
+    (:mod:`rmkit.peerread`); otherwise (standard input, gzip) this process reads the inputs once
+    and deals each share its lines. ``progress(input index, bytes of it read)`` is called as the
+    inputs are read, when given."""
     started = time.perf_counter()
-    pipes, procs = start_processes(_worker, [(kwargs, inputs) for _ in range(jobs)])
+    links = Links(jobs) if peerread.readable(inputs) else None
+    try:
+        pipes, procs = start_processes(_worker, [(kwargs, inputs, None if links is None else (k, links, progress is not None))
+                                                 for k in range(jobs)])
+    finally:
+        if links is not None:
+            links.close()  # (the shares hold their own ends)
     finished = False
     out = None
     try:
-        out = _Outbox(pipes)
-        with paused_collections():  # the batches hold no cycles (see rmkit.gctune)
-            _deal(out, inputs, progress)
-        first = [p.recv() for p in pipes]
-        for msg in first:
-            if msg[0] == "error":
-                raise msg[3]
+        if links is None:
+            out = _Outbox(pipes)
+            with paused_collections():  # the batches hold no cycles (see rmkit.gctune)
+                _deal(out, inputs, progress)
+        first = _first_messages(pipes, progress)
         end = RempLogChecker(**kwargs).end_clock([m[1] for m in first], [m[2] for m in first])
         latest_ref = latest_receipt([m[2] for m in first])
         roles = first_roles([m[3] for m in first])
@@ -204,6 +228,31 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
     report.metrics["elapsed_s"] = round(elapsed, 3)
     report.metrics["receipts_per_s"] = round(report.receipts / elapsed) if elapsed > 0 else None
     return report
+
+
+def _first_messages(pipes: list, progress) -> list:
+    """Each share's first message after its lines (its clock and roles), passing on the bytes
+    the shares report read to ``progress`` meanwhile. A share's failure is raised; one that
+    stopped only because another did (:class:`peerread.PeerStopped`) gives way to that one's."""
+    first: list = [None] * len(pipes)
+    done: dict[int, int] = {}  # input -> bytes read
+    waiting = {p: k for k, p in enumerate(pipes)}
+    while waiting:
+        for p in connection.wait(list(waiting)):
+            try:
+                msg = p.recv()
+            except EOFError:  # the process died (killed, out of memory): no report
+                msg = ("error", "", None, RuntimeError(f"share {waiting[p]} of the --jobs run stopped without a report"))
+            if msg[0] == "read":
+                done[msg[1]] = done.get(msg[1], 0) + msg[2]
+                if progress is not None:
+                    progress(msg[1], done[msg[1]])
+                continue
+            first[waiting.pop(p)] = msg
+    errors = [m[3] for m in first if m[0] == "error"]
+    if errors:
+        raise next((e for e in errors if not isinstance(e, PeerStopped)), errors[0])
+    return first
 
 
 def first_roles(shares: list[dict]) -> dict[str, tuple]:

@@ -1,0 +1,312 @@
+"""Reading a log with several worker processes that deal each other its lines, for ``--jobs``.
+
+A ``--jobs N`` check gives every message to one of N workers (its share), and a worker must see
+all its messages' lines in log order. With one process reading and dealing the lines, that reader
+is a third process on the cores the workers need, and every line is read, split and handed over
+by it before a worker splits its share again. When every input is a plain file (seekable, not
+compressed), the workers read it themselves instead: the inputs are cut into chunks of
+:data:`CHUNK_BYTES`, chunk ``c`` is read by worker ``c % N`` (its owner), which finds every line's
+share (the protocol's rule, given as ``deal``) and sends each other worker the lines of its share,
+then checks its own. Every worker takes the chunks in order, its own as it read them, the others'
+as their owners sent them, so each sees its lines in log order and numbers them as one reader
+would (a chunk's message says how many lines it holds).
+
+A chunk holds the lines that start in it (a line starts at the file's start, after a UTF-8 byte
+order mark there, or after a newline), so its owner reads from its start to the end of its last
+line; the last chunk of a file reads to the end of the file as it is then. The lines are those
+:func:`rmkit.logread.numbered_chunks` gives, blank lines included. An input that cannot be read
+further breaks off at the chunk where that happened: its owner says so, and every worker drops the
+input's later chunks, as one reader would stop there (see :class:`Chunk` and ``on_break``).
+
+Between two workers there is one pipe each way. Writes never block: what a pipe cannot take yet
+waits in its writer's memory, and a worker waiting for a chunk keeps writing what others wait
+for, so no two workers can wait on each other. A worker reads its next own chunk and sends it
+as soon as it has checked the previous one, so that the others rarely wait: at most a few
+chunks per pair of workers are on their way at any time. A worker that stops (killed, failed)
+closes its pipes, and those waiting for it get :class:`PeerStopped` instead of hanging.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import struct
+import sys
+from collections import deque
+from dataclasses import dataclass
+from itertools import compress
+from typing import Callable, Iterator
+
+from rmkit.logread import GZIP_MAGIC, UTF8_BOM, split_lines
+
+CHUNK_BYTES = 1 << 20
+# how far past a chunk's end its last line is first looked for (receipt lines are far shorter)
+_TAIL_BYTES = 1 << 16
+# Linux: a pipe's buffer can be raised to hold a whole chunk's message (F_SETPIPE_SZ)
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+# a chunk's message: chunk, lines, length of the lines' text, length of a break's reason, bytes
+# read before the break; then one byte per line (1: the receiver's), the text, the reason
+_HEADER = struct.Struct("<qqqqq")
+
+
+class PeerStopped(RuntimeError):
+    """Another worker stopped before it sent a chunk this one waits for (its own failure is
+    what the run reports)."""
+
+
+def readable(inputs: list[str]) -> bool:
+    """Whether the workers can read these inputs themselves: every input a plain file (not
+    standard input, not gzip), and worker processes forked (they inherit the pipes)."""
+    import multiprocessing as mp
+
+    if "fork" not in mp.get_all_start_methods() or not sys.platform.startswith("linux"):
+        return False
+    for path in inputs:
+        if path == "-" or path.endswith(".gz"):
+            return False
+        try:
+            with open(path, "rb") as f:
+                if not os.path.isfile(path) or f.read(2) == GZIP_MAGIC:
+                    return False
+        except OSError:
+            return False  # the one reader reports it as it does
+    return True
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Bytes ``[start, end)`` of input ``idx`` (``end`` None: to the end of the file)."""
+
+    idx: int
+    start: int
+    end: int | None
+
+
+def plan(inputs: list[str], chunk_bytes: int = CHUNK_BYTES) -> list[Chunk]:
+    """The chunks of the inputs, in log order (an empty file has one, which holds no line). A
+    chunk is longer than a byte order mark, so the file's first line starts in its first chunk."""
+    if chunk_bytes <= len(UTF8_BOM):
+        raise ValueError(f"chunk_bytes: expected more than {len(UTF8_BOM)}, found {chunk_bytes}")
+    chunks = []
+    for idx, path in enumerate(inputs):
+        size = os.path.getsize(path)
+        starts = range(0, max(size, 1), chunk_bytes)
+        chunks += [Chunk(idx, s, None if s == starts[-1] else s + chunk_bytes) for s in starts]
+    return chunks
+
+
+def read_chunk(fd: int, chunk: Chunk) -> tuple[list[bytes], bytes]:
+    """(the lines that start in the chunk, without their newlines; their text, the lines joined
+    by newlines). Raises OSError when the file cannot be read."""
+    start, end = chunk.start, chunk.end
+    lo = start - 1 if start else 0  # the byte before the chunk says whether a line starts at its start
+    data = _read_to_end(fd, lo) if end is None else os.pread(fd, max(end - lo, len(UTF8_BOM)) + _TAIL_BYTES, lo)
+    if start:
+        first = data.find(b"\n") + 1  # the first line start at or after the chunk's start
+        if not first or (end is not None and lo + first >= end):
+            return [], b""  # none: the chunk lies inside a longer line
+    else:
+        first = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
+    if first >= len(data):
+        return [], b""  # the end of the file starts no line
+    if end is None:
+        stop = len(data) - 1 if data.endswith(b"\n") else len(data)  # (a last newline ends the last line)
+    else:
+        stop = data.find(b"\n", end - 1 - lo)  # the newline ending the line that holds the chunk's last byte
+        while stop < 0:
+            more = os.pread(fd, _TAIL_BYTES, lo + len(data))
+            if not more:
+                stop = len(data)  # the file's last line, without a newline
+                break
+            data += more
+            stop = data.find(b"\n", len(data) - len(more))
+    text = data[first:stop]
+    lines, last = split_lines(text)
+    lines.append(last)
+    return lines, text
+
+
+def _read_to_end(fd: int, at: int) -> bytes:
+    pieces = []
+    while True:
+        piece = os.pread(fd, CHUNK_BYTES, at)
+        if not piece:
+            return b"".join(pieces)
+        pieces.append(piece)
+        at += len(piece)
+
+
+class Links:
+    """The pipes between N workers: one each way per pair, made before the workers are forked.
+    A worker keeps its own ends (:meth:`keep`), the parent none (:meth:`close`)."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.pipes: dict[tuple[int, int], tuple[int, int]] = {}  # (from, to) -> (read fd, write fd)
+        for a in range(n):
+            for b in range(n):
+                if a != b:
+                    r, w = os.pipe()
+                    try:
+                        fcntl.fcntl(w, _F_SETPIPE_SZ, CHUNK_BYTES)
+                    except OSError:
+                        pass  # a smaller buffer only means more, smaller writes
+                    os.set_blocking(w, False)
+                    self.pipes[(a, b)] = (r, w)
+
+    def keep(self, k: int) -> "PeerNet":
+        """In worker k: close every end that is not k's, and return k's links."""
+        ins, outs = {}, {}
+        for (a, b), (r, w) in self.pipes.items():
+            if b == k:
+                ins[a] = r
+            else:
+                os.close(r)
+            if a == k:
+                outs[b] = w
+            else:
+                os.close(w)
+        return PeerNet(ins, outs)
+
+    def close(self) -> None:
+        for r, w in self.pipes.values():
+            os.close(r)
+            os.close(w)
+
+
+class PeerNet:
+    """One worker's ends: it sends chunk messages without blocking and waits for one peer's next
+    message while writing what its other peers wait for."""
+
+    def __init__(self, ins: dict[int, int], outs: dict[int, int]):
+        self.ins, self.outs = ins, outs
+        self.pending: dict[int, deque] = {j: deque() for j in outs}
+        self.peer_of_fd = {fd: j for j, fd in outs.items()}
+
+    def send(self, j: int, parts: tuple) -> None:
+        self.pending[j].extend(memoryview(p) for p in parts if len(p))
+        self._flush(j)
+
+    def _flush(self, j: int) -> None:
+        queue, fd = self.pending[j], self.outs[j]
+        while queue:
+            try:
+                written = os.write(fd, queue[0])
+            except BlockingIOError:
+                return
+            except BrokenPipeError:
+                raise PeerStopped(f"worker {j} stopped before it took its lines") from None
+            if written == len(queue[0]):
+                queue.popleft()
+            else:
+                queue[0] = queue[0][written:]
+                return
+
+    def recv(self, j: int):
+        """Peer j's next chunk message: (chunk, lines, pick, text, break reason or None, bytes
+        read before the break). Each part is read from the pipe as it is (one copy)."""
+        chunk, nlines, ntext, nerror, nread = _HEADER.unpack(self._read(j, _HEADER.size))
+        pick, text, reason = self._read(j, nlines), self._read(j, ntext), self._read(j, nerror)
+        return chunk, nlines, pick, text, reason.decode() or None, nread
+
+    def _read(self, j: int, size: int) -> bytes:
+        """``size`` bytes from peer j, writing to the others meanwhile whatever they can take."""
+        fd, pieces, got = self.ins[j], [], 0
+        while got < size:
+            writing = [self.outs[p] for p, q in self.pending.items() if q]
+            ready, can_write, _ = select.select([fd], writing, [])
+            for w in can_write:
+                self._flush(self.peer_of_fd[w])
+            if ready:
+                piece = os.read(fd, size - got)
+                if not piece:
+                    raise PeerStopped(f"worker {j} stopped before it sent its lines")
+                pieces.append(piece)
+                got += len(piece)
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+    def drain(self) -> None:
+        """Wait until every peer has taken what was sent to it."""
+        while True:
+            writing = [self.outs[p] for p, q in self.pending.items() if q]
+            if not writing:
+                return
+            _, can_write, _ = select.select([], writing, [])
+            for w in can_write:
+                self._flush(self.peer_of_fd[w])
+
+
+def message(chunk: int, nlines: int, pick: bytes, text: bytes, error: str | None = None, nread: int = 0) -> tuple:
+    reason = (error or "").encode()
+    return (_HEADER.pack(chunk, nlines, len(text), len(reason), nread), pick, text, reason)
+
+
+def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable, ref_bits: int,
+                 on_break: Callable[[int, int, str], None], on_read: Callable[[int, int], None] | None = None,
+                 chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[list, list]]:
+    """Worker k's (refs, lines) batches of its share, in log order, numbered as the one reader's
+    :func:`rmkit.logread.numbered_chunks` numbers them (refs: ``input index << ref_bits | line
+    number``). ``deal(refs, lines, n, text)`` gives, per worker, a byte per line (1: that
+    worker's); the refs it is given number the lines within their chunk. ``on_break(idx, line,
+    message)`` is called by the owner of the chunk where an input could not be read further (the
+    line that could not be read, as the one reader reports it); ``on_read(idx, bytes)`` after each
+    own chunk is read."""
+    chunks = plan(inputs, chunk_bytes)
+    fds: dict[int, int] = {}
+    ahead: dict[int, tuple] = {}  # own chunks read ahead: chunk -> (lines, this worker's pick, break reason, bytes before it)
+    broken: set[int] = set()  # inputs that broke off: their later chunks are dropped
+
+    def load(c: int) -> None:
+        """Read own chunk c and send every peer its lines (nothing to read after a break)."""
+        if c >= len(chunks):
+            return
+        ch = chunks[c]
+        lines, text, error = [], b"", None
+        if ch.idx not in broken:
+            try:
+                if ch.idx not in fds:
+                    fds[ch.idx] = os.open(inputs[ch.idx], os.O_RDONLY)
+                lines, text = read_chunk(fds[ch.idx], ch)
+            except OSError as exc:
+                error = exc.strerror or str(exc)
+        picks = deal(range(1, len(lines) + 1), lines, n, text) if lines else [b""] * n
+        for j in net.outs:
+            net.send(j, message(c, len(lines), picks[j], b"\n".join(compress(lines, picks[j])), error, ch.start))
+        ahead[c] = (lines, picks[k], error, ch.start)
+        if on_read is not None and lines:
+            on_read(ch.idx, len(text) + 1)
+
+    base: dict[int, int] = {}  # input -> its lines before the chunk being taken
+    try:
+        load(k)
+        for c, ch in enumerate(chunks):
+            if c % n == k:
+                lines, pick, error, nread = ahead.pop(c)
+                load(c + n)  # read ahead: the others get it while this worker checks this one
+                nlines, mine = len(lines), list(compress(lines, pick))
+            else:
+                got, nlines, pick, text, error, nread = net.recv(c % n)
+                if got != c:
+                    raise RuntimeError(f"worker {c % n} sent chunk {got} where chunk {c} was due")
+                mine = []
+                if 1 in pick:
+                    mine, last = split_lines(text)
+                    mine.append(last)
+            if ch.idx in broken:
+                continue
+            before = base.get(ch.idx, 0)
+            if error is not None:
+                broken.add(ch.idx)
+                if c % n == k:
+                    on_break(ch.idx, before + 1, f"cannot read input {inputs[ch.idx]!r} after {nread:,} bytes "
+                                                 f"({before:,} complete lines): {error}")
+                continue
+            if mine:
+                first = (ch.idx << ref_bits) | (before + 1)
+                yield list(compress(range(first, first + nlines), pick)), mine
+            base[ch.idx] = before + nlines
+        net.drain()
+    finally:
+        for fd in fds.values():
+            os.close(fd)
