@@ -102,6 +102,19 @@ INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
 START_KINDS = ("SentToValidators", "PutIntoQueue")
 RELEASE_KINDS = ("IgnoredByMasterchain", "RejectedByMasterchain")  # the masterchain frees an accepted block's messages
 BLOCK_EVENT_KINDS = INCLUSION_KINDS + RELEASE_KINDS + ("RejectedByCollator",)
+# What the feed loop does with a receipt of each kind, as bits: one lookup per receipt instead of a
+# chain of name tests (kinds with none of these get 0)
+_PUT, _SENT, _FN_REJECT, _TIMEOUT, _INCLUSION, _FINAL, _BLOCK_EVENT, _START = (1 << i for i in range(8))
+_PER_MESSAGE = _PUT | _SENT | _FN_REJECT | _TIMEOUT
+_USES_BLOCK = _INCLUSION | _FINAL | _BLOCK_EVENT
+KIND_ACTS: dict[str, int] = {}
+for _kinds, _bit in ((("PutIntoQueue",), _PUT), (("SentToValidators",), _SENT), (("RejectedByFullnode",), _FN_REJECT),
+                     (("Timeout",), _TIMEOUT), (INCLUSION_KINDS, _INCLUSION), (("Finalized",), _FINAL),
+                     (BLOCK_EVENT_KINDS, _BLOCK_EVENT), (START_KINDS, _START)):
+    for _k in _kinds:
+        KIND_ACTS[_k] = KIND_ACTS.get(_k, 0) | _bit
+# a message's filter of the hashes it has seen: the bit of each hash's low 7 bits (made once, not per receipt)
+_SEEN_BIT = tuple(1 << i for i in range(128))
 REJECT_POSITIONS = ("rejected", "timed_out")
 _SOURCE, _TIMESTAMP, _SIGNATURE = attrgetter("source_id"), attrgetter("timestamp"), attrgetter("signature")  # of typed receipts
 NO_TIME = ("no usable time: receipt timestamp 0 or missing and no Kafka record timestamp; "
@@ -526,11 +539,13 @@ class RempLogChecker:
         sweep_mask = SWEEP_EVERY - 1
         folded_blocks: dict[str, str] = {}  # block ids seen -> as compared (case-folded)
         fold_block = folded_blocks.get
+        seen_bit = _SEEN_BIT
         rep = self._rep
         # the typed decoder (decode.py); signatures are verified on the receipt as a dict
         # (a receipt of master block fields without the master block's file hash is not typed: read in general)
         typed = None if self.keyed or not self.typed else m.typed_decoder()
         kind_info = typed.kind_of.get if typed is not None else None
+        act_of_type = {cls: KIND_ACTS.get(ki.name, 0) for cls, ki in typed.kind_of.items()} if typed is not None else {}
         sig_every = sig_ok.every
         plain_src: set[str] = set()  # source ids found good and already as compared (folded), see src_plain
         src_plain = ts_plain = sig_plain = False
@@ -541,7 +556,8 @@ class RempLogChecker:
         for refs, batch in _pieces(batches) if typed is not None else batches:
             if typed is not None:  # the well-formed receipts of known kinds, typed (decode.py); None for the others
                 objs, refused = typed.decode_lines(batch)
-                infos = list(map(kind_info, map(type, objs)))
+                types = list(map(type, objs))
+                infos, acts = list(map(kind_info, types)), list(map(act_of_type.get, types))
                 if not refused and objs:
                     # What every receipt of a wholly typed batch may show alike is settled for the
                     # batch at once; each flag says that the per-receipt test below would pass for
@@ -558,8 +574,8 @@ class RempLogChecker:
                 else:
                     src_plain = ts_plain = sig_plain = False
             else:
-                objs = infos = repeat(None)
-            for ref, line, obj, ki in zip(refs, batch, objs, infos):
+                objs = infos = acts = repeat(None)
+            for ref, line, obj, ki, act in zip(refs, batch, objs, infos, acts):
                 kts = None
                 text = line
                 near = None
@@ -613,6 +629,7 @@ class RempLogChecker:
                     block = obj.get("block_id")
                     ki = kinds.get(kind) if type(kind) is str else None
                     validate = ki.validate if ki is not None else None
+                    act = KIND_ACTS.get(kind, 0) if ki is not None else 0
                     if not obj.keys() <= known_fields:
                         near = self._near_fields(obj) or None
                 bad = None
@@ -646,7 +663,7 @@ class RempLogChecker:
                         ts = 0
                     t = ts or kts
                 if t is not None:
-                    if hwm is None or t > hwm:
+                    if t > clock:  # (the clock is below every time until there is one)
                         # The log's clock is the latest time two different sources have reached, so
                         # that one wrong timestamp cannot close every open message early.
                         key = src if src is not None else mid
@@ -655,7 +672,7 @@ class RempLogChecker:
                             top = (t, ref, mid, kind, key)
                         else:
                             now = t if top[4] != key else None
-                        if now is not None and (hwm is None or now > hwm):
+                        if now is not None and now > clock:
                             hwm = clock = self.hwm = now
                             if hwm >= self._next_sweep_t:  # the clock moved on: judge what is due
                                 self.seq = seq
@@ -674,9 +691,7 @@ class RempLogChecker:
                 # ---- the message this receipt belongs to ----------------------------------
                 if type(mid) is str:
                     msg = msgs.get(mid)  # keys are folded ids: an id already folded is found at once
-                    if msg is not None:
-                        mid = msg.id
-                    elif fold:
+                    if msg is None and fold:
                         mid = mid.lower()
                         msg = msgs.get(mid)
                 else:
@@ -687,7 +702,7 @@ class RempLogChecker:
                     del msgs[mid]
                     self._close(msg, at_end=False)
                     msg = None
-                if kind in START_KINDS and msg is not None and t is not None and msg.first_t is not None \
+                if act & _START and msg is not None and t is not None and msg.first_t is not None \
                         and t - msg.first_t > expiry_ms:
                     # submitted again after its lifetime: a new life of the same message id
                     del msgs[mid]
@@ -704,7 +719,7 @@ class RempLogChecker:
                     # a message not open: judged already (a late receipt), or new
                     tomb = self._tombs.get(mid)
                     if tomb is not None:
-                        if not (t is not None and kind in START_KINDS and tomb[1] is not None and t - tomb[1] > expiry_ms):
+                        if not (t is not None and act & _START and tomb[1] is not None and t - tomb[1] > expiry_ms):
                             self.late += 1
                             if ki is not None:
                                 self._late_receipt(tomb, ki, obj, ref, t, src)
@@ -730,7 +745,7 @@ class RempLogChecker:
                     if hwm is None or msg.first_t is None:
                         msg.last_seq = seq  # read by the sweep only while the message or the log has no time
                 h = hash(text)
-                bit = 1 << (h & 127)
+                bit = seen_bit[h & 127]
                 bits = msg.seen_bits
                 if bits & bit and h in msg.seen:
                     self.redelivered += 1
@@ -801,7 +816,7 @@ class RempLogChecker:
                     if trans is not None:
                         if st is None:
                             src = intern_src(src, src)  # one string per source, not one per message
-                            st = msg.srcs[src] = [role, "none", ref, ki.name, None, t, 0]
+                            st = msg.srcs[src] = [role, "none", ref, kind, None, t, 0]
                         to, allowed = trans
                         pos = st[1]
                         if pos not in allowed:
@@ -816,15 +831,17 @@ class RempLogChecker:
                         st[0] = role
                         st[1] = to
                         st[2] = ref
-                        st[3] = ki.name
+                        st[3] = kind
                         st[6] += 1
                         if st[4] is None and ki.bit & queued_mask:
                             st[4] = True  # a flag, not the ref: no int kept alive per source
                 # ---- per-message rules ----------------------------------------------------------
-                if kind == "PutIntoQueue":
+                if not act & _PER_MESSAGE:
+                    pass
+                elif act & _PUT:
                     if msg.put_t is None and t:
                         msg.put_t = t
-                elif kind == "SentToValidators":
+                elif act & _SENT:
                     if msg.sent_t is None:
                         msg.sent_t = t
                     n, total = obj.get("sent_to"), obj.get("total_validators")
@@ -835,13 +852,13 @@ class RempLogChecker:
                             violate("REMP-FANOUT-001", mid, f"sent_to {n} > total_validators {total}", [(ref, kind, src)])
                         elif n < m.threshold("fanout_min", total):
                             violate("REMP-FANOUT-002", mid, f"sent to {n} of {total} validators; at least {m.threshold('fanout_min', total)} are needed", [(ref, kind, src)])
-                elif kind == "RejectedByFullnode":
+                elif act & _FN_REJECT:
                     if msg.fn_rej is None:
                         msg.fn_rej = (ref, src)
-                elif kind == "Timeout":
+                else:  # (_TIMEOUT)
                     self._early_timeout(msg, ref, t, src)
-                if ki.has_block:
-                    if type(block) is str:
+                if act & _USES_BLOCK:  # (another kind's block, when it names one, is not used)
+                    if ki.has_block and type(block) is str:
                         if fold:
                             folded = fold_block(block)  # one string per block: shared by its messages' state
                             if folded is None:
@@ -849,22 +866,22 @@ class RempLogChecker:
                                 if len(folded_blocks) < 100_000:
                                     folded_blocks[block] = folded
                             block = folded
-                        if kind in INCLUSION_KINDS:
+                        if act & _INCLUSION:
                             self._inclusion(msg, kind, block, ref, t, src, expiry_ms)
-                        elif kind == "Finalized":
+                        elif act & _FINAL:
                             self._finalized(msg, block, ref, t, src)
-                if track_blocks and t is not None and kind in BLOCK_EVENT_KINDS:
-                    # a timed inclusion (block named) or masterchain release (block optional) for
-                    # REMP-REPLAY-004/005, judged when the message closes (receipts' times decide)
-                    if type(block) is not str:
-                        block = None
-                    elif fold and not ki.has_block:  # (a block of ki.has_block is folded above)
-                        block = block.lower()
-                    if block is not None or kind not in INCLUSION_KINDS:
-                        if msg.blk is None:
-                            msg.blk = [kind, block, t, ref, src]
-                        else:
-                            msg.blk.extend((kind, block, t, ref, src))
+                    if track_blocks and t is not None and act & _BLOCK_EVENT:
+                        # a timed inclusion (block named) or masterchain release (block optional) for
+                        # REMP-REPLAY-004/005, judged when the message closes (receipts' times decide)
+                        if type(block) is not str:
+                            block = None
+                        elif fold and not ki.has_block:  # (a block of ki.has_block is folded above)
+                            block = block.lower()
+                        if block is not None or not act & _INCLUSION:
+                            if msg.blk is None:
+                                msg.blk = [kind, block, t, ref, src]
+                            else:
+                                msg.blk.extend((kind, block, t, ref, src))
                 if not seq & sweep_mask:  # for logs whose receipts carry no time
                     self.seq = seq
                     self._sweep()
