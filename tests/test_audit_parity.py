@@ -72,7 +72,7 @@ def altered(path: Path, out: Path, line: int, edit) -> str:
 
 
 # -- the record key is the checker's --------------------------------------------------------------
-_uid = st.one_of(st.none(), st.text(max_size=6), st.integers(), st.floats(allow_nan=False), st.booleans())
+_uid = st.one_of(st.none(), st.text(max_size=6), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False), st.booleans())  # (orjson writes 64-bit integers)
 _message = st.one_of(st.none(), st.text(max_size=3), st.fixed_dictionaries({}, optional={"uid": _uid}))
 
 
