@@ -69,31 +69,35 @@ def iter_line_batches(path: str, chunk_bytes: int = CHUNK_BYTES, on_error=None) 
 
 
 def numbered_batches(idx: int, path: str, *, chunk_bytes: int = CHUNK_BYTES, on_error=None,
-                     progress=None) -> Iterator[tuple[range, list[bytes]]]:
+                     progress=None, terminated: bool = False) -> Iterator[tuple[range, list[bytes]]]:
     """The lines of input ``idx`` (of a run's inputs) as (refs, lines) batches, each ref the line's
     reference as checkers and their shares know it: ``idx << REF_LINE_BITS | line number`` (from 1,
     blank lines counted). ``progress(idx, bytes of the input read)`` is called after each batch is
-    handled; ``on_error`` as for :func:`iter_line_batches`."""
-    for refs, lines, _ in numbered_chunks(idx, path, chunk_bytes=chunk_bytes, on_error=on_error, progress=progress):
+    handled; ``on_error`` as for :func:`iter_line_batches`. ``terminated``: each line keeps its
+    newline (a last line without one gets one), for a reader that takes the newline as part of
+    the record's text (JSON's whitespace): it is spared a copy of every line."""
+    for refs, lines, _ in numbered_chunks(idx, path, chunk_bytes=chunk_bytes, on_error=on_error, progress=progress,
+                                          terminated=terminated):
         yield refs, lines
 
 
 def numbered_chunks(idx: int, path: str, *, chunk_bytes: int = CHUNK_BYTES, on_error=None,
-                    progress=None) -> Iterator[tuple[range, list[bytes], bytes]]:
-    """:func:`numbered_batches` with each batch's text as read: its lines joined by newlines, which
-    may be followed by more bytes (the start of the next line). A reader that scans a batch as one
-    buffer (a ``--jobs`` dealer) gets it without joining the lines again."""
+                    progress=None, terminated: bool = False) -> Iterator[tuple[range, list[bytes], bytes]]:
+    """:func:`numbered_batches` with each batch's text as read: its lines joined by newlines (or,
+    ``terminated``, one after the other), which may be followed by more bytes (the start of the
+    next line). A reader that scans a batch as one buffer (a ``--jobs`` dealer) gets it without
+    joining the lines again."""
     from rmkit.protocol import REF_LINE_BITS
 
     base = idx << REF_LINE_BITS
     lineno = done = 0
     f = open_input(path)
     try:
-        for batch, text in _line_batches(f, path, chunk_bytes, on_error):
+        for batch, text in _line_batches(f, path, chunk_bytes, on_error, terminated):
             yield range(base | (lineno + 1), base | (lineno + 1 + len(batch))), batch, text
             lineno += len(batch)
             if progress is not None:
-                done += sum(map(len, batch)) + len(batch)
+                done += sum(map(len, batch)) + (0 if terminated else len(batch))
                 progress(idx, done)
     finally:
         if path != "-":
@@ -103,18 +107,20 @@ def numbered_chunks(idx: int, path: str, *, chunk_bytes: int = CHUNK_BYTES, on_e
 _CHOP = itemgetter(slice(None, -1))  # a line read with its newline -> the line
 
 
-def split_lines(text: bytes) -> tuple[list[bytes], bytes]:
-    """(the complete lines of ``text``, without their newlines; what follows the last newline):
-    ``text.split(b"\\n")`` with the last piece apart. The lines are found by the C library's
-    memchr (BytesIO's readlines, which shares ``text`` instead of copying it) instead of
-    bytes.split's byte-by-byte loop: a third of the time on receipt-sized lines."""
+def split_lines(text: bytes, terminated: bool = False) -> tuple[list[bytes], bytes]:
+    """(the complete lines of ``text``, without their newlines unless ``terminated``; what follows
+    the last newline): ``text.split(b"\\n")`` with the last piece apart. The lines are found by
+    the C library's memchr (BytesIO's readlines, which shares ``text`` instead of copying it)
+    instead of bytes.split's byte-by-byte loop: a third of the time on receipt-sized lines, and
+    half of that again for lines that keep their newlines."""
     lines = BytesIO(text).readlines()
     rest = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
-    return list(map(_CHOP, lines)), rest
+    return (lines if terminated else list(map(_CHOP, lines))), rest
 
 
-def _line_batches(f, path: str, chunk_bytes: int, on_error) -> Iterator[tuple[list[bytes], bytes]]:
-    """(lines, text) batches: the text starts with the lines joined by newlines."""
+def _line_batches(f, path: str, chunk_bytes: int, on_error, terminated: bool = False) -> Iterator[tuple[list[bytes], bytes]]:
+    """(lines, text) batches: the text starts with the lines joined by newlines (``terminated``:
+    the lines, each with its newline)."""
     read = f.read1 if hasattr(f, "read1") else f.read
     rest = b""
     nread = 0
@@ -140,12 +146,13 @@ def _line_batches(f, path: str, chunk_bytes: int, on_error) -> Iterator[tuple[li
             chunk = chunk[len(UTF8_BOM):]
         nread += len(chunk)
         text = rest + chunk if rest else chunk
-        lines, rest = split_lines(text)
+        lines, rest = split_lines(text, terminated)
         nlines += len(lines)
         yield lines, text
     if failure is None:
         if rest:
-            yield [rest], rest
+            last = rest + b"\n" if terminated else rest
+            yield [last], last
         return
     why = "truncated: the compressed stream ended before its end marker" if isinstance(failure, EOFError) else str(failure)
     message = f"cannot read input {path!r} after {nread:,} bytes ({nlines:,} complete lines): {why}"

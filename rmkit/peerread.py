@@ -97,8 +97,9 @@ def plan(inputs: list[str], chunk_bytes: int = CHUNK_BYTES) -> list[Chunk]:
 
 
 def read_chunk(fd: int, chunk: Chunk) -> tuple[list[bytes], bytes]:
-    """(the lines that start in the chunk, without their newlines; their text, the lines joined
-    by newlines). Raises OSError when the file cannot be read."""
+    """(the lines that start in the chunk, each with its newline (one added to the file's last
+    line if it has none, as :func:`rmkit.logread.numbered_chunks` does with ``terminated``); their
+    text, the lines one after the other). Raises OSError when the file cannot be read."""
     start, end = chunk.start, chunk.end
     lo = start - 1 if start else 0  # the byte before the chunk says whether a line starts at its start
     data = _read_to_end(fd, lo) if end is None else os.pread(fd, max(end - lo, len(UTF8_BOM)) + _TAIL_BYTES, lo)
@@ -111,20 +112,20 @@ def read_chunk(fd: int, chunk: Chunk) -> tuple[list[bytes], bytes]:
     if first >= len(data):
         return [], b""  # the end of the file starts no line
     if end is None:
-        stop = len(data) - 1 if data.endswith(b"\n") else len(data)  # (a last newline ends the last line)
+        stop = len(data)
     else:
-        stop = data.find(b"\n", end - 1 - lo)  # the newline ending the line that holds the chunk's last byte
-        while stop < 0:
+        stop = data.find(b"\n", end - 1 - lo) + 1  # after the newline ending the line that holds the chunk's last byte
+        while not stop:
             more = os.pread(fd, _TAIL_BYTES, lo + len(data))
             if not more:
                 stop = len(data)  # the file's last line, without a newline
                 break
             data += more
-            stop = data.find(b"\n", len(data) - len(more))
+            stop = data.find(b"\n", len(data) - len(more)) + 1
     text = data[first:stop]
-    lines, last = split_lines(text)
-    lines.append(last)
-    return lines, text
+    if not text.endswith(b"\n"):
+        text += b"\n"
+    return split_lines(text, terminated=True)[0], text
 
 
 def _read_to_end(fd: int, at: int) -> bytes:
@@ -247,8 +248,8 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
                  chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[list, list]]:
     """Worker k's (refs, lines) batches of its share, in log order, numbered as the one reader's
     :func:`rmkit.logread.numbered_chunks` numbers them (refs: ``input index << ref_bits | line
-    number``). ``deal(refs, lines, n, text)`` gives, per worker, a byte per line (1: that
-    worker's); the refs it is given number the lines within their chunk. ``on_break(idx, line,
+    number``), each with its newline. ``deal(refs, lines, n, text)`` gives, per worker, a byte
+    per line (1: that worker's); the refs it is given number the lines within their chunk. ``on_break(idx, line,
     message)`` is called by the owner of the chunk where an input could not be read further (the
     line that could not be read, as the one reader reports it); ``on_read(idx, bytes)`` after each
     own chunk is read."""
@@ -272,10 +273,10 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
                 error = exc.strerror or str(exc)
         picks = deal(range(1, len(lines) + 1), lines, n, text) if lines else [b""] * n
         for j in net.outs:
-            net.send(j, message(c, len(lines), picks[j], b"\n".join(compress(lines, picks[j])), error, ch.start))
+            net.send(j, message(c, len(lines), picks[j], b"".join(compress(lines, picks[j])), error, ch.start))
         ahead[c] = (lines, picks[k], error, ch.start)
         if on_read is not None and lines:
-            on_read(ch.idx, len(text) + 1)
+            on_read(ch.idx, len(text))
 
     base: dict[int, int] = {}  # input -> its lines before the chunk being taken
     try:
@@ -289,10 +290,7 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
                 got, nlines, pick, text, error, nread = net.recv(c % n)
                 if got != c:
                     raise RuntimeError(f"worker {c % n} sent chunk {got} where chunk {c} was due")
-                mine = []
-                if 1 in pick:
-                    mine, last = split_lines(text)
-                    mine.append(last)
+                mine = split_lines(text, terminated=True)[0] if text else []
             if ch.idx in broken:
                 continue
             before = base.get(ch.idx, 0)

@@ -93,6 +93,7 @@ def per_source_metrics(shares: list[dict], role_of) -> dict[str, dict]:
 LINE_BITS = REF_LINE_BITS  # a receipt reference is (input index << LINE_BITS) | line number
 LINE_MASK = (1 << LINE_BITS) - 1
 SWEEP_EVERY = 4096
+NEWLINE = b"\n"
 NEVER = 1 << 64  # beyond every timestamp (a receipt's is a 64-bit integer)
 # messages a share holds back for roles it has not seen (beyond: judged on the share's roles)
 MAX_DEFERRED = 20_000  # a few KB each: memory stays bounded when a source never shows its role
@@ -484,11 +485,13 @@ class RempLogChecker:
 
     def _file_batches(self, idx: int, path: str):
         """The lines of one input as (refs, lines) batches for :meth:`feed`."""
-        return numbered_batches(idx, path, on_error=lambda n, why: self._read_error(idx, n, why), progress=self.progress)
+        return numbered_batches(idx, path, on_error=lambda n, why: self._read_error(idx, n, why), progress=self.progress,
+                                terminated=True)
 
     def feed(self, batches) -> None:
         """Check records in log order: ``batches`` yields (refs, lines), each ref the record's
-        input index << LINE_BITS | its line number, each line the raw record (bytes or str). A
+        input index << LINE_BITS | its line number, each line the raw record (bytes or str; a
+        line of bytes may end with its newline, as a file's are read, which is JSON's whitespace). A
         file's lines come from :meth:`_run_file`; a distributed job hands over the records of
         some messages (all of each one's, in log order) and merges the shares as ``--jobs`` does."""
         with paused_collections():  # the open messages' state holds no cycles (see rmkit.gctune)
@@ -589,6 +592,8 @@ class RempLogChecker:
                     block = obj.block_id if ki.has_block else None
                     validate = ki.validate_typed
                 else:
+                    if line[-1:] == NEWLINE:  # (a line read with its newline: the record is what precedes it)
+                        line = line[:-1]
                     try:
                         obj = loads(line)
                     except JSONDecodeError as exc:

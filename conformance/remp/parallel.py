@@ -21,6 +21,7 @@ import queue
 import threading
 import time
 from collections import Counter
+from functools import partial
 from multiprocessing import connection
 from itertools import compress
 from typing import Any
@@ -69,9 +70,7 @@ def _received(conn, checker):
         msg = conn.recv()
         if msg[0] == "lines":  # the batch's first ref, which of its lines are this share's, those lines
             _, first, pick, joined = msg
-            lines, last = split_lines(joined)
-            lines.append(last)
-            yield list(compress(range(first, first + len(pick)), pick)), lines
+            yield list(compress(range(first, first + len(pick)), pick)), split_lines(joined, terminated=True)[0]
         elif msg[0] == "read_error":
             checker._read_error(*msg[1:])
         else:
@@ -83,7 +82,7 @@ def _read_by_peers(conn, checker, inputs: list[str], k: int, links, counting: bo
     each chunk it read go to the parent's progress when ``counting``."""
     net = links.keep(k)
     on_read = (lambda idx, nbytes: conn.send(("read", idx, nbytes))) if counting else None
-    yield from peer_batches(k, links.n, inputs, net, share_picks, LINE_BITS,
+    yield from peer_batches(k, links.n, inputs, net, partial(share_picks, terminated=True), LINE_BITS,
                             on_break=checker._read_error, on_read=on_read)
 
 
@@ -101,13 +100,15 @@ def _deal(out: "_Outbox", inputs: list[str], progress) -> None:
         def broke_off(at: int, why: str, idx=idx) -> None:  # one problem, reported by one share
             out.put(0, ("read_error", idx, at, why))
 
-        for refs, batch, text in numbered_chunks(idx, path, chunk_bytes=DEAL_BYTES, on_error=broke_off, progress=progress):
-            # a share gets its lines joined (no line holds a newline) and a byte per line of the
-            # batch to number them by: a few large objects to pickle instead of two per line
-            for k, pick in enumerate(share_picks(refs, batch, n, text)):
-                own = list(compress(batch, pick))
+        for refs, batch, text in numbered_chunks(idx, path, chunk_bytes=DEAL_BYTES, on_error=broke_off, progress=progress,
+                                                 terminated=True):
+            # a share gets its lines one after the other (each ends with its newline) and a byte
+            # per line of the batch to number them by: a few large objects to pickle instead of
+            # two per line
+            for k, pick in enumerate(share_picks(refs, batch, n, text, terminated=True)):
+                own = b"".join(compress(batch, pick))
                 if own:
-                    out.put(k, ("lines", refs.start, pick, b"\n".join(own)))
+                    out.put(k, ("lines", refs.start, pick, own))
     out.close()
 
 

@@ -46,10 +46,11 @@ def _pick_table(k: int) -> bytes:
     return table
 
 
-def fast_shares(lines: list, n: int, text: bytes | None = None) -> bytes | None:
+def fast_shares(lines: list, n: int, text: bytes | None = None, terminated: bool = False) -> bytes | None:
     """Each line's share as partition_share gives it, computed for the batch at once, or None when
     this batch cannot be proven to follow the fast reading. ``text``: the batch's lines joined by
     newlines, when the reader has them so (anything may follow them); joined here otherwise.
+    ``terminated``: each line ends with its newline (the text: the lines one after the other).
 
     The proof, with array operations over the text instead of a call per line: each line holds the
     quoted key exactly once (occurrences that overlap counted apart), and right after it a colon and
@@ -59,9 +60,11 @@ def fast_shares(lines: list, n: int, text: bytes | None = None) -> bytes | None:
     if not lines or type(lines[0]) is not bytes or n > 256:
         return None
     lengths = np.fromiter(map(len, lines), np.int64, len(lines))
+    if terminated:
+        lengths -= 1  # (without the newline, which each line has)
     ends = np.cumsum(lengths + 1) - 1  # where each line ends (its newline, or the text's end)
     if text is None:
-        text = b"\n".join(lines)
+        text = (b"" if terminated else b"\n").join(lines)
     a = np.frombuffer(text, np.uint8, count=int(ends[-1]))
     quotes = np.flatnonzero(a == _QUOTE)
     key = quotes[quotes <= a.size - _KEY.size]
@@ -84,11 +87,11 @@ def fast_shares(lines: list, n: int, text: bytes | None = None) -> bytes | None:
     return _fold_table(n)[a[closing - 1]].tobytes()
 
 
-def line_shares(refs, lines: list, n: int, text: bytes | None = None) -> list | bytes:
+def line_shares(refs, lines: list, n: int, text: bytes | None = None, terminated: bool = False) -> list | bytes:
     """The share of each line of a batch (refs: the lines' references, whose line number decides
-    for a line without a readable id), by :func:`partition_share`; ``text`` as for
-    :func:`fast_shares`."""
-    shares = fast_shares(lines, n, text)
+    for a line without a readable id), by :func:`partition_share`; ``text`` and ``terminated`` as
+    for :func:`fast_shares`."""
+    shares = fast_shares(lines, n, text, terminated)
     if shares is not None:
         return shares
     out = []
@@ -97,11 +100,11 @@ def line_shares(refs, lines: list, n: int, text: bytes | None = None) -> list | 
     return out
 
 
-def share_picks(refs, lines: list, n: int, text: bytes | None = None) -> list[bytes]:
+def share_picks(refs, lines: list, n: int, text: bytes | None = None, terminated: bool = False) -> list[bytes]:
     """For each of ``n`` shares, one byte per line of the batch: 1 where the line is that share's,
     0 elsewhere (the selector of :func:`itertools.compress`). A few bytes per line: what a
     ``--jobs`` reader sends a share besides its lines, from which the share numbers them."""
-    shares = line_shares(refs, lines, n, text)
+    shares = line_shares(refs, lines, n, text, terminated)
     if type(shares) is bytes:
         return [shares.translate(_pick_table(k)) for k in range(n)]
     return [bytes(s == k for s in shares) for k in range(n)]  # (shares beyond 255 fit no byte)
