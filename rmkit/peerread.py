@@ -76,11 +76,18 @@ def readable(inputs: list[str]) -> bool:
 
 @dataclass(frozen=True)
 class Chunk:
-    """Bytes ``[start, end)`` of input ``idx`` (``end`` None: to the end of the file)."""
+    """Bytes ``[start, end)`` of input ``idx`` (``end`` None: to the end of the file); ``span``:
+    how many bytes of the file as planned it covers (what progress counts)."""
 
     idx: int
     start: int
     end: int | None
+    span: int
+
+
+def size_of(path: str) -> int:
+    """A plain input's size, as :func:`plan` cuts it."""
+    return os.path.getsize(path)
 
 
 def plan(inputs: list[str], chunk_bytes: int = CHUNK_BYTES) -> list[Chunk]:
@@ -90,9 +97,10 @@ def plan(inputs: list[str], chunk_bytes: int = CHUNK_BYTES) -> list[Chunk]:
         raise ValueError(f"chunk_bytes: expected more than {len(UTF8_BOM)}, found {chunk_bytes}")
     chunks = []
     for idx, path in enumerate(inputs):
-        size = os.path.getsize(path)
+        size = size_of(path)
         starts = range(0, max(size, 1), chunk_bytes)
-        chunks += [Chunk(idx, s, None if s == starts[-1] else s + chunk_bytes) for s in starts]
+        chunks += [Chunk(idx, s, None, size - s) if s == starts[-1] else Chunk(idx, s, s + chunk_bytes, chunk_bytes)
+                   for s in starts]
     return chunks
 
 
@@ -251,7 +259,7 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
     number``), each with its newline. ``deal(refs, lines, n, text)`` gives, per worker, a byte
     per line (1: that worker's); the refs it is given number the lines within their chunk. ``on_break(idx, line,
     message)`` is called by the owner of the chunk where an input could not be read further (the
-    line that could not be read, as the one reader reports it); ``on_read(idx, bytes)`` after each
+    line that could not be read, as the one reader reports it); ``on_read(idx, its span)`` after each
     own chunk is read."""
     chunks = plan(inputs, chunk_bytes)
     fds: dict[int, int] = {}
@@ -275,8 +283,8 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
         for j in net.outs:
             net.send(j, message(c, len(lines), picks[j], b"".join(compress(lines, picks[j])), error, ch.start))
         ahead[c] = (lines, picks[k], error, ch.start)
-        if on_read is not None and lines:
-            on_read(ch.idx, len(text))
+        if on_read is not None and ch.span:
+            on_read(ch.idx, ch.span)
 
     base: dict[int, int] = {}  # input -> its lines before the chunk being taken
     try:

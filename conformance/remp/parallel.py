@@ -192,6 +192,7 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
     inputs are read, when given."""
     started = time.perf_counter()
     links = Links(jobs) if peerread.readable(inputs) else None
+    sizes = [peerread.size_of(p) for p in inputs] if links is not None else []  # (for the progress of the shares' reading)
     try:
         pipes, procs = start_processes(_worker, [(kwargs, inputs, None if links is None else (k, links, progress is not None))
                                                  for k in range(jobs)])
@@ -205,7 +206,7 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
             out = _Outbox(pipes)
             with paused_collections():  # the batches hold no cycles (see rmkit.gctune)
                 _deal(out, inputs, progress)
-        first = _first_messages(pipes, progress)
+        first = _first_messages(pipes, progress, sizes)
         end = RempLogChecker(**kwargs).end_clock([m[1] for m in first], [m[2] for m in first])
         latest_ref = latest_receipt([m[2] for m in first])
         roles = first_roles([m[3] for m in first])
@@ -231,12 +232,33 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
     return report
 
 
-def _first_messages(pipes: list, progress) -> list:
+class _ReadSoFar:
+    """The bytes the shares report read, passed on to ``progress(input, bytes of it)`` in the
+    inputs' order as one reader would: the shares read chunks of several inputs at once, so an
+    input is reported once every input before it is complete."""
+
+    def __init__(self, sizes: list[int], progress):
+        self.sizes, self.progress = sizes, progress
+        self.done = [0] * len(sizes)
+        self.at = 0  # the first input not yet complete
+
+    def add(self, idx: int, nbytes: int) -> None:
+        self.done[idx] += nbytes
+        while self.at < len(self.sizes) and self.done[self.at] >= self.sizes[self.at]:
+            if self.sizes[self.at]:
+                self.progress(self.at, self.sizes[self.at])
+            self.at += 1
+        if self.at < len(self.sizes) and self.done[self.at]:
+            self.progress(self.at, self.done[self.at])
+
+
+def _first_messages(pipes: list, progress, sizes: list[int]) -> list:
     """Each share's first message after its lines (its clock and roles), passing on the bytes
-    the shares report read to ``progress`` meanwhile. A share's failure is raised; one that
-    stopped only because another did (:class:`peerread.PeerStopped`) gives way to that one's."""
+    the shares report read to ``progress`` meanwhile (``sizes``: the inputs', as planned). A
+    share's failure is raised; one that stopped only because another did
+    (:class:`peerread.PeerStopped`) gives way to that one's."""
     first: list = [None] * len(pipes)
-    done: dict[int, int] = {}  # input -> bytes read
+    read = _ReadSoFar(sizes, progress) if progress is not None else None
     waiting = {p: k for k, p in enumerate(pipes)}
     while waiting:
         for p in connection.wait(list(waiting)):
@@ -245,9 +267,7 @@ def _first_messages(pipes: list, progress) -> list:
             except EOFError:  # the process died (killed, out of memory): no report
                 msg = ("error", "", None, RuntimeError(f"share {waiting[p]} of the --jobs run stopped without a report"))
             if msg[0] == "read":
-                done[msg[1]] = done.get(msg[1], 0) + msg[2]
-                if progress is not None:
-                    progress(msg[1], done[msg[1]])
+                read.add(msg[1], msg[2])
                 continue
             first[waiting.pop(p)] = msg
     errors = [m[3] for m in first if m[0] == "error"]
