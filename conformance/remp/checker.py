@@ -1210,7 +1210,7 @@ class RempLogChecker:
             self._deferred.append((msg, at_end, self.hwm))
         else:
             self._judge(msg, at_end, self.hwm)
-        if self.hwm is not None:  # late receipts of a judged message are recognised as such
+        if self.hwm is not None and not at_end:  # late receipts of a judged message are recognised as such (none come after the end)
             self._tombs[msg.id] = (msg.fin, msg.first_t, msg.id)
             self._tomb_order.append((self.hwm + self.close_after_ms, msg.id))
 
