@@ -639,21 +639,21 @@ class RempLogChecker:
                         near = self._near_fields(obj) or None
                 bad = None
                 if src_plain:
-                    pass  # (a source id found good before, as compared)
+                    src = good_src[src]  # (found good before, as compared: its one string, which the state keeps)
                 elif type(src) is str:
                     folded = good_src.get(src)  # a source id found good before: its folded form
                     if folded is not None:
                         src = folded
                     else:
+                        folded = src.lower() if fold else src
                         if hash_ok(src):
                             if len(good_src) < 100_000:
-                                folded = good_src[src] = src.lower() if fold else src
+                                good_src[src] = folded  # (the one string of this source that the state keeps)
                                 if folded == src:
                                     plain_src.add(src)
                         else:
                             bad = [f"source_id: expected {m.hash_expected}, found {src!r}"]
-                        if fold:
-                            src = src.lower()
+                        src = folded
                 else:
                     bad = [f"source_id: expected {m.hash_expected}, found {'nothing' if src is None else repr(src)}"]
                     src = None
