@@ -14,9 +14,10 @@ would (a chunk's message says how many lines it holds).
 A chunk holds the lines that start in it (a line starts at the file's start, after a UTF-8 byte
 order mark there, or after a newline), so its owner reads from its start to the end of its last
 line; the last chunk of a file reads to the end of the file as it is then. The lines are those
-:func:`rmkit.logread.numbered_chunks` gives, blank lines included. An input that cannot be read
-further breaks off at the chunk where that happened: its owner says so, and every worker drops the
-input's later chunks, as one reader would stop there (see :class:`Chunk` and ``on_break``).
+:func:`rmkit.logread.numbered_chunks` gives with ``terminated`` (each with its newline), blank
+lines included. An input that cannot be read further breaks off at the chunk where that happened:
+its owner says so, and every worker drops the input's later chunks, as one reader would stop there
+(see :func:`peer_batches` and its ``on_break``).
 
 Between two workers there is one pipe each way. Writes never block: what a pipe cannot take yet
 waits in its writer's memory, and a worker waiting for a chunk keeps writing what others wait
@@ -28,7 +29,6 @@ closes its pipes, and those waiting for it get :class:`PeerStopped` instead of h
 
 from __future__ import annotations
 
-import fcntl
 import os
 import select
 import struct
@@ -43,8 +43,8 @@ from rmkit.logread import GZIP_MAGIC, UTF8_BOM, split_lines
 CHUNK_BYTES = 1 << 20
 # how far past a chunk's end its last line is first looked for (receipt lines are far shorter)
 _TAIL_BYTES = 1 << 16
-# Linux: a pipe's buffer can be raised to hold a whole chunk's message (F_SETPIPE_SZ)
-_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+# Linux: a pipe's buffer can be raised to hold a whole chunk's message (fcntl's F_SETPIPE_SZ)
+_F_SETPIPE_SZ = 1031
 # a chunk's message: chunk, lines, length of the lines' text, length of a break's reason, bytes
 # read before the break; then one byte per line (1: the receiver's), the text, the reason
 _HEADER = struct.Struct("<qqqqq")
@@ -151,6 +151,8 @@ class Links:
     A worker keeps its own ends (:meth:`keep`), the parent none (:meth:`close`)."""
 
     def __init__(self, n: int):
+        import fcntl  # (POSIX: only where readable() holds)
+
         self.n = n
         self.pipes: dict[tuple[int, int], tuple[int, int]] = {}  # (from, to) -> (read fd, write fd)
         for a in range(n):
@@ -158,7 +160,7 @@ class Links:
                 if a != b:
                     r, w = os.pipe()
                     try:
-                        fcntl.fcntl(w, _F_SETPIPE_SZ, CHUNK_BYTES)
+                        fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", _F_SETPIPE_SZ), CHUNK_BYTES)
                     except OSError:
                         pass  # a smaller buffer only means more, smaller writes
                     os.set_blocking(w, False)
