@@ -208,9 +208,10 @@ def plain_key(key: RecordKey, line: Column) -> tuple[Column, Column] | None:
         return None
     text = line.cast("string")  # bytes that are not UTF-8 become U+FFFD: the ASCII this reads stays
     quoted = f'"{name}"'
-    # held once: the line splits into two pieces at it (two that overlap make no JSON object, in which
-    # of_line finds no key: placed by the value, such a line is still judged alone)
-    once = F.size(F.split(text, quoted, 3)) == 2
+    # held once: one match of the quoted name, matches counted without overlap (two that overlap make
+    # no JSON object, in which of_line finds no key: placed by the value, such a line is still judged
+    # alone). regexp_count over split: no array of pieces per line (a fifth of the audit's first pass)
+    once = F.regexp_count(text, F.lit(quoted)) == 1
     value = F.regexp_extract(text, f'"{name}":"({_PLAIN_VALUE})"', 1)
     plain = F.coalesce(once & (value != ""), F.lit(False))
     return plain, (F.lower(value) if key.fold_case else value)
