@@ -45,9 +45,9 @@ CHUNK_BYTES = 1 << 20
 _TAIL_BYTES = 1 << 16
 # Linux: a pipe's buffer can be raised to hold a whole chunk's message (fcntl's F_SETPIPE_SZ)
 _F_SETPIPE_SZ = 1031
-# a chunk's message: chunk, lines, length of the lines' text, length of a break's reason, bytes
-# read before the break; then one byte per line (1: the receiver's), the text, the reason
-_HEADER = struct.Struct("<qqqqq")
+# a chunk's message: chunk, lines, length of the lines' text, length of a break's reason; then one
+# byte per line (1: the receiver's), the text, the reason
+_HEADER = struct.Struct("<qqqq")
 
 
 class PeerStopped(RuntimeError):
@@ -215,11 +215,11 @@ class PeerNet:
                 return
 
     def recv(self, j: int):
-        """Peer j's next chunk message: (chunk, lines, pick, text, break reason or None, bytes
-        read before the break). Each part is read from the pipe as it is (one copy)."""
-        chunk, nlines, ntext, nerror, nread = _HEADER.unpack(self._read(j, _HEADER.size))
+        """Peer j's next chunk message: (chunk, lines, pick, text, break reason or None). Each
+        part is read from the pipe as it is (one copy)."""
+        chunk, nlines, ntext, nerror = _HEADER.unpack(self._read(j, _HEADER.size))
         pick, text, reason = self._read(j, nlines), self._read(j, ntext), self._read(j, nerror)
-        return chunk, nlines, pick, text, reason.decode() or None, nread
+        return chunk, nlines, pick, text, reason.decode() or None
 
     def _read(self, j: int, size: int) -> bytes:
         """``size`` bytes from peer j, writing to the others meanwhile whatever they can take."""
@@ -248,9 +248,9 @@ class PeerNet:
                 self._flush(self.peer_of_fd[w])
 
 
-def message(chunk: int, nlines: int, pick: bytes, text: bytes, error: str | None = None, nread: int = 0) -> tuple:
+def message(chunk: int, nlines: int, pick: bytes, text: bytes, error: str | None = None) -> tuple:
     reason = (error or "").encode()
-    return (_HEADER.pack(chunk, nlines, len(text), len(reason), nread), pick, text, reason)
+    return (_HEADER.pack(chunk, nlines, len(text), len(reason)), pick, text, reason)
 
 
 def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable, ref_bits: int,
@@ -259,13 +259,13 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
     """Worker k's (refs, lines) batches of its share, in log order, numbered as the one reader's
     :func:`rmkit.logread.numbered_chunks` numbers them (refs: ``input index << ref_bits | line
     number``), each with its newline. ``deal(refs, lines, n, text)`` gives, per worker, a byte
-    per line (1: that worker's); the refs it is given number the lines within their chunk. ``on_break(idx, line,
-    message)`` is called by the owner of the chunk where an input could not be read further (the
-    line that could not be read, as the one reader reports it); ``on_read(idx, its span)`` after each
-    own chunk is read."""
+    per line (1: that worker's); the refs it is given number the lines within their chunk.
+    ``on_break(idx, line, message)`` is called by the owner of the chunk where an input could not
+    be read further (the line that could not be read, as the one reader reports it);
+    ``on_read(idx, its span)`` after each own chunk is read."""
     chunks = plan(inputs, chunk_bytes)
     fds: dict[int, int] = {}
-    ahead: dict[int, tuple] = {}  # own chunks read ahead: chunk -> (lines, this worker's pick, break reason, bytes before it)
+    ahead: dict[int, tuple] = {}  # own chunks read ahead: chunk -> (lines, this worker's pick, break reason)
     broken: set[int] = set()  # inputs that broke off: their later chunks are dropped
 
     def load(c: int) -> None:
@@ -283,8 +283,8 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
                 error = exc.strerror or str(exc)
         picks = deal(range(1, len(lines) + 1), lines, n, text) if lines else [b""] * n
         for j in net.outs:
-            net.send(j, message(c, len(lines), picks[j], b"".join(compress(lines, picks[j])), error, ch.start))
-        ahead[c] = (lines, picks[k], error, ch.start)
+            net.send(j, message(c, len(lines), picks[j], b"".join(compress(lines, picks[j])), error))
+        ahead[c] = (lines, picks[k], error)
         if on_read is not None and ch.span:
             on_read(ch.idx, ch.span)
 
@@ -293,11 +293,11 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
         load(k)
         for c, ch in enumerate(chunks):
             if c % n == k:
-                lines, pick, error, nread = ahead.pop(c)
+                lines, pick, error = ahead.pop(c)
                 load(c + n)  # read ahead: the others get it while this worker checks this one
                 nlines, mine = len(lines), list(compress(lines, pick))
             else:
-                got, nlines, pick, text, error, nread = net.recv(c % n)
+                got, nlines, pick, text, error = net.recv(c % n)
                 if got != c:
                     raise RuntimeError(f"worker {c % n} sent chunk {got} where chunk {c} was due")
                 mine = split_lines(text, terminated=True)[0] if text else []
@@ -307,7 +307,7 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
             if error is not None:
                 broken.add(ch.idx)
                 if c % n == k:
-                    on_break(ch.idx, before + 1, f"cannot read input {inputs[ch.idx]!r} after {nread:,} bytes "
+                    on_break(ch.idx, before + 1, f"cannot read input {inputs[ch.idx]!r} after {ch.start:,} bytes "
                                                  f"({before:,} complete lines): {error}")
                 continue
             if mine:

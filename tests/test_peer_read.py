@@ -111,8 +111,12 @@ def _with_chunk(fn, chunk):
 def test_dealt_lines_report_what_shares_reading_report(odd_inputs, monkeypatch):
     """The other way of --jobs (standard input, gzip: one reader deals the lines) on the same files."""
     want = _report(odd_inputs, 2)
-    monkeypatch.setattr(peerread, "readable", lambda inputs: False)
+    dealt = []
+    real = parallel._deal
+    monkeypatch.setattr(parallel, "readable", lambda inputs: False)
+    monkeypatch.setattr(parallel, "_deal", lambda *args: (dealt.append(1), real(*args))[1])
     assert _report(odd_inputs, 2) == want
+    assert dealt == [1]  # (the one reader dealt the lines)
 
 
 def test_a_share_that_dies_ends_the_run_instead_of_hanging_it(odd_inputs, monkeypatch):

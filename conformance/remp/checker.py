@@ -562,8 +562,8 @@ class RempLogChecker:
                 types = list(map(type, objs))
                 infos, acts = list(map(kind_info, types)), list(map(act_of_type.get, types))
                 if not refused and objs:
-                    # What every receipt of a wholly typed batch may show alike is settled for the
-                    # batch at once; each flag says that the per-receipt test below would pass for
+                    # What every receipt of a wholly typed piece may show alike is settled for the
+                    # piece at once; each flag says that the per-receipt test below would pass for
                     # every receipt of it, which is then not run: a source id found good before and
                     # as compared, a timestamp that reads as milliseconds (so >= 0, not 0, not
                     # seconds), a signature there and well-formed (the format's own check, at once).

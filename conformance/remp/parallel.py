@@ -36,9 +36,8 @@ from rmkit.conformance.remp.checker import (LINE_BITS, LINE_MASK, RempLogChecker
                                             latest_receipt, per_source_metrics)
 
 from rmkit.conformance.remp.shares import share_picks
-from rmkit import peerread
 from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, numbered_chunks, split_lines  # noqa: F401 (one rule for every protocol's --jobs)
-from rmkit.peerread import Links, PeerStopped, peer_batches
+from rmkit.peerread import Links, PeerStopped, peer_batches, readable, size_of
 
 
 def _worker(conn, kwargs: dict[str, Any], inputs: list[str], peers: tuple | None) -> None:
@@ -191,8 +190,8 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
     and deals each share its lines. ``progress(input index, bytes of it read)`` is called as the
     inputs are read, when given."""
     started = time.perf_counter()
-    links = Links(jobs) if peerread.readable(inputs) else None
-    sizes = [peerread.size_of(p) for p in inputs] if links is not None else []  # (for the progress of the shares' reading)
+    links = Links(jobs) if readable(inputs) else None
+    sizes = [size_of(p) for p in inputs] if links is not None else []  # (for the progress of the shares' reading)
     try:
         pipes, procs = start_processes(_worker, [(kwargs, inputs, None if links is None else (k, links, progress is not None))
                                                  for k in range(jobs)])
@@ -256,7 +255,7 @@ def _first_messages(pipes: list, progress, sizes: list[int]) -> list:
     """Each share's first message after its lines (its clock and roles), passing on the bytes
     the shares report read to ``progress`` meanwhile (``sizes``: the inputs', as planned). A
     share's failure is raised; one that stopped only because another did
-    (:class:`peerread.PeerStopped`) gives way to that one's."""
+    (:class:`rmkit.peerread.PeerStopped`) gives way to that one's."""
     first: list = [None] * len(pipes)
     read = _ReadSoFar(sizes, progress) if progress is not None else None
     waiting = {p: k for k, p in enumerate(pipes)}
