@@ -52,8 +52,8 @@ def open_input(path: str) -> IO[bytes]:
 
 def iter_line_batches(path: str, chunk_bytes: int = CHUNK_BYTES, on_error=None) -> Iterator[list[bytes]]:
     """Every line of one input, in batches (blank lines included, so that the caller can number
-    lines by counting). Reading in chunks (:data:`CHUNK_BYTES`) and splitting is several times faster than
-    iterating a file line by line, which matters at millions of receipts.
+    lines by counting). Reading in chunks (:data:`CHUNK_BYTES`) and splitting is several times
+    faster than iterating a file line by line, which matters at millions of receipts.
 
     When the input breaks off (a truncated or corrupt gzip, a read error) after it was opened,
     the lines read so far have been yielded; with ``on_error`` the break is reported as

@@ -38,9 +38,8 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import Callable, Iterator
 
-from rmkit.logread import GZIP_MAGIC, UTF8_BOM, split_lines
+from rmkit.logread import CHUNK_BYTES, GZIP_MAGIC, UTF8_BOM, split_lines  # (the one reader's chunk size)
 
-CHUNK_BYTES = 1 << 20
 # how far past a chunk's end its last line is first looked for (receipt lines are far shorter)
 _TAIL_BYTES = 1 << 16
 # Linux: a pipe's buffer can be raised to hold a whole chunk's message (fcntl's F_SETPIPE_SZ)
