@@ -28,7 +28,10 @@ class LogChecker(_TypingProtocol):
 
 
 # A record's reference, as a sharded checker receives it: its input's index << REF_LINE_BITS | its
-# 1-based line number (the row number for a table format).
+# 1-based line number (the row number for a table format). In ``rmkit audit`` the line number may
+# be provisional: it orders a file's records as the log does, and the lines a merged report names
+# (evidence, input problems) are renumbered to the real ones afterwards. A checker names a line in
+# those fields only (never in an explanation's text) and relies on no gap between two references.
 REF_LINE_BITS = 40
 
 

@@ -7,7 +7,7 @@ where, with which receipts); ``rmkit.render`` turns it into text, JSON or JUnit.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from rmkit.rules import STRICT
 
@@ -105,3 +105,16 @@ class Report:
         d = asdict(self)
         order = ["verdict", "protocol", "profile", "receipts", "messages", "violations", "counts", "metrics"]
         return {k: d[k] for k in order} | {k: v for k, v in d.items() if k not in order}
+
+
+def renumber(reports: list[Report], line_of: Callable[[str | None, int], int]) -> None:
+    """Give every line a report names (evidence, input problems) as ``line_of(file, line)``: a
+    distributed run that ordered records by provisional line numbers (``rmkit audit`` in one
+    pass) puts the real ones in after the merge. Each record is renumbered once, also when several
+    reports hold it (a combined report lists its logs' violations)."""
+    done: set[int] = set()
+    for rep in reports:
+        for item in [e for v in rep.violations for e in v.evidence] + rep.input_problems:
+            if id(item) not in done:
+                done.add(id(item))
+                item.line = line_of(item.file, item.line)

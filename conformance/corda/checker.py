@@ -498,7 +498,7 @@ class _ShareRun:
                     continue  # committed before the ack: the commit's event was lost in a crash (the row shows it)
                 later = next((r for r, _, _ in tr.commits if r > ref), None)
                 self.find("CORDA-ACK-001", mid, f"node {node} acknowledged a copy of {mid} (answer {answer}) "
-                          + (f"before its commit (line {later & LINE_MASK})" if later else "and never committed it")
+                          + ("before its commit (the committed line below)" if later else "and never committed it")
                           + ": a crash in between loses the message",
                           [(cref, "received", node), (vref, "dedup", node), (ref, "acked", node)]
                           + ([(later, "committed", node)] if later else []))
