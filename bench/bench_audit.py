@@ -141,7 +141,9 @@ def main() -> int:
     print(f"audit: {f['audit']:.1f} s  audit/floor {f['audit'] / f['floor']:.2f} (target <= 3)  audit/floor with the records moved "
           f"{f['audit'] / f['floor_records']:.2f}  audit/bare read "
           f"{f['audit'] / f['bare']:.2f}  {rep.receipts / f['audit']:,.0f} receipts/s  verdict {rep.verdict}")
-    print("audit parts: " + ", ".join(f"{k} {v:.1f} s" for k, v in res.timings.items()))
+    print("audit parts: " + ", ".join(f"{k} {v:.1f} s" for k, v in res.timings.items())
+          + f"; passes {rep.metrics.get('audit_passes')}"
+          + (f" ({rep.metrics['audit_two_passes_because']})" if rep.metrics.get("audit_two_passes_because") else ""))
     print(f"peak memory (driver + JVM + Python workers RSS): {f['peak'] / 2**30:.2f} GiB")
     print(f"counts: {rep.counts}")
     got = findings(rep)

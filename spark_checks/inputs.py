@@ -15,12 +15,15 @@ follows (:func:`line_offsets`).
 
 from __future__ import annotations
 
+import bisect
 import glob
 import gzip
+import itertools
 import os
 import re
 import tempfile
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -194,6 +197,19 @@ def record_key(key: RecordKey):
 _PLAIN_VALUE = r"[ !#-\[\]-~]+"
 
 
+def _plain_pattern(name: str) -> str:
+    """The plainly written key: ``"name":"value"`` (Spark's and Python's regular expressions read
+    this pattern alike: ASCII only, the first match from the left)."""
+    return f'"{name}":"({_PLAIN_VALUE})"'
+
+
+def plain_name(key: RecordKey) -> str | None:
+    """The name a plainly written key is found by, or None when the key's paths end in different
+    names (or in one that is not letters, digits and underscores)."""
+    name = key.field
+    return name if name is not None and name.replace("_", "").isalnum() else None
+
+
 def plain_key(key: RecordKey, line: Column) -> tuple[Column, Column] | None:
     """(is plain, its key) for a raw line, both computed by Spark alone, or None when the key's
     paths end in different names. A line is plain when it holds the quoted key name exactly once,
@@ -203,8 +219,8 @@ def plain_key(key: RecordKey, line: Column) -> tuple[Column, Column] | None:
     is no key at a path, and of_line finds none: such a record is judged by itself wherever it goes
     (it names no message), so placing it by the value keeps every group whole. The audit keys the
     plain lines so and calls of_line (Python) for the others only."""
-    name = key.field
-    if name is None or not name.replace("_", "").isalnum():
+    name = plain_name(key)
+    if name is None:
         return None
     text = line.cast("string")  # bytes that are not UTF-8 become U+FFFD: the ASCII this reads stays
     quoted = f'"{name}"'
@@ -212,9 +228,66 @@ def plain_key(key: RecordKey, line: Column) -> tuple[Column, Column] | None:
     # no JSON object, in which of_line finds no key: placed by the value, such a line is still judged
     # alone). regexp_count over split: no array of pieces per line (a fifth of the audit's first pass)
     once = F.regexp_count(text, F.lit(quoted)) == 1
-    value = F.regexp_extract(text, f'"{name}":"({_PLAIN_VALUE})"', 1)
+    value = F.regexp_extract(text, _plain_pattern(name), 1)
     plain = F.coalesce(once & (value != ""), F.lit(False))
     return plain, (F.lower(value) if key.fold_case else value)
+
+
+def spark_placed_key(key: RecordKey, line: Column) -> Column | None:
+    """The key a record is placed by in the audit's one pass, by Spark alone, or None when the
+    key's paths end in different names: the first plainly written value (:func:`plain_key`'s,
+    case-folded as the key says), "" when the line has none. Whether that is the checkers' key is
+    settled in the shares (:class:`Placement`), where the other half of the plain test (the name
+    held once) is a byte count instead of a second regular expression on the JVM."""
+    name = plain_name(key)
+    if name is None:
+        return None
+    value = F.regexp_extract(line.cast("string"), _plain_pattern(name), 1)
+    return F.lower(value) if key.fold_case else value
+
+
+class Placement:
+    """Whether the records of a share were placed by the checkers' key, judged in the share: a
+    record Spark placed by :func:`spark_placed_key` is in its group unless the line holds the key's
+    name other than once (or has no plain value) and :meth:`RecordKey.of_line` reads a key that is
+    not the one it was placed by. A line of no key is judged by itself wherever it is. Lines that
+    hold the name once, plainly written, need no reading (see :func:`plain_key`)."""
+
+    def __init__(self, key: RecordKey):
+        self.key = key
+        self.quoted = f'"{key.field}"'.encode()
+        self.pattern = re.compile(_plain_pattern(key.field).encode())
+        self.misplaced = 0
+        self.example: tuple[int, bytes] | None = None  # (ref, line) of the first misplaced record
+
+    def placed_by(self, line: bytes, no_value: bool) -> str:
+        """The key Spark placed ``line`` by (its first plainly written value)."""
+        if no_value:
+            return ""
+        found = self.pattern.search(line)
+        value = found.group(1).decode("ascii") if found else ""
+        return value.lower() if self.key.fold_case else value
+
+    def sample(self, lines: list[bytes]) -> int:
+        """How many of ``lines`` (read by Python, not placed by Spark) would be misplaced."""
+        before = self.misplaced
+        self.look([0] * len(lines), lines, [i for i, line in enumerate(lines) if self.pattern.search(line) is None])
+        return self.misplaced - before
+
+    def look(self, refs: list[int], lines: list[bytes], no_value: list[int]) -> None:
+        """Count the misplaced records among one batch (``no_value``: the indices Spark found no
+        plain value in)."""
+        counts = list(map(bytes.count, lines, itertools.repeat(self.quoted, len(lines))))
+        unsure = set(no_value)
+        if counts.count(1) != len(counts):
+            unsure.update(i for i, n in enumerate(counts) if n != 1)
+        lacking = set(no_value)
+        for i in sorted(unsure):
+            found = self.key.of_line(lines[i])
+            if found is not None and found != self.placed_by(lines[i], i in lacking):
+                self.misplaced += 1
+                if self.example is None:
+                    self.example = (refs[i], lines[i][:200])
 
 
 def key_column(key: RecordKey, line: Column) -> Column:
@@ -236,6 +309,135 @@ def _json_path_step(step: str) -> str:
     if not step.replace("_", "").isalnum():
         raise ValueError(f"record key path step {step!r}: expected letters, digits and underscores")
     return step
+
+
+# monotonically_increasing_id: a row's index within its Spark partition in the low bits, the
+# partition's index above them
+ROW_BITS = 33
+ROW_MASK = (1 << ROW_BITS) - 1
+
+
+def provisional_lines() -> Column:
+    """A row's provisional line number in the one-pass audit, from where Spark read it: twice its
+    split's start plus its index within the split, plus 1. It orders a file's rows as its lines
+    are ordered, since a split of ``n`` bytes holds at most ``n + 1`` lines (one starting at each
+    of its bytes, and the split's end), so no row numbered from one split reaches the next split's
+    first; in a file read as one split (any gzip file, a small one) it is the line number itself.
+    The row's index within its split is the id's low bits when every split is a partition of its
+    own (:func:`one_split_per_partition`), which the shares' :class:`SplitCounts` confirm."""
+    return F.col("blk") * 2 + F.col("rid").bitwiseAND(F.lit(ROW_MASK)) + 1
+
+
+def split_size(spark: SparkSession, files: LogFiles) -> int:
+    """The size Spark gives a file split of these inputs by its own rule (the smaller of
+    ``maxPartitionBytes`` and the larger of the open cost and the bytes per core); remote files,
+    not measured here, count for nothing."""
+    conf = spark.conf
+    max_bytes = _bytes(conf.get("spark.sql.files.maxPartitionBytes", "128m"))
+    open_cost = _bytes(conf.get("spark.sql.files.openCostInBytes", "4m"))
+    total = 0
+    for f in files.read:
+        if not _is_remote(f):
+            try:
+                total += os.path.getsize(f) + open_cost
+            except OSError:
+                pass
+    cores = int(conf.get("spark.sql.files.minPartitionNum", None) or spark.sparkContext.defaultParallelism)
+    return max(1, min(max_bytes, max(open_cost, total // max(1, cores))))
+
+
+def _bytes(value: str) -> int:
+    """A Spark byte size setting (``128m``, ``4194304``, ``1g``, ``64k``, ``128MB``) in bytes."""
+    text = value.strip().lower().removesuffix("b")
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}.get(text[-1:], 1)
+    return int(text[:-1] if scale != 1 else text) * scale
+
+
+@contextmanager
+def one_split_per_partition(spark: SparkSession, size: int):
+    """While planning a read, give every file split a Spark partition of its own (splits of
+    ``size`` bytes; an open cost of a whole split, so that Spark packs no second split into a
+    partition): a row's id then holds its index within its split. The settings are restored
+    afterwards, the session's other jobs keep theirs."""
+    names = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+    before = {n: spark.conf.get(n, None) for n in names}
+    try:
+        for n in names:
+            spark.conf.set(n, str(size))
+        yield
+    finally:
+        for n, v in before.items():
+            if v is None:
+                spark.conf.unset(n)
+            else:
+                spark.conf.set(n, v)
+
+
+@dataclass
+class SplitCounts:
+    """The rows each share saw of each file split: (file index, split start) -> [first id, last
+    id, rows]. Added up over the shares, they give every split's line count, and so every line's
+    number, without a pass of their own; they also show whether the one-pass numbering held."""
+
+    splits: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+
+    def add_batch(self, refs, rids, line_bits: int) -> None:
+        """One Arrow batch's columns: each row's ref (file index << ``line_bits`` | provisional
+        line) and id, from which its split's start follows (:func:`provisional_lines`)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        line = pc.bit_wise_and(refs, (1 << line_bits) - 1)
+        blk = pc.shift_right(pc.subtract(pc.subtract(line, 1), pc.bit_wise_and(rids, ROW_MASK)), 1)
+        table = pa.table({"f": pc.shift_right(refs, line_bits), "b": blk, "r": rids}).group_by(["f", "b"]).aggregate(
+            [("r", "min"), ("r", "max"), ("r", "count")])
+        for f, b, lo, hi, n in zip(*(table.column(c).to_pylist() for c in ("f", "b", "r_min", "r_max", "r_count"))):
+            self._add((f, b), lo, hi, n)
+
+    def _add(self, where, lo: int, hi: int, n: int) -> None:
+        seen = self.splits.get(where)
+        if seen is None:
+            self.splits[where] = [lo, hi, n]
+        else:
+            seen[0], seen[1], seen[2] = min(seen[0], lo), max(seen[1], hi), seen[2] + n
+
+    def update(self, other: "SplitCounts") -> None:
+        for where, (lo, hi, n) in other.splits.items():
+            self._add(where, lo, hi, n)
+
+    def numbering(self, line_bits: int) -> "LineNumbers | str":
+        """The real line numbers, or why the provisional ones cannot be mapped to them (a split
+        sharing its partition, rows missing from a split, a number beyond ``line_bits``)."""
+        owner: dict[int, tuple[int, int]] = {}
+        for where, (lo, hi, n) in self.splits.items():
+            part = lo >> ROW_BITS
+            if hi >> ROW_BITS != part or owner.setdefault(part, where) != where:
+                return f"file split {where} shares Spark partition {part} with another"
+            if lo & ROW_MASK or hi - lo + 1 != n:
+                return f"file split {where}: rows {lo & ROW_MASK}..{hi & ROW_MASK} were seen {n} times"
+            if 2 * where[1] + n >= 1 << line_bits:
+                return f"file split {where}: its line numbers need more than {line_bits} bits"
+        return LineNumbers({where: n for where, (_, _, n) in self.splits.items()})
+
+
+class LineNumbers:
+    """Provisional line numbers (:func:`provisional_lines`) to real ones, per file: the splits'
+    line counts in file order give the lines before each split."""
+
+    def __init__(self, counts: dict[tuple[int, int], int]):
+        # per file: each split's first provisional number, and the file's lines before the split
+        self.files: dict[int, tuple[list[int], list[int]]] = {}
+        so_far: dict[int, int] = {}
+        for (fidx, blk), n in sorted(counts.items()):
+            firsts, before = self.files.setdefault(fidx, ([], []))
+            firsts.append(2 * blk + 1)
+            before.append(so_far.get(fidx, 0))
+            so_far[fidx] = before[-1] + n
+
+    def line(self, fidx: int, provisional: int) -> int:
+        firsts, before = self.files[fidx]
+        i = bisect.bisect_right(firsts, provisional) - 1
+        return before[i] + provisional - firsts[i] + 1
 
 
 def line_numbers(offsets: dict[tuple[int, int], int]) -> Column:

@@ -10,37 +10,43 @@ The job names no protocol and holds no rule: the protocol hands over a
 :class:`rmkit.protocol.ShardedChecker` (where a record's key is, how to check one share, how to
 merge the shares). Steps:
 
-1. a cheap first pass counts the lines of every file split (line numbers follow from it);
-2. every record gets its position (file, line) and its key, read from the raw line as the
-   checkers read it: by Spark where the line holds the key once, plainly written
-   (:func:`inputs.plain_key`), by the checkers' own reading otherwise
-   (:meth:`rmkit.protocol.RecordKey.of_line`, a Python function on Spark: Spark's JSON reader
-   differs, and a record keyed otherwise than its checker keys it would be judged apart from its
-   group);
-3. one shuffle by key, a sort by position within each partition;
-4. the checker runs on each partition's records in log order (Python, one share per partition,
-   or per partition and file when every file is a log of its own);
-5. the shares' partial results are collected and merged on the driver, as ``rmkit check --jobs``
+1. every record gets its key and position from the raw line, in one pass where the log allows
+   it (:func:`_one_pass`): placed by the key Spark reads where it is plainly written
+   (:func:`inputs.spark_placed_key`) and numbered provisionally from its file split
+   (:func:`inputs.provisional_lines`); otherwise (:func:`_two_passes`) a first pass counts the
+   lines of every file split and a line Spark cannot key plainly is keyed by the checkers' own
+   reading (:meth:`rmkit.protocol.RecordKey.of_line`, a Python function on Spark: Spark's JSON
+   reader differs, and a record keyed otherwise than its checker keys it would be judged apart
+   from its group);
+2. one shuffle by key, a sort by position within each partition;
+3. the checker runs on each partition's records in log order (Python, one share per partition,
+   or per partition and file when every file is a log of its own); in the one pass the shares
+   also confirm each record's placement and count each split's lines (a record misplaced, or a
+   numbering that did not hold, sends the audit to the two passes);
+4. the shares' partial results are collected and merged on the driver, as ``rmkit check --jobs``
    merges its processes' (the merge reconciles what is global: the final clock, the sources'
-   roles, counts and examples).
+   roles, counts and examples); after the one pass the report's lines are renumbered to the
+   real ones.
 """
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import os
 import pickle
 import shutil
 import sys
 import time
+import zlib
 from dataclasses import dataclass, field
 
 from rmkit.errors import InputError, RmkitError, UsageError
 from rmkit.logread import UTF8_BOM
 from rmkit.protocol import REF_LINE_BITS
-from rmkit.verdict import Report
+from rmkit.verdict import Report, renumber
 
-BATCH = 4096  # records handed to the checker at a time
+SAMPLE_BYTES = 64 << 10  # of each local log's start, looked at before the one pass is tried
 BYTES_PER_PARTITION = 64 << 20  # of input text per partition of the per-key step
 GZIP_RATIO = 6  # about how much a gzip receipt log expands
 
@@ -58,41 +64,30 @@ class AuditResult:
 
 
 def audit(spark, checker, paths: list[str], partitions: int | None = None, per_file: bool = False,
-          skip: list[str] | tuple = ()) -> AuditResult:
+          skip: list[str] | tuple = (), split_bytes: int | None = None) -> AuditResult:
     """Check ``paths`` as one log with ``checker`` (a :class:`rmkit.protocol.ShardedChecker`), or,
     with ``per_file``, each file as a log of its own in the same Spark job (``checker`` may then
     be a list: one per path, each with the same key, e.g. one protocol's checker with other
-    settings per file). ``skip``: files a directory or glob may hold that are no logs."""
-    from pyspark.sql import functions as F
-
-    from rmkit.spark_checks import inputs
-
+    settings per file). ``skip``: files a directory or glob may hold that are no logs.
+    ``split_bytes``: the size of a file split in the one-pass audit (default: Spark's own rule)."""
     started = time.perf_counter()
-    files = inputs.expand_paths(paths, skip)
+    files = _inputs().expand_paths(paths, skip)
     try:
         if partitions is None:
             partitions = shuffle_partitions(spark, files)
-        sc = spark.sparkContext
         per = checker if isinstance(checker, list) else None
         if per is not None and (not per_file or len(per) != len(files.shown) or len({c.key for c in per}) != 1):
             raise ValueError("a checker per file: expected per_file, one checker per path and one key for all")
         key = per[0].key if per is not None else checker.key
-        lines = inputs.read_lines(spark, files)
-        plain = inputs.plain_key(key, F.col("line"))
-        parsed = F.lit(1) if plain is None else F.when(plain[0], 0).otherwise(1)
-        sc.setJobGroup("rmkit-audit", "count the lines of each file split, and those Spark cannot key")
-        counts = _spark_action(files, lambda: lines.groupBy("fidx", "blk").agg(
-            F.count(F.lit(1)).alias("n"), F.min("rid").alias("r0"), F.sum(parsed).alias("parsed")).collect())
-        offsets = inputs.line_offsets(counts)
-        t_count = time.perf_counter() - started
-        records = _keyed(lines, key, plain, offsets, dirty={(c.fidx, c.blk) for c in counts if c["parsed"]})
-        by = [F.col("key"), F.col("fidx")] if per_file else [F.col("key")]
-        records = records.repartition(partitions, *by).sortWithinPartitions("fidx", "lineno").select("fidx", "lineno", "line")
         shown = list(files.shown)
-        sc.setJobGroup("rmkit-audit", "the checker on each share of record keys, in log order")
-        shares = _spark_action(files, lambda: [(row.fidx, pickle.loads(row.share)) for row in records.mapInArrow(
-            _arrow_runner(_share_runner(checker, shown, per_file)), "fidx int, share binary").collect()])
-        t_check = time.perf_counter() - started - t_count
+        why = _one_pass_refused(files, key)
+        run = None
+        if why is None:
+            run = _one_pass(spark, checker, files, key, partitions, per_file, split_bytes)
+            why = run if isinstance(run, str) else None
+        if why is not None:
+            run = _two_passes(spark, checker, files, key, partitions, per_file)
+        shares, numbering, timings = run
         reports: dict[int, Report] = {}
         if per_file:
             by_file: dict[int, list] = {}
@@ -103,33 +98,164 @@ def audit(spark, checker, paths: list[str], partitions: int | None = None, per_f
                 got = by_file.get(fidx) or [own.check_share(shown, [])]
                 reports[fidx] = own.merge(shown, got)
                 reports[fidx].inputs = [shown[fidx]]
-            report = _combined(reports, shown)
         else:
             got = [share for _, share in shares] or [checker.check_share(shown, [])]
-            report = reports[0] = checker.merge(shown, got)
+            reports[0] = checker.merge(shown, got)
+        if numbering is not None:
+            renumber(list(reports.values()), _line_of(numbering, shown))
+        report = _combined(reports, shown) if per_file else reports[0]
         elapsed = time.perf_counter() - started
         for rep in [report, *reports.values()]:
             if "elapsed_s" in rep.metrics:
                 rep.metrics["elapsed_s"] = round(elapsed, 3)
                 rep.metrics["receipts_per_s"] = round(rep.receipts / elapsed) if elapsed > 0 else None
             rep.metrics["partitions"] = partitions
-        timings = {"count_lines_s": t_count, "check_s": t_check, "merge_s": elapsed - t_count - t_check, "total_s": elapsed}
+            rep.metrics["audit_passes"] = 1 if why is None else 2
+            if why is not None:
+                rep.metrics["audit_two_passes_because"] = why
+        timings["merge_s"] = elapsed - sum(timings.values())
+        timings["total_s"] = elapsed
         return AuditResult(report, shown, reports, timings)
     finally:
         if files.tmpdir:
             shutil.rmtree(files.tmpdir, ignore_errors=True)
 
 
-def _keyed(lines, key, plain, offsets, dirty: set):
-    """Each line's (fidx, lineno, key, line). A plain line (:func:`inputs.plain_key`) is keyed by
-    Spark; only the others go through the checkers' own reading in Python. ``dirty``: the file
-    splits (fidx, split start) the first pass found other lines in. The lines of every other split
-    are all plain, so they are keyed without a second look at whether they are, and a clean log's
-    lines never leave the JVM before the shuffle."""
-    from pyspark.sql import functions as F
-
+def _inputs():
+    """spark_checks.inputs, imported where PySpark is (the job's module is imported without it)."""
     from rmkit.spark_checks import inputs
 
+    return inputs
+
+
+def _one_pass_refused(files, key) -> str | None:
+    """Why the audit cannot key and number the records in the one pass (None: it can try): a
+    Parquet input (its rows are numbered by the counting pass), a key whose paths end in different
+    names (no plain value to place a record by), or a local log whose first lines hold their key
+    so that only a JSON reading finds it (e.g. kcat envelopes: the shares would find them misplaced
+    after the whole pass)."""
+    inputs = _inputs()
+    if any(files.parquet):
+        return "a Parquet input: its rows are numbered by a counting pass"
+    if inputs.plain_name(key) is None:
+        return "the record key's paths end in different names: no plain value to place a record by"
+    placement = inputs.Placement(key)
+    for read, shown in zip(files.read, files.shown):
+        if "://" in read and not read.startswith("file:"):
+            continue
+        try:
+            with (gzip.open(read, "rb") if read.endswith(".gz") else open(read, "rb")) as f:
+                head = f.read(SAMPLE_BYTES)
+        except (OSError, EOFError, zlib.error):
+            continue  # the job reports an input it cannot read, as rmkit check does
+        lines = head.split(b"\n")
+        if len(head) == SAMPLE_BYTES:
+            lines.pop()  # cut off
+        if placement.sample(lines):
+            return f"the first lines of {shown} hold their key so that only a JSON reading finds it"
+    return None
+
+
+def _one_pass(spark, checker, files, key, partitions: int, per_file: bool, split_bytes: int | None):
+    """Key, shuffle and check in one pass: each record is placed by its plainly written key
+    (:func:`inputs.spark_placed_key`) and numbered provisionally (:func:`inputs.provisional_lines`);
+    the shares confirm the placement and count each split's lines. Returns (shares, the real line
+    numbers, timings), or why the pass does not hold (a record misplaced, a split numbering
+    broken): the caller then runs the two passes."""
+    from pyspark.sql import functions as F
+
+    inputs = _inputs()
+    started = time.perf_counter()
+    lines = inputs.read_lines(spark, files)
+    placed = inputs.spark_placed_key(key, F.col("line"))
+    records = lines.select("fidx", "rid", inputs.provisional_lines().alias("lineno"), placed.alias("key"), "line")
+    # the key travels with its record (an expression of the exchange alone would be computed again
+    # for the flag): the share learns from it where Spark found no plain value
+    records = _in_log_order(records, partitions, per_file, extra=((F.col("key") == "").alias("no_value"), "rid"))
+    runner = _arrow_runner(checker, list(files.shown), per_file, key, looking=True)
+    spark.sparkContext.setJobGroup("rmkit-audit", "the checker on each share of record keys, in log order (one pass)")
+    with inputs.one_split_per_partition(spark, split_bytes or inputs.split_size(spark, files)):
+        rows = _spark_action(files, lambda: records.mapInArrow(runner, "fidx int, share binary").collect())
+    shares, counts, misplaced, example = [], inputs.SplitCounts(), 0, None
+    for row in rows:
+        got = pickle.loads(row.share)
+        if row.fidx == LOOKED:
+            counts.update(got[0])
+            misplaced += got[1]
+            example = example or got[2]
+        else:
+            shares.append((row.fidx, got))
+    if misplaced:
+        ref, line = example
+        return (f"{misplaced} record(s) hold their key so that only a JSON reading finds it (first: "
+                f"{files.shown[ref >> REF_LINE_BITS]}, {line[:80]!r})")
+    numbering = counts.numbering(REF_LINE_BITS)
+    if isinstance(numbering, str):
+        return numbering
+    return shares, numbering, {"count_lines_s": 0.0, "check_s": time.perf_counter() - started}
+
+
+def _two_passes(spark, checker, files, key, partitions: int, per_file: bool):
+    """A first pass counts the lines of every file split (line numbers follow) and finds the
+    splits holding lines Spark cannot key; the second keys each line (by Spark where it is plain,
+    by the checkers' reading otherwise), shuffles and checks. Returns (shares, None, timings)."""
+    from pyspark.sql import functions as F
+
+    inputs = _inputs()
+    started = time.perf_counter()
+    sc = spark.sparkContext
+    lines = inputs.read_lines(spark, files)
+    plain = inputs.plain_key(key, F.col("line"))
+    parsed = F.lit(1) if plain is None else F.when(plain[0], 0).otherwise(1)
+    sc.setJobGroup("rmkit-audit", "count the lines of each file split, and those Spark cannot key")
+    counts = _spark_action(files, lambda: lines.groupBy("fidx", "blk").agg(
+        F.count(F.lit(1)).alias("n"), F.min("rid").alias("r0"), F.sum(parsed).alias("parsed")).collect())
+    offsets = inputs.line_offsets(counts)
+    t_count = time.perf_counter() - started
+    records = _keyed(lines, key, plain, offsets, dirty={(c.fidx, c.blk) for c in counts if c["parsed"]})
+    records = _in_log_order(records, partitions, per_file)
+    runner = _arrow_runner(checker, list(files.shown), per_file, key, looking=False)
+    sc.setJobGroup("rmkit-audit", "the checker on each share of record keys, in log order")
+    rows = _spark_action(files, lambda: records.mapInArrow(runner, "fidx int, share binary").collect())
+    shares = [(row.fidx, pickle.loads(row.share)) for row in rows]
+    return shares, None, {"count_lines_s": t_count, "check_s": time.perf_counter() - started - t_count}
+
+
+def _in_log_order(records, partitions: int, per_file: bool, extra: tuple = ()):
+    """Records (fidx, lineno, key, line, ...) shuffled by key (and file, with ``per_file``) and
+    sorted by position within each partition: what each share's checker reads, as (ref, line,
+    ...) with ref = fidx << REF_LINE_BITS | lineno and a first line's byte order mark dropped, as
+    rmkit check drops it (both by Spark, so that the shares take whole columns)."""
+    from pyspark.sql import functions as F
+
+    ref = F.shiftleft(F.col("fidx").cast("long"), REF_LINE_BITS) + F.col("lineno")
+    bom = (F.col("lineno") == 1) & (F.substring("line", 1, len(UTF8_BOM)) == F.lit(bytearray(UTF8_BOM)))
+    line = F.when(bom, F.expr(f"substring(line, {len(UTF8_BOM) + 1})")).otherwise(F.col("line"))
+    parts = [F.col("key"), F.col("fidx")] if per_file else [F.col("key")]
+    return (records.repartition(partitions, *parts)
+            .select(ref.alias("ref"), line.alias("line"), *extra).sortWithinPartitions("ref"))
+
+
+def _line_of(numbering, shown: list[str]):
+    """``line_of(file, provisional line)`` for :func:`rmkit.verdict.renumber`: a file named twice
+    in one log is one file read twice, numbered alike."""
+    index: dict[str | None, int] = {}
+    for i, name in enumerate(shown):
+        index.setdefault(name, i)
+    if len(shown) == 1:
+        index.setdefault(None, 0)
+    return lambda file, line: numbering.line(index[file], line) if file in index else line
+
+
+def _keyed(lines, key, plain, offsets, dirty: set):
+    """Each line's (fidx, lineno, key, line) in the two passes. A plain line (:func:`inputs.plain_key`)
+    is keyed by Spark; only the others go through the checkers' own reading in Python. ``dirty``:
+    the file splits (fidx, split start) the first pass found other lines in. The lines of every
+    other split are all plain, so they are keyed without a second look at whether they are, and a
+    clean split's lines never leave the JVM before the shuffle."""
+    from pyspark.sql import functions as F
+
+    inputs = _inputs()
     lineno = inputs.line_numbers(offsets).alias("lineno")
     if plain is None:
         return lines.select("fidx", lineno, inputs.record_key(key)(F.col("line")).alias("key"), "line")
@@ -144,60 +270,52 @@ def _keyed(lines, key, plain, offsets, dirty: set):
     return clean.unionByName(fast).unionByName(slow)
 
 
-def _arrow_runner(run):
-    """``run`` (rows -> (fidx, share) pairs) over a partition as Arrow hands it over: column
-    batches in, one row per share out, its partial result pickled. Arrow moves the records
+LOOKED = -1  # the fidx of the row in which a one-pass partition reports what its shares saw
+
+
+def _arrow_runner(checker, shown: list[str], per_file: bool, key, looking: bool):
+    """The function each partition runs over the column batches Arrow hands over (records sorted
+    by position): the checker gets them as (refs, lines) batches, whole columns at a time; one
+    row per share comes out (per file with ``per_file``), its partial result pickled. With
+    ``looking`` (the one pass) a last row reports the splits' line counts and the records found
+    misplaced (:class:`inputs.SplitCounts`, :class:`inputs.Placement`). Arrow moves the records
     between the JVM and Python in columns, at a fraction of the cost of pickling each row."""
     import pyarrow as pa
 
     schema = pa.schema([("fidx", pa.int32()), ("share", pa.binary())])
 
-    def rows(batches):
+    def segments(batches, placement, counts):
+        import pyarrow.compute as pc
+
         for b in batches:
-            yield from zip(b.column("fidx").to_pylist(), b.column("lineno").to_pylist(), b.column("line").to_pylist())
+            refs = b.column("ref").to_pylist()
+            lines = b.column("line").to_pylist()
+            if looking:
+                counts.add_batch(b.column("ref"), b.column("rid"), REF_LINE_BITS)
+                placement.look(refs, lines, pc.indices_nonzero(b.column("no_value")).to_pylist())
+            if not per_file:
+                yield 0, refs, lines
+                continue
+            fidx = pc.shift_right(b.column("ref"), REF_LINE_BITS).to_pylist()
+            start = 0
+            for i in range(1, len(fidx) + 1):
+                if i == len(fidx) or fidx[i] != fidx[start]:
+                    yield fidx[start], refs[start:i], lines[start:i]
+                    start = i
 
-    def over_arrow(batches):
-        for fidx, share in run(rows(batches)):
-            yield pa.RecordBatch.from_pylist([{"fidx": fidx, "share": pickle.dumps(share, pickle.HIGHEST_PROTOCOL)}], schema=schema)
+    def out(fidx: int, value) -> "pa.RecordBatch":
+        return pa.RecordBatch.from_pylist([{"fidx": fidx, "share": pickle.dumps(value, pickle.HIGHEST_PROTOCOL)}],
+                                          schema=schema)
 
-    return over_arrow
-
-
-def _share_runner(checker, shown: list[str], per_file: bool):
-    """The function each partition runs: its rows, sorted by position, handed to the checker in
-    batches of (refs, lines); one partial result per partition (per file with ``per_file``)."""
-    bits = REF_LINE_BITS
-
-    def batches(rows, first: list):
-        refs: list[int] = []
-        lines: list = []
-        for r in rows:
-            fidx, lineno, line = r
-            if per_file and fidx != first[0]:
-                first[0] = fidx
-                first[1] = r
-                break
-            if lineno == 1 and line.startswith(UTF8_BOM):  # a byte order mark, as rmkit check drops it
-                line = line[3:]
-            refs.append(fidx << bits | lineno)
-            lines.append(line)
-            if len(lines) == BATCH:
-                yield refs, lines
-                refs, lines = [], []
-        else:
-            first[1] = None
-        if lines:
-            yield refs, lines
-
-    def run(rows):
-        rows = iter(rows)
-        head = next(rows, None)
-        while head is not None:
-            state = [head[0], None]
-            own = checker[head[0]] if isinstance(checker, list) else checker
-            share = own.check_share(shown, batches(itertools.chain([head], rows), state))
-            yield (head[0] if per_file else 0), share
-            head = state[1]
+    def run(batches):
+        inputs = _inputs()
+        placement = inputs.Placement(key) if looking else None
+        counts = inputs.SplitCounts() if looking else None
+        for fidx, group in itertools.groupby(segments(batches, placement, counts), key=lambda seg: seg[0]):
+            own = checker[fidx] if isinstance(checker, list) else checker
+            yield out(fidx, own.check_share(shown, ((refs, lines) for _, refs, lines in group)))
+        if looking:
+            yield out(LOOKED, (counts, placement.misplaced, placement.example))
 
     return run
 
