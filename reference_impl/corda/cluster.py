@@ -126,18 +126,20 @@ class Cluster:
 
         for b in self.brokers.values():
             b.abandon.clear()
-        with held():   # every thread started, or none (in a run that handles signals)
-            for name, b in self.brokers.items():
-                threading.Thread(target=up, args=(name, b), daemon=True).start()
+        started: list[str] = []
         try:
+            with held():   # every thread started, or none (in a run that handles signals)
+                for name, b in self.brokers.items():
+                    threading.Thread(target=up, args=(name, b), daemon=True).start()
+                    started.append(name)
             for e in finished.values():
                 e.wait()
         except BaseException:   # interrupted: the starts under way give up, and end, before the stop
             for b in self.brokers.values():
                 b.abandon.set()
             with held():
-                for e in finished.values():
-                    e.wait()
+                for name in started:   # (also when the signal came while the threads were starting)
+                    finished[name].wait()
             raise
         if errors:
             raise ComponentFailed("; ".join(errors))
