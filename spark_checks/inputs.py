@@ -48,7 +48,8 @@ class LogFiles:
     tmpdir: str | None = None
 
 
-def _is_remote(p: str) -> bool:
+def is_remote(p: str) -> bool:
+    """A path on a cluster file system (Spark lists and reads it; not measured or opened here)."""
     return "://" in p and not p.startswith("file://")
 
 
@@ -65,7 +66,7 @@ def expand_paths(paths: list[str], skip: list[str] | tuple = ()) -> LogFiles:
     out = LogFiles()
     side = {os.path.realpath(p) for p in skip}
     for p in paths:
-        if _is_remote(p):  # a cluster file system: Spark lists it
+        if is_remote(p):  # a cluster file system: Spark lists it
             out.read.append(p)
             out.shown.append(p)
             out.parquet.append(p.endswith(".parquet"))
@@ -122,7 +123,7 @@ _HADOOP_GLOB = re.compile(r"([\\{}\[\]*?])")
 
 def spark_path(path: str) -> str:
     """A local file's path as Spark must be given it to read that file alone."""
-    return path if _is_remote(path) else _HADOOP_GLOB.sub(r"\\\1", path)
+    return path if is_remote(path) else _HADOOP_GLOB.sub(r"\\\1", path)
 
 
 def _norm(uri: str) -> str:
@@ -138,7 +139,7 @@ def _file_index(files: list[str]) -> Column:
     """The input index of a row, from Spark's file path of it."""
     pairs = []
     for i, f in enumerate(files):
-        pairs += [F.lit(_norm(f) if not _is_remote(f) else f), F.lit(i)]
+        pairs += [F.lit(_norm(f) if not is_remote(f) else f), F.lit(i)]
     path = F.col("_metadata.file_path")
     plain = F.when(path.startswith("file:"), F.regexp_replace(path, r"^file:/*", "/")).otherwise(path)
     # Spark names a file by its URI, quoted as java.net.URI quotes a path (a space is %20, a % is
@@ -278,10 +279,8 @@ class Placement:
         """Count the misplaced records among one batch (``no_value``: the indices Spark found no
         plain value in)."""
         counts = list(map(bytes.count, lines, itertools.repeat(self.quoted, len(lines))))
-        unsure = set(no_value)
-        if counts.count(1) != len(counts):
-            unsure.update(i for i, n in enumerate(counts) if n != 1)
         lacking = set(no_value)
+        unsure = lacking if counts.count(1) == len(counts) else lacking | {i for i, n in enumerate(counts) if n != 1}
         for i in sorted(unsure):
             found = self.key.of_line(lines[i])
             if found is not None and found != self.placed_by(lines[i], i in lacking):
@@ -337,7 +336,7 @@ def split_size(spark: SparkSession, files: LogFiles) -> int:
     open_cost = _bytes(conf.get("spark.sql.files.openCostInBytes", "4m"))
     total = 0
     for f in files.read:
-        if not _is_remote(f):
+        if not is_remote(f):
             try:
                 total += os.path.getsize(f) + open_cost
             except OSError:

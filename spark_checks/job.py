@@ -81,13 +81,17 @@ def audit(spark, checker, paths: list[str], partitions: int | None = None, per_f
         key = per[0].key if per is not None else checker.key
         shown = list(files.shown)
         why = _one_pass_refused(files, key)
-        run = None
+        run, dropped = None, 0.0
         if why is None:
+            t_one = time.perf_counter()
             run = _one_pass(spark, checker, files, key, partitions, per_file, split_bytes)
-            why = run if isinstance(run, str) else None
+            if isinstance(run, str):  # the one pass's time is spent all the same: named, not hidden in the merge
+                why, dropped = run, time.perf_counter() - t_one
         if why is not None:
             run = _two_passes(spark, checker, files, key, partitions, per_file)
         shares, numbering, timings = run
+        if dropped:
+            timings["one_pass_dropped_s"] = dropped
         reports: dict[int, Report] = {}
         if per_file:
             by_file: dict[int, list] = {}
@@ -141,7 +145,7 @@ def _one_pass_refused(files, key) -> str | None:
         return "the record key's paths end in different names: no plain value to place a record by"
     placement = inputs.Placement(key)
     for read, shown in zip(files.read, files.shown):
-        if "://" in read and not read.startswith("file:"):
+        if inputs.is_remote(read):
             continue
         try:
             with (gzip.open(read, "rb") if read.endswith(".gz") else open(read, "rb")) as f:
@@ -360,7 +364,7 @@ def shuffle_partitions(spark, files) -> int:
     configured = int(spark.conf.get("spark.sql.shuffle.partitions"))
     size = 0
     for f in files.read:
-        if "://" in f and not f.startswith("file:"):
+        if _inputs().is_remote(f):
             continue
         try:
             size += os.path.getsize(f) * (GZIP_RATIO if f.endswith(".gz") else 1)
