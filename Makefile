@@ -7,11 +7,13 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: demo test test-slow check-wheel bench docs fixtures tla-tables clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py rmkit/_linescan.pyx
 	@$(PY) -c 'import sys; sys.exit("rmkit needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,spark]'
+	@# the compiled line scanner of --jobs readers is optional (built where a C compiler is found)
+	@$(BIN)/python -c 'import rmkit.linescan as s; print("rmkit: compiled line scanner", "built" if s.COMPILED else "not built (no C compiler): --jobs reads in Python, a little slower")'
 	@# byte-compiled once here, so that no run of rmkit compiles its modules again (an environment
 	@# that sets PYTHONDONTWRITEBYTECODE would otherwise pay ~0.15 s per process start)
 	$(BIN)/python -m compileall -q -j 0 rmkit conformance reference_impl spark_checks spec tla fixtures >/dev/null
@@ -87,6 +89,7 @@ check-wheel: $(STAMP)
 	$(PY) -m venv build/wheel-venv
 	build/wheel-venv/bin/python -m pip install -q build/wheel/rmkit-*.whl
 	cd build && ./wheel-venv/bin/rmkit --version
+	cd build && ./wheel-venv/bin/python -c 'import rmkit.linescan as s; print("compiled line scanner:", s.COMPILED)'
 	cd build && ./wheel-venv/bin/rmkit spec validate
 	cd build && ./wheel-venv/bin/rmkit explain REMP-EXPIRY-001 > /dev/null
 	cd build && ./wheel-venv/bin/python -c "import rmkit.reference_impl.remp as r; print('reference machines:', len(r.__all__), 'exports')"
@@ -122,7 +125,7 @@ fixtures: $(STAMP)
 	$(BIN)/python fixtures/rmb/make_rule_fixtures.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis rmkit/_linescan.c rmkit/_linescan.*.so
 
 # The TLA+ model's tables (kinds, transitions, thresholds) are generated from spec/remp.
 tla-tables: $(STAMP)

@@ -107,17 +107,23 @@ def read_chunk(fd: int, chunk: Chunk) -> tuple[list[bytes], bytes]:
     """(the lines that start in the chunk, each with its newline (one added to the file's last
     line if it has none, as :func:`rmkit.logread.numbered_chunks` does with ``terminated``); their
     text, the lines one after the other). Raises OSError when the file cannot be read."""
+    text = read_chunk_text(fd, chunk)
+    return (split_lines(text, terminated=True)[0] if text else []), text
+
+
+def read_chunk_text(fd: int, chunk: Chunk) -> bytes:
+    """The text of the lines that start in the chunk (:func:`read_chunk`), not split."""
     start, end = chunk.start, chunk.end
     lo = start - 1 if start else 0  # the byte before the chunk says whether a line starts at its start
     data = _read_to_end(fd, lo) if end is None else os.pread(fd, max(end - lo, len(UTF8_BOM)) + _TAIL_BYTES, lo)
     if start:
         first = data.find(b"\n") + 1  # the first line start at or after the chunk's start
         if not first or (end is not None and lo + first >= end):
-            return [], b""  # none: the chunk lies inside a longer line
+            return b""  # none: the chunk lies inside a longer line
     else:
         first = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
     if first >= len(data):
-        return [], b""  # the end of the file starts no line
+        return b""  # the end of the file starts no line
     if end is None:
         stop = len(data)
     else:
@@ -132,7 +138,7 @@ def read_chunk(fd: int, chunk: Chunk) -> tuple[list[bytes], bytes]:
     text = data[first:stop]
     if not text.endswith(b"\n"):
         text += b"\n"
-    return split_lines(text, terminated=True)[0], text
+    return text
 
 
 def _read_to_end(fd: int, at: int) -> bytes:
@@ -254,14 +260,17 @@ def message(chunk: int, nlines: int, pick: bytes, text: bytes, error: str | None
 
 def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable, ref_bits: int,
                  on_break: Callable[[int, int, str], None], on_read: Callable[[int, int], None] | None = None,
-                 chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[list, list]]:
+                 chunk_bytes: int = CHUNK_BYTES, deal_text: Callable | None = None) -> Iterator[tuple[list, list]]:
     """Worker k's (refs, lines) batches of its share, in log order, numbered as the one reader's
     :func:`rmkit.logread.numbered_chunks` numbers them (refs: ``input index << ref_bits | line
     number``), each with its newline. ``deal(refs, lines, n, text)`` gives, per worker, a byte
     per line (1: that worker's); the refs it is given number the lines within their chunk.
     ``on_break(idx, line, message)`` is called by the owner of the chunk where an input could not
     be read further (the line that could not be read, as the one reader reports it);
-    ``on_read(idx, its span)`` after each own chunk is read."""
+    ``on_read(idx, its span)`` after each own chunk is read. ``deal_text(text, n)``, when given,
+    deals a chunk's text at once: (the picks ``deal`` would give, each worker's lines one after the
+    other), or None to have the chunk split and dealt by ``deal``; the owner then splits only its
+    own lines."""
     chunks = plan(inputs, chunk_bytes)
     fds: dict[int, int] = {}
     ahead: dict[int, tuple] = {}  # own chunks read ahead: chunk -> (lines, this worker's pick, break reason)
@@ -272,18 +281,26 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
         if c >= len(chunks):
             return
         ch = chunks[c]
-        lines, text, error = [], b"", None
+        text, error = b"", None
         if ch.idx not in broken:
             try:
                 if ch.idx not in fds:
                     fds[ch.idx] = os.open(inputs[ch.idx], os.O_RDONLY)
-                lines, text = read_chunk(fds[ch.idx], ch)
+                text = read_chunk_text(fds[ch.idx], ch)
             except OSError as exc:
                 error = exc.strerror or str(exc)
-        picks = deal(range(1, len(lines) + 1), lines, n, text) if lines else [b""] * n
+        dealt = deal_text(text, n) if text and deal_text is not None else None
+        if dealt is not None:
+            picks, texts = dealt
+            nlines = len(picks[0])
+        else:
+            lines = split_lines(text, terminated=True)[0] if text else []
+            nlines = len(lines)
+            picks = deal(range(1, nlines + 1), lines, n, text) if lines else [b""] * n
+            texts = [b"".join(compress(lines, pick)) for pick in picks]
         for j in net.outs:
-            net.send(j, message(c, len(lines), picks[j], b"".join(compress(lines, picks[j])), error))
-        ahead[c] = (lines, picks[k], error)
+            net.send(j, message(c, nlines, picks[j], texts[j], error))
+        ahead[c] = (nlines, picks[k], texts[k], error)
         if on_read is not None and ch.span:
             on_read(ch.idx, ch.span)
 
@@ -292,14 +309,13 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
         load(k)
         for c, ch in enumerate(chunks):
             if c % n == k:
-                lines, pick, error = ahead.pop(c)
+                nlines, pick, text, error = ahead.pop(c)
                 load(c + n)  # read ahead: the others get it while this worker checks this one
-                nlines, mine = len(lines), list(compress(lines, pick))
             else:
                 got, nlines, pick, text, error = net.recv(c % n)
                 if got != c:
                     raise RuntimeError(f"worker {c % n} sent chunk {got} where chunk {c} was due")
-                mine = split_lines(text, terminated=True)[0] if text else []
+            mine = split_lines(text, terminated=True)[0] if text else []
             if ch.idx in broken:
                 continue
             before = base.get(ch.idx, 0)

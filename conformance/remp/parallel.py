@@ -35,7 +35,7 @@ from rmkit.verdict import Evidence, Report, Violation
 from rmkit.conformance.remp.checker import (LINE_BITS, LINE_MASK, RempLogChecker, _violation_order, latency_entry,
                                             latest_receipt, per_source_metrics)
 
-from rmkit.conformance.remp.shares import share_picks
+from rmkit.conformance.remp.shares import deal_text, share_picks
 from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, numbered_chunks, split_lines  # noqa: F401 (one rule for every protocol's --jobs)
 from rmkit.peerread import Links, PeerStopped, peer_batches, readable, size_of
 
@@ -82,7 +82,7 @@ def _read_by_peers(conn, checker, inputs: list[str], k: int, links, counting: bo
     net = links.keep(k)
     on_read = (lambda idx, nbytes: conn.send(("read", idx, nbytes))) if counting else None
     yield from peer_batches(k, links.n, inputs, net, partial(share_picks, terminated=True), LINE_BITS,
-                            on_break=checker._read_error, on_read=on_read)
+                            on_break=checker._read_error, on_read=on_read, deal_text=deal_text)
 
 
 # the batches dealt to the shares: small, so that little waits in memory, large enough that a

@@ -1,0 +1,133 @@
+"""Finding a quoted key's value in every line of a batch at once, for the readers of ``--jobs``
+runs that deal each line to the share its value names (a protocol names the key and the share of
+a value's last byte; :mod:`rmkit.conformance.remp.shares` is one).
+
+The *fast reading* of a line: the quoted key (``"message_id"``, say) occurs in it exactly once
+(occurrences that overlap counted apart), right after it a colon and a quote, and the first quote
+after that one, which closes a non-empty value, is in the same line. Where every line of a batch
+reads so, its value's last byte is the one a reader of the last key would find; where any line does
+not, the batch is the caller's to read line by line (None).
+
+:func:`deal_by_key` deals a chunk in one call: the compiled scanner (``rmkit._linescan``, built by
+``pip install`` where a C compiler is found) when it is there, else the same in Python with array
+operations (numpy). Both give the same answer on every text; ``tests/test_linescan.py`` runs both.
+``RMKIT_PURE_PYTHON=1`` in the environment keeps the Python one (to compare, or to rule the
+compiled one out).
+"""
+
+from __future__ import annotations
+
+import os
+from itertools import compress
+
+from rmkit.logread import split_lines
+
+
+def _numpy():
+    """numpy, imported on first use: a --jobs run whose shares deal with the compiled scanner
+    never needs it (40 ms of the parent's start-up, before the shares can start)."""
+    # Only numpy's elementwise operations are used here, never its BLAS, whose threads (one per
+    # core, started at import) spin a while after it: a tenth of a CPU second taken from the shares
+    # on a machine of two cores. Unless the caller chose otherwise, numpy starts with one.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    import numpy
+
+    return numpy
+
+
+_QUOTE = ord('"')
+_VALUE_OPENS = (ord(":"), ord('"'))  # what follows the key on the fast reading: a colon, the value's quote
+# share -> a translation of share numbers into 1 (this share) / 0 (another)
+_PICK: dict[int, bytes] = {}
+
+
+def _compiled():
+    if os.environ.get("RMKIT_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from rmkit._linescan import deal_by_key as compiled
+    except ImportError:  # not built (no C compiler at install): the Python reading below
+        return None
+    return compiled
+
+
+_COMPILED = _compiled()
+COMPILED = _COMPILED is not None  # whether deal_by_key runs the compiled scanner
+
+
+def pick_table(k: int) -> bytes:
+    """A translation of share numbers into 1 (share ``k``) / 0 (another)."""
+    table = _PICK.get(k)
+    if table is None:
+        table = _PICK[k] = bytes(int(c == k) for c in range(256))
+    return table
+
+
+def last_value_bytes(lines: list, key: bytes, text: bytes | None = None, terminated: bool = False):
+    """The last byte of each line's value on the fast reading (a numpy array of bytes), or None
+    when a line of the batch does not read so. ``text``: the lines joined by newlines when the
+    reader has them so (anything may follow them); joined here otherwise. ``terminated``: each
+    line ends with its newline (the text: the lines one after the other).
+
+    The proof, with array operations over the text instead of a call per line: the quoted key
+    occurs exactly as often as there are lines, each occurrence after its line's start and its
+    colon and quote before the line's end (one in each line); the value's closing quote, the first
+    quote after the opening one, is in the same line and not the opening one's neighbour."""
+    if not lines or type(lines[0]) is not bytes:
+        return None
+    np = _numpy()
+    pattern = np.frombuffer(key, np.uint8)
+    lengths = np.fromiter(map(len, lines), np.int64, len(lines))
+    if terminated:
+        lengths -= 1  # (without the newline, which each line has)
+    ends = np.cumsum(lengths + 1) - 1  # where each line ends (its newline, or the text's end)
+    if text is None:
+        text = (b"" if terminated else b"\n").join(lines)
+    a = np.frombuffer(text, np.uint8, count=int(ends[-1]))
+    quotes = np.flatnonzero(a == _QUOTE)
+    found = quotes[quotes <= a.size - pattern.size]
+    for i in range(1, pattern.size):  # the quotes that open the key: kept while the next bytes match it
+        found = found[a[found + i] == pattern[i]]
+    if found.size != len(lines):
+        return None
+    starts = ends - lengths
+    opens = found + pattern.size  # the colon, then the value's opening quote
+    if not (np.all(found >= starts) and np.all(opens + 1 < ends)):  # one key in each line, its ":" and quote in it too
+        return None
+    if not (np.all(a[opens] == _VALUE_OPENS[0]) and np.all(a[opens + 1] == _VALUE_OPENS[1])):
+        return None
+    at = np.searchsorted(quotes, opens + 2)  # the first quote after the opening one
+    if at[-1] >= quotes.size:
+        return None
+    closing = quotes[at]
+    if not np.all(closing < ends) or not np.all(closing > opens + 2):  # in the line; the value not empty
+        return None
+    return a[closing - 1]
+
+
+def deal_by_key(text: bytes, key: bytes, n: int, fold: bytes) -> tuple[list[bytes], list[bytes]] | None:
+    """A chunk's lines dealt to ``n`` shares by the fast reading of ``key`` (quoted, e.g.
+    ``b'"message_id"'``): (for each share a byte per line, 1 where the line is that share's; for
+    each share its lines one after the other), or None where a line does not read so (the caller
+    reads the chunk line by line). ``text``: lines, each ending with its newline; ``fold``: 256
+    bytes, the share of each byte a value may end with (a byte >= n there: not dealt, None)."""
+    if _COMPILED is not None:
+        return _COMPILED(text, key, n, fold)
+    return deal_in_python(text, key, n, fold)
+
+
+def deal_in_python(text: bytes, key: bytes, n: int, fold: bytes) -> tuple[list[bytes], list[bytes]] | None:
+    """:func:`deal_by_key` without the compiled scanner."""
+    if not 1 <= n <= 256 or len(fold) < 256 or len(key) < 2 or key[:1] != b'"' or not text.endswith(b"\n"):
+        return None
+    lines = split_lines(text, terminated=True)[0]
+    last = last_value_bytes(lines, key, text, terminated=True)
+    if last is None:
+        return None
+    np = _numpy()
+    shares = np.frombuffer(fold, np.uint8)[last]
+    if int(shares.max()) >= n:
+        return None
+    dealt = shares.tobytes()
+    picks = [dealt.translate(pick_table(k)) for k in range(n)]
+    return picks, [b"".join(compress(lines, pick)) for pick in picks]

@@ -1,0 +1,9 @@
+"""The one compiled part of rmkit (everything else is configured in pyproject.toml).
+
+``rmkit._linescan`` is optional: where no C compiler is found the build goes on without it and
+:mod:`rmkit.linescan` reads the same in Python.
+"""
+
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("rmkit._linescan", ["rmkit/_linescan.pyx"], optional=True)])
