@@ -5,8 +5,9 @@ A ``--jobs`` reader deals every line of a chunk to the share its key's value nam
 finding each line's key costs more than a third of what a share spends on the lines it deals; here
 one C loop over the chunk finds the key (looking only where its rarest byte is), proves the reading and copies each share's
 lines, so the reader's work per line is a few byte compares. Built when the machine has a C
-compiler (``pip install`` compiles it; it is optional): without it, :mod:`rmkit.linescan` gives
-the same results in Python, and ``tests/test_linescan.py`` holds the two equal.
+compiler (``pip install`` compiles it; it is optional): without it, the reader deals each chunk as
+it deals any batch, in Python with numpy, with the same results (``tests/test_linescan.py`` holds
+the two equal).
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE

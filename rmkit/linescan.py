@@ -8,19 +8,18 @@ after that one, which closes a non-empty value, is in the same line. Where every
 reads so, its value's last byte is the one a reader of the last key would find; where any line does
 not, the batch is the caller's to read line by line (None).
 
-:func:`deal_by_key` deals a chunk in one call: the compiled scanner (``rmkit._linescan``, built by
-``pip install`` where a C compiler is found) when it is there, else the same in Python with array
-operations (numpy). Both give the same answer on every text; ``tests/test_linescan.py`` runs both.
-``RMKIT_PURE_PYTHON=1`` in the environment keeps the Python one (to compare, or to rule the
-compiled one out).
+:func:`deal_by_key` deals a chunk in one call with the compiled scanner (``rmkit._linescan``,
+built by ``pip install`` where a C compiler is found). Where it was not built it answers None, and
+the reader deals the chunk as it deals any batch: its lines split, then the protocol's batch proof
+(:func:`last_value_bytes`, array operations with numpy), line by line where that fails. Both ways
+give the same answer on every text; ``tests/test_linescan.py`` holds them equal.
+``RMKIT_PURE_PYTHON=1`` in the environment leaves the compiled scanner out (to compare, or to rule
+it out).
 """
 
 from __future__ import annotations
 
 import os
-from itertools import compress
-
-from rmkit.logread import split_lines
 
 
 def _numpy():
@@ -46,7 +45,7 @@ def _compiled():
         return None
     try:
         from rmkit._linescan import deal_by_key as compiled
-    except ImportError:  # not built (no C compiler at install): the Python reading below
+    except ImportError:  # not built (no C compiler at install): the caller deals the chunk's lines itself
         return None
     return compiled
 
@@ -108,26 +107,8 @@ def last_value_bytes(lines: list, key: bytes, text: bytes | None = None, termina
 def deal_by_key(text: bytes, key: bytes, n: int, fold: bytes) -> tuple[list[bytes], list[bytes]] | None:
     """A chunk's lines dealt to ``n`` shares by the fast reading of ``key`` (quoted, e.g.
     ``b'"message_id"'``): (for each share a byte per line, 1 where the line is that share's; for
-    each share its lines one after the other), or None where a line does not read so (the caller
-    reads the chunk line by line). ``text``: lines, each ending with its newline; ``fold``: 256
-    bytes, the share of each byte a value may end with (a byte >= n there: not dealt, None)."""
-    if _COMPILED is not None:
-        return _COMPILED(text, key, n, fold)
-    return deal_in_python(text, key, n, fold)
-
-
-def deal_in_python(text: bytes, key: bytes, n: int, fold: bytes) -> tuple[list[bytes], list[bytes]] | None:
-    """:func:`deal_by_key` without the compiled scanner."""
-    if not 1 <= n <= 256 or len(fold) < 256 or len(key) < 2 or key[:1] != b'"' or not text.endswith(b"\n"):
-        return None
-    lines = split_lines(text, terminated=True)[0]
-    last = last_value_bytes(lines, key, text, terminated=True)
-    if last is None:
-        return None
-    np = _numpy()
-    shares = np.frombuffer(fold, np.uint8)[last]
-    if int(shares.max()) >= n:
-        return None
-    dealt = shares.tobytes()
-    picks = [dealt.translate(pick_table(k)) for k in range(n)]
-    return picks, [b"".join(compress(lines, pick)) for pick in picks]
+    each share its lines one after the other), or None where a line does not read so or the
+    compiled scanner was not built (the caller deals the chunk's lines itself). ``text``: lines,
+    each ending with its newline; ``fold``: 256 bytes, the share of each byte a value may end with
+    (a byte >= n there: not dealt, None)."""
+    return None if _COMPILED is None else _COMPILED(text, key, n, fold)

@@ -273,7 +273,7 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
     own lines."""
     chunks = plan(inputs, chunk_bytes)
     fds: dict[int, int] = {}
-    ahead: dict[int, tuple] = {}  # own chunks read ahead: chunk -> (lines, this worker's pick, break reason)
+    ahead: dict[int, tuple] = {}  # own chunks read ahead: chunk -> (how many lines it holds, this worker's pick and lines of it, break reason)
     broken: set[int] = set()  # inputs that broke off: their later chunks are dropped
 
     def load(c: int) -> None:
@@ -290,6 +290,7 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
             except OSError as exc:
                 error = exc.strerror or str(exc)
         dealt = deal_text(text, n) if text and deal_text is not None else None
+        lines = None
         if dealt is not None:
             picks, texts = dealt
             nlines = len(picks[0])
@@ -297,10 +298,15 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
             lines = split_lines(text, terminated=True)[0] if text else []
             nlines = len(lines)
             picks = deal(range(1, nlines + 1), lines, n, text) if lines else [b""] * n
-            texts = [b"".join(compress(lines, pick)) for pick in picks]
+            texts = {j: b"".join(compress(lines, picks[j])) for j in net.outs}
         for j in net.outs:
             net.send(j, message(c, nlines, picks[j], texts[j], error))
-        ahead[c] = (nlines, picks[k], texts[k], error)
+        # this worker's lines, split after the peers have theirs (or kept from the split above)
+        if lines is None:
+            mine = split_lines(texts[k], terminated=True)[0] if texts[k] else []
+        else:
+            mine = list(compress(lines, picks[k]))
+        ahead[c] = (nlines, picks[k], mine, error)
         if on_read is not None and ch.span:
             on_read(ch.idx, ch.span)
 
@@ -309,13 +315,13 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
         load(k)
         for c, ch in enumerate(chunks):
             if c % n == k:
-                nlines, pick, text, error = ahead.pop(c)
+                nlines, pick, mine, error = ahead.pop(c)
                 load(c + n)  # read ahead: the others get it while this worker checks this one
             else:
                 got, nlines, pick, text, error = net.recv(c % n)
                 if got != c:
                     raise RuntimeError(f"worker {c % n} sent chunk {got} where chunk {c} was due")
-            mine = split_lines(text, terminated=True)[0] if text else []
+                mine = split_lines(text, terminated=True)[0] if text else []
             if ch.idx in broken:
                 continue
             before = base.get(ch.idx, 0)

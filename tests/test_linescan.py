@@ -1,6 +1,7 @@
-"""The chunk dealer of ``--jobs`` readers (rmkit/linescan.py): the compiled scanner and its Python
-fallback give the same answer on every text, and that answer is the REMP share rule's
-(partition_share) wherever either gives one; a --jobs run reports the same either way."""
+"""The chunk dealer of ``--jobs`` readers (rmkit/linescan.py): the compiled scanner gives the
+answer of the readers' dealing without it (the chunk split, the batch proof with numpy, each
+share's lines joined) on every text, and that answer is the REMP share rule's (partition_share)
+wherever either gives one; a --jobs run reports the same either way."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from rmkit import linescan
 from rmkit.conformance.remp import shares
 from rmkit.conformance.remp.checker import RempLogChecker, partition_share
+from rmkit.logread import split_lines
 
 try:
     from rmkit._linescan import deal_by_key as compiled
@@ -36,12 +38,26 @@ HEX = "0123456789abcdefABCDEF"
 PLAIN = [receipt("5e" * 31 + "0" + c) + b"\n" for c in HEX]
 
 
-def both(text: bytes, n: int, fold: bytes | None = None):
+def in_python(text: bytes, n: int):
+    """What a reader deals without the compiled scanner: the chunk's lines split, their shares by
+    the batch proof (shares.fast_shares), each share's pick and lines joined; None where the proof
+    fails (the reader then applies the rule line by line) or the text is not made of terminated
+    lines (a reader's chunk always is)."""
+    if not text.endswith(b"\n"):
+        return None
+    lines = split_lines(text, terminated=True)[0]
+    dealt = shares.fast_shares(lines, n, text, terminated=True)
+    if dealt is None:
+        return None
+    picks = shares.share_picks(range(1, len(lines) + 1), lines, n, text, terminated=True)
+    return picks, [b"".join(compress(lines, pick)) for pick in picks]
+
+
+def both(text: bytes, n: int):
     """The Python answer, and the compiled one (the same, or the test fails)."""
-    fold = shares._fold_table(n) if fold is None else fold
-    want = linescan.deal_in_python(text, KEY, n, fold)
+    want = in_python(text, n)
     if compiled is not None:
-        assert compiled(text, KEY, n, fold) == want
+        assert compiled(text, KEY, n, shares._fold_table(n)) == want
     return want
 
 
@@ -97,10 +113,14 @@ def test_a_text_not_made_of_terminated_lines_is_not_dealt(text):
     assert both(text, 2) is None
 
 
+@needs_compiled
 def test_a_value_whose_last_byte_has_no_share_is_not_dealt():
     fold = bytes([9] * 256)  # every byte's share 9, of 2
-    assert both(b"".join(PLAIN), 2, fold) is None
-    assert both(b"".join(PLAIN), 300) is None  # more shares than a byte holds
+    assert compiled(b"".join(PLAIN), KEY, 2, fold) is None
+
+
+def test_more_shares_than_a_byte_holds_are_not_dealt_at_once():
+    assert both(b"".join(PLAIN), 300) is None
 
 
 _piece = st.sampled_from([
@@ -129,9 +149,10 @@ def _report(inputs, jobs):
 
 @pytest.mark.parametrize("scanner", ["compiled", "python"])
 def test_a_jobs_run_reports_the_same_with_either_scanner(scanner, monkeypatch, tmp_path):
-    """A --jobs run of a log with faults, its chunks dealt by the scanner under test, reports
-    what one process reports; the shares (forked) mark each chunk the scanner dealt, so the run
-    is seen to have taken that path."""
+    """A --jobs run of a log with faults, its chunks dealt by the way under test, reports what one
+    process reports; the shares (forked) mark each chunk that way dealt (the compiled scanner; or,
+    where it is left out, the batch proof of the lines the reader split), so the run is seen to
+    have taken that path."""
     if scanner == "compiled" and compiled is None:
         pytest.skip("the compiled line scanner was not built here")
     from rmkit import peerread
@@ -139,26 +160,34 @@ def test_a_jobs_run_reports_the_same_with_either_scanner(scanner, monkeypatch, t
 
     inputs = [str(LOGS / "sim-spec-faults.jsonl")]
     want = _report(inputs, 1)
-    scan = compiled if scanner == "compiled" else linescan.deal_in_python
     marks = tmp_path / "dealt"
 
-    def marked(*args):
-        got = scan(*args)
-        with open(marks, "a") as f:
-            f.write("1" if got is not None else "0")
-        return got
+    def marking(scan):
+        def marked(*args, **kwargs):
+            got = scan(*args, **kwargs)
+            with open(marks, "a") as f:
+                f.write("1" if got is not None else "0")
+            return got
+        return marked
 
-    monkeypatch.setattr(linescan, "_COMPILED", marked)
+    if scanner == "compiled":
+        monkeypatch.setattr(linescan, "_COMPILED", marking(compiled))
+    else:
+        monkeypatch.setattr(linescan, "_COMPILED", None)
+        monkeypatch.setattr(shares, "fast_shares", marking(shares.fast_shares))
     chunk = 64 << 10  # several chunks per share
     real = peerread.peer_batches
     monkeypatch.setattr(parallel, "peer_batches", lambda *a, **k: real(*a, chunk_bytes=chunk, **k))
     assert _report(inputs, 2) == want
     dealt = marks.read_text()
-    assert len(dealt) == -(-Path(inputs[0]).stat().st_size // chunk)  # every chunk went through the scanner
-    assert "1" in dealt  # and it dealt the plain ones (the faults log has a few lines off the fast reading)
+    assert len(dealt) == -(-Path(inputs[0]).stat().st_size // chunk)  # every chunk was dealt that way
+    assert "1" in dealt  # and it dealt the plain ones at once (the faults log has a few lines off the fast reading)
 
 
 @needs_compiled
-def test_the_installed_dealer_is_the_compiled_one_unless_told_otherwise():
+def test_the_installed_dealer_is_the_compiled_one_unless_told_otherwise(monkeypatch):
     assert linescan.COMPILED == (linescan._compiled() is not None)
+    monkeypatch.delenv("RMKIT_PURE_PYTHON", raising=False)
     assert linescan._compiled() is compiled
+    monkeypatch.setenv("RMKIT_PURE_PYTHON", "1")
+    assert linescan._compiled() is None
