@@ -80,7 +80,7 @@ def test_a_final_validator_receipt_is_final_in_ever_node_too():
     sc = next(s for s in catalogue("ever-node", ["validator"]) if s.id == "CAT-VAL-016")
     res = run_scenario(sc, InProcessImplementation("rmkit.conformance.examples.non_sticky_final:factory", "validator"))
     assert res.failure.step == 7 and [r for r, _ in res.failure.rules] == ["REMP-SRC-001"]
-    assert "RejectedByCollator" in res.failure.summary
+    assert any("RejectedByCollator" in line for _, _, line in res.failure.evidence)
 
 
 def test_every_key_of_the_mutants_names_a_rule_of_the_spec():

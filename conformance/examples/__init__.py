@@ -19,15 +19,16 @@ EXAMPLES = {
     "slow_resend": ("fullnode", "resends every three retry intervals instead of every one (REMP-CLIENT-001)"),
     "newest_first": ("validator", "collates the newest messages first (REMP-COLL-001)"),
     "late_final_receipt": ("validator", "ever-node: paces receipts 10 s apart, past the pacing bound (REMP-SEND-001)"),
-    "no_vote_records": ("validator", "broadcasts no accept or reject record of its collator's verdicts (REMP-VOTE-001)"),
     "ignores_rejected_digests": ("validator", "collates a message a hand-over forwarded as finally rejected (REMP-COLL-002)"),
     "sends_rejected": ("fullnode", "sends a message it rejected at pre-evaluation to a validator (REMP-FN-001)"),
     "stamps_zero": ("validator", "stamps its receipts with timestamp 0 (REMP-TIME-001)"),
     "fullnode_stamps_zero": ("fullnode", "stamps the receipts it issues with timestamp 0 (REMP-TIME-001)"),
+    "fanout_third_rounded_up": ("fullnode", "sends each message to ceil(N/3) validators: too few where N is a multiple of 3 (REMP-FANOUT-002)"),
+    "more_than_two_thirds": ("validator", "stops collating only past 2/3 rejects: too late where N is a multiple of 3 (REMP-COLL-002)"),
 }
 
 # the profiles each faulty example must be found in (default: both)
-FAULTY_PROFILES = {"low_fanout": ("spec",), "late_final_receipt": ("ever-node",),
+FAULTY_PROFILES = {"low_fanout": ("spec",), "fanout_third_rounded_up": ("spec",), "late_final_receipt": ("ever-node",),
                    "no_forwarding": ("spec", "ever-node"), "stamps_zero": ("spec",)}
 
 # legal variants: name -> (role, profiles it must pass in, the freedom it uses)
@@ -42,6 +43,11 @@ LEGAL = {
     "final_only_consumer": ("consumer", ("spec", "ever-node"), "'pending' for every intermediate conclusion (REMP-CLIENT-002)"),
     "oldest_only": ("validator", ("spec", "ever-node"), "oldest first without holding back others' candidates (REMP-FREE-005)"),
     "total_current_set": ("fullnode", ("spec",), "total_validators of the current set during an announced switch"),
+    "no_vote_records": ("validator", ("spec", "ever-node"), "no accept or reject record of its collator's verdicts (REMP-FREE-011)"),
+    "pairs_final_reject": ("consumer", ("spec", "ever-node"),
+                           "final reject once every validator that queued the message rejected it (REMP-FREE-012)"),
+    "every_copy_broadcast": ("validator", ("spec", "ever-node"),
+                             "every copy of a message into the catchain, 000's base protocol (REMP-FREE-010)"),
 }
 
 

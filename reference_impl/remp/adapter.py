@@ -34,7 +34,8 @@ class _Consumer:
 
     def __init__(self, profile: str, params: dict):
         self.c = ReceiptConsumer(profile, horizon_ms=params.get("horizon_ms"),
-                                 fullnode_ids=frozenset(params.get("fullnode_ids") or ()))
+                                 fullnode_ids=frozenset(params.get("fullnode_ids") or ()),
+                                 set_size=len(params.get("validators") or ()) or None)
 
     def step(self, event) -> list:
         if isinstance(event, ConsumeReceipt):

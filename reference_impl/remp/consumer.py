@@ -56,6 +56,8 @@ class ReceiptConsumer:
     first_of_kind: dict = field(default_factory=dict)
     first_time: Optional[int] = None
     receipts: int = 0
+    set_size: Optional[int] = None  # the validator set's size where the client knows it (outcomes.yaml of_set)
+    final: Optional["Outcome"] = None  # the first final outcome: it never changes (001: "nothing is happening after it")
 
     def __post_init__(self):
         self._model = model_for(self.profile)
@@ -112,13 +114,18 @@ class ReceiptConsumer:
     def outcome(self, now: Optional[int] = None) -> Outcome:
         """The outcome from the receipts so far; ``now`` past the horizon turns a non-final one
         into ``lost``."""
+        if self.final is not None:
+            return self.final
         queued = self._queued()
-        name, final = evaluate_outcome(self._model.outcomes, self.kinds, [st.position for st in queued])
+        name, final = evaluate_outcome(self._model.outcomes, self.kinds, [st.position for st in queued], self.set_size)
         evidence = self._evidence(name, queued)
         if (not final and now is not None and self.first_time is not None
                 and now - self.first_time >= self.horizon_ms):
             return Outcome("lost", False, evidence, lost=True, last_known=name)
-        return Outcome(name, final, evidence)
+        out = Outcome(name, final, evidence)
+        if final:
+            self.final = out
+        return out
 
     def _evidence(self, name: str, queued: list) -> tuple:
         when = self._rules.get(name) or {}

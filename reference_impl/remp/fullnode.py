@@ -145,6 +145,11 @@ class FullNode:
         """The validator sets a new message goes to now: the current one, and the announced next one."""
         return self._sets()
 
+    def _fanout_for(self, n: int) -> int:
+        """How many validators of a set of ``n`` a new message goes to: the configured fan-out, or
+        the profile's floor (protocol.yaml fanout_min: floor(N/3)+1 in the documents' profile)."""
+        return self.config.fanout if self.config.fanout is not None else self.traits.model.threshold("fanout_min", n)
+
     def _sets(self) -> tuple:
         sets = [self.validators]
         if self.upcoming is not None and self.upcoming[0] > self.session:
@@ -177,8 +182,7 @@ class FullNode:
                 union[v] = None
             if chosen is not None:
                 continue
-            k = self.config.fanout if self.config.fanout is not None else self.traits.model.threshold("fanout_min", len(vs))
-            k = max(1, min(k, len(vs)))
+            k = max(1, min(self._fanout_for(len(vs)), len(vs)))
             picked = 0
             for v in rotation(mid, vs):
                 if picked >= k:

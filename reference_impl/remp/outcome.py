@@ -10,13 +10,17 @@ from fractions import Fraction
 from typing import Collection, Iterable
 
 
-def evaluate_outcome(outcome_rules, kinds_seen: Collection[str], queued_positions: Iterable[str]) -> tuple[str, bool]:
+def evaluate_outcome(outcome_rules, kinds_seen: Collection[str], queued_positions: Iterable[str],
+                     set_size: int | None = None) -> tuple[str, bool]:
     """(outcome name, final?) for one message.
 
     ``outcome_rules``: the compiled list of ``(name, final, when)`` of a REMP model;
     ``kinds_seen``: kinds of every receipt seen for the message, as names, or as an int of
     ``KindInfo.bit`` flags (the checker's compact form; rules then carry an ``any_mask``);
-    ``queued_positions``: current position of each validator that reported PutIntoQueue.
+    ``queued_positions``: current position of each validator that reported PutIntoQueue;
+    ``set_size``: the size of the validator set where the client knows it (a rule with ``of_set``
+    then needs every validator of the set among those counted: 000/001 "All validators must
+    reject the message before it is finally rejected").
     """
     queued = list(queued_positions)
     for name, final, when in outcome_rules:
@@ -29,6 +33,8 @@ def evaluate_outcome(outcome_rules, kinds_seen: Collection[str], queued_position
         if "queued_all_in" in when:
             allowed = when["queued_all_in"]
             if not queued or not all(p in allowed for p in queued):
+                continue
+            if set_size and when.get("of_set") and len(queued) < set_size:
                 continue
         if "queued_fraction_in" in when:
             q = when["queued_fraction_in"]

@@ -343,8 +343,13 @@ class Validator:
             m.rejecters = {who: None}
         else:
             m.rejecters[who] = None
-        if self.config.stop_at_two_thirds and len(m.rejecters) >= self.traits.model.threshold("stop_collation_rejected", self.n):
+        if self.config.stop_at_two_thirds and len(m.rejecters) >= self._reject_stop(self.n):
             m.stopped = True
+
+    def _reject_stop(self, n: int) -> int:
+        """How many rejecting validators of a set of ``n`` stop a message's collation (protocol.yaml
+        stop_collation_rejected: 000 "those rejected by 2/3 of collators should not be collated further")."""
+        return self.traits.model.threshold("stop_collation_rejected", n)
 
     def _on_digests(self, ev: ForwardedDigests) -> list:
         """Hand-over digests: only messages this validator does not know are recorded (for replay

@@ -219,9 +219,10 @@ def rule(**strategies):
 
 
 def precondition(pred):
-    """The step is taken only when ``pred(world)`` holds."""
+    """The step is taken only when ``pred(world)`` holds (and every other precondition it has)."""
     def mark(fn):
-        fn._driven_pre = pred
+        prev = getattr(fn, "_driven_pre", None)
+        fn._driven_pre = pred if prev is None else (lambda self: pred(self) and prev(self))
         return fn
     return mark
 

@@ -25,6 +25,11 @@ PEER_ERROR = "rejected by peer's collator"
 msgs = st.sampled_from(MESSAGES)
 
 
+def _has_peers(world) -> bool:
+    """A step that needs another validator of the set (a set of one has none)."""
+    return bool(world.peers)
+
+
 def _digest(m: str, accepted: bool, root, session: int) -> dict:
     """A hand-over digest: a processed message ("accepted", in the block ``root``) or a finally
     rejected one ("rejected", no block)."""
@@ -104,6 +109,7 @@ class ValidatorWorld(DrivenMachine):
         self.seen.add(m)
         self.send({"type": "MessageFromFullNode", "msg_id": msg_id(m), "time": self.tick(), "uid": uid, "has_body": body})
 
+    @precondition(_has_peers)
     @rule(m=msgs, sender=st.integers(0, 10))
     def catchain_new(self, m, sender):
         self._record(self.peers[sender % len(self.peers)], m, "new", origin=self.session)
@@ -114,6 +120,7 @@ class ValidatorWorld(DrivenMachine):
         rec = dict(self.delivered[i % len(self.delivered)], time=self.tick())
         self.send(rec)
 
+    @precondition(_has_peers)
     @precondition(lambda self: self.session > 0)
     @rule(m=msgs, sender=st.integers(0, 10))
     def older_session_record(self, m, sender):
@@ -139,6 +146,7 @@ class ValidatorWorld(DrivenMachine):
             self.send({"type": "CollatorResult", "msg_id": msg_id(m), "result": r, "time": self.tick(),
                        "block": block(n) if r == "accepted" else None, "error": COLLATOR_ERROR if r == "rejected" else None})
 
+    @precondition(_has_peers)
     @rule(m=msgs, sender=st.integers(0, 10))
     def peer_accepts(self, m, sender):
         """A peer's collator put the message into its candidate (an accept record)."""
@@ -146,10 +154,12 @@ class ValidatorWorld(DrivenMachine):
         n = self._new_block([m], by)
         self._record(by, m, "accept", blk=block(n))
 
+    @precondition(_has_peers)
     @rule(m=msgs, sender=st.integers(0, 10))
     def peer_rejects(self, m, sender):
         self._record(self.peers[sender % len(self.peers)], m, "reject", error=PEER_ERROR)
 
+    @precondition(_has_peers)
     @rule(m=msgs)
     def two_thirds_reject(self, m):
         """Enough peers reject the message to stop its collation (ceil(2N/3))."""
@@ -198,6 +208,7 @@ class ValidatorWorld(DrivenMachine):
         self._block_event("MasterchainIgnore", n)
         self.blocks[n]["st"] = "mcignored"
 
+    @precondition(_has_peers)
     @precondition(lambda self: self._has("accepted", "committed"))
     @rule(i=st.integers(0, 100), extra=st.sampled_from([None, None, "m5"]), sender=st.integers(0, 10))
     def replay_block(self, i, extra, sender):
@@ -209,6 +220,7 @@ class ValidatorWorld(DrivenMachine):
         out = self._block_event("ShardBlockAccepted", n, collated_by=by)
         self.blocks[n]["st"] = "refused" if any(o["type"] == "BlockRefused" for o in out) else "accepted"
 
+    @precondition(_has_peers)
     @precondition(lambda self: self._has("accepted", "committed"))
     @rule(i=st.integers(0, 100), sender=st.integers(0, 10))
     def replay_after_switch(self, i, sender):
@@ -228,6 +240,7 @@ class ValidatorWorld(DrivenMachine):
         if not self.handed:
             self.collation_round(10)
 
+    @precondition(_has_peers)
     @precondition(lambda self: any(k in self.final_kinds for k in self.last_kind.values()))
     @rule(i=st.integers(0, 100), sender=st.integers(0, 10), commit=st.booleans())
     def block_after_final(self, i, sender, commit):
@@ -246,6 +259,7 @@ class ValidatorWorld(DrivenMachine):
             self.blocks[n]["st"] = "committed"
 
     # ---- faulty peers -------------------------------------------------------------------------
+    @precondition(_has_peers)
     @rule(m=msgs, sender=st.integers(0, 10), kind=st.sampled_from(["accept", "reject", "digest", "rejected_digest"]))
     def faulty_peer(self, m, sender, kind):
         """A record about a message or block nobody else has seen (a faulty or lagging peer); a
@@ -265,15 +279,15 @@ class ValidatorWorld(DrivenMachine):
         """The next master session starts (N -> N+1): hand-over, and expiry of N-1's messages (N+2 rule)."""
         prev = self.session
         self.session += 1
-        if change == "rotate":
+        if change == "rotate" and self.peers:
             self.members = [v for v in self.vals if v != self.peers[self.session % len(self.peers)]]
-        elif change == "leave":
+        elif change == "leave" and self.peers:
             self.members = list(self.peers)
-        elif change in ("join", "same"):
+        else:
             self.members = list(self.vals)
         self.time = max(self.time + 100, self.session * self.lifetime)
         self.send({"type": "SessionSwitch", "seqno": self.session, "start_time": self.time, "validators": list(self.members)})
-        if forward and OWN_VALIDATOR in self.members:
+        if forward and OWN_VALIDATOR in self.members and self.peers:
             # a peer of the previous session hands over what it had: one message it knows, pending
             # (whole) or, drawn so, finally rejected (a "rejected" digest), and the processed ones
             peer = self.peers[self.session % len(self.peers)]

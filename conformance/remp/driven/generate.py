@@ -17,11 +17,20 @@ from rmkit.conformance.remp.driven.gen_consumer import ConsumerWorld
 from rmkit.conformance.remp.driven.gen_fullnode import FullNodeWorld
 from rmkit.conformance.remp.driven.gen_validator import ValidatorWorld
 from rmkit.conformance.remp.driven.machine import Departure, Trace, bind
+from rmkit.conformance.remp.driven.names import validators
 from rmkit.conformance.remp.driven.scenario import Scenario
 
 WORLDS = {"validator": ValidatorWorld, "fullnode": FullNodeWorld, "consumer": ConsumerWorld}
+# The validator set sizes a scenario draws from (its first choice): the documents fix none ("Seven or
+# more" on real shards, N/3+1 and 2/3 thresholds for any N), so every size from 1 to 16 is drawn,
+# each residue modulo 3 and the sizes where floor(N/3)+1 and N/3+1 round differently among them.
+# Hypothesis shrinks a choice towards 0, so the first is the simplest: a scenario that fails at any
+# size shrinks to four validators, one that needs its size keeps it.
+SET_SIZES = (4, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
 STEPS_PER_SCENARIO = 40
-SHRINK_BUDGET_S = 45.0  # shrinking stops simplifying after this long (the scenario found so far is kept)
+# shrinking stops simplifying after this much CPU time of the kit's process (the scenario found so
+# far is kept): CPU time, so that a machine busy with other work shrinks as far as an idle one
+SHRINK_BUDGET_S = 45.0
 OFF = 3  # a rule whose switch draws this is off for the whole scenario (varies the mix, as swarm testing)
 
 
@@ -40,6 +49,8 @@ class Generated:
     rules: tuple = ()
     found_s: float = 0.0
     shrunk_from: int = 0
+    # what the scenarios drew of each parameter the documents leave open: name -> values seen
+    exercised: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -51,6 +62,7 @@ class Played:
     rules: tuple = ()
     kit_error: str = ""
     made: list = field(default_factory=list)
+    params: dict = field(default_factory=dict)  # the hello's parameters (the set size drawn)
 
 
 _STOP = object()
@@ -82,8 +94,11 @@ def play(world: type, choices: Choices, steps: int) -> Played:
     # failing step: Hypothesis's, when shrinking, are left as one by one would leave them
     world.defer = isinstance(choices, RandomChoices)
     ends: list = []  # the events sent by the end of the world's start, then of each step
+    params = dict(world.params, validators=validators(SET_SIZES[choices.below(len(SET_SIZES))]))
     try:
-        w = world()
+        w = world.__new__(world)
+        w.params = params
+        w.__init__()
         ends.append(len(trace.events))
         rules = rules_of(world)
         on = [choices.below(4) != OFF for _ in rules]
@@ -100,12 +115,12 @@ def play(world: type, choices: Choices, steps: int) -> Played:
         w.teardown()
     except Departure as d:
         _cut(choices, ends, len(trace.events))
-        return Played(list(trace.events), str(d), d.rules)
+        return Played(list(trace.events), str(d), d.rules, params=params)
     except Exception as exc:  # a bug of the kit's generator: reported, never a pass
         import traceback
 
-        return Played(list(trace.events), kit_error="".join(traceback.format_exception(exc))[-3000:])
-    return Played(list(trace.events))
+        return Played(list(trace.events), kit_error="".join(traceback.format_exception(exc))[-3000:], params=params)
+    return Played(list(trace.events), params=params)
 
 
 def _cut(choices: Choices, ends: list, failed_at: int) -> None:
@@ -121,17 +136,29 @@ def _cut(choices: Choices, ends: list, failed_at: int) -> None:
         del choices.made[choices.steps[k - 1][1]:], choices.steps[k:]
 
 
+class _Budget:
+    """True while ``seconds`` of the kit's CPU time are not spent (and, for an implementation in
+    another process, whose work the kit's CPU time does not count, four times as long in wall time)."""
+
+    def __init__(self, seconds: float):
+        self.cpu = time.process_time() + seconds
+        self.wall = time.perf_counter() + 4 * seconds
+
+    def __call__(self) -> bool:
+        return time.process_time() < self.cpu and time.perf_counter() < self.wall
+
+
 def drop_steps(world: type, made: list, spans: list, steps: int, wanted, budget_s: float) -> tuple[list, list]:
     """A first, cheap shrink: delete whole steps (runs of them, then one at a time, from the last)
     while the scenario still fails as ``wanted`` says; returns the shorter choice sequence and its
     steps. Hypothesis then simplifies what is left (deleting steps is where it spends most runs)."""
-    deadline = time.perf_counter() + budget_s
+    left = _Budget(budget_s)
     changed = True
-    while changed and time.perf_counter() < deadline:
+    while changed and left():
         changed = False
         for size in (8, 4, 2, 1):
             i = len(spans) - size
-            while i >= 0 and time.perf_counter() < deadline:
+            while i >= 0 and left():
                 cand = made[:spans[i][0]] + made[spans[i + size - 1][1]:]
                 c = ReplayChoices(cand)
                 p = play(world, c, steps)
@@ -159,7 +186,7 @@ def shrink(world: type, made: list, steps: int, wanted, budget_s: float = SHRINK
     key = b"rmkit-driven-shrink"
     # the secondary corpus holds failures not yet shrunk; one in the primary would be taken as shrunk already
     db.save(key + b".secondary", choices_to_bytes(made))
-    deadline = time.perf_counter() + budget_s
+    left = _Budget(budget_s)
     best: list = []
 
     def failing(p: Played) -> bool:
@@ -174,7 +201,7 @@ def shrink(world: type, made: list, steps: int, wanted, budget_s: float = SHRINK
     @hst.composite
     def scenario(draw):
         draw(started)  # a draw in every case (a scenario may end before its first choice, e.g. at hello)
-        if time.perf_counter() > deadline:
+        if not left():
             raise _OutOfTime
         return play(world, HypothesisChoices(draw), steps)
 
@@ -201,21 +228,31 @@ def run_generated(role: str, profile: str, params: dict, impl, *, max_examples: 
     started = time.perf_counter()
     base = seed if seed is not None else (0 if derandomize else time.time_ns() % (1 << 32))
     done = 0
+    exercised: dict = {"validator set size": set(), "sessions": set(), "messages": set(), "steps": set()}
     while done < max_examples:
         choices = RandomChoices(base * 1_000_003 + done)
         p = play(world, choices, steps)
         done += 1
+        _exercised(exercised, p)
         if p.kit_error:
             return Generated(role, done, trace.steps, time.perf_counter() - started, kit_error=p.kit_error)
         if p.failure is not None and wanted(p):
             found = time.perf_counter() - started
             made, _ = drop_steps(world, choices.made, choices.steps, steps, wanted, shrink_budget / 3)
             small = shrink(world, made, steps, wanted, shrink_budget * 2 / 3) or p
-            failing = Scenario(id=f"generated-{role}", role=role, profile=profile, params=params, events=small.events,
-                               origin="generated")
+            failing = Scenario(id=f"generated-{role}", role=role, profile=profile, params=small.params or p.params,
+                               events=small.events, origin="generated")
             failing.id = f"generated-{role}-{failing.digest()}"
             return Generated(role, done, trace.steps, time.perf_counter() - started, failing, small.failure or "",
-                             rules=small.rules, found_s=found, shrunk_from=len(p.events))
+                             rules=small.rules, found_s=found, shrunk_from=len(p.events), exercised=exercised)
         if time_budget is not None and time.perf_counter() - started >= time_budget:
             break
-    return Generated(role, done, trace.steps, time.perf_counter() - started)
+    return Generated(role, done, trace.steps, time.perf_counter() - started, exercised=exercised)
+
+
+def _exercised(seen: dict, p: Played) -> None:
+    """Add what scenario ``p`` drew of the open parameters to ``seen``."""
+    seen["validator set size"].add(len(p.params.get("validators") or ()))
+    seen["sessions"].add(1 + sum(1 for e in p.events if e.get("type") == "SessionSwitch" and e.get("seqno", 0) > 0))
+    seen["messages"].add(len({e.get("msg_id") or (e.get("receipt") or {}).get("message_id") for e in p.events} - {None}))
+    seen["steps"].add(len(p.events))

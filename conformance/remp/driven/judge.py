@@ -6,9 +6,17 @@ order, what a hand-over may leave out, and in ever-node which receipts may be sk
 At each step the implementation answers first; the judge reads its choice from those outputs, checks
 it with the freedom's predicate against the reference machine's state (never by enumerating the
 allowed outputs), and, when it is legal, steps the reference *with that choice* (its validators, its
-order), so that the reference continues from the state the implementation is in. What no freedom
-covers is compared exactly, up to ``comparison`` in ``adapter.yaml``. A step that is not allowed
-gets a :class:`Breach`: the rule or requirement broken, what was found and what was allowed.
+order), so that the reference continues from the state the implementation is in.
+
+Why the judge allows by default: the freedoms are the kit's enumeration of what the documents leave
+open, and no enumeration is complete. So an output that still differs from the reference's after
+every freedom was applied fails only where a requirement of the documents names the difference (a
+receipt missing, a block refused or not, a status, a block or a count a receipt reports falsely, a
+record that says what did not happen): each such obligation is one entry of
+``spec/remp/conformance.yaml`` or ``rules.yaml`` whose source sentences have force *requirement*
+(``traceability.yaml``). A difference no requirement names is informational: the report shows it
+(expected and actual) and the run goes on. A step that is not allowed gets a :class:`Breach` or the
+rules its difference breaks.
 """
 
 from __future__ import annotations
@@ -75,8 +83,13 @@ class Judgement:
     # name such a fault better: a report that has those leaves these out)
     receipt_rules: set = field(default_factory=set)
 
-    def __bool__(self) -> bool:  # True when the step is NOT allowed
-        return bool(self.diff) or bool(self.breaches)
+    def __bool__(self) -> bool:  # True when the step is NOT allowed: a requirement names what it did
+        return bool(self.breaches) or bool(self.rules)
+
+    @property
+    def informational(self) -> bool:
+        """The outputs differ from the reference's, but no requirement names the difference."""
+        return bool(self.diff) and not self
 
     def summary(self) -> str:
         parts = [str(b) for b in self.breaches]
@@ -135,6 +148,7 @@ class Judge:
         self.obsolete: set = set()  # validator: ids of the messages that became obsolete at a switch
         self._totals = None  # full node: (current set's size, both sets' size) of a Submit during an announced switch
         self._due: dict = {}  # full node: msg_id -> (last send, answered, total, validators left) of resends due
+        self._final_reject = None  # consumer: a final reject accepted by 001's reading (it must not change)
 
     # ---- the step --------------------------------------------------------------------------------
     def step(self, event: dict, actual: list) -> Judgement:
@@ -202,6 +216,7 @@ class Judge:
                 self.obsolete.update(p.switched.obsolete)
                 exp, act = self._handover(exp, act, p.switched, breaches, used)
             exp, act = self._receipts(event, exp, act, breaches, used)
+            exp, act = self._records(exp, act, used)
         if self.role == "fullnode" and self._totals is not None:
             exp = self._total_read(exp, act, used)
         elif self.role == "consumer":
@@ -315,12 +330,32 @@ class Judge:
         if len(e) != 1 or len(a) != 1 or e[0] == a[0]:
             return exp
         want, got = e[0], a[0]
+        if (got.get("final") is True and not want.get("final") and not want.get("lost")
+                and "final_reject_reading" in self.free and self._final_reject_by_pairs(got)):
+            used.add("final_reject_reading")
+            return [got if o is want else o for o in exp]
         if want.get("final") or want.get("lost") or got.get("final") is not False or got.get("lost") is not False:
             return exp
         if not _outcome_holds(self.ref.machine.c, got.get("name")):
             return exp
         used.add("intermediate_outcome")
         return [got if o is want else o for o in exp]
+
+    def _final_reject_by_pairs(self, got: dict) -> bool:
+        """A final reject concluded by 001's reading ("all “New” messages must be answered with a
+        corresponding “Reject” or “Timeout”": every validator that queued the message), where the
+        reference waits for every validator of the set (000/001 "All validators must reject the
+        message before it is finally rejected"); once concluded, it stays (final is final)."""
+        if self._final_reject is not None:
+            return got == self._final_reject
+        from rmkit.reference_impl.remp.outcome import evaluate_outcome
+
+        c = self.ref.machine.c
+        name, final = evaluate_outcome(c._model.outcomes, c.kinds, [st.position for st in c._queued()])
+        if final and name == got.get("name"):
+            self._final_reject = got
+            return True
+        return False
 
     def _resend_breaches(self, event, diff: Difference, breaches) -> Difference:
         """A resend the reference made and the implementation did not, told as the requirement says."""
@@ -448,6 +483,35 @@ class Judge:
                 out[mid] = k
         return out
 
+    # ---- validator: catchain records the documents let it add or leave out --------------------------
+    def _records(self, exp, act, used):
+        """Copies and votes in the catchain: a further "new" record of a message is the base protocol
+        (000: "There are N^2 messages in catchain per external message"; not re-broadcasting is one
+        of the "Proposals for speeding up"), and accept or reject records "may be removed or
+        limited without any great damage to the protocol" (000). Such a record the reference does
+        not make, or makes and the implementation leaves out, is taken out of the comparison."""
+        free = self.free
+        if "catchain_copies" not in free and "vote_records" not in free:
+            return exp, act
+
+        def rec(o):
+            return o.get("record") if o.get("type") == "CatchainBroadcast" else None
+
+        keys = lambda outs: [_key(normalize(o)) for o in outs]  # noqa: E731
+        ek, ak = keys(exp), keys(act)
+        if "catchain_copies" in free:
+            extra = [i for i, o in enumerate(act) if (rec(o) or {}).get("kind") == "new" and ak[i] not in ek]
+            if extra:
+                used.add("catchain_copies")
+                act = [o for i, o in enumerate(act) if i not in extra]
+                ak = [k for i, k in enumerate(ak) if i not in extra]
+        if "vote_records" in free:
+            left = [i for i, o in enumerate(exp) if (rec(o) or {}).get("kind") in ("accept", "reject") and ek[i] not in ak]
+            if left:
+                used.add("vote_records")
+                exp = [o for i, o in enumerate(exp) if i not in left]
+        return exp, act
+
     # ---- validator: receipts (ever-node pacing, skipping; Duplicate reported or not) ------------------
     def _receipts(self, event, exp, act, breaches, used):
         may_omit_dup = FREEDOM_FOR_DUPLICATE in self.free
@@ -525,39 +589,59 @@ class Judge:
 
     # ---- attribution ------------------------------------------------------------------------------
     def _attribute(self, j: Judgement, event: dict, settled: str | None) -> list:
-        """The rules a step's departure bears on, for the per-rule table and the report.
+        """The requirements a step's departure breaks (empty: the difference is informational).
 
         A breach the judge found names its rule; the outputs that then differ from the reference's
         are its consequence (the reference was not stepped with the refused choice), so naming the
         rule of each such output's type would blame rules the implementation kept. Without a
         breach, each missing output is paired with an extra one about the same thing, and the pair
-        is judged by the fields that differ (:func:`_rule_of_pair`); an unpaired output by its type
-        (:func:`_rule_of_output`). A receipt that is missing counts against REMP-SEND-001 only when
-        nothing else explains the step. What no rule names falls to :data:`CATCH_ALL`. The rules
-        named for receipts alone are kept in ``j.receipt_rules``. ``settled``: for a validator's step
-        on a copy of a message it knew as settled (processed, or finally rejected) before it came,
-        the rule queuing it again breaks (:func:`_requeued`)."""
+        is judged by the fields that differ (:func:`_rule_of_pair`); an unpaired output by what it
+        is and on which side (:func:`_rule_of_output`: a missing output breaks a requirement only
+        where the documents oblige it, an extra one only where they forbid it). A receipt that is
+        missing counts against REMP-SEND-001 only when nothing else explains the step. The rules
+        named for receipts alone are kept in ``j.receipt_rules``. ``settled``: for a validator's
+        step on a copy of a message it knew as settled (processed, or finally rejected) before it
+        came, the rule queuing it again breaks (:func:`_requeued`)."""
         rules = [b.rule for b in j.breaches]
         if rules:
             return list(dict.fromkeys(rules))
         own, by_receipt, sent = [], [], []
         missing, extra = list(j.diff.missing), list(j.diff.extra)
         for e, a in _paired(missing, extra):
-            r = _requeued(e, settled) or _rule_of_pair(e, a)
-            (by_receipt if e.get("type") in RECEIPT_OUTPUTS else own).append(r or CATCH_ALL)
+            r = _requeued(e, settled) or _rule_of_pair(self.role, e, a)
+            if r:
+                (by_receipt if e.get("type") in RECEIPT_OUTPUTS else own).append(r)
         for o, side in [(o, "missing") for o in missing] + [(o, "extra") for o in extra]:
-            r = _requeued(o, settled) or _rule_of_output(self.role, o, event, side)
+            r = _requeued(o, settled) or _rule_of_output(self.role, o, event, side) or _other_status(o, side, j.expected)
             if r == "REMP-SEND-001":
                 sent.append(r)
             elif r:
                 (by_receipt if o.get("type") in RECEIPT_OUTPUTS else own).append(r)
-        if j.diff.order:
-            own.append("REMP-COLL-001" if self.role == "validator" else CATCH_ALL)
-        named = [r for r in own + by_receipt if r != CATCH_ALL]
-        if not named and sent:
+        if j.diff.order and self.role == "validator":
+            own.append("REMP-COLL-001")
+        if not own and not by_receipt and sent:
             by_receipt = sent
         j.receipt_rules = set(by_receipt) - set(own)
-        return list(dict.fromkeys([r for r in own + by_receipt if r != CATCH_ALL] or [CATCH_ALL]))
+        return list(dict.fromkeys(own + by_receipt))
+
+
+def _other_status(o: dict, side: str, expected: list) -> str | None:
+    """An extra receipt of a validator where the reference made another one for the same message at
+    this step (left out of the comparison where the profile lets receipts be skipped or paced): of
+    another kind, the validator reports a status the message does not have there (REMP-STATUS-001);
+    of the same kind naming another block, the block is not the one holding it (REMP-INCL-001)."""
+    if side != "extra" or o.get("type") != "Receipt":
+        return None
+    r = o.get("receipt") or {}
+    for e in expected:
+        er = e.get("receipt") if e.get("type") == "Receipt" else None
+        if not er or er.get("msg_id") != r.get("msg_id") or er.get("source_id") != r.get("source_id"):
+            continue
+        if er.get("kind") != r.get("kind"):
+            return "REMP-STATUS-001"
+        if er.get("block") != r.get("block"):
+            return "REMP-INCL-001"
+    return None
 
 
 def _requeued(o: dict, settled: str | None) -> str | None:
@@ -620,12 +704,15 @@ def _sets_text(sets) -> str:
 
 
 RECEIPT_OUTPUTS = ("Receipt", "Publish")
-# The requirement a departure falls to when no rule of the documents names it (spec/remp/conformance.yaml):
-# every failure names at least one rule, and this one says the outputs differ where no freedom applies.
-CATCH_ALL = "REMP-EXACT-001"
 # the fields of a receipt whose difference is the schema's: present in the reference's, absent (or
 # present where it has none) in the implementation's
 SCHEMA_FIELDS = ("receipt.error", "record.error")
+# the fields of a receipt that name the block holding the message (001's receipt examples: "shard
+# block the message was included to"; master block fields of Finalized are REMP-FIN-002's)
+BLOCK_FIELDS = ("receipt.block",)
+# what each kind of catchain record tells the others, and the requirement that obliges it to be true
+RECORD_RULES = {"new": "REMP-QUEUE-001", "accept": "REMP-VOTE-001", "reject": "REMP-VOTE-001",
+                "forward": "REMP-FWD-001", "digest": "REMP-FWD-001"}
 
 
 def _subject(o: dict) -> tuple:
@@ -677,51 +764,77 @@ def _flat(o, prefix="") -> dict:
     return out
 
 
-def _rule_of_pair(expected: dict, actual: dict) -> str | None:
-    """The rule a pair of outputs about the same thing breaks, by the fields that differ: a field
-    the schema requires left out (or one added) is REMP-SCHEMA-001's; the counts of SentToValidators
-    are REMP-FANOUT-001's when sent_to exceeds total_validators; a hand-over's entries are
-    REMP-FWD-001's; the rest is no rule's in particular (:data:`CATCH_ALL`)."""
+def _rule_of_pair(role: str, expected: dict, actual: dict) -> str | None:
+    """The requirement a pair of outputs about the same thing breaks, by the fields that differ;
+    None when none names the difference (it is informational). A field the schema requires left out
+    (or one added) is REMP-SCHEMA-001's; a receipt of another kind than the events call for says a
+    status the message does not have at that validator (REMP-STATUS-001), unless the log rules
+    name it better; a validator's receipt naming another block than the one holding the message is
+    REMP-INCL-001's; a SentToValidators whose sent_to is not the number of validators the message
+    went to is REMP-COUNT-001's (REMP-FANOUT-001 where it exceeds total_validators); a catchain
+    record that tells another story is the requirement of its kind (:data:`RECORD_RULES`)."""
     e, a = _flat(expected), _flat(actual)
     fields = {k for k in set(e) | set(a) if e.get(k) != a.get(k)}
     t = expected.get("type")
-    if "receipt.kind" in fields:
-        return None  # another kind: the log rules (REMP-KIND-001, -002, REMP-ROLE-001, ...) say what it breaks
-    if fields and fields <= set(SCHEMA_FIELDS):
+    if not fields:
+        return None
+    if fields <= set(SCHEMA_FIELDS):
         return "REMP-SCHEMA-001"
-    if t == "Publish" and (expected.get("receipt") or {}).get("kind") == "SentToValidators":
-        r = actual.get("receipt") or {}
-        sent, total = r.get("sent_to"), r.get("total_validators")
+    er, ar = expected.get("receipt") or {}, actual.get("receipt") or {}
+    if "receipt.kind" in fields:
+        if t == "Receipt":
+            return "REMP-STATUS-001"
+        return "REMP-RELAY-001" if expected.get("role") == "validator" else None
+    if t == "Publish" and er.get("kind") == "SentToValidators":
+        sent, total = ar.get("sent_to"), ar.get("total_validators")
         if isinstance(sent, int) and isinstance(total, int) and sent > total:
             return "REMP-FANOUT-001"
+        if "receipt.sent_to" in fields:
+            return "REMP-COUNT-001"
+        return None
+    if t == "Publish" and er.get("kind") == "Finalized" and any(
+            f.startswith(("receipt.block", "receipt.mc_block")) for f in fields):
+        return "REMP-FIN-002"  # Finalized names another block than the one the masterchain committed
+    if t in RECEIPT_OUTPUTS and any(f.startswith(BLOCK_FIELDS) for f in fields):
+        return "REMP-INCL-001"
+    if t == "Publish" and expected.get("role") == "validator" and any(f.startswith("receipt.") for f in fields):
+        return "REMP-RELAY-001"  # a validator's receipt passed on changed
+    if t == "CatchainBroadcast":
+        return RECORD_RULES.get((expected.get("record") or {}).get("kind"))
     if t == "Forwarded":
         return "REMP-FWD-001"
     if t == "HandToCollator":
         return "REMP-COLL-001"
-    if t == "Publish" and (expected.get("receipt") or {}).get("kind") == "Finalized" and any(
-            f.startswith(("receipt.block", "receipt.mc_block")) for f in fields):
-        return "REMP-FIN-002"  # Finalized names another block than the one the masterchain committed
     if t == "Outcome":
         return "REMP-CLIENT-002"
     if t == "BlockRefused":
         return "REMP-VALID-001"
-    return CATCH_ALL
+    return None
 
 
 def _rule_of_output(role: str, o: dict, event: dict, side: str = "missing") -> str | None:
-    """The rule or requirement an output the judge could not accept bears on, by its type, when no
-    output of the other side is about the same thing (``side``: the reference's output is
-    ``missing``, or the implementation's is ``extra``); None: no rule names it (the log rules the
-    receipts break are added by :mod:`.rulecheck`)."""
+    """The requirement an output the judge could not accept breaks, when no output of the other
+    side is about the same thing (``side``: the reference's output is ``missing``, or the
+    implementation's is ``extra``); None: no requirement names it (the log rules the receipts break
+    are added by :mod:`.rulecheck`). Only what the documents oblige counts when missing, and only
+    what they forbid when extra: a further copy of a message in the catchain is the base protocol
+    (000: "There are N^2 messages in catchain per external message"; not re-broadcasting a copy
+    received via the catchain is one of its "Proposals for speeding up"), and accept or reject
+    records "may be removed or limited" (000)."""
     t = o.get("type")
     if t == "BlockRefused":
-        return "REMP-VALID-001"
+        # declining is required where a message of the block was already accepted (000); a further
+        # refusal is no requirement's to judge (the liveness of a shard is the log's, REMP-LIVE-001)
+        return "REMP-VALID-001" if side == "missing" else None
     if t == "Forwarded":
         return "REMP-FWD-001"
     if t == "CatchainBroadcast":
         kind = (o.get("record") or {}).get("kind")
-        return {"new": "REMP-QUEUE-001", "accept": "REMP-VOTE-001", "reject": "REMP-VOTE-001",
-                "forward": "REMP-FWD-001", "digest": "REMP-FWD-001"}.get(kind)
+        if kind == "new":
+            return "REMP-QUEUE-001" if side == "missing" else None
+        if kind in ("accept", "reject"):
+            return "REMP-VOTE-001" if side == "extra" else None  # a record of a verdict the collator did not give
+        return RECORD_RULES.get(kind)
     if t == "HandToCollator":
         return "REMP-COLL-001"
     if t == "Receipt":
@@ -735,5 +848,9 @@ def _rule_of_output(role: str, o: dict, event: dict, side: str = "missing") -> s
         return "REMP-CLIENT-002"
     if t == "Publish":
         kind = (o.get("receipt") or {}).get("kind")
-        return {"Finalized": "REMP-FIN-001", "RejectedByFullnode": "REMP-FN-001"}.get(kind)
+        if kind in ("Finalized", "RejectedByFullnode"):
+            return {"Finalized": "REMP-FIN-001", "RejectedByFullnode": "REMP-FN-001"}[kind]
+        if o.get("role") == "validator":
+            return "REMP-RELAY-001" if side == "missing" else None  # a validator's receipt not passed on
+        return None
     return None

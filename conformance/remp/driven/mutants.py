@@ -20,7 +20,7 @@ import importlib
 from rmkit.conformance.examples._base import VariantAdapter
 from rmkit.conformance.remp.driven.catalogue import conformance_spec
 from rmkit.conformance.remp.model import FULLNODE
-from rmkit.reference_impl.remp.events import NEW, CatchainBroadcast, CatchainRecord, Publish, Receipt, SendToValidator
+from rmkit.reference_impl.remp.events import Publish, Receipt, SendToValidator
 from rmkit.reference_impl.remp.fullnode import FullNode
 from rmkit.reference_impl.remp.validator import Validator
 
@@ -47,16 +47,6 @@ class _IgnoredNotRequeued(Validator):
             m = self.msgs.get(mid)
             if m is not None:
                 m.queued = False
-        return out
-
-
-class _RebroadcastsCatchainCopy(Validator):
-    def _on_message(self, ev):
-        m = self.msgs.get(ev.msg_id)
-        seen_cc = m is not None and m.from_cc and not m.from_fn
-        out = super()._on_message(ev)
-        if seen_cc and ev.has_body and not any(isinstance(o, CatchainBroadcast) for o in out):
-            out.append(CatchainBroadcast(CatchainRecord(self.id, m.id, self.session, NEW, ev.time, m.uid, m.session)))
         return out
 
 
@@ -210,6 +200,45 @@ def _no_error(kind: str, out_type: str = "Receipt"):
     return rewrite
 
 
+def _no_new_records(outs: list) -> list:
+    """Breaks REMP-QUEUE-001: a message from the full node is queued but never put into the catchain."""
+    return [o for o in outs if not (o["type"] == "CatchainBroadcast" and o["record"]["kind"] == "new")]
+
+
+def _flipped_votes(outs: list) -> list:
+    """Breaks REMP-VOTE-001: the record of the collator's accept says reject."""
+    res = []
+    for o in outs:
+        rec = o.get("record") if o["type"] == "CatchainBroadcast" else None
+        if rec and rec["kind"] == "accept":
+            o = dict(o, record=dict(rec, kind="reject", block=None, error="rejected by collator"))
+        res.append(o)
+    return res
+
+
+def _names_another_block(outs: list) -> list:
+    """Breaks REMP-INCL-001: IncludedIntoBlock names a block the validator did not collate into."""
+    return [dict(o, receipt=dict(o["receipt"], block=dict(o["receipt"]["block"], seqno=o["receipt"]["block"]["seqno"] + 99)))
+            if o["type"] == "Receipt" and o["receipt"]["kind"] == "IncludedIntoBlock" and o["receipt"].get("block") else o
+            for o in outs]
+
+
+def _undercount(outs: list) -> list:
+    """Breaks REMP-COUNT-001: SentToValidators reports one validator fewer than the message went to."""
+    res = []
+    for o in outs:
+        r = o.get("receipt") if o["type"] == "Publish" else None
+        if r and r["kind"] == "SentToValidators" and isinstance(r.get("sent_to"), int) and r["sent_to"] > 1:
+            o = dict(o, receipt=dict(r, sent_to=r["sent_to"] - 1))
+        res.append(o)
+    return res
+
+
+def _drops_relayed(outs: list) -> list:
+    """Breaks REMP-RELAY-001: the validators' receipts are not passed on to the user."""
+    return [o for o in outs if not (o["type"] == "Publish" and o.get("role") == "validator")]
+
+
 def _overcount(outs: list) -> list:
     res = []
     for o in outs:
@@ -274,14 +303,19 @@ MUTANTS: dict = {
     "REMP-SRC-001": ("validator", _example("non_sticky_final"), BOTH),
     "REMP-COLL-002": ("validator", _example("collates_rejected"), BOTH),
     "REMP-COLL-002+digests": ("validator", _example("ignores_rejected_digests"), BOTH),
-    "REMP-VOTE-001": ("validator", _example("no_vote_records"), BOTH),
+    "REMP-VOTE-001": ("validator", _mutant("REMP-VOTE-001", "validator", rewrite=_flipped_votes), BOTH),
+    "REMP-STATUS-001": ("validator", _mutant("REMP-STATUS-001", "validator", rewrite=_rename("IncludedIntoBlock", "IgnoredByCollator")),
+                        BOTH),
+    "REMP-INCL-001": ("validator", _mutant("REMP-INCL-001", "validator", rewrite=_names_another_block), BOTH),
+    "REMP-COUNT-001@fullnode": ("fullnode", _mutant("REMP-COUNT-001", "fullnode", rewrite=_undercount), ("spec",)),
+    "REMP-RELAY-001@fullnode": ("fullnode", _mutant("REMP-RELAY-001", "fullnode", rewrite=_drops_relayed), BOTH),
     "REMP-TIME-001": ("validator", _example("stamps_zero"), ("spec",)),
     "REMP-TIME-001@fullnode": ("fullnode", _example("fullnode_stamps_zero"), BOTH),
     "REMP-FN-001@fullnode": ("fullnode", _example("sends_rejected"), ("spec",)),
     "REMP-COLL-001": ("validator", _example("newest_first"), BOTH),
     "REMP-COLL-003": ("validator", _mutant("REMP-COLL-003", "validator", _RecollatesOwnRejected), BOTH),
     "REMP-IGN-001": ("validator", _mutant("REMP-IGN-001", "validator", _IgnoredNotRequeued), BOTH),
-    "REMP-QUEUE-001": ("validator", _mutant("REMP-QUEUE-001", "validator", _RebroadcastsCatchainCopy), BOTH),
+    "REMP-QUEUE-001": ("validator", _mutant("REMP-QUEUE-001", "validator", rewrite=_no_new_records), BOTH),
     "REMP-LIFE-001": ("validator", _mutant("REMP-LIFE-001", "validator", _CopiesObsoleteOn), BOTH),
     "REMP-EXPIRY-001": ("validator", _mutant("REMP-EXPIRY-001", "validator", _CollatesObsolete), BOTH),
     "REMP-REPLAY-003": ("validator", _mutant("REMP-REPLAY-003", "validator", _CollatesProcessed), BOTH),

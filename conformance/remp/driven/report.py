@@ -79,6 +79,16 @@ class ConformReport:
                          "failed": failed, "why": why, "scenarios": covered_by})
         return rows
 
+    def informational(self) -> list:
+        """(scenario id, difference) of every informational difference: outputs that differ from
+        the reference's where no requirement of the documents names the difference."""
+        return [(r.scenario.id, d) for r in self.results for d in r.differences]
+
+    def exercised(self) -> dict:
+        """role -> what the generated scenarios drew of each parameter the documents leave open."""
+        return {role: {k: sorted(v) for k, v in g.exercised.items()}
+                for role, g in self.generated.items() if getattr(g, "exercised", None)}
+
     def as_dict(self) -> dict:
         return {
             "verdict": self.verdict, "implementation": self.implementation, "profile": self.profile, "roles": self.roles,
@@ -86,7 +96,9 @@ class ConformReport:
             "rules": self.table(),
             "scenarios": [{"id": r.scenario.id, "role": r.scenario.role, "origin": r.scenario.origin, "title": r.scenario.title,
                            "checks": list(r.scenario.checks), "verdict": r.verdict, "steps": r.steps,
-                           "failure": r.failure.as_dict() if r.failure else None} for r in self.results],
+                           "failure": r.failure.as_dict() if r.failure else None,
+                           "informational": [d.as_dict() for d in r.differences]} for r in self.results],
+            "exercised": self.exercised(),
             "generated": {role: {"examples": g.examples, "steps": g.steps, "elapsed_s": round(g.elapsed_s, 3),
                                  "failed": g.failing is not None, "message": g.message}
                           for role, g in self.generated.items()},
@@ -113,6 +125,17 @@ def render_text(rep: ConformReport) -> str:
     for role, g in rep.generated.items():
         out.append(f"generated {role}: {g.examples} scenarios, {g.steps} steps in {g.elapsed_s:.1f} s"
                    + (" - FAILED, shrunk to %d steps" % len(g.failing.events) if g.failing else ""))
+    for role, ex in rep.exercised().items():
+        out.append(f"exercised ({role}): " + "; ".join(f"{k} {_range_text(v)}" for k, v in ex.items()))
+    info = rep.informational()
+    if info:
+        out.append("")
+        out.append(f"informational: {len(info)} step(s) whose outputs differ from the reference's where no requirement "
+                   "of the documents names the difference (not failures):")
+        for sid, d in info[:5]:
+            out.append(f"  {sid} step {d.step}: {d.summary[:160]}")
+        if len(info) > 5:
+            out.append(f"  ... {len(info) - 5} more (JSON report: scenarios[].informational)")
     out.append("")
     out.append("per-rule table:")
     for row in rep.table():
@@ -135,6 +158,14 @@ def render_text(rep: ConformReport) -> str:
                    "no verdict on it for this role")
     out.append(f"verdict: {rep.verdict.upper()} ({len(rep.results)} scenarios, {rep.elapsed_s:.1f} s)")
     return "\n".join(out) + "\n"
+
+
+def _range_text(values) -> str:
+    """A parameter's drawn values, shortest form: ``1-16 (16 values)`` or the values themselves."""
+    vs = sorted(values)
+    if len(vs) > 4 and all(isinstance(v, int) for v in vs) and vs == list(range(vs[0], vs[-1] + 1)):
+        return f"{vs[0]}-{vs[-1]} ({len(vs)} values)"
+    return "{" + ", ".join(str(v) for v in vs) + "}"
 
 
 def render_json(rep: ConformReport) -> str:

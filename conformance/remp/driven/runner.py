@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from rmkit.conformance.remp.driven.adapters import ImplementationFailure, hello_message
 from rmkit.conformance.remp.driven.compare import describe
-from rmkit.conformance.remp.driven.judge import CATCH_ALL, Judge, Judgement
+from rmkit.conformance.remp.driven.judge import Judge, Judgement
 from rmkit.conformance.remp.driven.rulecheck import ReceiptLog, rules_broken
 from rmkit.conformance.remp.driven.scenario import Scenario
 from rmkit.reference_impl.remp.adapter import ReferenceAdapter
@@ -52,6 +52,24 @@ class ScenarioResult:
     expected: list = field(default_factory=list)  # the reference's outputs per step run
     implementation: str = ""
     freedoms_used: dict = field(default_factory=dict)  # freedom name -> steps where the judge applied it
+    # outputs that differ from the reference's where no requirement names the difference: shown, never failed
+    differences: list = field(default_factory=list)  # [InformationalDifference]
+
+
+@dataclass
+class InformationalDifference:
+    """A step whose outputs differ from the reference's where no requirement of the documents names
+    the difference (Autobahn's INFORMATIONAL): the report shows it, the verdict ignores it."""
+
+    step: int
+    event: dict
+    expected: list
+    actual: list
+    summary: str
+
+    def as_dict(self) -> dict:
+        return {"step": self.step, "event": self.event, "expected": self.expected, "actual": self.actual,
+                "summary": self.summary}
 
 
 class Rejected(Exception):
@@ -85,6 +103,8 @@ class LockStep:
         self.judge = Judge(role, profile, self.ref)
         self.expected: list = []  # the reference's outputs for the latest event (kept when the implementation fails)
         self.deferred: list = []  # [(seq, prepared step)] sent to the implementation with the next request
+        self.differences: list = []  # [InformationalDifference] of the steps judged so far
+        self.informational = 0  # steps with an informational difference
 
     def start(self, early: bool = False) -> None:
         """Say hello; ``early``: without waiting for the ready where the implementation can (its
@@ -122,6 +142,7 @@ class LockStep:
             j = self.judge.finish(p, actual)
             self.ref_log.add(seq, p.expected, p.values)
             self.impl_log.add(seq, actual, values)
+            self._note(seq, p.event, actual, j)
             if j:
                 self.expected = p.expected
                 raise Rejected(seq, j)
@@ -150,7 +171,17 @@ class LockStep:
         expected = self.expected = j.expected
         self.ref_log.add(self.seq, expected, getattr(self.ref, "last_values", None))
         self.impl_log.add(self.seq, actual, values)
+        self._note(self.seq, event, actual, j)
         return expected, actual, j
+
+    MAX_DIFFERENCES = 20  # informational differences kept per scenario (the count goes on)
+
+    def _note(self, seq: int, event: dict, actual: list, j: Judgement) -> None:
+        """Keep a step's informational difference for the report."""
+        if j.informational:
+            self.informational += 1
+            if len(self.differences) < self.MAX_DIFFERENCES:
+                self.differences.append(InformationalDifference(seq, event, j.expected, actual, j.diff.summary()))
 
     def rules_broken(self) -> list:
         return rules_broken(self.impl_log, self.ref_log)
@@ -168,7 +199,8 @@ def run_scenario(sc: Scenario, impl) -> ScenarioResult:
         evidence = [(r, s, line) for r, m in rules for s, line in run.impl_log.evidence(r, m)]
         f = Failure(kind, step, event, expected, actual, summary, rules, evidence,
                     received.decode("utf-8", "replace") if isinstance(received, bytes) else str(received), stderr)
-        return ScenarioResult(sc, FAIL, step, f, expected_all, getattr(impl, "name", ""))
+        return ScenarioResult(sc, FAIL, step, f, expected_all, getattr(impl, "name", ""), dict(run.judge.used_total),
+                              list(run.differences))
 
     try:
         run.start()
@@ -197,18 +229,18 @@ def run_scenario(sc: Scenario, impl) -> ScenarioResult:
     except ImplementationFailure as f:
         return failed(f.kind, len(sc.events) + 1, None, [], None, str(f), f.received, f.stderr)
     return ScenarioResult(sc, PASS, len(sc.events), None, expected_all, getattr(impl, "name", ""),
-                          dict(run.judge.used_total))
+                          dict(run.judge.used_total), list(run.differences))
 
 
 def named_rules(logged: list, j: Judgement) -> list:
     """The rules a departing step is reported under: the log rules the receipts break (with their
     message) and the judge's own attribution of the step, each once. Both count: a receipt rule the
     log shows does not make the judge's finding on the step's other outputs (a block not refused, a
-    message collated) any less the fault, and the judge always names at least one rule. Where the
-    log names rules, the judge's naming of a receipt by its type alone, and its catch-all, add
-    nothing and are left out."""
+    message collated) any less the fault. Where the log names rules, the judge's naming of a
+    receipt by its type alone adds nothing and is left out. A step is only ever failed when a
+    requirement names it (:class:`.judge.Judgement`), so the list is never empty."""
     seen = {r for r, _ in logged}
-    mine = [r for r in j.rules or [CATCH_ALL] if not (logged and (r == CATCH_ALL or r in j.receipt_rules))]
+    mine = [r for r in j.rules if not (logged and r in j.receipt_rules)]
     return logged + [(r, None) for r in dict.fromkeys(mine) if r not in seen]
 
 
@@ -227,9 +259,7 @@ def explain_failure(res: ScenarioResult) -> str:
     if f.actual is not None:
         lines.append("  actual:   " + (", ".join(describe(o) for o in f.actual) or "(no outputs)"))
     for r, m in f.rules:
-        lines.append(f"  breaks {r}" + (f" for message {m}" if m else "")
-                     + (" (no rule of the documents names this departure: outputs differ from the protocol's "
-                        "where no freedom applies; the expected and actual outputs above show how)" if r == CATCH_ALL else ""))
+        lines.append(f"  breaks {r}" + (f" for message {m}" if m else ""))
     for r, s, line in f.evidence[:6]:
         lines.append(f"    {r}: step {s}: {line}")
     if f.received:
