@@ -78,7 +78,7 @@ class FakeCluster:
         step = self._now()
         if node == self.nodes[-1]:
             self.polls += 1
-        return [("s", "p", did) for did in step.get(node, [])]
+        return list(step.get(node, []))
 
     def records(self):
         (self.folder / "records").mkdir(parents=True, exist_ok=True)
