@@ -93,6 +93,7 @@ def plan(seed: int, cycles: int, nodes: list[str], crash_points: dict[str, str],
     shares = contract().harness["plan"]
     broker_share, random_share, top = shares["broker_share"], shares["random_share"], shares["random_delay_max_s"]
     rng = random.Random(seed)
+    unarmed_rng = random.Random(f"{seed}/unarmed")   # apart: the targets stay those of a run with every point armed
     bridges = [f"bridge-{a}-{b}" for a in nodes for b in nodes if a != b]
     by_kind = {"node": [f"node-{n}" for n in nodes], "bridge": bridges, "broker": [f"broker-{n}" for n in nodes]}
     points = sorted((p, ROLE_TARGETS[r]) for p, r in crash_points.items() if ROLE_TARGETS.get(r) in ARMABLE)
@@ -109,7 +110,7 @@ def plan(seed: int, cycles: int, nodes: list[str], crash_points: dict[str, str],
             if kind in armed:
                 out.append(Cycle(n, target, point, k=k))
             else:
-                out.append(Cycle(n, target, None, delay=round(rng.uniform(0, top), 3)))
+                out.append(Cycle(n, target, None, delay=round(unarmed_rng.uniform(0, top), 3)))
     return out
 
 
