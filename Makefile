@@ -76,7 +76,7 @@ demo: $(STAMP)
 	@echo "== 11. your own node under the crash-point harness (the contract: spec/corda/node.md): a small node written from"
 	@echo "       that document alone passes; its twin that keeps processed ids in memory only is caught"
 	$(BIN)/rmkit corda torture --seed 7 --cycles 10 --quiet --node-cmd "$(BIN)/python -m rmkit.conformance.corda.examples.minimal_node"
-	@mkdir -p build/demo; code=0; $(BIN)/rmkit corda torture --seed 7 --cycles 10 --quiet \
+	@mkdir -p build/demo; code=0; $(BIN)/rmkit corda torture --seed 29 --cycles 10 --quiet \
 	  --node-cmd "$(BIN)/python -m rmkit.conformance.corda.examples.minimal_node --memory-dedup" > build/demo/corda-minimal-faulty.txt || code=$$?; \
 	  grep -E '^(FAIL|  replay)' build/demo/corda-minimal-faulty.txt; \
 	  if [ $$code -eq 1 ]; then echo "found (exit 1, as it must): effects committed twice after restarts; the report is build/demo/corda-minimal-faulty.txt"; \
@@ -126,6 +126,7 @@ bench: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/rmkit spec docs --protocol remp -o spec/remp/README.md
 	$(BIN)/rmkit spec docs --protocol corda -o spec/corda/README.md
+	$(BIN)/python -m rmkit.conformance.corda.recordschema > spec/schema/corda-record-line.schema.json.new && mv spec/schema/corda-record-line.schema.json.new spec/schema/corda-record-line.schema.json
 	$(BIN)/rmkit spec docs --protocol rmb -o spec/rmb/README.md
 
 fixtures: $(STAMP)
