@@ -74,6 +74,15 @@ def test_the_reference_processes_are_ordinary_templates_of_the_spec_placeholders
         assert words and words <= set(contract().words(kind)), words - set(contract().words(kind))
 
 
+def test_the_small_node_has_every_crash_point_of_a_node():
+    """Written from the contract: it passes each crash point the spec gives the sender and receiver roles."""
+    from rmkit.conformance.corda.examples import minimal_node
+
+    source = Path(minimal_node.__file__).read_text()
+    points = corda_spec("corda-os").crash_points
+    assert set(re.findall(r'crash_point\("([a-z_]+)"\)', source)) == {p for p, r in points.items() if r in ("sender", "receiver")}
+
+
 def test_a_node_whose_command_cannot_start_is_a_harness_failure(tmp_path):
     c = cluster(tmp_path, node_cmd=str(tmp_path / "no-such-node") + " --name NODE")
     with pytest.raises(ComponentFailed, match="node-A: cannot start"):
@@ -246,3 +255,48 @@ def test_a_node_that_cannot_arm_crash_points_gets_kills_at_random_times(tmp_path
     cycles = json.loads(r.stdout)["schedule"]
     assert not any(c["point"] and c["target"].startswith("node-") for c in cycles)
     assert any(c["point"] is None and c["target"].startswith("node-") for c in cycles)
+
+
+class RecordsCluster:
+    """The cluster of a run whose node A wrote a record without its verdict (and whose cycles do nothing)."""
+
+    def __init__(self, folder):
+        self.folder, self.nodes, self.unexpected = folder, ["A", "B"], []
+        self.node_cmd = self.bridge_cmd = "x"
+        (folder / "events-A.jsonl").write_text('{"t": 1, "node": "A", "event": "dedup", "id": "N-Bf0-1-0"}\n')
+
+    def start(self):
+        pass
+
+    def stop(self):
+        return []
+
+    def set_credit(self, n):
+        pass
+
+    def restart_dead(self):
+        return []
+
+    def expected(self, credit=None):
+        return {"A": set(), "B": set()}
+
+    def committed(self, node):
+        return []
+
+    def effects(self, node):
+        return []
+
+    def events(self, node):
+        return self.folder / f"events-{node}.jsonl"
+
+
+def test_a_record_that_does_not_fit_its_format_is_no_verdict_naming_file_line_and_field(tmp_path, monkeypatch):
+    from rmkit.conformance.corda import torture
+
+    run = Torture(tmp_path / "run", 1, 2, drain_timeout=0.2)
+    run.cluster = RecordsCluster(tmp_path)
+    monkeypatch.setattr(run, "_run_cycle", lambda c, t0, result: None)
+    monkeypatch.setattr(torture, "export_tables", lambda cluster: 0)
+    r = run.run()
+    assert r.exit_code == 2 and r.violations == [], r.error
+    assert f"{tmp_path / 'events-A.jsonl'}:1: field verdict: missing" in r.error, r.error

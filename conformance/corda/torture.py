@@ -352,6 +352,10 @@ class Torture:
                     break
             result.cycles_s = time.monotonic() - t0 - result.startup_s
             self._drain()
+        except RecordsUnreadable as e:   # an interim audit found a record that does not fit its format
+            result.error = f"the audit cannot read the node's records: {e}"
+            if result.startup_s and not result.cycles_s:
+                result.cycles_s = time.monotonic() - t0 - result.startup_s
         except ComponentFailed as e:
             result.error = f"the cluster could not run: {e}"
             if result.startup_s and not result.cycles_s:

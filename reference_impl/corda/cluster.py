@@ -149,7 +149,7 @@ class Cluster:
 
         def up(name: str, b: ActiveMQ) -> None:
             try:
-                b.start()
+                b.start(self.numbers["broker_start_timeout_s"])
             except Exception as e:   # reported below
                 errors.append(str(e))
             finally:
@@ -189,7 +189,9 @@ class Cluster:
                     raise ComponentFailed(f"{c} {ended(p.returncode)} at start (see {self.folder / (c + '.log')})")
             self.restart_dead()   # a lost connection while starting (3): again
             if time.monotonic() > deadline:
-                raise ComponentFailed(f"not every process was ready within {timeout} s (see the logs in {self.folder})")
+                late = [c for c in self.components() if not self.channel(c, "ready").exists()]
+                raise ComponentFailed(f"{', '.join(late)} did not create its READY file within {timeout:g} s "
+                                      f"(spec/corda/node.md; see the logs in {self.folder})")
             time.sleep(0.05)
 
     def spawn(self, comp: str) -> None:
@@ -253,7 +255,7 @@ class Cluster:
         """Start a killed broker again on its folder and port; seconds until it answers STOMP."""
         t0 = time.monotonic()
         try:
-            self.brokers[node].start()
+            self.brokers[node].start(self.numbers["broker_start_timeout_s"])
         except RuntimeError as e:
             raise ComponentFailed(f"broker {node} did not restart: {e}") from None
         return time.monotonic() - t0
@@ -291,8 +293,8 @@ class Cluster:
             for n, b in self.brokers.items():
                 if b.proc is not None and not b.running():
                     problems.append(f"broker {n} had ended: it {ended(b.proc.returncode)} (see {b.base / 'broker.log'})")
-                if not b.stop():
-                    problems.append(f"broker {n} did not stop within 15 s of SIGTERM: killed")
+                if not b.stop(self.numbers["broker_stop_grace_s"]):
+                    problems.append(f"broker {n} did not stop within {self.numbers['broker_stop_grace_s']:g} s of SIGTERM: killed")
             self.stopped = True
             return problems
 
