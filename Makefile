@@ -72,6 +72,15 @@ demo: $(STAMP)
 	$(BIN)/rmkit corda up --flows 2 --messages 20
 	$(BIN)/rmkit corda torture --seed 1 --cycles 6 --quiet
 	-$(BIN)/rmkit corda torture --seed 1 --cycles 10 --variant memory_dedup --quiet
+	@echo
+	@echo "== 11. your own node under the crash-point harness (the contract: spec/corda/node.md): a small node written from"
+	@echo "       that document alone passes; its twin that keeps processed ids in memory only is caught"
+	$(BIN)/rmkit corda torture --seed 7 --cycles 10 --quiet --node-cmd "$(BIN)/python -m rmkit.conformance.corda.examples.minimal_node"
+	@mkdir -p build/demo; code=0; $(BIN)/rmkit corda torture --seed 29 --cycles 10 --quiet \
+	  --node-cmd "$(BIN)/python -m rmkit.conformance.corda.examples.minimal_node --memory-dedup" > build/demo/corda-minimal-faulty.txt || code=$$?; \
+	  grep -E '^(FAIL|  replay)' build/demo/corda-minimal-faulty.txt; \
+	  if [ $$code -eq 1 ]; then echo "found (exit 1, as it must): effects committed twice after restarts; the report is build/demo/corda-minimal-faulty.txt"; \
+	  else echo "expected the harness to catch the faulty node (exit 1), got exit $$code"; cat build/demo/corda-minimal-faulty.txt; exit 1; fi
 
 # Two worker processes (TEST_WORKERS=1 for one), each given whole modules so that a module's
 # redis-server, broker or Spark session starts once.
@@ -117,6 +126,7 @@ bench: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/rmkit spec docs --protocol remp -o spec/remp/README.md
 	$(BIN)/rmkit spec docs --protocol corda -o spec/corda/README.md
+	$(BIN)/python -m rmkit.conformance.corda.recordschema > spec/schema/corda-record-line.schema.json.new && mv spec/schema/corda-record-line.schema.json.new spec/schema/corda-record-line.schema.json
 	$(BIN)/rmkit spec docs --protocol rmb -o spec/rmb/README.md
 
 fixtures: $(STAMP)

@@ -70,7 +70,7 @@ def test_a_crash_point_armed_while_running_fires_at_its_pass(tmp_path):
         parse("p:0")
     hooks = CrashPoints("node-A", tmp_path)
     hooks.reach("receiver_before_commit")   # not armed: passes
-    arm(tmp_path, "node-A", "receiver_before_commit", 2, "pause")
+    arm(tmp_path / "node-A.arm", "receiver_before_commit", 2)
     code = ("import sys; from rmkit.reference_impl.corda.crashpoints import CrashPoints\n"
             f"h = CrashPoints('node-A', {str(tmp_path)!r})\n"
             "h.reach('sender_after_checkpoint'); h.reach('receiver_before_commit'); print('first', flush=True)\n"
@@ -274,6 +274,9 @@ class DrainCluster:
     def effects(self, node):
         return []
 
+    def committed(self, node):
+        return []
+
     def events(self, node):
         return self.folder / f"events-{node}.jsonl"
 
@@ -298,7 +301,9 @@ def torture(tmp_path, **kw):
 def test_reference_node_loses_nothing_and_a_node_acking_before_commit_is_caught(tmp_path):
     """One run, so one pair of broker start-ups: node A runs the reference, node B acknowledges
     before its commit. Everything B received is judged; A must come out clean."""
-    r = torture(tmp_path, seed=3, cycles=8, variant="ack_before_commit", variant_nodes=["B"], drain_timeout=6)
+    from rmkit.reference_impl.corda.variants import node_cmd
+
+    r = torture(tmp_path, seed=3, cycles=8, node_cmd_for={"B": node_cmd("ack_before_commit")}, drain_timeout=6)
     assert r.error is None and r.exit_code == 1 and r.cycles_run == 8
     at = {n: [v for v in r.violations if v.node == n] for n in "AB"}
     assert at["A"] == [], [v.__dict__ for v in at["A"]]

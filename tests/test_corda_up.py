@@ -78,7 +78,7 @@ class FakeCluster:
         step = self._now()
         if node == self.nodes[-1]:
             self.polls += 1
-        return [("s", "p", did) for did in step.get(node, [])]
+        return list(step.get(node, []))
 
     def records(self):
         (self.folder / "records").mkdir(parents=True, exist_ok=True)
@@ -259,7 +259,7 @@ def test_brokers_starting_when_the_run_is_interrupted_give_up_and_are_stopped(tm
         def __init__(self):
             self.abandon, self.proc, self.base, self.log = threading.Event(), None, tmp_path, []
 
-        def start(self):
+        def start(self, timeout=60):
             self.log.append("start")
             under_way.wait()
             if not self.abandon.wait(60):
@@ -269,7 +269,7 @@ def test_brokers_starting_when_the_run_is_interrupted_give_up_and_are_stopped(tm
         def running(self):
             return False
 
-        def stop(self):
+        def stop(self, grace=15):
             self.log.append("stop")
             return True
 

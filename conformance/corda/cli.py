@@ -1,5 +1,6 @@
-"""``rmkit corda up`` (brokers, bridges and reference nodes on loopback, a short run, stopped
-cleanly) and ``rmkit corda torture`` (the crash-point harness, :mod:`.torture`)."""
+"""``rmkit corda up`` (brokers, bridges and nodes on loopback, a short run, stopped cleanly) and
+``rmkit corda torture`` (the crash-point harness, :mod:`.torture`). The nodes and bridges are the
+reference's unless ``--node-cmd`` and ``--bridge-cmd`` name others (the contract: spec/corda/node.md)."""
 
 from __future__ import annotations
 
@@ -32,17 +33,30 @@ UP_EXIT_CODES = """exit codes:
      waits for it until --duration or Ctrl-C."""
 
 
+NODE_CMD_HELP = ("the command that starts one node (run once per node, and again after each kill), with placeholders "
+                 "replaced as whole words (NODE, BROKER_PORT, INBOUND, FLOWS, DB, RECORDS, ARM, ...) and set as "
+                 "RMKIT_CORDA_* environment variables: the contract is spec/corda/node.md (default: the reference node)")
+BRIDGE_CMD_HELP = ("the command that starts one bridge (one per ordered pair of nodes), placeholders as for --node-cmd "
+                   "(BRIDGE, LOCAL_PORT, OUTBOUND, REMOTE_PORT, INBOUND, ...; spec/corda/node.md; default: the reference bridge)")
+
+
+def _add_process_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--node-cmd", metavar="CMD", help=NODE_CMD_HELP)
+    p.add_argument("--bridge-cmd", metavar="CMD", help=BRIDGE_CMD_HELP)
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     from rmkit.reference_impl.corda.variants import VARIANTS
 
     p = sub.add_parser("corda", help="Corda P2P on a real broker and database: start a cluster, run the crash-point harness")
     csub = p.add_subparsers(dest="corda_command", metavar="CORDA_COMMAND")
-    up = csub.add_parser("up", help="start brokers, bridges and reference nodes on loopback, run the flows, stop",
+    up = csub.add_parser("up", help="start brokers, bridges and nodes on loopback, run the flows, stop",
                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=UP_EXIT_CODES,
                          description="One ActiveMQ Classic broker per node (free ports, temporary folders), a bridge per\n"
-                                     "ordered pair of nodes, one reference node process per node (SQLite). Every flow sends\n"
-                                     "--messages messages to a peer; the run ends when all are committed (or after\n"
-                                     "--duration seconds: no verdict then), then everything is stopped by PID.")
+                                     "ordered pair of nodes, one node process per node (SQLite; the reference node, or\n"
+                                     "--node-cmd: the contract is spec/corda/node.md). Every flow sends --messages messages\n"
+                                     "to a peer; the run ends when all are committed (or after --duration seconds: no\n"
+                                     "verdict then), then everything is stopped by PID.")
     up.add_argument("--nodes", default="A,B",
                     help="comma-separated node names (letters A-Z, a-z and digits: the seeds of the N- ids; default A,B)")
     up.add_argument("--flows", type=int, default=2, help="sending flows per node (default 2)")
@@ -52,6 +66,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                     help="stop after this many seconds (> 0) even if not every message arrived (exit 2 then, "
                          "unless a duplicate showed)")
     up.add_argument("--dir", help="keep the run's folder here (default: a temporary folder, removed when the run passes)")
+    _add_process_options(up)
     up.set_defaults(func=cmd_up)
     t = csub.add_parser("torture", help="kill -9 nodes, bridges and brokers at crash points and random times; audit",
                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=TORTURE_EXIT_CODES,
@@ -59,13 +74,21 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                     "--seed (kill -9 of a node, a bridge or a broker at a crash point of the spec or at a\n"
                                     "random time, then a restart); drain; check from the databases that every message was\n"
                                     "committed exactly once at its receiver and from the records that every acknowledgement\n"
-                                    "followed its commit. --variant runs a faulty node that must be caught.")
+                                    "followed its commit. The nodes are the reference's, one of its faulty variants\n"
+                                    "(--variant), or yours (--node-cmd): what a node must do, write and answer, and what\n"
+                                    "the harness does at each crash point, is spec/corda/node.md.")
     t.add_argument("--seed", type=int, default=1, help="seed of the crash schedule (default 1)")
     t.add_argument("--cycles", type=int, default=200, help=f"crash cycles (default 200, at most {MAX_CYCLES})")
     t.add_argument("--flows", type=int, default=2, help="sending flows per node (default 2)")
     t.add_argument("--profile", default="corda-os", help="spec profile of the nodes (default corda-os)")
-    t.add_argument("--variant", choices=VARIANTS, default="reference",
-                   help="the node: reference, or a faulty variant the harness must catch")
+    t.add_argument("--variant", choices=VARIANTS,
+                   help="the reference node (reference, the default) or a faulty variant the harness must catch: "
+                        "a shorthand for the --node-cmd that runs it")
+    _add_process_options(t)
+    t.add_argument("--no-node-points", action="store_true",
+                   help="the nodes do not read ARM (spec/corda/node.md): their crash-point cycles become kills at random times")
+    t.add_argument("--no-bridge-points", action="store_true",
+                   help="the bridges do not read ARM: their crash-point cycles become kills at random times")
     t.add_argument("--keep-going", action="store_true", help="run every cycle even after a violation shows")
     t.add_argument("--dir", help="the run's folder (databases, records, logs; default: a temporary folder, "
                                  "kept, and named, when the run fails or is interrupted)")
@@ -122,11 +145,13 @@ def cmd_up(args) -> int:
     check_writable_dir(args.dir, "--dir")
     _need_broker()
     policy = Policy.of_profile(args.profile)
+    _commands(args)
     folder, temporary = _folder(args.dir, "rmkit-corda-up-")
     code = 2
     try:
         with signals_interrupt():   # SIGINT and SIGTERM: every process stopped, exit 2
-            cluster = Cluster(folder, nodes, policy, flows=args.flows, messages=args.messages)
+            cluster = Cluster(folder, nodes, policy, flows=args.flows, messages=args.messages, profile=args.profile,
+                              node_cmd=args.node_cmd, bridge_cmd=args.bridge_cmd)
             code = run_up(cluster, args.duration)
     finally:
         if temporary and code == 0:
@@ -162,7 +187,7 @@ def run_up(cluster, duration: float | None, poll: float = 0.5) -> int:
             time.sleep(poll)
             died = cluster.dead()
             got = {n: cluster.effects(n) for n in nodes}
-            done = sum(len({e[2] for e in got[n]} & expected[n]) for n in nodes)
+            done = sum(len(set(got[n]) & expected[n]) for n in nodes)
             print(f"  {time.monotonic() - started:6.1f} s  committed {done}/{total}", flush=True)
             if died or done == total:
                 break
@@ -175,7 +200,7 @@ def run_up(cluster, duration: float | None, poll: float = 0.5) -> int:
     finally:
         not_clean = cluster.stop()
     export_tables(cluster)
-    dup = sum(len(got[n]) - len({e[2] for e in got[n]}) for n in nodes)
+    dup = sum(len(got[n]) - len(set(got[n])) for n in nodes)
     once = _committed_once(got, expected) if total else 0
     span = _records_span(cluster, nodes)
     rate = f"{done / span:.1f} messages/s end to end from the first send to the last commit" if span else "no rate"
@@ -201,7 +226,7 @@ def _committed_once(got: dict, expected: dict) -> int:
     is a duplicate, not one more message delivered as promised)."""
     from collections import Counter
 
-    return sum(sum(1 for did, c in Counter(e[2] for e in got[n]).items() if c == 1 and did in expected[n]) for n in got)
+    return sum(sum(1 for did, c in Counter(got[n]).items() if c == 1 and did in expected[n]) for n in got)
 
 
 def _records_span(cluster, nodes) -> float:
@@ -213,6 +238,22 @@ def _records_span(cluster, nodes) -> float:
         for e in read_events(cluster.events(n)) if cluster.events(n).exists() else []:
             (sent if e["event"] == "sent" else committed if e["event"] == "committed" else []).append(e["t"])
     return (max(committed) - min(sent)) / 1000 if sent and committed else 0.0
+
+
+def _commands(args) -> None:
+    """``--node-cmd`` and ``--bridge-cmd`` checked before anything starts (a usage error otherwise);
+    ``--variant`` expands to the ``--node-cmd`` that runs the reference node so."""
+    from rmkit.conformance.corda.nodespec import split
+    from rmkit.reference_impl.corda.variants import node_cmd
+
+    variant = getattr(args, "variant", None)
+    if variant and args.node_cmd:
+        raise UsageError("--variant and --node-cmd: expected one of them (--variant names a --node-cmd of the reference)")
+    if variant:
+        args.node_cmd = node_cmd(variant)
+    for option, value in (("--node-cmd", args.node_cmd), ("--bridge-cmd", args.bridge_cmd)):
+        if value is not None:
+            split(value, option)
 
 
 def cmd_torture(args) -> int:
@@ -228,13 +269,16 @@ def cmd_torture(args) -> int:
     check_writable_file(args.out, "--out")   # written once, at the end: an interrupted run leaves none
     check_writable_dir(args.dir, "--dir")
     corda_spec(args.profile)   # an unknown profile is a usage error before any folder is made
+    variant = args.variant or (None if args.node_cmd else "reference")
+    _commands(args)
     _need_broker()
     folder, temporary = _folder(args.dir, "rmkit-corda-torture-")
     log = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     try:
         with signals_interrupt():   # SIGINT and SIGTERM: every process stopped, exit 2
-            run = Torture(folder, args.seed, args.cycles, flows=args.flows, profile=args.profile, variant=args.variant,
-                          keep_going=args.keep_going, log=log)
+            run = Torture(folder, args.seed, args.cycles, flows=args.flows, profile=args.profile, variant=variant,
+                          node_cmd=args.node_cmd, bridge_cmd=args.bridge_cmd, keep_going=args.keep_going, log=log,
+                          unarmed=tuple(k for k, off in (("node", args.no_node_points), ("bridge", args.no_bridge_points)) if off))
             result = run.run()
     except BaseException:   # interrupted or broken: no report names the temporary folder, so say it here
         if temporary:
@@ -254,15 +298,32 @@ def cmd_torture(args) -> int:
     return result.exit_code
 
 
+def replay_command(result) -> str:
+    """The command line that runs the same schedule against the same processes."""
+    import shlex
+
+    from rmkit.reference_impl.corda.variants import bridge_cmd
+
+    words = ["rmkit", "corda", "torture", "--seed", str(result.seed), "--cycles", str(result.cycles_planned)]
+    words += ["--variant", result.variant] if result.variant else ["--node-cmd", result.node_cmd]
+    if result.bridge_cmd != bridge_cmd():
+        words += ["--bridge-cmd", result.bridge_cmd]
+    words += ["--profile", result.profile]
+    words += [f"--no-{kind}-points" for kind in result.unarmed]
+    return shlex.join(words)
+
+
 def text_report(run, result, folder: Path | None) -> str:
-    lines = [f"rmkit corda torture --seed {result.seed} --cycles {result.cycles_planned} --variant {result.variant} "
-             f"--profile {result.profile}"]
+    lines = [replay_command(result)]
     per_min = result.cycles_run / (result.cycles_s / 60) if result.cycles_s else 0
     reached = sum(1 for c in result.schedule[:result.cycles_run] if c.reached)
     points = sum(1 for c in result.schedule[:result.cycles_run] if c.point)
     lines.append(f"  {result.cycles_run} crash cycles in {result.elapsed_s:.1f} s (start-up {result.startup_s:.1f} s, cycles "
                  f"{result.cycles_s:.1f} s: {per_min:.0f} per minute, drain and audit after); "
                  f"{reached} of {points} crash points reached, {result.cycles_run - points} kills at random times")
+    if points and not reached and not result.error:
+        lines.append("  no armed process ever paused at its crash point: does it read ARM (spec/corda/node.md)? "
+                     "--no-node-points / --no-bridge-points plan kills at random times instead")
     if result.broker_restarts_s:
         rs = sorted(result.broker_restarts_s)
         lines.append(f"  broker restarts: {len(rs)}, median {rs[len(rs) // 2]:.2f} s, max {rs[-1]:.2f} s")
@@ -285,8 +346,7 @@ def text_report(run, result, folder: Path | None) -> str:
                 lines.append(f"      {cyc.describe()}")
         if len(result.violations) > 10:
             lines.append(f"  ... {len(result.violations) - 10} more (--format json lists all)")
-        lines.append(f"  replay the schedule: rmkit corda torture --seed {result.seed} --cycles {result.cycles_planned} "
-                     f"--variant {result.variant} --profile {result.profile}")
+        lines.append(f"  replay the schedule: {replay_command(result)}")
     if folder:
         lines.append(f"  records, databases and logs: {folder}")
         lines.append(f"  check the records: rmkit check --protocol corda --profile {result.profile} --settled "

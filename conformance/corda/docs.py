@@ -82,12 +82,33 @@ def spec_markdown() -> str:
         out.append(f"| {name} | " + " | ".join(str(p["values"][x]).lower() if isinstance(p["values"][x], bool) else str(p["values"][x])
                                              for x in profiles) + f" | {_cell(p['description'])} |")
     out += _records_markdown(spec["records"])
+    out += _harness_markdown(spec["node"])
     out += ["", "## Rules", "", "| id | severity | " + " | ".join(profiles) + " | statement | source |", "|" + "---|" * (4 + len(profiles))]
     for r in spec["rules"]["rules"]:
         out.append(f"| {r['id']} | {r['severity']} | " + " | ".join(r["modes"][p] for p in profiles)
                    + f" | {_cell(r['statement'])} | {_source(r['source'])} |")
     out += _driven_markdown(spec["rules"]["rules"])
     return "\n".join(out) + "\n"
+
+
+def _harness_markdown(node: dict) -> list[str]:
+    """The contract of a node under the crash-point harness (spec/corda/node.yaml; node.md explains it)."""
+    out = ["", f"## The crash-point harness's node contract ({node['format']})", "",
+           "`rmkit corda torture` and `rmkit corda up` run any node and bridge given by `--node-cmd` and `--bridge-cmd`; "
+           "what they must do is [node.md](node.md). Placeholders (whole words; also set as environment variables "
+           f"`{node['env_prefix']}<NAME>`):", ""]
+    for kind, words in node["placeholders"].items():
+        out.append(f"- {kind}: " + ", ".join(f"`{w}`" for w in words))
+    tables = node["database"]["tables"]
+    out += ["", "Database (SQLite) tables the harness reads: " + "; ".join(
+        f"`{t}` ({', '.join(d['columns'])}; {'required' if d['required'] else 'optional'})" for t, d in tables.items()) + ".",
+        "", "| harness number | value |", "|---|---|"]
+    for name, value in node["harness"].items():
+        if isinstance(value, dict):
+            out += [f"| {name}.{k} | {v} |" for k, v in value.items()]
+        else:
+            out.append(f"| {name} | {value} |")
+    return out
 
 
 def path_diagram(profile: str) -> str:

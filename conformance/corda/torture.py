@@ -1,11 +1,14 @@
-"""The crash-point harness: brokers, bridges and reference nodes on loopback (see
+"""The crash-point harness: brokers, bridges and nodes on loopback (see
 :mod:`rmkit.reference_impl.corda.cluster`), killed with SIGKILL at named crash points and at
-random times, restarted, and audited from their databases and records.
+random times, restarted, and audited from their databases and records. The nodes and bridges are
+any processes that keep the contract of spec/corda/node.md (``--node-cmd``, ``--bridge-cmd``); the
+reference node and its faulty variants are run the same way. Every number the harness waits,
+paces and plans by is in spec/corda/node.yaml ``harness``.
 
 A run is planned from its seed before it starts (:func:`plan`): each cycle names its target (a
 node, a bridge, a broker), and either a crash point of spec/corda/system.yaml with the pass at
 which the target pauses there (the harness then kills it) or a delay after which the target is
-killed wherever it is. The flows are paced (one more message per flow each cycle, more while a
+killed wherever it is (always so for a kind of process that cannot arm crash points). The flows are paced (one more message per flow each cycle, more while a
 crash point waits for traffic) so that every cycle finds traffic in every part. After the last
 cycle the harness lets everything drain, stops the cluster and checks (:func:`audit`):
 
@@ -25,13 +28,44 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import orjson
+
+from rmkit.conformance.corda.nodespec import contract
 from rmkit.reference_impl.corda.cluster import Cluster, ComponentFailed, export_tables
 from rmkit.reference_impl.corda.crashpoints import arm
 from rmkit.reference_impl.corda.node import Policy
-from rmkit.reference_impl.corda.records import read_events
-from rmkit.reference_impl.corda.store import SqliteStore
 
 ROLE_TARGETS = {"receiver": "node", "sender": "node", "bridge": "bridge", "broker": "broker"}
+ARMABLE = ("node", "bridge")
+
+
+class RecordsUnreadable(ComponentFailed):
+    """A node's records do not follow spec/corda/records.yaml: the audit cannot judge them."""
+
+
+def read_records(path: Path) -> list[dict]:
+    """Every complete event of a node's events file, each checked against spec/corda/records.yaml;
+    a :class:`RecordsUnreadable` naming file, line and field for the first that does not fit (a
+    line cut short by a kill at the very end is left out)."""
+    from rmkit.conformance.corda.recordspec import EVENT, record_format
+
+    fmt, out = record_format(), []
+    if not path.exists():
+        return out
+    with open(path, "rb") as f:
+        for n, line in enumerate(f, 1):
+            if not line.endswith(b"\n"):
+                break
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                raise RecordsUnreadable(f"{path}:{n}: not a JSON object ({e})") from None
+            kind, problems = fmt.read(obj)
+            if problems or kind != EVENT:
+                where, why = problems[0] if problems else ("event", "expected an event (records.yaml events)")
+                raise RecordsUnreadable(f"{path}:{n}: {'field ' + where + ': ' if where else ''}{why}")
+            out.append(obj)
+    return out
 
 
 @dataclass
@@ -51,22 +85,32 @@ class Cycle:
         return f"cycle {self.n:>4} t={self.t:7.2f}s kill -9 {self.target} {how}"
 
 
-def plan(seed: int, cycles: int, nodes: list[str], crash_points: dict[str, str], broker_share: float = 0.1) -> list[Cycle]:
-    """The crash schedule of a run, from its seed alone."""
+def plan(seed: int, cycles: int, nodes: list[str], crash_points: dict[str, str],
+         armed: tuple[str, ...] = ARMABLE) -> list[Cycle]:
+    """The crash schedule of a run, from its seed alone (and the shares of spec/corda/node.yaml
+    ``harness.plan``). A cycle that would arm a crash point of a kind of process not in ``armed``
+    kills its target at a random time instead."""
+    shares = contract().harness["plan"]
+    broker_share, random_share, top = shares["broker_share"], shares["random_share"], shares["random_delay_max_s"]
     rng = random.Random(seed)
+    unarmed_rng = random.Random(f"{seed}/unarmed")   # apart: the targets stay those of a run with every point armed
     bridges = [f"bridge-{a}-{b}" for a in nodes for b in nodes if a != b]
     by_kind = {"node": [f"node-{n}" for n in nodes], "bridge": bridges, "broker": [f"broker-{n}" for n in nodes]}
-    points = sorted((p, ROLE_TARGETS[r]) for p, r in crash_points.items() if ROLE_TARGETS.get(r) in ("node", "bridge"))
+    points = sorted((p, ROLE_TARGETS[r]) for p, r in crash_points.items() if ROLE_TARGETS.get(r) in ARMABLE)
     out = []
     for n in range(1, cycles + 1):
         r = rng.random()
         if r < broker_share:
-            out.append(Cycle(n, rng.choice(by_kind["broker"]), None, delay=round(rng.uniform(0, 0.4), 3)))
-        elif r < broker_share + 0.3:
-            out.append(Cycle(n, rng.choice(by_kind["node"] + bridges), None, delay=round(rng.uniform(0, 0.4), 3)))
+            out.append(Cycle(n, rng.choice(by_kind["broker"]), None, delay=round(rng.uniform(0, top), 3)))
+        elif r < broker_share + random_share:
+            out.append(Cycle(n, rng.choice(by_kind["node"] + bridges), None, delay=round(rng.uniform(0, top), 3)))
         else:
             point, kind = rng.choice(points)
-            out.append(Cycle(n, rng.choice(by_kind[kind]), point, k=rng.randint(1, 2)))
+            target, k = rng.choice(by_kind[kind]), rng.randint(1, shares["max_pass"])
+            if kind in armed:
+                out.append(Cycle(n, target, point, k=k))
+            else:
+                out.append(Cycle(n, target, None, delay=round(unarmed_rng.uniform(0, top), 3)))
     return out
 
 
@@ -85,7 +129,7 @@ class Result:
     seed: int
     cycles_planned: int
     cycles_run: int
-    variant: str
+    variant: str | None          # the reference node's variant, when --variant chose the node
     profile: str
     messages: int
     elapsed_s: float
@@ -96,6 +140,9 @@ class Result:
     startup_s: float = 0.0       # brokers, bridges and nodes started
     cycles_s: float = 0.0        # the crash cycles alone (no start-up, no drain)
     error: str | None = None
+    node_cmd: str = ""
+    bridge_cmd: str = ""
+    unarmed: list[str] = field(default_factory=list)   # kinds of process whose crash points were not armed
 
     @property
     def exit_code(self) -> int:
@@ -108,20 +155,22 @@ class Result:
 
 
 def audit(cluster: Cluster, credit: int, policy: Policy) -> tuple[list[Violation], dict]:
-    """Lost, duplicated and acknowledged-before-commit messages, from the databases and records."""
+    """Lost, duplicated and acknowledged-before-commit messages, from the databases (each node's
+    ``effects`` table) and records (each node's events file)."""
     violations: list[Violation] = []
     expected = cluster.expected(credit)
     counts: dict = {"committed": 0, "expected": 0, "acks": 0, "commit_records_lost_to_kills": 0}
     first_seen: dict[str, int] = {}
+    records = {node: read_records(cluster.events(node)) for node in cluster.nodes}
     for node in cluster.nodes:
-        for e in read_events(cluster.events(node)) if cluster.events(node).exists() else []:
+        for e in records[node]:
             first_seen[e["id"]] = min(first_seen.get(e["id"], e["t"]), e["t"])
     for node in cluster.nodes:
-        effects = cluster.effects(node)
-        per_id = Counter(did for _, _, did in effects)
-        counts["committed"] += len(effects)
+        rows = cluster.committed(node)
+        per_id = Counter(did for did, _ in rows)
+        counts["committed"] += len(rows)
         counts["expected"] += len(expected[node])
-        events = read_events(cluster.events(node)) if cluster.events(node).exists() else []
+        events = records[node]
         commit_t = {}
         for e in events:
             if e["event"] == "committed":
@@ -135,20 +184,16 @@ def audit(cluster: Cluster, credit: int, policy: Policy) -> tuple[list[Violation
                                             first_seen.get(did), ts[-1] if ts else None))
             elif did not in expected[node]:
                 violations.append(Violation("duplicated", node, did, "committed but never sent to this node", first_seen.get(did)))
-        violations += _ack_order(node, events, _unrecorded_commits(cluster, node, events), policy, first_seen, counts)
+        violations += _ack_order(node, events, _unrecorded_commits(rows, events), policy, first_seen, counts)
     order = {"lost": 0, "duplicated": 1, "acked_before_commit": 2}
     return sorted(violations, key=lambda v: order[v.kind]), counts
 
 
-def _unrecorded_commits(cluster: Cluster, node: str, events: list[dict]) -> set[str]:
+def _unrecorded_commits(rows: list[tuple[str, int]], events: list[dict]) -> set[str]:
     """Ids the database holds from transactions with no ``committed`` record: the node was killed
     between its commit and the record's write."""
     recorded = {e["tx"] for e in events if e["event"] == "committed"}
-    store = SqliteStore(str(cluster.db(node)))
-    try:
-        return {did for did, _, _, _, tx, _ in store.processed_rows() if tx not in recorded}
-    finally:
-        store.close()
+    return {did for did, tx in rows if tx not in recorded}
 
 
 def _ack_order(node: str, events: list[dict], unrecorded: set[str], policy: Policy, first_seen: dict,
@@ -184,20 +229,35 @@ class Torture:
     """One run of the harness."""
 
     def __init__(self, folder: str | Path, seed: int, cycles: int, *, nodes: list[str] | None = None, flows: int = 2,
-                 profile: str = "corda-os", variant: str = "reference", variant_nodes: list[str] | None = None,
-                 keep_going: bool = False, point_wait: float = 2.5, drain_timeout: float = 12.0, log=None):
+                 profile: str = "corda-os", node_cmd: str | None = None, bridge_cmd: str | None = None,
+                 variant: str | None = None, node_cmd_for: dict[str, str] | None = None,
+                 unarmed: tuple[str, ...] = (), keep_going: bool = False, point_wait: float | None = None,
+                 drain_timeout: float | None = None, log=None):
+        """``node_cmd`` and ``bridge_cmd``: the command templates (spec/corda/node.md; default the
+        reference's); ``variant`` names the reference variant ``node_cmd`` runs, for the report
+        alone; ``unarmed``: the kinds of process (node, bridge) that cannot arm crash points."""
         from rmkit.conformance.corda.spec import corda_spec
+        from rmkit.reference_impl.corda.variants import node_cmd as reference_node_cmd
 
+        self.numbers = contract().harness
         self.folder, self.seed, self.cycles = Path(folder), seed, cycles
         self.nodes = nodes or ["A", "B"]
         self.profile, self.variant, self.keep_going = profile, variant, keep_going
-        self.point_wait, self.drain_timeout = point_wait, drain_timeout
+        if node_cmd is None:
+            node_cmd = reference_node_cmd(variant or "reference")
+            self.variant = variant or "reference"
+        self.unarmed = tuple(k for k in ARMABLE if k in unarmed)
+        self.point_wait = point_wait or self.numbers["point_wait_s"]
+        self.step = self.numbers["credit_step_s"]
+        self.drain_timeout = drain_timeout or self.numbers["drain_timeout_s"]
         self.policy = Policy.of_profile(profile)
-        self.schedule = plan(seed, cycles, self.nodes, corda_spec(profile).crash_points)
-        # each cycle may add up to 1 + point_wait / 0.5 messages per flow (see _wait_paused)
-        self.messages = cycles * (2 + int(point_wait / 0.5)) + 5
-        self.cluster = Cluster(self.folder, self.nodes, self.policy, flows=flows, messages=self.messages,
-                               variant=variant, variant_nodes=variant_nodes, paced=True)
+        self.schedule = plan(seed, cycles, self.nodes, corda_spec(profile).crash_points,
+                             tuple(k for k in ARMABLE if k not in self.unarmed))
+        # each cycle may add up to 1 + point_wait / step messages per flow (see _wait_paused)
+        self.messages = cycles * (2 + int(self.point_wait / self.step)) + self.numbers["extra_messages"]
+        self.cluster = Cluster(self.folder, self.nodes, self.policy, flows=flows, messages=self.messages, profile=profile,
+                               node_cmd=node_cmd, bridge_cmd=bridge_cmd, node_cmd_for=node_cmd_for, paced=True)
+        self.node_cmd, self.bridge_cmd = self.cluster.node_cmd, self.cluster.bridge_cmd
         self.credit = 0
         self.log = log or (lambda line: None)
 
@@ -206,10 +266,10 @@ class Torture:
         self.cluster.set_credit(self.credit)
 
     def _wait_paused(self, comp: str) -> bool:
-        """Until the target pauses at its armed point; more traffic every 0.5 s while it waits."""
-        paused = self.folder / f"{comp}.paused"
+        """Until the target pauses at its armed point; more traffic every ``credit_step_s`` while it waits."""
+        paused = self.cluster.channel(comp, "paused")
         deadline = time.monotonic() + self.point_wait
-        next_bump = time.monotonic() + 0.5
+        next_bump = time.monotonic() + self.step
         while time.monotonic() < deadline:
             if paused.exists():
                 return True
@@ -217,7 +277,7 @@ class Torture:
                 self.cluster.restart_dead()
             if time.monotonic() >= next_bump:
                 self._bump()
-                next_bump += 0.5
+                next_bump += self.step
             time.sleep(0.01)
         return False
 
@@ -231,7 +291,7 @@ class Torture:
             c.restart_s = self.cluster.restart_broker(names[0])
             result.broker_restarts_s.append(c.restart_s)
             # its clients notice the lost connection and exit (3); any still running is killed
-            deadline = time.monotonic() + 3
+            deadline = time.monotonic() + self.numbers["broker_clients_exit_s"]
             while time.monotonic() < deadline and any(self.cluster.alive(x) for x in self.cluster.clients_of(names[0])):
                 time.sleep(0.02)
             for x in self.cluster.clients_of(names[0]):
@@ -241,7 +301,7 @@ class Torture:
             c.t = time.monotonic() - t0
             self.cluster.kill(c.target)
         else:
-            arm(self.folder, c.target, c.point, c.k, "pause")
+            arm(self.cluster.channel(c.target, "arm"), c.point, c.k)
             c.reached = self._wait_paused(c.target)
             c.t = time.monotonic() - t0
             self.cluster.kill(c.target)
@@ -260,23 +320,25 @@ class Torture:
 
     def _drain(self) -> None:
         """Let every message arrive: until each receiver holds every expected id, or nothing moved
-        for ``drain_timeout`` seconds; then until the records are quiet (late duplicates)."""
+        for ``drain_timeout`` seconds; then until the records are quiet (late duplicates) for
+        ``drain_settle_s``."""
         expected = self.cluster.expected(self.credit)
         sizes, moved = None, time.monotonic()
         while time.monotonic() - moved < self.drain_timeout:
             self.cluster.restart_dead()
             self._check_cluster()
-            done = all(expected[n] <= {e[2] for e in self.cluster.effects(n)} for n in self.nodes)
+            done = all(expected[n] <= set(self.cluster.effects(n)) for n in self.nodes)
             now_sizes = [self.cluster.events(n).stat().st_size if self.cluster.events(n).exists() else 0 for n in self.nodes]
             if now_sizes != sizes:
                 sizes, moved = now_sizes, time.monotonic()
-            elif done and time.monotonic() - moved > 1.5:
+            elif done and time.monotonic() - moved > self.numbers["drain_settle_s"]:
                 return
             time.sleep(0.1)
 
     def run(self) -> Result:
         t0, self._t0_unix = time.monotonic(), time.time()
-        result = Result(self.seed, self.cycles, 0, self.variant, self.profile, 0, 0.0, self.schedule)
+        result = Result(self.seed, self.cycles, 0, self.variant, self.profile, 0, 0.0, self.schedule,
+                        node_cmd=self.node_cmd, bridge_cmd=self.bridge_cmd, unarmed=list(self.unarmed))
         try:
             self.cluster.start()
             result.startup_s = time.monotonic() - t0
@@ -285,11 +347,15 @@ class Torture:
                 result.cycles_run += 1
                 self.log(c.describe())
                 self._check_cluster()
-                if not self.keep_going and c.n % 10 == 0 and self._interim():
+                if not self.keep_going and c.n % self.numbers["interim_audit_every"] == 0 and self._interim():
                     self.log(f"a violation shows after cycle {c.n}: crashes stop, the run drains and is audited")
                     break
             result.cycles_s = time.monotonic() - t0 - result.startup_s
             self._drain()
+        except RecordsUnreadable as e:   # an interim audit found a record that does not fit its format
+            result.error = f"the audit cannot read the node's records: {e}"
+            if result.startup_s and not result.cycles_s:
+                result.cycles_s = time.monotonic() - t0 - result.startup_s
         except ComponentFailed as e:
             result.error = f"the cluster could not run: {e}"
             if result.startup_s and not result.cycles_s:
@@ -299,8 +365,12 @@ class Torture:
         result.elapsed_s = time.monotonic() - t0
         if result.error:
             return result
-        export_tables(self.cluster)
-        result.violations, result.counts = audit(self.cluster, self.credit, self.policy)
+        try:
+            export_tables(self.cluster)
+            result.violations, result.counts = audit(self.cluster, self.credit, self.policy)
+        except ComponentFailed as e:   # the node's records or effects table cannot be read
+            result.error = f"the audit cannot read the node's records: {e}"
+            return result
         result.messages = result.counts["expected"]
         if result.counts["committed"] == 0:
             result.error = "no message was committed: the run checked nothing"

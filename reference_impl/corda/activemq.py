@@ -126,13 +126,13 @@ class ActiveMQ:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self) -> bool:
-        """Stop the JVM by its PID (SIGTERM; SIGKILL after 15 s); False when it needed SIGKILL."""
+    def stop(self, grace: float = 15) -> bool:
+        """Stop the JVM by its PID (SIGTERM; SIGKILL after ``grace`` seconds); False when it needed SIGKILL."""
         clean = True
         if self.proc and self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)
             try:
-                self.proc.wait(15)
+                self.proc.wait(grace)
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()

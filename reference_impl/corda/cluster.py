@@ -2,7 +2,12 @@
 ports, a data folder each under one run folder), one node process per node, one bridge process per
 ordered pair of nodes (n(n-1) bridges). Every process is started, killed (SIGKILL) and stopped by
 its PID; a broker restart keeps its folder and STOMP port. ``rmkit corda up`` and the crash-point
-harness drive it."""
+harness drive it.
+
+Nodes and bridges are whatever commands the cluster is given (``--node-cmd``, ``--bridge-cmd``):
+templates whose placeholders (spec/corda/node.yaml, explained in spec/corda/node.md) are filled per
+process. The reference node and bridge are two such commands (:mod:`.variants`); nothing here
+knows them."""
 
 from __future__ import annotations
 
@@ -10,14 +15,17 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 from .activemq import ActiveMQ
 from .node import Policy, flow_plan
+from . import variants
+from rmkit.conformance.corda.nodespec import contract, environment, fill
 from rmkit.interrupts import held
+
+HOST = "127.0.0.1"
 
 
 class ComponentFailed(Exception):
@@ -35,15 +43,22 @@ def ended(code: int) -> str:
 
 
 class Cluster:
+    """``node_cmd`` and ``bridge_cmd`` are the command templates (default: the reference node and
+    bridge); ``node_cmd_for`` gives some nodes another command (a run that mixes implementations)."""
+
     def __init__(self, folder: str | Path, nodes: list[str], policy: Policy, *, flows: int = 2, messages: int = 10,
-                 variant: str = "reference", variant_nodes: list[str] | None = None, paced: bool = False,
-                 heartbeat_ms: int = 3000):
+                 profile: str = "corda-os", node_cmd: str | None = None, bridge_cmd: str | None = None,
+                 node_cmd_for: dict[str, str] | None = None, paced: bool = False, heartbeat_ms: int | None = None):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.records().mkdir(exist_ok=True)
         self.nodes, self.policy, self.flows, self.messages = list(nodes), policy, flows, messages
-        self.variant, self.paced, self.heartbeat_ms = variant, paced, heartbeat_ms
-        self.variant_nodes = set(nodes if variant_nodes is None else variant_nodes)   # the others run the reference
+        self.profile, self.paced = profile, paced
+        self.node_cmd = node_cmd or variants.node_cmd()
+        self.bridge_cmd = bridge_cmd or variants.bridge_cmd()
+        self.node_cmd_for = dict(node_cmd_for or {})
+        self.numbers = contract().harness
+        self.heartbeat_ms = heartbeat_ms or self.numbers["heartbeat_ms"]
         self.brokers = {n: ActiveMQ(str(self.folder / f"broker-{n}")) for n in nodes}
         self.procs: dict[str, subprocess.Popen] = {}
         self.starts: dict[str, int] = {}
@@ -78,21 +93,37 @@ class Cluster:
     def events(self, node: str) -> Path:
         return self.records() / f"events-{node}.jsonl"
 
-    def argv(self, comp: str) -> list[str]:
+    def credit_file(self) -> Path:
+        return self.folder / "credit"
+
+    def channel(self, comp: str, what: str) -> Path:
+        """A process's file of the crash-point channel: ``arm``, ``paused`` or ``ready``."""
+        return self.folder / f"{comp}.{what}"
+
+    def values(self, comp: str) -> dict[str, str]:
+        """The placeholders of a process's command (spec/corda/node.yaml) and their values."""
         kind, *names = comp.split("-")
+        files = {"ARM": str(self.channel(comp, "arm")), "PAUSED": str(self.channel(comp, "paused")),
+                 "READY": str(self.channel(comp, "ready")), "HEARTBEAT_MS": str(self.heartbeat_ms)}
         if kind == "node":
             n = names[0]
-            return [sys.executable, "-m", "rmkit.reference_impl.corda.node", "--name", n,
-                    "--port", str(self.brokers[n].stomp_port), "--peers", ",".join(p for p in self.nodes if p != n),
-                    "--db", str(self.db(n)), "--events", str(self.events(n)), "--flows", str(self.flows),
-                    "--messages", str(self.messages), "--policy", self.policy.to_json(),
-                    "--variant", self.variant if n in self.variant_nodes else "reference",
-                    "--folder", str(self.folder), "--heartbeat-ms", str(self.heartbeat_ms)]
+            plan = flow_plan(n, [p for p in self.nodes if p != n], self.flows)
+            return {"NODE": n, "PEERS": ",".join(p for p in self.nodes if p != n),
+                    "FLOWS": ",".join(f"{flow}:internal.peers.{peer}" for flow, peer in plan),
+                    "MESSAGES": str(self.messages), "BROKER_HOST": HOST, "BROKER_PORT": str(self.brokers[n].stomp_port),
+                    "INBOUND": f"p2p.inbound.{n}", "DB": str(self.db(n)), "RECORDS": str(self.events(n)),
+                    "PROFILE": self.profile, "POLICY": self.policy.to_json(), "CREDIT": str(self.credit_file()), **files}
         a, b = names
-        return [sys.executable, "-m", "rmkit.reference_impl.corda.bridge_node", "--name", comp,
-                "--local-port", str(self.brokers[a].stomp_port), "--remote-port", str(self.brokers[b].stomp_port),
-                "--peer", b, "--folder", str(self.folder), "--heartbeat-ms", str(self.heartbeat_ms),
-                *(["--in-order"] if self.policy.in_order_bridge else [])]
+        return {"BRIDGE": comp, "LOCAL_HOST": HOST, "LOCAL_PORT": str(self.brokers[a].stomp_port),
+                "OUTBOUND": f"internal.peers.{b}", "REMOTE_HOST": HOST, "REMOTE_PORT": str(self.brokers[b].stomp_port),
+                "INBOUND": f"p2p.inbound.{b}", "IN_ORDER": "true" if self.policy.in_order_bridge else "false", **files}
+
+    def argv(self, comp: str) -> list[str]:
+        """The process's command: its template with the placeholders filled."""
+        kind, *names = comp.split("-")
+        if kind == "node":
+            return fill(self.node_cmd_for.get(names[0], self.node_cmd), self.values(comp), "--node-cmd")
+        return fill(self.bridge_cmd, self.values(comp), "--bridge-cmd")
 
     # -- processes ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -118,7 +149,7 @@ class Cluster:
 
         def up(name: str, b: ActiveMQ) -> None:
             try:
-                b.start()
+                b.start(self.numbers["broker_start_timeout_s"])
             except Exception as e:   # reported below
                 errors.append(str(e))
             finally:
@@ -144,28 +175,35 @@ class Cluster:
         if errors:
             raise ComponentFailed("; ".join(errors))
 
-    def wait_ready(self, timeout: float = 90.0) -> None:
-        """Until every process is connected to its brokers (each touches ``<component>.ready``)."""
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """Until every process is connected to its brokers (each touches its ``READY`` file)."""
+        timeout = timeout or self.numbers["ready_timeout_s"]
         deadline = time.monotonic() + timeout
-        while not all((self.folder / f"{c}.ready").exists() for c in self.components()):
+        while not all(self.channel(c, "ready").exists() for c in self.components()):
             brokers_down = self.brokers_down()
             if brokers_down:
                 raise ComponentFailed("; ".join(brokers_down))
             for c in self.components():
                 p = self.procs[c]
-                if p.poll() is not None and p.returncode != 3:
+                if p.poll() is not None and p.returncode != contract().link_lost:
                     raise ComponentFailed(f"{c} {ended(p.returncode)} at start (see {self.folder / (c + '.log')})")
             self.restart_dead()   # a lost connection while starting (3): again
             if time.monotonic() > deadline:
-                raise ComponentFailed(f"not every process was ready within {timeout} s (see the logs in {self.folder})")
+                late = [c for c in self.components() if not self.channel(c, "ready").exists()]
+                raise ComponentFailed(f"{', '.join(late)} did not create its READY file within {timeout:g} s "
+                                      f"(spec/corda/node.md; see the logs in {self.folder})")
             time.sleep(0.05)
 
     def spawn(self, comp: str) -> None:
-        for leftover in (f"{comp}.arm", f"{comp}.paused", f"{comp}.ready"):
-            (self.folder / leftover).unlink(missing_ok=True)
-        with open(self.folder / f"{comp}.log", "ab") as log, held():   # the process started and its PID recorded, or neither
-            self.procs[comp] = subprocess.Popen(self.argv(comp), stdout=log, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL)
+        for what in ("arm", "paused", "ready"):
+            self.channel(comp, what).unlink(missing_ok=True)
+        argv, env = self.argv(comp), {**os.environ, **environment(self.values(comp))}
+        try:
+            with open(self.folder / f"{comp}.log", "ab") as log, held():   # the process started and its PID recorded, or neither
+                self.procs[comp] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                    env=env)
+        except OSError as e:
+            raise ComponentFailed(f"{comp}: cannot start {argv[0]!r}: {e.strerror or e}") from None
         self.starts[comp] = self.starts.get(comp, 0) + 1
 
     def alive(self, comp: str) -> bool:
@@ -204,7 +242,7 @@ class Cluster:
         for comp in self.components():
             p = self.procs.get(comp)
             if p is None or p.poll() is not None:
-                if p is not None and p.returncode not in (0, 3, -signal.SIGKILL):
+                if p is not None and p.returncode not in (contract().clean, contract().link_lost, -signal.SIGKILL):
                     self.unexpected.append(f"{comp} {ended(p.returncode)} (see {self.folder / (comp + '.log')})")
                 self.spawn(comp)
                 restarted.append(comp)
@@ -217,7 +255,7 @@ class Cluster:
         """Start a killed broker again on its folder and port; seconds until it answers STOMP."""
         t0 = time.monotonic()
         try:
-            self.brokers[node].start()
+            self.brokers[node].start(self.numbers["broker_start_timeout_s"])
         except RuntimeError as e:
             raise ComponentFailed(f"broker {node} did not restart: {e}") from None
         return time.monotonic() - t0
@@ -225,10 +263,10 @@ class Cluster:
     def set_credit(self, n: int) -> None:
         tmp = self.folder / "credit.tmp"
         tmp.write_text(str(n))
-        os.replace(tmp, self.folder / "credit")
+        os.replace(tmp, self.credit_file())
 
     def stop(self) -> list[str]:
-        """Stop every process by its PID (SIGTERM; SIGKILL after 10 s), then the brokers (a signal
+        """Stop every process by its PID (SIGTERM; SIGKILL after ``stop_grace_s``), then the brokers (a signal
         waits until the stop is over). Returns what did not stop cleanly: a broker or process that
         was no longer running, one that ended with another code than 0 on SIGTERM, one that needed
         SIGKILL. A cluster already stopped is not stopped again ([])."""
@@ -240,37 +278,45 @@ class Cluster:
             running = {comp: p for comp, p in self.procs.items() if p.poll() is None}
             for p in running.values():
                 os.kill(p.pid, signal.SIGTERM)
-            deadline = time.monotonic() + 10
+            grace = self.numbers["stop_grace_s"]
+            deadline = time.monotonic() + grace
             for comp, p in running.items():
                 try:
                     p.wait(max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     os.kill(p.pid, signal.SIGKILL)
                     p.wait()
-                    problems.append(f"{comp} did not stop within 10 s of SIGTERM: killed")
+                    problems.append(f"{comp} did not stop within {grace:g} s of SIGTERM: killed")
                     continue
-                if p.returncode != 0:
+                if p.returncode != contract().clean:
                     problems.append(f"{comp} {ended(p.returncode)} when stopped (see {self.folder / (comp + '.log')})")
             for n, b in self.brokers.items():
                 if b.proc is not None and not b.running():
                     problems.append(f"broker {n} had ended: it {ended(b.proc.returncode)} (see {b.base / 'broker.log'})")
-                if not b.stop():
-                    problems.append(f"broker {n} did not stop within 15 s of SIGTERM: killed")
+                if not b.stop(self.numbers["broker_stop_grace_s"]):
+                    problems.append(f"broker {n} did not stop within {self.numbers['broker_stop_grace_s']:g} s of SIGTERM: killed")
             self.stopped = True
             return problems
 
     # -- what the databases hold -------------------------------------------------------------------
-    def effects(self, node: str) -> list[tuple[str, str, str]]:
-        """(session, payload, dedup id) committed at a node, read from its database."""
+    def committed(self, node: str) -> list[tuple[str, int]]:
+        """(dedup id, tx) of every effect committed at a node, in commit order, from the ``effects``
+        table of its database (spec/corda/node.yaml ``database``)."""
         if not self.db(node).exists():
             return []
         c = sqlite3.connect(f"file:{self.db(node)}?mode=ro", uri=True, timeout=10)
         try:
-            return list(c.execute("SELECT session_id, payload, dedup_id FROM effects ORDER BY n"))
-        except sqlite3.OperationalError:   # the node has not created its tables yet
-            return []
+            return list(c.execute("SELECT dedup_id, tx FROM effects ORDER BY rowid"))
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):   # the node has not created its tables yet
+                return []
+            raise ComponentFailed(f"{self.db(node)}: the audit cannot read the effects table (dedup_id, tx): {e}") from None
         finally:
             c.close()
+
+    def effects(self, node: str) -> list[str]:
+        """The dedup id of every effect committed at a node (an id twice: a duplicated effect)."""
+        return [did for did, _ in self.committed(node)]
 
     def expected(self, credit: int | None = None) -> dict[str, set[str]]:
         """node -> the dedup ids its database must hold once each: every message of every flow of
@@ -285,15 +331,30 @@ class Cluster:
         return out
 
 
-def export_tables(cluster: Cluster) -> int:
-    """Every node's processed-id table as ``processed.jsonl`` in the run's records folder (beside
-    the events files); returns the number of rows."""
-    from .records import export_processed
-    from .store import SqliteStore
+class _ProcessedTable:
+    """A node's ``processed`` table read-only (a node's database is its own: nothing is created in it)."""
 
-    stores = {n: SqliteStore(str(cluster.db(n))) for n in cluster.nodes}
-    try:
-        return export_processed(stores, cluster.records() / "processed.jsonl")
-    finally:
-        for store in stores.values():
-            store.close()
+    COLUMNS = "dedup_id, sender_uuid, peer, sequence_number, tx, inserted_at"
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def processed_rows(self) -> list[tuple]:
+        if not self.path.exists():
+            return []
+        c = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10)
+        try:
+            return list(c.execute(f"SELECT {self.COLUMNS} FROM processed ORDER BY tx, rowid"))
+        except sqlite3.OperationalError:   # no such table, or not in the reference's shape: nothing to export
+            return []
+        finally:
+            c.close()
+
+
+def export_tables(cluster: Cluster) -> int:
+    """Every node's processed-id table, where its database has one in the shape of spec/corda/node.yaml
+    (``database.tables.processed``), as ``processed.jsonl`` in the run's records folder (beside the
+    events files); returns the number of rows."""
+    from .records import export_processed
+
+    return export_processed({n: _ProcessedTable(cluster.db(n)) for n in cluster.nodes}, cluster.records() / "processed.jsonl")

@@ -21,9 +21,11 @@ Faulty variants (``--variant``), which the crash-point harness must catch:
   mark as "nothing seen yet", answering NEW without the database read the spec requires.
 
 ``python -m rmkit.reference_impl.corda.node --name A --port P --peers B --db FILE --events FILE
-[--flows N] [--messages M] [--profile P | --policy JSON] [--variant V] [--folder DIR]
-[--crash-at POINT[:K[:MODE]]]``. Exits 0 on SIGTERM, 3 when its broker connection is lost,
-2 on bad arguments.
+[--flows N | --plan FLOW:QUEUE,...] [--messages M] [--profile P | --policy JSON] [--variant V]
+[--folder DIR | --credit FILE --arm FILE --paused FILE --ready FILE] [--crash-at POINT[:K[:MODE]]]``.
+Under the crash-point harness it is started by the ``--node-cmd`` of :func:`.variants.node_cmd`,
+whose placeholders (spec/corda/node.md) give it its broker, queues, files and policy.
+Exits 0 on SIGTERM, 3 when its broker connection is lost, 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -139,18 +141,20 @@ class Node:
         self.store = SqliteStore(args.db)
         self.events = EventLog(args.events, self.name)
         self.dedup = Deduplicator(policy, self.store, args.variant)
-        self.hooks = CrashPoints(f"node-{self.name}", args.folder, args.crash_at)
+        self.hooks = CrashPoints(f"node-{self.name}", args.folder, args.crash_at, arm=args.arm, paused=args.paused,
+                                 ready=args.ready)
         self.uuid = uuid.uuid4().hex[:12]
         self.seq = 0
-        self.flows = flow_plan(self.name, args.peers, args.flows)
+        self.flows = args.plan if args.plan is not None else [(f, f"internal.peers.{p}") for f, p in
+                                                              flow_plan(self.name, args.peers, args.flows)]
         self.discarded = 0
         self.stopping = False
         self.link: StompLink | None = None
 
     # -- receiving ---------------------------------------------------------------------------
     def connect(self) -> None:
-        self.link = StompLink(self.args.port, self.args.heartbeat_ms)
-        self.link.subscribe(f"p2p.inbound.{self.name}", self.args.prefetch)
+        self.link = StompLink(self.args.port, self.args.heartbeat_ms, host=self.args.host)
+        self.link.subscribe(self.args.inbound or f"p2p.inbound.{self.name}", self.args.prefetch)
 
     def reconnect(self) -> None:
         """Discarded (IN_FLIGHT) copies are redelivered only to a new consumer: reconnect."""
@@ -197,12 +201,15 @@ class Node:
     # -- sending -------------------------------------------------------------------------------
     def credit(self) -> int:
         """How many suspends each flow may have made by now: ``--messages``, or less while a
-        supervisor paces the run (a number in ``<folder>/credit``)."""
-        if self.args.folder:
+        supervisor paces the run (a number in the ``--credit`` file, by default ``<folder>/credit``)."""
+        path = self.args.credit or (Path(self.args.folder) / "credit" if self.args.folder else None)
+        if path:
             try:
-                return min(self.args.messages, int((Path(self.args.folder) / "credit").read_text()))
-            except (OSError, ValueError):
+                return min(self.args.messages, int(Path(path).read_text()))
+            except FileNotFoundError:
                 pass
+            except (OSError, ValueError):
+                return 0   # being replaced: no send until it reads whole
         return self.args.messages
 
     def message(self, flow: str, suspends: int, original: bool) -> Message:
@@ -217,7 +224,7 @@ class Node:
     def produce(self, sends: list[tuple[str, Message]]) -> None:
         """Send to the peers' outbound queues, pipelined, and wait for every receipt: a flow suspends
         again only once the broker holds its last message."""
-        receipts = [(m, self.link.send_async(f"internal.peers.{peer}", to_headers(m))) for peer, m in sends]
+        receipts = [(m, self.link.send_async(queue, to_headers(m))) for queue, m in sends]
         for m, rid in receipts:
             self.link.wait(rid)
             self.events.write("sent", m)
@@ -225,19 +232,19 @@ class Node:
     def recover(self) -> None:
         """Replay every flow from its checkpoint: re-send the last checkpoint's message."""
         done = self.store.flows()
-        self.produce([(peer, self.message(flow, done[flow], original=False)) for flow, peer in self.flows if done.get(flow, 0) > 0])
+        self.produce([(queue, self.message(flow, done[flow], original=False)) for flow, queue in self.flows if done.get(flow, 0) > 0])
         self.suspends = {flow: done.get(flow, 0) for flow, _ in self.flows}
 
     def send_step(self) -> bool:
         """Every flow that may send now suspends (checkpoint committed) and sends; False when none may."""
         limit = self.credit()
         sends = []
-        for flow, peer in self.flows:
+        for flow, queue in self.flows:
             if self.suspends[flow] < limit:
                 _, k = self.store.checkpoint_flow(flow)
                 self.suspends[flow] = k
                 self.hooks.reach("sender_after_checkpoint")
-                sends.append((peer, self.message(flow, k, original=True)))
+                sends.append((queue, self.message(flow, k, original=True)))
         self.produce(sends)
         return bool(sends)
 
@@ -265,8 +272,11 @@ class Node:
 def parser() -> argparse.ArgumentParser:
     a = argparse.ArgumentParser(prog="python -m rmkit.reference_impl.corda.node", description=__doc__.split("\n\n")[0])
     a.add_argument("--name", required=True, help="the node's name (letters A-Z, a-z and digits: the spec's N- id seeds)")
+    a.add_argument("--host", default="127.0.0.1", help="STOMP host of the node's own broker (default 127.0.0.1)")
     a.add_argument("--port", type=int, required=True, help="STOMP port of the node's own broker")
+    a.add_argument("--inbound", help="the queue it consumes (the harness's INBOUND; default p2p.inbound.NAME)")
     a.add_argument("--peers", default="", help="comma-separated peers its flows send to")
+    a.add_argument("--plan", help="the sending flows as FLOW:QUEUE,... (the harness's FLOWS; instead of --peers and --flows)")
     a.add_argument("--db", required=True, help="the node's SQLite file")
     a.add_argument("--events", required=True, help="its events file (JSON Lines, appended)")
     a.add_argument("--flows", type=int, default=2, help="sending flows (each to one peer, round robin)")
@@ -275,7 +285,11 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--profile", default="corda-os", help="spec profile (default corda-os)")
     g.add_argument("--policy", help="the profile's consequences and fast path as JSON (see Policy)")
     a.add_argument("--variant", choices=VARIANTS, default="reference")
-    a.add_argument("--folder", help="folder of arm files and the pacing credit (from a supervisor)")
+    a.add_argument("--folder", help="folder of the arm, paused and ready files and the pacing credit (from a supervisor)")
+    a.add_argument("--credit", help="the pacing file (the harness's CREDIT; default <folder>/credit)")
+    a.add_argument("--arm", help="the crash-point arm file (the harness's ARM; default <folder>/node-NAME.arm)")
+    a.add_argument("--paused", help="the file written when paused at a crash point (the harness's PAUSED)")
+    a.add_argument("--ready", help="the file touched once connected (the harness's READY)")
     a.add_argument("--crash-at", help="POINT[:K[:MODE]] (also env RMKIT_CORDA_CRASH)")
     a.add_argument("--batch", type=int, default=16, help="most copies consumed in one step")
     a.add_argument("--prefetch", type=int, default=32)
@@ -331,6 +345,12 @@ def main(argv: list[str] | None = None) -> int:
     if not all(fits_flow_ids(n) for n in [args.name, *args.peers]):
         print("node: --name and --peers must be names the N- ids' seeds allow (spec/corda/messages.yaml)", file=sys.stderr)
         return 2
+    if args.plan is not None:
+        pairs = [p.split(":", 1) for p in args.plan.split(",") if p]
+        if not all(len(p) == 2 and p[0] and p[1] for p in pairs):
+            print(f"node {args.name}: --plan {args.plan!r}: expected FLOW:QUEUE pairs, comma-separated", file=sys.stderr)
+            return 2
+        args.plan = [(f, q) for f, q in pairs]
     try:
         node = start_node(args)
     except UsageError as e:

@@ -29,7 +29,7 @@ def _link_errors(port: int):
 
 
 class StompLink:
-    def __init__(self, port: int, heartbeat_ms: int = 1000, connect_timeout: float = 30.0):
+    def __init__(self, port: int, heartbeat_ms: int = 1000, connect_timeout: float = 30.0, host: str = "127.0.0.1"):
         import stomp
 
         self.port = port
@@ -61,7 +61,7 @@ class StompLink:
 
         deadline = time.monotonic() + connect_timeout
         while True:   # the broker may still be starting (or restarting)
-            self.conn = stomp.Connection12([("127.0.0.1", port)], heartbeats=(heartbeat_ms, heartbeat_ms),
+            self.conn = stomp.Connection12([(host, port)], heartbeats=(heartbeat_ms, heartbeat_ms),
                                            reconnect_attempts_max=1)
             self.conn.set_listener("link", Listener())
             try:
@@ -69,7 +69,7 @@ class StompLink:
                 break
             except Exception as e:
                 if time.monotonic() > deadline:
-                    raise LinkLost(f"no broker answering STOMP on 127.0.0.1:{port} within {connect_timeout} s: {e}") from e
+                    raise LinkLost(f"no broker answering STOMP on {host}:{port} within {connect_timeout} s: {e}") from e
                 time.sleep(0.2)
 
     def subscribe(self, queue_name: str, prefetch: int) -> None:
