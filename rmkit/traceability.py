@@ -123,3 +123,31 @@ def source_forces(items: Iterable[dict], sentences: list[dict]) -> dict[str, lis
 def sources_not_requirements(items: Iterable[dict], sentences: list[dict]) -> dict[str, list[str]]:
     """The rules or requirements whose source sentences include no requirement, with what they are."""
     return {i: f for i, f in source_forces(items, sentences).items() if "requirement" not in f}
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def traceability_markdown(sentences: list[dict], documents: str) -> list[str]:
+    """The ``## Traceability`` section of a protocol's generated README: the counts by status and
+    by force, then one row per sentence (its renderings, force and readings, status, checks, and
+    what is missing, why it cannot be checked, or how it is read)."""
+    counts = Counter(s["status"] for s in sentences)
+    out = ["", "## Traceability", "",
+           f"Every normative sentence of {documents} ({len(sentences)}; one sentence the documents render in "
+           "several places counts once): " + ", ".join(f"{counts[st]} {st}" for st in STATUSES) + ". "
+           "Force: what the sentence asks of an implementation (requirement, permission, proposal, "
+           "description); a failing verdict rests only on requirements.", ""]
+    out += summary_markdown(sentences)
+    out += ["", "| id | sentence | force | status | checked by | missing, why, or note |", "|---|---|---|---|---|---|"]
+    for s in sentences:
+        quote = "<br>".join(f"{r['doc']}: “{_cell(r['quote'])}”" for r in s["renderings"])
+        checks = "; ".join(f"{part}: {', '.join(ids)}" for part, ids in (s.get("checks") or {}).items()) or "-"
+        text = " ".join(f"{label}: {_cell(s[label])}" for label in ("missing", "why", "note") if label in s)
+        force = s["force"] + (f" ({_cell(s['force_why'])})" if "force_why" in s else "")
+        if s.get("readings"):
+            force += "<br>readings: " + "; ".join(
+                f"{_cell(r['reading'])} [{', '.join(r['profiles']) or 'no profile'}]" for r in s["readings"])
+        out.append(f"| {s['id']} | {quote} | {force} | {s['status']} | {_cell(checks)} | {text or '-'} |")
+    return out

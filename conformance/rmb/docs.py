@@ -72,7 +72,10 @@ def spec_markdown() -> str:
         modes = [r.mode(p) for p in profiles]
         out.append(f"| {r.id} | {r.severity} | " + " | ".join(modes) + f" | {_cell(r.title)} | {_cell(r.statement)}"
                    + "".join(f" *{p}: {_cell(n)}*" for p, n in r.profile_notes.items()) + f" | {_source(r.source)} |")
-    out += ["", f"{len(s.rules)} rules.", ""]
+    out += ["", f"{len(s.rules)} rules."]
+    from rmkit.traceability import traceability_markdown
+
+    out += traceability_markdown(spec["traceability"]["sentences"], "document 004") + [""]
     return "\n".join(out)
 
 
