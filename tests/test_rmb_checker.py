@@ -281,3 +281,45 @@ def test_fresh_logs_of_the_reference_daemons_pass(profile, tmp_path):
     mk.run(profile, tmp_path / profile)
     report = check(sorted((tmp_path / profile).glob("*.jsonl")), profile, str(tmp_path / profile / "directory.json"))
     assert report.verdict == "pass", [(v.rule, v.explanation) for v in report.violations]
+
+
+@pytest.mark.parametrize("profile", sorted(SPEC.profiles))
+def test_the_replys_ret_and_tag_fields_are_judged_only_where_the_profile_restores_them(profile, tmp_path):
+    """Document 004 names the reply's queue only and has no tag: a reply routed to the right queue
+    with its own ret and tag passes in spec and rmb-go; rmb-rs-v1 restores both (its facts), so
+    there a reply whose tag or ret field differs from the request's breaks RMB-REPLY-005."""
+    lines = [json.loads(x) for x in (ROOT / profile / "clean-request-reply.jsonl").read_text(encoding="utf-8").splitlines()]
+    found = {}
+    for variant in ("tag", "ret"):
+        out = []
+        for rec in lines:
+            rec = json.loads(json.dumps(rec))
+            if isinstance(rec["message"], dict):
+                if rec["event"] == "reply-to-ret":
+                    rec["message"].update({"tag": "reply-tag"} if variant == "tag" else {"ret": "msgbus.system.reply"})
+                elif variant == "tag":
+                    rec["message"]["tag"] = "request-tag"
+            out.append(rec)
+        path = tmp_path / f"{variant}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in out), encoding="utf-8")
+        found[variant] = check([path], profile).counts
+    restores = SPEC.behaviour(profile)["reply_ret_restored"]
+    expected = {"RMB-REPLY-005": 1} if restores else {}
+    assert found == {"tag": expected, "ret": expected}
+    assert restores == (profile == "rmb-rs-v1")
+
+
+@pytest.mark.parametrize("profile", sorted(SPEC.profiles))
+def test_a_forward_jobs_note_holds_the_whole_job_text(profile, tmp_path):
+    """The note of a forward-job line is the job as pushed ({uid}:{dst} in spec), nothing less and
+    nothing more (spec/schema/rmb-log.schema.json): the destination alone, or the job with words
+    after it, is a job not of the profile's form (RMB-FANOUT-001)."""
+    lines = [json.loads(x) for x in (ROOT / profile / "clean-request-reply.jsonl").read_text(encoding="utf-8").splitlines()]
+    at = next(i for i, r in enumerate(lines) if r["event"] == "forward-job")
+    job = lines[at]["note"]
+    assert job == SPEC.behaviour(profile)["forward_job"].format(uid=lines[at]["uid"] or lines[at]["message"]["uid"], dst=2)
+    for note, expected in ((job, set()), ("2", {"RMB-FANOUT-001"}), (job + " queued", {"RMB-FANOUT-001"})):
+        lines[at]["note"] = note
+        path = tmp_path / "job.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+        assert set(check([path], profile).counts) == expected, note
