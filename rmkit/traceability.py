@@ -23,7 +23,7 @@ NORMATIVE_WORDS = re.compile(
     r"\b(must|should|shall|may|might|can|cannot|can't|will|won't|never|always|only|"
     r"guarantee[sd]?|required?|illegal|not allowed|need(?:s|ed)?)\b", re.I)
 # Lines of code the documents show unfenced (001 and 002 print a Rust snippet as prose).
-_CODE_LINE = re.compile(r"\|\||::|\w\(\)|^\s*\"\w+\"\s*:")
+_CODE_LINE = re.compile(r"\|\||^\s*\"\w+\"\s*:")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"“`(])")
 
 
