@@ -581,7 +581,7 @@ def cmd_explain(args) -> int:
         for line in ex["receipts"]:
             print(f"  {line}")
         v = ex["violation"]
-        print(f"\n  -> {v.rule} on message {v.message_id}: {v.explanation}")
+        print(f"\n  -> {v.rule}" + (f" on message {v.message_id}" if v.message_id is not None else "") + f": {v.explanation}")
         for e in v.evidence:
             print(f"     evidence: line {e.line} {e.kind or ''} {('from ' + e.source_id[:16] + '…') if e.source_id else ''}".rstrip())
     return EXIT_PASS

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 STRICT, NON_STRICT, OFF = "strict", "non-strict", "off"
-SEVERITIES = ("critical", "major", "minor")
+SEVERITIES = ("critical", "major", "minor", "info")  # info: reported, never failing (its modes are non-strict or off)
 
 
 @dataclass(frozen=True)

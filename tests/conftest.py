@@ -13,7 +13,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures" / "remp"
-SEEDS = REPO.parent / "shared" / "seeds"
+# The design documents live beside the checkout (../shared/seeds); RMKIT_SEEDS_DIR names another place.
+SEEDS = Path(os.environ.get("RMKIT_SEEDS_DIR", REPO.parent / "shared" / "seeds"))
 
 
 @pytest.fixture(scope="session")

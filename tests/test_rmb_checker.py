@@ -281,3 +281,85 @@ def test_fresh_logs_of_the_reference_daemons_pass(profile, tmp_path):
     mk.run(profile, tmp_path / profile)
     report = check(sorted((tmp_path / profile).glob("*.jsonl")), profile, str(tmp_path / profile / "directory.json"))
     assert report.verdict == "pass", [(v.rule, v.explanation) for v in report.violations]
+
+
+@pytest.mark.parametrize("profile", sorted(SPEC.profiles))
+def test_the_replys_ret_and_tag_fields_are_judged_only_where_the_profile_restores_them(profile, tmp_path):
+    """Document 004 names the reply's queue only and has no tag: a reply routed to the right queue
+    with its own ret and tag passes in spec and rmb-go; rmb-rs-v1 restores both (its facts), so
+    there a reply whose tag or ret field differs from the request's breaks RMB-REPLY-005."""
+    lines = [json.loads(x) for x in (ROOT / profile / "clean-request-reply.jsonl").read_text(encoding="utf-8").splitlines()]
+    found = {}
+    for variant in ("tag", "ret"):
+        out = []
+        for rec in lines:
+            rec = json.loads(json.dumps(rec))
+            if isinstance(rec["message"], dict):
+                if rec["event"] == "reply-to-ret":
+                    rec["message"].update({"tag": "reply-tag"} if variant == "tag" else {"ret": "msgbus.system.reply"})
+                elif variant == "tag":
+                    rec["message"]["tag"] = "request-tag"
+            out.append(rec)
+        path = tmp_path / f"{variant}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in out), encoding="utf-8")
+        found[variant] = check([path], profile).counts
+    restores = SPEC.behaviour(profile)["reply_ret_restored"]
+    expected = {"RMB-REPLY-005": 1} if restores else {}
+    assert found == {"tag": expected, "ret": expected}
+    assert restores == (profile == "rmb-rs-v1")
+
+
+@pytest.mark.parametrize("profile", sorted(SPEC.profiles))
+def test_a_forward_jobs_note_holds_the_whole_job_text(profile, tmp_path):
+    """The note of a forward-job line is the job as pushed ({uid}:{dst} in spec), nothing less and
+    nothing more (spec/schema/rmb-log.schema.json): the destination alone, or the job with words
+    after it, is a job not of the profile's form (RMB-FANOUT-001)."""
+    lines = [json.loads(x) for x in (ROOT / profile / "clean-request-reply.jsonl").read_text(encoding="utf-8").splitlines()]
+    at = next(i for i, r in enumerate(lines) if r["event"] == "forward-job")
+    job = lines[at]["note"]
+    assert job == SPEC.behaviour(profile)["forward_job"].format(uid=lines[at]["uid"] or lines[at]["message"]["uid"], dst=2)
+    for note, expected in ((job, set()), ("2", {"RMB-FANOUT-001"}), (job + " queued", {"RMB-FANOUT-001"})):
+        lines[at]["note"] = note
+        path = tmp_path / "job.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+        assert set(check([path], profile).counts) == expected, note
+
+
+def _sig007_lines() -> list[dict]:
+    return [json.loads(x) for x in (ROOT / "spec" / "RMB-SIG-007.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def test_one_signature_on_two_messages_is_reported_across_shares_and_never_fails(tmp_path):
+    """RMB-SIG-007 (info): the two messages are in different groups (their uids differ), so the
+    finding is made when the shares merge: one process and --jobs 2 report it alike, and the
+    verdict is at most non-strict."""
+    path = ROOT / "spec" / "RMB-SIG-007.jsonl"
+    one, two = check([path], "spec"), check([path], "spec", jobs=2)
+    assert one.counts == two.counts == {"RMB-SIG-007": 1}
+    assert one.verdict == two.verdict == "non-strict"
+    assert [e.line for e in one.violations[0].evidence] == [e.line for e in two.violations[0].evidence] == [1, 3]
+
+
+def test_dst_2_3_and_dst_23_sign_alike_and_uncovered_fields_do_not_count(tmp_path):
+    """The issue's own example: dst [2, 3] and dst [23] have one challenge, so one signature; a
+    copy that differs only in fields the signature does not cover (try, exp) is the same message."""
+    from rmkit.conformance.rmb.signing import keypair
+    from rmkit.reference_impl.rmb.cluster import demo_seed
+
+    lines = _sig007_lines()
+    first = {**lines[0]["message"], "dst": [2, 3]}
+    first = keypair(demo_seed(1), "ed25519").sign({k: v for k, v in first.items() if k != "sig"})
+    second = {**first, "dst": [23]}
+    resent = {**first, "try": first["try"] + 1, "exp": first["exp"] - 1}
+    for name, other, expected in (("collision", second, True), ("resent", resent, False)):
+        out = [dict(lines[0], message=first), dict(lines[1], message=first), dict(lines[2], message=other),
+               dict(lines[3], message=other)]
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in out), encoding="utf-8")
+        assert ("RMB-SIG-007" in check([path], "spec").counts) is expected, name
+
+
+def test_explain_shows_the_signature_reuse_example(capsys):
+    code, out, _ = rmkit(capsys, "explain", "RMB-SIG-007")
+    assert code == 0 and "severity:  info" in out and "fixture rmb/rules/spec/RMB-SIG-007.jsonl" in out
+    assert "-> RMB-SIG-007: one signature on two messages" in out

@@ -11,7 +11,7 @@ from rmkit.reference_impl.rmb.cluster import demo_seed
 
 def test_core_commands_know_rmb(capsys, tmp_path):
     assert main(["spec", "validate", "--protocol", "rmb"]) == 0
-    assert "47 rules" in capsys.readouterr().out
+    assert "48 rules" in capsys.readouterr().out
     assert main(["explain", "RMB-SIG-003"]) == 0
     assert "pxy" in capsys.readouterr().out
     assert main(["spec", "docs", "--protocol", "rmb", "--check", str(REPO / "spec" / "rmb" / "README.md")]) == 0

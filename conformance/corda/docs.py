@@ -88,6 +88,9 @@ def spec_markdown() -> str:
         out.append(f"| {r['id']} | {r['severity']} | " + " | ".join(r["modes"][p] for p in profiles)
                    + f" | {_cell(r['statement'])} | {_source(r['source'])} |")
     out += _driven_markdown(spec["rules"]["rules"])
+    from rmkit.traceability import traceability_markdown
+
+    out += traceability_markdown(spec["traceability"]["sentences"], "document 003")
     return "\n".join(out) + "\n"
 
 

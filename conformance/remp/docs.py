@@ -112,19 +112,9 @@ def _conflicts_markdown(spec: dict) -> list[str]:
 
 def _traceability_markdown(spec: dict) -> list[str]:
     """One row per normative sentence of the documents (spec/remp/traceability.yaml)."""
-    sentences = spec["traceability"]["sentences"]
-    counts = {st: sum(1 for s in sentences if s["status"] == st) for st in ("covered", "partial", "not-checkable")}
-    out = ["", "## Traceability", "",
-           f"Every normative sentence of documents 000, 001 and 002 ({len(sentences)}; one sentence the documents "
-           "render in several places counts once): " + ", ".join(f"{n} {st}" for st, n in counts.items()) + ".", "",
-           "| id | sentence | status | checked by | missing, why, or note |", "|---|---|---|---|---|"]
-    for s in sentences:
-        quote = "<br>".join(f"{r['doc']}: “{_cell(r['quote'])}”" for r in s["renderings"])
-        checks = "; ".join(f"{part}: {', '.join(ids)}" for part, ids in (s.get("checks") or {}).items()) or "-"
-        text = " ".join(f"{label}: {_cell(s[key])}" for key, label in (("missing", "missing"), ("why", "why"), ("note", "note"))
-                        if key in s)
-        out.append(f"| {s['id']} | {quote} | {s['status']} | {_cell(checks)} | {text or '-'} |")
-    return out
+    from rmkit.traceability import traceability_markdown
+
+    return traceability_markdown(spec["traceability"]["sentences"], "documents 000, 001 and 002")
 
 
 def _tl_markdown(spec: dict) -> list[str]:

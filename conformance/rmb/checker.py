@@ -43,6 +43,7 @@ class Share:
     pending: list[tuple] = field(default_factory=list)  # (rule, uid, why, [(ref, event, who)], due)
     problems: list[tuple] = field(default_factory=list)  # (ref, error, field)
     events: Counter = field(default_factory=Counter)
+    signed: Any = None  # sigreuse.SignatureIndex: the signed messages seen, for RMB-SIG-007 across shares
 
 
 class RmbShards:
@@ -77,8 +78,11 @@ class RmbShards:
     def check_share(self, inputs: list[str], batches: Iterable) -> Share:
         from rmkit.conformance.rmb.logjudge import Group
 
+        from rmkit.conformance.rmb.model import rmb_spec
+        from rmkit.conformance.rmb.sigreuse import SignatureIndex
+
         ctx = self.ctx()
-        share = Share()
+        share = Share(signed=SignatureIndex(rmb_spec().raw["signature"]["challenge"]["pieces"]))
         groups: dict[str | None, list[Rec]] = {}
         for refs, lines in batches:
             for ref, line in zip(refs, lines):
@@ -95,6 +99,7 @@ class RmbShards:
                 share.records += 1
                 rec = Rec(ref, obj)
                 share.events[rec.event] += 1
+                share.signed.add(ref, rec.event, rec.msg)
                 if share.max_time is None or rec.time > share.max_time:
                     share.max_time = rec.time
                 if share.min_time is None or rec.time < share.min_time:
@@ -127,6 +132,9 @@ class RmbShards:
         times = [s.max_time for s in shares if s.max_time is not None]
         end = max(times) if times else None
         found = [f for s in shares for f in s.found]
+        from rmkit.conformance.rmb.sigreuse import reused
+
+        found += [(rule, None, why, evid) for rule, why, evid in reused(s.signed for s in shares if s.signed is not None)]
         waited: Counter[str] = Counter()
         for s in shares:
             for rule, uid, why, evid, due in s.pending:

@@ -44,6 +44,9 @@ def spec_markdown() -> str:
             f"{'no separator' if not sig['challenge']['separator'] else repr(sig['challenge']['separator'])}, "
             f"{sig['challenge']['encoding']}; numbers in decimal, each `dst` element in turn, `pxy` as `true`/`false` "
             "(the message's own value). " + _source(sig["challenge"]["source"]),
+            f"- Weakness: {_cell(sig['challenge']['weakness']['note'])} For example: "
+            + "; ".join(_cell(e) for e in sig["challenge"]["weakness"].get("examples", []))
+            + f". Reported by {', '.join(sig['challenge']['weakness']['rules'])}.",
             f"- Digest: {sig['digest']['algorithm'].upper()}, the {sig['digest']['signed_form']} 16 bytes are signed. " + _source(sig["digest"]["source"]),
             f"- Not covered: {', '.join(sig['not_covered'])}. " + _source(sig["not_covered_source"]),
             f"- `sig` = hex(prefix + signature), {sig['signature_hex_bytes']} bytes: " +
@@ -72,7 +75,10 @@ def spec_markdown() -> str:
         modes = [r.mode(p) for p in profiles]
         out.append(f"| {r.id} | {r.severity} | " + " | ".join(modes) + f" | {_cell(r.title)} | {_cell(r.statement)}"
                    + "".join(f" *{p}: {_cell(n)}*" for p, n in r.profile_notes.items()) + f" | {_source(r.source)} |")
-    out += ["", f"{len(s.rules)} rules.", ""]
+    out += ["", f"{len(s.rules)} rules."]
+    from rmkit.traceability import traceability_markdown
+
+    out += traceability_markdown(spec["traceability"]["sentences"], "document 004") + [""]
     return "\n".join(out)
 
 

@@ -539,8 +539,13 @@ class Group:
             ret = req.get("ret")
             if ret and r.queue != ret:
                 self.out.add("RMB-REPLY-005", f"reply pushed to {r.queue!r}, the request's ret is {ret!r}", rec, r)
-            elif "tag" in req and isinstance(r.msg, dict) and r.msg.get("tag") != req["tag"]:
-                self.out.add("RMB-REPLY-005", f"reply tag {r.msg.get('tag')!r}, the request's is {req['tag']!r}", rec, r)
+            elif b["reply_ret_restored"] and isinstance(r.msg, dict):
+                # the profile's facts restore the reply's ret and tag fields (rmb-rs-v1); document 004
+                # names the queue only and has no tag (behaviour.yaml reply_ret_restored)
+                if ret and r.msg.get("ret") != ret:
+                    self.out.add("RMB-REPLY-005", f"reply ret field {r.msg.get('ret')!r}, the request's ret is {ret!r}", rec, r)
+                elif "tag" in req and r.msg.get("tag") != req["tag"]:
+                    self.out.add("RMB-REPLY-005", f"reply tag {r.msg.get('tag')!r}, the request's is {req['tag']!r}", rec, r)
         for a in self.of("http-answer"):
             if a.endpoint != c.reply or a.status != c.accepted or not isinstance(a.msg, dict) or self.problems(a.msg):
                 continue

@@ -1,0 +1,96 @@
+"""RMB-SIG-007: one signature on two different messages.
+
+The v1 challenge joins its pieces with no separator (spec/rmb/signature.yaml), so messages whose
+signed fields differ can have one challenge: dst [2, 3] and dst [23], or a uid whose end moves into
+cmd. A signature seen on two messages whose signed fields differ is either such a collision or a
+signature copied onto another message; the log checker reports it (severity info) wherever the
+two messages are in the log, whichever share of a ``--jobs`` run or Spark audit read each.
+
+A share keeps four numbers per signed message it saw (a digest of the signature, a digest of the
+signed fields as values, the line's reference and which event it was), in arrays: a few tens of
+bytes per message, not the message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from typing import Any, Iterable
+
+import orjson
+
+# The lines that carry a message as its signer sent it: a daemon's own POST, a recorder's view of one.
+SIGNED_EVENTS = ("http-post", "recorded-request")
+RULE = "RMB-SIG-007"
+
+
+def _digest(data: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+class SignatureIndex:
+    """The signed messages one share saw: signature digest, signed-fields digest, line ref, event."""
+
+    def __init__(self, pieces: Iterable[str]):
+        self.pieces = tuple(pieces)
+        self.sig, self.fields, self.ref, self.event = array("Q"), array("Q"), array("Q"), array("B")
+
+    def __getstate__(self):
+        return self.__dict__
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def add(self, ref: int, event: str, msg: Any) -> None:
+        if event not in SIGNED_EVENTS or not isinstance(msg, dict):
+            return
+        sig = msg.get("sig")
+        if not isinstance(sig, str) or not sig:
+            return
+        # the signed fields as values (dst a list, pxy absent = false): two messages differ here
+        # even where their concatenated challenge is the same
+        values = [msg.get(k, False if k == "pxy" else None) for k in self.pieces]
+        try:
+            fields = orjson.dumps(values)
+        except TypeError:  # a value JSON cannot hold (a huge integer): judged by the schema rules, not here
+            return
+        self.sig.append(_digest(sig.encode("utf-8", "surrogatepass")))
+        self.fields.append(_digest(fields))
+        self.ref.append(ref)
+        self.event.append(SIGNED_EVENTS.index(event))
+
+    def __len__(self) -> int:
+        return len(self.ref)
+
+
+def reused(indices: Iterable[SignatureIndex]) -> list[tuple[str, str, list[tuple[int, str, None]]]]:
+    """(rule, why, evidence) for every signature that signs messages with different signed fields:
+    the first line of each of the first two different messages, in line order."""
+    import numpy as np
+
+    parts = [i for i in indices if len(i)]
+    if not parts:
+        return []
+    sig = np.concatenate([np.frombuffer(i.sig, dtype=np.uint64) for i in parts])
+    fields = np.concatenate([np.frombuffer(i.fields, dtype=np.uint64) for i in parts])
+    ref = np.concatenate([np.frombuffer(i.ref, dtype=np.uint64) for i in parts])
+    event = np.concatenate([np.frombuffer(i.event, dtype=np.uint8) for i in parts])
+    order = np.lexsort((ref, fields, sig))
+    sig, fields, ref, event = sig[order], fields[order], ref[order], event[order]
+    # a signature whose sorted run holds more than one fields digest
+    same_sig = sig[1:] == sig[:-1]
+    other_fields = fields[1:] != fields[:-1]
+    hits = np.nonzero(same_sig & other_fields)[0]
+    out, seen = [], set()
+    for k in hits:
+        s = int(sig[k])
+        if s in seen:
+            continue
+        seen.add(s)
+        start = int(np.searchsorted(sig, sig[k], side="left"))
+        a, b = start, int(k) + 1  # the first line of the first fields digest, the first of the next
+        lines = sorted(((int(ref[a]), SIGNED_EVENTS[event[a]]), (int(ref[b]), SIGNED_EVENTS[event[b]])))
+        out.append((RULE, "one signature on two messages whose signed fields differ (the challenge joins them "
+                    "without a separator, so such messages can share it; or the signature was copied)",
+                    [(r, e, None) for r, e in lines]))
+    return out
