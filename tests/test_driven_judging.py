@@ -74,7 +74,7 @@ def test_a_full_node_that_sends_a_message_it_rejected_fails_for_fn_001(profile):
     assert _rules(res) == {"REMP-FN-001"}, res.failure.summary
 
 
-def test_a_full_node_that_sends_a_finalized_message_on_fails_for_client_001():
+def test_a_full_node_that_sends_a_finalized_message_on_fails_for_client_004():
     vals = default_params("fullnode", "spec")["validators"]
     events = [{"type": "SessionSwitch", "seqno": 0, "start_time": 0, "validators": vals},
               {"type": "Submit", "msg_id": M1, "time": 1000, "uid": None, "error": None, "has_body": True},
@@ -84,7 +84,17 @@ def test_a_full_node_that_sends_a_finalized_message_on_fails_for_client_001():
     assert run_scenario(sc, reference("fullnode")).verdict == PASS
     res = run_scenario(sc, _Impl(_SendsFinalAdapter("fullnode")))
     assert res.verdict == FAIL and res.failure.step == 4
-    assert _rules(res) == {"REMP-CLIENT-001"}, res.failure.summary
+    assert _rules(res) == {"REMP-CLIENT-004"}, res.failure.summary
+
+
+def test_resends_are_owed_only_in_the_profile_whose_facts_have_them():
+    """REMP-CLIENT-001 rests on the running node's resend pacing (remp-as-built): the documents'
+    profile owes no resend, so a full node resending slowly passes there and fails in ever-node."""
+    from rmkit.conformance.remp.driven.catalogue import catalogue
+
+    impl = lambda: InProcessImplementation("rmkit.conformance.examples.slow_resend:factory", "fullnode")  # noqa: E731
+    assert all(run_scenario(sc, impl()).verdict == PASS for sc in catalogue("spec", ["fullnode"]))
+    assert any(run_scenario(sc, impl()).verdict == FAIL for sc in catalogue("ever-node", ["fullnode"]))
 
 
 def test_the_reference_full_node_does_not_send_a_final_message_when_told_to():

@@ -23,10 +23,7 @@ NOT_BACKED_BY_A_REQUIREMENT = {"remp": [], "rmb": [], "corda": []}
 # holds. A change here changes what a judge may fail on: update the list (and the judge) deliberately.
 SOURCE_NOT_A_REQUIREMENT = {
     "remp": {
-        "REMP-QUEUE-001": ["proposal"],       # 000's third proposal for speeding up
-        "REMP-CLIENT-001": ["fact"],          # the running node's resend pacing
-        "REMP-SEND-001": ["fact"],            # the running node's receipt sending
-        "REMP-EXACT-001": ["untraced"],       # the catch-all: every output as the reference machine's
+        "REMP-CLIENT-001": ["fact"],          # the running node's resend pacing: binds in ever-node only
     },
     # Document 004 says only that messages are "signed": the signature's form, and these daemon
     # behaviours, are facts of the implementations (rmb-as-built), which the spec profile adopts.

@@ -16,7 +16,7 @@ EXAMPLES = {
     "early_reject": ("consumer", "tells the user 'rejected' at the first validator's reject (001: all validators must reject)"),
     "ignores_next_set": ("fullnode", "sends new messages only to the current set while a switch is announced (REMP-CLIENT-003)"),
     "forgets_at_switch": ("validator", "loses its replay memory at a session switch (REMP-VALID-001)"),
-    "slow_resend": ("fullnode", "resends every three retry intervals instead of every one (REMP-CLIENT-001)"),
+    "slow_resend": ("fullnode", "ever-node: resends every three retry intervals instead of every one (REMP-CLIENT-001)"),
     "newest_first": ("validator", "collates the newest messages first (REMP-COLL-001)"),
     "late_final_receipt": ("validator", "ever-node: paces receipts 10 s apart, past the pacing bound (REMP-SEND-001)"),
     "ignores_rejected_digests": ("validator", "collates a message a hand-over forwarded as finally rejected (REMP-COLL-002)"),
@@ -28,7 +28,7 @@ EXAMPLES = {
 }
 
 # the profiles each faulty example must be found in (default: both)
-FAULTY_PROFILES = {"low_fanout": ("spec",), "fanout_third_rounded_up": ("spec",), "late_final_receipt": ("ever-node",),
+FAULTY_PROFILES = {"low_fanout": ("spec",), "fanout_third_rounded_up": ("spec",), "slow_resend": ("ever-node",), "late_final_receipt": ("ever-node",),
                    "no_forwarding": ("spec", "ever-node"), "stamps_zero": ("spec",)}
 
 # legal variants: name -> (role, profiles it must pass in, the freedom it uses)
@@ -46,6 +46,7 @@ LEGAL = {
     "no_vote_records": ("validator", ("spec", "ever-node"), "no accept or reject record of its collator's verdicts (REMP-FREE-011)"),
     "pairs_final_reject": ("consumer", ("spec", "ever-node"),
                            "final reject once every validator that queued the message rejected it (REMP-FREE-012)"),
+    "remembers_short_sessions": ("validator", ("spec",), "a message kept past N+2 after short sessions, 001's exception (REMP-FREE-013)"),
     "every_copy_broadcast": ("validator", ("spec", "ever-node"),
                              "every copy of a message into the catchain, 000's base protocol (REMP-FREE-010)"),
 }

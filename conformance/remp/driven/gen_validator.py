@@ -303,6 +303,14 @@ class ValidatorWorld(DrivenMachine):
             if digests:
                 self.send({"type": "ForwardedDigests", "sender": peer, "session": prev, "time": self.tick(), "digests": digests})
 
+    @rule()
+    def short_session_switch(self):
+        """The next master session starts long before mc_catchain_lifetime is over (a key block):
+        001's exception lets a message outlive N+2 then."""
+        self.session += 1
+        self.time += 100
+        self.send({"type": "SessionSwitch", "seqno": self.session, "start_time": self.time, "validators": list(self.members)})
+
     @rule(dt=st.sampled_from([1, 100, 2_000, 5_100, 30_000]))
     def time_passes(self, dt):
         self.send({"type": "Tick", "time": self.tick(dt)})

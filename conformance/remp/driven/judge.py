@@ -55,6 +55,16 @@ def pacing_bound_ms(profile: str) -> int:
     return max(spacing) if spacing else 0
 
 
+@functools.lru_cache(maxsize=None)
+def binds(rule: str, profile: str) -> bool:
+    """Whether requirement ``rule`` of ``spec/remp/conformance.yaml`` binds in ``profile`` (one that
+    rests on a profile's reference facts binds only there); a log rule's modes say where it is on."""
+    for req in load_protocol_spec("remp")["conformance"]["requirements"]:
+        if req["id"] == rule:
+            return profile in req.get("profiles", (profile,))
+    return True
+
+
 @dataclass
 class Breach:
     """A step the protocol does not allow: ``rule`` broken, ``found`` (what the implementation did),
@@ -123,6 +133,7 @@ class _Switched:
     obsolete: set
     live: object
     held_after: frozenset
+    sessions: dict = field(default_factory=dict)  # msg_id -> origin session of the messages held before it
 
 
 def _short(ids) -> str:
@@ -149,6 +160,13 @@ class Judge:
         self._totals = None  # full node: (current set's size, both sets' size) of a Submit during an announced switch
         self._due: dict = {}  # full node: msg_id -> (last send, answered, total, validators left) of resends due
         self._final_reject = None  # consumer: a final reject accepted by 001's reading (it must not change)
+        self.starts: dict = {}  # validator: master session seqno -> its start time (001's short-session exception)
+        self.session = None
+        self.lifetime_ms = getattr(getattr(ref, "machine", None), "lifetime_ms", None)
+        self._held_sessions: dict = {}  # validator: msg_id -> origin session of the messages held before the latest switch
+        self._kept: dict = {}  # validator: msg_id -> hand-over entry kept past N+2 under 001's short-session exception
+        # full node: resends are owed only where REMP-CLIENT-001 binds (the running node's fact)
+        self.resends_bind = binds("REMP-CLIENT-001", profile)
 
     # ---- the step --------------------------------------------------------------------------------
     def step(self, event: dict, actual: list) -> Judgement:
@@ -192,6 +210,8 @@ class Judge:
         elif self.role == "validator" and et == "SessionSwitch":
             cc_before = {mid for mid, m in machine.msgs.items() if m.from_cc}
             held = list(machine.msgs.values())
+            self.starts[event.get("seqno")] = event.get("start_time")
+            self.session = event.get("seqno")
         try:
             expected = self.ref.step(event)
         finally:
@@ -202,7 +222,7 @@ class Judge:
         if held is not None:  # what judging the hand-over needs of the state right after the switch
             window = copy.copy(machine.window)
             switched = _Switched(cc_before, {m.id for m in held if m.expired or not window.is_live(m.session)},
-                                 window.is_live, frozenset(machine.msgs))
+                                 window.is_live, frozenset(machine.msgs), {m.id: m.session for m in held})
         return _Prepared(event, expected, getattr(self.ref, "last_values", None), breaches, used, switched, settled)
 
     def finish(self, p: _Prepared, actual: list) -> Judgement:
@@ -214,6 +234,7 @@ class Judge:
         if self.role == "validator":
             if p.switched is not None:
                 self.obsolete.update(p.switched.obsolete)
+                self._held_sessions = p.switched.sessions
                 exp, act = self._handover(exp, act, p.switched, breaches, used)
             exp, act = self._receipts(event, exp, act, breaches, used)
             exp, act = self._records(exp, act, used)
@@ -279,15 +300,14 @@ class Judge:
                 if m.final:
                     breaches.append(_final_send(mid, picked, m.answered, fn._pos.get(mid)))
                     return
-                bad = [v for v in picked if v not in union or v in m.targets]
+                bad = [v for v in picked if v not in union]
                 if bad:
-                    breaches.append(Breach("REMP-CLIENT-001", f"resent {mid[:8]} to {', '.join(bad)}, already sent it or "
-                                           "not in the current or announced set",
-                                           f"validators not sent it yet: {', '.join(v for v in sorted(union) if v not in m.targets) or 'none'}"))
+                    breaches.append(Breach("REMP-CLIENT-004", f"resent {mid[:8]} to {', '.join(bad)}, not in the current or "
+                                           "announced set", f"validators of {_sets_text(sets)}"))
                     return
                 choose[mid] = picked
             for mid in fn.watch:  # the resends due now: if the implementation makes none, the reference's is missing
-                if mid not in choose and fn.resend_due(mid, now):
+                if self.resends_bind and mid not in choose and fn.resend_due(mid, now):
                     m = fn.msgs[mid]
                     self._due[mid] = (m.last_send, len(m.answered), m.total,
                                       [v for vs in sets for v in vs if v not in m.targets])
@@ -449,7 +469,11 @@ class Judge:
         a_full, a_dig = [key(x) for x in a.get("full") or []], [key(x) for x in a.get("digests") or []]
         extra = [k for k in a_full if k not in e_full] + [k for k in a_dig if k not in e_dig]
         missing = [x["msg_id"] for x in need_full if key(x) not in a_full] + [x["msg_id"] for x in need_dig if key(x) not in a_dig]
+        self._kept = {}
         stale = self._obsolete_entries(a, e_full | e_dig, switched)
+        if self._kept:  # copied on under 001's short-session exception
+            used.add("short_sessions")
+            extra = [k for k in extra if k not in self._kept.values()]
         if stale:
             breaches.append(Breach("REMP-LIFE-001", f"the hand-over to session {a.get('to_session')} copies on {_short(stale)}, "
                                    "obsolete (received two or more sessions before)",
@@ -480,8 +504,31 @@ class Judge:
             origin = x.get("origin_session")
             mid = x.get("msg_id")
             if (isinstance(origin, int) and not live(origin)) or (mid in self.obsolete and mid not in switched.held_after):
-                out[mid] = k
+                if self.remembered_longer(origin if isinstance(origin, int) else None):
+                    self._kept[mid] = k
+                else:
+                    out[mid] = k
         return out
+
+    def _kept_past_n2(self, o: dict, side: str, event: dict) -> bool:
+        """A Timeout the reference makes at a switch and the implementation does not, for a message
+        001's short-session exception still lets it remember."""
+        if side != "missing" or o.get("type") != "Receipt" or event.get("type") != "SessionSwitch":
+            return False
+        r = o.get("receipt") or {}
+        if r.get("kind") != "Timeout":
+            return False
+        return self.role == "validator" and self.remembered_longer(self._held_sessions.get(r.get("msg_id")))
+
+    def remembered_longer(self, origin: int | None) -> bool:
+        """001's exception to "obsolete at N+2": "when master sessions are shorter than specified in
+        config, then the message is remembered longer, until total session lifetime exceeds twice
+        of mc_catchain_lifetime". True when a message received in session ``origin`` is still within
+        that total at the current session (both readings pass: obsolete at N+2, or remembered)."""
+        if "short_sessions" not in self.free or origin is None or self.session is None or not self.lifetime_ms:
+            return False
+        first, now = self.starts.get(origin), self.starts.get(self.session)
+        return first is not None and now is not None and now - first <= 2 * self.lifetime_ms
 
     # ---- validator: catchain records the documents let it add or leave out --------------------------
     def _records(self, exp, act, used):
@@ -589,6 +636,9 @@ class Judge:
 
     # ---- attribution ------------------------------------------------------------------------------
     def _attribute(self, j: Judgement, event: dict, settled: str | None) -> list:
+        return [r for r in self._attribute_all(j, event, settled) if binds(r, self.profile)]
+
+    def _attribute_all(self, j: Judgement, event: dict, settled: str | None) -> list:
         """The requirements a step's departure breaks (empty: the difference is informational).
 
         A breach the judge found names its rule; the outputs that then differ from the reference's
@@ -612,6 +662,9 @@ class Judge:
             if r:
                 (by_receipt if e.get("type") in RECEIPT_OUTPUTS else own).append(r)
         for o, side in [(o, "missing") for o in missing] + [(o, "extra") for o in extra]:
+            if self._kept_past_n2(o, side, event):
+                j.used.add("short_sessions")
+                continue
             r = _requeued(o, settled) or _rule_of_output(self.role, o, event, side) or _other_status(o, side, j.expected)
             if r == "REMP-SEND-001":
                 sent.append(r)
@@ -689,13 +742,13 @@ def _final_send(mid: str, picked: list, answered, position) -> Breach:
     """A send of a message whose story is over for the full node. Rejected at pre-evaluation: 001
     "it's a final decision, message will not be resent again" (REMP-FN-001: never sent to
     validators). Finalized: 001 "the statuses that are final (that is, nothing is happening after
-    it)", and a resend is due only while too few validators answered (REMP-CLIENT-001); the
+    it)", and a resend is due only while too few validators answered (REMP-CLIENT-001, ever-node); the
     validators it reached would queue a committed message and report on it after its Finalized."""
     to = ", ".join(str(v) for v in picked)
     if position == "rejected":
         return Breach("REMP-FN-001", f"sent {mid[:8]} to {to} after rejecting it (RejectedByFullnode)",
                       "never send a message the full node rejected")
-    return Breach("REMP-CLIENT-001", f"sent {mid[:8]} to {to} after it was finalized",
+    return Breach("REMP-CLIENT-004", f"sent {mid[:8]} to {to} after it was finalized",
                   "no further sends once the message is final")
 
 

@@ -175,6 +175,19 @@ class _ReportsEachResend(FullNode):
         return out
 
 
+class _SendsFinal(FullNode):
+    """Breaks REMP-CLIENT-004: a finalized message goes to one more validator at every Tick."""
+
+    def _on_tick(self, ev):
+        out = super()._on_tick(ev)
+        for mid, m in self.msgs.items():
+            left = [v for vs in self.sets() for v in sorted(vs) if v not in m.targets]
+            if m.final and self._pos.get(mid) != "rejected" and left:
+                m.targets[left[0]] = None
+                out.append(SendToValidator(left[0], mid, m.uid, ev.time))
+        return out
+
+
 # ---- output rewrites ----------------------------------------------------------------------------
 
 
@@ -331,7 +344,8 @@ MUTANTS: dict = {
     "REMP-KIND-002/ever-node": ("validator", _mutant("REMP-KIND-002", "validator", rewrite=_rename("IncludedIntoBlock", "Duplicate")),
                                 ("ever-node",)),
     "REMP-FANOUT-001": ("fullnode", _mutant("REMP-FANOUT-001", "fullnode", rewrite=_overcount), ("spec",)),
-    "REMP-CLIENT-001": ("fullnode", _example("slow_resend"), BOTH),
+    "REMP-CLIENT-001": ("fullnode", _example("slow_resend"), ("ever-node",)),
+    "REMP-CLIENT-004": ("fullnode", _mutant("REMP-CLIENT-004", "fullnode", _SendsFinal), BOTH),
     "REMP-CLIENT-003": ("fullnode", _example("ignores_next_set"), BOTH),
     "REMP-FIN-001": ("fullnode", _mutant("REMP-FIN-001", "fullnode", _FinalizesTwice), ("spec",)),
     "REMP-CLIENT-002": ("consumer", _example("early_reject"), BOTH),

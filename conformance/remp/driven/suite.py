@@ -33,7 +33,7 @@ def rules_in_scope(profile: str, roles) -> dict:
     wanted = {r for role in roles for r in spec[role]["rules"]}
     out = {r.id: r.title for r in m.rules if r.id in wanted and r.mode(profile) != "off"}
     for rid, req in requirements().items():
-        if set(req["roles"]) & set(roles):
+        if set(req["roles"]) & set(roles) and profile in req.get("profiles", (profile,)):
             out[rid] = req["title"]
     for sc in conformance_spec()["scenarios"]:  # rules a catalogue scenario names (e.g. consumer outcomes)
         if sc["role"] in roles:
