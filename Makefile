@@ -136,6 +136,7 @@ docs: $(STAMP)
 	$(BIN)/rmkit spec docs --protocol corda -o spec/corda/README.md
 	$(BIN)/python -m rmkit.conformance.corda.recordschema > spec/schema/corda-record-line.schema.json.new && mv spec/schema/corda-record-line.schema.json.new spec/schema/corda-record-line.schema.json
 	$(BIN)/rmkit spec docs --protocol rmb -o spec/rmb/README.md
+	$(BIN)/python docs/rule_index.py
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/remp/make_rule_fixtures.py
