@@ -113,11 +113,11 @@ check-wheel: $(STAMP)
 	cd build && ./wheel-venv/bin/rmkit tlc remp --config handover
 	@echo "check-wheel: the installed wheel works from outside the source tree"
 
-# Each bench's output is shown and kept in $(BENCH_LOG) (its exit status too: a failed bench stops
+# Each bench's output is shown as it comes and kept in $(BENCH_LOG) (its exit status too: a failed bench stops
 # the run); after the last, bench/record_results.py appends one dated row of the ratios they
 # printed to bench/RESULTS.md.
 BENCH_LOG := bench/out/last-run.txt
-bench_run = { $(BIN)/python $(1) 2>&1; echo $$? > bench/out/.status; } | tee -a $(BENCH_LOG); exit $$(cat bench/out/.status)
+bench_run = { PYTHONUNBUFFERED=1 $(BIN)/python $(1) 2>&1; echo $$? > bench/out/.status; } | tee -a $(BENCH_LOG); exit $$(cat bench/out/.status)
 
 bench: $(STAMP)
 	@mkdir -p bench/out && : > $(BENCH_LOG)
