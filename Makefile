@@ -113,21 +113,30 @@ check-wheel: $(STAMP)
 	cd build && ./wheel-venv/bin/rmkit tlc remp --config handover
 	@echo "check-wheel: the installed wheel works from outside the source tree"
 
+# Each bench's output is shown as it comes and kept in $(BENCH_LOG) (its exit status too: a failed bench stops
+# the run); after the last, bench/record_results.py appends one dated row of the ratios they
+# printed to bench/RESULTS.md.
+BENCH_LOG := bench/out/last-run.txt
+bench_run = { PYTHONUNBUFFERED=1 $(BIN)/python $(1) 2>&1; echo $$? > bench/out/.status; } | tee -a $(BENCH_LOG); exit $$(cat bench/out/.status)
+
 bench: $(STAMP)
-	$(BIN)/python bench/bench_check.py
-	$(BIN)/python bench/bench_floor.py
-	$(BIN)/python bench/bench_tl.py
-	$(BIN)/python bench/bench_sign.py
-	$(BIN)/python bench/bench_tla.py
-	$(BIN)/python bench/bench_conform.py
-	$(BIN)/python bench/bench_simulate.py
-	$(BIN)/python bench/bench_audit.py
+	@mkdir -p bench/out && : > $(BENCH_LOG)
+	$(call bench_run,bench/bench_check.py)
+	$(call bench_run,bench/bench_floor.py)
+	$(call bench_run,bench/bench_tl.py)
+	$(call bench_run,bench/bench_sign.py)
+	$(call bench_run,bench/bench_tla.py)
+	$(call bench_run,bench/bench_conform.py)
+	$(call bench_run,bench/bench_simulate.py)
+	$(call bench_run,bench/bench_audit.py)
+	$(BIN)/python bench/record_results.py $(BENCH_LOG)
 
 docs: $(STAMP)
 	$(BIN)/rmkit spec docs --protocol remp -o spec/remp/README.md
 	$(BIN)/rmkit spec docs --protocol corda -o spec/corda/README.md
 	$(BIN)/python -m rmkit.conformance.corda.recordschema > spec/schema/corda-record-line.schema.json.new && mv spec/schema/corda-record-line.schema.json.new spec/schema/corda-record-line.schema.json
 	$(BIN)/rmkit spec docs --protocol rmb -o spec/rmb/README.md
+	$(BIN)/python docs/rule_index.py
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/remp/make_rule_fixtures.py

@@ -219,7 +219,7 @@ REFERENCE = "rmkit.conformance.corda.driven.adapters:reference_factory"
 
 
 def test_a_failure_is_saved_by_default_and_replayed_first(tmp_path, monkeypatch, capsys):
-    """The help and the README say failures are saved (default .rmkit/regressions) and replayed
+    """The help and docs/corda.md say failures are saved (default .rmkit/regressions) and replayed
     first; nothing was saved without --regressions and nothing was ever replayed."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RMKIT_REGRESSIONS", raising=False)

@@ -312,7 +312,7 @@ def test_up_dir_naming_a_file_is_a_usage_error(fake, capsys, tmp_path):
     (["--crash-at", "receiver_before_commit:0"], "--crash-at"),
 ])
 def test_the_node_started_by_hand_refuses_bad_arguments_with_exit_2(tmp_path, capsys, bad, said):
-    """``python -m rmkit.reference_impl.corda.node`` (README: the nodes can be started by hand)
+    """``python -m rmkit.reference_impl.corda.node`` (docs/corda.md: the nodes can be started by hand)
     exits 2 with one line on a bad argument, before any broker is asked, never with a traceback."""
     from rmkit.reference_impl.corda import node
 

@@ -336,11 +336,11 @@ def test_an_edit_of_a_mutants_source_measures_coverage_again(tmp_path, monkeypat
     assert cov.key("spec") != before
 
 
-def test_the_readmes_plugin_example_names_a_test_as_the_plugin_does():
+def test_the_documents_plugin_example_names_a_test_as_the_plugin_does():
+    from docs_support import documents_text
     from rmkit.conformance.remp.driven.coverage import rules_measured_by
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    examples = re.findall(r"`rmkit\[(CAT-[A-Z]+-\d+):([A-Z0-9,-]+)\]`", readme)
+    examples = re.findall(r"`rmkit\[(CAT-[A-Z]+-\d+):([A-Z0-9,-]+)\]`", documents_text())  # docs/conform.md
     assert examples
     by_id = {sc.id: sc for sc in catalogue("spec", ["validator", "fullnode", "consumer"])}
     for sid, rules in examples:

@@ -71,7 +71,8 @@ def test_block_and_early_replay_rules_are_planted_and_found_exactly(tmp_path, pr
 
 
 def test_violations_help_claims_no_rule_it_cannot_plant():
-    """`--violations` plants the rules that have an injector; the help and README say so instead
+    """`--violations` plants the rules that have an injector; the help and the documents
+    (docs/simulate.md) say so instead
     of promising every rule the profile checks."""
     import argparse
     from pathlib import Path
@@ -82,7 +83,9 @@ def test_violations_help_claims_no_rule_it_cannot_plant():
     parser = argparse.ArgumentParser()
     add_arguments(parser.add_argument_group())
     help_text = next(a.help for a in parser._actions if "--violations" in a.option_strings)
-    readme = Path(__file__).resolve().parents[1].joinpath("README.md").read_text(encoding="utf-8")
+    from docs_support import documents_text
+
+    readme = documents_text()
     lacking = {r for p in ("spec", "ever-node") for r, why in plantable_rules(p, True, True)[1].items() if why == "no injector"}
     if lacking:
         assert "every rule" not in help_text, help_text

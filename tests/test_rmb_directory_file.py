@@ -1,6 +1,7 @@
 """`rmkit rmb up --dir D` writes two files: D/directory.json, the twin directory every
-``--directory`` option reads, and D/twins.json, the twins' keys and ports (no directory). The README
-names the right one, and the wrong one given as --directory gets an error saying what is expected."""
+``--directory`` option reads, and D/twins.json, the twins' keys and ports (no directory). The
+documents (README.md, docs/rmb*.md) name the right one, and the wrong one given as --directory gets
+an error saying what is expected."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from docs_support import REPO, documents_text
 from rmkit.cli import main
 
-REPO = Path(__file__).resolve().parent.parent
-README = (REPO / "README.md").read_text(encoding="utf-8")
+DOCUMENTS = documents_text()
 RMB_LOG = str(REPO / "fixtures" / "rmb" / "logs" / "spec" / "twin-1.jsonl")
 
 
@@ -44,7 +45,7 @@ def test_a_document_of_another_shape_says_what_a_directory_holds(tmp_path, capsy
 
 
 def test_the_twin_directory_in_examples_is_the_file_rmb_up_writes_for_it():
-    named = re.findall(r"--directory (\S+)", README)
-    assert named, "the README shows --directory"
+    named = re.findall(r"--directory (\S+)", DOCUMENTS)
+    assert named, "the documents show --directory"
     assert [n for n in named if Path(n).stem == "twins"] == []
-    assert "directory.json" in README and "twins.json" in README  # both files said for what they are
+    assert "directory.json" in DOCUMENTS and "twins.json" in DOCUMENTS  # both files said for what they are

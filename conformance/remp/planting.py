@@ -183,7 +183,7 @@ def checker_time(kts: Optional[int], r: dict, kafka: bool) -> Optional[int]:
 
 class LogClock:
     """The checker's clock at the end of a log, followed over the receipts as they are written
-    (README, "the log's clock"): the latest time two different sources have reached, or the
+    (docs/check.md, "the log's clock"): the latest time two different sources have reached, or the
     log's latest receipt time when that is at most ``jump_ms`` (the horizon) later. Exact, so that
     whether the checker judges a message's liveness at the log's end is known, not guessed."""
 

@@ -1,4 +1,4 @@
-"""JSON report: the schema documented in the README (``verdict, protocol, profile, receipts,
+"""JSON report: the schema documented in docs/check.md (``verdict, protocol, profile, receipts,
 messages, violations, counts, metrics`` first, then the rest)."""
 
 from __future__ import annotations
