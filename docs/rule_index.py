@@ -29,7 +29,8 @@ RULE_ID = re.compile(r"^(REMP|RMB|CORDA)-[A-Z]+-\d{3}$")
 JUDGES = {
     "remp": {"check": ["conformance/remp/checker.py", "conformance/remp/parallel.py"],
              "conform": ["conformance/remp/driven/judge.py", "conformance/remp/driven/rulecheck.py"]},
-    "rmb": {"check": ["conformance/rmb/logjudge.py", "conformance/rmb/model.py", "conformance/rmb/signing.py"],
+    "rmb": {"check": ["conformance/rmb/logjudge.py", "conformance/rmb/model.py", "conformance/rmb/signing.py",
+                      "conformance/rmb/sigreuse.py"],
             "conform": ["conformance/rmb/driven/acts.py", "conformance/rmb/driven/judge.py"]},
     "corda": {"check": ["conformance/corda/checker.py", "conformance/corda/spanning.py"],
               "conform": ["conformance/corda/driven/judge.py", "conformance/corda/driven/bridge.py"]},
