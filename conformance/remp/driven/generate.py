@@ -31,6 +31,9 @@ STEPS_PER_SCENARIO = 40
 # shrinking stops simplifying after this much CPU time of the kit's process (the scenario found so
 # far is kept): CPU time, so that a machine busy with other work shrinks as far as an idle one
 SHRINK_BUDGET_S = 45.0
+# the replays each shrinking stage may make: the bound a derandomized run actually meets (the same
+# on every machine, so it names the same scenario and rules), well above what the faulty examples need
+DROP_PLAYS, SHRINK_PLAYS = 1_000, 2_500
 OFF = 3  # a rule whose switch draws this is off for the whole scenario (varies the mix, as swarm testing)
 
 
@@ -137,22 +140,27 @@ def _cut(choices: Choices, ends: list, failed_at: int) -> None:
 
 
 class _Budget:
-    """True while ``seconds`` of the kit's CPU time are not spent (and, for an implementation in
-    another process, whose work the kit's CPU time does not count, four times as long in wall time)."""
+    """True while ``plays`` scenario replays are not used up (the bound that makes a derandomized
+    run shrink to the same scenario on any machine, busy or not), and, as a safety net for a slow
+    implementation, ``seconds`` of the kit's CPU time are not spent and four times as long in wall
+    time (the kit's CPU time does not count an implementation in another process)."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, plays: int):
         self.cpu = time.process_time() + seconds
         self.wall = time.perf_counter() + 4 * seconds
+        self.plays = plays
+        self.used = 0
 
     def __call__(self) -> bool:
-        return time.process_time() < self.cpu and time.perf_counter() < self.wall
+        self.used += 1
+        return self.used <= self.plays and time.process_time() < self.cpu and time.perf_counter() < self.wall
 
 
 def drop_steps(world: type, made: list, spans: list, steps: int, wanted, budget_s: float) -> tuple[list, list]:
     """A first, cheap shrink: delete whole steps (runs of them, then one at a time, from the last)
     while the scenario still fails as ``wanted`` says; returns the shorter choice sequence and its
     steps. Hypothesis then simplifies what is left (deleting steps is where it spends most runs)."""
-    left = _Budget(budget_s)
+    left = _Budget(budget_s, DROP_PLAYS)
     changed = True
     while changed and left():
         changed = False
@@ -186,7 +194,7 @@ def shrink(world: type, made: list, steps: int, wanted, budget_s: float = SHRINK
     key = b"rmkit-driven-shrink"
     # the secondary corpus holds failures not yet shrunk; one in the primary would be taken as shrunk already
     db.save(key + b".secondary", choices_to_bytes(made))
-    left = _Budget(budget_s)
+    left = _Budget(budget_s, SHRINK_PLAYS)
     best: list = []
 
     def failing(p: Played) -> bool:
