@@ -101,7 +101,8 @@ QUICK_FAULTY = {("no_replay_protection", "spec"), ("forgets_at_switch", "spec"),
                                           for c in FAULTY_CASES])
 def test_generated_scenarios_find_each_faulty_example_and_shrink_it(name, profile):
     role, _ = EXAMPLES[name]
-    g = run_generated(role, profile, default_params(role, profile), _example(name, role), max_examples=300, derandomize=True)
+    # 600: the scenarios draw the set size from 16 and more kinds of step than a run of four validators
+    g = run_generated(role, profile, default_params(role, profile), _example(name, role), max_examples=600, derandomize=True)
     assert g.failing is not None, f"{name}: not found in {g.examples} generated scenarios"
     assert len(g.failing.events) <= 12, f"{name}: shrunk to {len(g.failing.events)} steps"
     res = run_scenario(g.failing, _example(name, role))

@@ -84,7 +84,7 @@ def test_the_reference_client_waits_for_all_validators_of_the_set_before_a_final
     c = ReceiptConsumer("spec", set_size=4)
     assert not _rejects(c, ["v1", "v2"]).final
     assert _rejects(c, ["v3", "v4"], 2000).final
-    pairs = ReceiptConsumer("spec")  # 001's reading: a pair for every "New" it saw
+    pairs = ReceiptConsumer("spec")  # the set unknown (a log): the validators heard from count
     assert _rejects(pairs, ["v1", "v2"]).final
 
 

@@ -44,8 +44,6 @@ LEGAL = {
     "oldest_only": ("validator", ("spec", "ever-node"), "oldest first without holding back others' candidates (REMP-FREE-005)"),
     "total_current_set": ("fullnode", ("spec",), "total_validators of the current set during an announced switch"),
     "no_vote_records": ("validator", ("spec", "ever-node"), "no accept or reject record of its collator's verdicts (REMP-FREE-011)"),
-    "pairs_final_reject": ("consumer", ("spec", "ever-node"),
-                           "final reject once every validator that queued the message rejected it (REMP-FREE-012)"),
     "remembers_short_sessions": ("validator", ("spec",), "a message kept past N+2 after short sessions, 001's exception (REMP-FREE-013)"),
     "every_copy_broadcast": ("validator", ("spec", "ever-node"),
                              "every copy of a message into the catchain, 000's base protocol (REMP-FREE-010)"),

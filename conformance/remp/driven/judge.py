@@ -159,7 +159,6 @@ class Judge:
         self.obsolete: set = set()  # validator: ids of the messages that became obsolete at a switch
         self._totals = None  # full node: (current set's size, both sets' size) of a Submit during an announced switch
         self._due: dict = {}  # full node: msg_id -> (last send, answered, total, validators left) of resends due
-        self._final_reject = None  # consumer: a final reject accepted by 001's reading (it must not change)
         self.starts: dict = {}  # validator: master session seqno -> its start time (001's short-session exception)
         self.session = None
         self.lifetime_ms = getattr(getattr(ref, "machine", None), "lifetime_ms", None)
@@ -350,32 +349,12 @@ class Judge:
         if len(e) != 1 or len(a) != 1 or e[0] == a[0]:
             return exp
         want, got = e[0], a[0]
-        if (got.get("final") is True and not want.get("final") and not want.get("lost")
-                and "final_reject_reading" in self.free and self._final_reject_by_pairs(got)):
-            used.add("final_reject_reading")
-            return [got if o is want else o for o in exp]
         if want.get("final") or want.get("lost") or got.get("final") is not False or got.get("lost") is not False:
             return exp
         if not _outcome_holds(self.ref.machine.c, got.get("name")):
             return exp
         used.add("intermediate_outcome")
         return [got if o is want else o for o in exp]
-
-    def _final_reject_by_pairs(self, got: dict) -> bool:
-        """A final reject concluded by 001's reading ("all “New” messages must be answered with a
-        corresponding “Reject” or “Timeout”": every validator that queued the message), where the
-        reference waits for every validator of the set (000/001 "All validators must reject the
-        message before it is finally rejected"); once concluded, it stays (final is final)."""
-        if self._final_reject is not None:
-            return got == self._final_reject
-        from rmkit.reference_impl.remp.outcome import evaluate_outcome
-
-        c = self.ref.machine.c
-        name, final = evaluate_outcome(c._model.outcomes, c.kinds, [st.position for st in c._queued()])
-        if final and name == got.get("name"):
-            self._final_reject = got
-            return True
-        return False
 
     def _resend_breaches(self, event, diff: Difference, breaches) -> Difference:
         """A resend the reference made and the implementation did not, told as the requirement says."""
