@@ -367,7 +367,7 @@ def test_pytest_plugin_runs_the_suite_with_rule_ids_in_test_names(tmp_path):
                         "--rmkit-impl", "rmkit.conformance.examples.no_replay_protection:factory",
                         "--rmkit-max-examples", "60", "--rmkit-regressions", str(tmp_path / "regs")],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 1, r.stdout[-2000:]
+    assert r.returncode == 1, (r.stdout + r.stderr)[-3000:]
     assert "FAILED ::rmkit[CAT-VAL-004:REMP-VALID-001" in r.stdout
     assert "PASSED ::rmkit[CAT-VAL-001" in r.stdout and "test_own" in r.stdout
 

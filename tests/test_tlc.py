@@ -7,6 +7,7 @@ TLC 2.15 output through the same interpreter.
 """
 
 import json
+import math
 import re
 import shutil
 import textwrap
@@ -473,16 +474,19 @@ def test_manifest_simulated_config_is_checked(tmp_path):
         load_manifest(tmp_path)
 
 
-def test_cli_runs_a_simulated_config_as_the_manifest_says(tmp_path, monkeypatch, capsys):
+def test_cli_runs_a_simulated_config_as_the_manifest_says(runs, tmp_path, monkeypatch, capsys):
     """A config the manifest simulates is simulated (its depth, seed and time), never searched
-    exhaustively without end."""
+    exhaustively without end. The simulation must outlast TLC's start, or nothing is checked: its
+    time is four times a whole run of the same model on this machine now (the calibration), at
+    least 3 s."""
+    seconds = max(3, math.ceil(4 * runs["pass"].seconds))
     toy_manifest(tmp_path)
     doc = json.loads((tmp_path / "manifest.json").read_text())
-    doc["models"][0]["configs"][0]["simulate"] = {"depth": 9, "seed": 11, "seconds": 3}
+    doc["models"][0]["configs"][0]["simulate"] = {"depth": 9, "seed": 11, "seconds": seconds}
     (tmp_path / "manifest.json").write_text(json.dumps(doc))
     monkeypatch.setenv("RMKIT_TLA_DIR", str(tmp_path))
     assert main(["tlc", "--list"]) == 0
-    assert "simulated, not searched: behaviours of depth 9 from seed 11 for 3 s" in capsys.readouterr().out
+    assert f"simulated, not searched: behaviours of depth 9 from seed 11 for {seconds} s" in capsys.readouterr().out
     code = main(["tlc", "--progress", "none", "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and doc["mode"] == "simulate" and doc["seed"] == 11 and doc["verdict"] == "pass"
