@@ -361,15 +361,22 @@ def test_a_run_that_checked_nothing_fails():
     assert "<testsuites>" in render_junit(rep) and "FAIL" in render_html(rep)
 
 
-def test_pytest_plugin_runs_the_suite_with_rule_ids_in_test_names(tmp_path):
+def test_pytest_plugin_runs_the_suite_and_prints_one_paste_to_reproduce(tmp_path):
     (tmp_path / "test_nothing.py").write_text("def test_own():\n    pass\n")
+    impl = "rmkit.conformance.examples.no_replay_protection:factory"
     r = subprocess.run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "--rmkit-role", "validator",
-                        "--rmkit-impl", "rmkit.conformance.examples.no_replay_protection:factory",
-                        "--rmkit-max-examples", "60", "--rmkit-regressions", str(tmp_path / "regs")],
+                        "--rmkit-impl", impl, "--rmkit-max-examples", "60", "--rmkit-regressions", str(tmp_path / "regs")],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == 1, (r.stdout + r.stderr)[-3000:]
-    assert "FAILED ::rmkit[CAT-VAL-004:REMP-VALID-001" in r.stdout
-    assert "PASSED ::rmkit[CAT-VAL-001" in r.stdout and "test_own" in r.stdout
+    assert "FAILED rmkit/spec/remp/conformance.yaml::validator::CAT-VAL-004" in r.stdout
+    assert "PASSED rmkit/spec/remp/conformance.yaml::validator::CAT-VAL-001" in r.stdout and "test_own" in r.stdout
+    saved = next((tmp_path / "regs").glob("*.jsonl"))
+    assert f"reproduce: rmkit replay {saved} --impl {impl}" in r.stdout, r.stdout[-3000:]
+    assert f"reproduce: pytest --rmkit-profile=spec --rmkit-impl={impl} --rmkit-regressions={tmp_path / 'regs'} -k CAT-VAL-004" in r.stdout
+    # the whole shrunk scenario, step by step, the failing one marked with expected and actual
+    shrunk = r.stdout[r.stdout.index("generated-validator-"):]
+    assert re.search(r"\n    >\s+\d+\. ShardBlockAccepted block=#\d", shrunk) and "expected: BlockRefused" in shrunk
+    assert re.search(r"\n        1\. SessionSwitch seqno=0", shrunk), shrunk[:2000]
 
 
 @pytest.mark.parametrize("args, code, says", [
