@@ -429,7 +429,7 @@ def run_audit(proto, profile: str, args) -> int:
     code = decided(check_exit_code(rep, getattr(args, "strict", False)))
     sys.stdout.write(text)
     if out:
-        print(f"{rep.verdict}: tables and operator's report written to {out}", file=sys.stderr)
+        print(f"{rep.verdict}: tables, operator's report and report.html written to {out}", file=sys.stderr)
     if rep.receipts == 0 and not rep.unreadable:
         print("rmkit audit: no receipts were read from the inputs", file=sys.stderr)
     return code
