@@ -328,19 +328,32 @@ def _children(pid: int) -> list[int]:
     return procs_whose(1, pid)
 
 
-def test_a_daemon_started_through_a_wrapper_is_stopped():
-    """The command the kit started exits (``sh -c 'daemon & sleep 1'``); the daemon it left in its
-    session is stopped all the same."""
+WAIT_FOR_PORT = """import socket, sys, time
+while True:
+    try:
+        socket.create_connection((sys.argv[1], int(sys.argv[2])), 0.2).close()
+        break
+    except OSError:
+        time.sleep(0.05)
+"""
+
+
+def test_a_daemon_started_through_a_wrapper_is_stopped(tmp_path):
+    """The command the kit started exits (``sh -c 'daemon & wait-until-it-listens'``); the daemon
+    it left in its session is stopped all the same. (The wrapper once slept 1 s: on a busy machine
+    it exited before the daemon listened, and the kit rightly said the implementation had exited.)"""
     import shlex
     import time
 
     redis_server_or_skip()
-    h = Harness(f"sh -c {shlex.quote(REFERENCE + ' & sleep 1')}", "spec")
+    waiter = tmp_path / "wait_for_port.py"
+    waiter.write_text(WAIT_FOR_PORT)
+    h = Harness(f"sh -c {shlex.quote(REFERENCE + ' & {python} ' + str(waiter) + ' {host} {port}')}", "spec")
     loop = asyncio.new_event_loop()
     members = []
     try:
         loop.run_until_complete(h.start())
-        h.proc.wait(timeout=10)
+        h.proc.wait(timeout=60)
         time.sleep(0.2)
         members = running(_group(h.proc.pid))
         assert members, "the wrapped daemon is not running"

@@ -556,3 +556,24 @@ def test_cli_help_documents_exit_codes_and_env(capsys):
     assert e.value.code == 0
     for text in ("exit codes:", "RMKIT_TLA2TOOLS", "RMKIT_TLA_DIR", "--simulate-depth", "--list", "--trace-out"):
         assert text in out
+
+
+def test_summary_lists_what_was_checked_and_names_an_expected_finding(runs):
+    """It printed VIOLATION and then exited 0, the reason at the bottom; nor did it say which
+    invariants and properties were checked."""
+    from rmkit.tlc.cfgfile import read_cfg_names
+
+    r = runs["values"]
+    checked = read_cfg_names("INIT Init\nNEXT Next\nINVARIANTS TypeOK Small\nPROPERTY Eventually\n")
+    text = render_result(r, checked=checked, finding={"invariant": "Small", "rule": "TOY-001"}, width=200)
+    assert re.search(r"verdict\s+EXPECTED FINDING: VIOLATION \(invariant Small\), TOY-001", text), text
+    assert re.search(r"invariants\s+TypeOK, Small", text) and re.search(r"properties\s+Eventually", text)
+    other = render_result(r, finding={"invariant": "Other", "rule": "TOY-002"}, width=200)
+    assert "EXPECTED FINDING" not in other and re.search(r"verdict\s+VIOLATION \(invariant Small\)", other)
+
+
+def test_a_version_without_a_build_date_does_not_print_the_placeholder():
+    from rmkit.tlc.interpret import parse_output
+
+    out = parse_output("@!@!@STARTMSG 2262:0 @!@!@\nTLC2 Version 2.15 of Day Month 20?? (rev: d5b5a7f)\n@!@!@ENDMSG 2262 @!@!@\n")
+    assert out.tlc_version == "TLC2 Version 2.15 (build date not recorded) (rev: d5b5a7f)"
