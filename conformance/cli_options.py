@@ -29,12 +29,17 @@ def derandomize_wanted(flag: bool = False) -> bool:
 
 
 def stderr_progress(args: argparse.Namespace) -> Callable[[str], None] | None:
-    """A progress printer for a person at a terminal; None when stderr is no terminal or when a
-    machine-readable report goes to stdout (progress would interleave with it)."""
+    """A progress printer: every step for a person at a terminal; when stderr is no terminal (a CI
+    log), the latest step every half minute (:mod:`rmkit.progress`); None when a machine-readable
+    report goes to stdout (progress would interleave with it)."""
     quiet = args.format != "text" and not args.out
-    if quiet or not sys.stderr.isatty():
+    if quiet:
         return None
-    return lambda message: print(f"  {message}", file=sys.stderr)
+    if sys.stderr.isatty():
+        return lambda message: print(f"  {message}", file=sys.stderr)
+    from rmkit.progress import Ticker
+
+    return Ticker("rmkit conform").tick
 
 
 DEFAULT_TIMEOUT = 5.0  # --timeout of conform and replay, seconds per step

@@ -375,7 +375,10 @@ def build_parser() -> argparse.ArgumentParser:
     au_options = ProtocolOptions(au)
     au_options.add_protocol_argument(default="remp")
     au.add_argument("--profile", help="spec profile: the documents ('spec', default) or a named implementation")
-    au.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    au.add_argument("--master", default="local[*]", help="Spark master URL (default local[*]); a spark://HOST:PORT "
+                                                         "that does not answer is an error (exit 2) before Spark starts")
+    au.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                    help="a Spark setting, as spark-submit's --conf (repeatable), e.g. --conf spark.executor.memory=4g")
     au.add_argument("--out", metavar="DIR", help="write the summary, the violation and quarantine tables and the "
                                                  "operator's report (with charts) to DIR")
     au.add_argument("--format", choices=("text", "json"), default="text", help="console summary format (default: text)")
