@@ -402,3 +402,25 @@ def test_an_interrupted_conform_stops_everything_and_exits_2_quietly(tmp_path, s
             proc.kill()
             proc.wait()
         kill_all(kids)
+
+
+def test_the_html_report_puts_the_verdict_the_broken_rule_and_the_reproduce_command_first():
+    """RMB's --html was the text report inside <pre>: now a page with the rules broken, each failing
+    scenario with its reproduce command and its exchanges, and the per-rule matrix."""
+    import shlex
+
+    from html_support import read_page
+    from rmkit.conformance.rmb.driven.suite import ConformReport, render_html
+
+    cls, profile, expect = FAULTY["retries-on-4xx"]
+    cmd = variant_cmd("retries-on-4xx")
+    with Driven(cmd, profile) as d:
+        runs = d.run(["a 4xx is final"])
+    rep = ConformReport(implementation="retries-on-4xx", profile=profile, runs=runs, impl_argv=["--impl-cmd", cmd])
+    page = read_page(render_html(rep))
+    assert page.verdict == "fail"
+    assert page.sections[:3] == ["failing", "scenarios-failed", "rules"], page.sections
+    assert any(rule in page.text["failing"] for rule in expect), page.text["failing"]
+    assert page.reproduce and shlex.split(page.reproduce[0])[:4] == ["rmkit", "conform", "--protocol", "rmb"]
+    assert shlex.split(page.reproduce[0])[-2:] == ["--impl-cmd", cmd]
+    assert "exchanges and Redis operations" in page.text["scenarios-failed"]
