@@ -424,3 +424,17 @@ def test_the_html_report_puts_the_verdict_the_broken_rule_and_the_reproduce_comm
     assert page.reproduce and shlex.split(page.reproduce[0])[:4] == ["rmkit", "conform", "--protocol", "rmb"]
     assert shlex.split(page.reproduce[0])[-2:] == ["--impl-cmd", cmd]
     assert "exchanges and Redis operations" in page.text["scenarios-failed"]
+
+
+def test_the_junit_failure_says_how_to_reproduce_it():
+    import xml.etree.ElementTree as ET
+
+    from rmkit.conformance.rmb.driven.suite import ConformReport, render_junit
+
+    cls, profile, expect = FAULTY["retries-on-4xx"]
+    cmd = variant_cmd("retries-on-4xx")
+    with Driven(cmd, profile) as d:
+        runs = d.run(["a 4xx is final"])
+    rep = ConformReport(implementation="retries-on-4xx", profile=profile, runs=runs, impl_argv=["--impl-cmd", cmd])
+    failures = [f.text for f in ET.fromstring(render_junit(rep)).iter("failure") if f.get("type") == "rule"]
+    assert failures and all("reproduce: rmkit conform --protocol rmb" in t for t in failures), failures

@@ -327,9 +327,11 @@ def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
     rules = Rules(rep.profile)
     table = rep.per_rule(rules)
     failed: dict[str, list[tuple[ActResult, object]]] = {}
+    first_run: dict[str, ScenarioRun] = {}  # rule -> the first scenario that broke it (its reproduce command)
     for run in rep.runs + ([rep.final] if rep.final else []):
         for a, c in run.failures(rules, strict_only=False):
             failed.setdefault(c.rule, []).append((a, c))
+            first_run.setdefault(c.rule, run)
     root = ET.Element("testsuites")
     ts = ET.SubElement(root, "testsuite", name=f"rmkit conform rmb, profile {rep.profile}")
     cases = failures = skipped = 0
@@ -349,6 +351,7 @@ def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
         lines = [f"{r.id} ({rules.severity(r.id)}, {mode}) {r.title}", f"what to do: {r.advice}"]
         lines += [f"{c.detail}  [act {json.dumps(a.act)}]" for a, c in found]
         lines += ["exchanges and Redis operations of the first failing act:"] + found[0][0].evidence[:evidence_lines]
+        lines.append(f"reproduce: {rep.reproduce(first_run[r.id])}")
         if mode == "strict":
             failures += 1
             el = ET.SubElement(case, "failure", message=found[0][1].detail[:500], type="rule")
