@@ -5,13 +5,19 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
+# A demo step that shows a failure exits with the code it should (1: violations; 2: no verdict, e.g.
+# a planted unreadable line) and says what was found; any other exit stops the demo.
+# usage: COMMAND; $(call expect_exit,CODE,what was found)
+expect_exit = rc=$$?; if [ $$rc -eq $(1) ]; then echo "   -> exit $(1), as expected: $(2)"; else echo "   -> exit $$rc, expected $(1) ($(2))"; exit 1; fi
+
 .PHONY: demo test test-slow check-wheel bench docs fixtures tla-tables clean
 
 $(STAMP): pyproject.toml setup.py rmkit/_linescan.pyx
 	@$(PY) -c 'import sys; sys.exit("rmkit needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,spark]'
+	@# (setuptools' note that an editable install resolves imports through a finder is not a problem here)
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install -q -e '.[test,spark]'
 	@# the compiled line scanner of --jobs readers is optional (built where a C compiler is found)
 	@$(BIN)/python -c 'import rmkit.linescan as s; print("rmkit: compiled line scanner", "built" if s.COMPILED else "not built (no C compiler): --jobs reads in Python, a little slower")'
 	@# byte-compiled once here, so that no run of rmkit compiles its modules again (an environment
@@ -21,6 +27,10 @@ $(STAMP): pyproject.toml setup.py rmkit/_linescan.pyx
 	@command -v redis-server >/dev/null || (apt-get update -q && apt-get install -y -q redis-server)
 	@command -v npm >/dev/null || (apt-get update -q && apt-get install -y -q nodejs npm)
 	cd interop/rmb-npm && npm ci --no-audit --no-fund --loglevel=error
+	@# `rmkit spec diagram` renders with Graphviz's dot; the HTML reports are opened by a headless
+	@# browser in the slow tests (Debian's chromium)
+	@command -v dot >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q graphviz >/dev/null) || echo "rmkit: could not install graphviz (apt-get); rmkit spec diagram can write DOT but not render SVG/PNG/PDF"
+	@command -v chromium >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null) || echo "rmkit: could not install chromium (apt-get); the browser test of the HTML reports will be skipped"
 	@# Corda: a real broker (ActiveMQ Classic, Debian's package)
 	@[ -f /usr/share/activemq/bin/activemq.jar ] || (apt-get update -q >/dev/null && apt-get install -y -q activemq >/dev/null) || echo "rmkit: could not install activemq (apt-get); the Corda broker tests will be skipped"
 	@touch $(STAMP)
@@ -30,7 +40,7 @@ demo: $(STAMP)
 	$(BIN)/rmkit check --lifetime 60 fixtures/remp/logs/sim-spec-clean.jsonl
 	@echo
 	@echo "== 2. the same kind of log with injected faults: every violation cites its rule, the receipts (file:line) and what to do"
-	-$(BIN)/rmkit check --lifetime 60 fixtures/remp/logs/sim-spec-faults.jsonl
+	@$(BIN)/rmkit check --lifetime 60 fixtures/remp/logs/sim-spec-faults.jsonl; $(call expect_exit,2,the injected faults were found; its one planted unreadable line makes the run no verdict (exit 2) whatever else is found)
 	@echo
 	@echo "== 3. the real node's behaviour (a Kafka dump) under the ever-node profile: expired messages vanish silently (non-strict)"
 	$(BIN)/rmkit check --lifetime 60 --profile ever-node fixtures/remp/logs/sim-ever-node-clean.jsonl
@@ -43,7 +53,8 @@ demo: $(STAMP)
 	$(BIN)/rmkit keys gen --validators 7 --seed 1 --out build/demo/keys
 	$(BIN)/rmkit simulate --messages 50 --seed 5 --keys build/demo/keys -o build/demo/signed.jsonl
 	$(BIN)/rmkit check build/demo/signed.jsonl --validators build/demo/keys/validators.yaml | head -10
-	head -3 build/demo/signed.jsonl | sed '2s/"sent_to":[0-9]*/"sent_to":9/' | $(BIN)/rmkit receipt verify --validators build/demo/keys/validators.yaml - || true
+	@head -3 build/demo/signed.jsonl | sed '2s/"sent_to":[0-9]*/"sent_to":9/' > build/demo/tampered.jsonl
+	@$(BIN)/rmkit receipt verify --validators build/demo/keys/validators.yaml build/demo/tampered.jsonl; $(call expect_exit,1,the tampered receipt's signature does not verify)
 	@echo
 	@echo "== 6. the TLA+ model checked by TLC (hand-over configuration; \`rmkit tlc\` runs the small one)"
 	$(BIN)/rmkit tlc remp --config handover
@@ -51,13 +62,13 @@ demo: $(STAMP)
 	@echo "== 7. driven conformance: a validator without replay protection is found, shrunk and saved (the reference passes)"
 	@rm -rf build/demo/regressions
 	$(BIN)/rmkit conform --role validator --impl-cmd "$(BIN)/python -m rmkit.reference_impl.remp.adapter ROLE" --max-examples 20 --derandomize --regressions build/demo/regressions | tail -3
-	-$(BIN)/rmkit conform --role validator --impl-cmd "$(BIN)/python -m rmkit.conformance.examples no_replay_protection ROLE" --max-examples 50 --derandomize --regressions build/demo/regressions | sed -n '/^failures:/,$$p'
+	@$(BIN)/rmkit conform --role validator --impl-cmd "$(BIN)/python -m rmkit.conformance.examples no_replay_protection ROLE" --max-examples 50 --derandomize --regressions build/demo/regressions > build/demo/conform.txt; $(call expect_exit,1,the replayed message was accepted twice); sed -n '/^failures:/,$$p' build/demo/conform.txt
 	@echo
 	@echo "== 8. a Spark audit: a two-file simulated log with violations planted (manifest.json says which) is audited"
 	@echo "      by a local Spark started by the command; the operator's report and charts go to build/demo/audit"
 	@rm -rf build/demo/big build/demo/audit
 	$(BIN)/rmkit simulate --messages 3000 --seed 1 --lifetime 60 --files 2 --violations 0.004 -o build/demo/big/
-	-$(BIN)/rmkit audit --master 'local[2]' --lifetime 60 --out build/demo/audit build/demo/big/part-00000.jsonl build/demo/big/part-00001.jsonl
+	@$(BIN)/rmkit audit --master 'local[2]' --lifetime 60 --out build/demo/audit build/demo/big/part-00000.jsonl build/demo/big/part-00001.jsonl; $(call expect_exit,2,the planted violations were found; the planted unreadable line makes the run no verdict (exit 2))
 	@ls build/demo/audit
 	@echo
 	@echo "== 9. RMB v1: the npm ts-rmb-redis-client through two reference daemons (each on its own redis-server, recorders"
@@ -71,7 +82,7 @@ demo: $(STAMP)
 	@echo "       deduplication in memory only is caught"
 	$(BIN)/rmkit corda up --flows 2 --messages 20
 	$(BIN)/rmkit corda torture --seed 1 --cycles 6 --quiet
-	-$(BIN)/rmkit corda torture --seed 1 --cycles 10 --variant memory_dedup --quiet
+	@$(BIN)/rmkit corda torture --seed 1 --cycles 10 --variant memory_dedup --quiet; $(call expect_exit,1,the node that forgets its deduplication on a crash delivered a message twice)
 	@echo
 	@echo "== 11. your own node under the crash-point harness (the contract: spec/corda/node.md): a small node written from"
 	@echo "       that document alone passes; its twin that keeps processed ids in memory only is caught"

@@ -1,9 +1,38 @@
-"""The one compiled part of rmkit (everything else is configured in pyproject.toml).
+"""The parts of rmkit's build that pyproject.toml cannot say statically.
+
+The repository keeps one folder per job (spec/, conformance/, reference_impl/, ...); in the
+installed package they all live under the single ``rmkit`` namespace. Every folder below those
+roots is declared a package (most hold only data: YAML, JSON, TLA+ modules), so that setuptools
+neither warns that an importable folder is missing from ``packages`` nor drops a folder added
+later; which data files ship is still chosen by ``package-data`` in pyproject.toml.
 
 ``rmkit._linescan`` is optional: where no C compiler is found the build goes on without it and
 the ``--jobs`` readers deal their chunks in Python (:mod:`rmkit.linescan`), with the same results.
 """
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_namespace_packages, setup
 
-setup(ext_modules=[Extension("rmkit._linescan", ["rmkit/_linescan.pyx"], optional=True)])
+ROOTS = {
+    "rmkit": "rmkit",
+    "rmkit.spec": "spec",
+    "rmkit.conformance": "conformance",
+    "rmkit.reference_impl": "reference_impl",
+    "rmkit.fixtures": "fixtures",
+    "rmkit.tla": "tla",
+    "rmkit.spark_checks": "spark_checks",
+}
+
+
+def packages() -> list[str]:
+    found = []
+    for name, folder in ROOTS.items():
+        found.append(name)
+        found += [f"{name}.{sub}" for sub in find_namespace_packages(folder, exclude=["*__pycache__*", "*.egg-info"])]
+    return found
+
+
+setup(
+    package_dir=ROOTS,
+    packages=packages(),
+    ext_modules=[Extension("rmkit._linescan", ["rmkit/_linescan.pyx"], optional=True)],
+)

@@ -29,9 +29,40 @@ def derandomize_wanted(flag: bool = False) -> bool:
 
 
 def stderr_progress(args: argparse.Namespace) -> Callable[[str], None] | None:
-    """A progress printer for a person at a terminal; None when stderr is no terminal or when a
-    machine-readable report goes to stdout (progress would interleave with it)."""
+    """A progress printer: every step for a person at a terminal; when stderr is no terminal (a CI
+    log), the latest step every half minute (:mod:`rmkit.progress`); None when a machine-readable
+    report goes to stdout (progress would interleave with it)."""
     quiet = args.format != "text" and not args.out
-    if quiet or not sys.stderr.isatty():
+    if quiet:
         return None
-    return lambda message: print(f"  {message}", file=sys.stderr)
+    if sys.stderr.isatty():
+        return lambda message: print(f"  {message}", file=sys.stderr)
+    from rmkit.progress import Ticker
+
+    return Ticker("rmkit conform").tick
+
+
+DEFAULT_TIMEOUT = 5.0  # --timeout of conform and replay, seconds per step
+
+
+def impl_argv(args: argparse.Namespace) -> list[str]:
+    """The options that name the implementation as given (``--impl-cmd CMD`` or ``--impl
+    MODULE:FACTORY``, and ``--timeout`` when not the default): what a rerun must repeat."""
+    out = []
+    if getattr(args, "impl_cmd", None):
+        out += ["--impl-cmd", args.impl_cmd]
+    elif getattr(args, "impl", None):
+        out += ["--impl", args.impl]
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None and timeout != DEFAULT_TIMEOUT:
+        out += ["--timeout", f"{timeout:g}"]
+    return out
+
+
+def replay_command(protocol: str, scenario, impl: list[str]) -> str:
+    """``rmkit replay`` of a saved scenario against the same implementation, quoted for a POSIX
+    shell: printed wherever a failure is, so that one paste reproduces it."""
+    import shlex
+
+    argv = ["rmkit", "replay"] + (["--protocol", protocol] if protocol != "remp" else []) + [str(scenario)]
+    return shlex.join(argv + (impl or ["--impl-cmd", "CMD"]))

@@ -1,9 +1,8 @@
 """pytest plugin (entry point ``pytest11``): ``pytest --rmkit-impl-cmd "CMD"`` runs REMP driven
 conformance against an implementation as pytest tests, so implementers add it to their CI in one
-line. Each catalogue scenario is a test named by its id and the rules it is measured to catch (the
-rules whose mutant it fails, :mod:`.remp.driven.coverage`; ``no-rule-measured`` when none); each
-role's generated scenarios are one test (a failure shows the shrunk scenario, saved for ``rmkit
-replay``).
+line. Each catalogue scenario is a test, ``spec/remp/conformance.yaml::ROLE::SCENARIO-ID``; each
+saved regression is one, under its own file; each role's generated scenarios are one test (a
+failure shows the shrunk scenario, saved, and the ``rmkit replay`` command that reruns it).
 
 Inert unless ``--rmkit-impl-cmd`` or ``--rmkit-impl`` is given. Options are checked before
 collection (a wrong role, profile or count, a command that cannot be started, a regressions folder
@@ -22,7 +21,7 @@ import shutil
 
 import pytest
 
-from rmkit.conformance.cli_options import derandomize_wanted, regressions_dir
+from rmkit.conformance.cli_options import DEFAULT_TIMEOUT, derandomize_wanted, impl_argv, regressions_dir, replay_command
 from rmkit.guard import positive_seconds
 
 NOT_DRIVEN_EXIT = 2
@@ -37,7 +36,7 @@ def pytest_addoption(parser):
     group.addoption("--rmkit-role", action="append", metavar="ROLE", help="role(s) to test (default: all)")
     group.addoption("--rmkit-profile", default="spec", metavar="PROFILE", help="profile the implementation claims (default spec)")
     group.addoption("--rmkit-max-examples", type=int, default=100, metavar="N", help="generated scenarios per role (default 100)")
-    group.addoption("--rmkit-timeout", type=positive_seconds, default=5.0, metavar="S", help="seconds per step (default 5)")
+    group.addoption("--rmkit-timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, metavar="S", help="seconds per step (default 5)")
     group.addoption("--rmkit-regressions", metavar="DIR", help="folder of saved failing scenarios (default .rmkit/regressions)")
 
 
@@ -145,13 +144,19 @@ class ScenarioItem(pytest.Item):
         impl = open_implementation(_Args(cfg), self.role)
         try:
             if self.scenario is not None:
+                from rmkit.conformance.remp.driven.coverage import NO_RULE, rules_measured_by
+
+                # the rules the scenario is measured to catch (evidence, not the catalogue's intent): a
+                # property of the test (JUnit <properties>), found when it runs, not at collection
+                measured = rules_measured_by(self.scenario, cfg.getoption("rmkit_profile"))
+                self.user_properties.append(("rmkit-rules", ",".join(measured) or NO_RULE))
                 res = run_scenario(self.scenario, impl)
                 self._note_reached(not unreached(res))
                 if unreached(res):
                     raise ConformanceFailure(f"the implementation could not be driven: it failed at the hello, so no "
                                              f"rule was put to it (no conformance verdict)\n{explain_failure(res)}")
                 if res.verdict == FAIL:
-                    raise ConformanceFailure(explain_failure(res))
+                    raise ConformanceFailure(f"{explain_failure(res)}\nreproduce: {self._reproduce()}")
                 return
             profile = cfg.getoption("rmkit_profile")
             if cfg.getoption("rmkit_max_examples") == 0:
@@ -171,12 +176,24 @@ class ScenarioItem(pytest.Item):
                 path = write_scenario(regs / f"{self.role}-{profile}-{g.failing.digest()}.jsonl", g.failing, res.expected,
                                       res.failure.as_dict() if res.failure else None)
                 raise ConformanceFailure(f"{explain_failure(res) if res.failure else g.message}\n"
-                                         f"saved: {path} (rerun: rmkit replay {path} --impl-cmd ...)")
+                                         f"saved: {path}\nreproduce: {replay_command('remp', path, impl_argv(_Args(cfg)))}")
             if g.examples == 0:
                 raise ConformanceFailure("no generated scenario ran: nothing was checked")
             self._note_reached(True)
         finally:
             impl.close()
+
+    def _reproduce(self) -> str:
+        """The one paste that runs this test again: pytest with the same options, this test alone."""
+        import shlex
+
+        opts = [f"--rmkit-profile={self.config.getoption('rmkit_profile')}"]
+        for name in ("rmkit_impl_cmd", "rmkit_impl", "rmkit_regressions"):
+            if self.config.getoption(name):
+                opts.append(f"--{name.replace('_', '-')}={self.config.getoption(name)}")
+        if self.config.getoption("rmkit_timeout") != DEFAULT_TIMEOUT:
+            opts.append(f"--rmkit-timeout={self.config.getoption('rmkit_timeout'):g}")
+        return shlex.join(["pytest", *opts, "-k", self.name])
 
     def _note_reached(self, reached: bool) -> None:
         self.user_properties.append((PAST_HELLO + self.role, reached))
@@ -187,16 +204,59 @@ class ScenarioItem(pytest.Item):
         return super().repr_failure(excinfo)
 
     def reportinfo(self):
-        return self.path, None, f"rmkit conform: {self.name}"
+        return self.path, None, f"rmkit conform {self.role}: {self.name}"
+
+
+class ConformanceSource(pytest.File):
+    """The file scenarios come from, as pytest's collector of them: a saved regression (.jsonl) or
+    the REMP conformance catalogue (spec/remp/conformance.yaml, also the home of the generated
+    search). It gives the tests real node ids, ``FILE::ROLE::SCENARIO``, and JUnit a classname."""
+
+    def collect(self):
+        return []  # its children are made by pytest_collection_modifyitems, from the options
+
+
+class RoleGroup(pytest.Collector):
+    """The tests of one role within a source."""
+
+    def collect(self):
+        return []
+
+
+def _add_source(session, path, entries, items) -> None:
+    """A source node and its tests, ``entries`` as (role, test name, scenario or None), reported as
+    collected (pytest counts collected tests from collect reports, so "collected N items" is true)."""
+    from _pytest.reports import CollectReport
+
+    from rmkit.specload import spec_root
+
+    root = session.config.rootpath
+    if path.is_relative_to(root):
+        nodeid = path.relative_to(root).as_posix()
+    elif path.is_relative_to(spec_root().parent):  # the catalogue of an installed rmkit: as the package names it
+        nodeid = "rmkit/" + path.relative_to(spec_root().parent).as_posix()
+    else:
+        nodeid = path.as_posix()
+    source = ConformanceSource.from_parent(session, path=path, nodeid=nodeid)
+    groups: dict = {}
+    made = []
+    for role, name, sc in entries:
+        if role not in groups:
+            groups[role] = RoleGroup.from_parent(source, name=role)
+        made.append(ScenarioItem.from_parent(groups[role], name=name, scenario=sc, role=role))
+    session.config.hook.pytest_collectreport(report=CollectReport(source.nodeid, "passed", None, made))
+    items.extend(made)
 
 
 def pytest_collection_modifyitems(session, config, items):
+    """The conformance tests, made from the options without running anything (the rules a scenario
+    is measured to catch are not computed here: that means running the mutants)."""
     if not _active(config):
         return
     from rmkit.conformance.remp.driven.catalogue import catalogue
-    from rmkit.conformance.remp.driven.coverage import NO_RULE, rules_measured_by
     from rmkit.conformance.remp.driven.scenario import read_scenario
     from rmkit.errors import RmkitError
+    from rmkit.specload import spec_root
 
     profile = config.getoption("rmkit_profile")
     roles = config.getoption("rmkit_role") or list(ROLES)
@@ -208,9 +268,7 @@ def pytest_collection_modifyitems(session, config, items):
             except RmkitError as exc:
                 raise pytest.UsageError(f"rmkit: a saved scenario cannot be read (fix or remove it): {exc}") from None
             if sc.role in roles and sc.profile == profile:
-                items.append(ScenarioItem.from_parent(session, name=f"rmkit-regression[{path.stem}]", scenario=sc, role=sc.role))
-    for sc in catalogue(profile, roles):  # named by evidence: the rules whose mutant the scenario is measured to catch
-        rules = ",".join(rules_measured_by(sc, profile)) or NO_RULE
-        items.append(ScenarioItem.from_parent(session, name=f"rmkit[{sc.id}:{rules}]", scenario=sc, role=sc.role))
-    for role in roles:
-        items.append(ScenarioItem.from_parent(session, name=f"rmkit[generated-{role}]", role=role))
+                _add_source(session, path.resolve(), [(sc.role, sc.id, sc)], items)
+    entries = [(sc.role, sc.id, sc) for sc in catalogue(profile, roles)]
+    entries += [(role, f"generated-{role}", None) for role in roles]
+    _add_source(session, (spec_root() / "remp" / "conformance.yaml").resolve(), entries, items)

@@ -60,11 +60,19 @@ def _add_impl_arguments(parser: argparse.ArgumentParser, role: bool = True) -> N
                                                        "{profile} {workdir} are replaced (their meanings: --rmb-workdir in "
                                                        "`rmkit conform --help`)")
     how.add_argument("--impl", metavar="MODULE:FACTORY", help="a Python implementation: FACTORY(role) returns the adapter object")
-    parser.add_argument("--timeout", type=positive_seconds, default=5.0, metavar="S", help="seconds the implementation may take per step (default 5)")
+    from rmkit.conformance.cli_options import DEFAULT_TIMEOUT
+
+    parser.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, metavar="S",
+                        help=f"seconds the implementation may take per step (default {DEFAULT_TIMEOUT:g})")
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
+
+
+def protocol_help(default: str | None = "remp", what: str = "protocol") -> str:
+    """The help of a ``--protocol`` option: its choices as installed (the protocol registry), and its default."""
+    return f"{what}: one of {', '.join(protocol_names())}" + (f" (default: {default})" if default else "")
 
 
 class ProtocolOptions:
@@ -86,7 +94,8 @@ class ProtocolOptions:
 
     def add_protocol_argument(self, **kwargs) -> None:
         """``--protocol``, recording its value for the help as soon as it is parsed."""
-        self.parser.add_argument("--protocol", action=_ChooseProtocol, options=self, **kwargs)
+        kwargs.setdefault("help", protocol_help(kwargs.get("default")))
+        self.parser.add_argument("--protocol", action=_ChooseProtocol, options=self, metavar="NAME", **kwargs)
 
     def add(self, name: str, register) -> None:
         """Call ``register(group)``, a protocol's hook, with the group its options go to."""
@@ -224,11 +233,15 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=EXIT_CODES)
     c.add_argument("logs", nargs="+", metavar="LOG", help="receipt log(s): .jsonl, .jsonl.gz, or - for stdin")
     c_options = ProtocolOptions(c)
-    c_options.add_protocol_argument(default="remp", help="protocol of the log (default: remp; installed: %s)" % ", ".join(protocol_names()))
+    c_options.add_protocol_argument(default="remp", help=protocol_help("remp", "protocol of the log"))
     c.add_argument("--profile", help="spec profile: the documents ('spec', default) or a named implementation")
     c.add_argument("--format", choices=("text", "json", "junit"), default="text", help="report format (default: text)")
     c.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
     c.add_argument("--strict", action="store_true", help="treat a non-strict verdict as failure (exit 1)")
+    c.add_argument("--html", metavar="FILE", help="also write a standalone HTML report: verdict, failing rules, "
+                                                "each violation's evidence, every rule")
+    c.add_argument("--all-rules", action="store_true",
+                   help="text report: a row for every rule (default: only rules with violations or not checked)")
     c.add_argument("--max-examples", type=int, default=1000, metavar="N",
                    help="keep at most N violations per rule in the report, counting all (0: keep all; default 1000)")
     c.add_argument("--jobs", type=int, metavar="N",
@@ -252,22 +265,23 @@ def build_parser() -> argparse.ArgumentParser:
     ssub = s.add_subparsers(dest="spec_command", metavar="SPEC_COMMAND")
     s.set_defaults(func=lambda _args: (s.print_help(), EXIT_USAGE)[1])
     sv = ssub.add_parser("validate", help="load every spec file, check it against its JSON Schema and cross-references")
-    sv.add_argument("--protocol", action="append", help="protocol(s) to validate (default: all installed)")
+    sv.add_argument("--protocol", action="append", metavar="NAME",
+                    help=protocol_help(None, "protocol(s) to validate, repeatable") + " (default: all)")
     sv.set_defaults(func=cmd_spec_validate)
     sd = ssub.add_parser("diagram", help="Graphviz state diagram of the status machine, generated from the spec",
                          description="Write the status machine as Graphviz DOT (or SVG/PNG/PDF when the Graphviz\n"
                                      "`dot` program is installed: apt-get install graphviz).", formatter_class=_Formatter)
-    sd.add_argument("--protocol", default="remp")
+    sd.add_argument("--protocol", default="remp", metavar="NAME", help=protocol_help())
     sd.add_argument("--profile")
     sd.add_argument("-o", "--out", metavar="FILE", help="FILE.dot, .svg, .png or .pdf (default: DOT on stdout)")
     sd.set_defaults(func=cmd_spec_diagram)
     sm = ssub.add_parser("docs", help="Markdown tables of kinds, transitions and rules, generated from the spec")
-    sm.add_argument("--protocol", default="remp")
+    sm.add_argument("--protocol", default="remp", metavar="NAME", help=protocol_help())
     sm.add_argument("-o", "--out", metavar="FILE", help="write to FILE (default: stdout)")
     sm.add_argument("--check", metavar="FILE", help="exit 1 if FILE differs from what would be generated (docs drift)")
     sm.set_defaults(func=cmd_spec_docs)
     sp = ssub.add_parser("profiles", help="list the profiles of a protocol")
-    sp.add_argument("--protocol", default="remp")
+    sp.add_argument("--protocol", default="remp", metavar="NAME", help=protocol_help())
     sp.set_defaults(func=cmd_spec_profiles)
 
     pr = sub.add_parser("protocols", help="list installed protocols")
@@ -361,7 +375,10 @@ def build_parser() -> argparse.ArgumentParser:
     au_options = ProtocolOptions(au)
     au_options.add_protocol_argument(default="remp")
     au.add_argument("--profile", help="spec profile: the documents ('spec', default) or a named implementation")
-    au.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    au.add_argument("--master", default="local[*]", help="Spark master URL (default local[*]); a spark://HOST:PORT "
+                                                         "that does not answer is an error (exit 2) before Spark starts")
+    au.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                    help="a Spark setting, as spark-submit's --conf (repeatable), e.g. --conf spark.executor.memory=4g")
     au.add_argument("--out", metavar="DIR", help="write the summary, the violation and quarantine tables and the "
                                                  "operator's report (with charts) to DIR")
     au.add_argument("--format", choices=("text", "json"), default="text", help="console summary format (default: text)")
@@ -406,7 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "there (default: $RMKIT_REGRESSIONS, else .rmkit/regressions)")
     cf.add_argument("--format", choices=("text", "json", "junit"), default="text", help="report format (default: text)")
     cf.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
-    cf.add_argument("--html", metavar="FILE", help="also write a standalone HTML report (per-rule matrix; remp, rmb)")
+    cf.add_argument("--html", metavar="FILE", help="also write a standalone HTML report: verdict and rules broken first, "
+                                                 "each failing scenario with the command that reproduces it, the per-rule matrix")
     for name in protocol_names():
         cf_options.add(name, get_protocol(name).add_conform_arguments)
     cf.set_defaults(func=cf_options.guard(cmd_conform), verdict=True)
@@ -418,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "the rule broken.",
                         epilog=CONFORM_EXIT_CODES)
     rp.add_argument("scenario", metavar="FILE", help="scenario file (remp: .jsonl; corda: .json; rmb: rmb-PROFILE-DIGEST.json)")
-    rp.add_argument("--protocol", default="remp")
+    rp.add_argument("--protocol", default="remp", metavar="NAME", help=protocol_help("remp", "protocol of the scenario"))
     _add_impl_arguments(rp, role=False)
     rp.add_argument("--format", choices=("text", "json"), default="text")
     rp.set_defaults(func=cmd_replay, verdict=True)
@@ -488,6 +506,7 @@ def cmd_check(args) -> int:
         if path != "-" and not os.path.exists(path):
             raise UsageError(f"LOG {path!r}: no such file")
     check_writable_file(args.out, "--out")
+    check_writable_file(args.html, "--html")
     checker = proto.make_checker(profile, args)
     from rmkit.malloctune import keep_freed_memory
 
@@ -497,9 +516,14 @@ def cmd_check(args) -> int:
     from rmkit.render import RENDERERS
 
     color = args.color == "always" or (args.color == "auto" and not args.out and sys.stdout.isatty())
-    text = RENDERERS[args.format](report, rules=proto.rules(), color=color)
+    text = RENDERERS[args.format](report, rules=proto.rules(), color=color, all_rules=args.all_rules)
     code = decided(check_exit_code(report, args.strict))
     emit_report(text, report.verdict, args.out)
+    if args.html:
+        from rmkit.render.html import render_html
+
+        write_output(args.html, render_html(report, rules=proto.rules(), title=f"rmkit check ({args.protocol})"), "--html")
+        print(f"HTML report written to {args.html}", file=sys.stderr)
     return code
 
 
@@ -779,8 +803,15 @@ def cmd_tlc(args) -> int:
         sys.stdout.write(dumps(doc))
     else:
         color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+        from rmkit.tlc.cfgfile import read_cfg_names
+
+        try:
+            checked = read_cfg_names((model.dir / config.cfg).read_text(encoding="utf-8"))
+        except OSError:
+            checked = None
         sys.stdout.write(render_result(result, subject=f"{label} ({model.path}/{config.cfg})",
-                                       expectations=expectations, color=color))
+                                       expectations=expectations, color=color, checked=checked,
+                                       finding=config.finding))
     for e in expectations:
         if not e.match:
             print(f"rmkit tlc: {label}: expected {e.figure} {e.expected}, found {e.found} "

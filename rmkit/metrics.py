@@ -83,6 +83,18 @@ class LatencyHistogram:
             return None
         return sum(n for b, n in self.buckets.items() if self._value(b) <= limit) / count
 
+    def fitting_per_decade(self, bars: int = 30) -> int:
+        """Bins per decade that give about ``bars`` bars over the values' range (10 to 40: never
+        finer than the histogram's 1.6 % buckets can fill, never coarser than 10 a decade): a
+        latency spread over 20..60 ms gets bars a reader can tell apart, one over 1 ms..1 h keeps
+        10 a decade."""
+        import math
+
+        if not self.count:
+            return 10
+        span = math.log10(max(self.max, 1) / max(self.min, 1))
+        return max(10, min(40, round(bars / max(span, 0.1))))
+
     def log_bins(self, per_decade: int = 10) -> list[list]:
         """Counts in bins of equal width on a log axis: [low, high, count] per non-empty bin, the
         edges 10**(k / per_decade) ms (values below 1 ms in [0, 1)). A bucket of the histogram

@@ -388,6 +388,65 @@ def trim_examples(report: Report, max_examples: int) -> None:
     report.shown_per_rule = max_examples
 
 
+def spark_conf(pairs: list[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` (repeatable), as spark-submit takes them: Spark settings for the session."""
+    out = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"--conf {pair!r}: expected KEY=VALUE (e.g. --conf spark.executor.memory=4g)")
+        out[key.strip()] = value
+    return out
+
+
+def spark_log_path(out: str | None) -> str:
+    """Where the JVM's output goes: spark.log beside the audit's tables, else a file of its own in
+    the temporary folder (named in the output either way)."""
+    if out:
+        os.makedirs(out, exist_ok=True)
+        return os.path.join(out, "spark.log")
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="rmkit-audit-spark-", suffix=".log")
+    os.close(fd)
+    return path
+
+
+class StageProgress:
+    """A line on stderr about the running Spark job, from the driver's status tracker: every 2 s on
+    a terminal, every 30 s otherwise (a CI log gets a sign of life, not a flood). Spark's own
+    progress bars go to its log file with the rest of its output."""
+
+    def __init__(self, spark, every: float | None = None):
+        self.spark = spark
+        self.every = every if every is not None else (2.0 if sys.stderr.isatty() else 30.0)
+        self.stop = None
+
+    def __enter__(self):
+        import threading
+
+        self.stop = threading.Event()
+        self.started = time.perf_counter()
+        threading.Thread(target=self._run, daemon=True, name="rmkit-audit-progress").start()
+        return self
+
+    def _run(self):
+        tracker = self.spark.sparkContext.statusTracker()
+        while not self.stop.wait(self.every):
+            try:
+                stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+            except Exception:  # noqa: BLE001 - the session is stopping: no more lines
+                return
+            done = sum(s.numCompletedTasks for s in stages if s)
+            total = sum(s.numTasks for s in stages if s)
+            what = f"{len(stages)} stage(s) running, {done}/{total} tasks done" if stages else "between stages"
+            print(f"rmkit audit: {time.perf_counter() - self.started:.0f} s: {what}", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        return False
+
+
 def run_audit(proto, profile: str, args) -> int:
     """``rmkit audit``: exit codes as ``rmkit check``'s (see rmkit.cli.check_exit_code)."""
     from rmkit.cli import check_exit_code
@@ -413,8 +472,13 @@ def run_audit(proto, profile: str, args) -> int:
     if found.tmpdir:
         shutil.rmtree(found.tmpdir, ignore_errors=True)
     master = None if getattr(args, "submitted", False) else (getattr(args, "master", None) or "local[*]")
-    spark = get_session(master, shuffle_partitions=getattr(args, "partitions", None))
-    res = audit(spark, checker, list(args.paths), partitions=getattr(args, "partitions", None), skip=side)
+    conf = spark_conf(getattr(args, "conf", None) or [])
+    log_file = spark_log_path(out) if master is not None else None
+    if log_file:
+        print(f"rmkit audit: Spark's own log (its warnings and stages) goes to {log_file}", file=sys.stderr)
+    spark = get_session(master, shuffle_partitions=getattr(args, "partitions", None), extra=conf, log_file=log_file)
+    with StageProgress(spark):
+        res = audit(spark, checker, list(args.paths), partitions=getattr(args, "partitions", None), skip=side)
     rep = res.report
     if out:
         from rmkit.spark_checks.report import write_outputs
@@ -429,7 +493,9 @@ def run_audit(proto, profile: str, args) -> int:
     code = decided(check_exit_code(rep, getattr(args, "strict", False)))
     sys.stdout.write(text)
     if out:
-        print(f"{rep.verdict}: tables and operator's report written to {out}", file=sys.stderr)
+        print(f"{rep.verdict}: tables, operator's report and report.html written to {out}", file=sys.stderr)
+    if log_file:
+        print(f"rmkit audit: Spark's own log: {log_file}", file=sys.stderr)
     if rep.receipts == 0 and not rep.unreadable:
         print("rmkit audit: no receipts were read from the inputs", file=sys.stderr)
     return code

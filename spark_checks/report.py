@@ -10,6 +10,8 @@
   (:meth:`rmkit.protocol.Protocol.operator_figures`; REMP: latency percentiles against the
   documents' promises, outcomes, lost messages, per source figures); a protocol that gives none
   gets the verdict and counts only, and says so;
+* ``report.html``: the page of ``rmkit check --html`` (verdict, rules broken, each violation's
+  evidence, every rule), the latency chart embedded;
 * ``latency.png``/``.svg`` when the figures hold latencies: each latency's distribution on a log
   axis with bins of equal width on that axis, the promised bounds marked (matplotlib, no display
   needed; its absence is found before the job runs).
@@ -69,8 +71,16 @@ def write_outputs(spark, res, out: str, proto) -> None:
         json.dump(op, f, indent=2)
     with open(os.path.join(out, "operator.md"), "w", encoding="utf-8") as f:
         f.write(operator_markdown(op, proto))
+    chart = None
     if needs_charts(proto) and op["operator_figures"]:
-        latency_chart(op.get("latency_ms") or {}, out)
+        latency_chart(op.get("latency_ms") or {}, out, inputs=rep.inputs)
+        with open(os.path.join(out, "latency.svg"), encoding="utf-8") as f:
+            chart = f.read()
+            chart = chart[chart.find("<svg"):]  # embedded in the page: without its XML prologue
+    from rmkit.render.html import render_html
+
+    with open(os.path.join(out, "report.html"), "w", encoding="utf-8") as f:
+        f.write(render_html(rep, rules=proto.rules(), title=f"rmkit audit ({rep.protocol})", chart_svg=chart))
 
 
 def operator_report(rep: Report, proto) -> dict[str, Any]:
@@ -111,9 +121,12 @@ def operator_markdown(op: dict[str, Any], proto) -> str:
     return "\n".join(lines) + "\n" + proto.operator_markdown(op)
 
 
-def latency_chart(lat: dict[str, Any], out: str) -> None:
+def latency_chart(lat: dict[str, Any], out: str, inputs=(), when: str | None = None) -> None:
     """latency.png/svg: each latency on a log axis, as bars of equal width on that axis (the
-    histogram's log10 bins), with the promised bounds."""
+    histogram's log10 bins, as many a decade as fit its range), with the promised bounds; each panel
+    says how many pairs it shows, the figure which log it was read from and when."""
+    import time
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -131,9 +144,13 @@ def latency_chart(lat: dict[str, Any], out: str) -> None:
         for bound in spec.get("promise_ms") or []:
             ax.axvline(bound, color="#c00000", linestyle="--", linewidth=1)
         promise = spec.get("promise_ms")
-        ax.set_title(f"{spec.get('from')} → {spec.get('to')}" + (f" (promise {promise[0]}–{promise[1]} ms)" if promise else ""))
+        ax.set_title(f"{spec.get('from')} → {spec.get('to')}, n={spec.get('count', 0):,}"
+                     + (f"\npromised {promise[0]}–{promise[1]} ms (dashed)" if promise else ""), fontsize=10)
         ax.set_xlabel("ms (log scale)")
-        ax.set_ylabel("messages")
+        ax.set_ylabel("pairs of receipts")
+    names = [os.path.basename(str(i)) for i in inputs]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    fig.suptitle(f"{shown or 'log'} · audited {when or time.strftime('%Y-%m-%d %H:%M')}", fontsize=9)
     fig.tight_layout()
     for ext in ("png", "svg"):
         fig.savefig(os.path.join(out, f"latency.{ext}"))

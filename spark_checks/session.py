@@ -37,10 +37,34 @@ def is_local(master: str) -> bool:
     return master.startswith("local")
 
 
+def unreachable_master(master: str | None, timeout: float = 5.0) -> str | None:
+    """Why a standalone master (``spark://host:port[,host:port]``) cannot be reached, checked with a
+    TCP connection before the JVM starts (None: one answers, or the master is not standalone).
+    Spark itself would retry for a minute and then fail with a Py4J message naming no host."""
+    import socket
+
+    if not master or not master.startswith("spark://"):
+        return None
+    why = []
+    for hostport in master[len("spark://"):].split(","):
+        host, _, port = hostport.rpartition(":")
+        if not host or not port.isdigit():
+            return f"--master {master}: expected spark://HOST:PORT, found {hostport!r}"
+        try:
+            socket.create_connection((host, int(port)), timeout).close()
+            return None
+        except OSError as exc:
+            why.append(f"{host}:{port}: {exc.strerror or exc}")
+    return f"--master {master}: no Spark master answers ({'; '.join(why)}); is it started, and is the port its RPC port (7077 by default)?"
+
+
 def get_session(master: str | None = "local[2]", app: str = "rmkit-audit", shuffle_partitions: int | None = None,
-                driver_memory: str | None = None, progress: bool = True, extra: dict | None = None):
+                driver_memory: str | None = None, progress: bool = True, extra: dict | None = None,
+                log_file: str | None = None):
     """The SparkSession for ``master`` (an existing active session is reused as it is, so that one
-    test session or a spark-submit launch serves every call)."""
+    test session or a spark-submit launch serves every call). ``extra``: Spark settings (``--conf``),
+    applied last. ``log_file``: where the JVM's own output goes (its log, its warnings, its stage
+    bars), so that the console holds the audit's output alone."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -55,7 +79,7 @@ def get_session(master: str | None = "local[2]", app: str = "rmkit-audit", shuff
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    problem = java_problem()
+    problem = java_problem() or unreachable_master(master)
     if problem:
         raise SparkUnavailable(problem)
     # master None: launched by spark-submit, whose --master and --conf decide
@@ -67,7 +91,7 @@ def get_session(master: str | None = "local[2]", app: str = "rmkit-audit", shuff
     b = SparkSession.builder if master is None else SparkSession.builder.master(master)
     b = (b.appName(app)
          .config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "true" if progress else "false")
+         .config("spark.ui.showConsoleProgress", "true" if progress and not log_file else "false")
          .config("spark.sql.variant.allowDuplicateKeys", "true")  # a JSON reader keeps the last value
          .config("spark.sql.session.timeZone", "UTC"))
     if master is not None:  # the driver JVM starts here: give it the quiet log configuration
@@ -82,8 +106,36 @@ def get_session(master: str | None = "local[2]", app: str = "rmkit-audit", shuff
     for k, v in (extra or {}).items():
         b = b.config(k, v)
     try:
-        spark = b.getOrCreate()
+        with _stderr_to(log_file):  # the JVM, started here, keeps the stderr it was given
+            spark = b.getOrCreate()
     except Exception as exc:  # the JVM failed to start: report it as the environment's problem
-        raise SparkUnavailable(f"could not start Spark (master {master}): {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        text = str(exc)
+        first = next((ln for ln in text.splitlines() if "Exception:" in ln or "Error:" in ln), text.splitlines()[0] if text else "")
+        raise SparkUnavailable(f"could not start Spark (master {master}): {first or type(exc).__name__}"
+                               + (f"; Spark's own log: {log_file}" if log_file else "")) from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+class _stderr_to:
+    """File descriptor 2 pointed at ``path`` (appended to) for the block, then restored: a child
+    process started inside it (Spark's JVM) writes its stderr there for its whole life."""
+
+    def __init__(self, path: str | None):
+        self.path, self.saved = path, None
+
+    def __enter__(self):
+        if self.path:
+            sys.stderr.flush()
+            self.saved = os.dup(2)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.dup2(fd, 2)
+            os.close(fd)
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            sys.stderr.flush()
+            os.dup2(self.saved, 2)
+            os.close(self.saved)
+        return False

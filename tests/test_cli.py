@@ -53,7 +53,23 @@ def test_no_command_prints_help_and_exits_2(capsys):
 def test_clean_log_passes_with_exit_0(capsys):
     code, out, _ = run(capsys, "check", CLEAN)
     assert code == 0
-    assert "PASS" in out and "REMP-REPLAY-002" in out  # the per-rule table lists every rule
+    # rules that held are counted, not listed (the first violation is not behind 34 rows of zeros)
+    assert "PASS" in out and "REMP-REPLAY-002" not in out and "rules not listed: no violation" in out
+    code, out, _ = run(capsys, "check", "--all-rules", CLEAN)
+    assert code == 0 and "REMP-REPLAY-002" in out and "rules not listed" not in out  # every rule, on demand
+
+
+def test_text_report_says_how_many_more_violations_than_shown(tmp_path, capsys):
+    """The text report shows five violations a rule; it said nothing of the others."""
+    planted = (FIXTURES / "rules" / "spec" / "REMP-FANOUT-001.jsonl").read_text()
+    mid = json.loads(planted.splitlines()[0])["message_id"]
+    # the fixture's one message (sent to more validators than there are) eight times, under eight ids
+    log = tmp_path / "many.jsonl"
+    log.write_text("".join(planted.replace(mid, f"{i:02x}" + mid[2:]) for i in range(8)))
+    code, out, _ = run(capsys, "check", "--format", "json", str(log))
+    assert json.loads(out)["counts"]["REMP-FANOUT-001"] == 8
+    code, out, _ = run(capsys, "check", str(log))
+    assert out.count("REMP-FANOUT-001 [") == 5 and "... 3 more REMP-FANOUT-001 violation(s)" in out, out
 
 
 def test_violations_exit_1_and_cite_rule_lines_and_advice(capsys):

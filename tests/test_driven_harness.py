@@ -110,6 +110,38 @@ def test_replay_of_an_implementation_that_fails_after_the_hello_is_a_failure(cap
     assert "at step 2" in out and "could not be driven" not in err
 
 
+def test_a_failing_hello_stops_the_role_at_once_with_one_copy_of_its_error(capsys, tmp_path):
+    """It ran every scenario (53 tracebacks for three roles), printed "verdict: FAIL" and then that
+    there was no verdict."""
+    script = tmp_path / "broken.py"
+    script.write_text("import sys\nsys.stdin.readline()\nraise RuntimeError('my adapter is broken')\n")
+    code, out, err = run(capsys, "conform", "--impl-cmd", f"{PY} {script} ROLE", "--max-examples", "5",
+                         "--regressions", str(tmp_path / "regs"))
+    assert code == 2, (out, err)
+    assert out.count("RuntimeError: my adapter is broken") == 1 and out.count("implementation's stderr: as above") == 2, out
+    assert "catalogue: 0/3 scenarios passed" in out   # one scenario per role: its hello failed
+    assert "verdict: NO VERDICT: the implementation could not be driven as validator, fullnode, consumer" in out
+    assert "verdict: FAIL" not in out
+
+
+def test_conform_prints_the_real_command_that_reproduces_each_failure(capsys, tmp_path):
+    impl = f"{PY} -m rmkit.conformance.examples no_replay_protection ROLE"
+    code, out, err = run(capsys, "conform", "--role", "validator", "--impl-cmd", impl, "--max-examples", "30",
+                         "--derandomize", "--timeout", "7", "--regressions", str(tmp_path / "regs"))
+    assert code == 1, (out, err)
+    saved = next((tmp_path / "regs").glob("*.jsonl"))
+    quoted = "'" + impl + "'"
+    assert f"reproduce: rmkit replay {saved} --impl-cmd {quoted} --timeout 7" in out, out[-3000:]
+    assert f"reproduce: rmkit conform --role validator --profile spec --max-examples 0 --impl-cmd {quoted} --timeout 7" in out
+    assert "..." not in out.split("failures:")[1].replace("...]", "")
+    junit = run(capsys, "conform", "--role", "validator", "--impl-cmd", impl, "--max-examples", "0", "--format", "junit",
+                "--regressions", str(tmp_path / "regs"))[1]
+    assert f"reproduce: rmkit replay {saved} --impl-cmd {quoted.replace(chr(39), '&apos;')}" in junit or \
+        f"reproduce: rmkit replay {saved} --impl-cmd {quoted}" in junit, junit[-2000:]
+    code, out, err = run(capsys, "replay", str(saved), "--impl-cmd", impl)
+    assert code == 1 and re.search(r"\n    >\s+\d+\. ShardBlockAccepted block=#2 msg_ids=\[\w{8}\]", out), out
+
+
 # -- the in-process hello must answer ready, as the process's does ---------------------------------
 @pytest.mark.parametrize("impl", ["_HelloNone", "_HelloList"])
 def test_an_in_process_hello_that_does_not_answer_ready_is_the_hellos_failure(capsys, tmp_path, impl):
@@ -270,24 +302,33 @@ def test_plugin_says_a_file_that_is_not_executable_is_not_executable(tmp_path):
 
 
 @pytest.mark.parametrize("profile", ["spec", "ever-node"])
-def test_plugin_names_each_catalogue_test_by_the_rules_it_was_measured_to_catch(tmp_path, profile):
-    """A test's name lists the rules whose mutant its scenario catches (coverage's measure), not the
-    rules the catalogue declares; a scenario that catches none says so."""
+def test_plugin_gives_each_catalogue_test_a_node_id_and_the_rules_it_was_measured_to_catch(tmp_path, profile):
+    """A test's node id is FILE::ROLE::SCENARIO (JUnit: classname and name); the rules whose mutant
+    its scenario catches (coverage's measure, not the rules the catalogue declares) are a property
+    of the test, found when it runs; a scenario that catches none says so. Collection alone says
+    how many tests there are."""
+    import xml.etree.ElementTree as ET
+
     from rmkit.conformance.remp.driven.coverage import coverage
 
     _seed_coverage(tmp_path, profile)
-    r = _pytest(tmp_path, "--collect-only", "--rmkit-impl", REFERENCE, "--rmkit-profile", profile)
-    names = dict(re.findall(r"rmkit\[(CAT-[A-Z]+-\d+):([^\]]*)\]", r.stdout))
+    collected = _pytest(tmp_path, "--collect-only", "--rmkit-impl", REFERENCE, "--rmkit-profile", profile)
     scenarios = catalogue(profile, ["validator", "fullnode", "consumer"])
-    assert set(names) == {sc.id for sc in scenarios}, r.stdout[-2000:]
+    ids = set(re.findall(r"rmkit/spec/remp/conformance\.yaml::(?:validator|fullnode|consumer)::(CAT-[A-Z]+-\d+)",
+                         collected.stdout))
+    assert ids == {sc.id for sc in scenarios}, collected.stdout[-2000:]
+    assert f"{len(scenarios) + 3 + 1} tests collected" in collected.stdout, collected.stdout[-500:]  # + generated, test_own
+    r = _pytest(tmp_path, "--rmkit-impl", REFERENCE, "--rmkit-profile", profile, "--rmkit-max-examples", "0",
+                "--junitxml", str(tmp_path / "j.xml"))
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "j.xml").iter("testcase")}
     measured = coverage(profile)
     for sc in scenarios:
+        case = cases[sc.id]
+        assert case.get("classname") == f"rmkit.spec.remp.conformance.yaml.{sc.role}"
+        rules = {p.get("name"): p.get("value") for p in case.iter("property")}["rmkit-rules"]
         mine = {rule for rule, ids in measured.items() if sc.id in ids}
-        if mine:
-            assert set(names[sc.id].split(",")) == mine, (sc.id, names[sc.id])
-        else:
-            assert names[sc.id] == "no-rule-measured", (sc.id, names[sc.id])
-    assert any(name == "no-rule-measured" for name in names.values()) or profile != "spec"
+        assert (set(rules.split(",")) == mine) if mine else rules == "no-rule-measured", (sc.id, rules)
 
 
 def test_junit_names_a_catalogue_scenario_by_the_rules_it_was_measured_to_catch():

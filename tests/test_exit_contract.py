@@ -229,7 +229,9 @@ class _Hangs:
     def step(self, event):
         import time
 
-        time.sleep(30)
+        from clock_support import PLANTED_DELAY
+
+        time.sleep(PLANTED_DELAY)
 
     def bye(self):
         pass
@@ -243,12 +245,14 @@ class _Huge(_Hangs):
 def test_in_process_step_that_never_returns_times_out(capsys, tmp_path, monkeypatch):
     import time
 
+    from clock_support import PLANTED_DELAY
+
     mod = _module(tmp_path, monkeypatch, "hang_impl", "from test_exit_contract import _Hangs as factory\n")
     start = time.monotonic()
     code, out, err = run(capsys, "replay", _scenario(tmp_path), "--impl", f"{mod}:factory", "--timeout", "0.5")
     assert code == 1 and no_traceback(err)
     assert "timeout" in out and "0.5 s" in out
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < PLANTED_DELAY   # cut at --timeout, not waited out
 
 
 def test_in_process_oversized_answer_is_reported(capsys, tmp_path, monkeypatch):
@@ -523,6 +527,8 @@ def test_in_process_timeout_holds_off_the_main_thread_too(tmp_path, monkeypatch)
     import threading
     import time
 
+    from clock_support import PLANTED_DELAY
+
     from rmkit.conformance.remp.driven.adapters import ImplementationFailure, InProcessImplementation, _Worker
 
     mod = _module(tmp_path, monkeypatch, "hang_impl2", "from test_exit_contract import _Hangs as factory\n")
@@ -540,8 +546,8 @@ def test_in_process_timeout_holds_off_the_main_thread_too(tmp_path, monkeypatch)
     start = time.monotonic()
     t = threading.Thread(target=drive)
     t.start()
-    t.join(10)
-    assert box["worker"] is _Worker and box["failure"].kind == "timeout" and time.monotonic() - start < 5
+    t.join(PLANTED_DELAY)
+    assert box["worker"] is _Worker and box["failure"].kind == "timeout" and time.monotonic() - start < PLANTED_DELAY
 
 
 def _reader_gone(*argv) -> tuple[int, str]:

@@ -279,7 +279,7 @@ def test_a_recorder_that_cannot_start_says_why(tmp_path):
     (tmp_path / "recorder-1.log.jsonl").mkdir()  # its log cannot be written
     cluster = Cluster(1, workdir=tmp_path, record=True)
     with pytest.raises(RmkitError) as err:
-        cluster.start(timeout=8)
+        cluster.start(timeout=60)  # a hang guard: the recorder's exit ends it at once
     assert "twin 1's recorder exited" in str(err.value) and "--log" in str(err.value)
     assert _gone(p.pid for t in cluster.twins for p in (t.proc, t.recorder, t.redis.proc))
 

@@ -328,19 +328,32 @@ def _children(pid: int) -> list[int]:
     return procs_whose(1, pid)
 
 
-def test_a_daemon_started_through_a_wrapper_is_stopped():
-    """The command the kit started exits (``sh -c 'daemon & sleep 1'``); the daemon it left in its
-    session is stopped all the same."""
+WAIT_FOR_PORT = """import socket, sys, time
+while True:
+    try:
+        socket.create_connection((sys.argv[1], int(sys.argv[2])), 0.2).close()
+        break
+    except OSError:
+        time.sleep(0.05)
+"""
+
+
+def test_a_daemon_started_through_a_wrapper_is_stopped(tmp_path):
+    """The command the kit started exits (``sh -c 'daemon & wait-until-it-listens'``); the daemon
+    it left in its session is stopped all the same. (The wrapper once slept 1 s: on a busy machine
+    it exited before the daemon listened, and the kit rightly said the implementation had exited.)"""
     import shlex
     import time
 
     redis_server_or_skip()
-    h = Harness(f"sh -c {shlex.quote(REFERENCE + ' & sleep 1')}", "spec")
+    waiter = tmp_path / "wait_for_port.py"
+    waiter.write_text(WAIT_FOR_PORT)
+    h = Harness(f"sh -c {shlex.quote(REFERENCE + ' & {python} ' + str(waiter) + ' {host} {port}')}", "spec")
     loop = asyncio.new_event_loop()
     members = []
     try:
         loop.run_until_complete(h.start())
-        h.proc.wait(timeout=10)
+        h.proc.wait(timeout=60)
         time.sleep(0.2)
         members = running(_group(h.proc.pid))
         assert members, "the wrapped daemon is not running"
@@ -389,3 +402,39 @@ def test_an_interrupted_conform_stops_everything_and_exits_2_quietly(tmp_path, s
             proc.kill()
             proc.wait()
         kill_all(kids)
+
+
+def test_the_html_report_puts_the_verdict_the_broken_rule_and_the_reproduce_command_first():
+    """RMB's --html was the text report inside <pre>: now a page with the rules broken, each failing
+    scenario with its reproduce command and its exchanges, and the per-rule matrix."""
+    import shlex
+
+    from html_support import read_page
+    from rmkit.conformance.rmb.driven.suite import ConformReport, render_html
+
+    cls, profile, expect = FAULTY["retries-on-4xx"]
+    cmd = variant_cmd("retries-on-4xx")
+    with Driven(cmd, profile) as d:
+        runs = d.run(["a 4xx is final"])
+    rep = ConformReport(implementation="retries-on-4xx", profile=profile, runs=runs, impl_argv=["--impl-cmd", cmd])
+    page = read_page(render_html(rep))
+    assert page.verdict == "fail"
+    assert page.sections[:3] == ["failing", "scenarios-failed", "rules"], page.sections
+    assert any(rule in page.text["failing"] for rule in expect), page.text["failing"]
+    assert page.reproduce and shlex.split(page.reproduce[0])[:4] == ["rmkit", "conform", "--protocol", "rmb"]
+    assert shlex.split(page.reproduce[0])[-2:] == ["--impl-cmd", cmd]
+    assert "exchanges and Redis operations" in page.text["scenarios-failed"]
+
+
+def test_the_junit_failure_says_how_to_reproduce_it():
+    import xml.etree.ElementTree as ET
+
+    from rmkit.conformance.rmb.driven.suite import ConformReport, render_junit
+
+    cls, profile, expect = FAULTY["retries-on-4xx"]
+    cmd = variant_cmd("retries-on-4xx")
+    with Driven(cmd, profile) as d:
+        runs = d.run(["a 4xx is final"])
+    rep = ConformReport(implementation="retries-on-4xx", profile=profile, runs=runs, impl_argv=["--impl-cmd", cmd])
+    failures = [f.text for f in ET.fromstring(render_junit(rep)).iter("failure") if f.get("type") == "rule"]
+    assert failures and all("reproduce: rmkit conform --protocol rmb" in t for t in failures), failures

@@ -239,7 +239,7 @@ def test_reply_endpoint_status_codes(net, profile):
 def test_reply_after_the_backlog_expired_is_dropped(net, profile):
     with net(profile) as n:
         req = n.request(1, [2], cmd="slow", exp=1)
-        answered = [e for e in events(n.log(1, until="http-answer", timeout=6), "http-answer") if e["endpoint"] == b(profile)["reply_endpoint"]]
+        answered = [e for e in events(n.log(1, until="http-answer", timeout=30), "http-answer") if e["endpoint"] == b(profile)["reply_endpoint"]]
         assert n.r[1].llen(req["ret"]) == 0
         assert answered and answered[0]["status"] == b(profile)["reply_without_backlog"]  # RMB-REPLY-004
 
@@ -272,7 +272,7 @@ def test_rmb_go_scrubber_times_out_answered_requests_too(net):
     with net("rmb-go") as n:
         req = n.request(1, [2], exp=1)
         assert n.wait(1, req["ret"])["err"] == ""
-        late = n.wait(1, req["ret"], timeout=5)
+        late = n.wait(1, req["ret"], timeout=30)  # returns when it comes: the bound is a hang guard
         assert late and late["err"] == "request timeout"  # RMB-BACKLOG-003
         assert not n.r[1].hgetall("msgbus.system.backlog")
 

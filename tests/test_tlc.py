@@ -7,6 +7,7 @@ TLC 2.15 output through the same interpreter.
 """
 
 import json
+import math
 import re
 import shutil
 import textwrap
@@ -473,16 +474,19 @@ def test_manifest_simulated_config_is_checked(tmp_path):
         load_manifest(tmp_path)
 
 
-def test_cli_runs_a_simulated_config_as_the_manifest_says(tmp_path, monkeypatch, capsys):
+def test_cli_runs_a_simulated_config_as_the_manifest_says(runs, tmp_path, monkeypatch, capsys):
     """A config the manifest simulates is simulated (its depth, seed and time), never searched
-    exhaustively without end."""
+    exhaustively without end. The simulation must outlast TLC's start, or nothing is checked: its
+    time is four times a whole run of the same model on this machine now (the calibration), at
+    least 3 s."""
+    seconds = max(3, math.ceil(4 * runs["pass"].seconds))
     toy_manifest(tmp_path)
     doc = json.loads((tmp_path / "manifest.json").read_text())
-    doc["models"][0]["configs"][0]["simulate"] = {"depth": 9, "seed": 11, "seconds": 3}
+    doc["models"][0]["configs"][0]["simulate"] = {"depth": 9, "seed": 11, "seconds": seconds}
     (tmp_path / "manifest.json").write_text(json.dumps(doc))
     monkeypatch.setenv("RMKIT_TLA_DIR", str(tmp_path))
     assert main(["tlc", "--list"]) == 0
-    assert "simulated, not searched: behaviours of depth 9 from seed 11 for 3 s" in capsys.readouterr().out
+    assert f"simulated, not searched: behaviours of depth 9 from seed 11 for {seconds} s" in capsys.readouterr().out
     code = main(["tlc", "--progress", "none", "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and doc["mode"] == "simulate" and doc["seed"] == 11 and doc["verdict"] == "pass"
@@ -552,3 +556,24 @@ def test_cli_help_documents_exit_codes_and_env(capsys):
     assert e.value.code == 0
     for text in ("exit codes:", "RMKIT_TLA2TOOLS", "RMKIT_TLA_DIR", "--simulate-depth", "--list", "--trace-out"):
         assert text in out
+
+
+def test_summary_lists_what_was_checked_and_names_an_expected_finding(runs):
+    """It printed VIOLATION and then exited 0, the reason at the bottom; nor did it say which
+    invariants and properties were checked."""
+    from rmkit.tlc.cfgfile import read_cfg_names
+
+    r = runs["values"]
+    checked = read_cfg_names("INIT Init\nNEXT Next\nINVARIANTS TypeOK Small\nPROPERTY Eventually\n")
+    text = render_result(r, checked=checked, finding={"invariant": "Small", "rule": "TOY-001"}, width=200)
+    assert re.search(r"verdict\s+EXPECTED FINDING: VIOLATION \(invariant Small\), TOY-001", text), text
+    assert re.search(r"invariants\s+TypeOK, Small", text) and re.search(r"properties\s+Eventually", text)
+    other = render_result(r, finding={"invariant": "Other", "rule": "TOY-002"}, width=200)
+    assert "EXPECTED FINDING" not in other and re.search(r"verdict\s+VIOLATION \(invariant Small\)", other)
+
+
+def test_a_version_without_a_build_date_does_not_print_the_placeholder():
+    from rmkit.tlc.interpret import parse_output
+
+    out = parse_output("@!@!@STARTMSG 2262:0 @!@!@\nTLC2 Version 2.15 of Day Month 20?? (rev: d5b5a7f)\n@!@!@ENDMSG 2262 @!@!@\n")
+    assert out.tlc_version == "TLC2 Version 2.15 (build date not recorded) (rev: d5b5a7f)"

@@ -65,7 +65,8 @@ def latest_receipt(tops: list) -> int | None:
 def latency_entry(spec: dict, hist: LatencyHistogram) -> dict:
     """A latency's figures in the report: its endpoints, percentiles, the share within the
     promise, and counts in log10 bins (the operator's chart)."""
-    return {"from": spec["from"], "to": spec["to"]} | hist.summary(tuple(spec["promise"])) | {"log10_bins": hist.log_bins()}
+    return ({"from": spec["from"], "to": spec["to"]} | hist.summary(tuple(spec["promise"]))
+            | {"log10_bins": hist.log_bins(hist.fitting_per_decade())})
 
 
 def per_source_metrics(shares: list[dict], role_of) -> dict[str, dict]:

@@ -14,27 +14,52 @@ _CATEGORY_COLOR = {"accepted": "darkgreen", "rejected": "red3", "ignored": "oran
 
 
 def status_diagram(model: RempModel) -> str:
-    """DOT source: one cluster per role, positions as nodes, each kind an edge from every position
-    it may follow to the position it leads to (final positions double-circled)."""
+    """DOT source: one cluster per role, one node per position a receipt can leave a message in
+    (final positions double-circled), and one edge per pair of positions, labelled with every kind
+    that leads along it, each in its category's colour (a kind outside the profile's status table
+    marked ``*``): with an edge per kind, the labels of parallel edges and self-loops were drawn on
+    top of each other. A legend says what colours, ``*`` and shapes mean; a position no kind of the
+    role reaches or leaves is left out and named in its cluster's label."""
+    import html
+
     g = graphviz.Digraph(name=f"remp_{model.profile.replace('-', '_')}",
                          graph_attr={"rankdir": "LR", "label": f"REMP receipt flow per source, profile {model.profile} (generated from spec/remp)",
-                                     "labelloc": "t", "fontsize": "12"},
+                                     "labelloc": "t", "fontsize": "12", "nodesep": "0.5", "ranksep": "0.9"},
                          node_attr={"fontsize": "10"}, edge_attr={"fontsize": "8"})
     for role in (VALIDATOR, FULLNODE):
         machine = model.roles[role]
-        with g.subgraph(name=f"cluster_{role}") as sub:
-            sub.attr(label=f"{role} receipts", style="rounded")
-            for pos in machine.positions:
-                shape = "doublecircle" if pos in machine.final else ("point" if pos == "none" else "ellipse")
-                sub.node(f"{role}_{pos}", "" if pos == "none" else pos, shape=shape)
+        edges: dict[tuple[str, str], list] = {}
         for kind in model.kinds.values():
             if role not in kind.issuers or role not in kind.transitions:
                 continue
             to, allowed = kind.transitions[role]
-            style = "solid" if kind.in_table else "dashed"
             for frm in sorted(allowed, key=machine.positions.index):
-                g.edge(f"{role}_{frm}", f"{role}_{to}", label=kind.name, color=_CATEGORY_COLOR.get(kind.category, "black"),
-                       fontcolor=_CATEGORY_COLOR.get(kind.category, "black"), style=style)
+                edges.setdefault((frm, to), []).append(kind)
+        used = {pos for pair in edges for pos in pair}
+        unused = [pos for pos in machine.positions if pos not in used and pos != "none"]
+        with g.subgraph(name=f"cluster_{role}") as sub:
+            sub.attr(label=f"{role} receipts" + (f" (never in this profile: {', '.join(unused)})" if unused else ""),
+                     style="rounded")
+            for pos in machine.positions:
+                if pos in used or pos == "none":
+                    shape = "doublecircle" if pos in machine.final else ("point" if pos == "none" else "ellipse")
+                    sub.node(f"{role}_{pos}", "" if pos == "none" else pos, shape=shape)
+        for (frm, to), kinds in edges.items():
+            lines = "<br/>".join(f'<font color="{_CATEGORY_COLOR.get(k.category, "black")}">{html.escape(k.name)}'
+                                 f'{"" if k.in_table else "*"}</font>' for k in kinds)
+            colours = {_CATEGORY_COLOR.get(k.category, "black") for k in kinds}
+            style = "solid" if any(k.in_table for k in kinds) else "dashed"
+            g.edge(f"{role}_{frm}", f"{role}_{to}", label=f"<{lines}>", color=colours.pop() if len(colours) == 1 else "gray30",
+                   style=style, **({"dir": "forward", "headport": "n", "tailport": "n"} if frm == to else {}))
+    rows = "".join(f'<tr><td><font color="{colour}">{html.escape(cat)}</font></td></tr>'
+                   for cat, colour in _CATEGORY_COLOR.items())
+    legend = (f'<<table border="0" cellborder="0" cellspacing="2"><tr><td><b>legend</b></td></tr>{rows}'
+              '<tr><td>kind* : outside the profile\'s status table (dashed when all are)</td></tr>'
+              '<tr><td>double circle: final for the source; dot: no receipt yet</td></tr>'
+              '<tr><td>grey edge: kinds of several categories</td></tr></table>>')
+    with g.subgraph(name="cluster_legend") as leg:
+        leg.attr(label="", style="dashed")
+        leg.node("legend", legend, shape="plaintext")
     return g.source
 
 

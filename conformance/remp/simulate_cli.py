@@ -121,11 +121,12 @@ def _run_file(profile: str, args: argparse.Namespace) -> int:
         from rmkit.conformance.remp.signing import load_key_set
 
         opts["keys"] = load_key_set(args.keys)
-    if args.kafka:
-        stream = simulate_timed(**opts)
-        return write_kafka_dump(args.out, itertools.islice(stream, args.receipts) if args.receipts else stream)
-    stream = simulate(**opts)
-    return write_jsonl(args.out, itertools.islice(stream, args.receipts) if args.receipts else stream)
+    from rmkit.progress import counted
+
+    stream = simulate_timed(**opts) if args.kafka else simulate(**opts)
+    stream = counted(itertools.islice(stream, args.receipts) if args.receipts else stream, "rmkit simulate",
+                     "receipts written", total=args.receipts)
+    return (write_kafka_dump if args.kafka else write_jsonl)(args.out, stream)
 
 
 def _run_directory(profile: str, args: argparse.Namespace) -> int:

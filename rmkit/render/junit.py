@@ -90,4 +90,8 @@ def render_junit(report: Report, rules=None, **_) -> str:
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
     suite.set("errors", "0")
-    return xml_safe(ET.tostring(suite, encoding="unicode")) + "\n"
+    elapsed = (report.metrics or {}).get("elapsed_s")
+    if isinstance(elapsed, (int, float)):
+        suite.set("time", f"{elapsed:.3f}")
+    ET.indent(suite)  # one element a line: a CI log or a diff shows which case changed
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + xml_safe(ET.tostring(suite, encoding="unicode")) + "\n"

@@ -23,7 +23,9 @@ def _short(x: str | None, n: int = 16) -> str:
 
 
 def render_text(report: Report, rules=None, color: bool = False, per_rule: int = 5, width: int = 110,
-                title: str = "rmkit check", **_) -> str:
+                title: str = "rmkit check", all_rules: bool = False, **_) -> str:
+    """``all_rules``: a row for every rule; else only those with something to say (violations,
+    not checked, not judged), the others counted in one line."""
     buf = io.StringIO()
     con = Console(file=buf, width=width, force_terminal=color, no_color=not color, highlight=False)
     summary = Table(title=title, box=box.SIMPLE_HEAVY, show_header=False)
@@ -49,18 +51,27 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
     table = Table(title="rules", box=box.SIMPLE)
     for col in ("rule", "severity", "mode", "violations", "title"):
         table.add_column(col, justify="right" if col == "violations" else "left")
+    quiet = 0  # rules that held with nothing to say about them: counted, listed with --all-rules
     for rule_id, mode in report.rules.items():
         n = report.counts.get(rule_id, 0)
+        unchecked = mode != OFF and rule_id in report.not_checked
+        if not all_rules and not n and not unchecked and rule_id not in report.not_judged:
+            quiet += 1
+            continue
         rule = rules[rule_id] if rules is not None and rule_id in rules else None
         style = "red" if n and mode == STRICT else "yellow" if n and mode == NON_STRICT else "dim" if mode == OFF else ""
-        unchecked = mode != OFF and rule_id in report.not_checked
         shown = "not checked" if unchecked else f"{n:,}" if mode != OFF else "-"
         if mode != OFF and rule_id in report.not_judged:
             shown += f" ({report.not_judged[rule_id]['messages']:,} not judged)"
         table.add_row(rule_id, rule.severity if rule else "", mode, shown,
                       rule.title if rule else "", style="dim" if unchecked else style)
-    con.print(table)
+    if table.row_count:
+        con.print(table)
+    if quiet:
+        con.print(f"{quiet} of {len(report.rules)} rules not listed: no violation, or switched off in this profile "
+                  "(--all-rules lists every rule)")
 
+    order = {name: i for i, name in enumerate(report.inputs)}
     shown: dict[str, int] = {}
     if report.violations:
         con.print("[bold]violations[/] (first %d per rule; `--format json` lists up to %s)" % (per_rule, report.shown_per_rule or "all"))
@@ -69,14 +80,19 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
         if shown[v.rule] > per_rule:
             continue
         con.print(f"  [bold]{v.rule}[/] {escape(f'[{v.severity}, {v.mode}]')} message {_short(v.message_id)}: {escape(v.explanation)}")
-        for e in v.evidence:
+        for e in sorted(v.evidence, key=lambda e: (order.get(e.file, len(order)), e.file, e.line)):  # log order
             con.print(escape(f"      at {e.file}:{e.line}  {e.kind or ''}  {('from ' + _short(e.source_id)) if e.source_id else ''}".rstrip()))
         if shown[v.rule] == 1 and rules is not None and v.rule in rules:
             con.print(f"      [italic]what to do:[/] {escape(rules[v.rule].advice)}")
+        if shown[v.rule] == per_rule and report.counts.get(v.rule, 0) > per_rule:
+            con.print(f"    ... {report.counts[v.rule] - per_rule:,} more {v.rule} violation(s) "
+                      "(`--format json` lists them)")
     if report.input_problems:
         con.print(f"[bold]unreadable lines[/] ({report.unreadable:,}; first {min(per_rule, len(report.input_problems))} shown)")
         for p in report.input_problems[:per_rule]:
             con.print(escape(f"  {p.file}:{p.line}{(' field ' + p.field) if p.field else ''}: {p.error}"))
+        if report.unreadable > per_rule:
+            con.print(f"  ... {report.unreadable - per_rule:,} more (`--format json` lists them)")
 
     m = report.metrics
     if m:
@@ -90,7 +106,8 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
             if lat.get("count"):
                 met.add_row(f"{lat['from']} → {lat['to']}",
                             f"n={lat['count']:,} p50={lat['p50']} ms p90={lat['p90']} ms p99={lat['p99']} ms max={lat['max']} ms; "
-                            f"within promised {lat['promise_ms'][0]}–{lat['promise_ms'][1]} ms: {lat['within_promise']:.1%}")
+                            f"at or below {lat['promise_ms'][1]} ms (the promise's upper bound; promised "
+                            f"{lat['promise_ms'][0]}–{lat['promise_ms'][1]} ms): {lat['within_promise']:.1%} of pairs")
             else:
                 met.add_row(f"{lat['from']} → {lat['to']}", "no pairs in the log")
         for key in ("not_judged_for_liveness", "redelivered_receipts", "late_receipts", "receipts_without_time",

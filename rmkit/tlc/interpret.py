@@ -113,7 +113,10 @@ class Interpreter:
 
     # -- message handlers ------------------------------------------------------------------------
     def _version(self, msg: Message) -> None:
-        self.version = msg.text.splitlines()[0].strip() if msg.text else None
+        # a tla2tools.jar built outside a release prints its date as the placeholder "Day Month
+        # 20??": the version without a date reads better than a date nobody filled in
+        text = msg.text.splitlines()[0].strip() if msg.text else None
+        self.version = re.sub(r"\s+of Day Month 20\?\?", " (build date not recorded)", text) if text else None
 
     def _mode(self, msg: Message) -> None:
         m = re.search(r"with seed (-?\d+)", msg.text)

@@ -86,7 +86,10 @@ def render_trace(con: Console, ce: Counterexample, width: int) -> None:
 
 def render_result(result: TlcResult, *, title: str = "rmkit tlc", subject: str | None = None,
                   expectations: list[Expectation] | None = None, color: bool = False, width: int = 110,
-                  max_traces: int = 3, **_) -> str:
+                  max_traces: int = 3, checked=None, finding: dict | None = None, **_) -> str:
+    """``checked``: the cfg's names (:class:`.cfgfile.CfgNames`), listed as what was checked;
+    ``finding``: the violation the manifest expects of this config, named in the verdict line when
+    it is the one found (the run then passes)."""
     buf = io.StringIO()
     con = Console(file=buf, width=width, force_terminal=color, no_color=not color, highlight=False)
     summary = Table(title=title, box=box.SIMPLE_HEAVY, show_header=False)
@@ -97,10 +100,19 @@ def render_result(result: TlcResult, *, title: str = "rmkit tlc", subject: str |
         head += f" ({result.kind}{' ' + result.name if result.name else ''})"
     elif result.verdict == ERROR and result.error is not None:
         head += f" ({result.error.kind})"
-    summary.add_row("verdict", f"[{_VERDICT_STYLE.get(result.verdict, '')}]{escape(head)}[/]")
+    expected = (finding is not None and result.verdict == VIOLATION and bool(result.counterexamples)
+                and result.counterexamples[0].name == finding.get("invariant"))
+    if expected:
+        summary.add_row("verdict", f"[bold green]EXPECTED FINDING[/]: {escape(head)}, {escape(finding.get('rule', ''))} "
+                                   "as tla/manifest.json expects (not a failure: exit 0)")
+    else:
+        summary.add_row("verdict", f"[{_VERDICT_STYLE.get(result.verdict, '')}]{escape(head)}[/]")
     if subject:
         summary.add_row("model", escape(subject))
     summary.add_row("module / cfg", escape(f"{result.module} / {result.config}"))
+    if checked is not None:
+        summary.add_row("invariants", escape(", ".join(checked.invariants) or "none"))
+        summary.add_row("properties", escape(", ".join(checked.properties) or "none"))
     if result.mode == SIMULATE:
         summary.add_row("mode", f"simulation (seed {result.seed if result.seed is not None else '?'})")
         summary.add_row("states", f"{_n(result.total_states)} generated" if result.total_states is not None

@@ -12,7 +12,7 @@ import json
 import sys
 import time
 
-from rmkit.conformance.cli_options import derandomize_wanted, regressions_dir
+from rmkit.conformance.cli_options import derandomize_wanted, impl_argv, regressions_dir, replay_command
 from rmkit.errors import NothingChecked, RmkitError, UsageError
 from rmkit.guard import OutputError, decided, emit_report
 from rmkit.interrupts import signals_interrupt
@@ -32,8 +32,6 @@ def conform(profile: str, args: argparse.Namespace) -> int:
     for r in roles:
         if r not in ROLES:
             raise UsageError(f"--role {r!r}: protocol corda drives the roles {', '.join(ROLES)}")
-    if args.html:   # said, not ignored: a run that seems to honour it and writes nothing misleads
-        raise UsageError("--html: protocol corda writes text, json or junit (--html applies to remp and rmb)")
     if args.catalogue_only:
         raise UsageError("--catalogue-only: protocol corda has no catalogue of named scenarios, only generated ones "
                          "(--catalogue-only applies to remp and rmb)")
@@ -64,11 +62,17 @@ def _conform(profile: str, roles: list[str], args: argparse.Namespace) -> int:
                 result.saved = str(save(result, folder))
             except OSError as exc:
                 raise OutputError(f"regressions folder {folder}: cannot save the failure ({exc.strerror or exc})") from None
-            notes += f"saved to {result.saved} (rerun: rmkit replay --protocol corda {result.saved} ...)\n"
+            notes += f"saved to {result.saved}\n  reproduce: {replay_command('corda', result.saved, impl_argv(args))}\n"
     text = {"json": to_json, "junit": to_junit}.get(args.format, lambda rs: render(rs) + notes)(results)
     verdict = overall(results)
     code = decided({"fail": 1, "nothing checked": 2}.get(verdict, 0))
     emit_report(text, verdict, args.out)
+    if getattr(args, "html", None):
+        from rmkit.conformance.corda.driven.suite import to_html
+        from rmkit.guard import write_output
+
+        write_output(args.html, to_html(results, impl_argv(args)), "--html")
+        print(f"HTML report written to {args.html}", file=sys.stderr)
     more = ("--max-examples 0 replays the saved scenarios only; give it 1 or more" if args.max_examples == 0
             else "raise --max-examples or --time-budget")
     for r in results:

@@ -411,6 +411,46 @@ def render(results: list[SearchResult]) -> str:
     return "\n".join(out) + "\n"
 
 
+def to_html(results: list[SearchResult], impl: list[str]) -> str:
+    """A standalone page: the verdict and the rules broken first, each role's failing scenario
+    with the command that reproduces it, its problems and exchange, then the per-rule matrix."""
+    import shlex
+
+    from rmkit.conformance.cli_options import replay_command
+    from rmkit.render.html import e, page, status_cell, table
+
+    verdict = overall(results)
+    rows = [(r, row) for r in results for row in report.rule_rows(r)]
+    broken = [(r, row) for r, row in rows if row["verdict"] == "failed"]
+    sections = []
+    if broken:
+        sections.append(("failing", "Rules broken", table(
+            ["role", "rule", "title", "evidence"],
+            [[e(r.role), f"<code>{e(row['id'])}</code>", e(row["title"]), e(row["evidence"])] for r, row in broken], "failing")))
+    fails = []
+    for r in results:
+        if not r.failure:
+            continue
+        path = r.saved or r.regression
+        again = (replay_command("corda", path, impl) if path else
+                 shlex.join(["rmkit", "conform", "--protocol", "corda", "--role", r.role, "--profile", r.profile, *impl]))
+        f = r.failure
+        fails.append(f"<h3>{e(r.role)}, profile {e(r.profile)}: {len(f.actions)} steps</h3><p>Reproduce:</p>"
+                     f"<code class='reproduce'>{e(again)}</code><p>Steps: <code>{e(steps_text(f.actions))}</code></p>"
+                     f"<pre>{e(chr(10).join(problems(r.profile, f)))}</pre><p>Exchange:</p><pre>{e(chr(10).join(exchange(f)))}</pre>")
+    if fails:
+        sections.append(("scenarios-failed", "Failing scenarios", "\n".join(fails)))
+    colour = {"failed": "fail", "held": "pass"}
+    sections.append(("rules", "Per-rule matrix", table(
+        ["role", "rule", "title", "status", "evidence"],
+        [[e(r.role), f"<code>{e(row['id'])}</code>", e(row["title"]), status_cell(colour.get(row["verdict"], row["verdict"])),
+          e(row["evidence"])] for r, row in rows], "matrix")))
+    facts = [("run with", f"<code>{e(' '.join(impl))}</code>"),
+             ("protocol / profile", e(f"corda / {', '.join(sorted({r.profile for r in results}))}")),
+             ("roles", e(", ".join(f"{r.role}: {r.verdict} ({r.examples} scenarios, {r.seconds:.1f} s)" for r in results)))]
+    return page("rmkit conform: Corda P2P", verdict, facts, sections)
+
+
 def to_junit(results: list[SearchResult]) -> str:
     """JUnit XML: per role, one test case per rule it judges (see :mod:`.report`)."""
     return report.junit(results, lambda r: (f"the implementation failed {r.failure.cause}"

@@ -6,13 +6,13 @@ import argparse
 import sys
 
 from rmkit.conformance.remp.driven.adapters import open_implementation
-from rmkit.conformance.remp.driven.compare import describe
 from rmkit.conformance.remp.driven.report import RENDERERS, render_html, unreached
 from rmkit.conformance.remp.driven.runner import PASS, explain_failure, run_scenario
 from rmkit.conformance.remp.driven.scenario import read_scenario
+from rmkit.conformance.remp.driven.scenario_text import scenario_lines
 from rmkit.conformance.remp.driven.suite import ROLES, run_suite
 from rmkit.errors import UsageError
-from rmkit.conformance.cli_options import derandomize_wanted, regressions_dir, stderr_progress
+from rmkit.conformance.cli_options import derandomize_wanted, impl_argv, regressions_dir, stderr_progress
 from rmkit.guard import decided, emit_report, write_output
 
 
@@ -25,6 +25,7 @@ def conform(profile: str, args: argparse.Namespace) -> int:
                     seed=args.seed, derandomize=derandomize_wanted(args.derandomize), time_budget=args.time_budget,
                     catalogue_only=args.catalogue_only, regressions=regressions_dir(args.regressions),
                     progress=stderr_progress(args))
+    rep.impl_argv = impl_argv(args)
     kit_failed = rep.kit_errors and not any(r.verdict != PASS for r in rep.results)
     code = decided(2 if kit_failed or rep.not_driven else 0 if rep.verdict == PASS else 1)
     emit_report(RENDERERS[args.format](rep), rep.verdict, args.out)
@@ -32,8 +33,8 @@ def conform(profile: str, args: argparse.Namespace) -> int:
         write_output(args.html, render_html(rep), "--html")
         print(f"HTML report written to {args.html}", file=sys.stderr)
     for role, why in rep.not_driven.items():
-        print(f"rmkit conform: the implementation could not be driven as {role} (every scenario failed at the "
-              f"hello: {why}); no verdict on it", file=sys.stderr)
+        print(f"rmkit conform: the implementation could not be driven as {role} (its first scenario failed at "
+              f"the hello: {why}); no verdict on it", file=sys.stderr)
     if kit_failed:
         print("rmkit conform: the kit itself failed (see 'kit error' above); no verdict on the implementation",
               file=sys.stderr)
@@ -57,8 +58,8 @@ def replay(args: argparse.Namespace) -> int:
                                       option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         print(f"replaying {args.scenario}: {len(sc.events)} steps, role {sc.role}, profile {sc.profile}")
-        for i, (ev, exp) in enumerate(zip(sc.events, res.expected), 1):
-            print(f"  {i:>3}. {ev['type']:<22} -> {', '.join(describe(o) for o in exp) or '(no outputs)'}")
+        if res.failure is None:
+            print("\n".join(scenario_lines(res)))
         print(explain_failure(res))
     if unreached(res):  # as conform: no rule was put to it, so no verdict on it (not a failure, 1)
         print(f"rmkit replay: the implementation could not be driven (it failed at the hello: {res.failure.summary}); "

@@ -8,8 +8,6 @@ clean), or not covered (with the reason; never shown as passing).
 
 from __future__ import annotations
 
-import html
-import time
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape, quoteattr
 
@@ -41,6 +39,20 @@ class ConformReport:
     # started or driven); no rule was put to it, so there is no verdict on it for that role
     not_driven: dict = field(default_factory=dict)
     elapsed_s: float = 0.0
+    saved_for: dict = field(default_factory=dict)  # scenario id -> its file (a regression read, a failure saved)
+    impl_argv: list = field(default_factory=list)  # --impl-cmd CMD or --impl M:F as given: what a rerun repeats
+
+    def reproduce(self, r: ScenarioResult) -> str:
+        """One paste that reproduces ``r``: ``rmkit replay`` of its saved file, else the catalogue
+        run of its role (a catalogue or regression scenario is found again by the same run)."""
+        from rmkit.conformance.cli_options import replay_command
+
+        if r.scenario.id in self.saved_for:
+            return replay_command("remp", self.saved_for[r.scenario.id], self.impl_argv)
+        import shlex
+
+        return shlex.join(["rmkit", "conform", "--role", r.scenario.role, "--profile", self.profile,
+                           "--max-examples", "0", *(self.impl_argv or ["--impl-cmd", "CMD"])])
 
     @property
     def verdict(self) -> str:
@@ -146,17 +158,26 @@ def render_text(rep: ConformReport) -> str:
     if failures:
         out.append("")
         out.append("failures:")
+        shown = set()  # an implementation's stderr, printed once however many scenarios end with it
         for r in failures:
-            out.append(explain_failure(r))
+            err = r.failure.stderr.strip() if r.failure else ""
+            out.append(explain_failure(r, stderr=err not in shown))
+            shown.add(err)
+            out.append(f"  reproduce: {rep.reproduce(r)}")
             out.append("")
     for p in rep.saved:
-        out.append(f"saved failing scenario: {p} (rerun: rmkit replay {p} --impl-cmd ...)")
+        out.append(f"saved failing scenario: {p}")
     for e in rep.kit_errors:
         out.append(f"kit error (please report): {e}")
     for role, why in rep.not_driven.items():
         out.append(f"not driven: role {role}: the implementation never got past the hello ({why}); "
                    "no verdict on it for this role")
-    out.append(f"verdict: {rep.verdict.upper()} ({len(rep.results)} scenarios, {rep.elapsed_s:.1f} s)")
+    judged = [r for r in rep.results if r.verdict == FAIL and not unreached(r)]
+    if rep.not_driven and not judged and not rep.kit_errors:
+        out.append(f"verdict: NO VERDICT: the implementation could not be driven as {', '.join(rep.not_driven)} "
+                   f"({len(rep.results)} scenarios, {rep.elapsed_s:.1f} s)")
+    else:
+        out.append(f"verdict: {rep.verdict.upper()} ({len(rep.results)} scenarios, {rep.elapsed_s:.1f} s)")
     return "\n".join(out) + "\n"
 
 
@@ -196,10 +217,12 @@ def render_junit(rep: ConformReport) -> str:
             body = ""
             if r.failure:
                 body = (f"<failure message={quoteattr(r.failure.summary[:500])} type={quoteattr(r.failure.kind)}>"
-                        f"{escape(explain_failure(r))}</failure>")
-            cases.append(f'    <testcase classname="rmkit.conform.{origin}.{r.scenario.role}" name={quoteattr(name)}>{body}</testcase>')
+                        f"{escape(explain_failure(r))}\n  reproduce: {escape(rep.reproduce(r))}</failure>")
+            cases.append(f'    <testcase classname="rmkit.conform.{origin}.{r.scenario.role}" name={quoteattr(name)} '
+                         f'time="{r.elapsed_s:.3f}">{body}</testcase>')
         fails = sum(1 for r in rs if r.verdict == FAIL)
-        suites.append(f'  <testsuite name="rmkit conform {origin}" tests="{len(rs)}" failures="{fails}">\n' + "\n".join(cases) + "\n  </testsuite>")
+        suites.append(f'  <testsuite name="rmkit conform {origin}" tests="{len(rs)}" failures="{fails}" '
+                      f'time="{sum(r.elapsed_s for r in rs):.3f}">\n' + "\n".join(cases) + "\n  </testsuite>")
     rows = rep.table()
     cases = []
     for row in rows:
@@ -212,45 +235,56 @@ def render_junit(rep: ConformReport) -> str:
     if rows:
         suites.append(f'  <testsuite name="rmkit conform rules" tests="{len(rows)}" failures="{sum(r["status"] == FAIL for r in rows)}" '
                       f'skipped="{sum(r["status"] in (NOT_COVERED, NOT_REACHED) for r in rows)}">\n' + "\n".join(cases) + "\n  </testsuite>")
-    return xml_safe('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n' + "\n".join(suites) + "\n</testsuites>\n")
+    return xml_safe(f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuites time="{rep.elapsed_s:.3f}">\n'
+                    + "\n".join(suites) + "\n</testsuites>\n")
 
 
 def render_html(rep: ConformReport) -> str:
-    """A standalone page: the verdict, the per-rule matrix, every scenario, every failure."""
-    e = html.escape
-    colour = {PASS: "#2e7d32", FAIL: "#c62828", NOT_COVERED: "#757575", NOT_REACHED: "#8d6e63"}
-    table = rep.table()
-    covered = sum(1 for r in table if r["covered_by"])
-    undrivable = sum(1 for r in table if not r["covered_by"] and r["why"].startswith("not drivable"))
-    unexplained = len(table) - covered - undrivable
-    rows = "\n".join(
-        f"<tr><td><code>{e(r['id'])}</code></td><td>{e(r['title'])}</td>"
-        f"<td style='color:#fff;background:{colour[r['status']]}'>{e(r['status'])}</td><td>{len(r['covered_by'])}</td>"
-        f"<td>{e(', '.join(r['covered_by'][:6]))}{' ...' if len(r['covered_by']) > 6 else ''}</td><td>{e(r['why'])}</td></tr>"
-        for r in table)
-    scen = "\n".join(
-        f"<tr><td><code>{e(r.scenario.id)}</code></td><td>{e(r.scenario.origin)}</td><td>{e(r.scenario.role)}</td>"
-        f"<td>{e(r.scenario.title)}</td><td style='color:{colour[r.verdict]}'>{e(r.verdict)}</td><td>{r.steps}</td></tr>"
-        for r in rep.results)
-    fails = "\n".join(f"<h3>{e(r.scenario.id)}</h3><pre>{e(explain_failure(r))}</pre>" for r in rep.results if r.failure)
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>rmkit conform: {e(rep.implementation)}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}
-pre{{background:#f5f5f5;padding:8px;overflow-x:auto}}</style></head><body>
-<h1>REMP conformance: {e(rep.implementation)}</h1>
-<p>Profile <b>{e(rep.profile)}</b>, roles {e(', '.join(rep.roles))}, {len(rep.results)} scenarios, generated on
-{e(time.strftime('%Y-%m-%d %H:%M:%S'))}. Verdict: <b style="color:{colour[rep.verdict]}">{e(rep.verdict.upper())}</b></p>
-<h2>Rules</h2><p>Coverage: {covered} of {len(table)} rules in scope are covered by a scenario (catalogue or generated)
-that catches their mutant (a reference that breaks exactly that rule) with a failure attributed to the rule;
-{undrivable} are listed as not drivable, with the reason; {unexplained} are neither (see "why not covered").
-A rule passes only when a covering scenario ran clean.</p>
-<table><tr><th>rule</th><th>title</th><th>status</th><th>covered by</th><th>scenarios that catch its mutant</th><th>why not covered</th></tr>
-{rows}</table>
-<h2>Scenarios</h2><table><tr><th>id</th><th>origin</th><th>role</th><th>title</th><th>verdict</th><th>steps</th></tr>
-{scen}</table>
-<h2>Failures</h2>{fails or '<p>none</p>'}
-</body></html>
-"""
+    """A standalone page: the verdict and the rules broken first, then each failing scenario with
+    the command that reproduces it and the whole scenario, then the per-rule matrix and every
+    scenario run."""
+    from rmkit.render.html import e, page, status_cell, table
+
+    rows_of = rep.table()
+    broken = [r for r in rows_of if r["status"] == FAIL]
+    covered = sum(1 for r in rows_of if r["covered_by"])
+    undrivable = sum(1 for r in rows_of if not r["covered_by"] and r["why"].startswith("not drivable"))
+    judged = [r for r in rep.results if r.verdict == FAIL and not unreached(r)]
+    verdict = "no verdict" if rep.not_driven and not judged and not rep.kit_errors else rep.verdict
+    sections = []
+    if broken:
+        sections.append(("failing", "Rules broken", table(
+            ["rule", "title", "broken in"],
+            [[f"<code>{e(r['id'])}</code>", e(r["title"]), e(", ".join(r["failed"]))] for r in broken], "failing")))
+    if rep.not_driven:
+        sections.append(("not-driven", "Not driven", "<ul>" + "".join(
+            f"<li>role <b>{e(role)}</b>: the implementation never got past the hello ({e(why)}); no verdict on it</li>"
+            for role, why in rep.not_driven.items()) + "</ul>"))
+    fails = [f"<h3 id='{e(r.scenario.id)}'>{e(r.scenario.id)} <span class='dim'>({e(r.scenario.role)}, {e(r.scenario.origin)})"
+             f"</span></h3><p>Reproduce:</p><code class='reproduce'>{e(rep.reproduce(r))}</code>"
+             f"<pre>{e(explain_failure(r))}</pre>" for r in rep.results if r.failure]
+    if fails:
+        sections.append(("scenarios-failed", "Failing scenarios", "\n".join(fails)))
+    sections.append(("rules", "Per-rule matrix", (
+        f"<p>Coverage: {covered} of {len(rows_of)} rules in scope are covered by a scenario (catalogue or generated) "
+        f"that catches their mutant (a reference that breaks exactly that rule) with a failure attributed to the rule; "
+        f"{undrivable} are not drivable, with the reason; a rule passes only when a covering scenario ran clean.</p>")
+        + table(["rule", "title", "status", "covered by", "scenarios that catch its mutant", "why not covered"],
+                [[f"<code>{e(r['id'])}</code>", e(r["title"]), status_cell(r["status"]), str(len(r["covered_by"])),
+                  e(", ".join(r["covered_by"][:6]) + (" …" if len(r["covered_by"]) > 6 else "")), e(r["why"])]
+                 for r in rows_of], "matrix")))
+    sections.append(("scenarios", "Every scenario run", table(
+        ["id", "origin", "role", "title", "verdict", "steps", "s"],
+        [[f"<code>{e(r.scenario.id)}</code>", e(r.scenario.origin), e(r.scenario.role), e(r.scenario.title),
+          status_cell(r.verdict), str(r.steps), f"{r.elapsed_s:.2f}"] for r in rep.results])))
+    if rep.kit_errors:
+        sections.append(("kit-errors", "Kit errors (please report)", "".join(f"<pre>{e(x)}</pre>" for x in rep.kit_errors)))
+    facts = [("implementation", f"<code>{e(rep.implementation)}</code>"),
+             ("run with", f"<code>{e(' '.join(rep.impl_argv))}</code>"),
+             ("protocol / profile", e(f"remp / {rep.profile}")), ("roles", e(", ".join(rep.roles))),
+             ("scenarios", f"{len(rep.results)} ({sum(1 for r in rep.results if r.verdict == FAIL)} failed), "
+                           f"{rep.elapsed_s:.1f} s")]
+    return page("rmkit conform: REMP", verdict, facts, sections)
 
 
 RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}

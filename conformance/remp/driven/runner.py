@@ -54,6 +54,7 @@ class ScenarioResult:
     freedoms_used: dict = field(default_factory=dict)  # freedom name -> steps where the judge applied it
     # outputs that differ from the reference's where no requirement names the difference: shown, never failed
     differences: list = field(default_factory=list)  # [InformationalDifference]
+    elapsed_s: float = 0.0  # the run's wall time (JUnit's time=), set by the suite
 
 
 @dataclass
@@ -244,27 +245,33 @@ def named_rules(logged: list, j: Judgement) -> list:
     return logged + [(r, None) for r in dict.fromkeys(mine) if r not in seen]
 
 
-def explain_failure(res: ScenarioResult) -> str:
-    """The failure as a reader wants it: the step, the event, expected and actual outputs, the rule."""
+def explain_failure(res: ScenarioResult, stderr: bool = True) -> str:
+    """The failure as a reader wants it: the step, the event, expected and actual outputs, the rule;
+    the implementation's last stderr lines unless ``stderr`` is false (a report that showed them already)."""
     f = res.failure
     if f is None:
         return f"{res.scenario.id}: pass ({res.steps} steps)"
     import orjson
 
+    from rmkit.conformance.remp.driven.scenario_text import scenario_lines
+
     lines = [f"{res.scenario.id} ({res.scenario.role}, {res.scenario.profile}): FAIL at step {f.step} of "
-             f"{len(res.scenario.events)}: {f.kind}", f"  {f.summary}"]
+             f"{len(res.scenario.events)}: {f.kind}", f"  {f.summary}", *scenario_lines(res)]
     if f.event is not None:
-        lines.append(f"  event:    {orjson.dumps(f.event).decode()}")
-    lines.append("  expected: " + (", ".join(describe(o) for o in f.expected) or "(no outputs)"))
-    if f.actual is not None:
-        lines.append("  actual:   " + (", ".join(describe(o) for o in f.actual) or "(no outputs)"))
+        lines.append(f"  event (step {f.step}, in full): {orjson.dumps(f.event).decode()}")
+    if not 0 < f.step <= len(res.scenario.events):  # else the scenario's lines above show them at the step
+        lines.append("  expected: " + (", ".join(describe(o) for o in f.expected) or "(no outputs)"))
+        if f.actual is not None:
+            lines.append("  actual:   " + (", ".join(describe(o) for o in f.actual) or "(no outputs)"))
     for r, m in f.rules:
         lines.append(f"  breaks {r}" + (f" for message {m}" if m else ""))
     for r, s, line in f.evidence[:6]:
         lines.append(f"    {r}: step {s}: {line}")
     if f.received:
         lines.append(f"  received: {f.received[:300]}")
-    if f.stderr:
+    if f.stderr and not stderr:
+        lines.append("  implementation's stderr: as above")
+    elif f.stderr:
         tail = f.stderr.strip().splitlines()[-8:]
         lines.append("  implementation's stderr (last lines):")
         lines += [f"    {t}" for t in tail]

@@ -43,6 +43,13 @@ def rules_in_scope(profile: str, roles) -> dict:
     return out
 
 
+def _timed(run, sc, impl) -> ScenarioResult:
+    started = time.perf_counter()
+    res = run(sc, impl)
+    res.elapsed_s = time.perf_counter() - started
+    return res
+
+
 def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: int | None = None,
               derandomize: bool = False, time_budget: float | None = None, catalogue_only: bool = False,
               regressions: Path | None = DEFAULT_REGRESSIONS, progress=None) -> ConformReport:
@@ -53,15 +60,23 @@ def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: 
     for role in roles:
         impl = open_impl(role)
         try:
+            fixed = []  # (origin label, scenario, its file)
             if regressions is not None and regressions.is_dir():
                 for path in sorted(regressions.glob("*.jsonl")):
                     sc = read_scenario(path)
                     if sc.role == role and sc.profile == profile:
-                        say(f"regression {path.name}")
-                        rep.results.append(run_scenario(sc, impl))
-            for sc in catalogue(profile, [role]):
-                say(f"catalogue {sc.id}")
-                rep.results.append(run_scenario(sc, impl))
+                        fixed.append((f"regression {path.name}", sc, path))
+            fixed += [(f"catalogue {sc.id}", sc, None) for sc in catalogue(profile, [role])]
+            for n, (label, sc, path) in enumerate(fixed, 1):
+                say(f"{role} {n}/{len(fixed)}: {label}")
+                res = _timed(run_scenario, sc, impl)
+                rep.results.append(res)
+                if path is not None:
+                    rep.saved_for[sc.id] = path
+                if n == 1 and unreached(res):
+                    # its first hello failed: the rest would fail the same way, each with a copy of the
+                    # same error; the role is not driven, and no verdict is given on it
+                    break
             rep.implementation = getattr(impl, "name", "") or rep.implementation
             mine = [r for r in rep.results if r.scenario.role == role]
             if mine and all(unreached(r) for r in mine):  # nothing got past the hello: nothing to search
@@ -69,12 +84,14 @@ def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: 
                 continue
             if catalogue_only:
                 continue
-            for sc in generated_scenarios(profile, [role]):  # generated ones that caught a mutant: coverage evidence
-                say(f"generated {sc.id}")
-                rep.results.append(run_scenario(sc, impl))
+            kept = generated_scenarios(profile, [role])  # generated ones that caught a mutant: coverage evidence
+            for n, sc in enumerate(kept, 1):
+                say(f"{role} {n}/{len(kept)}: generated {sc.id}")
+                rep.results.append(_timed(run_scenario, sc, impl))
             if max_examples == 0:
                 continue
-            say(f"generated {role}")
+            say(f"{role}: searching up to {max_examples} generated scenarios"
+                + (f" (at most {time_budget:g} s)" if time_budget else ""))
             budget = None if time_budget is None else max(0.1, time_budget - (time.perf_counter() - started))
             g = run_generated(role, profile, default_params(role, profile), impl, max_examples=max_examples, seed=seed,
                               derandomize=derandomize, time_budget=budget)
@@ -84,6 +101,7 @@ def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: 
                 continue
             if g.failing is not None:
                 res = run_scenario(g.failing, impl)
+                res.elapsed_s = g.elapsed_s  # the search and its shrinking
                 if res.verdict != FAIL:  # the implementation is not deterministic: say so, keep the failure
                     res.verdict = FAIL
                     res.failure = Failure("flaky", len(g.failing.events), None, [], None,
@@ -95,10 +113,11 @@ def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: 
                     path = write_scenario(regressions / f"{role}-{profile}-{g.failing.digest()}.jsonl", g.failing,
                                           res.expected, res.failure.as_dict() if res.failure else None)
                     rep.saved.append(path)
+                    rep.saved_for[res.scenario.id] = path
             else:
                 summary = Scenario(id=f"generated-{role}", role=role, profile=profile, params={}, events=[],
                                    title=f"{g.examples} generated scenarios, {g.steps} steps", origin="generated")
-                rep.results.append(ScenarioResult(summary, PASS, g.steps))
+                rep.results.append(ScenarioResult(summary, PASS, g.steps, elapsed_s=g.elapsed_s))
         finally:
             impl.close()
     rep.elapsed_s = time.perf_counter() - started

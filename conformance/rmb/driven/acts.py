@@ -280,8 +280,9 @@ async def _judge_forward(ctx: Ctx, res: ActResult, act: dict, msg: dict, peers: 
                   + "; ".join(str(m.get("err"))[:80] for m in errs))
     effects = mine() or got
     if peers:  # a kit twin among the destinations: taking the request from the local queue shows as a POST
-        res.check("RMB-LOCAL-001", bool(effects), "the request was taken from the local queue: "
-                  + ("a POST or an answer on ret followed" if effects else "nothing followed it (no POST, nothing on ret)"))
+        res.check("RMB-LOCAL-001", bool(effects), "the request the kit pushed onto the daemon's local queue "
+                  + ("was taken: a POST or an answer on ret followed" if effects
+                     else "was not taken: nothing followed it (no POST, nothing on ret)"))
     delivered = []
     replies = {p: (act.get("replies") or {}).get({PEER_ED: "p2", PEER_SR: "p3"}[p]) for p in peers}
     # a late reply waits until the backlog entry expired: every other reply of the act goes first

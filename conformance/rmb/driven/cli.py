@@ -112,7 +112,7 @@ def regressions_for(folder: Path, profile: str) -> list:
 def conform(profile: str, args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.judge import Rules
     from rmkit.conformance.rmb.driven.suite import render_json, render_junit, render_text, run_suite
-    from rmkit.conformance.cli_options import derandomize_wanted, regressions_dir, stderr_progress
+    from rmkit.conformance.cli_options import derandomize_wanted, impl_argv, regressions_dir, stderr_progress
     from rmkit.guard import decided, emit_report, write_output
 
     folder = regressions_dir(args.regressions)
@@ -125,6 +125,7 @@ def conform(profile: str, args: argparse.Namespace) -> int:
                             save_dir=folder, progress=stderr_progress(args))
         finally:
             _close(h, loop)
+    rep.impl_argv = impl_argv(args)
     text = {"json": render_json, "junit": render_junit}.get(args.format, render_text)(rep)
     verdict = rep.verdict(Rules(profile))
     if verdict == "pass" and not _checks(rep.runs + ([rep.final] if rep.final else [])):
@@ -132,9 +133,10 @@ def conform(profile: str, args: argparse.Namespace) -> int:
     code = decided(0 if verdict == "pass" else 1)
     emit_report(text, verdict, args.out)
     if args.html:
-        import html
+        from rmkit.conformance.rmb.driven.suite import render_html
 
-        write_output(args.html, f"<!doctype html><meta charset=utf-8><title>rmkit conform rmb</title><pre>{html.escape(render_text(rep))}</pre>\n", "--html")
+        write_output(args.html, render_html(rep), "--html")
+        print(f"HTML report written to {args.html}", file=sys.stderr)
     return code
 
 

@@ -154,6 +154,7 @@ class ConformReport:
     final: ScenarioRun | None = None  # the shrunk failure rerun on its own
     saved: list[Path] = field(default_factory=list)
     seconds: float = 0.0
+    impl_argv: list = field(default_factory=list)  # --impl-cmd CMD as given: what a rerun repeats
 
     def per_rule(self, rules: Rules) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
@@ -164,6 +165,18 @@ class ConformReport:
                         continue
                     out.setdefault(c.rule, [0, 0])[0 if c.ok else 1] += 1
         return out
+
+    def reproduce(self, run: ScenarioRun) -> str:
+        """One paste that reproduces ``run``: ``rmkit replay`` of the shrunk failure's saved file,
+        else the catalogue run (which holds every named scenario)."""
+        import shlex
+
+        from rmkit.conformance.cli_options import replay_command
+
+        if run is self.final and self.saved:
+            return replay_command("rmb", self.saved[-1], self.impl_argv)
+        return shlex.join(["rmkit", "conform", "--protocol", "rmb", "--profile", self.profile, "--catalogue-only",
+                           *(self.impl_argv or ["--impl-cmd", "CMD"])])
 
     def failing_runs(self, rules: Rules) -> list[ScenarioRun]:
         return [r for r in self.runs + ([self.final] if self.final else []) if r.failed(rules)]
@@ -269,10 +282,16 @@ def render_text(rep: ConformReport) -> str:
         out += ["", "findings (non-strict in this profile, reported but not failing):"]
         for run, a, c in findings[:10]:
             out.append(f"  {c.rule} in {run.scenario.id}: {c.detail}")
+        if len(findings) > 10:
+            out.append(f"  ... {len(findings) - 10} more (--format json lists all)")
     for run in fails[:5]:
-        out += [""] + describe_run(run, rules)
+        out += [""] + describe_run(run, rules) + [f"  reproduce: {rep.reproduce(run)}"]
+    if len(fails) > 5:
+        out += ["", f"... {len(fails) - 5} more failing scenario(s) (--format json or --html lists all)"]
+    from rmkit.conformance.cli_options import replay_command
+
     for p in rep.saved:
-        out.append(f"\nsaved to {p} (rerun: rmkit replay --protocol rmb {p} --impl-cmd CMD)")
+        out.append(f"\nsaved to {p}\n  reproduce: {replay_command('rmb', p, rep.impl_argv)}")
     return "\n".join(out) + "\n"
 
 
@@ -308,9 +327,11 @@ def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
     rules = Rules(rep.profile)
     table = rep.per_rule(rules)
     failed: dict[str, list[tuple[ActResult, object]]] = {}
+    first_run: dict[str, ScenarioRun] = {}  # rule -> the first scenario that broke it (its reproduce command)
     for run in rep.runs + ([rep.final] if rep.final else []):
         for a, c in run.failures(rules, strict_only=False):
             failed.setdefault(c.rule, []).append((a, c))
+            first_run.setdefault(c.rule, run)
     root = ET.Element("testsuites")
     ts = ET.SubElement(root, "testsuite", name=f"rmkit conform rmb, profile {rep.profile}")
     cases = failures = skipped = 0
@@ -330,6 +351,7 @@ def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
         lines = [f"{r.id} ({rules.severity(r.id)}, {mode}) {r.title}", f"what to do: {r.advice}"]
         lines += [f"{c.detail}  [act {json.dumps(a.act)}]" for a, c in found]
         lines += ["exchanges and Redis operations of the first failing act:"] + found[0][0].evidence[:evidence_lines]
+        lines.append(f"reproduce: {rep.reproduce(first_run[r.id])}")
         if mode == "strict":
             failures += 1
             el = ET.SubElement(case, "failure", message=found[0][1].detail[:500], type="rule")
@@ -346,7 +368,54 @@ def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
     ts.set("tests", str(cases))
     ts.set("failures", str(failures))
     ts.set("skipped", str(skipped))
+    ts.set("time", f"{rep.seconds:.3f}")
     return xml_safe('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
+
+
+def render_html(rep: ConformReport) -> str:
+    """A standalone page: the verdict and the rules broken first, each failing scenario with the
+    command that reproduces it and its acts' checks and exchanges, then the per-rule matrix."""
+    from rmkit.render.html import e, page, status_cell, table
+
+    rules = Rules(rep.profile)
+    counts = rep.per_rule(rules)
+    verdict = rep.verdict(rules)
+    active = [r for r in rules.spec.rules if rules.mode(r.id) != "off"]
+    broken = [r for r in active if counts.get(r.id, [0, 0])[1] and rules.mode(r.id) == "strict"]
+    sections = []
+    if broken:
+        sections.append(("failing", "Rules broken", table(
+            ["rule", "title", "failed checks", "what to do"],
+            [[f"<code>{e(r.id)}</code>", e(r.title), str(counts[r.id][1]), e(r.advice)] for r in broken], "failing")))
+    fails = rep.failing_runs(rules)
+    if fails:
+        sections.append(("scenarios-failed", f"Failing scenarios ({len(fails)})", "\n".join(
+            f"<h3 id='{e(run.scenario.id)}'>{e(run.scenario.id)}</h3><p>Reproduce:</p>"
+            f"<code class='reproduce'>{e(rep.reproduce(run))}</code><pre>{e(chr(10).join(describe_run(run, rules)))}</pre>"
+            for run in fails)))
+    matrix = []
+    for r in active:
+        if r.id in counts:
+            ok, bad = counts[r.id]
+            status = "fail" if bad and rules.mode(r.id) == "strict" else "non-strict" if bad else "pass"
+            note = ""
+        else:
+            ok = bad = 0
+            status, note = "not checked", NOT_DRIVEN.get(r.id, "no scenario of this run reached it")
+        matrix.append([f"<code>{e(r.id)}</code>", e(r.title), e(rules.mode(r.id)), status_cell(status),
+                       str(ok + bad), str(bad), e(note)])
+    sections.append(("rules", "Per-rule matrix", table(["rule", "title", "mode", "status", "checks", "failed", "note"],
+                                                        matrix, "matrix")))
+    sections.append(("scenarios", "Every scenario run", table(
+        ["scenario", "verdict"], [[f"<code>{e(run.scenario.id)}</code>", status_cell("fail" if run.failed(rules) else "pass")]
+                                  for run in rep.runs + ([rep.final] if rep.final else [])])))
+    g = rep.generated
+    facts = [("implementation", f"<code>{e(rep.implementation)}</code>"),
+             ("run with", f"<code>{e(' '.join(rep.impl_argv))}</code>"),
+             ("protocol / profile", e(f"rmb / {rep.profile}")),
+             ("scenarios", f"{len(rep.runs)} besides generation, {rep.seconds:.1f} s"
+                           + (f"; {g.examples} generated" if g is not None else ""))]
+    return page("rmkit conform: RMB v1", verdict, facts, sections)
 
 
 def render_json(rep: ConformReport) -> str:
