@@ -111,6 +111,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_sign.py
 	$(BIN)/python bench/bench_tla.py
 	$(BIN)/python bench/bench_conform.py
+	$(BIN)/python bench/bench_rmb_conform.py --no-faulty
 	$(BIN)/python bench/bench_simulate.py
 	$(BIN)/python bench/bench_audit.py
 

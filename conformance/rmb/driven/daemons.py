@@ -1,0 +1,97 @@
+"""The daemons under test of one run (``rmkit conform --protocol rmb --jobs N``): N harnesses, each
+its own redis-server, kit twins and daemon process, fed scenarios side by side.
+
+Why several daemons: a scenario spends most of its time waiting (for a POST, for a quiet window in
+which nothing may happen, for a backlog entry to expire), so scenarios overlap. One daemon already
+takes :data:`PER_DAEMON` scenarios at once (each act has its own names, so acts never see each
+other's traffic); more at once would load a daemon with few workers beyond the judge's patience.
+More daemons take more at once without that load, and a daemon that dies takes only its own
+scenarios with it. A scenario's verdict never depends on which daemon ran it or beside what: the
+same scenarios give the same verdicts at any ``--jobs`` (a daemon that cannot run as several
+instances at once, e.g. one holding a fixed port or file, is run with ``--jobs 1``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Awaitable, Callable
+
+from rmkit.conformance.rmb.driven.harness import Harness
+
+PER_DAEMON = 8  # scenarios one daemon runs at once
+MAX_JOBS = 32  # daemons at once: beyond, a typo, not a machine
+
+
+def default_jobs() -> int:
+    """One daemon per core and one more: the kit, the daemons and their redis-servers mostly wait,
+    so a core is shared by more than one daemon's scenarios (2 cores: 3 daemons)."""
+    return min(MAX_JOBS, (os.cpu_count() or 1) + 1)
+
+
+class Daemons:
+    """Harnesses started and stopped together; :meth:`deal` runs scenarios on them."""
+
+    def __init__(self, harnesses: list[Harness]):
+        if not harnesses:
+            raise ValueError("at least one harness")
+        self.harnesses = harnesses
+        first = harnesses[0]
+        self.profile, self.b, self.timing, self.name = first.profile, first.b, first.timing, first.name
+
+    @classmethod
+    def create(cls, impl_cmd: str, profile: str, jobs: int, response_s: float | None = None,
+               workdir: str | None = None) -> "Daemons":
+        """``jobs`` harnesses; with ``workdir`` each keeps its files in ``workdir/job-K`` (one job:
+        ``workdir`` itself)."""
+        def where(k: int) -> str | None:
+            if workdir is None or jobs == 1:
+                return workdir
+            return str(Path(workdir) / f"job-{k}")
+        return cls([Harness(impl_cmd, profile, response_s=response_s, workdir=where(k)) for k in range(1, jobs + 1)])
+
+    @property
+    def jobs(self) -> int:
+        return len(self.harnesses)
+
+    async def start(self) -> None:
+        """Start every harness at once; when one cannot start, the others are stopped and its
+        error is raised (the first in job order)."""
+        got = await asyncio.gather(*(h.start() for h in self.harnesses), return_exceptions=True)
+        failed = [e for e in got if isinstance(e, BaseException)]
+        if failed:
+            raise failed[0]
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(h.stop() for h in self.harnesses), return_exceptions=True)
+
+    def alive(self) -> bool:
+        return all(h.alive() for h in self.harnesses)
+
+    def dead(self) -> list[Harness]:
+        return [h for h in self.harnesses if not h.alive()]
+
+    async def deal(self, scenarios: list, run: Callable[[Harness, object], Awaitable],
+                   stop: Callable[[], bool] | None = None) -> list:
+        """``run(harness, scenario)`` for every scenario, :data:`PER_DAEMON` at once per daemon,
+        each daemon taking the next scenario (in the order given) when one of its own ends; the
+        results in the order of ``scenarios``. No scenario is taken once ``stop()`` holds (those
+        under way end), and a daemon that died takes no more: the scenarios no daemon took are
+        left out (the run that saw the death says so)."""
+        queue = list(reversed(list(enumerate(scenarios))))
+        out: list = [None] * len(scenarios)
+        stop = stop or (lambda: False)
+
+        async def slot(h: Harness) -> None:
+            while queue and h.alive() and not stop():
+                i, sc = queue.pop()
+                out[i] = await run(h, sc)
+
+        await asyncio.gather(*(slot(h) for h in self.harnesses for _ in range(PER_DAEMON)))
+        return [r for r in out if r is not None]
+
+
+def daemons_of(target: "Harness | Daemons") -> Daemons:
+    """A harness alone is a run with one job."""
+    return target if isinstance(target, Daemons) else Daemons([target])
