@@ -335,12 +335,12 @@ def test_a_daemon_started_through_a_wrapper_is_stopped():
     import time
 
     redis_server_or_skip()
-    h = Harness(f"sh -c {shlex.quote(REFERENCE + ' & sleep 1')}", "spec")
+    h = Harness(f"sh -c {shlex.quote(REFERENCE + ' & sleep 4')}", "spec")  # the daemon listens before the wrapper exits
     loop = asyncio.new_event_loop()
     members = []
     try:
         loop.run_until_complete(h.start())
-        h.proc.wait(timeout=10)
+        h.proc.wait(timeout=15)
         time.sleep(0.2)
         members = running(_group(h.proc.pid))
         assert members, "the wrapped daemon is not running"

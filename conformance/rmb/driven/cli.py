@@ -129,10 +129,10 @@ def regressions_for(folder: Path, profile: str) -> list:
 def conform(profile: str, args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.judge import Rules
     from rmkit.conformance.rmb.driven.suite import render_json, render_junit, render_text, run_suite
-    from rmkit.conformance.cli_options import derandomize_wanted, regressions_dir, stderr_progress
+    from rmkit.conformance.cli_options import derandomize_wanted, regressions_dir, regressions_of, stderr_progress
     from rmkit.guard import decided, emit_report, write_output
 
-    folder = regressions_dir(args.regressions)
+    folder = regressions_of(regressions_dir(args.regressions), _check(args))
     regressions = regressions_for(folder, profile)
     jobs = jobs_wanted(args)
     with _interrupts_unwind():
@@ -159,13 +159,18 @@ def conform(profile: str, args: argparse.Namespace) -> int:
 def replay(args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.judge import Rules
     from rmkit.conformance.rmb.driven.scenario import read_scenario
-    from rmkit.conformance.rmb.driven.suite import describe_run, render_replay_json, run_scenario
+    from rmkit.conformance.rmb.driven.suite import describe_run, render_replay_json, run_all
 
     sc = read_scenario(args.scenario)
     with _interrupts_unwind():
         h, loop = _open(args, sc.profile)
         try:
-            run = loop.run_until_complete(run_scenario(h.harnesses[0], sc))
+            runs = run_all(h, loop, [sc])  # started with the scenario's key type
+            if not runs:
+                from rmkit.conformance.rmb.driven.suite import run_scenario
+
+                runs = [loop.run_until_complete(run_scenario(h.harnesses[0], sc))]  # the daemon died: said by the run
+            run = runs[0]
         finally:
             _close(h, loop)
     rules = Rules(sc.profile)

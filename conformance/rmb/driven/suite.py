@@ -17,7 +17,7 @@ from rmkit.conformance.rmb.driven.acts import Ctx, run_act
 from rmkit.conformance.rmb.driven.daemons import Daemons, daemons_of
 from rmkit.conformance.rmb.driven.harness import Harness
 from rmkit.conformance.rmb.driven.judge import ActResult, Rules
-from rmkit.conformance.rmb.driven.scenario import (NOT_DRIVEN, Scenario, catalogue, has_proxy, scenario_strategy,
+from rmkit.conformance.rmb.driven.scenario import (DAEMON_KEY_TYPES, NOT_DRIVEN, Scenario, catalogue, has_proxy, scenario_strategy,
                                                    write_scenario)
 
 
@@ -75,29 +75,30 @@ class Generated:
     died: ScenarioRun | None = None  # the scenario in which the daemon exited: nothing ran after it
 
 
-def draw_scenarios(profile: str, slow_retries: bool, n: int, derandomize: bool, seed: int | None) -> list[list]:
-    """The first ``n`` scenarios (lists of acts) Hypothesis draws with these settings, drawn only:
+def draw_scenarios(profile: str, slow_retries: bool, n: int, derandomize: bool, seed: int | None) -> list[tuple[str, list]]:
+    """The first ``n`` scenarios (the daemon's key type, the acts) Hypothesis draws with these settings, drawn only:
     :func:`search` runs them side by side, then replays the same draw to shrink a failure."""
-    drawn: list[list] = []
+    drawn: list = []
     explore = _explorer(profile, slow_retries, n, derandomize, seed, shrink=False)
-    explore(lambda acts: drawn.append(acts))
+    explore(lambda key_type, acts: drawn.append((key_type, acts)))
     return drawn
 
 
 def _explorer(profile: str, slow_retries: bool, n: int, derandomize: bool, seed: int | None, shrink: bool):
-    """``explore(body)``: Hypothesis calls ``body(acts)`` for each of ``n`` drawn scenarios (and,
+    """``explore(body)``: Hypothesis calls ``body(key_type, acts)`` for each of ``n`` drawn scenarios (and,
     with ``shrink``, for each simplification of one that raised). The same arguments draw the same
     scenarios in the same order, whatever ``body`` does as long as it does not raise."""
     from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
 
     phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
 
     def explore(body) -> None:
         @settings(max_examples=max(1, n), derandomize=derandomize and seed is None, deadline=None, database=None, phases=phases,
                   suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False)
-        @given(scenario_strategy(slow_retries, proxy=has_proxy(profile)))
-        def scenario(acts):
-            body(acts)
+        @given(st.sampled_from(DAEMON_KEY_TYPES), scenario_strategy(slow_retries, proxy=has_proxy(profile)))
+        def scenario(key_type, acts):
+            body(key_type, acts)
         if seed is not None:
             from hypothesis import seed as hseed
 
@@ -126,7 +127,7 @@ def search(target: Harness | Daemons, loop: asyncio.AbstractEventLoop, rules: Ru
 
         seed = random.getrandbits(64)  # the draw is replayed to shrink: the same seed both times
     drawn = draw_scenarios(d.profile, slow_retries, max_examples, derandomize, seed)
-    scenarios = [Scenario(f"generated-{i}", d.profile, acts) for i, acts in enumerate(drawn, 1)]
+    scenarios = [Scenario(f"generated-{i}", d.profile, acts, key_type=key) for i, (key, acts) in enumerate(drawn, 1)]
     failed_at: list[ScenarioRun] = []
 
     def stop() -> bool:
@@ -162,18 +163,18 @@ def search(target: Harness | Daemons, loop: asyncio.AbstractEventLoop, rules: Ru
     def size(run: ScenarioRun) -> tuple:
         return (len(run.scenario.acts), len(json.dumps(run.scenario.acts)))
 
-    target_acts = json.dumps(first.scenario.acts, sort_keys=True)
+    target_acts = json.dumps([first.scenario.key_type, first.scenario.acts], sort_keys=True)
     shrinking = [False]
 
-    def body(acts) -> None:
+    def body(key_type, acts) -> None:
         if not shrinking[0]:
-            if json.dumps(acts, sort_keys=True) != target_acts:
+            if json.dumps([key_type, acts], sort_keys=True) != target_acts:
                 return  # drawn before the failure (it passed) or after it
             shrinking[0] = True
         elif time.monotonic() - start - g.found_after_s > shrink_budget_s or not d.alive():
             return  # out of budget (or the daemon died): the smallest so far stands
         g.shrink_runs += 1
-        run = run_all(d, loop, [Scenario(f"{first.scenario.id}-shrink-{g.shrink_runs}", d.profile, acts)])
+        run = run_all(d, loop, [Scenario(f"{first.scenario.id}-shrink-{g.shrink_runs}", d.profile, acts, key_type=key_type)])
         if run and run[0].crashed:
             g.died = run[0]
             return
@@ -191,7 +192,8 @@ def search(target: Harness | Daemons, loop: asyncio.AbstractEventLoop, rules: Ru
         # failure (Hypothesis may stop short of it when its shrink budget or a timing flake ends it)
         acts = smallest[0].scenario.acts
         g.shrink_runs += len(acts)
-        alone = run_all(d, loop, [Scenario(f"{smallest[0].scenario.id}-alone", d.profile, [act]) for act in acts])
+        alone = run_all(d, loop, [Scenario(f"{smallest[0].scenario.id}-alone", d.profile, [act], key_type=smallest[0].scenario.key_type)
+                                  for act in acts])
         failed = [r for r in alone if r.failed(rules)]
         if failed:
             smallest[:] = [failed[0]]
@@ -279,7 +281,7 @@ def _failure_dict(run: ScenarioRun, rules: Rules) -> dict:
 # ---- reports --------------------------------------------------------------------------------------
 def describe_run(run: ScenarioRun, rules: Rules, evidence_lines: int = 30) -> list[str]:
     sc = run.scenario
-    out = [f"{sc.id} ({sc.origin}{': ' + sc.title if sc.title else ''}), profile {sc.profile}: FAIL"]
+    out = [f"{sc.id} ({sc.origin}{': ' + sc.title if sc.title else ''}), profile {sc.profile}, the daemon's key {sc.key_type}: FAIL"]
     if run.crashed:
         out.append(f"  {run.crashed}")
     for i, a in enumerate(run.acts):
@@ -411,7 +413,8 @@ def render_json(rep: ConformReport) -> str:
     g = rep.generated
 
     def run_dict(run: ScenarioRun) -> dict:
-        return {"id": run.scenario.id, "origin": run.scenario.origin, "title": run.scenario.title, "acts": run.scenario.acts,
+        return {"id": run.scenario.id, "origin": run.scenario.origin, "title": run.scenario.title, "key_type": run.scenario.key_type,
+                "acts": run.scenario.acts,
                 "crashed": run.crashed, "failures": failure_dicts(run, rules)}
     doc = {"protocol": "rmb", "profile": rep.profile, "implementation": rep.implementation, "verdict": rep.verdict(rules),
            "seconds": round(rep.seconds, 2), "scenarios": len(rep.runs),
