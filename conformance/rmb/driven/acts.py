@@ -313,7 +313,7 @@ async def _judge_expiry(ctx: Ctx, res: ActResult, msg: dict, accepted: list[int]
     if sc:
         def timed_out(g) -> bool:
             return any(scrubbed(h, m, msg, g) for p in accepted for m in _errors(g, p))
-        await _wait_ret(h, got, timed_out, max(0.0, deadline - time.time()) + settle + T["response_s"])
+        await _wait_ret(h, got, timed_out, max(0.0, deadline - time.time()) + settle)
         await asyncio.sleep(T["quiet_s"])
     else:
         await asyncio.sleep(max(0.0, deadline - time.time()) + settle)

@@ -74,35 +74,55 @@ class Daemons:
         return [h for h in self.harnesses if not h.alive()]
 
     async def deal(self, scenarios: list, run: Callable[[Harness, object], Awaitable],
-                   stop: Callable[[], bool] | None = None) -> list:
+                   stop: Callable[[int], bool] | None = None) -> list:
         """``run(harness, scenario)`` for every scenario, :data:`PER_DAEMON` at once per daemon,
-        each daemon taking the next scenario (in the order given) when one of its own ends; the
-        results in the order of ``scenarios``. No scenario is taken once ``stop()`` holds (those
-        under way end), and a daemon that died takes no more: the scenarios no daemon took are
-        left out (the run that saw the death says so)."""
+        each daemon taking the next scenario of its key type (in the order given) when one of its
+        own ends; the results in the order of ``scenarios``. Scenario ``i`` is not taken once
+        ``stop(i)`` holds (those under way end); a daemon that died takes no more: the scenarios
+        no daemon took are left out (the run that saw the death says so).
+
+        Scenarios give the daemon a key type (:func:`key_type_of`): with several daemons, some
+        hold an sr25519 key (as many as that share of the scenarios asks, at least one) and run
+        those scenarios beside the others; one daemon runs each key type's scenarios in turn,
+        restarted between them."""
         out: list = [None] * len(scenarios)
-        stop = stop or (lambda: False)
-        for key_type in KEY_ORDER:
-            # the scenarios that give the daemon this key type, after a restart of the daemons
-            # that hold the other one (the kit twins and Redis stay)
-            mine = [(i, sc) for i, sc in enumerate(scenarios) if key_type_of(sc) == key_type]
-            if not mine or stop():
-                continue
-            await self._hold(key_type)
-            queue = list(reversed(mine))
-
-            async def slot(h: Harness) -> None:
-                while queue and h.alive() and not stop():
-                    i, sc = queue.pop()
-                    out[i] = await run(h, sc)
-
-            await asyncio.gather(*(slot(h) for h in self.harnesses for _ in range(PER_DAEMON)))
+        stop = stop or (lambda i: False)
+        groups = {kt: [(i, sc) for i, sc in enumerate(scenarios) if key_type_of(sc) == kt] for kt in KEY_ORDER}
+        groups = {kt: items for kt, items in groups.items() if items}
+        for phase in self._plan(groups):
+            await asyncio.gather(*(h.restart(kt) for hs, kt, _ in phase for h in hs if _key(h) != kt and h.alive()))
+            await asyncio.gather(*(_run_on(hs, items, run, out, stop) for hs, kt, items in phase))
         return [r for r in out if r is not None]
 
-    async def _hold(self, key_type: str) -> None:
-        """Every live daemon started with a key of ``key_type`` (restarted where it holds another)."""
-        await asyncio.gather(*(h.restart(key_type) for h in self.harnesses
-                               if getattr(h, "key_type", DEFAULT_KEY) != key_type and h.alive()))
+    def _plan(self, groups: dict) -> list:
+        """Phases of (daemons, key type, scenarios): the groups of one phase run side by side."""
+        live = [h for h in self.harnesses if h.alive()] or self.harnesses[:1]
+        if len(groups) <= 1:
+            return [[(([h for h in live if _key(h) == kt]) or live, kt, items)] for kt, items in groups.items()]
+        if len(live) == 1:
+            return [[(live, kt, items)] for kt, items in groups.items()]
+        total = sum(len(items) for items in groups.values())
+        n_sr = min(len(live) - 1, max(1, round(len(live) * len(groups["sr25519"]) / total)))
+        ordered = [h for h in live if _key(h) != "sr25519"] + [h for h in live if _key(h) == "sr25519"]
+        return [[(ordered[:-n_sr], "ed25519", groups["ed25519"]), (ordered[-n_sr:], "sr25519", groups["sr25519"])]]
+
+
+async def _run_on(harnesses: list, items: list, run, out: list, stop) -> None:
+    queue = list(reversed(items))
+
+    async def slot(h) -> None:
+        while queue and h.alive():
+            i, sc = queue[-1]
+            if stop(i):
+                return
+            queue.pop()
+            out[i] = await run(h, sc)
+
+    await asyncio.gather(*(slot(h) for h in harnesses for _ in range(PER_DAEMON)))
+
+
+def _key(h) -> str:
+    return getattr(h, "key_type", DEFAULT_KEY)
 
 
 DEFAULT_KEY = "ed25519"
