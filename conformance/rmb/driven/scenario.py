@@ -21,19 +21,17 @@ from rmkit.errors import UsageError
 
 FORMAT = "rmkit-rmb-scenario/1"
 ANSWERS = ("accept", "slow", "close", "400", "401", "403", "500", "502")
-# rules no act of a single daemon's wire shows, and why (reported, never counted as passed)
-NOT_DRIVEN = {
-    "RMB-MSG-002": "the client's encoding of dat: a daemon forwards dat as given (its answers to a bad dat are RMB-REMOTE-002)",
-    "RMB-MSG-003": "the client sets now; a daemon's now is judged by RMB-MSG-004 / RMB-RETRY-004",
-    "RMB-MSG-006": "the client fills dst; a daemon's refusal of an empty dst is RMB-REMOTE-002 and RMB-LOCAL-002",
-    "RMB-SIG-002": "judged on the daemon's POSTs as RMB-SIG-006 (who signs) and on its answers as RMB-REMOTE-003",
-    "RMB-SIG-003": "judged through RMB-SIG-006: a daemon writing another pxy fails verification there",
-    "RMB-SIG-004": "judged through RMB-SIG-006: a hex digest signed fails verification there",
-    "RMB-NODE-001": "a deployment rule: the kit gives the daemon its own redis-server",
-    "RMB-LOCAL-001": "judged through every send act (a request never taken from the local queue reaches no twin)",
-    "RMB-REMOTE-008": "needs 500 queued requests per command; not driven",
-    "RMB-REMOTE-009": "needs a failing Redis under a running daemon; not driven",
-}
+
+
+def rmb_spec_daemon() -> dict:
+    from rmkit.conformance.rmb.model import rmb_spec
+
+    return rmb_spec().raw["daemon"]
+
+
+# rules no act of a single daemon's wire shows, and why (spec/rmb/daemon.yaml: reported, never
+# counted as passed)
+NOT_DRIVEN = dict(rmb_spec_daemon()["not_driven"])
 
 
 @dataclass

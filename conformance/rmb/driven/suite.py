@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rmkit.conformance.rmb.driven.acts import Ctx, run_act
+from rmkit.conformance.rmb.driven.coverage import rule_verdicts
 from rmkit.conformance.rmb.driven.daemons import Daemons, daemons_of
 from rmkit.conformance.rmb.driven.harness import Harness
 from rmkit.conformance.rmb.driven.judge import ActResult, Rules
-from rmkit.conformance.rmb.driven.scenario import (DAEMON_KEY_TYPES, NOT_DRIVEN, Scenario, catalogue, has_proxy, scenario_strategy,
+from rmkit.conformance.rmb.driven.scenario import (DAEMON_KEY_TYPES, Scenario, catalogue, has_proxy, scenario_strategy,
                                                    write_scenario)
 
 
@@ -304,7 +305,6 @@ def describe_run(run: ScenarioRun, rules: Rules, evidence_lines: int = 30) -> li
 
 def render_text(rep: ConformReport) -> str:
     rules = Rules(rep.profile)
-    table = rep.per_rule(rules)
     out = [f"rmkit conform --protocol rmb, profile {rep.profile}: {rep.verdict(rules).upper()}",
            f"  implementation: {rep.implementation}",
            f"  {len(rep.runs)} scenario(s) run besides generation, {rep.seconds:.1f} s, on {rep.jobs} daemon(s) side by side"]
@@ -312,18 +312,15 @@ def render_text(rep: ConformReport) -> str:
     if g is not None:
         out.append(f"  generated: {g.examples} scenario(s) in {g.seconds:.1f} s"
                    + (f"; first failure after {g.found_after_s:.1f} s, {g.shrink_runs} shrink run(s)" if g.found_after_s is not None else ""))
-    out += ["", "rule            mode        checks  failed  title"]
+    verdicts = rule_verdicts(rep, rules)
+    out += ["", "per rule: fail; pass, covered by N (N scenarios that catch the rule's mutant ran clean); not exercised (why)",
+            "rule            mode        verdict                  title"]
     for r in rules.spec.rules:
-        rid = r.id
-        mode = rules.mode(rid)
-        if mode == "off":
+        if r.id not in verdicts:
             continue
-        if rid in table:
-            ok, bad = table[rid]
-            out.append(f"{rid:<15} {mode:<11} {ok + bad:>6}  {bad:>6}  {r.title}")
-        else:
-            why = NOT_DRIVEN.get(rid, "no scenario of this run reached it")
-            out.append(f"{rid:<15} {mode:<11} {'-':>6}  {'-':>6}  not checked: {why}")
+        what, n = verdicts[r.id]
+        shown = {"fail": f"fail ({n} check(s))", "pass": f"pass, covered by {n}"}.get(what, "not exercised")
+        out.append(f"{r.id:<15} {rules.mode(r.id):<11} {shown:<24} {r.title}" + (f": {n}" if what == "not exercised" else ""))
     fails = rep.failing_runs(rules)
     findings = [(run, a, c) for run in rep.runs for a, c in run.failures(rules, strict_only=False) if rules.mode(c.rule) != "strict"]
     if findings:
@@ -367,7 +364,7 @@ def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
     from rmkit.render.junit import xml_safe
 
     rules = Rules(rep.profile)
-    table = rep.per_rule(rules)
+    verdicts = rule_verdicts(rep, rules)
     failed: dict[str, list[tuple[ActResult, object]]] = {}
     for run in rep.runs + ([rep.final] if rep.final else []):
         for a, c in run.failures(rules, strict_only=False):
@@ -381,9 +378,10 @@ def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
             continue
         cases += 1
         case = ET.SubElement(ts, "testcase", classname=f"rmkit.conform.rmb.{rep.profile}", name=r.id)
-        if r.id not in table:
+        what, why = verdicts[r.id]
+        if what == "not exercised":
             skipped += 1
-            ET.SubElement(case, "skipped", message=f"not checked: {NOT_DRIVEN.get(r.id, 'no scenario of this run reached it')}")
+            ET.SubElement(case, "skipped", message=f"not exercised: {why}")
             continue
         found = failed.get(r.id)
         if not found:
@@ -423,9 +421,10 @@ def render_json(rep: ConformReport) -> str:
            "seconds": round(rep.seconds, 2), "scenarios": len(rep.runs),
            "generated": None if g is None else {"examples": g.examples, "seconds": round(g.seconds, 2),
                                                 "found_after_s": g.found_after_s, "shrink_runs": g.shrink_runs},
-           "rules": {r.id: ({"mode": rules.mode(r.id), "checks": sum(table[r.id]), "failed": table[r.id][1]} if r.id in table else
-                            {"mode": rules.mode(r.id), "not_checked": NOT_DRIVEN.get(r.id, "no scenario of this run reached it")})
-                     for r in rules.spec.rules if rules.mode(r.id) != "off"},
+           "rules": {rid: {"mode": rules.mode(rid), "verdict": what,
+                           **({"checks": sum(table[rid])} if rid in table else {}),
+                           **({"failed": n} if what == "fail" else {"covered_by": n} if what == "pass" else {"why": n})}
+                     for rid, (what, n) in rule_verdicts(rep, rules).items()},
            "failures": [run_dict(r) for r in rep.failing_runs(rules)],
            "saved": [str(p) for p in rep.saved]}
     return json.dumps(doc, indent=2) + "\n"

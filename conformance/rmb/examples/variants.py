@@ -406,3 +406,12 @@ LEGAL = {
     "own-error-words": OwnErrorWords,
 }
 VARIANTS = {**{k: v[0] for k, v in FAULTY.items()}, **{k: v[0] for k, v in MUTANTS.items()}, **LEGAL}
+
+
+def _rule_mutants() -> dict:
+    from rmkit.conformance.rmb.examples.mutants import MUTANT_CLASSES
+
+    return MUTANT_CLASSES
+
+
+VARIANTS.update(_rule_mutants())
