@@ -309,14 +309,14 @@ async def _judge_expiry(ctx: Ctx, res: ActResult, msg: dict, accepted: list[int]
     h, T = ctx.h, ctx.h.timing
     sc = h.b["scrubber"]
     deadline = msg["now"] + msg["exp"]
-    settle = (sc["interval_s"] if sc else 0) + T["clock_slack_s"] + T["quiet_s"]
+    settle = (sc["interval_s"] if sc else 0) + T["clock_slack_s"]
     if sc:
         def timed_out(g) -> bool:
             return any(scrubbed(h, m, msg, g) for p in accepted for m in _errors(g, p))
-        await _wait_ret(h, got, timed_out, max(0.0, deadline - time.time()) + settle)
-        await asyncio.sleep(T["quiet_s"])
+        if await _wait_ret(h, got, timed_out, max(0.0, deadline - time.time()) + settle):
+            await asyncio.sleep(T["quiet_s"])  # a second timeout of one entry would come now
     else:
-        await asyncio.sleep(max(0.0, deadline - time.time()) + settle)
+        await asyncio.sleep(max(0.0, deadline - time.time()) + settle + T["quiet_s"])
     _kit(ctx, res, f"waited past the request's deadline {deadline} (now {msg['now']} + exp {msg['exp']})")
     if sc and accepted:
         # one backlog entry per uid: a fan-out whose copies share the uid (rmb-go's "$dst.$n") is

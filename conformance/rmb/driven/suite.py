@@ -22,6 +22,11 @@ from rmkit.conformance.rmb.driven.scenario import (DAEMON_KEY_TYPES, Scenario, c
                                                    write_scenario)
 
 
+# Hypothesis' time to shrink a generated failure after it was found: the run with the catalogue
+# (rmb-go's, with its 5 s retries, about 30 s) and the search stays within two minutes
+SHRINK_BUDGET_S = 60.0
+
+
 @dataclass
 class ScenarioRun:
     scenario: Scenario
@@ -109,7 +114,7 @@ def _explorer(profile: str, slow_retries: bool, n: int, derandomize: bool, seed:
 
 
 def search(target: Harness | Daemons, loop: asyncio.AbstractEventLoop, rules: Rules, *, max_examples: int, derandomize: bool,
-           seed: int | None, time_budget: float | None, slow_retries: bool, shrink_budget_s: float = 120.0) -> Generated:
+           seed: int | None, time_budget: float | None, slow_retries: bool, shrink_budget_s: float = SHRINK_BUDGET_S) -> Generated:
     """Generated scenarios until one fails (then shrunk) or ``max_examples`` pass.
 
     Hypothesis draws the scenarios first (:func:`draw_scenarios`: the same seed draws the same ones
