@@ -407,7 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "in; a crash is real (the process group is killed with SIGKILL and the command\n"
                                     "started again, or a new object is made) and hello names the same file again.\n"
                                     "rmb: --impl-cmd starts the daemon under test, which is driven at its wire (its\n"
-                                    "Redis and HTTP).",
+                                    "Redis and HTTP); --jobs N runs N daemons side by side. The contract (placeholders,\n"
+                                    "twins, windows, --jobs) is in spec/rmb/daemon.md.",
                         epilog=CONFORM_EXIT_CODES)
     cf_options = ProtocolOptions(cf)
     cf_options.add_protocol_argument(default="remp")

@@ -51,6 +51,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from rmkit.conformance.cli_options import with_role
 from rmkit.conformance.corda.spec import DRIVEN_ROLES, corda_spec
 from rmkit.conformance.deadline_io import Worker, read_line
 from rmkit.errors import UsageError
@@ -307,7 +308,7 @@ class ProcessImplementation(Harnessed):
     and stops, whatever the timeout."""
 
     def __init__(self, cmd: str, role: str, timeout: float):
-        self.argv = [a.replace("ROLE", role) for a in shlex.split(cmd)]
+        self.argv = [with_role(a, role) for a in shlex.split(cmd)]
         if not self.argv:
             raise UsageError("--impl-cmd: expected a command, found an empty string")
         self.cmd, self.timeout = cmd, timeout

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from rmkit.conformance.cli_options import with_role
 from rmkit.conformance.deadline_io import Worker as _Worker, read_line
 from rmkit.conformance.remp.driven.codec import WireError, adapter_spec, from_json
 from rmkit.errors import UsageError
@@ -220,10 +221,10 @@ class ProcessImplementation:
 
     def __init__(self, cmd: str, role: str, timeout: float = 5.0):
         self.cmd, self.role, self.timeout = cmd, role, timeout
-        self.argv = [a.replace("ROLE", role) for a in shlex.split(cmd)]
+        self.argv = [with_role(a, role) for a in shlex.split(cmd)]
         if not self.argv:
             raise UsageError("--impl-cmd: expected a command, found an empty string")
-        self.name = cmd.replace("ROLE", role)
+        self.name = " ".join(with_role(w, role) for w in cmd.split(" "))
         self.batch = False  # it takes several events in one request (its ready says so)
         self.requests = 0  # lines sent (hello, event or events, bye): each a round trip
         self._ready_due = False  # a hello was sent and its ready not read yet

@@ -81,9 +81,12 @@ def backlog_ttl(state: str) -> float | None:
     return float(state[len("present, TTL "):].split(" s", 1)[0])
 
 
-def client_message(cmd: str, dst: list[int], exp: int, tries: int, ret: str, payload: str, age: int = 0) -> dict:
-    return {"ver": 1, "uid": "", "cmd": cmd, "exp": exp, "try": tries, "dat": b64(payload), "src": 0, "dst": dst, "ret": ret,
-            "shm": "", "now": int(time.time()) - age, "err": "", "sig": ""}
+def client_message(cmd: str, dst: list[int], exp: int, tries: int, ret: str, payload: str, age: int = 0, tag: str | None = None) -> dict:
+    msg = {"ver": 1, "uid": "", "cmd": cmd, "exp": exp, "try": tries, "dat": b64(payload), "src": 0, "dst": dst, "ret": ret,
+           "shm": "", "now": int(time.time()) - age, "err": "", "sig": ""}
+    if tag is not None:
+        msg["tag"] = tag  # optional (message.yaml): a daemon must take it; rmb-rs-v1 restores it on the reply
+    return msg
 
 
 # ---- send ------------------------------------------------------------------------------------------
@@ -93,7 +96,7 @@ async def run_send(ctx: Ctx, act: dict) -> ActResult:
     cmd, ret = ctx.fresh("cmd"), ctx.fresh("ret")
     targets = list(dict.fromkeys(act["dst"]))
     dst = [TARGETS[t] for t in targets]
-    msg = client_message(cmd, dst, act["exp"], act["try"], ret, f"request {cmd}", act.get("age", 0))
+    msg = client_message(cmd, dst, act["exp"], act["try"], ret, f"request {cmd}", act.get("age", 0), tag=f"tag of {cmd}")
     peers = [TARGETS[t] for t in targets if t in ("p2", "p3")]
     for t in targets:
         if t in ("p2", "p3"):
@@ -271,11 +274,12 @@ async def _judge_forward(ctx: Ctx, res: ActResult, act: dict, msg: dict, peers: 
         errs = _errors(got, p)
         res.check("RMB-RETRY-002", len(errs) == 1, f"{len(errs)} error message(s) from twin {p} on ret after the request could "
                   f"not be delivered to it (expected exactly one, src {p}, err set)")
-    scrub = (b["scrubber"] or {}).get("error")
+        for m in errs[:1]:
+            res.check("RMB-RETRY-002", *error_shape(m, p, msg))
     for p in peers:
         if p in failing:
             continue
-        errs = [m for m in _errors(got, p) if not (scrub and m.get("err") == scrub)]
+        errs = [m for m in _errors(got, p) if not scrubbed(h, m, msg, got)]
         res.check("RMB-RETRY-002", not errs, f"{len(errs)} error message(s) from twin {p} although it accepted the request: "
                   + "; ".join(str(m.get("err"))[:80] for m in errs))
     effects = mine() or got
@@ -296,6 +300,74 @@ async def _judge_forward(ctx: Ctx, res: ActResult, act: dict, msg: dict, peers: 
     if len(delivered) > 1 and any(ok for _, ok in delivered):
         res.check("RMB-REPLY-006", all(ok for _, ok in delivered), "replies of a request to several twins reaching ret: "
                   + ", ".join(f"twin {p}: {'yes' if ok else 'no'}" for p, ok in delivered) + " (every one must: the backlog stays)")
+    if act.get("expire"):
+        await _judge_expiry(ctx, res, msg, [p for p in peers if p not in failing], got)
+
+
+async def _judge_expiry(ctx: Ctx, res: ActResult, msg: dict, accepted: list[int], got: list) -> None:
+    """The act waits past the request's deadline (``expire``: a short exp) and judges what follows:
+    with a scrubber (rmb-go) exactly one timeout error per destination that took the request,
+    answered or not, known by structure and time, its words free (RMB-BACKLOG-003, RMB-FREE-005);
+    without one, nothing more on ret (RMB-RETRY-002: no error for a request that was delivered)."""
+    h, T = ctx.h, ctx.h.timing
+    sc = h.b["scrubber"]
+    deadline = msg["now"] + msg["exp"]
+    settle = (sc["interval_s"] if sc else 0) + T["clock_slack_s"]
+    if sc:
+        def timed_out(g) -> bool:
+            return any(scrubbed(h, m, msg, g) for p in accepted for m in _errors(g, p))
+        if await _wait_ret(h, got, timed_out, max(0.0, deadline - time.time()) + settle):
+            await asyncio.sleep(T["quiet_s"])  # a second timeout of one entry would come now
+    else:
+        await asyncio.sleep(max(0.0, deadline - time.time()) + settle + T["quiet_s"])
+    _kit(ctx, res, f"waited past the request's deadline {deadline} (now {msg['now']} + exp {msg['exp']})")
+    if sc and accepted:
+        # one backlog entry per uid: a fan-out whose copies share the uid (rmb-go's "$dst.$n") is
+        # one entry, timed out once; copies with uids of their own are timed out each
+        late = [(p, m) for p in accepted for m in _errors(got, p) if scrubbed(h, m, msg, got)]
+        res.check("RMB-BACKLOG-003", 1 <= len(late) <= len(accepted),
+                  f"{len(late)} timeout error(s) on ret after the deadline from twin(s) {sorted({p for p, _ in late})} (expected "
+                  f"one per backlog entry, 1 to {len(accepted)}: the scrubber times out every request it holds, answered or not; "
+                  "its words are free)")
+        for p, m in late:
+            res.check("RMB-BACKLOG-003", *error_shape(m, p, msg))
+    for p in accepted:
+        if not sc:
+            errs = _errors(got, p)
+            res.check("RMB-RETRY-002", not errs, f"{len(errs)} error message(s) from twin {p} on ret by the time the request "
+                      "expired, although twin {p} took it (expected none)")
+
+
+def error_shape(err: dict, p: int, msg: dict) -> tuple[bool, str]:
+    """(ok, detail) of an error message on ret against RMB-RETRY-002's "src and dst swapped, err
+    set, dat empty": src the destination that failed, dst the request's source (the daemon's
+    twin, or 0, the client's own src), dat empty; its err text is free (RMB-FREE-005)."""
+    wrong = []
+    if err.get("src") != p:
+        wrong.append(f"src {err.get('src')!r} (expected {p}, the destination)")
+    if err.get("dst") not in ([IUT], [0]):
+        wrong.append(f"dst {err.get('dst')!r} (expected [{IUT}], the request's source, or [0], the client's)")
+    if err.get("dat") not in ("", None):
+        wrong.append(f"dat {str(err.get('dat'))[:40]!r} (expected empty: the request's payload is not the error's)")
+    if not err.get("err"):
+        wrong.append("err empty")
+    return not wrong, (f"the error message from twin {p} on ret {msg['ret']}: " + ("; ".join(wrong) if wrong else
+                                                                                 "src and dst swapped, err set, dat empty"))
+
+
+def scrubbed(h: Harness, err: dict, msg: dict, got: list) -> bool:
+    """Whether an error on ret is the profile's scrubber timing out the request (rmb-go): known by
+    structure and time, never by its words (RMB-FREE-005): an error from the destination, pushed
+    once the request's deadline (now + exp) has passed."""
+    if not h.b["scrubber"]:
+        return False
+    when = next((t for t, m in got if m is err), None)
+    deadline_wall = msg["now"] + (msg["exp"] or h.b["scrubber"]["default_exp_s"])
+    return when is not None and _wall(when) >= deadline_wall - h.timing["clock_slack_s"]
+
+
+def _wall(t_monotonic: float) -> float:
+    return time.time() - (time.monotonic() - t_monotonic)
 
 
 def _reply_message(h: Harness, request: dict, p: int, text: str) -> dict:
@@ -348,10 +420,12 @@ async def _reply(ctx: Ctx, res: ActResult, msg: dict, p: int, request: dict, var
         if not b["reply_ret_restored"]:  # spec/rmb/behaviour.yaml
             return res.check("RMB-REPLY-005", len(d) == 1, f"{len(d)} copy(ies) of twin {p}'s reply on the client's ret {msg['ret']} "
                              "(expected one)")
-        return res.check("RMB-REPLY-005", len(d) == 1 and d[0].get("ret") == msg["ret"],
+        tag = msg.get("tag")
+        return res.check("RMB-REPLY-005", len(d) == 1 and d[0].get("ret") == msg["ret"] and (tag is None or d[0].get("tag") == tag),
                          f"{len(d)} copy(ies) of twin {p}'s reply on the client's ret {msg['ret']}"
-                         + (f", its ret field {d[0].get('ret')!r}" if len(d) == 1 else "")
-                         + f" (expected one, its ret field restored to {msg['ret']}: profile {h.profile})")
+                         + (f", its ret field {d[0].get('ret')!r}, its tag {d[0].get('tag')!r}" if len(d) == 1 else "")
+                         + f" (expected one, its ret field restored to {msg['ret']}"
+                         + (f" and its tag to {tag!r}" if tag is not None else "") + f": profile {h.profile})")
     else:
         res.check(rule, status == want, f"a {variant} reply from twin {p} was answered {status} (expected {want})")
         await asyncio.sleep(T["quiet_s"])

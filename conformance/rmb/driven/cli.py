@@ -22,7 +22,24 @@ IMPL_HELP = ("rmb: CMD starts the daemon under test; placeholders {python} (this
 
 def add_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--rmb-workdir", metavar="DIR", help="rmb: keep the directory, key, Redis and the daemon's output in DIR "
-                                                            "(default: a temporary folder, removed). " + IMPL_HELP)
+                                                            "(with --jobs N above 1: DIR/job-1 .. DIR/job-N; default: a temporary "
+                                                            "folder, removed). " + IMPL_HELP)
+    group.add_argument("--jobs", type=int, metavar="N", help="rmb: run N daemons under test at once, each on its own Redis with its "
+                                                             "own kit twins, and deal the scenarios to them side by side (the "
+                                                             "verdicts are those of --jobs 1; default: the cores + 1). A daemon "
+                                                             "that cannot run as several instances at once: --jobs 1. "
+                                                             "The contract: spec/rmb/daemon.md")
+
+
+def jobs_wanted(args: argparse.Namespace) -> int:
+    from rmkit.conformance.rmb.driven.daemons import MAX_JOBS, default_jobs
+
+    jobs = getattr(args, "jobs", None)
+    if jobs is None:
+        return default_jobs()
+    if not 1 <= jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs: expected a number of daemons from 1 to {MAX_JOBS}, found {jobs}")
+    return jobs
 
 
 def _check(args: argparse.Namespace) -> str:
@@ -64,13 +81,13 @@ def _interrupts_unwind():
             raise KeyboardInterrupt from None
 
 
-def _open(args, profile: str):
+def _open(args, profile: str, jobs: int = 1):
     import asyncio  # here, not at the top: every rmkit command builds this module's arguments
 
-    from rmkit.conformance.rmb.driven.harness import Harness
+    from rmkit.conformance.rmb.driven.daemons import Daemons
 
     loop = asyncio.new_event_loop()
-    h = Harness(_check(args), profile, response_s=args.timeout, workdir=getattr(args, "rmb_workdir", None))
+    h = Daemons.create(_check(args), profile, jobs, response_s=args.timeout, workdir=getattr(args, "rmb_workdir", None))
     try:
         loop.run_until_complete(h.start())
     except BaseException:
@@ -112,13 +129,14 @@ def regressions_for(folder: Path, profile: str) -> list:
 def conform(profile: str, args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.judge import Rules
     from rmkit.conformance.rmb.driven.suite import render_json, render_junit, render_text, run_suite
-    from rmkit.conformance.cli_options import derandomize_wanted, impl_argv, regressions_dir, stderr_progress
+    from rmkit.conformance.cli_options import derandomize_wanted, impl_argv, regressions_dir, regressions_of, stderr_progress
     from rmkit.guard import decided, emit_report, write_output
 
-    folder = regressions_dir(args.regressions)
+    folder = regressions_of(regressions_dir(args.regressions), _check(args))
     regressions = regressions_for(folder, profile)
+    jobs = jobs_wanted(args)
     with _interrupts_unwind():
-        h, loop = _open(args, profile)
+        h, loop = _open(args, profile, jobs)
         try:
             rep = run_suite(h, loop, max_examples=args.max_examples, derandomize=derandomize_wanted(args.derandomize), seed=args.seed,
                             time_budget=args.time_budget, catalogue_only=args.catalogue_only, regressions=regressions,
@@ -143,13 +161,18 @@ def conform(profile: str, args: argparse.Namespace) -> int:
 def replay(args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.judge import Rules
     from rmkit.conformance.rmb.driven.scenario import read_scenario
-    from rmkit.conformance.rmb.driven.suite import describe_run, render_replay_json, run_scenario
+    from rmkit.conformance.rmb.driven.suite import describe_run, render_replay_json, run_all
 
     sc = read_scenario(args.scenario)
     with _interrupts_unwind():
         h, loop = _open(args, sc.profile)
         try:
-            run = loop.run_until_complete(run_scenario(h, sc))
+            runs = run_all(h, loop, [sc])  # started with the scenario's key type
+            if not runs:
+                from rmkit.conformance.rmb.driven.suite import run_scenario
+
+                runs = [loop.run_until_complete(run_scenario(h.harnesses[0], sc))]  # the daemon died: said by the run
+            run = runs[0]
         finally:
             _close(h, loop)
     rules = Rules(sc.profile)

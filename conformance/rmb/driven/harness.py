@@ -39,8 +39,7 @@ from rmkit.reference_impl.rmb.redisproc import RedisServer, free_port
 IUT, PEER_ED, PEER_SR, DOWN, UNKNOWN = 1, 2, 3, 4, 99
 PEERS = (PEER_ED, PEER_SR)
 KEY_TYPES = {IUT: "ed25519", PEER_ED: "ed25519", PEER_SR: "sr25519", DOWN: "ed25519"}
-PLACEHOLDERS = ("python", "redis", "twin", "key_file", "seed", "key_type", "directory", "listen", "host", "port", "profile", "workdir")
-START_TIMEOUT_S = 30.0
+PLACEHOLDERS = tuple(rmb_spec().raw["daemon"]["placeholders"])  # spec/rmb/daemon.yaml
 KIT_CLIENT = "rmkit-conform-kit"  # the name the kit's own Redis connections carry (told apart in MONITOR)
 
 
@@ -48,6 +47,12 @@ class ImplementationCannotStart(RmkitError):
     """The daemon under test did not start (exit 2: no verdict on it)."""
 
     exit_code = 2
+
+
+def daemon_contract() -> dict:
+    """spec/rmb/daemon.yaml: the numbers of the contract a daemon under test meets (windows,
+    placeholders, side-by-side daemons)."""
+    return rmb_spec().raw["daemon"]
 
 
 def kit_seed(twin: int) -> bytes:
@@ -209,6 +214,7 @@ class Harness:
         if response_s:
             self.timing["response_s"] = response_s
         self.freedoms = {f["name"]: f for f in fr["freedoms"]}
+        self.windows = {k: v["value"] for k, v in daemon_contract()["windows"].items()}
         self.impl_cmd = impl_cmd
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="rmkit-conform-rmb-")
         self.dir = Path(workdir or self._tmp.name)
@@ -233,8 +239,26 @@ class Harness:
         await self.twins.start()
         self.port = free_port()
         down_port = free_port()  # nothing listens there: connection refused
-        addr = {IUT: f"127.0.0.1:{self.port}", DOWN: f"127.0.0.1:{down_port}",
-                **{t: f"127.0.0.1:{p}" for t, p in self.twins.ports.items()}}
+        self.addr = {IUT: f"127.0.0.1:{self.port}", DOWN: f"127.0.0.1:{down_port}",
+                     **{t: f"127.0.0.1:{p}" for t, p in self.twins.ports.items()}}
+        await self._start_daemon()
+
+    async def restart(self, key_type: str) -> None:
+        """The daemon stopped and started again with a key of ``key_type`` (the same seed; the
+        directory says the new type and public key): the kit twins and Redis stay, and a scenario
+        judges signatures against the key the daemon holds now."""
+        self._stop_group()
+        for f in (self._out, self._err):
+            f.close()
+        self.keys[IUT] = keypair(kit_seed(IUT), key_type)
+        await self._start_daemon()
+
+    @property
+    def key_type(self) -> str:
+        return self.keys[IUT].key_type
+
+    async def _start_daemon(self) -> None:
+        addr = self.addr
         self.directory = Directory({t: Twin(t, addr[t], kp.key_type, kp.public) for t, kp in self.keys.items()})
         dpath = self.dir / "directory.json"
         dpath.write_text(json.dumps(self.directory.to_data(), indent=2) + "\n")
@@ -243,17 +267,17 @@ class Harness:
         kpath.write_text(seed + "\n")
         os.chmod(kpath, 0o600)
         values = {"python": sys.executable, "redis": self.redis_server.url, "twin": str(IUT), "key_file": str(kpath), "seed": seed,
-                  "key_type": KEY_TYPES[IUT], "directory": str(dpath), "listen": addr[IUT], "host": "127.0.0.1",
+                  "key_type": self.key_type, "directory": str(dpath), "listen": addr[IUT], "host": "127.0.0.1",
                   "port": str(self.port), "profile": self.profile, "workdir": str(self.dir)}
         argv = expand_command(self.impl_cmd, values)
         self.argv = argv
-        self._out = open(self.dir / "impl.out", "wb")
-        self._err = open(self.dir / "impl.err", "wb")
+        self._out = open(self.dir / "impl.out", "ab")
+        self._err = open(self.dir / "impl.err", "ab")
         try:
             self.proc = subprocess.Popen(argv, stdout=self._out, stderr=self._err, stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             raise ImplementationCannotStart(f"--impl-cmd: cannot run {argv[0]!r}: {exc.strerror or exc}") from None
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + self.windows["listen_s"]
         while True:
             if self.proc.poll() is not None:
                 raise ImplementationCannotStart(f"the implementation exited at start (status {self.proc.returncode}) "
@@ -264,11 +288,14 @@ class Harness:
             except OSError:
                 if time.monotonic() > deadline:
                     raise ImplementationCannotStart(f"the implementation did not listen on {addr[IUT]} within "
-                                                    f"{START_TIMEOUT_S:.0f} s: {self.stderr_tail()}") from None
+                                                    f"{self.windows['listen_s']:g} s: {self.stderr_tail()}") from None
                 await asyncio.sleep(0.05)
+        if self._monitor_task is not None:  # a restart: Redis and its monitor stay
+            await asyncio.sleep(self.windows["settle_s"])
+            return
         self._kit_clients = {c["addr"] for c in await self.redis.client_list() if c.get("name") == KIT_CLIENT}
         self._monitor_task = asyncio.create_task(self._monitor())
-        await asyncio.sleep(0.2)  # the daemon's loops reach their first pop
+        await asyncio.sleep(self.windows["settle_s"])  # the daemon's loops reach their first pop
 
     async def _monitor(self) -> None:
         """Record every Redis command of the daemon (MONITOR; the kit's own are marked ``kit``)."""
@@ -309,10 +336,10 @@ class Harness:
         if self._tmp:
             self._tmp.cleanup()
 
-    def _stop_group(self, grace_s: float = 5.0) -> None:
+    def _stop_group(self) -> None:
         """Stop the daemon's whole session (its own process group), even when the command the kit
         started has exited: a wrapper (``sh -c 'daemon & ...'``) leaves the daemon running in it."""
-        stop_group(self.proc, grace_s, 0.05)
+        stop_group(self.proc, self.windows["stop_grace_s"], 0.05)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

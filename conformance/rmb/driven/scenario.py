@@ -21,19 +21,17 @@ from rmkit.errors import UsageError
 
 FORMAT = "rmkit-rmb-scenario/1"
 ANSWERS = ("accept", "slow", "close", "400", "401", "403", "500", "502")
-# rules no act of a single daemon's wire shows, and why (reported, never counted as passed)
-NOT_DRIVEN = {
-    "RMB-MSG-002": "the client's encoding of dat: a daemon forwards dat as given (its answers to a bad dat are RMB-REMOTE-002)",
-    "RMB-MSG-003": "the client sets now; a daemon's now is judged by RMB-MSG-004 / RMB-RETRY-004",
-    "RMB-MSG-006": "the client fills dst; a daemon's refusal of an empty dst is RMB-REMOTE-002 and RMB-LOCAL-002",
-    "RMB-SIG-002": "judged on the daemon's POSTs as RMB-SIG-006 (who signs) and on its answers as RMB-REMOTE-003",
-    "RMB-SIG-003": "judged through RMB-SIG-006: a daemon writing another pxy fails verification there",
-    "RMB-SIG-004": "judged through RMB-SIG-006: a hex digest signed fails verification there",
-    "RMB-NODE-001": "a deployment rule: the kit gives the daemon its own redis-server",
-    "RMB-LOCAL-001": "judged through every send act (a request never taken from the local queue reaches no twin)",
-    "RMB-REMOTE-008": "needs 500 queued requests per command; not driven",
-    "RMB-REMOTE-009": "needs a failing Redis under a running daemon; not driven",
-}
+
+
+def rmb_spec_daemon() -> dict:
+    from rmkit.conformance.rmb.model import rmb_spec
+
+    return rmb_spec().raw["daemon"]
+
+
+# rules no act of a single daemon's wire shows, and why (spec/rmb/daemon.yaml: reported, never
+# counted as passed)
+NOT_DRIVEN = dict(rmb_spec_daemon()["not_driven"])
 
 
 @dataclass
@@ -44,14 +42,17 @@ class Scenario:
     title: str = ""
     origin: str = "generated"  # catalogue | generated | regression
     note: dict = field(default_factory=dict)
+    key_type: str = "ed25519"  # the daemon's key in this scenario (it signs every POST with it)
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps([self.profile, self.acts], sort_keys=True).encode()).hexdigest()[:12]
+        what = [self.profile, self.acts] + ([self.key_type] if self.key_type != "ed25519" else [])
+        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def write_scenario(path: Path, sc: Scenario, failure: dict | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"format": FORMAT, "protocol": "rmb", "id": sc.id, "profile": sc.profile, "title": sc.title, "acts": sc.acts}
+    doc = {"format": FORMAT, "protocol": "rmb", "id": sc.id, "profile": sc.profile, "title": sc.title, "key_type": sc.key_type,
+           "acts": sc.acts}
     if failure:
         doc["failure"] = failure
     path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
@@ -83,7 +84,11 @@ def read_scenario(path: str | Path) -> Scenario:
         problem = act_problem(a)
         if problem:
             raise UsageError(f"{p}: field acts[{i}].{problem}")
-    return Scenario(str(doc.get("id") or p.stem), doc["profile"], acts, doc.get("title", ""), "regression", doc.get("failure") or {})
+    key_type = doc.get("key_type", "ed25519")
+    if key_type not in DAEMON_KEY_TYPES:
+        raise UsageError(f"{p}: field key_type: expected one of {', '.join(DAEMON_KEY_TYPES)}, found {key_type!r}")
+    return Scenario(str(doc.get("id") or p.stem), doc["profile"], acts, doc.get("title", ""), "regression", doc.get("failure") or {},
+                    key_type)
 
 
 def act_problem(a: dict) -> str | None:
@@ -97,6 +102,10 @@ def act_problem(a: dict) -> str | None:
         for k in ("exp", "try"):
             if type(a.get(k)) is not int or a[k] < 0:  # not bool: true is no number of tries
                 return f"{k}: expected an integer >= 0"
+        if a.get("expire") not in (None, False, True):
+            return "expire: expected true or false"
+        if a.get("expire") and not 2 <= a["exp"] <= EXPIRE_MAX_EXP_S:
+            return f"exp: expected 2 to {EXPIRE_MAX_EXP_S} seconds where the act waits for the request to expire (expire true)"
         age = a.get("age", 0)
         if type(age) is not int or age < 0 or age > a["exp"] // 2:
             return "age: expected an integer >= 0, at most half of exp (the request must be alive when it leaves)"
@@ -126,11 +135,21 @@ def act_problem(a: dict) -> str | None:
     return None
 
 
+def rmb_spec_daemon() -> dict:
+    from rmkit.conformance.rmb.model import rmb_spec
+
+    return rmb_spec().raw["daemon"]
+
+
+DAEMON_KEY_TYPES = tuple(rmb_spec_daemon()["twins"]["daemon"]["key_types"])  # ed25519 first: shrinking goes there
 BAD_LOCAL = ("bad_dat", "empty_dst", "no_cmd", "string_exp")
+EXPIRE_MAX_EXP_S = int(rmb_spec_daemon()["expire"]["max_exp_s"]["value"])  # spec/rmb/daemon.yaml
 
 
-def _send(dst, tries=2, exp=30, answers=None, replies=None, age=0) -> dict:
+def _send(dst, tries=2, exp=30, answers=None, replies=None, age=0, expire=False) -> dict:
     a = {"act": "send", "dst": dst, "exp": exp, "try": tries}
+    if expire:
+        a["expire"] = True
     if age:
         a["age"] = age
     if answers:
@@ -169,6 +188,8 @@ def catalogue(profile: str, slow_retries: bool) -> list[Scenario]:
         ("forged reply", [_send(["p3"], replies={"p3": "forged"})]),
         ("reply for another twin", [_send(["p2"], replies={"p2": "wrong_dst"})]),
         ("reply after the backlog expired", [_send(["p2"], exp=2, replies={"p2": "late"})]),
+        ("answered, then expired (rmb-go: its scrubber's timeout)", [_send(["p3"], exp=3, replies={"p3": "good"}, expire=True)]),
+        ("not answered, expired", [_send(["p2", "p3"], exp=3, expire=True)]),
         ("forward job of an expired request", [{"act": "stale_job"}]),
     ]
     for v in REMOTE_VARIANTS:
@@ -179,7 +200,18 @@ def catalogue(profile: str, slow_retries: bool) -> list[Scenario]:
     named += [(f"invalid local message: {v}", [{"act": "bad_local", "variant": v}]) for v in BAD_LOCAL]
     if has_proxy(profile):
         named += [(f"proxy envelope: {v} payload", [{"act": "proxy", "variant": v}]) for v in PROXY_VARIANTS]
-    return [Scenario(f"catalogue-{i:02d}", profile, acts, title, "catalogue") for i, (title, acts) in enumerate(named, 1)]
+    out = [Scenario(f"catalogue-{i:02d}", profile, acts, title, "catalogue") for i, (title, acts) in enumerate(named, 1)]
+    # the daemon holding an sr25519 key: it signs its requests, its replies and its errors' way with it
+    sr = [("sr25519 key: request, retried, reply", [_send(["p2"], tries=2, answers={"p2": ["close", "accept"]},
+                                                             replies={"p2": "good"})]),
+          ("sr25519 key: fan-out", [_send(["p2", "p3"], replies={"p2": "good", "p3": "good"})]),
+          ("sr25519 key: the handler's answer posted back", [{"act": "remote", "variant": "good", "from": "p3",
+                                                              "reply_answers": ["accept"]}])]
+    if has_proxy(profile):
+        sr.append(("sr25519 key: proxy envelope", [{"act": "proxy", "variant": "good"}]))
+    out += [Scenario(f"catalogue-{len(out) + i:02d}", profile, acts, title, "catalogue", key_type="sr25519")
+            for i, (title, acts) in enumerate(sr, 1)]
+    return out
 
 
 def acts_strategy(slow_retries: bool, proxy: bool = True):
@@ -199,13 +231,16 @@ def acts_strategy(slow_retries: bool, proxy: bool = True):
             if t in ("p2", "p3"):
                 answers[t] = draw(plan)
                 replies[t] = draw(st.sampled_from(("good", None, "late", "forged", "wrong_dst")))
-        if "late" in replies.values():
+        short = draw(st.sampled_from((False, False, False, True)))  # a short exp, waited out within the act
+        if "late" in replies.values() or short:
             # the backlog must expire within the act: exp 2, every kit twin accepts at once and no
             # destination is down (retried, a refused one could outlive the request); the act posts
             # the other replies before it waits out the late one
-            act["exp"] = 2
+            act["exp"] = 2 if "late" in replies.values() else draw(st.integers(2, 4))
             answers = {t: ["accept"] for t in answers}
             act["dst"] = dst = [t for t in dst if t != "down"]
+            if short and dst and all(t in ("p2", "p3") for t in dst):
+                act["expire"] = True
         else:
             age = draw(st.sampled_from((0, 5)))  # a client's now older than the push: re-stamped or kept (RMB-RETRY-004)
             if age:

@@ -14,12 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rmkit.conformance.rmb.driven.acts import Ctx, run_act
+from rmkit.conformance.rmb.driven.coverage import rule_verdicts
+from rmkit.conformance.rmb.driven.daemons import Daemons, daemons_of
 from rmkit.conformance.rmb.driven.harness import Harness
 from rmkit.conformance.rmb.driven.judge import ActResult, Rules
-from rmkit.conformance.rmb.driven.scenario import (NOT_DRIVEN, Scenario, catalogue, has_proxy, scenario_strategy,
+from rmkit.conformance.rmb.driven.scenario import (DAEMON_KEY_TYPES, Scenario, catalogue, has_proxy, scenario_strategy,
                                                    write_scenario)
 
-CATALOGUE_BATCH = 8  # catalogue scenarios run at once (each act has its own names, so they never mix)
+
+# Hypothesis' time to shrink a generated failure after it was found: the run with the catalogue
+# (rmb-go's, with its 5 s retries, about 30 s) and the search stays within two minutes
+SHRINK_BUDGET_S = 60.0
 
 
 @dataclass
@@ -52,27 +57,23 @@ async def run_scenario(h: Harness, sc: Scenario, ctx: Ctx | None = None) -> Scen
     return run
 
 
-def run_batches(h: Harness, loop, scenarios: list[Scenario], say=None) -> list[ScenarioRun]:
-    """Run ``scenarios`` :data:`CATALOGUE_BATCH` at a time (more at once would load a daemon with few
-    workers beyond the judge's patience); stop early when the daemon died."""
-    runs: list[ScenarioRun] = []
-    for i in range(0, len(scenarios), CATALOGUE_BATCH):
-        batch = scenarios[i:i + CATALOGUE_BATCH]
-        if say:
-            say(f"catalogue {batch[0].id}..{batch[-1].id}")
+def run_all(target: Harness | Daemons, loop, scenarios: list[Scenario]) -> list[ScenarioRun]:
+    """Every scenario, side by side on the daemons (:meth:`Daemons.deal`), in the order given;
+    those no daemon took because the daemons died are left out."""
+    d = daemons_of(target)
+    return loop.run_until_complete(d.deal(scenarios, lambda h, sc: run_scenario(h, sc)))
 
-        async def together(batch=batch):
-            ctx = Ctx(h)
-            return await asyncio.gather(*(run_scenario(h, sc, ctx) for sc in batch))
-        runs += loop.run_until_complete(together())
-        if not h.alive():
-            break
-    return runs
+
+def run_batches(target: Harness | Daemons, loop, scenarios: list[Scenario], say=None) -> list[ScenarioRun]:
+    """The catalogue (or any named scenarios) side by side on the daemons."""
+    if say and scenarios:
+        say(f"catalogue {scenarios[0].id}..{scenarios[-1].id} on {daemons_of(target).jobs} daemon(s)")
+    return run_all(target, loop, scenarios)
 
 
 @dataclass
 class Generated:
-    examples: int = 0
+    examples: int = 0  # generated scenarios run (shrink runs not counted)
     seconds: float = 0.0
     failing: ScenarioRun | None = None
     found_after_s: float | None = None
@@ -80,68 +81,133 @@ class Generated:
     died: ScenarioRun | None = None  # the scenario in which the daemon exited: nothing ran after it
 
 
-def search(h: Harness, loop: asyncio.AbstractEventLoop, rules: Rules, *, max_examples: int, derandomize: bool,
-           seed: int | None, time_budget: float | None, slow_retries: bool, shrink_budget_s: float = 120.0) -> Generated:
-    """Generated scenarios until one fails (then shrunk) or ``max_examples`` pass."""
-    from hypothesis import HealthCheck, Phase, given, reject, settings
+def draw_scenarios(profile: str, slow_retries: bool, n: int, derandomize: bool, seed: int | None) -> list[tuple[str, list]]:
+    """The first ``n`` scenarios (the daemon's key type, the acts) Hypothesis draws with these settings, drawn only:
+    :func:`search` runs them side by side, then replays the same draw to shrink a failure."""
+    drawn: list = []
+    explore = _explorer(profile, slow_retries, n, derandomize, seed, shrink=False)
+    explore(lambda key_type, acts: drawn.append((key_type, acts)))
+    return drawn
 
+
+def _explorer(profile: str, slow_retries: bool, n: int, derandomize: bool, seed: int | None, shrink: bool):
+    """``explore(body)``: Hypothesis calls ``body(key_type, acts)`` for each of ``n`` drawn scenarios (and,
+    with ``shrink``, for each simplification of one that raised). The same arguments draw the same
+    scenarios in the same order, whatever ``body`` does as long as it does not raise."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+
+    phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
+
+    def explore(body) -> None:
+        @settings(max_examples=max(1, n), derandomize=derandomize and seed is None, deadline=None, database=None, phases=phases,
+                  suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False)
+        @given(st.sampled_from(DAEMON_KEY_TYPES[:1] * 3 + DAEMON_KEY_TYPES[1:]), scenario_strategy(slow_retries, proxy=has_proxy(profile)))
+        def scenario(key_type, acts):
+            body(key_type, acts)
+        if seed is not None:
+            from hypothesis import seed as hseed
+
+            scenario = hseed(seed)(scenario)
+        scenario()
+    return explore
+
+
+def search(target: Harness | Daemons, loop: asyncio.AbstractEventLoop, rules: Rules, *, max_examples: int, derandomize: bool,
+           seed: int | None, time_budget: float | None, slow_retries: bool, shrink_budget_s: float = SHRINK_BUDGET_S) -> Generated:
+    """Generated scenarios until one fails (then shrunk) or ``max_examples`` pass.
+
+    Hypothesis draws the scenarios first (:func:`draw_scenarios`: the same seed draws the same ones
+    at any ``--jobs``), and they run side by side on the daemons, each daemon taking the next when
+    one of its own ends; the first failure stops the dealing, and the failure of the earliest drawn
+    scenario is the one kept. To shrink it, Hypothesis draws the same scenarios again, passes those
+    before it without running them (they passed), and shrinks it from there, one run at a time.
+    The smallest failing scenario any run saw is the one reported."""
+    from hypothesis.errors import HypothesisException
+
+    d = daemons_of(target)
     g = Generated()
     start = time.monotonic()
-    smallest: list[ScenarioRun] = []
+    if seed is None and not derandomize:
+        import random
+
+        seed = random.getrandbits(64)  # the draw is replayed to shrink: the same seed both times
+    drawn = draw_scenarios(d.profile, slow_retries, max_examples, derandomize, seed)
+    scenarios = [Scenario(f"generated-{i}", d.profile, acts, key_type=key) for i, (key, acts) in enumerate(drawn, 1)]
+    index = {id(sc): i for i, sc in enumerate(scenarios)}
+    first_failed = [len(scenarios)]
+
+    def stop(i: int) -> bool:
+        # every scenario drawn before the earliest failure so far still runs: the failure kept is
+        # the earliest drawn one, whichever daemon found which first
+        return i > first_failed[0] or (time_budget is not None and time.monotonic() - start > time_budget)
+
+    async def run_one(h: Harness, sc: Scenario) -> ScenarioRun:
+        run = await run_scenario(h, sc)
+        if run.failed(rules):
+            first_failed[0] = min(first_failed[0], index[id(sc)])
+        return run
+
+    runs = loop.run_until_complete(d.deal(scenarios, run_one, stop=stop))
+    if not runs and scenarios and not d.alive():
+        runs = [loop.run_until_complete(run_scenario(d.dead()[0], scenarios[0]))]  # report the death by a run
+    g.examples = len(runs)
+    failed = [r for r in runs if r.failed(rules)]
+    if not failed:
+        g.seconds = time.monotonic() - start
+        return g
+    g.found_after_s = time.monotonic() - start
+    first = failed[0]  # runs keep the order of the draw
+    crashed = [r for r in runs if r.crashed]
+    if crashed:
+        # a daemon is gone (and every later scenario on it would fail for that alone): the
+        # scenario it died in is the failure, as it ran; shrinking would pick the simplest of
+        # scenarios that never made the daemon fail
+        g.died = crashed[0]
+        g.failing = crashed[0]
+        g.seconds = time.monotonic() - start
+        return g
+    smallest = [first]
 
     def size(run: ScenarioRun) -> tuple:
         return (len(run.scenario.acts), len(json.dumps(run.scenario.acts)))
 
-    @settings(max_examples=max(1, max_examples), derandomize=derandomize and seed is None, deadline=None, database=None,
-              phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
-              print_blob=False)
-    @given(scenario_strategy(slow_retries, proxy=has_proxy(h.profile)))
-    def scenario(acts):
-        if g.died is not None:
-            # the daemon is gone and every later scenario would fail for that alone: shrinking
-            # would pick the simplest of them, a scenario that never made the daemon fail
-            reject()
-        if g.found_after_s is not None:
-            if time.monotonic() - start - g.found_after_s > shrink_budget_s:
-                reject()
-            g.shrink_runs += 1
-        elif time_budget is not None and time.monotonic() - start > time_budget:
+    target_acts = json.dumps([first.scenario.key_type, first.scenario.acts], sort_keys=True)
+    shrinking = [False]
+
+    def body(key_type, acts) -> None:
+        if not shrinking[0]:
+            if json.dumps([key_type, acts], sort_keys=True) != target_acts:
+                return  # drawn before the failure (it passed) or after it
+            shrinking[0] = True
+        elif time.monotonic() - start - g.found_after_s > shrink_budget_s or not d.alive():
+            return  # out of budget (or the daemon died): the smallest so far stands
+        g.shrink_runs += 1
+        run = run_all(d, loop, [Scenario(f"{first.scenario.id}-shrink-{g.shrink_runs}", d.profile, acts, key_type=key_type)])
+        if run and run[0].crashed:
+            g.died = run[0]
             return
-        g.examples += 1
-        sc = Scenario(f"generated-{g.examples}", h.profile, acts)
-        run = loop.run_until_complete(run_scenario(h, sc))
-        if run.crashed:
-            g.died = run
-        if run.failed(rules):
-            if g.found_after_s is None:
-                g.found_after_s = time.monotonic() - start
-            if not smallest or size(run) <= size(smallest[0]):
-                smallest[:] = [run]
-            raise AssertionError(run.scenario.id)
+        if run and run[0].failed(rules):
+            if size(run[0]) <= size(smallest[0]):
+                smallest[:] = [run[0]]
+            raise AssertionError(run[0].scenario.id)
 
-    if seed is not None:
-        from hypothesis import seed as hseed
-
-        scenario = hseed(seed)(scenario)
     try:
-        scenario()
-    except Exception:  # noqa: BLE001 - the failure (or a flaky replay) is in ``smallest``
-        if not smallest:
-            raise
-    if g.died is not None and (not smallest or smallest[0].crashed):
-        smallest[:] = [g.died]  # the scenario the daemon died in, as it ran
-    if smallest and len(smallest[0].scenario.acts) > 1 and g.died is None:
+        _explorer(d.profile, slow_retries, max_examples, derandomize, seed, shrink=True)(body)
+    except (AssertionError, HypothesisException):
+        pass  # the failure (or a flaky replay) is in ``smallest``
+    if len(smallest[0].scenario.acts) > 1 and g.died is None and d.alive():
         # the acts of a scenario run at once and share nothing: one that fails alone is the smaller
         # failure (Hypothesis may stop short of it when its shrink budget or a timing flake ends it)
-        for act in smallest[0].scenario.acts:
-            g.shrink_runs += 1
-            alone = loop.run_until_complete(run_scenario(h, Scenario(f"{smallest[0].scenario.id}-alone", h.profile, [act])))
-            if alone.failed(rules):
-                smallest[:] = [alone]
-                break
+        acts = smallest[0].scenario.acts
+        g.shrink_runs += len(acts)
+        alone = run_all(d, loop, [Scenario(f"{smallest[0].scenario.id}-alone", d.profile, [act], key_type=smallest[0].scenario.key_type)
+                                  for act in acts])
+        failed = [r for r in alone if r.failed(rules)]
+        if failed:
+            smallest[:] = [failed[0]]
     g.seconds = time.monotonic() - start
-    if smallest:
-        g.failing = smallest[0]
+    g.failing = smallest[0]
     return g
 
 
@@ -152,6 +218,7 @@ class ConformReport:
     runs: list[ScenarioRun] = field(default_factory=list)
     generated: Generated | None = None
     final: ScenarioRun | None = None  # the shrunk failure rerun on its own
+    jobs: int = 1  # daemons the scenarios ran on side by side
     saved: list[Path] = field(default_factory=list)
     seconds: float = 0.0
     impl_argv: list = field(default_factory=list)  # --impl-cmd CMD as given: what a rerun repeats
@@ -185,17 +252,17 @@ class ConformReport:
         return "fail" if self.failing_runs(rules) else "pass"
 
 
-def run_suite(h: Harness, loop, *, max_examples: int, derandomize: bool, seed: int | None, time_budget: float | None,
+def run_suite(target: Harness | Daemons, loop, *, max_examples: int, derandomize: bool, seed: int | None, time_budget: float | None,
               catalogue_only: bool, regressions: list[Scenario], save_dir: Path | None, progress=None) -> ConformReport:
+    h = daemons_of(target)
     rules = Rules(h.profile)
-    rep = ConformReport(h.name, h.profile)
+    rep = ConformReport(h.name, h.profile, jobs=h.jobs)
     start = time.monotonic()
     say = progress or (lambda m: None)
     slow = h.b["retry_delay_s"] >= 1
-    for sc in regressions:
-        say(f"regression {sc.id}")
-        rep.runs.append(loop.run_until_complete(run_scenario(h, sc)))
-    rep.runs += run_batches(h, loop, catalogue(h.profile, slow), say)
+    if regressions:
+        say(f"{len(regressions)} saved regression(s)")
+    rep.runs += run_batches(h, loop, list(regressions) + catalogue(h.profile, slow), say)
     if not catalogue_only and max_examples > 0 and h.alive():
         say("generated scenarios")
         g = search(h, loop, rules, max_examples=max_examples, derandomize=derandomize, seed=seed, time_budget=time_budget,
@@ -212,7 +279,7 @@ def run_suite(h: Harness, loop, *, max_examples: int, derandomize: bool, seed: i
     return rep
 
 
-def _final_run(h: Harness, loop, g: Generated, rules: Rules) -> ScenarioRun:
+def _final_run(h: Daemons, loop, g: Generated, rules: Rules) -> ScenarioRun:
     """The generated failure as the report shows it: rerun once on its own when the daemon still
     runs (a failure that does not come back is said to be non-deterministic); as it ran when the
     daemon has exited (nothing can run again)."""
@@ -221,7 +288,7 @@ def _final_run(h: Harness, loop, g: Generated, rules: Rules) -> ScenarioRun:
         run.scenario.title = ("the implementation exited during this scenario (not shrunk: it cannot run again)" if run.crashed
                               else f"shrunk to {len(run.scenario.acts)} act(s); the implementation exited later (not rerun)")
         return run
-    rerun = loop.run_until_complete(run_scenario(h, g.failing.scenario))
+    rerun = run_all(h, loop, [g.failing.scenario])[0]
     run = rerun if rerun.failed(rules) else g.failing
     run.scenario.title = f"shrunk to {len(g.failing.scenario.acts)} act(s)" + \
         ("" if rerun.failed(rules) else " (passed when rerun: the implementation is not deterministic here)")
@@ -236,7 +303,7 @@ def _failure_dict(run: ScenarioRun, rules: Rules) -> dict:
 # ---- reports --------------------------------------------------------------------------------------
 def describe_run(run: ScenarioRun, rules: Rules, evidence_lines: int = 30) -> list[str]:
     sc = run.scenario
-    out = [f"{sc.id} ({sc.origin}{': ' + sc.title if sc.title else ''}), profile {sc.profile}: FAIL"]
+    out = [f"{sc.id} ({sc.origin}{': ' + sc.title if sc.title else ''}), profile {sc.profile}, the daemon's key {sc.key_type}: FAIL"]
     if run.crashed:
         out.append(f"  {run.crashed}")
     for i, a in enumerate(run.acts):
@@ -256,26 +323,22 @@ def describe_run(run: ScenarioRun, rules: Rules, evidence_lines: int = 30) -> li
 
 def render_text(rep: ConformReport) -> str:
     rules = Rules(rep.profile)
-    table = rep.per_rule(rules)
     out = [f"rmkit conform --protocol rmb, profile {rep.profile}: {rep.verdict(rules).upper()}",
            f"  implementation: {rep.implementation}",
-           f"  {len(rep.runs)} scenario(s) run besides generation, {rep.seconds:.1f} s"]
+           f"  {len(rep.runs)} scenario(s) run besides generation, {rep.seconds:.1f} s, on {rep.jobs} daemon(s) side by side"]
     g = rep.generated
     if g is not None:
         out.append(f"  generated: {g.examples} scenario(s) in {g.seconds:.1f} s"
                    + (f"; first failure after {g.found_after_s:.1f} s, {g.shrink_runs} shrink run(s)" if g.found_after_s is not None else ""))
-    out += ["", "rule            mode        checks  failed  title"]
+    verdicts = rule_verdicts(rep, rules)
+    out += ["", "per rule: fail; pass, covered by N (N scenarios that catch the rule's mutant ran clean); not exercised (why)",
+            "rule            mode        verdict                  title"]
     for r in rules.spec.rules:
-        rid = r.id
-        mode = rules.mode(rid)
-        if mode == "off":
+        if r.id not in verdicts:
             continue
-        if rid in table:
-            ok, bad = table[rid]
-            out.append(f"{rid:<15} {mode:<11} {ok + bad:>6}  {bad:>6}  {r.title}")
-        else:
-            why = NOT_DRIVEN.get(rid, "no scenario of this run reached it")
-            out.append(f"{rid:<15} {mode:<11} {'-':>6}  {'-':>6}  not checked: {why}")
+        what, n = verdicts[r.id]
+        shown = {"fail": f"fail ({n} check(s))", "pass": f"pass, covered by {n}"}.get(what, "not exercised")
+        out.append(f"{r.id:<15} {rules.mode(r.id):<11} {shown:<24} {r.title}" + (f": {n}" if what == "not exercised" else ""))
     fails = rep.failing_runs(rules)
     findings = [(run, a, c) for run in rep.runs for a, c in run.failures(rules, strict_only=False) if rules.mode(c.rule) != "strict"]
     if findings:
@@ -325,7 +388,7 @@ def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
     from rmkit.render.junit import xml_safe
 
     rules = Rules(rep.profile)
-    table = rep.per_rule(rules)
+    verdicts = rule_verdicts(rep, rules)
     failed: dict[str, list[tuple[ActResult, object]]] = {}
     first_run: dict[str, ScenarioRun] = {}  # rule -> the first scenario that broke it (its reproduce command)
     for run in rep.runs + ([rep.final] if rep.final else []):
@@ -341,9 +404,10 @@ def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
             continue
         cases += 1
         case = ET.SubElement(ts, "testcase", classname=f"rmkit.conform.rmb.{rep.profile}", name=r.id)
-        if r.id not in table:
+        what, why = verdicts[r.id]
+        if what == "not exercised":
             skipped += 1
-            ET.SubElement(case, "skipped", message=f"not checked: {NOT_DRIVEN.get(r.id, 'no scenario of this run reached it')}")
+            ET.SubElement(case, "skipped", message=f"not exercised: {why}")
             continue
         found = failed.get(r.id)
         if not found:
@@ -424,15 +488,17 @@ def render_json(rep: ConformReport) -> str:
     g = rep.generated
 
     def run_dict(run: ScenarioRun) -> dict:
-        return {"id": run.scenario.id, "origin": run.scenario.origin, "title": run.scenario.title, "acts": run.scenario.acts,
+        return {"id": run.scenario.id, "origin": run.scenario.origin, "title": run.scenario.title, "key_type": run.scenario.key_type,
+                "acts": run.scenario.acts,
                 "crashed": run.crashed, "failures": failure_dicts(run, rules)}
     doc = {"protocol": "rmb", "profile": rep.profile, "implementation": rep.implementation, "verdict": rep.verdict(rules),
            "seconds": round(rep.seconds, 2), "scenarios": len(rep.runs),
            "generated": None if g is None else {"examples": g.examples, "seconds": round(g.seconds, 2),
                                                 "found_after_s": g.found_after_s, "shrink_runs": g.shrink_runs},
-           "rules": {r.id: ({"mode": rules.mode(r.id), "checks": sum(table[r.id]), "failed": table[r.id][1]} if r.id in table else
-                            {"mode": rules.mode(r.id), "not_checked": NOT_DRIVEN.get(r.id, "no scenario of this run reached it")})
-                     for r in rules.spec.rules if rules.mode(r.id) != "off"},
+           "rules": {rid: {"mode": rules.mode(rid), "verdict": what,
+                           **({"checks": sum(table[rid])} if rid in table else {}),
+                           **({"failed": n} if what == "fail" else {"covered_by": n} if what == "pass" else {"why": n})}
+                     for rid, (what, n) in rule_verdicts(rep, rules).items()},
            "failures": [run_dict(r) for r in rep.failing_runs(rules)],
            "saved": [str(p) for p in rep.saved]}
     return json.dumps(doc, indent=2) + "\n"

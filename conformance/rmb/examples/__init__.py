@@ -6,4 +6,6 @@ Run one as a daemon: ``python -m rmkit.conformance.rmb.examples NAME serve --twi
 options of ``rmkit rmb serve``). In ``variants``: ``FAULTY`` maps each faulty one to the profile it
 is judged in and the rules that catch it; ``MUTANTS`` breaks one further rule each, to show that
 the checks of that rule can fail; ``LEGAL`` choose differently where the documents allow it.
+``mutants`` completes the set to one mutant per rule judged (``RULE_MUTANTS``), the evidence
+behind the per-rule table (:mod:`rmkit.conformance.rmb.driven.coverage`).
 """

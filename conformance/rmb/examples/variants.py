@@ -29,6 +29,31 @@ class SignsWrongFields(RmbDaemon):
         self.cfg.keypair = _WrongFieldsKey(cfg.keypair)
 
 
+class _BrokenSrKey:
+    """An sr25519 key that signs the digest's hex text instead of its 16 bytes; ed25519 signs right."""
+
+    def __init__(self, kp):
+        self.kp = kp
+
+    def __getattr__(self, name):
+        return getattr(self.kp, name)
+
+    def sign(self, msg: dict) -> dict:
+        from rmkit.conformance.rmb.signing import digest
+
+        if self.kp.key_type != "sr25519":
+            return self.kp.sign(msg)
+        return {**msg, "sig": (b"s" + self.kp.sign_digest(digest(msg).hex().encode())).hex()}
+
+
+class BrokenSr25519(RmbDaemon):
+    """Signs right with an ed25519 key, wrong with an sr25519 one (the digest's hex text signed)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.cfg.keypair = _BrokenSrKey(cfg.keypair)
+
+
 class RetriesOn4xx(RmbDaemon):
     """Retries on any failure, an HTTP 4xx/5xx answer too, requests and replies alike (only connection
     errors are retried)."""
@@ -147,7 +172,50 @@ class WrongQueue(RmbDaemon):
         self.b["command_queue"] = "msgbus.system.{cmd}"
 
 
+class ForgetsTag(RmbDaemon):
+    """Restores a reply's ret from the backlog but not its tag (rmb-rs-v1 restores both)."""
+
+    async def _reply(self, request):
+        import json
+
+        msg, refused = await self._checked(request)
+        if refused:
+            return refused
+        original = await self._backlog_get(msg["uid"])
+        if original is None:
+            return self._answer(request, self.b["reply_without_backlog"], msg, "no backlog entry (timed out): reply dropped")
+        out = {k: v for k, v in msg.items() if k != "tag"}
+        await self.redis.lpush(original["ret"], json.dumps({**out, "ret": original["ret"]}, ensure_ascii=False))
+        return self._answer(request, self.b["accepted"]["status"], msg, "accepted")
+
+
+class ErrorKeepsDat(RmbDaemon):
+    """Tells the client a request could not be delivered with an error that still carries the
+    request's dat (the error's dat must be empty)."""
+
+    def _error_for(self, msg, err, from_twin=None):
+        return {**super()._error_for(msg, err, from_twin), "dat": msg.get("dat", "")}
+
+
+class NoScrubber(RmbDaemon):
+    """rmb-go without its scrubber: expired requests are never timed out on ret."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.b["scrubber"] = None
+
+
 # ---- legal -------------------------------------------------------------------------------------
+class OwnErrorWords(RmbDaemon):
+    """Words of its own in every error on ret, its scrubber's timeout too (the words are free)."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.b["send_error_text"] = "twin {dst} is out of reach ({reason})"
+        if self.b["scrubber"]:
+            self.b["scrubber"] = {**self.b["scrubber"], "error": "deadline passed without completion"}
+
+
 class CounterUids(RmbDaemon):
     """Another uid scheme: a per-process prefix and a counter (unique, not uuid4)."""
 
@@ -322,6 +390,10 @@ FAULTY = {
     "wrong-queue": (WrongQueue, "spec", {"RMB-REMOTE-005", "RMB-LOCAL-003", "RMB-PROXY-001"}),
     "short-ttl": (ShortTtl, "spec", {"RMB-BACKLOG-001"}),
     "keeps-now": (KeepsNow, "rmb-rs-v1", {"RMB-RETRY-004"}),
+    "forgets-tag": (ForgetsTag, "rmb-rs-v1", {"RMB-REPLY-005"}),
+    "broken-sr25519": (BrokenSr25519, "spec", {"RMB-SIG-006"}),
+    "error-keeps-dat": (ErrorKeepsDat, "spec", {"RMB-RETRY-002"}),
+    "no-scrubber": (NoScrubber, "rmb-go", {"RMB-BACKLOG-003"}),
 }
 LEGAL = {
     "counter-uids": CounterUids,
@@ -331,5 +403,15 @@ LEGAL = {
     "restamps": Restamps,
     "keeps-reply-ret": KeepsReplyRet,
     "refuses-stale": RefusesStale,
+    "own-error-words": OwnErrorWords,
 }
 VARIANTS = {**{k: v[0] for k, v in FAULTY.items()}, **{k: v[0] for k, v in MUTANTS.items()}, **LEGAL}
+
+
+def _rule_mutants() -> dict:
+    from rmkit.conformance.rmb.examples.mutants import MUTANT_CLASSES
+
+    return MUTANT_CLASSES
+
+
+VARIANTS.update(_rule_mutants())
