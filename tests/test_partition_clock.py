@@ -21,7 +21,7 @@ import orjson
 import pytest
 
 from rmkit.conformance.remp.bulk_sim import BulkConfig, generate
-from rmkit.conformance.remp.checker import RempLogChecker, partition_clock
+from rmkit.conformance.remp.checker import RempLogChecker, slowest_partition
 from rmkit.conformance.remp.parallel import RempShards
 from rmkit.logread import unwrap_kafka
 
@@ -177,11 +177,9 @@ def test_the_clock_is_the_slowest_partitions_time_and_an_idle_partition_holds_it
     assert back[-2] == back[-3] and back[-1] == back[-3]
 
 
-def test_partition_clock_takes_the_least_watermark_of_the_partitions_still_delivering():
+def test_the_slowest_partition_is_the_least_watermark_of_the_partitions_still_delivering():
     wm = {("t", 0): 500, ("t", 1): 900, ("t", 2): 100}
     seen = {("t", 0): 10, ("t", 1): 12, ("t", 2): 3}
-    assert partition_clock(800, wm, seen, 0) == 100
-    assert partition_clock(800, wm, seen, 4) == 500  # partition 2 idle
-    assert partition_clock(300, wm, seen, 4) == 300  # never ahead of the two-source time
-    assert partition_clock(None, wm, seen, 0) is None
-    assert partition_clock(800, wm, seen, 100) == 800  # every partition idle: the two-source time
+    assert slowest_partition(wm, seen, 0) == (100, ("t", 2))
+    assert slowest_partition(wm, seen, 4) == (500, ("t", 0))  # partition 2 idle
+    assert slowest_partition(wm, seen, 100) == (None, None)  # every partition idle

@@ -56,27 +56,26 @@ def final_clock(clocks: list, tops: list, clock_jump_ms: int) -> int | None:
 
 
 # A Kafka partition that delivered nothing while the log delivered this many receipts is idle: it no
-# longer holds the log's clock (see partition_clock). Far above the records a consumer catching up
+# longer holds the log's clock (see slowest_partition). Far above the records a consumer catching up
 # reads from one partition before it turns to the next (500 a poll by default, times the partitions).
 PARTITION_IDLE_RECEIPTS = 100_000
 
 
-def partition_clock(pair: int | None, watermarks: dict, last_seen: dict, idle_before: int) -> int | None:
-    """The log's clock where records name Kafka partitions: the two-source time ``pair`` (see
-    :func:`final_clock`), held back to the slowest partition still delivering, as stream processors
-    keep a watermark per partition and take the minimum (Kafka Streams, Flink). A log read from a
-    backlog (a consumer catching up reads hundreds of records of one partition, then of the next)
-    is so judged as one read live: a partition that runs ahead does not close the messages of the
-    others. A partition whose last record came before receipt number ``idle_before`` (it ended, or
-    went quiet) holds nothing: the clock follows the others, and the partition joins again when it
-    delivers (the clock never goes back)."""
-    low = None
+def slowest_partition(watermarks: dict, last_seen: dict, idle_before: int) -> tuple:
+    """(its watermark, the partition) of the slowest Kafka partition still delivering, (None, None)
+    when none is. Where records name partitions, the log's clock is the two-source time (see
+    :func:`final_clock`) held back to this watermark, as stream processors keep a watermark per
+    partition and take the least (Kafka Streams, Flink): a log read from a backlog (a consumer
+    catching up reads hundreds of records of one partition, then of the next) is so judged as one
+    read live, a partition that runs ahead closing none of the others' messages. A partition whose
+    last record came before receipt number ``idle_before`` (it ended, or went quiet) holds nothing:
+    the clock follows the others, and the partition joins again when it delivers (the clock never
+    goes back). See docs/remp-partition-clock.md."""
+    low = holder = None
     for p, w in watermarks.items():
         if last_seen[p] >= idle_before and (low is None or w < low):
-            low = w
-    if pair is None or low is None:
-        return pair
-    return low if low < pair else pair
+            low, holder = w, p
+    return low, holder
 
 
 def latest_receipt(tops: list) -> int | None:
@@ -310,7 +309,7 @@ class RempLogChecker:
         self.idle_receipts = idle_receipts
         self.partition_idle_receipts = partition_idle_receipts
         self.modes = {r.id: r.mode(self.profile) for r in m.rules}
-        self.jobs = jobs  # None: one process per core for large files (see logread.auto_jobs)
+        self.jobs = jobs  # None: one process per idle core for large files (see logread.auto_jobs)
         self.progress = progress  # called with (input index, bytes read so far) after each chunk
         self._known_fields = None
         self._near_cache: dict = {}
@@ -387,11 +386,12 @@ class RempLogChecker:
         self._roles: dict[str, tuple[str, int, str]] = {}  # inferred source -> (role, ref, message)
         self._src_names: dict[str, str] = {}
         self.hwm: int | None = None
-        # Kafka partitions (see partition_clock): (topic, partition) -> its watermark (the latest
+        # Kafka partitions (see slowest_partition): (topic, partition) -> its watermark (the latest
         # time it delivered) and the receipt count at its last record; the two-source clock apart
         self._part_wm: dict[tuple, int] = {}
         self._part_seen: dict[tuple, int] = {}
         self._pair: int | None = None
+        self._part_low: tuple = (None, None)
         self.min_t: int | None = None
         self.seq = 0
         self.kind_counts: Counter[str] = Counter()
@@ -561,6 +561,7 @@ class RempLogChecker:
         clock = hwm if hwm is not None else -NEVER  # hwm as a number (before any time: below every close_t)
         part_wm, part_seen = self._part_wm, self._part_seen  # (empty unless the records name Kafka partitions)
         pair = self._pair
+        low, holder = self._part_low  # the slowest partition's watermark, and that partition (None: to be found)
         part_idle = self.partition_idle_receipts
         good_src: dict[str, str] = {}  # source ids found good -> as compared (case-folded when the profile folds)
         part_k, part_n = self.partition or (0, 0)
@@ -708,8 +709,17 @@ class RempLogChecker:
                 if t is not None:
                     if part is not None:  # a Kafka record: its partition's watermark
                         w = part_wm.get(part)
-                        if w is None or t > w:
+                        if w is None or seq - part_seen[part] > part_idle:  # a partition new, or back from idle
+                            if w is None or t > w:
+                                part_wm[part] = t
+                            holder = None  # (the slowest is found again)
+                        elif t > w:
                             part_wm[part] = t
+                            if part == holder:  # the slowest moved on
+                                if len(part_wm) == 1:
+                                    low = t
+                                else:
+                                    holder = None
                         part_seen[part] = seq
                     if t > clock:  # (the clock is below every time until there is one)
                         # The log's clock is the latest time two different sources have reached, so
@@ -725,7 +735,9 @@ class RempLogChecker:
                                 pair = hwm  # (until the first partition, the clock was the two-source time)
                             if now is not None and (pair is None or now > pair):
                                 pair = now
-                            now = partition_clock(pair, part_wm, part_seen, seq - part_idle)
+                            if holder is None or seq - part_seen[holder] > part_idle:
+                                low, holder = slowest_partition(part_wm, part_seen, seq - part_idle)
+                            now = low if low is not None and pair is not None and low < pair else pair
                         if now is not None and now > clock:
                             hwm = clock = self.hwm = now
                             if hwm >= self._next_sweep_t:  # the clock moved on: judge what is due
@@ -943,6 +955,7 @@ class RempLogChecker:
         rep.receipts = seq
         self._top = top
         self._pair = pair
+        self._part_low = (low, holder)
         self.kind_counts.update(per_kind)
         if top is not None and top[0] < min_t:
             min_t = top[0]
