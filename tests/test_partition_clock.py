@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from rmkit.conformance.remp.bulk_sim import BulkConfig, generate
+from rmkit.conformance.remp.bulk_sim import BulkConfig, expected_findings, generate
 from rmkit.conformance.remp.checker import RempLogChecker, slowest_partition
 from rmkit.conformance.remp.parallel import RempShards
 from rmkit.logread import unwrap_kafka
@@ -183,3 +183,19 @@ def test_the_slowest_partition_is_the_least_watermark_of_the_partitions_still_de
     assert slowest_partition(wm, seen, 0) == (100, ("t", 2))
     assert slowest_partition(wm, seen, 4) == (500, ("t", 0))  # partition 2 idle
     assert slowest_partition(wm, seen, 100) == (None, None)  # every partition idle
+
+
+def test_a_dump_written_partition_after_partition_is_judged_by_its_planted_violations(tmp_path):
+    """`rmkit simulate --kafka -o DIR` writes one partition per file, each a later time window: a
+    partition that ended holds the running clock until it is idle, and the log's end is judged by
+    the two-source time (every partition is done), so the last file's messages are judged as
+    without partitions. One process and --jobs 2 find exactly the manifest's findings."""
+    manifest = generate(BulkConfig(seed=1, messages=900, files=3, violations=0.05, lifetime_s=30, profile=PROFILE, kafka=True),
+                        str(tmp_path), jobs=1)
+    paths = [str(tmp_path / f["file"]) for f in manifest["files"]]
+    for jobs in (1, 2):
+        report = RempLogChecker(PROFILE, lifetime_s=30, max_examples=0, jobs=jobs).run(paths)
+        got = {(v.rule, v.message_id) for v in report.violations if v.rule != "REMP-INPUT-001"}
+        got |= {("REMP-INPUT-001", Path(p.file).name, p.line) for p in report.input_problems}
+        want = expected_findings(manifest)
+        assert got == want, (jobs, sorted(want - got)[:5], sorted(got - want)[:5])

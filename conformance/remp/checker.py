@@ -343,13 +343,21 @@ class RempLogChecker:
             self.begin(inputs)
             for idx, path in enumerate(inputs):
                 self._run_file(idx, path)
-            return self.finish(self.end_clock([self.hwm], [self.top_mark]))
+            return self.finish(self.end_clock([self.end_mark], [self.top_mark]))
 
     @property
     def top_mark(self) -> tuple | None:
         """(time, ref, source) of the latest receipt seen (the source: the message id when the
         receipt names none), which the final clock of a sharded run is reconciled from."""
         return self._top[:2] + self._top[4:] if self._top is not None else None
+
+    @property
+    def end_mark(self) -> int | None:
+        """This run's clock as the log's end is judged by it (:meth:`end_clock`): the two-source
+        time. Where Kafka partitions held the running clock back (:func:`slowest_partition`), the
+        hold ends with the log: every partition has delivered all it will."""
+        pair = self._pair
+        return pair if pair is not None and (self.hwm is None or pair > self.hwm) else self.hwm
 
     def end_clock(self, clocks: list, tops: list) -> int | None:
         return final_clock(clocks, tops, self.clock_jump_ms)
