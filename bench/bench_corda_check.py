@@ -44,13 +44,13 @@ def write_log(messages: int) -> Path:
             ev("alice", "sent", mid, **who)
             d = f"ID:bob-{k}"
             ev("bob", "received", mid, delivery=d, **who)
-            ev("bob", "dedup", mid, verdict="new")
+            ev("bob", "dedup", mid, verdict="NEW")
             tx += 1
             ev("bob", "committed", mid, tx=tx)
             rows.append({"node": "bob", "id": mid, "sender": who["sender"], "seq": k + 1, "tx": tx, "t": t})
             if k % 20 == 7:  # a crash between commit and ack: the copy comes again
                 ev("bob", "received", mid, delivery=d, **who)
-                ev("bob", "dedup", mid, verdict="duplicate")
+                ev("bob", "dedup", mid, verdict="DUPLICATE")
             ev("bob", "acked", mid, delivery=d)
         for r in rows:
             f.write(orjson.dumps(r) + b"\n")

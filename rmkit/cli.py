@@ -245,7 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--max-examples", type=int, default=1000, metavar="N",
                    help="keep at most N violations per rule in the report, counting all (0: keep all; default 1000)")
     c.add_argument("--jobs", type=int, metavar="N",
-                   help="processes to check with (default: one per core for logs over 32 MB, else 1; stdin: 1)")
+                   help="processes to check with (default: one per idle core, at most 8, for logs over 32 MB, "
+                        "else 1: a 2-core machine checks with two only when both cores are idle; stdin: 1; "
+                        "see docs/check-jobs.md)")
     c.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text reports")
     for name in protocol_names():
         c_options.add(name, get_protocol(name).add_check_arguments)

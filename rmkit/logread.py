@@ -11,6 +11,7 @@ import gzip
 import io
 import os
 import sys
+import time
 import zlib
 from io import BytesIO
 from operator import itemgetter
@@ -216,8 +217,53 @@ def unwrap_kafka(rec: dict[str, Any]):
 MIN_PARALLEL_BYTES = 32 << 20
 
 
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _cpu_ticks(cpus: set[int] | None) -> tuple[int, int] | None:
+    """(idle, all) clock ticks the kernel counted on ``cpus`` (None: all of them), from /proc/stat."""
+    idle = total = 0
+    with open("/proc/stat", "rb") as f:
+        for line in f:
+            if not line.startswith(b"cpu") or line[3:4] == b" ":
+                continue  # (the first line sums every CPU: each is counted on its own line)
+            name, *ticks = line.split()
+            if cpus is not None and int(name[3:]) not in cpus:
+                continue
+            ticks = [int(x) for x in ticks]
+            idle += ticks[3] + ticks[4]  # idle, iowait
+            total += sum(ticks[:8])      # user nice system idle iowait irq softirq steal
+    return (idle, total) if total else None
+
+
+def idle_cores(cores: int, window_s: float = 0.2) -> float:
+    """How many of this process's cores are idle now: the kernel's idle time on them over a short
+    window (Linux), else the cores less the one-minute load average, else ``cores``."""
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    try:
+        before = _cpu_ticks(cpus)
+        time.sleep(window_s)
+        after = _cpu_ticks(cpus)
+        if before and after and after[1] > before[1]:
+            return cores * (after[0] - before[0]) / (after[1] - before[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return max(0.0, cores - os.getloadavg()[0])
+    except (OSError, AttributeError):
+        return float(cores)
+
+
 def auto_jobs(inputs: list[str]) -> int:
-    """How many processes to use for these inputs: one per core (at most 8), one for stdin or small logs."""
+    """How many processes ``rmkit check`` uses by default: one per idle core (at most 8) for logs
+    over MIN_PARALLEL_BYTES; one for stdin and small logs, and where fewer than two cores are idle.
+
+    Why idle cores: the shares split the work well (all of them together spend a few percent more
+    CPU than one process), so they win where they get cores of their own, and lose where other
+    work holds the cores: there they only add their start and their merge (docs/check-jobs.md has
+    the figures)."""
     if any(p == "-" for p in inputs):
         return 1
     try:
@@ -226,4 +272,7 @@ def auto_jobs(inputs: list[str]) -> int:
         return 1
     if size < MIN_PARALLEL_BYTES:
         return 1
-    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+    cores = usable_cores()
+    if cores < 2:
+        return 1
+    return max(1, min(8, cores, int(idle_cores(cores) + 0.5)))

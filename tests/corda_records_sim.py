@@ -48,7 +48,7 @@ class Recorder:
                 _, tag, mid, answer, consequence = entry
                 m = next(e.message for e in r.inbound.entries if e.tag == tag)
                 self.ev("B", "received", mid, delivery=str(tag), **self.who(m))
-                self.ev("B", "dedup", mid, verdict=answer.lower(), delivery=str(tag))
+                self.ev("B", "dedup", mid, verdict=answer, delivery=str(tag))
                 if consequence == "discard":
                     self.ev("B", "discarded", mid, delivery=str(tag))
             elif entry[0] == "commit":

@@ -135,6 +135,52 @@ def test_bad_records_name_file_line_and_field_and_the_rest_is_checked(tmp_path, 
     assert "events.jsonl:4 field seq" in out
 
 
+def test_verdicts_in_either_spelling_are_read_alike_and_the_reference_node_writes_the_documents_spelling(tmp_path):
+    from rmkit.reference_impl.corda.records import VERDICTS
+
+    assert VERDICTS == record_format().written
+    upper = [json.loads(x) for x in (ROOT / "spec" / "clean-redelivered.jsonl").read_text().splitlines()]
+    lower = [json.loads(x) for x in (ROOT / "spec" / "clean-lower-case-verdicts.jsonl").read_text().splitlines()]
+    assert {x["verdict"] for x in upper if "verdict" in x} == {"NEW", "DUPLICATE", "IN_FLIGHT"}
+    assert [x | ({"verdict": x["verdict"].upper()} if "verdict" in x else {}) for x in lower] == upper
+    mixed = _write(tmp_path, "mixed.jsonl", [x | ({"verdict": x["verdict"].lower()} if "verdict" in x and i % 2 else {})
+                                               for i, x in enumerate(upper)])
+    for path in (ROOT / "spec" / "clean-redelivered.jsonl", mixed):
+        report = CordaLogChecker("spec", settled=True).run([str(path)])
+        assert report.verdict == "pass" and report.unreadable == 0 and report.metrics["verdicts"]["IN_FLIGHT"] == 1
+    bad = _write(tmp_path, "bad.jsonl", [{"t": 2, "node": "bob", "event": "dedup", "id": "N-a-1-0", "verdict": "New"}])
+    assert "did you mean 'NEW'" in CordaLogChecker("spec").run([str(bad)]).input_problems[0].error
+
+
+def test_one_copy_committed_twice_is_dedup_001_not_a_malformed_log(tmp_path, capsys):
+    entry = next(e for e in MANIFEST if e["file"] == "spec/CORDA-DEDUP-001-one-copy.jsonl")
+    for jobs in (1, 2):
+        report = run(entry, jobs=jobs)
+        assert report.unreadable == 0 and pairs(report) == {("CORDA-DEDUP-001", "N-f1-2-0")} and report.verdict == "fail"
+        assert report.violations[0].severity == "critical"
+    assert main(["check", "--protocol", "corda", str(ROOT / entry["file"])]) == 1
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("broken", [{"seq": "2"}, {"delivery": 7}, {"session": ""}, {"sender": None}])
+def test_a_bad_received_line_affects_only_itself(tmp_path, broken):
+    """A received line with one bad field is reported and not judged; its dedup, commit, ack and the
+    export row are read and judged as they would be without it: no follow-up is unreadable, no
+    finding is made up (a row 'never received', a commit with no answered copy)."""
+    clean = [json.loads(x) for x in (ROOT / "spec" / "clean-sessions-in-seq.jsonl").read_text().splitlines()]
+    at = next(i for i, x in enumerate(clean) if x.get("event") == "received")
+    bad = clean[:at] + [clean[at] | broken] + clean[at + 1:]
+    for settled in (False, True):
+        for jobs in (1, 2):
+            report = CordaLogChecker("spec", settled=settled, max_examples=0, jobs=jobs).run([str(_write(tmp_path, "bad.jsonl", bad))])
+            assert [(p.line, p.field) for p in report.input_problems] == [(at + 1, next(iter(broken)))]
+            assert report.unreadable == 1 and not report.violations, [(v.rule, v.explanation) for v in report.violations]
+    # a message whose every line is gone but the row still shows the ack-002 it is
+    lone = [x for x in clean if x.get("id") != clean[at]["id"] or "event" not in x]
+    report = CordaLogChecker("spec", max_examples=0).run([str(_write(tmp_path, "lone.jsonl", lone))])
+    assert ("CORDA-ACK-002", clean[at]["id"]) in pairs(report)
+
+
 def _delivered(mid, sender, t, tx):
     return [{"t": t, "node": "bob", "event": "received", "id": mid, "sender": sender, "seq": 1, "session": "s1", "delivery": f"d{tx}"},
             {"t": t + 1, "node": "bob", "event": "dedup", "id": mid, "verdict": "new"},
@@ -206,7 +252,9 @@ def test_explain_shows_a_fixture_example(capsys):
 def test_records_spec_names_what_the_node_writes():
     fmt = record_format()
     assert set(fmt.required) == {"received", "dedup", "committed", "acked", "discarded", "sent"}
-    assert set(fmt.verdicts) == {"new", "duplicate", "in_flight"}
+    assert fmt.written == ("NEW", "DUPLICATE", "IN_FLIGHT")  # as the documents spell the answers
+    assert fmt.verdicts == {"NEW": "NEW", "DUPLICATE": "DUPLICATE", "IN_FLIGHT": "IN_FLIGHT",
+                            "new": "NEW", "duplicate": "DUPLICATE", "in_flight": "IN_FLIGHT"}  # both spellings read
     assert fmt.row_required == ("node", "id", "sender", "seq", "tx", "t") and fmt.key == "id"
     assert fmt.required["dedup"] == ("verdict",) and fmt.required["committed"] == ("tx",)
 
@@ -304,7 +352,8 @@ def test_a_truncated_gzip_is_one_unreadable_line_after_those_it_held(tmp_path):
 
 
 @pytest.mark.parametrize("old, new, where", [
-    ("    in_flight: IN_FLIGHT\n", "    in_flight: INFLIGHT\n", "events.verdicts"),          # the schema's pattern holds; no such answer
+    ("    written: [NEW, DUPLICATE, IN_FLIGHT]\n", "    written: [NEW, DUPLICATE, INFLIGHT]\n", "events.verdicts.written.2"),  # no such answer
+    ("in_flight: IN_FLIGHT}\n", "in_flight: INFLIGHT}\n", "events.verdicts.also_read.in_flight"),
     ("      required: [verdict]\n", "      required: [verdikt]\n", "events.kinds.dedup.required.0"),
 ])
 def test_a_broken_records_spec_names_file_line_and_field(tmp_path, monkeypatch, old, new, where):

@@ -49,12 +49,12 @@ def test_records_have_the_fields_of_each_event(tmp_path):
     m = Message("N-Af0-3-0", "A:Af0", False, "Af0:3", "u1", 7)
     log = EventLog(tmp_path / "e.jsonl", "B")
     log.write("received", m, delivery="ID:1")
-    log.write("dedup", m, verdict="new")
+    log.write("dedup", m, verdict="NEW")
     log.write("committed", m, tx=4)
     log.write("acked", m, delivery="ID:1")
     log.write("sent", Message("N-Af0-3-0", "A:Af0", False, "Af0:3"))
     with pytest.raises(ValueError):
-        log.write("dedup", m, verdict="NEW")
+        log.write("dedup", m, verdict="new")
     base = {"t", "node", "event", "id", "sender", "seq", "session"}
     got = read_events(tmp_path / "e.jsonl")
     assert [set(e) - base for e in got] == [{"delivery"}, {"verdict"}, {"tx"}, {"delivery"}, set()]
@@ -137,6 +137,8 @@ def test_ack_order_is_judged_per_delivery_and_profile():
     assert [v.kind for v in _ack_order("B", early, set(), OS, {}, counts)] == ["acked_before_commit"]
     assert len(_ack_order("B", in_flight, set(), OS, {}, counts)) == 1            # corda-os: IN_FLIGHT is never acked
     assert _ack_order("B", in_flight, set(), Policy.of_profile("corda-os-2021"), {}, counts) == []   # 2021: acked at once
+    upper = [e | {"verdict": e["verdict"].upper()} if "verdict" in e else e for e in in_flight]  # as the reference node writes
+    assert _ack_order("B", upper, set(), Policy.of_profile("corda-os-2021"), {}, counts) == []
     assert len(_ack_order("B", lost_record, set(), OS, {}, counts)) == 1
     assert _ack_order("B", lost_record, {"x"}, OS, {}, counts) == []   # committed by a process killed before its record
     assert counts["commit_records_lost_to_kills"] == 1

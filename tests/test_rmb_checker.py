@@ -217,6 +217,49 @@ def test_a_malformed_destination_list_is_no_crash(tmp_path):
         assert report.unreadable == 0 and report.counts.get("RMB-MSG-006"), (dst, report.counts)
 
 
+def _builder():
+    spec = importlib.util.spec_from_file_location("mk_rmb", REPO / "fixtures" / "rmb" / "make_rule_fixtures.py")
+    mk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mk)
+    return mk
+
+
+@pytest.mark.parametrize("profile", SPEC.profiles)
+def test_a_legal_duplicated_delivery_is_clean_and_a_reply_posted_again_after_acceptance_is_not(profile):
+    """Two accepted copies of one request give two replies, each posted once: legal (no
+    deduplication at the receiver). The same reply posted after it was accepted is RMB-REPLY-002."""
+    dup = [json.loads(x) for x in (ROOT / profile / "clean-duplicated-delivery.jsonl").read_text().splitlines()]
+    assert len([x for x in dup if x["event"] == "to-handler"]) == 2  # the ground truth's shape: two copies accepted...
+    posts = [x for x in dup if x["event"] == "http-post" and x["endpoint"] == SPEC.behaviour(profile)["reply_endpoint"]]
+    assert len(posts) == 2 and posts[0]["message"]["dat"] != posts[1]["message"]["dat"]  # ...two different replies
+    assert check([ROOT / profile / "clean-duplicated-delivery.jsonl"], profile).verdict == "pass"
+    again = check([ROOT / profile / "RMB-REPLY-002-after-accepted.jsonl"], profile)
+    assert again.counts == {"RMB-REPLY-002": 1} and "after HTTP" in again.violations[0].explanation
+
+
+@pytest.mark.parametrize("profile", SPEC.profiles)
+def test_alike_replies_may_be_posted_as_often_as_they_were_pushed(profile, tmp_path):
+    """A handler answering both copies alike pushes two equal replies: two POSTs are legal, a third
+    after both were accepted is a retry of an accepted reply."""
+    mk = _builder()
+    log = mk.Log(profile)
+    req = log.request("a1a1a1a1-0000-4000-8000-000000000001", t=1.0, tries=3)
+    log.sent(req, 1.0)
+    for k, t in ((1, 1.03), (2, 1.5)):
+        s = log.copy(req, 2, t)
+        log.accepted(s, t + 0.005)
+        log.post(s, t + 0.01, None if k == 1 else log.b["accepted"]["status"], attempt=k)
+    first = len(log.lines)
+    log.answer(req, 2, 1.8)
+    log.lines += [dict(x, time=x["time"] + 0.3) for x in log.lines[first:]]  # the same reply, pushed again, 0.3 s later
+    path = tmp_path / "alike.jsonl"
+    path.write_text(log.text())
+    assert check([path], profile).verdict == "pass"
+    log.lines.append(dict(log.lines[-1], time=log.lines[-1]["time"] + 0.3, note="attempt 2"))
+    path.write_text(log.text())
+    assert check([path], profile).counts == {"RMB-REPLY-002": 1}
+
+
 def rmkit(capsys, *args):
     """``rmkit ARGS`` in this process (a subprocess per call costs seconds of imports)."""
     from rmkit.cli import main
@@ -264,9 +307,7 @@ def test_explain_shows_the_fixture_violation_and_says_when_no_log_can(capsys):
 
 
 def test_fixture_files_are_what_the_builder_writes():
-    spec = importlib.util.spec_from_file_location("mk_rmb", REPO / "fixtures" / "rmb" / "make_rule_fixtures.py")
-    mk = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mk)
+    mk = _builder()
     for rel, text in mk.write_all().items():
         assert (ROOT / rel).read_text(encoding="utf-8") == text, f"{rel} is stale: run python fixtures/rmb/make_rule_fixtures.py"
 

@@ -14,7 +14,10 @@ same code (:class:`CordaLogChecker` is a :class:`rmkit.protocol.ShardedChecker`)
 
 Every finding names its rule from spec/corda/rules.yaml; the profile's mode decides whether it is
 checked and whether it fails the run. Records the checker cannot read are input problems naming
-file, line and field; they are counted and make the run exit 2, the rest is still checked.
+file, line and field; they are counted and make the run exit 2, the rest is still checked. A bad
+line affects only itself: where it names its node and message, the records that follow it are read
+without it (its dedup, commit and acknowledgement are not unreadable for lack of it), and what only
+that line could show is not judged either way.
 """
 
 from __future__ import annotations
@@ -65,12 +68,13 @@ class _Copy:
     vref: int = 0
     vt: int = 0
     done: str | None = None      # acked | discarded | committed
+    unread: bool = False         # its received line was unreadable: what it carries is partly unknown
 
 
 class _Track:
     """One message id on one node (slots, lists made when first needed: there is one per message)."""
 
-    __slots__ = ("first", "copies", "commits", "rows", "acks", "new_after", "acked")
+    __slots__ = ("first", "copies", "commits", "rows", "acks", "new_after", "acked", "gap")
 
     def __init__(self, first: int):
         self.first = first                                # the ref of the record that opened it (its place at the share's end)
@@ -80,6 +84,7 @@ class _Track:
         self.acks: list[tuple] = _EMPTY                   # acks with no commit before: (ref, t, answer, copy ref, verdict ref)
         self.new_after: list[tuple] = _EMPTY              # NEW answers with no commit before: (ref, t, sender, seq)
         self.acked = 0                                    # the ref of the last acknowledgement (0: none)
+        self.gap = False                                  # a line of it was unreadable: what follows may lack its cause
 
     def copy(self, delivery: str) -> _Copy | None:
         """The latest copy of this delivery (a redelivery may carry the broker's message-id again)."""
@@ -323,6 +328,8 @@ class _ShareRun:
                     fld, why = problems[0]
                     more = f" (and {len(problems) - 1} more: {', '.join(str(p[0]) for p in problems[1:])})" if len(problems) > 1 else ""
                     self.problem(ref, why + more, fld)
+                    if kind is not None and kind != ROW:
+                        self.unread(obj, ref)
                     continue
                 records += 1
                 self.ref = ref
@@ -351,6 +358,28 @@ class _ShareRun:
         self.finish()
         out.seconds = time.perf_counter() - started
         return out
+
+    def unread(self, obj: dict, ref: int) -> None:
+        """An event line that is unreadable but names its node and message: the line is reported and
+        not judged, and it affects only itself. Its message's track is marked (a follow-up whose cause
+        was that line is read without it), and an unreadable received line still stands for a copy,
+        with what of it can be read, so that its dedup, commit and acknowledgement find it."""
+        node, mid = obj.get("node"), obj.get("id")
+        if type(node) is not str or type(mid) is not str or not node or not mid:
+            return
+        node, mid = intern(node), intern(mid)
+        key = (node, mid)
+        tr = self.tracks.get(key)
+        if tr is None:
+            tr = self.tracks[key] = _Track(ref)
+        tr.gap = True
+        if obj.get("event") == "received":
+            def text(name):
+                v = obj.get(name)
+                return v if type(v) is str and v else None
+            seq = obj.get("seq")
+            tr.copies.append(_Copy(ref, text("delivery"), text("sender"), seq if type(seq) is int and seq >= 0 else None,
+                                   text("session"), unread=True))
 
     def track(self, obj: dict, ref: int) -> _Track:
         key = (obj["node"], obj["id"])
@@ -391,6 +420,10 @@ class _ShareRun:
             c = tr.copy(obj["delivery"])
         else:
             c = next((c for c in reversed(tr.copies) if c.verdict is None), None)
+        if c is None and tr.gap:  # the copy's received line was unreadable (its delivery too, or the copy unnamed)
+            c = next((c for c in reversed(tr.copies) if c.unread and c.verdict is None), None)
+            if c is None:
+                return
         if c is None:
             self.problem(ref, f"a dedup verdict for {mid} on node {node} with no received copy "
                               + (f"of delivery {obj['delivery']!r} " if "delivery" in obj else "awaiting one ")
@@ -412,23 +445,32 @@ class _ShareRun:
         c = next((c for c in reversed(tr.copies) if c.verdict == "NEW" and c.done != "committed"), None)
         if c is None:
             other = next((c for c in reversed(tr.copies) if c.verdict is not None and c.done != "committed"), None)
-            if other is None:
+            if other is not None:
+                self.find("CORDA-DEDUP-003", mid, f"node {node} committed {mid} from a copy its deduplicator answered "
+                          f"{other.verdict}: a copy that is not NEW was handed to its flow",
+                          [(other.vref, "dedup", node), (ref, "committed", node)])
+                c = other
+            elif tr.commits:  # a copy committed a second time: the effect happened twice (CORDA-DEDUP-001 below)
+                c = next((c for c in reversed(tr.copies) if c.done == "committed"), None)
+            elif tr.gap:  # the copy's received or dedup line was unreadable: the commit is read without it
+                c = next((c for c in reversed(tr.copies) if c.done != "committed"), None)
+            else:
                 self.problem(ref, f"{mid} committed on node {node} with no received copy answered before it "
                                   "(records.yaml: received and dedup come before the commit)", "event")
                 self.out.records -= 1
                 return
-            self.find("CORDA-DEDUP-003", mid, f"node {node} committed {mid} from a copy its deduplicator answered "
-                      f"{other.verdict}: a copy that is not NEW was handed to its flow",
-                      [(other.vref, "dedup", node), (ref, "committed", node)])
-            c = other
-        c.done = "committed"
+        if c is not None:
+            c.done = "committed"
         if tr.commits:
             self.find("CORDA-DEDUP-001", mid, f"node {node} committed {mid} again (transaction {obj['tx']}; "
                       f"first in transaction {tr.commits[0][1]}): its effect happened twice",
-                      [(tr.commits[0][0], "committed", node), (c.vref, "dedup", node), (ref, "committed", node)])
+                      [(tr.commits[0][0], "committed", node), (c.vref or None if c is not None else None, "dedup", node),
+                       (ref, "committed", node)])
         else:
-            self.out.commits.append((ref, node, mid, obj.get("session", c.session), obj.get("sender", c.sender),
-                                     obj["seq"] if "seq" in obj else c.seq))
+            session = obj.get("session", c.session if c is not None else None)
+            sender = obj.get("sender", c.sender if c is not None else None)
+            if session is not None and sender is not None:  # else unknown (an unreadable line held it): not ordered
+                self.out.commits.append((ref, node, mid, session, sender, obj["seq"] if "seq" in obj else c.seq if c is not None else None))
         tr.commits = [*tr.commits, (ref, obj["tx"], obj["t"])]
 
     def _settle_copy(self, obj: dict, ref: int, done: str) -> tuple[_Track, str, str, _Copy | None, str | None]:
@@ -454,8 +496,8 @@ class _ShareRun:
             tr.acks = [*tr.acks, (ref, obj["t"], answer or "no answer", c.ref if c is not None else None, c.vref if c is not None else None)]
 
     def ev_discarded(self, obj: dict, ref: int) -> None:
-        _, node, mid, c, answer = self._settle_copy(obj, ref, "discarded")
-        if answer == "IN_FLIGHT":
+        tr, node, mid, c, answer = self._settle_copy(obj, ref, "discarded")
+        if answer == "IN_FLIGHT" or (answer is None and tr.gap):  # no answer known: its line was unreadable
             return
         refs = [(c.ref, "received", node), (c.vref or None, "dedup", node)] if c is not None else []
         if answer == "DUPLICATE":
@@ -513,11 +555,11 @@ class _ShareRun:
                 self.find_if("export", node, "CORDA-DEDUP-005", mid, f"node {node} committed {mid} but its processed-ids "
                              "export has no row for it: a redelivered copy would be processed again",
                              [(tr.commits[0][0], "committed", node)])
-            if row is not None and not tr.commits and not tr.copies:
+            if row is not None and not tr.commits and not tr.copies and not tr.gap:
                 self.find_if("events", node, "CORDA-ACK-002", mid, f"the processed-ids table of node {node} holds {mid}, "
                              "which the node never received: the id was persisted outside a transaction that processed it",
                              [(row[0], "row", node)])
-            if settled and tr.copies and not tr.commits and row is None:
+            if settled and tr.copies and not tr.commits and row is None and not tr.gap:
                 last = tr.copies[-1]
                 refs = [(last.ref, "received", node)] + ([(last.vref, "dedup", node)] if last.vref else [])
                 if tr.acked:

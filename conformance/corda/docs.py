@@ -22,7 +22,10 @@ def _records_markdown(rec: dict) -> list[str]:
     out += ["", f"Every event carries {', '.join(ev['always'])}.", "", "| event | also carries | may carry | meaning |", "|---|---|---|---|"]
     for name, k in ev["kinds"].items():
         out.append(f"| {name} | {', '.join(k['required'])} | {', '.join(k.get('optional', [])) or '-'} | {_cell(' '.join(k['description'].split()))} |")
-    out += ["", "Verdicts: " + ", ".join(f"{v} = {a}" for v, a in ev["verdicts"].items()) + ".", ""]
+    verdicts = ev["verdicts"]
+    also = verdicts.get("also_read", {})
+    out += ["", "Verdicts (written as the documents spell the answers): " + ", ".join(verdicts["written"]) + "."
+            + (" Also read: " + ", ".join(f"{v} = {a}" for v, a in also.items()) + "." if also else ""), ""]
     out += [f"- {w}" for w in ev["writer"]]
     out += ["", f"Processed-ids export: {' '.join(rec['processed']['description'].split())} Fields: "
             + ", ".join(rec["processed"]["required"]) + ".", "",

@@ -82,7 +82,8 @@ class RecordFormat:
     always: tuple[str, ...]
     required: dict[str, tuple[str, ...]]   # event -> fields it must carry besides `always`
     checked: dict[str, tuple[str, ...]]    # event -> every field checked on it (always + required + optional)
-    verdicts: dict[str, str]               # record verdict -> spec answer (NEW, DUPLICATE, IN_FLIGHT)
+    verdicts: dict[str, str]               # record verdict (either spelling) -> spec answer (NEW, DUPLICATE, IN_FLIGHT)
+    written: tuple[str, ...]               # the verdicts as a writer writes them (the answers' own spelling)
     row_fields: dict[str, FieldRule]
     row_required: tuple[str, ...]
 
@@ -137,7 +138,7 @@ class RecordFormat:
         if out:
             return kind, out
         if kind == EVENT and ev == "dedup" and obj["verdict"] not in self.verdicts:
-            return kind, [("verdict", self._hint(obj["verdict"], list(self.verdicts), "verdict"))]
+            return kind, [("verdict", self._hint(obj["verdict"], list(self.written), "verdict"))]
         return kind, _NONE
 
     def _event_hint(self, ev: Any) -> str:
@@ -147,7 +148,7 @@ class RecordFormat:
     def _hint(value: Any, known: list[str], what: str) -> str:
         if type(value) is not str:
             return f"expected one of {', '.join(known)}, found {_found(value)}"
-        near = difflib.get_close_matches(value, known, n=1, cutoff=0.7)
+        near = [k for k in known if k.casefold() == value.casefold()] or difflib.get_close_matches(value, known, n=1, cutoff=0.7)
         return f"unknown {what} {value!r}" + (f"; did you mean {near[0]!r}?" if near else f"; expected one of {', '.join(known)}")
 
 
@@ -181,11 +182,17 @@ def record_format() -> RecordFormat:
     for name in ("received", "dedup", "committed", "acked", "discarded", "sent"):
         if name not in required:
             raise _fail(spec, ["events", "kinds"], f"missing the event {name!r} the log checker judges")
-    for verdict, answer in ev["verdicts"].items():
+    written = ev["verdicts"]["written"]
+    for i, answer in enumerate(written):
         if answer not in spec["system"]["dedup_answers"]:
-            raise _fail(spec, ["events", "verdicts", verdict], f"unknown answer {answer!r}; system.yaml dedup_answers: {list(ANSWERS)}")
-    if set(ev["verdicts"].values()) != set(ANSWERS):
-        raise _fail(spec, ["events", "verdicts"], f"expected a verdict for each answer {list(ANSWERS)}")
+            raise _fail(spec, ["events", "verdicts", "written", i], f"unknown answer {answer!r}; system.yaml dedup_answers: {list(ANSWERS)}")
+    if set(written) != set(ANSWERS):
+        raise _fail(spec, ["events", "verdicts", "written"], f"expected a verdict for each answer {list(ANSWERS)}")
+    also = ev["verdicts"].get("also_read", {})
+    for spelling, answer in also.items():
+        if answer not in written:
+            raise _fail(spec, ["events", "verdicts", "also_read", spelling], f"unknown answer {answer!r}; written: {written}")
+    verdicts = {a: a for a in written} | dict(also)
     rows = _fields(rec["processed"]["fields"])
     for i, name in enumerate(rec["processed"]["required"]):
         if name not in rows:
@@ -193,4 +200,4 @@ def record_format() -> RecordFormat:
     if rec["key"] not in ev["always"] or rec["key"] not in rec["processed"]["required"]:
         raise _fail(spec, ["key"], f"the shard key {rec['key']!r} must be a field of every event and row")
     return RecordFormat(rec["format"], rec["key"], fields, tuple(ev["always"]), required, checked,
-                        dict(ev["verdicts"]), rows, tuple(rec["processed"]["required"]))
+                        verdicts, tuple(written), rows, tuple(rec["processed"]["required"]))

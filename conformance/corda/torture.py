@@ -31,6 +31,7 @@ from pathlib import Path
 import orjson
 
 from rmkit.conformance.corda.nodespec import contract
+from rmkit.conformance.corda.recordspec import record_format
 from rmkit.reference_impl.corda.cluster import Cluster, ComponentFailed, export_tables
 from rmkit.reference_impl.corda.crashpoints import arm
 from rmkit.reference_impl.corda.node import Policy
@@ -203,20 +204,21 @@ def _ack_order(node: str, events: list[dict], unrecorded: set[str], policy: Poli
     verdict: dict[str, str] = {}       # delivery -> the deduplicator's last verdict on it
     last_delivery = None
     in_flight_acked = policy.consequence["IN_FLIGHT"] == "ack_and_drop"
+    answers = record_format().verdicts  # either spelling records.yaml reads -> the answer
     for e in events:
         ev = e["event"]
         if ev == "received":
             last_delivery = e["delivery"]
         elif ev == "dedup":
-            verdict[last_delivery] = e["verdict"]
+            verdict[last_delivery] = answers.get(e["verdict"], e["verdict"])
         elif ev == "committed":
             committed.add(e["id"])
         elif ev == "acked":
             counts["acks"] += 1
             v = verdict.get(e["delivery"])
-            if e["id"] in committed or (v == "in_flight" and in_flight_acked):
+            if e["id"] in committed or (v == "IN_FLIGHT" and in_flight_acked):
                 continue
-            if v == "duplicate" and e["id"] in unrecorded:
+            if v == "DUPLICATE" and e["id"] in unrecorded:
                 counts["commit_records_lost_to_kills"] += 1
                 continue
             out.append(Violation("acked_before_commit", node, e["id"],

@@ -55,6 +55,29 @@ def final_clock(clocks: list, tops: list, clock_jump_ms: int) -> int | None:
     return end
 
 
+# A Kafka partition that delivered nothing while the log delivered this many receipts is idle: it no
+# longer holds the log's clock (see slowest_partition). Far above the records a consumer catching up
+# reads from one partition before it turns to the next (500 a poll by default, times the partitions).
+PARTITION_IDLE_RECEIPTS = 100_000
+
+
+def slowest_partition(watermarks: dict, last_seen: dict, idle_before: int) -> tuple:
+    """(its watermark, the partition) of the slowest Kafka partition still delivering, (None, None)
+    when none is. Where records name partitions, the log's clock is the two-source time (see
+    :func:`final_clock`) held back to this watermark, as stream processors keep a watermark per
+    partition and take the least (Kafka Streams, Flink): a log read from a backlog (a consumer
+    catching up reads hundreds of records of one partition, then of the next) is so judged as one
+    read live, a partition that runs ahead closing none of the others' messages. A partition whose
+    last record came before receipt number ``idle_before`` (it ended, or went quiet) holds nothing:
+    the clock follows the others, and the partition joins again when it delivers (the clock never
+    goes back). See docs/remp-partition-clock.md."""
+    low = holder = None
+    for p, w in watermarks.items():
+        if last_seen[p] >= idle_before and (low is None or w < low):
+            low, holder = w, p
+    return low, holder
+
+
 def latest_receipt(tops: list) -> int | None:
     """The ref of the log's latest receipt (the first to reach the latest time) from the shares'
     :attr:`RempLogChecker.top_mark`: the only receipt REMP-TIME-001's clock outlier may name."""
@@ -259,7 +282,8 @@ class RempLogChecker:
     def __init__(self, profile: str = "spec", *, lifetime_s: float | None = None,
                  horizon_s: float | None = None, roles: dict[str, str] | None = None,
                  max_examples: int = 1000, idle_receipts: int = 2_000_000, jobs: int | None = 1,
-                 model: RempModel | None = None, progress=None, validator_set=None, typed: bool = True):
+                 model: RempModel | None = None, progress=None, validator_set=None, typed: bool = True,
+                 partition_idle_receipts: int = PARTITION_IDLE_RECEIPTS):
         self.model = model or model_for(profile)
         m = self.model
         self.profile = m.profile
@@ -284,8 +308,9 @@ class RempLogChecker:
             _signature_tools()
         self.max_examples = max_examples
         self.idle_receipts = idle_receipts
+        self.partition_idle_receipts = partition_idle_receipts
         self.modes = {r.id: r.mode(self.profile) for r in m.rules}
-        self.jobs = jobs  # None: one process per core for large files (see logread.auto_jobs)
+        self.jobs = jobs  # None: one process per idle core for large files (see logread.auto_jobs)
         self.progress = progress  # called with (input index, bytes read so far) after each chunk
         self._known_fields = None
         self._near_cache: dict = {}
@@ -293,7 +318,7 @@ class RempLogChecker:
         self._collator_reject_bit = m.kinds["RejectedByCollator"].bit
         self._kwargs = dict(profile=self.profile, lifetime_s=self.lifetime_s, horizon_s=self.horizon_s, roles=roles,
                             max_examples=max_examples, idle_receipts=idle_receipts, validator_set=validator_set,
-                            typed=typed)
+                            typed=typed, partition_idle_receipts=partition_idle_receipts)
 
     def __getstate__(self) -> dict:
         """A share's state travels between processes (see :class:`parallel.RempShards`) without
@@ -319,13 +344,21 @@ class RempLogChecker:
             self.begin(inputs)
             for idx, path in enumerate(inputs):
                 self._run_file(idx, path)
-            return self.finish(self.end_clock([self.hwm], [self.top_mark]))
+            return self.finish(self.end_clock([self.end_mark], [self.top_mark]))
 
     @property
     def top_mark(self) -> tuple | None:
         """(time, ref, source) of the latest receipt seen (the source: the message id when the
         receipt names none), which the final clock of a sharded run is reconciled from."""
         return self._top[:2] + self._top[4:] if self._top is not None else None
+
+    @property
+    def end_mark(self) -> int | None:
+        """This run's clock as the log's end is judged by it (:meth:`end_clock`): the two-source
+        time. Where Kafka partitions held the running clock back (:func:`slowest_partition`), the
+        hold ends with the log: every partition has delivered all it will."""
+        pair = self._pair
+        return pair if pair is not None and (self.hwm is None or pair > self.hwm) else self.hwm
 
     def end_clock(self, clocks: list, tops: list) -> int | None:
         return final_clock(clocks, tops, self.clock_jump_ms)
@@ -362,6 +395,12 @@ class RempLogChecker:
         self._roles: dict[str, tuple[str, int, str]] = {}  # inferred source -> (role, ref, message)
         self._src_names: dict[str, str] = {}
         self.hwm: int | None = None
+        # Kafka partitions (see slowest_partition): (topic, partition) -> its watermark (the latest
+        # time it delivered) and the receipt count at its last record; the two-source clock apart
+        self._part_wm: dict[tuple, int] = {}
+        self._part_seen: dict[tuple, int] = {}
+        self._pair: int | None = None
+        self._part_low: tuple = (None, None)
         self.min_t: int | None = None
         self.seq = 0
         self.kind_counts: Counter[str] = Counter()
@@ -529,6 +568,10 @@ class RempLogChecker:
         close_after_ms = self.close_after_ms
         hwm = self.hwm
         clock = hwm if hwm is not None else -NEVER  # hwm as a number (before any time: below every close_t)
+        part_wm, part_seen = self._part_wm, self._part_seen  # (empty unless the records name Kafka partitions)
+        pair = self._pair
+        low, holder = self._part_low  # the slowest partition's watermark, and that partition (None: to be found)
+        part_idle = self.partition_idle_receipts
         good_src: dict[str, str] = {}  # source ids found good -> as compared (case-folded when the profile folds)
         part_k, part_n = self.partition or (0, 0)
         seq = self.seq
@@ -581,7 +624,7 @@ class RempLogChecker:
                 objs = infos = acts = repeat(None)
             # each line's hash, by which a redelivered (identical) receipt is known: one C loop per piece
             for ref, line, obj, ki, act, h in zip(refs, batch, objs, infos, acts, map(hash, batch)):
-                kts = None
+                kts = part = None
                 text = line
                 near = None
                 if obj is not None:
@@ -608,6 +651,8 @@ class RempLogChecker:
                     if kafka_value_field(obj) is not None:  # a Kafka record or kcat -J envelope
                         rec = obj
                         obj, kts, text, err, fld = unwrap_kafka(obj)
+                        part = rec.get("partition")
+                        part = (rec.get("topic"), part) if type(part) is int else None
                         if err:
                             self._problem(ref, err, fld)
                             continue
@@ -671,6 +716,20 @@ class RempLogChecker:
                         ts = 0
                     t = ts or kts
                 if t is not None:
+                    if part is not None:  # a Kafka record: its partition's watermark
+                        w = part_wm.get(part)
+                        if w is None or seq - part_seen[part] > part_idle:  # a partition new, or back from idle
+                            if w is None or t > w:
+                                part_wm[part] = t
+                            holder = None  # (the slowest is found again)
+                        elif t > w:
+                            part_wm[part] = t
+                            if part == holder:  # the slowest moved on
+                                if len(part_wm) == 1:
+                                    low = t
+                                else:
+                                    holder = None
+                        part_seen[part] = seq
                     if t > clock:  # (the clock is below every time until there is one)
                         # The log's clock is the latest time two different sources have reached, so
                         # that one wrong timestamp cannot close every open message early.
@@ -680,6 +739,14 @@ class RempLogChecker:
                             top = (t, ref, mid, kind, key)
                         else:
                             now = t if top[4] != key else None
+                        if part_wm:  # ...and no later than the slowest Kafka partition still delivering
+                            if pair is None:
+                                pair = hwm  # (until the first partition, the clock was the two-source time)
+                            if now is not None and (pair is None or now > pair):
+                                pair = now
+                            if holder is None or seq - part_seen[holder] > part_idle:
+                                low, holder = slowest_partition(part_wm, part_seen, seq - part_idle)
+                            now = low if low is not None and pair is not None and low < pair else pair
                         if now is not None and now > clock:
                             hwm = clock = self.hwm = now
                             if hwm >= self._next_sweep_t:  # the clock moved on: judge what is due
@@ -896,6 +963,8 @@ class RempLogChecker:
         self.seq = seq
         rep.receipts = seq
         self._top = top
+        self._pair = pair
+        self._part_low = (low, holder)
         self.kind_counts.update(per_kind)
         if top is not None and top[0] < min_t:
             min_t = top[0]

@@ -48,7 +48,7 @@ def _worker(conn, kwargs: dict[str, Any], inputs: list[str], peers: tuple | None
             checker = RempLogChecker(**kwargs)
             checker.begin(inputs, shared=True)  # this share's lines only
             checker.feed(_received(conn, checker) if peers is None else _read_by_peers(conn, checker, inputs, *peers))
-            conn.send(("hwm", checker.hwm, checker.top_mark, checker._roles))
+            conn.send(("hwm", checker.end_mark, checker.top_mark, checker._roles))
             end_hwm, latest_ref, roles = conn.recv()
             checker.settle_roles(roles)
             report = checker.finish(end_hwm, latest_ref)
@@ -307,7 +307,7 @@ class RempShards:
 
     def merge(self, inputs: list[str], shares: list[RempLogChecker]) -> Report:
         """Judge every share's open messages on the log's final clock, then merge the reports."""
-        end = shares[0].end_clock([c.hwm for c in shares], [c.top_mark for c in shares])
+        end = shares[0].end_clock([c.end_mark for c in shares], [c.top_mark for c in shares])
         latest_ref = latest_receipt([c.top_mark for c in shares])
         roles = first_roles([c._roles for c in shares])
         reports = []

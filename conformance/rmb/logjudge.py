@@ -141,6 +141,12 @@ def fingerprint(msg: Any) -> bytes:
     return orjson.dumps(msg, option=orjson.OPT_SORT_KEYS)
 
 
+def _reply_key(msg: dict) -> bytes:
+    """What tells one reply from another: its fields but the signature and src (the posting
+    daemon signs the reply and sets src to itself; a retry carries the same reply)."""
+    return fingerprint({k: v for k, v in msg.items() if k not in ("sig", "src")})
+
+
 def _int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -563,35 +569,94 @@ class Group:
                                  "was routed: the backlog entry was removed", life[2], a)
                 else:
                     self.out.add("RMB-REPLY-005", "a reply to a live request was accepted but never pushed to the request's ret", life[2], a)
+        for (w, _), replies in self._handler_replies().items():
+            if not self._reply_attempts(w, replies):
+                return
+
+    def _handler_replies(self) -> dict[tuple, list[Rec]]:
+        """The handler replies of the group by (twin, dst): the replies one twin posts to one
+        destination, whose attempts :meth:`_reply_attempts` tells apart."""
+        out: dict[tuple, list[Rec]] = {}
         for h in self.of("handler-reply"):
-            w, msg = h.twin, h.msg
-            if w is None or not isinstance(msg, dict):
+            if h.twin is None or not isinstance(h.msg, dict):
                 continue
-            d = msg.get("dst")
-            if not (isinstance(d, list) and d):
-                continue
-            posts = [p for p in self.recs if p.event == "http-post" and p.twin == w and isinstance(p.msg, dict)
-                     and p.msg.get("dst") == d and p.time >= h.time - c.tol and p.endpoint != c.remote]
-            dropped = any(r.event in ("reply-unknown-twin-dropped", "reply-invalid-dropped") and r.twin == w for r in self.recs)
-            if not posts:
-                if not dropped:
-                    self.out.later("RMB-REPLY-001", f"handler reply for twin {d[0]} was never posted", h.time + c.horizon, h)
-                continue
-            for p in posts:
-                if p.endpoint != c.reply:
-                    self.out.add("RMB-REPLY-001", f"reply posted to {p.endpoint}, the profile's reply endpoint is {c.reply}", p)
-                    return
-            total = c.attempts(msg)
-            if len(posts) > total:
-                self.out.add("RMB-REPLY-002", f"{len(posts)} reply attempts, try allows {total}", posts[total])
-            for a, nxt in zip(posts, posts[1:]):
-                if a.status is not None and not c.retryable(a.status):
-                    self.out.add("RMB-REPLY-002", f"reply retried after HTTP {a.status}; replies are retried on connection errors only", a, nxt)
-                    break
-            last = posts[-1]
-            if last.status not in (c.accepted, 200, 202) and (not c.retryable(last.status) or len(posts) >= total):
-                if not any(r.event == "reply-lost" and r.twin == w for r in self.recs):
-                    self.out.later("RMB-REPLY-002", "a reply lost for good was not logged (reply-lost)", last.time + c.horizon, last)
+            d = h.msg.get("dst")
+            if isinstance(d, list) and d:
+                out.setdefault((h.twin, fingerprint(d)), []).append(h)
+        return out
+
+    def _reply_attempts(self, w: int, replies: list[Rec]) -> bool:
+        """RMB-REPLY-001 / 002 for the replies twin ``w`` pushed to one destination (False: judged
+        no further, a reply went to a wrong endpoint).
+
+        A request may reach a receiver twice and both copies be accepted (a sender retries after a
+        connection error though the first copy arrived; document 004 has no deduplication at the
+        receiver): the handler then pushes a reply per copy, and each is posted. So attempts are
+        told apart by the reply they carry (its fields but sig and src, which the sender signs and
+        sets): a POST after HTTP 202 is a fault only when it carries a reply already accepted, with
+        no pushed reply left for it. Identical replies (one handler answering both copies alike)
+        are counted: as many may be posted as were pushed. A POST carrying no pushed reply's
+        fields (a daemon that re-stamps its replies) is counted with the replies no POST carries."""
+        c = self.c
+        first = replies[0]
+        d = first.msg["dst"]
+        posts = [p for p in self.recs if p.event == "http-post" and p.twin == w and isinstance(p.msg, dict)
+                 and p.msg.get("dst") == d and p.time >= first.time - c.tol and p.endpoint != c.remote]
+        for p in posts:
+            if p.endpoint != c.reply:
+                self.out.add("RMB-REPLY-001", f"reply posted to {p.endpoint}, the profile's reply endpoint is {c.reply}", p)
+                return False
+        pushed: dict[bytes, list[Rec]] = {}
+        for h in replies:
+            pushed.setdefault(_reply_key(h.msg), []).append(h)
+        carried: dict[bytes, list[Rec]] = {}
+        for p in posts:
+            k = _reply_key(p.msg)
+            carried.setdefault(k if k in pushed else b"", []).append(p)
+        dropped = any(r.event in ("reply-unknown-twin-dropped", "reply-invalid-dropped") and r.twin == w for r in self.recs)
+        lost = any(r.event == "reply-lost" and r.twin == w for r in self.recs)
+        loose = sorted((h for k, hs in pushed.items() if k not in carried for h in hs), key=lambda h: h.time)
+        for k, hs in pushed.items():
+            if k in carried:
+                self._judge_attempts(hs, carried[k], dropped, lost)
+        if loose:
+            self._judge_attempts(loose, carried.get(b"", []), dropped, lost)
+        return True
+
+    def _judge_attempts(self, replies: list[Rec], posts: list[Rec], dropped: bool, lost: bool) -> None:
+        """The attempts of one reply, or of alike replies: in time order an attempt goes on an
+        attempt sequence still open, else starts the next pushed reply's; an attempt with neither
+        is a retry the profile does not make (RMB-REPLY-002, once)."""
+        c = self.c
+        total = c.attempts(replies[0].msg)
+        runs: list[list[Rec]] = []
+        retried = False
+        for p in posts:
+            run = next((r for r in runs if self._open(r[-1], len(r), total)), None)
+            if run is not None:
+                run.append(p)
+            elif len(runs) < len(replies):
+                runs.append([p])
+            elif not retried:
+                retried = True
+                prev = max(runs, key=lambda r: r[-1].time)
+                a = prev[-1]
+                if c.retryable(a.status) and a.status not in (c.accepted, 200, 202):
+                    self.out.add("RMB-REPLY-002", f"{len(prev) + 1} reply attempts, try allows {total}", p)
+                else:
+                    self.out.add("RMB-REPLY-002", f"reply retried after HTTP {a.status}; replies are retried on connection errors only", a, p)
+        for h in replies[len(runs):]:
+            if not dropped:
+                self.out.later("RMB-REPLY-001", f"handler reply for twin {h.msg['dst'][0]} was never posted", h.time + c.horizon, h)
+        for run in runs:
+            last = run[-1]
+            if last.status not in (c.accepted, 200, 202) and (not c.retryable(last.status) or len(run) >= total) and not lost:
+                self.out.later("RMB-REPLY-002", "a reply lost for good was not logged (reply-lost)", last.time + c.horizon, last)
+
+    def _open(self, last: Rec, n: int, total: int) -> bool:
+        """Whether an attempt sequence may go on: its last attempt failed in a way the profile
+        retries, and try allows more."""
+        return last.status not in (self.c.accepted, 200, 202) and self.c.retryable(last.status) and n < total
 
     def local(self) -> None:
         """A client's message that breaks the schema is answered on its ret (RMB-LOCAL-002)."""

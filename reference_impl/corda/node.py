@@ -170,7 +170,7 @@ class Node:
             delivery = f.headers.get("message-id", "")
             self.events.write("received", m, delivery=delivery)
             answer = self.dedup.check(m)
-            self.events.write("dedup", m, verdict=answer.value.lower())
+            self.events.write("dedup", m, verdict=answer.value)
             consequence = self.policy.consequence[answer.value]
             if consequence == "process":
                 self.dedup.in_flight[m.dedup_id] = f

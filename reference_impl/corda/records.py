@@ -16,7 +16,7 @@ import orjson
 from .message import Message
 
 EVENTS = ("received", "dedup", "committed", "acked", "discarded", "sent")
-VERDICTS = ("new", "duplicate", "in_flight")
+VERDICTS = ("NEW", "DUPLICATE", "IN_FLIGHT")  # as the documents spell the answers (spec/corda/records.yaml)
 
 
 def now_ms() -> int:

@@ -96,7 +96,7 @@ class ReceiptLog:
                                  roles=dict(self.roles), max_examples=0, jobs=1)
         checker.begin([LOG_NAME])
         checker.feed([(range(1, len(self.lines) + 1), self.lines)])
-        report = checker.finish(checker.end_clock([checker.hwm], [checker.top_mark]))
+        report = checker.finish(checker.end_clock([checker.end_mark], [checker.top_mark]))
         wanted = set(self.rules)
         found = Counter()
         self.last_report = report
