@@ -1,0 +1,90 @@
+"""`rmkit rmb verify` and `rmkit rmb sign` under bad input: malformed signatures and keys are
+findings of their line (or a usage error for a key given on the command line), the lines are the
+ones `rmkit check` reads, and every other line is still verified."""
+
+import json
+
+import pytest
+
+from rmkit.cli import main
+from rmkit.conformance.rmb.signing import keypair
+
+GOOD = {"ver": 1, "uid": "u", "cmd": "c", "exp": 5, "try": 1, "dat": "", "src": 11, "dst": [2], "ret": "r", "now": 1}
+SEED = bytes(range(32))
+NO_POINT = "ff" * 32  # 32 bytes that decode to no Ristretto point: no sr25519 key
+
+
+def run(capsys, *argv):
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "internal error" not in err, err
+    return code, out, err
+
+
+def signed(key_type: str = "sr25519", **fields) -> dict:
+    return keypair(SEED, key_type).sign({**GOOD, **fields})
+
+
+def public(key_type: str = "sr25519") -> str:
+    return keypair(SEED, key_type).public.hex()
+
+
+def write_lines(path, *msgs) -> str:
+    path.write_text("".join(json.dumps(m) + "\n" for m in msgs))
+    return str(path)
+
+
+def directory(tmp_path, key: str, key_type: str = "sr25519") -> str:
+    (tmp_path / "d.json").write_text(json.dumps({"twins": {"11": {"address": "127.0.0.1:1", "key_type": key_type, "public_key": key}}}))
+    return str(tmp_path / "d.json")
+
+
+@pytest.mark.parametrize("sig", [
+    "73" + "ff" * 64,  # a scalar with its high bit set: schnorrkel refuses to read it
+    "73" + "00" * 64,  # no schnorrkel marker bit
+])
+def test_a_structurally_invalid_sr25519_signature_is_a_finding_of_its_line(tmp_path, capsys, sig):
+    log = write_lines(tmp_path / "m.jsonl", {**signed(), "sig": sig}, signed())
+    code, out, _ = run(capsys, "rmb", "verify", "--public-key", public(), "--key-type", "sr25519", log)
+    assert code == 1
+    assert f"{log}:1: invalid: RMB-SIG-002" in out and f"{log}:2: valid (sr25519)" in out
+
+
+def test_a_key_on_the_command_line_that_is_no_sr25519_point_is_a_usage_error(tmp_path, capsys):
+    log = write_lines(tmp_path / "m.jsonl", signed())
+    code, out, err = run(capsys, "rmb", "verify", "--public-key", NO_POINT, "--key-type", "sr25519", log)
+    assert code == 2 and out == "" and "--public-key: not an sr25519 public key" in err
+
+
+def test_a_directory_key_that_is_no_point_is_a_finding_of_each_line_as_check_judges_it(tmp_path, capsys):
+    log = write_lines(tmp_path / "m.jsonl", signed(), {**signed(), "src": 12})
+    code, out, _ = run(capsys, "rmb", "verify", "--directory", directory(tmp_path, NO_POINT), log)
+    assert code == 1
+    assert f"{log}:1: invalid: RMB-SIG-002: twin 11's key is no sr25519 public key" in out
+    assert f"{log}:2: invalid: RMB-REMOTE-003" in out  # the next line is still judged
+
+
+def test_the_same_directory_key_in_check_is_the_same_finding():
+    from rmkit.conformance.rmb.signing import signature_verdict
+
+    rule, why, used = signature_verdict(signed(), bytes.fromhex(NO_POINT), "sr25519", "twin 11's")
+    assert (rule, used) == ("RMB-SIG-002", "sr25519") and "no sr25519 public key" in why
+
+
+@pytest.mark.parametrize("bent", [
+    lambda s: s.upper(),                      # upper-case hex
+    lambda s: s[:2] + " " + s[2:],            # a space
+    lambda s: s + "\n",                       # a trailing newline
+    lambda s: " " + s,                        # a leading space
+    lambda s: "0x" + s,
+])
+@pytest.mark.parametrize("key_type", ["ed25519", "sr25519"])
+def test_a_sig_not_written_as_lower_case_hex_does_not_verify(tmp_path, capsys, bent, key_type):
+    msg = signed(key_type)
+    log = write_lines(tmp_path / "m.jsonl", {**msg, "sig": bent(msg["sig"])}, msg)
+    code, out, _ = run(capsys, "rmb", "verify", "--public-key", public(key_type), "--key-type", key_type, log)
+    assert code == 1
+    assert f"{log}:1: invalid: RMB-SIG-001: sig is not lower-case hex" in out and f"{log}:2: valid" in out
