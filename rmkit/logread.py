@@ -26,6 +26,17 @@ GZIP_MAGIC = b"\x1f\x8b"
 # read and split a receipt log a quarter faster than 4 MB ones).
 CHUNK_BYTES = 1 << 20
 UTF8_BOM = b"\xef\xbb\xbf"
+# The longest line any command reads (a record, a message, a scenario line): 16 MiB, a thousand
+# times the largest record a real log holds. A longer line is reported unread and the reading goes
+# on past it, so that one runaway line can neither hold a command for minutes nor take memory in
+# proportion to it (docs/input-limits.md).
+MAX_LINE_BYTES = 16 << 20
+
+
+def line_too_long(size: int | None = None) -> str:
+    """The problem of a line past :data:`MAX_LINE_BYTES` (``size``: its length, when known)."""
+    found = f" ({size:,} bytes)" if size is not None else ""
+    return f"line too long{found}: at most {MAX_LINE_BYTES:,} bytes (16 MiB) are read per line; not read"
 
 
 def open_input(path: str) -> IO[bytes]:

@@ -88,3 +88,66 @@ def test_a_sig_not_written_as_lower_case_hex_does_not_verify(tmp_path, capsys, b
     code, out, _ = run(capsys, "rmb", "verify", "--public-key", public(key_type), "--key-type", key_type, log)
     assert code == 1
     assert f"{log}:1: invalid: RMB-SIG-001: sig is not lower-case hex" in out and f"{log}:2: valid" in out
+
+
+# -- the lines: those `rmkit check` reads ------------------------------------------------------
+def test_lines_split_on_newline_only_with_a_bom_as_check_reads_them(tmp_path, capsys):
+    msgs = [signed(cmd="a\u2028b"), signed(cmd="c\u0085d", uid="v"), signed(uid="w")]
+    text = "\ufeff" + json.dumps(msgs[0], ensure_ascii=False) + "\n" + json.dumps(msgs[1], ensure_ascii=False) + "\r\n" + \
+        json.dumps(msgs[2], ensure_ascii=False) + "\n"
+    (tmp_path / "m.jsonl").write_bytes(text.encode("utf-8"))
+    log = str(tmp_path / "m.jsonl")
+    code, out, err = run(capsys, "rmb", "verify", "--public-key", public(), "--key-type", "sr25519", log)
+    assert code == 0 and "3 valid, 0 invalid, 0 unreadable" in err
+    assert [line.split(": ")[0] for line in out.splitlines()] == [f"{log}:1", f"{log}:2", f"{log}:3"]
+
+
+def test_a_lone_cr_does_not_end_a_line(tmp_path, capsys):
+    (tmp_path / "m.jsonl").write_bytes((json.dumps(signed()) + "\r" + json.dumps(signed()) + "\n" + json.dumps(signed())).encode())
+    log = str(tmp_path / "m.jsonl")
+    code, out, err = run(capsys, "rmb", "verify", "--public-key", public(), "--key-type", "sr25519", log)
+    assert code == 2 and f"{log}:1: not JSON" in err and f"{log}:2: valid" in out and "1 valid, 0 invalid, 1 unreadable" in err
+
+
+def test_deep_nesting_is_an_unreadable_line_and_the_rest_is_verified(tmp_path, capsys):
+    (tmp_path / "m.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n" + json.dumps({**GOOD, "dat": [[[[[]]]]] * 1}) +
+                                      "\n" + json.dumps(signed()) + "\n")
+    log = str(tmp_path / "m.jsonl")
+    code, out, err = run(capsys, "rmb", "verify", "--public-key", public(), "--key-type", "sr25519", log)
+    assert code == 2 and f"{log}:1: not JSON (depth limit exceeded" in err
+    assert f"{log}:2: invalid: RMB-MSG" in out and f"{log}:3: valid" in out
+
+
+def test_a_line_past_the_limit_is_reported_unread(tmp_path, capsys, monkeypatch):
+    import rmkit.conformance.rmb.messages_io as messages_io
+
+    monkeypatch.setattr(messages_io, "MAX_LINE_BYTES", 1000)  # the limit's own figure is docs/input-limits.md's
+    (tmp_path / "m.jsonl").write_text(json.dumps(signed(cmd="x" * 2000)) + "\n" + json.dumps(signed()) + "\n")
+    log = str(tmp_path / "m.jsonl")
+    code, out, err = run(capsys, "rmb", "verify", "--public-key", public(), "--key-type", "sr25519", log)
+    assert code == 2 and f"{log}:1: line too long" in err and f"{log}:2: valid" in out
+
+
+# -- closed standard streams -------------------------------------------------------------------
+def _started_without(fd: int, *argv):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "rmkit", *map(str, argv)], capture_output=fd != 1, stderr=None if fd != 1 else subprocess.PIPE,
+                          preexec_fn=lambda: os.close(fd), timeout=120)
+
+
+@pytest.mark.parametrize("fd, argv", [
+    (1, ["check", "--protocol", "rmb", "{log}"]),
+    (1, ["rmb", "sign", "--seed", "00" * 32, "--key-type", "ed25519", "{log}"]),
+    (1, ["rmb", "verify", "--public-key", public(), "--key-type", "sr25519", "{log}"]),  # a pass whose report is lost: none
+    (0, ["rmb", "sign", "--seed", "00" * 32, "--key-type", "ed25519", "-"]),
+    (0, ["rmb", "verify", "--public-key", public(), "--key-type", "sr25519", "-"]),
+    (0, ["check", "--protocol", "corda", "-"]),
+])
+def test_a_closed_standard_stream_is_exit_2_naming_it(tmp_path, fd, argv):
+    log = write_lines(tmp_path / "m.jsonl", signed())
+    done = _started_without(fd, *[a.replace("{log}", log) for a in argv])
+    assert done.returncode == 2, done.stderr
+    assert f"standard {'output' if fd == 1 else 'input'} is closed".encode() in done.stderr, done.stderr
