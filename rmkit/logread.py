@@ -45,7 +45,9 @@ def open_input(path: str) -> IO[bytes]:
     if path == "-":
         if sys.stdin is None:  # started with stdin closed (`<&-`)
             raise InputError("input '-': standard input is closed")
-        f = sys.stdin.buffer
+        f = getattr(sys.stdin, "buffer", None)
+        if f is None:  # a text stream put in stdin's place (by an embedding program, a test): its text as UTF-8
+            f = io.BytesIO(sys.stdin.read().encode("utf-8", "surrogatepass"))
         if not hasattr(f, "peek"):
             f = io.BufferedReader(f)
         if f.peek(2)[:2] == GZIP_MAGIC:

@@ -26,7 +26,13 @@ class ReadResult:
 
 
 def _read_all(path: str, shown: str) -> bytes:
-    f = open_input(path)  # a closed stdin, a missing file: an InputError naming it
+    if path != "-":
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            raise InputError(f"{shown}: cannot read ({exc.strerror or exc})") from None
+    f = open_input(path)  # a closed stdin: an InputError naming it; gzip recognised
     try:
         return f.read()
     except (OSError, EOFError, ValueError) as exc:  # a corrupt gzip, a read error
