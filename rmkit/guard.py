@@ -104,7 +104,8 @@ class _ClosedStream(io.TextIOBase):
 
 
 def _stand_in_for_closed_streams() -> list[str]:
-    """Put a :class:`_ClosedStream` where stdin or stdout is None; the names of those replaced."""
+    """Put a :class:`_ClosedStream` where stdin or stdout is None (a sink where stderr is); the
+    names of those replaced."""
     from rmkit.errors import InputError
 
     replaced = []
@@ -112,6 +113,8 @@ def _stand_in_for_closed_streams() -> list[str]:
         sys.stdin, replaced = _ClosedStream("input", InputError), replaced + ["stdin"]
     if sys.stdout is None:
         sys.stdout, replaced = _ClosedStream("output", OutputError), replaced + ["stdout"]
+    if sys.stderr is None:  # messages have nowhere to go: dropped, so that print() does not turn to stdout
+        sys.stderr, replaced = io.StringIO(), replaced + ["stderr"]
     return replaced
 
 

@@ -151,3 +151,15 @@ def test_a_closed_standard_stream_is_exit_2_naming_it(tmp_path, fd, argv):
     done = _started_without(fd, *[a.replace("{log}", log) for a in argv])
     assert done.returncode == 2, done.stderr
     assert f"standard {'output' if fd == 1 else 'input'} is closed".encode() in done.stderr, done.stderr
+
+
+def test_with_stdout_and_stderr_closed_a_lost_report_is_still_exit_2(tmp_path):
+    """The error about stdout had nowhere to go but stdout: it escaped as an exception, exit 1."""
+    import os
+    import subprocess
+    import sys
+
+    log = write_lines(tmp_path / "m.jsonl", signed())
+    done = subprocess.run([sys.executable, "-m", "rmkit", "rmb", "verify", "--public-key", public(), "--key-type", "sr25519", log],
+                          preexec_fn=lambda: (os.close(1), os.close(2)), timeout=120)
+    assert done.returncode == 2
