@@ -130,14 +130,16 @@ _CORDA_SCENARIOS = [{"protocol": "corda", "role": "receiver", "profile": "spec",
                     {"protocol": "corda", "role": "bridge", "profile": "spec", "steps": []}]
 
 
-def _paths(doc) -> list[list]:
+def _paths(doc, depth: int = 6) -> list[list]:
+    """Where a value can be replaced: every field and element down to ``depth`` levels (a planted
+    deep value is not walked again)."""
     out = [[]]
-    if isinstance(doc, dict):
+    if depth and isinstance(doc, dict):
         for k, v in doc.items():
-            out += [[k] + p for p in _paths(v)]
-    elif isinstance(doc, list):
+            out += [[k] + p for p in _paths(v, depth - 1)]
+    elif depth and isinstance(doc, list):
         for i, v in enumerate(doc):
-            out += [[i] + p for p in _paths(v)]
+            out += [[i] + p for p in _paths(v, depth - 1)]
     return out
 
 
@@ -282,7 +284,7 @@ def hold_to_the_contract(argv, code, out, err, stdout_state: str, written: str =
     shown = f"rmkit {' '.join(map(repr, argv))} (stdout {stdout_state})\n--- stdout\n{out[-1500:]}\n--- stderr\n{err[-1500:]}"
     assert code in (0, 1, 2), shown
     assert "Traceback" not in err and "internal error" not in err, shown
-    if code == 1:
+    if code == 1 and stdout_state != "epipe":  # (a reader gone after the verdict was decided: it stands, unread)
         assert NAMES_A_VIOLATION.search(out + err + written), shown
     if stdout_state in ("closed", "ebadf") and code == 0 and "--out" not in argv and argv[:2] != ["rmb", "sign"]:
         pytest.fail(f"a verdict whose report could not be written ended with exit 0\n{shown}")
