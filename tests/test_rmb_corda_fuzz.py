@@ -13,6 +13,7 @@ examples per command instead, to look for new paths.
 
 from __future__ import annotations
 
+import copy
 import errno
 import gzip
 import io
@@ -155,7 +156,8 @@ def damaged_scenario(draw, protocol: str) -> bytes:
         parent = doc
         for key in path[:-1]:
             parent = parent[key]
-        parent[path[-1]] = draw(st.one_of(_ODD, st.just(json.loads("[" * 60 + "]" * 60))))
+        # a copy: a later step may change what it holds, and the drawn value is shared between examples
+        parent[path[-1]] = copy.deepcopy(draw(st.one_of(_ODD, st.just(json.loads("[" * 60 + "]" * 60)))))
     text = json.dumps(doc, indent=draw(st.sampled_from([None, 1]))).encode()
     kind = draw(st.integers(0, 9))
     if kind == 0:
