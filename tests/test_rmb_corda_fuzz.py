@@ -209,8 +209,8 @@ def argv_for(draw, command: str) -> list[str]:
     argv = list(core)
     for flag, good, bad in draw(st.lists(st.sampled_from(options), max_size=3, unique_by=lambda o: o[0])):
         value = draw(st.sampled_from(bad)) if bad and draw(st.integers(0, 4)) == 0 else draw(st.sampled_from(good))
-        if not flag:
-            argv[-1 if core[-1] == "{log}" else core.index("{log}")] = value
+        if not flag:  # the input: the core's own place, whatever options follow it
+            argv[core.index("{log}")] = value
         elif flag in argv:
             argv[argv.index(flag) + 1] = value
         else:
