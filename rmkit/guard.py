@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import io
 import math
 import os
 import sys
@@ -76,16 +77,67 @@ def run_command_line(parser: argparse.ArgumentParser, argv: list[str] | None = N
     return run_guarded(args.func, args, debug=debug, argv=[*shown_as, *argv])
 
 
+class _ClosedStream(io.TextIOBase):
+    """Stands for a standard stream the process was started without (``>&-``, ``<&-``), where
+    Python has None: ``print`` would silently drop a report (and a verdict would pass with its
+    report lost), ``.write`` and ``.read`` would be an AttributeError. Using it is the error that
+    says which stream is closed; a command that never touches it runs as usual."""
+
+    def __init__(self, name: str, error: type[RmkitError]):
+        super().__init__()
+        self._name, self._error = name, error
+
+    def _closed(self, *_args, **_kwargs):
+        raise self._error(f"standard {self._name} is closed (the command was started without it)")
+
+    write = writelines = read = readline = readlines = fileno = _closed
+
+    @property
+    def buffer(self):
+        self._closed()
+
+    def isatty(self) -> bool:
+        return False
+
+    def flush(self) -> None:
+        pass
+
+
+def _stand_in_for_closed_streams() -> list[str]:
+    """Put a :class:`_ClosedStream` where stdin or stdout is None (a sink where stderr is); the
+    names of those replaced."""
+    from rmkit.errors import InputError
+
+    replaced = []
+    if sys.stdin is None:
+        sys.stdin, replaced = _ClosedStream("input", InputError), replaced + ["stdin"]
+    if sys.stdout is None:
+        sys.stdout, replaced = _ClosedStream("output", OutputError), replaced + ["stdout"]
+    if sys.stderr is None:  # messages have nowhere to go: dropped, so that print() does not turn to stdout
+        sys.stderr, replaced = io.StringIO(), replaced + ["stderr"]
+    return replaced
+
+
 def run_guarded(func, args, debug: bool = False, argv: list[str] | None = None) -> int:
     """``func(args)`` under the contract: the kit's own errors exit with their code and message,
     anything unexpected with exit 2 and one line. A command that gives a verdict (``verdict`` set
     in its parser defaults) and whose output is cut off by the reader before it decided its exit
-    code has no verdict: exit 2, never the pass a broken pipe would otherwise look like."""
+    code has no verdict: exit 2, never the pass a broken pipe would otherwise look like. A
+    standard stream the process was started without is an input or output error (exit 2) when
+    the command uses it."""
+    replaced = _stand_in_for_closed_streams()
+    try:
+        return _run_guarded(func, args, debug, argv)
+    finally:
+        for name in replaced:
+            setattr(sys, name, None)
+
+
+def _run_guarded(func, args, debug: bool, argv: list[str] | None) -> int:
     _decided.clear()
     try:
         code = func(args)
-        if sys.stdout is not None:  # (None: started with stdout closed)
-            sys.stdout.flush()  # a reader gone is found here, not in the interpreter's last flush
+        sys.stdout.flush()  # a reader gone is found here, not in the interpreter's last flush
     except RmkitError as exc:
         print(f"rmkit: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -127,6 +179,8 @@ def environment_problem(exc: OSError) -> str | None:
     if exc.errno in _FULL:
         where = f" ({exc.filename})" if exc.filename else " (an output: stdout or a report file)"
         return f"cannot write{where}: {_FULL[exc.errno]}"
+    if exc.errno == errno.EBADF and not exc.filename:
+        return "a standard stream (stdin or stdout) is closed or opened the wrong way (bad file descriptor)"
     if exc.filename and exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTDIR):
         return f"{exc.filename}: {exc.strerror}"
     return None

@@ -27,6 +27,17 @@ GZIP_MAGIC = b"\x1f\x8b"
 # read and split a receipt log a quarter faster than 4 MB ones).
 CHUNK_BYTES = 1 << 20
 UTF8_BOM = b"\xef\xbb\xbf"
+# The longest line any command reads (a record, a message, a scenario line): 16 MiB, a thousand
+# times the largest record a real log holds. A longer line is reported unread and the reading goes
+# on past it, so that one runaway line can neither hold a command for minutes nor take memory in
+# proportion to it (docs/input-limits.md).
+MAX_LINE_BYTES = 16 << 20
+
+
+def line_too_long(size: int | None = None) -> str:
+    """The problem of a line past :data:`MAX_LINE_BYTES` (``size``: its length, when known)."""
+    found = f" ({size:,} bytes)" if size is not None else ""
+    return f"line too long{found}: at most {MAX_LINE_BYTES:,} bytes (16 MiB) are read per line; not read"
 
 
 def open_input(path: str) -> IO[bytes]:
@@ -35,7 +46,9 @@ def open_input(path: str) -> IO[bytes]:
     if path == "-":
         if sys.stdin is None:  # started with stdin closed (`<&-`)
             raise InputError("input '-': standard input is closed")
-        f = sys.stdin.buffer
+        f = getattr(sys.stdin, "buffer", None)
+        if f is None:  # a text stream put in stdin's place (by an embedding program, a test): its text as UTF-8
+            f = io.BytesIO(sys.stdin.read().encode("utf-8", "surrogatepass"))
         if not hasattr(f, "peek"):
             f = io.BufferedReader(f)
         if f.peek(2)[:2] == GZIP_MAGIC:
@@ -121,13 +134,24 @@ def split_lines(text: bytes, terminated: bool = False) -> tuple[list[bytes], byt
 
 def _line_batches(f, path: str, chunk_bytes: int, on_error, terminated: bool = False) -> Iterator[tuple[list[bytes], bytes]]:
     """(lines, text) batches: the text starts with the lines joined by newlines (``terminated``:
-    the lines, each with its newline)."""
+    the lines, each with its newline). A line longer than :data:`MAX_LINE_BYTES` is not kept: it
+    is reported (``on_error(its line number, why)``; without ``on_error`` an :class:`InputError`),
+    read past without being held, and stands as a blank line so that the lines after it keep their
+    numbers. Memory: at most MAX_LINE_BYTES plus a chunk for the line being read."""
     read = f.read1 if hasattr(f, "read1") else f.read
     rest = b""
     nread = 0
     nlines = 0
+    skipping = 0  # bytes of an over-long line read past so far (0: none is being read past)
+    blank = b"\n" if terminated else b""
     pieces: list[bytes] = []  # of the chunk being read (gzip hands out small pieces)
     failure = None
+
+    def too_long(size: int) -> None:
+        if on_error is None:
+            raise InputError(f"input {path!r} line {nlines + 1:,}: {line_too_long(size)}")
+        on_error(nlines + 1, line_too_long(size))
+
     while failure is None:
         try:
             size = 0
@@ -146,10 +170,36 @@ def _line_batches(f, path: str, chunk_bytes: int, on_error, terminated: bool = F
         if not nread and chunk.startswith(UTF8_BOM):
             chunk = chunk[len(UTF8_BOM):]
         nread += len(chunk)
+        if skipping:
+            end = chunk.find(b"\n")
+            if end < 0:
+                skipping += len(chunk)
+                continue
+            too_long(skipping + end)
+            nlines += 1
+            yield [blank], blank
+            skipping, chunk = 0, chunk[end + 1:]
+            if not chunk:
+                continue
         text = rest + chunk if rest else chunk
         lines, rest = split_lines(text, terminated)
+        if len(text) > MAX_LINE_BYTES and lines and max(map(len, lines)) > MAX_LINE_BYTES + terminated:
+            for i, line in enumerate(lines):  # complete lines past the limit: reported, each a blank line
+                if len(line) > MAX_LINE_BYTES + terminated:
+                    nlines += i
+                    too_long(len(line) - terminated)
+                    nlines -= i
+                    lines[i] = blank
+            text = (b"" if terminated else b"\n").join(lines) + (b"" if terminated else b"\n")
         nlines += len(lines)
-        yield lines, text
+        if lines:
+            yield lines, text
+        if len(rest) > MAX_LINE_BYTES:  # a line already past the limit: read past it, not held
+            skipping, rest = len(rest), b""
+    if skipping and failure is None:
+        too_long(skipping)
+        yield [blank], blank
+        return
     if failure is None:
         if rest:
             last = rest + b"\n" if terminated else rest

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import Callable, Iterator
 
-from rmkit.logread import CHUNK_BYTES, GZIP_MAGIC, UTF8_BOM, split_lines  # (the one reader's chunk size)
+from rmkit.logread import CHUNK_BYTES, GZIP_MAGIC, MAX_LINE_BYTES, UTF8_BOM, line_too_long, split_lines  # (the one reader's chunk size)
 
 # how far past a chunk's end its last line is first looked for (receipt lines are far shorter)
 _TAIL_BYTES = 1 << 16
@@ -113,32 +113,71 @@ def read_chunk(fd: int, chunk: Chunk) -> tuple[list[bytes], bytes]:
 
 def read_chunk_text(fd: int, chunk: Chunk) -> bytes:
     """The text of the lines that start in the chunk (:func:`read_chunk`), not split."""
+    return read_chunk_text_bounded(fd, chunk)[0]
+
+
+def read_chunk_text_bounded(fd: int, chunk: Chunk) -> tuple[bytes, list[tuple[int, int]]]:
+    """:func:`read_chunk_text`, with each line longer than :data:`MAX_LINE_BYTES` a blank line
+    (read past, not held), as the one reader has it; and (its index among the chunk's lines, its
+    length) of each, for the chunk's owner to report as the one reader does."""
+    text, tail = _chunk_text(fd, chunk)
+    longs = []
+    if tail is not None or len(text) > MAX_LINE_BYTES:
+        lines = split_lines(text, terminated=True)[0]
+        for i, line in enumerate(lines):
+            if len(line) > MAX_LINE_BYTES + 1:
+                longs.append((i, len(line) - 1))
+                lines[i] = b"\n"
+        if tail is not None:
+            longs.append((len(lines), tail))
+            lines.append(b"\n")
+        text = b"".join(lines)
+    return text, longs
+
+
+def _chunk_text(fd: int, chunk: Chunk) -> tuple[bytes, int | None]:
+    """(the text of the lines that start in the chunk, the length of its last line when that one
+    is longer than MAX_LINE_BYTES: then it is left out of the text, read past in pieces)."""
     start, end = chunk.start, chunk.end
     lo = start - 1 if start else 0  # the byte before the chunk says whether a line starts at its start
     data = _read_to_end(fd, lo) if end is None else os.pread(fd, max(end - lo, len(UTF8_BOM)) + _TAIL_BYTES, lo)
     if start:
         first = data.find(b"\n") + 1  # the first line start at or after the chunk's start
         if not first or (end is not None and lo + first >= end):
-            return b""  # none: the chunk lies inside a longer line
+            return b"", None  # none: the chunk lies inside a longer line
     else:
         first = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
     if first >= len(data):
-        return b""  # the end of the file starts no line
+        return b"", None  # the end of the file starts no line
     if end is None:
         stop = len(data)
     else:
         stop = data.find(b"\n", end - 1 - lo) + 1  # after the newline ending the line that holds the chunk's last byte
-        while not stop:
-            more = os.pread(fd, _TAIL_BYTES, lo + len(data))
-            if not more:
-                stop = len(data)  # the file's last line, without a newline
-                break
-            data += more
-            stop = data.find(b"\n", len(data) - len(more)) + 1
-    text = data[first:stop]
-    if not text.endswith(b"\n"):
-        text += b"\n"
-    return text
+        if not stop:
+            last = max(data.rfind(b"\n", first, end - lo), first - 1) + 1  # where the line running past the chunk starts
+            tail = [data[last:]]
+            size = len(tail[0])
+            while True:
+                more = os.pread(fd, _TAIL_BYTES if size <= MAX_LINE_BYTES else CHUNK_BYTES, lo + last + size)
+                cut = more.find(b"\n")
+                if cut >= 0 or not more:
+                    size += cut if cut >= 0 else 0
+                    if size > MAX_LINE_BYTES:
+                        return _terminated(data[first:last]), size
+                    tail.append(more[:cut + 1] if cut >= 0 else b"")
+                    break
+                size += len(more)
+                if size <= MAX_LINE_BYTES:
+                    tail.append(more)  # held while it may still be a line that is read
+                else:
+                    tail.clear()
+            data = data[:last] + b"".join(tail)
+            stop = len(data)
+    return _terminated(data[first:stop]), None
+
+
+def _terminated(text: bytes) -> bytes:
+    return text if not text or text.endswith(b"\n") else text + b"\n"
 
 
 def _read_to_end(fd: int, at: int) -> bytes:
@@ -281,12 +320,12 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
         if c >= len(chunks):
             return
         ch = chunks[c]
-        text, error = b"", None
+        text, error, longs = b"", None, []
         if ch.idx not in broken:
             try:
                 if ch.idx not in fds:
                     fds[ch.idx] = os.open(inputs[ch.idx], os.O_RDONLY)
-                text = read_chunk_text(fds[ch.idx], ch)
+                text, longs = read_chunk_text_bounded(fds[ch.idx], ch)
             except OSError as exc:
                 error = exc.strerror or str(exc)
         dealt = deal_text(text, n) if text and deal_text is not None else None
@@ -306,7 +345,7 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
             mine = split_lines(texts[k], terminated=True)[0] if texts[k] else []
         else:
             mine = list(compress(lines, picks[k]))
-        ahead[c] = (nlines, picks[k], mine, error)
+        ahead[c] = (nlines, picks[k], mine, error, longs)
         if on_read is not None and ch.span:
             on_read(ch.idx, ch.span)
 
@@ -315,16 +354,19 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
         load(k)
         for c, ch in enumerate(chunks):
             if c % n == k:
-                nlines, pick, mine, error = ahead.pop(c)
+                nlines, pick, mine, error, longs = ahead.pop(c)
                 load(c + n)  # read ahead: the others get it while this worker checks this one
             else:
                 got, nlines, pick, text, error = net.recv(c % n)
                 if got != c:
                     raise RuntimeError(f"worker {c % n} sent chunk {got} where chunk {c} was due")
                 mine = split_lines(text, terminated=True)[0] if text else []
+                longs = []
             if ch.idx in broken:
                 continue
             before = base.get(ch.idx, 0)
+            for i, size in longs:  # reported by the chunk's owner, as a break is; the lines after are read
+                on_break(ch.idx, before + i + 1, line_too_long(size))
             if error is not None:
                 broken.add(ch.idx)
                 if c % n == k:

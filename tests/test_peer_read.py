@@ -143,14 +143,14 @@ def test_an_input_that_breaks_off_is_reported_where_it_broke(tmp_path, monkeypat
     chunk = 64 << 10
     plan = peerread.plan([str(first)], chunk)
     broken = plan[5]
-    real = peerread.read_chunk_text
+    real = peerread.read_chunk_text_bounded  # what a share reads its chunks with
 
     def failing(fd, ch):
         if ch.idx == 0 and ch.start == broken.start:
             raise OSError(errno.EIO, "Input/output error")
         return real(fd, ch)
 
-    monkeypatch.setattr(peerread, "read_chunk_text", failing)
+    monkeypatch.setattr(peerread, "read_chunk_text_bounded", failing)
     monkeypatch.setattr(parallel, "peer_batches", _with_chunk(peerread.peer_batches, chunk))
     fd = os.open(first, os.O_RDONLY)
     before = sum(len(peerread.read_chunk(fd, ch)[0]) for ch in plan[:5])

@@ -109,7 +109,7 @@ def cmd_verify(args) -> int:
     from rmkit.conformance.rmb.directory import Directory
     from rmkit.conformance.rmb.messages_io import read_messages
     from rmkit.conformance.rmb.model import message_problems
-    from rmkit.conformance.rmb.signing import BadSignature, public_key_from_hex, verify
+    from rmkit.conformance.rmb.signing import public_key_from_hex, public_key_problem, signature_verdict
 
     if args.public_key and not args.key_type:
         raise UsageError("--public-key needs --key-type ed25519|sr25519")
@@ -117,6 +117,8 @@ def cmd_verify(args) -> int:
         raise UsageError(f"--key-type {args.key_type}: only with --public-key; with --directory each twin's key type is the directory's")
     directory = Directory.load(args.directory) if args.directory else None
     fixed = public_key_from_hex(args.public_key) if args.public_key else None
+    if fixed is not None and public_key_problem(fixed, args.key_type):
+        raise UsageError(f"--public-key: {public_key_problem(fixed, args.key_type)}")
     read = read_messages(args.input)
     shown = "<stdin>" if args.input == "-" else args.input
     counts = {"valid": 0, "invalid": 0}
@@ -126,19 +128,14 @@ def cmd_verify(args) -> int:
         if problems:
             rule, field, what = problems[0]
             reason = _reason(field, what)
+        elif directory is not None:
+            twin = directory.get(msg["src"])
+            if twin is None:
+                rule, reason = "RMB-REMOTE-003", f"unknown source twin {msg['src']} (not in {args.directory})"
+            else:  # as `rmkit check --directory` judges a signature (a twin's key that is no key: this line's finding)
+                rule, reason, used = signature_verdict(msg, twin.public_key, twin.key_type, f"twin {twin.id}'s")
         else:
-            if directory is not None:
-                twin = directory.get(msg["src"])
-                key, ktype = (twin.public_key, twin.key_type) if twin else (None, None)
-                if twin is None:
-                    rule, reason = "RMB-REMOTE-003", f"unknown source twin {msg['src']} (not in {args.directory})"
-            else:
-                key, ktype = fixed, args.key_type
-            if rule is None:
-                try:
-                    used = verify(msg, key, ktype)
-                except BadSignature as bad:
-                    rule, reason = bad.rule, bad.reason
+            rule, reason, used = signature_verdict(msg, fixed, args.key_type, "the given")
         status = "valid" if rule is None else "invalid"
         counts[status] += 1
         if args.format == "jsonl":

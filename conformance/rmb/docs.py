@@ -52,6 +52,8 @@ def spec_markdown() -> str:
             f"- `sig` = hex(prefix + signature), {sig['signature_hex_bytes']} bytes: " +
             "; ".join(f"{k} prefix `{v['prefix']}`" + (f", signing context `{v['signing_context']}`" if 'signing_context' in v else "") +
                       (", deterministic" if v["deterministic"] else ", randomized") for k, v in sig["key_types"].items()) + ".",
+            f"- `sig` is written with the digits `{sig['sig_text']['digits']}` only, two per byte, nothing else (no `0x`, "
+            "no upper case, no spaces or newline): anything else is malformed (RMB-SIG-001). " + _source(sig["sig_text"]["source"]),
             f"- Keys from a mnemonic: {sig['mnemonic']['hex_seed']}; words: {sig['mnemonic']['words']}; derivation paths {sig['mnemonic']['derivation_paths']}.",
             "", "## Daemon behaviour per profile", "",
             "| setting | " + " | ".join(profiles) + " | rules | meaning | source |", "|---|" + "---|" * (len(profiles) + 3)]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import math
 import re
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ import orjson
 
 from rmkit.conformance.rmb.directory import Directory
 from rmkit.conformance.rmb.model import message_problems
-from rmkit.conformance.rmb.signing import BadSignature, challenge, digest, parse_sig, verifies
+from rmkit.conformance.rmb.signing import BadSignature, parse_sig, signature_verdict
 from rmkit.conformance.rmb.logrecords import TWIN_DIGITS, Rec, shown, twin_number
 
 # a TTL is a 64-bit count of seconds (Redis's): at most 19 digits, far below a float's range
@@ -198,7 +197,7 @@ class Group:
 
     def _sig_verdict(self, msg: dict) -> tuple[str | None, str]:
         try:
-            used, sig = parse_sig(msg)
+            parse_sig(msg)
         except BadSignature as bad:
             return bad.rule, bad.reason
         d = self.c.directory
@@ -207,18 +206,8 @@ class Group:
         twin = d.get(msg.get("src"))
         if twin is None:
             return "RMB-SIG-002", f"src twin {msg.get('src')!r} is not in the directory"
-        if used != twin.key_type:
-            return "RMB-SIG-002", f"signed with {used} but twin {twin.id}'s key is {twin.key_type}"
-        try:
-            if verifies(digest(msg), sig, twin.public_key, used):
-                return None, ""
-            if msg.get("pxy") is True and verifies(hashlib.md5(challenge({**msg, "pxy": False})).digest(), sig, twin.public_key, used):
-                return "RMB-SIG-003", "the signature verifies over a challenge ending with false, but pxy is true"
-            if verifies(hashlib.md5(challenge(msg)).hexdigest().encode("ascii"), sig, twin.public_key, used):
-                return "RMB-SIG-004", "the signature verifies over the digest's hex text, not its 16 raw bytes"
-        except (TypeError, ValueError, UnicodeError) as exc:
-            return "RMB-SIG-002", f"the challenge cannot be built: {exc}"
-        return "RMB-SIG-002", f"the {used} signature does not verify under twin {twin.id}'s key"
+        rule, why, _ = signature_verdict(msg, twin.public_key, twin.key_type, f"twin {twin.id}'s")
+        return rule, why
 
     def life(self, twin: int | None) -> tuple[float, float, Rec, dict] | None:
         """(start, end, record, request) of the request's backlog entry on ``twin``: from its

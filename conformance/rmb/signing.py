@@ -8,6 +8,7 @@ py-bip39-bindings), which is how @polkadot/keyring derives it: PBKDF2 over the e
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Any
@@ -127,16 +128,25 @@ class BadSignature(Exception):
         self.rule, self.reason = rule, reason
 
 
+def _sig_bytes(sig_hex: str) -> bytes | None:
+    """The bytes of a sig written as signature.yaml's sig_text says (lower-case hex digits, two
+    per byte, nothing else), or None. ``bytes.fromhex`` alone would take spaces, a newline and
+    upper case: text no v1 signer writes."""
+    digits = _sig_spec()["sig_text"]["digits"]
+    if len(sig_hex) % 2 or sig_hex.strip(digits):
+        return None
+    return bytes.fromhex(sig_hex)
+
+
 def parse_sig(msg: dict[str, Any]) -> tuple[str, bytes]:
     """(key type, 64-byte signature) of ``msg``'s sig; :class:`BadSignature` (RMB-SIG-001) when it
     is missing or malformed. Needs no key: the log checker judges the form of every sig with it."""
     sig_hex = msg.get("sig")
     if not isinstance(sig_hex, str) or not sig_hex:
         raise BadSignature("RMB-SIG-001", "the message is not signed (sig empty or missing)")
-    try:
-        raw = bytes.fromhex(sig_hex)
-    except ValueError:
-        raise BadSignature("RMB-SIG-001", "sig is not hex") from None
+    raw = _sig_bytes(sig_hex)
+    if raw is None:
+        raise BadSignature("RMB-SIG-001", "sig is not lower-case hex (two digits 0-9a-f per byte, nothing else)")
     spec = _sig_spec()
     if len(raw) != spec["signature_hex_bytes"]:
         raise BadSignature("RMB-SIG-001", f"sig is {len(raw)} bytes, expected {spec['signature_hex_bytes']} (prefix + 64)")
@@ -147,25 +157,89 @@ def parse_sig(msg: dict[str, Any]) -> tuple[str, bytes]:
     return used, raw[1:]
 
 
+# An sr25519 signature of the right form (zero scalars, schnorrkel's marker bit set): schnorrkel
+# reads it without complaint, so that verifying it fails on the key alone when the key is no point.
+_PROBE_SIGNATURE = bytes(63) + b"\x80"
+
+
+@functools.lru_cache(maxsize=1024)
+def public_key_problem(public: bytes, key_type: str) -> str | None:
+    """Why ``public`` cannot be a ``key_type`` public key, or None. An sr25519 key must be the
+    encoding of a Ristretto point; libsodium takes any 32 bytes as an ed25519 key (one that is
+    no point verifies nothing), so only their number is judged."""
+    if len(public) != 32:
+        return f"expected 32 bytes, found {len(public)}"
+    if key_type != SR25519:
+        return None
+    import sr25519
+
+    try:
+        sr25519.verify(_PROBE_SIGNATURE, b"", public)
+    except ValueError as exc:
+        return f"not an sr25519 public key ({exc})"
+    return None
+
+
 def verifies(data: bytes, signature: bytes, public: bytes, key_type: str) -> bool:
-    """Whether ``signature`` (64 bytes) is ``key_type``'s signature of ``data`` under ``public``."""
+    """Whether ``signature`` (64 bytes) is ``key_type``'s signature of ``data`` under ``public``.
+    A signature schnorrkel cannot even read (a scalar out of range, no marker bit) is simply not
+    a valid one. A ``public`` that is no key (:func:`public_key_problem`) is a ValueError: no
+    signature could verify under it, and saying so is the caller's."""
     if key_type == ED25519:
         try:
             nacl.signing.VerifyKey(public).verify(data, signature)
-        except (nacl.exceptions.BadSignatureError, ValueError):
+        except (nacl.exceptions.BadSignatureError, ValueError, TypeError):
             return False
         return True
+    problem = public_key_problem(public, key_type)
+    if problem:
+        raise ValueError(problem)
     import sr25519
 
-    return bool(sr25519.verify(signature, data, public))
+    try:
+        return bool(sr25519.verify(signature, data, public))
+    except ValueError:
+        return False
+
+
+def signature_verdict(msg: dict[str, Any], public: bytes, key_type: str, whose: str) -> tuple[str | None, str, str | None]:
+    """(rule, why, key type used) of ``msg``'s signature under ``public``, a ``key_type`` key
+    (``whose``: how the reason names the key, "twin 5's"): rule None when it verifies; RMB-SIG-001
+    malformed; RMB-SIG-002 wrong, signed with another key type, or a key that is no key; -003 / -004
+    when it verifies over a known wrong challenge. Never raises: every value is a verdict. The one
+    judgement of ``rmkit check`` and ``rmkit rmb verify``."""
+    try:
+        used, sig = parse_sig(msg)
+    except BadSignature as bad:
+        return bad.rule, bad.reason, None
+    if used != key_type:
+        return "RMB-SIG-002", f"signed with {used} but {whose} key is {key_type}", used
+    problem = public_key_problem(public, key_type)
+    if problem:
+        return "RMB-SIG-002", f"{whose} key is no {key_type} public key, nothing verifies under it: {problem}", used
+    try:
+        if verifies(digest(msg), sig, public, used):
+            return None, "", used
+        if msg.get("pxy") is True and verifies(hashlib.md5(challenge({**msg, "pxy": False})).digest(), sig, public, used):
+            return "RMB-SIG-003", "the signature verifies over a challenge ending with false, but pxy is true", used
+        if verifies(hashlib.md5(challenge(msg)).hexdigest().encode("ascii"), sig, public, used):
+            return "RMB-SIG-004", "the signature verifies over the digest's hex text, not its 16 raw bytes", used
+    except (TypeError, ValueError, UnicodeError) as exc:
+        return "RMB-SIG-002", f"the challenge cannot be built: {exc}", used
+    return "RMB-SIG-002", f"the {used} signature does not verify under {whose} key", used
 
 
 def verify(msg: dict[str, Any], public: bytes, key_type: str | None = None) -> str:
     """Return the key type the signature used; raise :class:`BadSignature` when it does not
-    verify under ``public`` (and, when given, is not of ``key_type``)."""
+    verify under ``public`` (and, when given, is not of ``key_type``). The daemons' check: one
+    verification, no search for the wrong challenge a failure was made with
+    (:func:`signature_verdict` names it)."""
     used, signature = parse_sig(msg)
     if key_type and used != key_type:
         raise BadSignature("RMB-SIG-002", f"signed with {used} but the key is {key_type}")
+    problem = public_key_problem(public, used)
+    if problem:
+        raise BadSignature("RMB-SIG-002", f"the key is no {used} public key: {problem}")
     if not verifies(digest(msg), signature, public, used):
         raise BadSignature("RMB-SIG-002", f"{used} signature does not verify over the challenge's MD5")
     return used

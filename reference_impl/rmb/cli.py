@@ -194,8 +194,19 @@ def cmd_up(args) -> int:
 
     for sig in (signal.SIGINT, signal.SIGTERM):  # set, not inherited: a shell may start us with SIGINT ignored
         signal.signal(sig, on_signal)
+    from rmkit.interrupts import Interrupted, signals_interrupt
+
     try:
-        cluster.start()
+        # while the twins start, a signal stops the start at once (Cluster.start stops what it has
+        # started); its children got the terminal's Ctrl-C too, and their exits are its effect, not
+        # the failure to report
+        with signals_interrupt():
+            cluster.start()
+    except Interrupted as exc:
+        print(f"rmkit rmb up: interrupted ({exc}) while the twins were starting; every process it started is stopped; "
+              "no verdict", file=sys.stderr)
+        return 2
+    try:
         print(cluster.describe(), flush=True)
         print("ready (Ctrl-C stops every twin)", flush=True)
         import time

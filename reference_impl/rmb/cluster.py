@@ -19,6 +19,7 @@ from pathlib import Path
 from rmkit.conformance.rmb.directory import Directory, Twin
 from rmkit.conformance.rmb.signing import keypair
 from rmkit.errors import UsageError
+from rmkit.interrupts import held
 from rmkit.reference_impl.rmb.redisproc import RedisServer, free_port
 
 
@@ -86,18 +87,19 @@ class Cluster:
             for t in self.twins:
                 t.redis.start()
             for t in self.twins:
-                t.proc = subprocess.Popen([sys.executable, "-m", "rmkit.reference_impl.rmb.cli", "serve", "--twin", str(t.twin),
-                                           "--directory", str(self.directory_path), "--seed", t.seed.hex(), "--redis", t.redis.url,
-                                           "--profile", self.profile, "--workers", str(self.workers), "--log", str(t.log),
-                                           "--listen", f"127.0.0.1:{t.http_port}"],
-                                          stdout=subprocess.DEVNULL, stderr=self._stderr(f"twin-{t.twin}.stderr"),
-                                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
-                if t.record_port:
-                    t.recorder = subprocess.Popen([sys.executable, "-m", "rmkit.reference_impl.rmb.recorder", "--listen",
-                                                   f"127.0.0.1:{t.record_port}", "--target", f"127.0.0.1:{t.http_port}",
-                                                   "--log", str(self.dir / f"recorder-{t.twin}.log.jsonl")],
-                                                  stdout=subprocess.DEVNULL, stderr=self._stderr(f"recorder-{t.twin}.stderr"),
-                                                  env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                with held():  # each process started and recorded (to be stopped), or not started
+                    t.proc = subprocess.Popen([sys.executable, "-m", "rmkit.reference_impl.rmb.cli", "serve", "--twin", str(t.twin),
+                                               "--directory", str(self.directory_path), "--seed", t.seed.hex(), "--redis", t.redis.url,
+                                               "--profile", self.profile, "--workers", str(self.workers), "--log", str(t.log),
+                                               "--listen", f"127.0.0.1:{t.http_port}"],
+                                              stdout=subprocess.DEVNULL, stderr=self._stderr(f"twin-{t.twin}.stderr"),
+                                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                    if t.record_port:
+                        t.recorder = subprocess.Popen([sys.executable, "-m", "rmkit.reference_impl.rmb.recorder", "--listen",
+                                                       f"127.0.0.1:{t.record_port}", "--target", f"127.0.0.1:{t.http_port}",
+                                                       "--log", str(self.dir / f"recorder-{t.twin}.log.jsonl")],
+                                                      stdout=subprocess.DEVNULL, stderr=self._stderr(f"recorder-{t.twin}.stderr"),
+                                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
             deadline = time.monotonic() + timeout
             for t in self.twins:
                 for (name, proc, err), port in zip(t.children(self.dir), (t.http_port, t.record_port)):
@@ -136,6 +138,10 @@ class Cluster:
         return None
 
     def stop(self) -> None:
+        with held():  # a second Ctrl-C does not cut the stop in half
+            self._stop()
+
+    def _stop(self) -> None:
         procs = [p for t in self.twins for p in (t.proc, t.recorder) if p]
         for p in procs:
             if p.poll() is None:

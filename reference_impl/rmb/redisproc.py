@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from rmkit.errors import UsageError
+from rmkit.interrupts import held
 
 
 def free_port() -> int:
@@ -35,9 +36,10 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self, timeout: float = 10.0) -> "RedisServer":
-        self.proc = subprocess.Popen([self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-                                      "--appendonly", "no", "--daemonize", "no", "--dir", str(self.dir)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        with held():  # started and recorded (to be stopped), or neither
+            self.proc = subprocess.Popen([self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+                                          "--appendonly", "no", "--daemonize", "no", "--dir", str(self.dir)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -54,6 +56,10 @@ class RedisServer:
         raise UsageError(f"redis-server on port {self.port} did not answer within {timeout} s")
 
     def stop(self) -> None:
+        with held():  # a second Ctrl-C does not cut the stop in half
+            self._stop()
+
+    def _stop(self) -> None:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:

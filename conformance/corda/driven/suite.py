@@ -511,14 +511,17 @@ def read_saved(path) -> tuple[str, str, list]:
     def bad(where: str, what: str) -> UsageError:
         return UsageError(f"FILE {path}: {where}: {what}")
 
+    from rmkit.jsondoc import DocumentError, document_problem, read_json_document
+
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"FILE {path}: cannot read ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise UsageError(f"FILE {path}: not a saved corda scenario (not JSON: {exc})") from None
+        doc, text = read_json_document(path)
+    except DocumentError as exc:
+        raise UsageError(f"FILE {path}: not a saved corda scenario ({exc})") from None
     if not isinstance(doc, dict):
         raise UsageError(f"FILE {path}: not a saved corda scenario (expected a JSON object, found {type(doc).__name__})")
+    problem = document_problem(doc, "corda-scenario", text)  # types and ranges: the checks below meet only the values they expect
+    if problem is not None:
+        raise bad(problem[0] or "(top)", problem[1])
     if doc.get("protocol", "corda") != "corda":
         raise bad("protocol", f"expected 'corda', found {doc['protocol']!r}")
     role = doc.get("role", "receiver")

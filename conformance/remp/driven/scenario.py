@@ -59,15 +59,20 @@ def read_scenario(path: str | Path) -> Scenario:
     """A scenario file back, checked against ``spec/schema/remp-scenario.schema.json`` (with its
     format version), the roles and profiles of the spec, and each step's event against the wire
     types; errors name the file, line and field."""
+    from rmkit.logread import MAX_LINE_BYTES, UTF8_BOM, line_too_long, split_lines
+
     p = Path(path)
     try:
-        raw = p.read_bytes().splitlines()
+        data = p.read_bytes()
     except OSError as exc:
         raise UsageError(f"{p}: cannot read ({exc.strerror})") from None
+    raw, rest = split_lines(data[len(UTF8_BOM):] if data.startswith(UTF8_BOM) else data)  # the lines rmkit check reads
     rows = []
-    for n, line in enumerate(raw, 1):
+    for n, line in enumerate(raw + ([rest] if rest else []), 1):
         if not line.strip():
             continue
+        if len(line) > MAX_LINE_BYTES:
+            raise UsageError(f"{p}:{n}: {line_too_long(len(line))}")
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:

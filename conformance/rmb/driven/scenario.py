@@ -63,16 +63,20 @@ def read_scenario(path: str | Path) -> Scenario:
     """A saved scenario back; errors name the file and the field."""
     from rmkit.conformance.rmb.model import rmb_spec
 
+    from rmkit.jsondoc import DocumentError, document_problem, read_json_document
+
     p = Path(path)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"{p}: cannot read ({exc.strerror})") from None
-    except ValueError as exc:
-        raise UsageError(f"{p}:{getattr(exc, 'lineno', 1)}: not JSON ({exc})") from None
+        doc, text = read_json_document(p)
+    except DocumentError as exc:
+        raise UsageError(f"{p}:{exc.line or 1}: {exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        raise UsageError(f"{p}:1: field format: expected {FORMAT!r} (a file written by rmkit conform --protocol rmb), found {found!r}")
+        raise UsageError(f"{p}:1: field format: expected {FORMAT!r} (a file written by rmkit conform --protocol rmb), found {found!r:.80}")
+    problem = document_problem(doc, "rmb-scenario", text)  # types and ranges: what follows meets only the values it expects
+    if problem is not None:
+        where, what, line = problem
+        raise UsageError(f"{p}{':' + str(line) if line else ''}: field {where}: {what}")
     if doc.get("profile") not in rmb_spec().profiles:
         raise UsageError(f"{p}: field profile: expected one of {', '.join(rmb_spec().profiles)}, found {doc.get('profile')!r}")
     acts = doc.get("acts")
