@@ -125,6 +125,72 @@ def sources_not_requirements(items: Iterable[dict], sentences: list[dict]) -> di
     return {i: f for i, f in source_forces(items, sentences).items() if "requirement" not in f}
 
 
+def needs_freedom(sentence: dict) -> bool:
+    """Whether a sentence leaves an implementation a choice that driven conformance must honour: its
+    force is permission or proposal, or two or more of its readings are taken by some profile."""
+    taken = [r for r in sentence.get("readings") or () if r["profiles"]]
+    return sentence["force"] in ("permission", "proposal") or len(taken) >= 2
+
+
+def freedom_quotes(freedom: dict) -> list[dict]:
+    """The quoted sources of a freedom (its ``sources`` and its readings' ``source``), reference
+    facts left out."""
+    out = [s for s in _sources(freedom) if "quote" in s]
+    out += [r["source"] for r in freedom.get("readings") or () if "quote" in r.get("source", {})]
+    return out
+
+
+def quoted_by(src: dict, sentence: dict) -> bool:
+    """Whether a quote (doc, quote) is one of the sentence's renderings, or holds one, or lies in one."""
+    q = normalise(src["quote"])
+    return any(r["doc"] == src["doc"] and (q in normalise(r["quote"]) or normalise(r["quote"]) in q)
+               for r in sentence["renderings"])
+
+
+def freedom_derivation_problems(sentences: list[dict], freedoms: list[dict], fact_profiles: Iterable[str]) -> list[str]:
+    """Where the freedoms a judge accepts and the sentences that leave a choice are not the same:
+    a choice-leaving sentence with neither or both of ``freedom`` / ``freedom_why``; a ``freedom``
+    that does not exist or does not quote the sentence; a freedom no sentence names (unless it rests
+    on reference facts alone and binds only in ``fact_profiles``, the profiles that claim facts); a
+    freedom quoting a sentence that leaves no choice (a requirement without readings: the kit's
+    invention), or quoting no sentence at all; a fact source in a freedom none of whose profiles
+    claims facts."""
+    fact_profiles = set(fact_profiles)
+    by_id = {f["id"]: f for f in freedoms}
+    problems: list[str] = []
+    named: set[str] = set()
+    for s in sentences:
+        has = [k for k in ("freedom", "freedom_why") if k in s]
+        if needs_freedom(s) and len(has) != 1:
+            problems.append(f"{s['id']}: a {s['force']} or open reading needs exactly one of freedom, freedom_why (has {has or 'neither'})")
+        if not needs_freedom(s) and has:
+            problems.append(f"{s['id']}: leaves no choice ({s['force']}, no open reading) but has {has}")
+        if "freedom" not in s:
+            continue
+        f = by_id.get(s["freedom"])
+        if f is None:
+            problems.append(f"{s['id']}: freedom {s['freedom']} does not exist")
+            continue
+        named.add(f["id"])
+        if not any(quoted_by(q, s) for q in freedom_quotes(f)):
+            problems.append(f"{s['id']}: freedom {f['id']} quotes none of its renderings")
+    for f in freedoms:
+        quotes = freedom_quotes(f)
+        facts_only_there = not quotes and set(f["profiles"]) <= fact_profiles
+        if f["id"] not in named and not facts_only_there:
+            problems.append(f"{f['id']}: no sentence names it")
+        if any("quote" not in src for src in _sources(f)) and not set(f["profiles"]) & fact_profiles:
+            problems.append(f"{f['id']}: rests on a reference fact but binds in no profile that claims facts")
+        for q in quotes:
+            hits = [s for s in sentences if quoted_by(q, s)]
+            if not hits:
+                problems.append(f"{f['id']}: quotes a sentence no entry holds: {q['doc']} “{q['quote']}”")
+            for s in hits:
+                if not needs_freedom(s):
+                    problems.append(f"{f['id']}: rests on {s['id']}, a {s['force']} that leaves no choice")
+    return problems
+
+
 def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
@@ -149,5 +215,9 @@ def traceability_markdown(sentences: list[dict], documents: str) -> list[str]:
         if s.get("readings"):
             force += "<br>readings: " + "; ".join(
                 f"{_cell(r['reading'])} [{', '.join(r['profiles']) or 'no profile'}]" for r in s["readings"])
+        if "freedom" in s:
+            force += f"<br>freedom: {s['freedom']}"
+        elif "freedom_why" in s:
+            force += f"<br>no freedom: {_cell(s['freedom_why'])}"
         out.append(f"| {s['id']} | {quote} | {force} | {s['status']} | {_cell(checks)} | {text or '-'} |")
     return out
