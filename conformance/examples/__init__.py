@@ -45,6 +45,7 @@ LEGAL = {
     "total_current_set": ("fullnode", ("spec",), "total_validators of the current set during an announced switch"),
     "no_vote_records": ("validator", ("spec", "ever-node"), "no accept or reject record of its collator's verdicts (REMP-FREE-011)"),
     "remembers_short_sessions": ("validator", ("spec",), "a message kept past N+2 after short sessions, 001's exception (REMP-FREE-013)"),
+    "processed_whole": ("validator", ("spec", "ever-node"), "processed messages handed over whole, the base protocol (REMP-FREE-014)"),
     "every_copy_broadcast": ("validator", ("spec", "ever-node"),
                              "every copy of a message into the catchain, 000's base protocol (REMP-FREE-010)"),
 }

@@ -446,8 +446,19 @@ class Judge:
         key = lambda x: _key(x)  # noqa: E731
         e_full, e_dig = {key(x) for x in e["full"]}, {key(x) for x in e["digests"]}
         a_full, a_dig = [key(x) for x in a.get("full") or []], [key(x) for x in a.get("digests") or []]
-        extra = [k for k in a_full if k not in e_full] + [k for k in a_dig if k not in e_dig]
-        missing = [x["msg_id"] for x in need_full if key(x) not in a_full] + [x["msg_id"] for x in need_dig if key(x) not in a_dig]
+        # the base protocol forwards processed messages as they are; sending them as ids is one of
+        # 000's proposals ("Only currently processed messages should be delivered in full"): a
+        # processed message handed over whole stands for its digest
+        whole = set()
+        if "handover_whole" in self.free:
+            full_ids = {x.get("msg_id") for x in a.get("full") or [] if isinstance(x, dict)}
+            whole = {x["msg_id"] for x in need_dig if key(x) not in a_dig and x.get("status") == "accepted" and x["msg_id"] in full_ids}
+        extra = ([k for x, k in zip(a.get("full") or [], a_full) if k not in e_full and not (isinstance(x, dict) and x.get("msg_id") in whole)]
+                 + [k for k in a_dig if k not in e_dig])
+        missing = ([x["msg_id"] for x in need_full if key(x) not in a_full]
+                   + [x["msg_id"] for x in need_dig if key(x) not in a_dig and x["msg_id"] not in whole])
+        if whole:
+            used.add("handover_whole")
         self._kept = {}
         stale = self._obsolete_entries(a, e_full | e_dig, switched)
         if self._kept:  # copied on under 001's short-session exception
