@@ -328,6 +328,8 @@ def _children(pid: int) -> list[int]:
     return procs_whose(1, pid)
 
 
+# waits until the daemon listens, then a little longer, so that the kit has seen it listen before the
+# wrapper exits (the kit polls the port and the process alike)
 WAIT_FOR_PORT = """import socket, sys, time
 while True:
     try:
@@ -335,6 +337,7 @@ while True:
         break
     except OSError:
         time.sleep(0.05)
+time.sleep(3)
 """
 
 

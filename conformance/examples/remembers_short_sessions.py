@@ -19,7 +19,7 @@ class RememberLonger(Validator):
     def _longer(self, session) -> bool:
         starts = getattr(self, "_starts", {})
         first, now = starts.get(session), starts.get(self.session)
-        return first is not None and now is not None and now - first <= 2 * self.lifetime_ms
+        return first is not None and now is not None and now - first < 2 * self.lifetime_ms
 
     def _forward(self, session, to_session, time):
         f = super()._forward(session, to_session, time)

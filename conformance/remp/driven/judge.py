@@ -518,7 +518,7 @@ class Judge:
         if "short_sessions" not in self.free or origin is None or self.session is None or not self.lifetime_ms:
             return False
         first, now = self.starts.get(origin), self.starts.get(self.session)
-        return first is not None and now is not None and now - first <= 2 * self.lifetime_ms
+        return first is not None and now is not None and now - first < 2 * self.lifetime_ms
 
     # ---- validator: catchain records the documents let it add or leave out --------------------------
     def _records(self, exp, act, used):

@@ -249,6 +249,7 @@ def render_html(rep: ConformReport) -> str:
     broken = [r for r in rows_of if r["status"] == FAIL]
     covered = sum(1 for r in rows_of if r["covered_by"])
     undrivable = sum(1 for r in rows_of if not r["covered_by"] and r["why"].startswith("not drivable"))
+    unexplained = sum(1 for r in rows_of if r["status"] == NOT_COVERED and not r["why"].startswith("not drivable"))
     judged = [r for r in rep.results if r.verdict == FAIL and not unreached(r)]
     verdict = "no verdict" if rep.not_driven and not judged and not rep.kit_errors else rep.verdict
     sections = []
@@ -268,7 +269,8 @@ def render_html(rep: ConformReport) -> str:
     sections.append(("rules", "Per-rule matrix", (
         f"<p>Coverage: {covered} of {len(rows_of)} rules in scope are covered by a scenario (catalogue or generated) "
         f"that catches their mutant (a reference that breaks exactly that rule) with a failure attributed to the rule; "
-        f"{undrivable} are not drivable, with the reason; a rule passes only when a covering scenario ran clean.</p>")
+        f"{undrivable} are listed as not drivable, with the reason; {unexplained} are neither (see \"why not covered\"). "
+        f"A rule passes only when a covering scenario ran clean.</p>")
         + table(["rule", "title", "status", "covered by", "scenarios that catch its mutant", "why not covered"],
                 [[f"<code>{e(r['id'])}</code>", e(r["title"]), status_cell(r["status"]), str(len(r["covered_by"])),
                   e(", ".join(r["covered_by"][:6]) + (" …" if len(r["covered_by"]) > 6 else "")), e(r["why"])]

@@ -457,15 +457,13 @@ def render_html(rep: ConformReport) -> str:
             f"<h3 id='{e(run.scenario.id)}'>{e(run.scenario.id)}</h3><p>Reproduce:</p>"
             f"<code class='reproduce'>{e(rep.reproduce(run))}</code><pre>{e(chr(10).join(describe_run(run, rules)))}</pre>"
             for run in fails)))
+    verdicts = rule_verdicts(rep, rules)  # from evidence: a pass needs a scenario that catches the rule's mutant
     matrix = []
     for r in active:
-        if r.id in counts:
-            ok, bad = counts[r.id]
-            status = "fail" if bad and rules.mode(r.id) == "strict" else "non-strict" if bad else "pass"
-            note = ""
-        else:
-            ok = bad = 0
-            status, note = "not checked", NOT_DRIVEN.get(r.id, "no scenario of this run reached it")
+        what, n = verdicts.get(r.id, ("not exercised", "no scenario of this run reached it"))
+        ok, bad = counts.get(r.id, (0, 0))
+        status = ("fail" if rules.mode(r.id) == "strict" else "non-strict") if what == "fail" else what
+        note = f"covered by {n}" if what == "pass" else (n if what == "not exercised" else "")
         matrix.append([f"<code>{e(r.id)}</code>", e(r.title), e(rules.mode(r.id)), status_cell(status),
                        str(ok + bad), str(bad), e(note)])
     sections.append(("rules", "Per-rule matrix", table(["rule", "title", "mode", "status", "checks", "failed", "note"],
