@@ -8,7 +8,7 @@ from rmkit.conformance.corda.agreement import Scenario, agree, replay_behaviour,
 from rmkit.reference_impl.corda.receiver import ReceivingNode
 
 PROFILES = ["spec", "corda-os", "corda-os-2021", "corda-ent-fastpath"]
-ACTIONS = {"Suspend", "Produce", "SenderCrash", "Forward", "LinkLose", "LinkDup", "AckLose", "RemoteAccept",
+ACTIONS = {"Suspend", "Produce", "SenderCrash", "Forward", "Resend", "LinkLose", "LinkDup", "AckLose", "RemoteAccept",
            "BridgeAck", "BridgeRollback", "Deliver", "Commit", "Ack", "ReceiverCrash", "BrokerRestart"}
 
 
