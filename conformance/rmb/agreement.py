@@ -73,7 +73,8 @@ def model_view(v: dict) -> dict:
         "fwd": list(v["fwd"]),
         "rq": {d: v["rq"][d] for d in dests if v["rq"][d]},
         "held": sorted(d for d in dests if v["w"][d]),
-        "ex": {d: v["ex"][d] for d in dests},
+        # "late": on the wire since the second before; the reference's exchange is simply "sent"
+        "ex": {d: "sent" if v["ex"][d] == "late" else v["ex"][d] for d in dests},
         "todo": {d: v["todo"][d] for d in dests}, "rp": {d: v["rp"][d] for d in dests},
         "out": sorted((o["d"], o["k"], o["t"]) for o in v["out"]),
         "posts": {d: v["posts"][d] for d in dests},

@@ -22,8 +22,10 @@ from rmkit.tlc.generated import run_generated
 from rmkit.tlc.result import ERROR
 
 
-def _moves(h: Harness, view: dict, used: dict, budget: dict) -> list[dict]:
-    """The environment's possible moves in the observed state (never the daemon's own guards)."""
+def _moves(h: Harness, view: dict, used: dict, budget: dict, crossed: set) -> list[dict]:
+    """The environment's possible moves in the observed state (never the daemon's own guards).
+    ``crossed``: destinations whose request has been on the wire since before the last second (the
+    network holds a request across one second at most: no second passes until it arrives or is lost)."""
     moves = []
     if view["local"]:
         moves.append({"a": "Dispatch"})
@@ -57,7 +59,8 @@ def _moves(h: Harness, view: dict, used: dict, budget: dict) -> list[dict]:
         moves.append({"a": "Crash"})
     quiet = (not view["local"] and not view["fwd"] and not view["held"] and not view["rq"]
              and all(view["ex"][d] == "idle" and not view["todo"][d] and not view["rp"][d] for d in h.dests))
-    if view["clock"] < h.sc.max_time and (quiet or used["delay"] < budget["delay"]):
+    on_wire = any(view["ex"][d] == "sent" for d in crossed)
+    if view["clock"] < h.sc.max_time and not on_wire and (quiet or used["delay"] < budget["delay"]):
         moves.append({"a": "Tick", "quiet": quiet})
     return moves
 
@@ -69,12 +72,14 @@ async def _walk(sc: Scenario, redis_port: int, rng: random.Random, max_steps: in
     h = Harness(sc, redis_port)
     budget = dict(zip(("loss", "fail", "rloss", "dup", "crash", "delay"), sc.budgets))
     used = {k: 0 for k in budget}
+    crossed: set = set()
     with _virtual_environment(h.clock, h.sched):
         await h.start()
         try:
             views = [await h.view()]
             for _ in range(max_steps):
-                moves = _moves(h, views[-1], used, budget)
+                crossed &= {d for d in h.dests if views[-1]["ex"][d] == "sent"}
+                moves = _moves(h, views[-1], used, budget, crossed)
                 if not moves:
                     break
                 move = rng.choice(moves)
@@ -83,6 +88,8 @@ async def _walk(sc: Scenario, redis_port: int, rng: random.Random, max_steps: in
                 if move["a"] == "Tick" and not move.pop("quiet"):
                     used["delay"] += 1
                 move.pop("quiet", None)
+                if move["a"] == "Tick":
+                    crossed = {d for d in h.dests if views[-1]["ex"][d] == "sent"}
                 await h.step(move)
                 views.append({**await h.view(), "step": move["a"]})
         finally:
@@ -111,7 +118,8 @@ def _matches(view: dict, dests: list[int], prime: str) -> str:
              "out" + p + " = {" + ", ".join(f'[d |-> {d}, k |-> "{k}", t |-> {t}]' for d, k, t in view["out"]) + "}",
              "got" + p + " = {" + ", ".join(f"[d |-> {d}, t |-> {t}]" for d, t in view["got"]) + "}"]
     for d in dests:
-        parts += [f'ex{p}[{d}] = "{view["ex"][d]}"', f"todo{p}[{d}] = {view['todo'][d]}", f"rp{p}[{d}] = {view['rp'][d]}",
+        ex = view["ex"][d]
+        parts += [f'ex{p}[{d}] \\in OnWire' if ex == "sent" else f'ex{p}[{d}] = "{ex}"', f"todo{p}[{d}] = {view['todo'][d]}", f"rp{p}[{d}] = {view['rp'][d]}",
                   f"posts{p}[{d}] = {view['posts'][d]}", f"rq{p}[{d}] = {view['rq'].get(d, 0)}"]
     return " /\\ ".join(parts)
 

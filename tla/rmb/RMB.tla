@@ -52,7 +52,10 @@ Restamp == RestampIn(Profile)
 RefuseExpired == RefuseExpiredIn(Profile)
 Scrubber == ScrubberIn(Profile)
 
-Exchanges == {"idle", "sent", "accepted", "refused", "failed", "lost"}
+\* "late": a request on the wire since the second before (the network holds a request across one
+\* second at most: it reaches the destination or is lost before the next second passes).
+Exchanges == {"idle", "sent", "late", "accepted", "refused", "failed", "lost"}
+OnWire == {"sent", "late"}
 Answered == {"accepted", "refused", "failed", "lost"}
 
 VARIABLES
@@ -198,7 +201,7 @@ ReplyArrive(d) ==
 Crash ==
     /\ ~Spent("crash") /\ Use("crash")
     /\ w' = [d \in Dst |-> 0]
-    /\ ex' = [d \in Dst |-> IF ex[d] = "sent" THEN "sent" ELSE "idle"]
+    /\ ex' = [d \in Dst |-> IF ex[d] \in OnWire THEN ex[d] ELSE "idle"]
     /\ last' = [a |-> "Crash"]
     /\ UNCHANGED <<clock, local, bl, hash, fwd, rq, out, posts, liveUntil, Remote>>
 
@@ -206,7 +209,7 @@ Crash ==
 \* d's remote endpoint gets the request: refused when expired where the profile checks
 \* (RMB-REMOTE-007), else queued for d's handler (RMB-REMOTE-005) and accepted.
 Arrive(d) ==
-    /\ ex[d] = "sent"
+    /\ ex[d] \in OnWire
     /\ IF RefuseExpired /\ clock > Deadline
        THEN /\ ex' = [ex EXCEPT ![d] = "refused"]
             /\ UNCHANGED <<got, todo>>
@@ -217,14 +220,14 @@ Arrive(d) ==
     /\ UNCHANGED <<clock, local, bl, hash, fwd, rq, w, rp, out, posts, liveUntil, budget>>
 
 Fail(d) ==
-    /\ ex[d] = "sent" /\ ~Spent("fail") /\ Use("fail")
+    /\ ex[d] \in OnWire /\ ~Spent("fail") /\ Use("fail")
     /\ ex' = [ex EXCEPT ![d] = "failed"]
     /\ last' = [a |-> "Fail", d |-> d]
     /\ UNCHANGED <<clock, local, bl, hash, fwd, rq, w, out, posts, liveUntil, Remote>>
 
 \* The request, or the answer to it, is lost: the sender sees a connection error.
 Lose(d) ==
-    /\ ex[d] \in {"sent", "accepted", "refused", "failed"} /\ ~Spent("loss") /\ Use("loss")
+    /\ ex[d] \in OnWire \cup {"accepted", "refused", "failed"} /\ ~Spent("loss") /\ Use("loss")
     /\ ex' = [ex EXCEPT ![d] = "lost"]
     /\ last' = [a |-> "Lose", d |-> d, was |-> ex[d]]
     /\ UNCHANGED <<clock, local, bl, hash, fwd, rq, w, out, posts, liveUntil, Remote>>
@@ -250,25 +253,24 @@ ReplyDup(d) ==
     /\ UNCHANGED <<clock, local, bl, hash, fwd, rq, w, ex, out, posts, liveUntil, todo, got>>
 
 \* ---- time ----
-\* Where the adversary may let a second pass while work is pending: anywhere. A configuration can
-\* narrow it by replacing this definition (`DelayPossible <- SenderSideDelay`, MCRMB.tla).
-DelayPossible == TRUE
-
 Quiet == ~local /\ fwd = <<>> /\ \A d \in Dst : w[d] = 0 /\ ex[d] = "idle" /\ rq[d] = 0 /\ todo[d] = 0 /\ rp[d] = 0
 
-\* A second passes: freely when nothing is pending, else as an adversary's delay. Redis drops a
+\* A second passes: freely when nothing is pending, else as an adversary's delay; a request on the
+\* wire may cross it (it arrives in the next second), not two. Redis drops a
 \* key whose TTL ran out; rmb-go's scrubber (once a second) removes the backlog entry past
 \* epoch + exp and pushes a "request timeout" error to $ret (RMB-BACKLOG-003).
 Tick ==
     /\ clock < MaxTime
-    /\ IF Quiet THEN UNCHANGED budget ELSE DelayPossible /\ ~Spent("delay") /\ Use("delay")
+    /\ \A d \in Dst : ex[d] # "late"
+    /\ IF Quiet THEN UNCHANGED budget ELSE ~Spent("delay") /\ Use("delay")
     /\ clock' = clock + 1
+    /\ ex' = [d \in Dst |-> IF ex[d] = "sent" THEN "late" ELSE ex[d]]
     /\ bl' = IF bl.on /\ clock' > bl.until THEN [bl EXCEPT !.on = FALSE] ELSE bl
     /\ LET scrub == Scrubber /\ hash.on /\ hash.epoch + Exp < clock'
        IN /\ hash' = IF scrub THEN [hash EXCEPT !.on = FALSE] ELSE hash
           /\ out' = IF scrub THEN out \cup {[d |-> hash.d, k |-> "timeout", t |-> clock']} ELSE out
     /\ last' = [a |-> "Tick"]
-    /\ UNCHANGED <<local, fwd, rq, w, ex, posts, liveUntil, Remote>>
+    /\ UNCHANGED <<local, fwd, rq, w, posts, liveUntil, Remote>>
 
 Next ==
     \/ Dispatch \/ Take \/ Crash \/ Tick
