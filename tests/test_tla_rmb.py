@@ -162,8 +162,8 @@ MUTATIONS = {
         "MCRMB_fanout_answered.cfg", {}, "AnsweredByDeadline"),
     # after the last failed attempt the worker drops the job instead of pushing an error to $ret
     "no_error_after_last_attempt": (
-        [("            /\\ out' = out \\cup {[d |-> d, k |-> \"error\", t |-> clock]}\n            /\\ UNCHANGED <<rq, hash, liveUntil>>",
-          "            /\\ UNCHANGED <<rq, hash, liveUntil, out>>")],
+        [("            /\\ out' = out \\cup {[d |-> d, k |-> \"error\", t |-> clock]}\n            /\\ UNCHANGED <<rq, hash, liveUntil, skew>>",
+          "            /\\ UNCHANGED <<rq, hash, liveUntil, skew, out>>")],
         "MCRMB_spec_answered.cfg", {}, "AnsweredByDeadline"),
 }
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import random
 
-from rmkit.conformance.rmb.agreement import BUDGETS, Harness, Scenario, _virtual_environment
+from rmkit.conformance.rmb.agreement import ABSENT, BUDGETS, Harness, Scenario, _virtual_environment
 from rmkit.tlc.generated import run_generated
 from rmkit.tlc.result import ERROR
 
@@ -149,7 +149,7 @@ TraceEnd == i < Lengths[which]
 ====
 """
     consts = [f'    Profile = "{sc.profile}"', f"    Dests = {sc.dests}", f"    Try = {sc.tries}", f"    Exp = {sc.exp}",
-              f"    MaxTime = {sc.max_time}"] + [f"    {b} = {v}" for b, v in zip(BUDGETS, sc.budgets)]
+              f"    MaxTime = {sc.max_time}"] + [f"    {b} = {v}" for b, v in zip(BUDGETS, sc.budgets)] + list(ABSENT)
     cfg = "CONSTANTS\n" + "\n".join(consts) + "\nSPECIFICATION TraceSpec\nINVARIANT TraceEnd\n"
     return module, cfg
 

@@ -5,7 +5,7 @@ EXTENDS RMB
 
 \* The state without the step label: behaviours that reach the same state by different steps are
 \* one state for TLC.
-view == <<clock, local, bl, hash, fwd, rq, w, ex, todo, rp, out, posts, got, liveUntil, budget>>
+view == <<clock, local, bl, hash, fwd, rq, w, ex, todo, rp, out, posts, got, liveUntil, skew, budget>>
 
 \* A destination of another implementation, which does not check the request's exp (document 004
 \* asks no check of it; the spec and rmb-go profiles make none): only the sender's own deadline check
