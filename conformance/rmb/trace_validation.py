@@ -18,8 +18,8 @@ import asyncio
 import random
 
 from rmkit.conformance.rmb.agreement import ABSENT, BUDGETS, Harness, Scenario, _virtual_environment
-from rmkit.tlc.generated import run_generated
-from rmkit.tlc.result import ERROR
+from rmkit.tlc.generated import trace_cfg, unfollowed_walks
+from rmkit.tlc.generated import trace_module as generated_trace_module
 
 
 def _moves(h: Harness, view: dict, used: dict, budget: dict, crossed: set) -> list[dict]:
@@ -125,41 +125,16 @@ def _matches(view: dict, dests: list[int], prime: str) -> str:
 
 
 def trace_module(sc: Scenario, walks: list[list[dict]]) -> tuple[str, str]:
-    """The walks as a TLA+ module: the model starts in the initial state of one walk (`which`) and
-    must take each recorded step; TraceEnd is violated in every walk the model followed to its end."""
+    """The walks as a TLA+ module (:func:`rmkit.tlc.generated.trace_module`) and its cfg."""
     dests = [d + 2 for d in range(sc.dests)]
-    init = "\n    [] ".join(f"wk = {j} -> {_matches(walk[0], dests, '')}" for j, walk in enumerate(walks, 1))
-    arms = [f"wk = {j} /\\ k = {k} -> {_matches(v, dests, chr(39))}"
-            for j, walk in enumerate(walks, 1) for k, v in enumerate(walk[1:], 2)]
-    steps = "\n    [] ".join(arms + ["OTHER -> FALSE"])
-    lengths = "<<" + ", ".join(str(len(w)) for w in walks) + ">>"
-    module = f"""---- MODULE RMBTrace ----
-\\* GENERATED: {len(walks)} walk(s) of the reference daemons; TLC finds the model taking them or not.
-EXTENDS RMB
-VARIABLES which, i
-Lengths == {lengths}
-InitOf(wk) ==
-    CASE {init}
-StepTo(wk, k) ==
-    CASE {steps}
-TraceInit == which \\in 1..{len(walks)} /\\ i = 1 /\\ Init /\\ InitOf(which)
-TraceNext == i < Lengths[which] /\\ Next /\\ i' = i + 1 /\\ UNCHANGED which /\\ StepTo(which, i + 1)
-TraceSpec == TraceInit /\\ [][TraceNext]_<<vars, which, i>>
-TraceEnd == i < Lengths[which]
-====
-"""
+    module = generated_trace_module("RMBTrace", "RMB", walks, lambda v, p: _matches(v, dests, p),
+                                    init="Init", next_="Next", vars_="vars")
     consts = [f'    Profile = "{sc.profile}"', f"    Dests = {sc.dests}", f"    Try = {sc.tries}", f"    Exp = {sc.exp}",
               f"    MaxTime = {sc.max_time}"] + [f"    {b} = {v}" for b, v in zip(BUDGETS, sc.budgets)] + list(ABSENT)
-    cfg = "CONSTANTS\n" + "\n".join(consts) + "\nSPECIFICATION TraceSpec\nINVARIANT TraceEnd\n"
-    return module, cfg
+    return module, trace_cfg(consts)
 
 
 def validate(sc: Scenario, walks: list[list[dict]], timeout: float = 120) -> list[int]:
     """The walks (numbered from 1) the model could NOT follow to their end; empty: every walk agrees."""
     module, cfg = trace_module(sc, walks)
-    result = run_generated("rmb", "RMBTrace", module, cfg, deadlock_check=False, timeout=timeout,
-                           continue_after_violation=True, max_traces=None, java_opts=("-XX:TieredStopAtLevel=1",))
-    if result.verdict == ERROR or not result.complete:
-        raise RuntimeError(result.error.message if result.error else "TLC did not finish")
-    followed = {cex.states[-1].values["which"] for cex in result.counterexamples}
-    return [j for j in range(1, len(walks) + 1) if j not in followed]
+    return unfollowed_walks("rmb", "RMBTrace", module, cfg, len(walks), timeout=timeout)
