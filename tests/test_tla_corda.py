@@ -39,7 +39,7 @@ def _config(name):
     return model, model.config(name)
 
 
-@pytest.mark.parametrize("name", ["fifo", "receiver", "os-2021", "os-2021-others", "live", "fastpath-reorder-small"] + [
+@pytest.mark.parametrize("name", ["fifo", "receiver", "os-2021", "os-2021-others", "live", "fastpath-reorder-small", "sessions"] + [
     pytest.param(n, marks=pytest.mark.slow)
     for n in ("spec", "fastpath", "sender", "fastpath-reorder", "fastpath-reorder-others")])
 def test_configuration_checks_to_the_manifest_figures(name):
@@ -112,7 +112,7 @@ def _cfg(profile, n, names, **bounds):
     """A cfg checking ``names``: the temporal ones as PROPERTIES (under FairSpec where one is a
     liveness property), the others as INVARIANTS."""
     consts = dict(sc="MaxSenderCrash", rc="MaxRcvCrash", br="MaxBrokerRestart", rb="MaxRollback", loss="MaxLoss", dup="MaxDup")
-    lines = ["CONSTANTS", f'    Profile = "{profile}"', f"    N = {n}"]
+    lines = ["CONSTANTS", f'    Profile = "{profile}"', f"    N = {n}", "    Sessions = 1"]
     lines += [f"    {v} = {bounds.get(k, 0)}" for k, v in consts.items()]
     spec = "FairSpec" if "EventuallyProcessed" in names else "Spec"
     lines += [f"SPECIFICATION {spec}", "VIEW view", "INVARIANTS " + " ".join(x for x in names if x not in TEMPORAL)]
@@ -133,9 +133,9 @@ MUTATIONS = {
     # the processed ids live in memory only: a crash forgets them
     "dedup_only_in_memory": (
         [("    /\\ proc' = <<>> /\\ toack' = <<>>\n    /\\ inq' = Undeliver(inq) /\\ iconn' = iconn + 1\n"
-          "    /\\ last' = [a |-> \"ReceiverCrash\"]\n    /\\ UNCHANGED <<Sender, Outbound, Link, itag, db, effects, sent, early>>",
+          "    /\\ last' = [a |-> \"ReceiverCrash\"]\n    /\\ UNCHANGED <<Sender, Outbound, Link, itag, db, effects, sent>>",
           "    /\\ proc' = <<>> /\\ toack' = <<>> /\\ db' = {}\n    /\\ inq' = Undeliver(inq) /\\ iconn' = iconn + 1\n"
-          "    /\\ last' = [a |-> \"ReceiverCrash\"]\n    /\\ UNCHANGED <<Sender, Outbound, Link, itag, effects, sent, early>>")],
+          "    /\\ last' = [a |-> \"ReceiverCrash\"]\n    /\\ UNCHANGED <<Sender, Outbound, Link, itag, effects, sent>>")],
         ("corda-os", 1, dict(rc=1)), ("ExactlyOnce",)),
     # the fast path answers NEW without a database read when no mark exists for the sender key
     "fast_path_without_db_read": (

@@ -85,7 +85,8 @@ AbsD(q) == [j \\in DOMAIN q |-> <<q[j].m.k, q[j].m.did, q[j].m.uuid, q[j].m.sq, 
 def trace_module(sc: Scenario, walks: list[list[dict]]) -> tuple[str, str]:
     module = generated_trace_module("CordaTrace", "CordaP2P", walks, _matches, init="InitState", next_="Next",
                                     vars_="vars", defs=DEFS)
-    consts = [f'    Profile = "{sc.profile}"', f"    N = {sc.n}"] + [f"    {b} = {v}" for b, v in zip(BOUNDS, sc.bounds)]
+    # the reference's System.one_session: one session
+    consts = [f'    Profile = "{sc.profile}"', f"    N = {sc.n}", "    Sessions = 1"] + [f"    {b} = {v}" for b, v in zip(BOUNDS, sc.bounds)]
     return module, trace_cfg(consts)
 
 

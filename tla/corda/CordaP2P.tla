@@ -4,9 +4,10 @@
 (* corda-as-built): exactly-once processing built from at-least-once       *)
 (* delivery, with crashes at every crash point of spec/corda/system.yaml.  *)
 (*                                                                         *)
-(* One flow on node A sends messages 1..N on one session to node B, one    *)
-(* per suspend. The path: A's checkpointed flow -> A's outbound queue      *)
-(* (internal.peers.B) -> the bridge -> a link that loses and duplicates    *)
+(* One flow on node A sends messages 1..N to node B, one per suspend, on  *)
+(* `Sessions` sessions in turn. The path: A's checkpointed flow -> A's     *)
+(* outbound queue (internal.peers.B) -> the bridge -> a link that loses    *)
+(* and duplicates                                                          *)
 (* messages and loses acknowledgements -> B's inbound queue                *)
 (* (p2p.inbound.B) -> B's deduplicator -> commit (checkpoint, processed    *)
 (* id, effect in one transaction) -> acknowledgement. The adversary: the   *)
@@ -26,6 +27,7 @@ EXTENDS Naturals, Sequences, FiniteSets, CordaProfiles
 CONSTANTS
     Profile,          \* one of Profiles
     N,                \* messages the flow sends (one per suspend)
+    Sessions,         \* sessions the flow has with B: message k goes on session ((k - 1) % Sessions) + 1
     MaxSenderCrash,   \* crash points: sender_after_checkpoint ...
     MaxRcvCrash,      \* ... receiver_before_commit / receiver_between_commit_and_ack
     MaxBrokerRestart, \* ... broker_restart (the receiving node's broker)
@@ -33,7 +35,7 @@ CONSTANTS
     MaxLoss,          \* messages or acknowledgements the link loses
     MaxDup            \* messages the link duplicates
 
-ASSUME Profile \in Profiles /\ N \in Nat \ {0}
+ASSUME Profile \in Profiles /\ N \in Nat \ {0} /\ Sessions \in 1..N
 
 InOrderBridge == InOrderBridgeIn(Profile)
 FastPath == FastPathIn(Profile)
@@ -59,7 +61,8 @@ vars == <<ckpt, produced, recov, epoch, seq, out, otag, transit, acks, inq, itag
 \* A message as the deduplicator sees it: index k (its payload), dedup id, sender UUID (process
 \* generation + 1; 0: none), sequence number (0: none). A flow's N- id is its suspend number.
 Msg == [k : 1..N, did : Nat, uuid : Nat, sq : Nat]
-Init(k) == k = 1        \* the session-init flag: the session's first message
+Session(k) == ((k - 1) % Sessions) + 1
+Init(k) == k <= Sessions   \* the session-init flag: the first message of its session
 
 Range(s) == {s[i] : i \in DOMAIN s}
 Remove(s, i) == SubSeq(s, 1, i - 1) \o SubSeq(s, i + 1, Len(s))
@@ -324,6 +327,6 @@ EventuallyProcessed == <>[](ckpt = N /\ \A k \in 1..N : Processed(k) = 1)
 \* builds the id from the checkpoint. What it buys is ExactlyOnce across the sender's replays, and
 \* tests/test_tla_corda.py shows ExactlyOnce failing when a replay sends under a fresh id.
 
-\* CORDA-ORDER-001: the session's messages reach the receiving flow in the order they were sent.
-FifoPerSession == \A i, j \in DOMAIN effects : i < j => effects[i] < effects[j]
+\* CORDA-ORDER-001: each session's messages reach the receiving flow in the order they were sent.
+FifoPerSession == \A i, j \in DOMAIN effects : i < j /\ Session(effects[i]) = Session(effects[j]) => effects[i] < effects[j]
 =============================================================================
