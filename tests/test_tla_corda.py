@@ -39,9 +39,9 @@ def _config(name):
     return model, model.config(name)
 
 
-@pytest.mark.parametrize("name", ["fifo", "receiver", "os-2021", "os-2021-others", "live", "fastpath-reorder-small", "sessions"] + [
+@pytest.mark.parametrize("name", ["fifo", "receiver", "os-2021", "os-2021-others", "live", "fastpath-reorder", "fastpath-reorder-others", "sessions"] + [
     pytest.param(n, marks=pytest.mark.slow)
-    for n in ("spec", "fastpath", "sender", "fastpath-reorder", "fastpath-reorder-others")])
+    for n in ("spec", "fastpath", "sender")])
 def test_configuration_checks_to_the_manifest_figures(name):
     model, cfg = _config(name)
     result = run_tlc(model.dir, cfg.module, cfg.cfg, workers=cfg.workers, deadlock_check=cfg.deadlock)
