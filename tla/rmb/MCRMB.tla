@@ -24,4 +24,6 @@ NoReplyInLastLiveSecond == \A o \in out : o.k = "reply" => o.t < liveUntil
 \* the deadline's second.
 NotAnsweredAtDeadline == ~(clock > Deadline /\ \A d \in Dst : \E o \in out : o.d = d)
                          \/ \A o \in out : o.t < Deadline
+\* EventuallyAnswered: every destination answered after HTTP lost a request or an answer.
+NotAnsweredAfterLoss == ~(budget["loss"] > 0 /\ \A d \in Dst : \E o \in out : o.d = d)
 =============================================================================

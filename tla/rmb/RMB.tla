@@ -312,6 +312,12 @@ Next ==
 
 Spec == Init /\ [][Next]_vars
 
+\* The daemons' own steps and the clock are weakly fair (each, while it stays enabled, is eventually
+\* taken); the adversary's moves are not, and each is bounded.
+FairSpec == Spec /\ WF_vars(Dispatch) /\ WF_vars(Take) /\ WF_vars(Tick)
+    /\ \A d \in Dst : /\ WF_vars(RetryTake(d)) /\ WF_vars(Post(d)) /\ WF_vars(GiveUpExpired(d)) /\ WF_vars(React(d))
+                     /\ WF_vars(Orphan(d)) /\ WF_vars(ReplyArrive(d)) /\ WF_vars(Arrive(d)) /\ WF_vars(HandlerReply(d))
+
 \* ---- properties ----
 \* RMB-REMOTE-007 / RMB-BACKLOG-002: no destination's handler gets the request after its deadline.
 NoDeliveryAfterExpiry == \A g \in got : g.t <= Deadline
@@ -329,4 +335,8 @@ RepliesOnlyWhileLive == \A o \in out : o.k = "reply" => o.t <= liveUntil
 AnsweredByDeadline ==
     /\ \A o \in out : o.t <= Deadline
     /\ clock > Deadline => \A d \in Dst : \E o \in out : o.d = d
+
+\* RMB-RETRY-002 (liveness): under FairSpec, every destination's reply or error eventually reaches
+\* $ret (the client that waits is eventually answered by each destination).
+EventuallyAnswered == <>(\A d \in Dst : \E o \in out : o.d = d)
 =============================================================================
