@@ -4,6 +4,7 @@ holding a value no action was written for, so tla/README.md promises TypeOK ever
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -47,3 +48,47 @@ def test_a_finding_configuration_checks_its_finding_alone(model, cfg):
     text = (model.dir / cfg.cfg).read_text()
     assert _invariants(text) == {"TypeOK", cfg.finding["invariant"]}, f"{model.name}/{cfg.cfg}"
     assert not re.search(r"(?m)^\s*PROPERT(Y|IES)\s", text), f"{model.name}/{cfg.cfg}"
+
+
+# ---- the properties list: every promise with its mutation and witness, runnable as written --------
+def _manifest_doc():
+    return json.loads(load_manifest().path.read_text())
+
+
+def _property_rows():
+    man = load_manifest()
+    return [(man.model(m["name"]), p) for m in _manifest_doc()["models"] for p in m.get("properties", [])]
+
+
+def _checked(model, cfg) -> set[str]:
+    text = (model.dir / cfg.cfg).read_text()
+    return _invariants(text) | {n for line in re.findall(r"(?m)^\s*PROPERT(?:Y|IES)\s+(.*)$", text) for n in line.split()}
+
+
+@pytest.mark.parametrize("model, prop", _property_rows(), ids=lambda v: v["name"] if isinstance(v, dict) else v.name)
+def test_a_listed_property_names_a_runnable_mutation_and_witness(model, prop):
+    """The mutation's configuration checks the property and passes unmutated (no finding), each edit's
+    text occurs once in its file, and the witness is an operator of the configuration's module."""
+    assert prop["kind"] in ("invariant", "property") and prop["promises"] and prop["adversary"]
+    mutation, witness = prop["mutation"], prop["witness"]
+    assert mutation["expect"] in ("violation", "liveness", "deadlock") and mutation["what"]
+    cfg = model.config(mutation["config"])
+    assert prop["name"] in _checked(model, cfg) and not cfg.finding, (prop["name"], cfg.name)
+    section = "INVARIANTS" if prop["kind"] == "invariant" else "PROPERTIES"
+    assert re.search(rf"(?m)^\s*{section}?\s.*\b{prop['name']}\b", (model.dir / cfg.cfg).read_text()), section
+    for edit in mutation["edits"]:
+        text = (model.dir / edit["file"]).read_text()
+        assert text.count(edit["old"]) == 1, (edit["file"], edit["old"])
+    wcfg = model.config(witness["config"])
+    module = (model.dir / f"{wcfg.module}.tla").read_text()
+    assert re.search(rf"(?m)^{witness['invariant']} ==", module), (wcfg.module, witness["invariant"])
+
+
+@pytest.mark.parametrize("model", [m for m in load_manifest().models
+                                   if any(x["name"] == m.name and "properties" in x for x in _manifest_doc()["models"])],
+                         ids=lambda m: m.name)
+def test_every_checked_property_is_listed(model):
+    """Whatever a passing configuration checks (TypeOK aside) has its mutation and witness listed."""
+    listed = {p["name"] for m, p in _property_rows() if m.name == model.name}
+    checked = set().union(*(_checked(model, c) for c in model.configs if not c.finding)) - {"TypeOK"}
+    assert checked <= listed, sorted(checked - listed)

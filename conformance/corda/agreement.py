@@ -82,7 +82,7 @@ SimSpec == SimInit /\\ [][SimNext]_<<vars, n>>
 SimDepthReached == n < {depth}
 ====
 """
-    consts = [f'    Profile = "{sc.profile}"', f"    N = {sc.n}"] + [f"    {b} = {v}" for b, v in zip(BOUNDS, sc.bounds)]
+    consts = [f'    Profile = "{sc.profile}"', f"    N = {sc.n}", "    Sessions = 1"] + [f"    {b} = {v}" for b, v in zip(BOUNDS, sc.bounds)]
     cfg = "CONSTANTS\n" + "\n".join(consts) + "\nSPECIFICATION SimSpec\nINVARIANT SimDepthReached\n"
     return module, cfg
 

@@ -17,13 +17,15 @@ from __future__ import annotations
 import asyncio
 import random
 
-from rmkit.conformance.rmb.agreement import BUDGETS, Harness, Scenario, _virtual_environment
-from rmkit.tlc.generated import run_generated
-from rmkit.tlc.result import ERROR
+from rmkit.conformance.rmb.agreement import ABSENT, BUDGETS, Harness, Scenario, _virtual_environment
+from rmkit.tlc.generated import trace_cfg, unfollowed_walks
+from rmkit.tlc.generated import trace_module as generated_trace_module
 
 
-def _moves(h: Harness, view: dict, used: dict, budget: dict) -> list[dict]:
-    """The environment's possible moves in the observed state (never the daemon's own guards)."""
+def _moves(h: Harness, view: dict, used: dict, budget: dict, crossed: set) -> list[dict]:
+    """The environment's possible moves in the observed state (never the daemon's own guards).
+    ``crossed``: destinations whose request has been on the wire since before the last second (the
+    network holds a request across one second at most: no second passes until it arrives or is lost)."""
     moves = []
     if view["local"]:
         moves.append({"a": "Dispatch"})
@@ -57,7 +59,8 @@ def _moves(h: Harness, view: dict, used: dict, budget: dict) -> list[dict]:
         moves.append({"a": "Crash"})
     quiet = (not view["local"] and not view["fwd"] and not view["held"] and not view["rq"]
              and all(view["ex"][d] == "idle" and not view["todo"][d] and not view["rp"][d] for d in h.dests))
-    if view["clock"] < h.sc.max_time and (quiet or used["delay"] < budget["delay"]):
+    on_wire = any(view["ex"][d] == "sent" for d in crossed)
+    if view["clock"] < h.sc.max_time and not on_wire and (quiet or used["delay"] < budget["delay"]):
         moves.append({"a": "Tick", "quiet": quiet})
     return moves
 
@@ -69,12 +72,14 @@ async def _walk(sc: Scenario, redis_port: int, rng: random.Random, max_steps: in
     h = Harness(sc, redis_port)
     budget = dict(zip(("loss", "fail", "rloss", "dup", "crash", "delay"), sc.budgets))
     used = {k: 0 for k in budget}
+    crossed: set = set()
     with _virtual_environment(h.clock, h.sched):
         await h.start()
         try:
             views = [await h.view()]
             for _ in range(max_steps):
-                moves = _moves(h, views[-1], used, budget)
+                crossed &= {d for d in h.dests if views[-1]["ex"][d] == "sent"}
+                moves = _moves(h, views[-1], used, budget, crossed)
                 if not moves:
                     break
                 move = rng.choice(moves)
@@ -83,6 +88,8 @@ async def _walk(sc: Scenario, redis_port: int, rng: random.Random, max_steps: in
                 if move["a"] == "Tick" and not move.pop("quiet"):
                     used["delay"] += 1
                 move.pop("quiet", None)
+                if move["a"] == "Tick":
+                    crossed = {d for d in h.dests if views[-1]["ex"][d] == "sent"}
                 await h.step(move)
                 views.append({**await h.view(), "step": move["a"]})
         finally:
@@ -111,47 +118,23 @@ def _matches(view: dict, dests: list[int], prime: str) -> str:
              "out" + p + " = {" + ", ".join(f'[d |-> {d}, k |-> "{k}", t |-> {t}]' for d, k, t in view["out"]) + "}",
              "got" + p + " = {" + ", ".join(f"[d |-> {d}, t |-> {t}]" for d, t in view["got"]) + "}"]
     for d in dests:
-        parts += [f'ex{p}[{d}] = "{view["ex"][d]}"', f"todo{p}[{d}] = {view['todo'][d]}", f"rp{p}[{d}] = {view['rp'][d]}",
+        ex = view["ex"][d]
+        parts += [f'ex{p}[{d}] \\in OnWire' if ex == "sent" else f'ex{p}[{d}] = "{ex}"', f"todo{p}[{d}] = {view['todo'][d]}", f"rp{p}[{d}] = {view['rp'][d]}",
                   f"posts{p}[{d}] = {view['posts'][d]}", f"rq{p}[{d}] = {view['rq'].get(d, 0)}"]
     return " /\\ ".join(parts)
 
 
 def trace_module(sc: Scenario, walks: list[list[dict]]) -> tuple[str, str]:
-    """The walks as a TLA+ module: the model starts in the initial state of one walk (`which`) and
-    must take each recorded step; TraceEnd is violated in every walk the model followed to its end."""
+    """The walks as a TLA+ module (:func:`rmkit.tlc.generated.trace_module`) and its cfg."""
     dests = [d + 2 for d in range(sc.dests)]
-    init = "\n    [] ".join(f"wk = {j} -> {_matches(walk[0], dests, '')}" for j, walk in enumerate(walks, 1))
-    arms = [f"wk = {j} /\\ k = {k} -> {_matches(v, dests, chr(39))}"
-            for j, walk in enumerate(walks, 1) for k, v in enumerate(walk[1:], 2)]
-    steps = "\n    [] ".join(arms + ["OTHER -> FALSE"])
-    lengths = "<<" + ", ".join(str(len(w)) for w in walks) + ">>"
-    module = f"""---- MODULE RMBTrace ----
-\\* GENERATED: {len(walks)} walk(s) of the reference daemons; TLC finds the model taking them or not.
-EXTENDS RMB
-VARIABLES which, i
-Lengths == {lengths}
-InitOf(wk) ==
-    CASE {init}
-StepTo(wk, k) ==
-    CASE {steps}
-TraceInit == which \\in 1..{len(walks)} /\\ i = 1 /\\ Init /\\ InitOf(which)
-TraceNext == i < Lengths[which] /\\ Next /\\ i' = i + 1 /\\ UNCHANGED which /\\ StepTo(which, i + 1)
-TraceSpec == TraceInit /\\ [][TraceNext]_<<vars, which, i>>
-TraceEnd == i < Lengths[which]
-====
-"""
+    module = generated_trace_module("RMBTrace", "RMB", walks, lambda v, p: _matches(v, dests, p),
+                                    init="Init", next_="Next", vars_="vars")
     consts = [f'    Profile = "{sc.profile}"', f"    Dests = {sc.dests}", f"    Try = {sc.tries}", f"    Exp = {sc.exp}",
-              f"    MaxTime = {sc.max_time}"] + [f"    {b} = {v}" for b, v in zip(BUDGETS, sc.budgets)]
-    cfg = "CONSTANTS\n" + "\n".join(consts) + "\nSPECIFICATION TraceSpec\nINVARIANT TraceEnd\n"
-    return module, cfg
+              f"    MaxTime = {sc.max_time}"] + [f"    {b} = {v}" for b, v in zip(BUDGETS, sc.budgets)] + list(ABSENT)
+    return module, trace_cfg(consts)
 
 
 def validate(sc: Scenario, walks: list[list[dict]], timeout: float = 120) -> list[int]:
     """The walks (numbered from 1) the model could NOT follow to their end; empty: every walk agrees."""
     module, cfg = trace_module(sc, walks)
-    result = run_generated("rmb", "RMBTrace", module, cfg, deadlock_check=False, timeout=timeout,
-                           continue_after_violation=True, max_traces=None, java_opts=("-XX:TieredStopAtLevel=1",))
-    if result.verdict == ERROR or not result.complete:
-        raise RuntimeError(result.error.message if result.error else "TLC did not finish")
-    followed = {cex.states[-1].values["which"] for cex in result.counterexamples}
-    return [j for j in range(1, len(walks) + 1) if j not in followed]
+    return unfollowed_walks("rmb", "RMBTrace", module, cfg, len(walks), timeout=timeout)

@@ -4,8 +4,9 @@ The bridge takes messages from the local outbound queue and puts them on the lin
 broker; it acknowledges a message locally only when the remote broker's acknowledgement comes back
 (spec/corda/system.yaml ``bridge``). A rollback (a failed transfer, a reconnect, a crash of the
 bridge between the remote and the local acknowledgement) cancels its unacknowledged deliveries,
-which the local broker then redelivers. The link loses and duplicates messages and loses
-acknowledgements (the adversary the documents assume: flaky connections).
+which the local broker then redelivers; a transfer of which nothing is left on the link is sent
+again when the wait for its acknowledgement times out (``resend``). The link loses and duplicates
+messages and loses acknowledgements (the adversary the documents assume: flaky connections).
 """
 
 from __future__ import annotations
@@ -66,6 +67,19 @@ class Bridge:
     def on_remote_ack(self) -> bool:
         """The head acknowledgement from the remote broker: acknowledge the outbound copy."""
         return self.outbound.ack(self.link.acks.pop(0))
+
+    def stale(self) -> list[int]:
+        """Tags of delivered transfers of which nothing is left on the link (the message or its
+        acknowledgement was lost): the bridge's wait for the remote acknowledgement times out."""
+        on_link = {tag for tag, _ in self.link.transit} | set(self.link.acks)
+        return [e.tag for e in self.outbound.entries if e.delivered and e.tag not in on_link]
+
+    def resend(self) -> Message:
+        """Send the oldest stale transfer again, the same message under the same tag."""
+        tag = self.stale()[0]
+        entry = next(e for e in self.outbound.entries if e.tag == tag)
+        self.link.transit.append((tag, entry.message))
+        return entry.message
 
     def rollback(self) -> None:
         """Roll back the session: unacknowledged deliveries come back; the connection is reset."""

@@ -77,6 +77,10 @@ class System:
         self._need(self.bridge.can_forward(), "the bridge has nothing it may forward")
         return self.bridge.forward()
 
+    def _do_Resend(self):
+        self._need(bool(self.bridge.stale()), "no transfer of the bridge is lost")
+        return self.bridge.resend()
+
     def _do_LinkLose(self, i: int = 0):
         self._need(0 <= i < len(self.bridge.link.transit), f"no message {i} on the link")
         self.bridge.link.lose(i)

@@ -27,11 +27,13 @@ TLA_DIR_ENV = "RMKIT_TLA_DIR"
 MANIFEST = "manifest.json"
 RESULTS = ("success", "safety failure", "liveness failure", "deadlock failure", "assumption failure")
 
-_MODEL_KEYS = {"name": str, "path": str, "spec": str, "source": str, "configs": list}
+_MODEL_KEYS = {"name": str, "path": str, "spec": str, "source": str, "configs": list, "properties": list}
 _CONFIG_KEYS = {"name": str, "module": str, "cfg": str, "workers": int, "runtime": str, "result": str,
                 "distinctStates": (int, type(None)), "totalStates": (int, type(None)), "depth": (int, type(None)),
                 "deadlock": bool, "slow": bool, "finding": dict, "simulate": dict}
-_OPTIONAL = {"source", "finding", "simulate"}
+# "properties": every promise of the model with the mutation that breaks it and a witness (read by
+# the mutation runner; the loader checks only that it is a list).
+_OPTIONAL = {"source", "finding", "simulate", "properties"}
 # A config may expect a violation: a finding the model exists to show (e.g. a property an
 # implementation is known not to keep). Its counterexample is reported, and the run passes.
 _FINDING_KEYS = {"invariant": str, "rule": str, "profile": str, "summary": str}

@@ -4,9 +4,10 @@
 (* corda-as-built): exactly-once processing built from at-least-once       *)
 (* delivery, with crashes at every crash point of spec/corda/system.yaml.  *)
 (*                                                                         *)
-(* One flow on node A sends messages 1..N on one session to node B, one    *)
-(* per suspend. The path: A's checkpointed flow -> A's outbound queue      *)
-(* (internal.peers.B) -> the bridge -> a link that loses and duplicates    *)
+(* One flow on node A sends messages 1..N to node B, one per suspend, on  *)
+(* `Sessions` sessions in turn. The path: A's checkpointed flow -> A's     *)
+(* outbound queue (internal.peers.B) -> the bridge -> a link that loses    *)
+(* and duplicates                                                          *)
 (* messages and loses acknowledgements -> B's inbound queue                *)
 (* (p2p.inbound.B) -> B's deduplicator -> commit (checkpoint, processed    *)
 (* id, effect in one transaction) -> acknowledgement. The adversary: the   *)
@@ -26,6 +27,7 @@ EXTENDS Naturals, Sequences, FiniteSets, CordaProfiles
 CONSTANTS
     Profile,          \* one of Profiles
     N,                \* messages the flow sends (one per suspend)
+    Sessions,         \* sessions the flow has with B: message k goes on session ((k - 1) % Sessions) + 1
     MaxSenderCrash,   \* crash points: sender_after_checkpoint ...
     MaxRcvCrash,      \* ... receiver_before_commit / receiver_between_commit_and_ack
     MaxBrokerRestart, \* ... broker_restart (the receiving node's broker)
@@ -33,7 +35,7 @@ CONSTANTS
     MaxLoss,          \* messages or acknowledgements the link loses
     MaxDup            \* messages the link duplicates
 
-ASSUME Profile \in Profiles /\ N \in Nat \ {0}
+ASSUME Profile \in Profiles /\ N \in Nat \ {0} /\ Sessions \in 1..N
 
 InOrderBridge == InOrderBridgeIn(Profile)
 FastPath == FastPathIn(Profile)
@@ -49,17 +51,18 @@ VARIABLES
     inq, itag, iconn,                    \* B's inbound queue: <<[tag, m, dlv, conn]>>; consumer connection generation
     proc, toack,                         \* B's memory: NEW copies being processed; acknowledgements pending
     db, effects,                         \* B's database: processed-id rows; the committed effects (message indexes)
-    sent, early,                         \* ghosts: every (index, id) produced; answers of copies acked before their commit
+    sent,                                \* ghost: every (index, id) produced
     budget,                              \* the adversary's moves used so far
     last                                 \* the step just taken (for replay into the reference machines)
 
 vars == <<ckpt, produced, recov, epoch, seq, out, otag, transit, acks, inq, itag, iconn, proc, toack, db,
-          effects, sent, early, budget, last>>
+          effects, sent, budget, last>>
 
 \* A message as the deduplicator sees it: index k (its payload), dedup id, sender UUID (process
 \* generation + 1; 0: none), sequence number (0: none). A flow's N- id is its suspend number.
 Msg == [k : 1..N, did : Nat, uuid : Nat, sq : Nat]
-Init(k) == k = 1        \* the session-init flag: the session's first message
+Session(k) == ((k - 1) % Sessions) + 1
+Init(k) == k <= Sessions   \* the session-init flag: the first message of its session
 
 Range(s) == {s[i] : i \in DOMAIN s}
 Remove(s, i) == SubSeq(s, 1, i - 1) \o SubSeq(s, i + 1, Len(s))
@@ -94,13 +97,12 @@ TypeOK ==
     /\ \A i \in DOMAIN proc : proc[i].m \in Msg
     /\ \A i \in DOMAIN toack : toack[i].m \in Msg /\ toack[i].ans \in {"NEW", "DUPLICATE", "IN_FLIGHT"}
     /\ Range(effects) \subseteq 1..N
-    /\ early \subseteq {"NEW", "DUPLICATE", "IN_FLIGHT"}
 
 InitState ==
     /\ ckpt = 0 /\ produced = 0 /\ recov = FALSE /\ epoch = 0 /\ seq = 0
     /\ out = <<>> /\ otag = 1 /\ transit = <<>> /\ acks = <<>>
     /\ inq = <<>> /\ itag = 1 /\ iconn = 0 /\ proc = <<>> /\ toack = <<>>
-    /\ db = {} /\ effects = <<>> /\ sent = {} /\ early = {}
+    /\ db = {} /\ effects = <<>> /\ sent = {}
     /\ budget = [c \in {"sc", "rc", "br", "rb", "loss", "dup"} |-> 0]
     /\ last = [a |-> "Init"]
 
@@ -108,7 +110,7 @@ Sender == <<ckpt, produced, recov, epoch, seq, sent>>
 Outbound == <<out, otag>>
 Link == <<transit, acks>>
 Inbound == <<inq, itag, iconn>>
-Receiver == <<proc, toack, db, effects, early>>
+Receiver == <<proc, toack, db, effects>>
 
 \* ---- the sending node ----
 \* Suspend: the flow persists its next checkpoint (and commits) before its send runs (003: "1. The
@@ -198,6 +200,19 @@ BridgeAck ==
     /\ last' = [a |-> "BridgeAck"]
     /\ UNCHANGED <<Sender, otag, transit, Inbound, Receiver, budget>>
 
+\* Resend: a transfer of which nothing is left on the link (the message or its acknowledgement was
+\* lost) is sent again, the same message under the same tag, once the bridge's wait for the remote
+\* acknowledgement times out (003: the message stays in the outbound queue until that acknowledgement
+\* arrives, and "will eventually" reach the peer). The oldest such transfer first.
+OnLink(t) == (\E j \in DOMAIN transit : transit[j].tag = t) \/ (\E j \in DOMAIN acks : acks[j] = t)
+Stale(i) == out[i].dlv /\ ~OnLink(out[i].tag)
+Resend ==
+    /\ \E i \in DOMAIN out : Stale(i)
+    /\ LET i == CHOOSE i \in DOMAIN out : Stale(i) /\ \A j \in 1..(i - 1) : ~Stale(j)
+       IN transit' = Append(transit, [tag |-> out[i].tag, m |-> out[i].m])
+    /\ last' = [a |-> "Resend"]
+    /\ UNCHANGED <<Sender, Outbound, acks, Inbound, Receiver, budget>>
+
 \* A rollback of the bridge's session (a failed transfer, a reconnect, or the crash point
 \* bridge_between_remote_ack_and_local_ack): its unacknowledged deliveries are redelivered.
 BridgeRollback ==
@@ -221,7 +236,7 @@ Deliver ==
           /\ toack' = IF Consequence(ans) = "ack_and_drop"
                        THEN Append(toack, [tag |-> c.tag, m |-> c.m, conn |-> c.conn, ans |-> ans]) ELSE toack
           /\ last' = [a |-> "Deliver", ans |-> ans]
-    /\ UNCHANGED <<Sender, Outbound, Link, itag, iconn, db, effects, early, budget>>
+    /\ UNCHANGED <<Sender, Outbound, Link, itag, iconn, db, effects, budget>>
 
 \* Commit: the receiving flow consumes the oldest NEW copy; checkpoint, processed id (with sender
 \* key and sequence number) and effect in one transaction; the acknowledgement follows.
@@ -233,7 +248,7 @@ Commit ==
           /\ toack' = Append(toack, [tag |-> p.tag, m |-> p.m, conn |-> p.conn, ans |-> "NEW"])
     /\ proc' = Tail(proc)
     /\ last' = [a |-> "Commit"]
-    /\ UNCHANGED <<Sender, Outbound, Link, Inbound, sent, early, budget>>
+    /\ UNCHANGED <<Sender, Outbound, Link, Inbound, sent, budget>>
 
 \* Ack: the oldest pending acknowledgement (they may wait and go in batches); it removes the copy
 \* only if it was delivered on the current connection.
@@ -241,8 +256,7 @@ Ack ==
     /\ toack # <<>>
     /\ LET a == Head(toack)
            hit == {i \in DOMAIN inq : inq[i].tag = a.tag /\ inq[i].dlv /\ inq[i].conn = a.conn}
-       IN /\ inq' = IF hit # {} THEN Remove(inq, CHOOSE i \in hit : TRUE) ELSE inq
-          /\ early' = IF hit # {} /\ a.m.did \notin DbIds THEN early \cup {a.ans} ELSE early
+       IN inq' = IF hit # {} THEN Remove(inq, CHOOSE i \in hit : TRUE) ELSE inq
     /\ toack' = Tail(toack)
     /\ last' = [a |-> "Ack"]
     /\ UNCHANGED <<Sender, Outbound, Link, itag, iconn, proc, db, effects, sent, budget>>
@@ -254,7 +268,7 @@ ReceiverCrash ==
     /\ proc' = <<>> /\ toack' = <<>>
     /\ inq' = Undeliver(inq) /\ iconn' = iconn + 1
     /\ last' = [a |-> "ReceiverCrash"]
-    /\ UNCHANGED <<Sender, Outbound, Link, itag, db, effects, sent, early>>
+    /\ UNCHANGED <<Sender, Outbound, Link, itag, db, effects, sent>>
 
 \* Crash point broker_restart (B's broker): persistent messages stay, deliveries are cancelled and
 \* redelivered; the node keeps processing what it holds, its pending acknowledgements are lost.
@@ -263,16 +277,23 @@ BrokerRestart ==
     /\ toack' = <<>>
     /\ inq' = Undeliver(inq) /\ iconn' = iconn + 1
     /\ last' = [a |-> "BrokerRestart"]
-    /\ UNCHANGED <<Sender, Outbound, Link, itag, proc, db, effects, sent, early>>
+    /\ UNCHANGED <<Sender, Outbound, Link, itag, proc, db, effects, sent>>
 
 Next ==
     \/ Suspend \/ Produce \/ SenderCrash
-    \/ Forward \/ RemoteAccept \/ BridgeAck \/ BridgeRollback
+    \/ Forward \/ Resend \/ RemoteAccept \/ BridgeAck \/ BridgeRollback
     \/ \E i \in DOMAIN transit : LinkLose(i) \/ LinkDup(i)
     \/ \E i \in DOMAIN acks : AckLose(i)
     \/ Deliver \/ Commit \/ Ack \/ ReceiverCrash \/ BrokerRestart
 
 Spec == InitState /\ [][Next]_vars
+
+\* The protocol's own steps are weakly fair (each, when it stays enabled, is eventually taken); the
+\* adversary's moves (losses, duplicates, crashes, rollbacks) are not, and each is bounded, so every
+\* behaviour ends its faults and the protocol must then finish the job.
+FairSpec == Spec /\ WF_vars(Suspend) /\ WF_vars(Produce) /\ WF_vars(Forward) /\ WF_vars(Resend)
+                 /\ WF_vars(RemoteAccept) /\ WF_vars(BridgeAck) /\ WF_vars(Deliver) /\ WF_vars(Commit)
+                 /\ WF_vars(Ack)
 
 \* ---- properties ----
 \* CORDA-DEDUP-001: each message's effect is committed at most once, across crashes of both nodes,
@@ -280,20 +301,32 @@ Spec == InitState /\ [][Next]_vars
 ExactlyOnce == \A i, j \in DOMAIN effects : i # j => effects[i] # effects[j]
 
 \* CORDA-DEDUP-002: a message sent is never lost: until its effect is committed some copy of it is
-\* in the outbound queue, on the link, in the inbound queue or being processed.
+\* in the outbound queue, on the link, in the inbound queue or being processed, or the sender's replay
+\* will still send it (a flow replayed from its last checkpoint re-sends that checkpoint's message:
+\* no copy left is then no loss yet). A violation is a message no step of the protocol can bring back.
 Copies(k) == {x \in Range(out) \cup Range(transit) \cup Range(inq) \cup Range(proc) : x.m.k = k}
-NoLoss == \A s \in sent : s[1] \in Range(effects) \/ Copies(s[1]) # {}
+ReplayPending(k) == k = ckpt /\ produced < ckpt
+NoLoss == \A s \in sent : s[1] \in Range(effects) \/ Copies(s[1]) # {} \/ ReplayPending(s[1])
 
-\* CORDA-ACK-001: no copy of a NEW or DUPLICATE answer is acknowledged before its id is committed.
-\* (An IN_FLIGHT copy acknowledged early, CORDA-DEDUP-004, is not stated apart: where the profile
-\* table discards such copies it would restate the table, and where it acknowledges them (corda-os-2021)
-\* what users lose is the message, which NoLoss states.)
-AckAfterCommit == early \subseteq {"IN_FLIGHT"}
+\* CORDA-ACK-001: a copy leaves the inbound queue (the broker forgets it: it was acknowledged) only
+\* once its id is committed, whichever step removes it. Stated on every step of the whole system, not
+\* on the Ack step, so that an acknowledgement made inside another step (a consumer acknowledging on
+\* delivery) breaks it as well. An IN_FLIGHT copy the profile acknowledges (corda-os-2021,
+\* CORDA-DEDUP-004) is not stated apart: that would restate the profile table; what users lose there
+\* is the message, which NoLoss states.
+Tags(q) == {q[i].tag : i \in DOMAIN q}
+AckedInFlight(c) == \E i \in DOMAIN toack : toack[i].tag = c.tag /\ toack[i].ans = "IN_FLIGHT"
+AckAfterCommit == [][\A c \in Range(inq) : c.tag \notin Tags(inq') => c.m.did \in {r.did : r \in db'} \/ AckedInFlight(c)]_vars
+
+\* CORDA-DEDUP-001 and 003 ("will eventually"): every message the flow sends is eventually processed,
+\* exactly once, under FairSpec (the bounded adversary's faults over, the protocol's steps recover).
+Processed(k) == Cardinality({i \in DOMAIN effects : effects[i] = k})
+EventuallyProcessed == <>[](ckpt = N /\ \A k \in 1..N : Processed(k) = 1)
 
 \* CORDA-ID-002 (a replayed flow re-sends under the same N- ids) is a mechanism, not a promise: Produce
 \* builds the id from the checkpoint. What it buys is ExactlyOnce across the sender's replays, and
 \* tests/test_tla_corda.py shows ExactlyOnce failing when a replay sends under a fresh id.
 
-\* CORDA-ORDER-001: the session's messages reach the receiving flow in the order they were sent.
-FifoPerSession == \A i, j \in DOMAIN effects : i < j => effects[i] < effects[j]
+\* CORDA-ORDER-001: each session's messages reach the receiving flow in the order they were sent.
+FifoPerSession == \A i, j \in DOMAIN effects : i < j /\ Session(effects[i]) = Session(effects[j]) => effects[i] < effects[j]
 =============================================================================
