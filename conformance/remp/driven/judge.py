@@ -452,7 +452,7 @@ class Judge:
         whole = set()
         if "handover_whole" in self.free:
             full_ids = {x.get("msg_id") for x in a.get("full") or [] if isinstance(x, dict)}
-            whole = {x["msg_id"] for x in need_dig if key(x) not in a_dig and x.get("status") == "accepted" and x["msg_id"] in full_ids}
+            whole = {x["msg_id"] for x in e["digests"] if key(x) not in a_dig and x.get("status") == "accepted" and x["msg_id"] in full_ids}
         extra = ([k for x, k in zip(a.get("full") or [], a_full) if k not in e_full and not (isinstance(x, dict) and x.get("msg_id") in whole)]
                  + [k for k in a_dig if k not in e_dig])
         missing = ([x["msg_id"] for x in need_full if key(x) not in a_full]
