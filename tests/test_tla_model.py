@@ -14,6 +14,7 @@ from rmkit.conformance.remp.tla_tables import render
 from rmkit.tlc import run_tlc
 from tla_support import mutated_copy
 from rmkit.tlc.manifest import load_manifest
+from rmkit.tlc.mutations import MUTATION, checks_of, run_check
 from rmkit.tlc.render import render_result
 
 from conftest import REPO
@@ -133,52 +134,7 @@ def test_no_states_folder_left_in_the_model_folder():
     assert sorted(p.name for p in MODEL_DIR.iterdir() if p.suffix not in (".tla", ".cfg", ".md")) == []
 
 
-# ---- mutations: each switches one mechanism off; TLC must report the property it protects ----
-# property -> (configuration, constants changed, what is removed)
-MUTATIONS = {
-    "NoReplay": ("MCREMP.cfg", {"ValidateAgainstCache": "FALSE"},
-                 "validators no longer look up their cache when they validate a block"),
-    "NoReplay/digests": ("MCREMP_handover.cfg", {"Digests": "FALSE"},
-                         "the hand-over no longer carries digests of accepted messages"),
-    "NoReplay/receive-cache": ("MCREMP_handover.cfg", {"CacheOnReceive": "FALSE"},
-                               "a processed message that comes again is processed as new (validators' and full "
-                               "node's cache): a resend after the block was applied executes the message again"),
-    "FinalSticky": ("MCREMP_handover.cfg", {"CacheOnReceive": "FALSE"},
-                    "a processed message that comes again is processed as new (validators' and full node's cache)"),
-    "FinalSticky/validators": ("MCREMP_handover.cfg", {"CacheOnReceive": "FALSE"},
-                               "the validators' cache alone removed (the full node keeps its own, FnUnseen "
-                               "patched back): a resent copy re-queues a message the validator had rejected"),
-    "RejectsStopCollation": ("MCREMP.cfg", {"SignedRecords": "FALSE"},
-                             "catchain records no longer carry their sender's signature: the faulty validator posts rejects in honest names"),
-    "NoInclusionAfterObsolete": ("MCREMP_handover.cfg", {"LifetimeFromMessage": "FALSE"},
-                                 "a message's lifetime counts from its arrival at each validator"),
-    "NoInclusionAfterObsolete/validation": (
-        "MCREMP_byzswitch.cfg", {},
-        "a validator no longer refuses to sign a block holding a message obsolete in the session (Valid "
-        "without its lifetime check, SPEC_PATCHES): the faulty proposer includes an obsolete message after the switch"),
-    "ChainHoldsOnlySubmitted": ("MCREMP.cfg", {"BodiesSigned": "FALSE"},
-                                         "faulty validators can make up message bodies"),
-    "OneIdPerUid": ("MCREMP.cfg", {"CacheKey": "<- MCKeyById"},
-                    "validators know a message by its id, not its uid (the documents' profile): "
-                    "the client's new id for the same body is accepted again"),
-    "EverySubmittedResolved": ("MCREMP_livehandover.cfg", {"Rebroadcast": "FALSE"},
-                               "the catchain no longer re-sends a record that was lost (here the hand-over)"),
-    "EveryMemberHasIt": ("MCREMP_live.cfg", {"Fanout": "1"},
-                         "the full node sends to floor(N/3) validators instead of floor(N/3) + 1"),
-}
-TEMPORAL = {"FinalSticky", "EveryMemberHasIt", "EverySubmittedResolved"}
-# A mechanism with no constant of its own: REMP.tla's text replaced in the mutant's copy (key ->
-# {text: replacement}). Each text must occur exactly once, so that a change to the spec that moves
-# it fails the test instead of checking the unmutated model.
-SPEC_PATCHES = {
-    "FinalSticky/validators": {"FnUnseen(m) == fn[m] = \"none\" \\/ (~CacheOnReceive /\\ fn[m] \\in FnFinal)\n":
-                               "FnUnseen(m) == fn[m] = \"none\"\n"},
-    "NoInclusionAfterObsolete/validation": {"    /\\ LiveFor(u, m, session)\n": ""},
-}
-
-
-def _property(key: str) -> str:
-    return key.split("/")[0]
+# ---- mutations and witnesses of every property: tla/manifest.json, run by tests/test_tla_mutations.py ----
 
 
 def _model_folder(tmp_path, cfg_name, changes, check, patch=None):
@@ -208,13 +164,6 @@ def _module_of(cfg_name):
     return next(c.module for c in load_manifest().model("remp").configs if c.cfg == cfg_name)
 
 
-def _mutant_folder(tmp_path, key):
-    cfg_name, changes, _ = MUTATIONS[key]
-    prop = _property(key)
-    return _model_folder(tmp_path, cfg_name, changes, ("PROPERTIES " if prop in TEMPORAL else "INVARIANTS ") + prop,
-                         SPEC_PATCHES.get(key))
-
-
 @pytest.mark.slow
 def test_small_carries_both_ids_to_an_outcome(tmp_path):
     """The bounds of `small` leave behaviours in which both ids reach an outcome: TLC finds a state
@@ -225,14 +174,6 @@ def test_small_carries_both_ids_to_an_outcome(tmp_path):
     assert result.verdict == "violation", (result.verdict, result.error)
     assert result.name == "NotAllCarried"
     sys.stdout.write(render_result(result, title="both ids carried to an outcome (small)", max_traces=1))
-
-
-def test_every_property_has_a_mutation():
-    checked = set()
-    for cfg in ("MCREMP.cfg", "MCREMP_livehandover.cfg"):
-        text = (MODEL_DIR / cfg).read_text()
-        checked |= {w for ln in text.splitlines() if ln.startswith(("INVARIANTS", "PROPERTIES")) for w in ln.split()[1:]}
-    assert checked - {"TypeOK"} == {_property(k) for k in MUTATIONS}
 
 
 def _code(text: str) -> str:
@@ -262,27 +203,16 @@ def test_no_checked_property_restates_a_guard():
         assert not checked & {"FinalizedWasSubmittedAndAccepted", "FinalizedIsInChain", "ObsoleteNotForwarded"}, cfg.name
 
 
-def test_final_sticky_without_the_cache_breaks_through_the_pipeline(tmp_path):
+def test_final_sticky_without_the_cache_breaks_through_the_pipeline():
     """Without the cache, the client's resubmission of a message with a final outcome is evaluated
     again as new (Submit): the full node tells SentToValidators after its final receipt. The step
     that breaks FinalSticky is the ordinary pipeline, not a step written to change a final status."""
-    result = run_tlc(_mutant_folder(tmp_path, "FinalSticky"), "MCREMP", "MCREMP.cfg", workers=1,
-                     deadlock_check=False, timeout=300)
+    model = load_manifest().model("remp")
+    check = next(c for c in checks_of(model, include_slow=True, names=["FinalSticky"])
+                 if c.check == MUTATION and "CacheOnReceive = FALSE" in [e.new for e in c.prop.mutation.edits]
+                 and len(c.prop.mutation.edits) == 1)
+    result = run_check(check).result
     assert result.verdict == "violation", (result.verdict, result.error)
     steps = [s.values["last"]["a"] for s in result.trace]
     assert steps[-1] in {"Submit", "PreReject", "Receive", "Deliver"}, steps
     assert "Resubmit" not in steps, steps
-
-
-@pytest.mark.parametrize("key", sorted(MUTATIONS))
-def test_mutation_is_caught(tmp_path, capsys, key):
-    folder = _mutant_folder(tmp_path, key)
-    result = run_tlc(folder, _module_of(MUTATIONS[key][0]), "MCREMP.cfg", workers=1, deadlock_check=False, timeout=300)
-    with capsys.disabled():
-        sys.stdout.write(f"\n--- mutation: {MUTATIONS[key][2]} ({key}) ---\n")
-        sys.stdout.write(render_result(result, title=f"mutation {key}", max_traces=1))
-    assert result.verdict == "violation", (result.verdict, result.error)
-    prop = _property(key)
-    assert result.kind == ("property" if prop in TEMPORAL else "invariant")
-    assert result.name == prop
-    assert len(result.trace) >= 2
