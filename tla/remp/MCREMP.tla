@@ -82,10 +82,30 @@ NothingOpenAcrossSwitch == ~\E m \in Msgs : fn[m] = "sent" /\ session > origin[m
 \* EveryMemberHasIt: a message sent that the faulty validator holds and an honest member does not.
 NoMemberWithout == ~\E m \in byz, w \in Honest : fn[m] = "sent" /\ w \in Members[session] /\ st[w][m] = "none"
 
+\* NoFork: two candidates of one height each carry an honest signature (the votes split).
+NoSplitVote ==
+    ~\E b1, b2 \in 1..Len(cands) :
+        /\ b1 # b2 /\ cands[b1].ses = cands[b2].ses /\ cands[b1].h = cands[b2].h
+        /\ SignedBy(b1) \cap Honest # {} /\ SignedBy(b2) \cap Honest # {}
+
+\* Bounds of the switch configuration (each says what it leaves out): the full node does not resend
+\* (ResendTargets <- MCNoResend): its first copies are never lost in this model (a lost copy is one
+\* never received), so a resend only repeats them; left out: a resend reaching a validator after
+\* its first copy was spent (a late copy of an accepted or rejected message: small, one, handover).
+\* The collator includes every message it is handed (Collate <- MCCollateAll, as in the liveness
+\* configurations): left out, rejections and the 2/3 stop across a switch with a faulty validator
+\* (with N = 1 in handover; byzswitch draws them at random).
+MCNoResend(m) == {}
+MCCollateAll(w) == CollateNoOverload(w)
+
+\* The ever-node profile's hand-over (ForwardsAccepted <- MCNoAcceptedForwarded): finally accepted
+\* messages are not forwarded (remp-as-built section 5).
+MCNoAcceptedForwarded == FALSE
+
 \* The view of the live configuration: without the reject records counted. There no collator
 \* rejects and one faulty validator cannot reach StopCollationRejected(4) = 3 alone, so the records
 \* change no step and no property: states that differ only in them are the same state.
-LiveView == <<session, fn, origin, passed, net, byz, st, arr, tip, ses, handed, cc, cands, chain>>
+LiveView == <<session, fn, origin, passed, net, byz, st, arr, tip, ses, handed, cc, cands, sigs, chain>>
 
 \* Honest validators are interchangeable, and so are messages: the symmetry group is their product
 \* (TLC reduces by the permutations listed, without composing them, so each pair is listed).
