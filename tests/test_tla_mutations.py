@@ -154,3 +154,6 @@ def test_cli_runs_the_mutations_and_fails_one_not_caught(tmp_path, monkeypatch, 
     out = capsys.readouterr().out
     assert "FAILED toy: mutation of Bounded" in out and "ok     toy: witness of Bounded" in out
     assert main(["tlc", "--mutations", "toy", "--property", "Nope", "--progress", "none"]) == 2
+    capsys.readouterr()
+    assert main(["tlc", "--list"]) == 0
+    assert "(1 entries; rmkit tlc --mutations toy): Bounded" in capsys.readouterr().out
