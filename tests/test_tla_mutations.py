@@ -117,6 +117,17 @@ def test_a_mutation_that_changes_nothing_the_property_needs_is_not_caught(tmp_pa
     assert not wit.ok and "not reached" in wit.summary
 
 
+def test_a_mutation_expected_to_deadlock_is_checked_with_deadlock_checking_on(tmp_path):
+    """The configuration runs with deadlock checking off; a mutation that expects a deadlock turns
+    it on, and only a deadlock counts."""
+    root = _toy(tmp_path, [_prop([{"file": "Toy.tla", "old": "Next == Inc \\/ UNCHANGED <<x, guard>>",
+                                   "new": "Next == Inc"}], expect="deadlock")])
+    out = run_check(_checks(root)[MUTATION])
+    assert out.ok and "deadlock" in out.summary, out.summary
+    root = _toy(tmp_path, [_prop([{"file": "Toy.tla", "old": "x < 3 /\\ x'", "new": "x < 5 /\\ x'"}], expect="deadlock")])
+    assert not run_check(_checks(root)[MUTATION]).ok
+
+
 def test_an_edit_whose_text_is_not_found_once_is_an_error(tmp_path):
     root = _toy(tmp_path, [_prop([{"file": "Toy.tla", "old": "x", "new": "y"}])])
     out = run_check(_checks(root)[MUTATION])
