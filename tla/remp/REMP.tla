@@ -744,7 +744,16 @@ RejectsStopCollation ==
 (* FanoutMin(N), no overload (the collator includes or rejects what it is  *)
 (* handed), the catchain delivers each honest sender's records, the full   *)
 (* node resends, blocks with a quorum are accepted, sessions go on.        *)
-NextLive == Environment \/ HonestSteps(CollateNoOverload) \/ Byzantine
+(* The consensus's rounds are not modelled: several honest candidates of   *)
+(* one height could split the honest votes so that none gets a quorum, and  *)
+(* what resolves that is a new round with another leader. So liveness is    *)
+(* checked with one honest proposal per height (a round whose leader is     *)
+(* honest), beside which the faulty validator may propose its own.          *)
+CollateLive(w) ==
+    /\ ~\E i \in 1..Len(cands) : cands[i].by \in Honest /\ cands[i].ses = session /\ cands[i].h = Len(chain)
+    /\ CollateNoOverload(w)
+
+NextLive == Environment \/ HonestSteps(CollateLive) \/ Byzantine
 
 (* Each class of honest step is finite (a record is delivered once, a     *)
 (* message collated once per height, a block accepted once),              *)
@@ -755,7 +764,8 @@ LiveSpec ==
     /\ \A m \in Msgs : WF_vars(\E T \in ResendTargets(m) : Resend(m, T)) /\ WF_vars(Finalize(m))
     /\ \A m \in Msgs : SF_vars(\E v \in Honest : Receive(m, v))
     /\ WF_vars(\E p \in cc : Deliver(p))
-    /\ WF_vars(\E w \in Honest : CollateNoOverload(w))
+    /\ WF_vars(\E w \in Honest : CollateLive(w))
+    /\ WF_vars(\E w \in Honest, b \in 1..Len(cands) : Sign(w, b))
     /\ WF_vars(\E w \in Honest : Apply(w))
     /\ WF_vars(\E w \in Honest : Rotate(w))
     /\ WF_vars(\E b \in 1..Len(cands) : Accept(b))
