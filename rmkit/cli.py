@@ -457,6 +457,11 @@ def build_parser() -> argparse.ArgumentParser:
                               "  rmkit tlc --format json --out build/tlc")
     t.add_argument("model", nargs="?", metavar="MODEL", help="model name from the manifest (default: its first model)")
     t.add_argument("--list", action="store_true", help="list the models and configs with their expected figures")
+    t.add_argument("--mutations", action="store_true",
+                   help="run every property's mutation (a mechanism removed: TLC must report the property) and "
+                        "witness (its states are reachable) of MODEL, as tla/manifest.json lists them")
+    t.add_argument("--property", action="append", metavar="NAME", help="with --mutations: only this property (repeatable)")
+    t.add_argument("--slow", action="store_true", help="with --mutations: also those of configurations marked slow")
     t.add_argument("--config", metavar="NAME", help="config of the model, e.g. small or deep (default: the first not marked slow)")
     t.add_argument("--workers", type=int, metavar="N", help="TLC worker threads (default: the config's)")
     t.add_argument("--format", choices=("text", "json"), default="text", help="report format on stdout (default: text)")
@@ -772,6 +777,10 @@ def cmd_tlc(args) -> int:
         sys.stdout.write(describe_models(manifest))
         return EXIT_PASS
     model = manifest.model(args.model)
+    if args.mutations:
+        return _tlc_mutations(model, args)
+    if args.property or args.slow:
+        raise UsageError("--property and --slow apply to --mutations")
     config = model.config(args.config)
     for flag, value in (("--workers", args.workers), ("--simulate-depth", args.simulate_depth), ("--max-traces", args.max_traces)):
         if value is not None and value < 1:
@@ -833,6 +842,43 @@ def cmd_tlc(args) -> int:
     if result.verdict == PASS:
         return EXIT_PASS
     return EXIT_VIOLATIONS if result.verdict == VIOLATION else EXIT_USAGE
+
+
+def _tlc_mutations(model, args) -> int:
+    """``rmkit tlc --mutations MODEL``: each listed mutation must be caught and each witness violated."""
+    from rmkit.tlc.command import Progress, dumps
+    from rmkit.tlc.mutations import checks_of, hhmmss, run_check
+
+    if not model.properties:
+        raise UsageError(f"model {model.name!r} lists no properties with mutations in tla/manifest.json")
+    checks = checks_of(model, include_slow=args.slow, names=args.property)
+    if args.property:
+        unknown = sorted(set(args.property) - {p.name for p in model.properties})
+        if unknown:
+            raise UsageError(f"--property: model {model.name!r} has no property {unknown[0]!r}; "
+                             f"properties: {', '.join(dict.fromkeys(p.name for p in model.properties))}")
+    if not checks:
+        raise UsageError(f"model {model.name!r}: every mutation and witness is of a slow configuration (add --slow)")
+    outcomes = []
+    for c in checks:
+        try:
+            with Progress(args.progress, c.label) as progress:
+                o = run_check(c, timeout=args.timeout, progress=progress)
+        except KeyboardInterrupt:
+            print(f"rmkit tlc: {c.label}: interrupted, TLC stopped; no verdict", file=sys.stderr)
+            return EXIT_USAGE
+        outcomes.append(o)
+        if args.format == "text":
+            mark = "ok    " if o.ok else "ERROR " if o.error else "FAILED"
+            what = f" [{c.prop.mutation.what}]" if c.check == "mutation" else ""
+            print(f"{mark} {c.label}{what}: {o.summary} ({hhmmss(o.seconds)})", flush=True)
+    if args.format == "json":
+        sys.stdout.write(dumps({"model": model.name, "checks": [
+            {"property": o.check.prop.name, "check": o.check.check, "config": o.check.config.name, "ok": o.ok,
+             "summary": o.summary, "seconds": round(o.seconds, 1), "error": o.error} for o in outcomes]}))
+    if any(o.error for o in outcomes):
+        return EXIT_USAGE
+    return EXIT_PASS if all(o.ok for o in outcomes) else EXIT_VIOLATIONS
 
 
 def _tlc_finding(result, config, stream) -> int:

@@ -43,6 +43,10 @@ def describe_models(manifest: Manifest) -> str:
                            f"{c.finding['profile']}): reported, and the run passes")
             if missing:
                 out.append(f"  {'':10} missing: {', '.join(missing)}")
+        if m.properties:
+            names = ", ".join(dict.fromkeys(p.name for p in m.properties))
+            out.append(f"  properties with a mutation and a witness ({len(m.properties)} entries; "
+                       f"rmkit tlc --mutations {m.name}): {names}")
     return "\n".join(out) + "\n"
 
 

@@ -32,14 +32,23 @@ _CONFIG_KEYS = {"name": str, "module": str, "cfg": str, "workers": int, "runtime
                 "distinctStates": (int, type(None)), "totalStates": (int, type(None)), "depth": (int, type(None)),
                 "deadlock": bool, "slow": bool, "finding": dict, "simulate": dict}
 # "properties": every promise of the model with the mutation that breaks it and a witness (read by
-# the mutation runner; the loader checks only that it is a list).
-_OPTIONAL = {"source", "finding", "simulate", "properties"}
+# the mutation runner, rmkit.tlc.mutations)
+_OPTIONAL = {"source", "finding", "simulate", "properties", "runtime", "slow"}
 # A config may expect a violation: a finding the model exists to show (e.g. a property an
 # implementation is known not to keep). Its counterexample is reported, and the run passes.
 _FINDING_KEYS = {"invariant": str, "rule": str, "profile": str, "summary": str}
 # A config too large to search exhaustively is checked by TLC's simulation mode: random behaviours
 # of a given depth, from a given seed, for a given time (no figures to expect: it never completes).
 _SIMULATE_KEYS = {"depth": int, "seed": int, "seconds": int}
+# Each property a model claims names the mechanism-removal mutation that breaks it and a witness that
+# the states it speaks of are reachable (``rmkit.tlc.mutations`` runs both). ``runtime`` is the
+# measured time of the run (HH:MM:SS, one worker); ``slow`` keeps it out of the default test run.
+_PROPERTY_KEYS = {"name": str, "kind": str, "promises": str, "adversary": str, "mutation": dict, "witness": dict}
+_MUTATION_KEYS = {"what": str, "config": str, "edits": list, "expect": str, "runtime": str, "slow": bool}
+_EDIT_KEYS = {"file": str, "old": str, "new": str}
+_WITNESS_KEYS = {"config": str, "invariant": str, "runtime": str, "slow": bool}
+PROPERTY_KINDS = ("invariant", "property")
+EXPECTS = ("violation", "liveness", "deadlock")
 
 
 def tla_root() -> Path:
@@ -80,6 +89,53 @@ class ConfigEntry:
 
 
 @dataclass
+class Edit:
+    """One textual change of a model file: ``old`` must occur exactly once in ``file``."""
+
+    file: str
+    old: str
+    new: str
+
+
+@dataclass
+class Mutation:
+    """A copy of the model with one mechanism removed (``edits``), checked on ``config`` for the
+    property alone; ``expect`` is how TLC must report it (a safety violation, a liveness violation,
+    or a deadlock)."""
+
+    what: str
+    config: str
+    edits: list[Edit]
+    expect: str
+    runtime: str | None = None
+    slow: bool | None = None   # None: as its configuration
+
+
+@dataclass
+class Witness:
+    """An invariant of the configuration's root module that TLC must violate: the states the
+    property speaks of are reachable under the configuration's bounds."""
+
+    config: str
+    invariant: str
+    runtime: str | None = None
+    slow: bool | None = None   # None: as its configuration
+
+
+@dataclass
+class PropertyEntry:
+    """A property a model claims: what it promises, under which adversary, the mutation that breaks
+    it and the witness that its states are reachable."""
+
+    name: str
+    kind: str   # invariant | property (temporal)
+    promises: str
+    adversary: str
+    mutation: Mutation
+    witness: Witness
+
+
+@dataclass
 class ModelEntry:
     name: str
     path: str
@@ -87,6 +143,7 @@ class ModelEntry:
     source: str | None
     configs: list[ConfigEntry]
     root: Path
+    properties: list[PropertyEntry] = field(default_factory=list)
 
     @property
     def dir(self) -> Path:
@@ -196,6 +253,39 @@ def _config(obj: Any, shown: str, where: str) -> ConfigEntry:
                        obj.get("finding"), obj.get("simulate"))
 
 
+def _runtime(obj: dict, shown: str, where: str) -> None:
+    if "runtime" in obj and not re.fullmatch(r"\d{2}:\d{2}:\d{2}", obj["runtime"]):
+        raise SpecError(shown, f"{where}.runtime", f"expected HH:MM:SS, found {_found(obj['runtime'])}")
+
+
+def _property(obj: Any, configs: list[ConfigEntry], shown: str, where: str) -> PropertyEntry:
+    _check_keys(obj, _PROPERTY_KEYS, shown, where)
+    if obj["kind"] not in PROPERTY_KINDS:
+        raise SpecError(shown, f"{where}.kind", f"expected one of {', '.join(PROPERTY_KINDS)}; found {_found(obj['kind'])}")
+    names = [c.name for c in configs]
+    mut, wit = obj["mutation"], obj["witness"]
+    _check_keys(mut, _MUTATION_KEYS, shown, f"{where}.mutation")
+    _check_keys(wit, _WITNESS_KEYS, shown, f"{where}.witness")
+    for part, key in ((mut, "mutation"), (wit, "witness")):
+        if part["config"] not in names:
+            raise SpecError(shown, f"{where}.{key}.config", f"expected a config of this model ({', '.join(names)}); "
+                                                            f"found {_found(part['config'])}")
+        _runtime(part, shown, f"{where}.{key}")
+    if mut["expect"] not in EXPECTS:
+        raise SpecError(shown, f"{where}.mutation.expect", f"expected one of {', '.join(EXPECTS)}; found {_found(mut['expect'])}")
+    if not mut["edits"]:
+        raise SpecError(shown, f"{where}.mutation.edits", "expected at least one edit, found an empty list")
+    edits = []
+    for k, e in enumerate(mut["edits"]):
+        _check_keys(e, _EDIT_KEYS, shown, f"{where}.mutation.edits[{k}]")
+        if e["old"] == e["new"]:
+            raise SpecError(shown, f"{where}.mutation.edits[{k}].new", "expected a text other than old (the edit changes nothing)")
+        edits.append(Edit(e["file"], e["old"], e["new"]))
+    return PropertyEntry(obj["name"], obj["kind"], obj["promises"], obj["adversary"],
+                         Mutation(mut["what"], mut["config"], edits, mut["expect"], mut.get("runtime"), mut.get("slow")),
+                         Witness(wit["config"], wit["invariant"], wit.get("runtime"), wit.get("slow")))
+
+
 def load_manifest(root: str | os.PathLike | None = None) -> Manifest:
     """Read and validate ``<root>/manifest.json`` (default root: :func:`tla_root`)."""
     base = Path(root) if root is not None else tla_root()
@@ -228,7 +318,11 @@ def load_manifest(root: str | os.PathLike | None = None) -> Manifest:
             if any(x.name == cfg.name for x in configs):
                 raise SpecError(shown, f"{where}.configs[{j}].name", f"expected a unique config name, found {cfg.name!r} twice")
             configs.append(cfg)
-        models.append(ModelEntry(m["name"], m["path"], m["spec"], m.get("source"), configs, base))
+        properties: list[PropertyEntry] = []
+        for j, p in enumerate(m.get("properties", [])):
+            # a property resting on several mechanisms has one entry per mechanism (the same name)
+            properties.append(_property(p, configs, shown, f"{where}.properties[{j}]"))
+        models.append(ModelEntry(m["name"], m["path"], m["spec"], m.get("source"), configs, base, properties))
     return Manifest(models, path)
 
 

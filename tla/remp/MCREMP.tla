@@ -60,10 +60,52 @@ NotAllCarried == ~\A m \in Msgs : Carried(m)
 \* moved to it (Rotate), not only the masterchain's clock.
 BeforeLastSession == session < MaxSession \/ \E w \in Honest : ses[w] < MaxSession
 
+\* Witnesses of the properties (tla/manifest.json): each must be violated, which shows that the states
+\* the property speaks of are reached under a configuration's bounds (rmkit tlc --mutations remp).
+\* NoReplay: an accepted message's body is still where a replay can come from: the faulty validators
+\* hold it, or a copy that still counts is in flight (a resend, a late copy).
+NoReplayThreat == ChainMsgs \cap (byz \cup {c[1] : c \in NetLive}) = {}
+\* OneIdPerUid: the client made a second id of a body already in the chain.
+NoSecondIdOfAccepted == ~\E m \in ChainMsgs, n \in passed : n # m /\ UidOf[n] = UidOf[m]
+\* NoInclusionAfterObsolete: a body of a message obsolete in the session in action is still held by
+\* the faulty validators or in flight to a validator.
+NoObsoleteBodyAround == \A m \in byz \cup {c[1] : c \in NetLive} : LiveIn(origin[m], session)
+\* FinalSticky: a message with a final status at the full node or an honest validator comes again
+\* (a copy that reaches the validator, the client's resubmission).
+NoFinalComesAgain ==
+    /\ ~\E c \in net : c[2] \in Honest /\ st[c[2]][c[1]] \in FinalStatuses
+    /\ ~(last.a = "Resubmit")
+\* RejectsStopCollation: an honest validator stops collating a message for the 2/3 rule.
+NobodyStopped == ~\E w \in Honest, m \in Msgs : Stopped(w, m)
+\* EverySubmittedResolved: a message sent is still open after the switch (the hand-over must carry it).
+NothingOpenAcrossSwitch == ~\E m \in Msgs : fn[m] = "sent" /\ session > origin[m] /\ ~Resolved(m)
+\* EveryMemberHasIt: a message sent that the faulty validator holds and an honest member does not.
+NoMemberWithout == ~\E m \in byz, w \in Honest : fn[m] = "sent" /\ w \in Members[session] /\ st[w][m] = "none"
+
+\* NoFork: two candidates of one height each carry an honest signature (the votes split).
+NoSplitVote ==
+    ~\E b1, b2 \in 1..Len(cands) :
+        /\ b1 # b2 /\ cands[b1].ses = cands[b2].ses /\ cands[b1].h = cands[b2].h
+        /\ SignedBy(b1) \cap Honest # {} /\ SignedBy(b2) \cap Honest # {}
+
+\* Bounds of the switch configuration (each says what it leaves out): the full node does not resend
+\* (ResendTargets <- MCNoResend): its first copies are never lost in this model (a lost copy is one
+\* never received), so a resend only repeats them; left out: a resend reaching a validator after
+\* its first copy was spent (a late copy of an accepted or rejected message: small, one, handover).
+\* The collator includes every message it is handed (Collate <- MCCollateAll, as in the liveness
+\* configurations): left out, rejections and the 2/3 stop across a switch with a faulty validator
+\* (with N = 1 in handover; byzswitch draws them at random).
+MCNoResend(m) == {}
+MCCollateAll(w) == CollateNoOverload(w)
+
+\* The ever-node profile's hand-over (ForwardsAccepted <- MCNoAcceptedForwarded): finally accepted
+\* messages are not forwarded (remp-as-built section 5).
+MCNoAcceptedForwarded == FALSE
+
 \* The view of the live configuration: without the reject records counted. There no collator
 \* rejects and one faulty validator cannot reach StopCollationRejected(4) = 3 alone, so the records
 \* change no step and no property: states that differ only in them are the same state.
-LiveView == <<session, fn, origin, passed, net, byz, st, arr, tip, ses, handed, cc, cands, chain>>
+LiveView == <<session, fn, origin, passed, net, byz, st, arr, tip, ses, handed, cc, cands, sigs, chain>>
 
 \* Honest validators are interchangeable, and so are messages: the symmetry group is their product
 \* (TLC reduces by the permutations listed, without composing them, so each pair is listed).

@@ -100,10 +100,11 @@ VARIABLES
     handed,   \* [Honest -> SUBSET Validators]: previous validators whose hand-over it received
     cc,       \* catchain records in transit: [r: record, to: recipient]
     cands,    \* sequence of candidate blocks [by, msgs, ses, h]: proposer, messages, session, height
+    sigs,     \* [Honest -> SUBSET Nat]: the candidates (indices into cands) each honest validator signed
     chain,    \* the shard chain: sequence of accepted blocks [msgs, ses]
     last      \* the step just taken (for readable traces; not in the view)
 
-vars == <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain, last>>
+vars == <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, sigs, chain, last>>
 
 ChainMsgs == UNION {chain[i].msgs : i \in 1..Len(chain)}
 
@@ -138,6 +139,13 @@ Ready(w) ==
 
 Works(w) == w \in Members[session] /\ ses[w] = session /\ Ready(w)
 
+(* Consensus votes: an honest validator signs at most one candidate per    *)
+(* session and height. Its signature is recorded when it is given and      *)
+(* counts from then on (it is not re-judged at acceptance), so candidates   *)
+(* compete at one height and a signature can be stale. The votes are kept   *)
+(* in the validator's catchain log: a restart does not forget them.        *)
+VotedAt(u, s, h) == \E b \in sigs[u] : cands[b].ses = s /\ cands[b].h = h
+
 Records ==
     [k: {"new"}, m: Msgs, s: Sessions]
     \cup [k: {"reject"}, m: Msgs, from: Validators, s: Sessions]
@@ -159,6 +167,23 @@ Post(from, r, s) == {[r |-> r, to |-> w] : w \in HonestMembers(s) \ {from}}
 (* that changes only net or cc, so they are not delivered, the view leaves  *)
 (* them out, and the full node's resend waits only for the copies that     *)
 (* still count.                                                             *)
+(* A hand-over to a validator that was a member of the previous session     *)
+(* (so it does not count hand-overs) that would change nothing, and never   *)
+(* will: every digest names a message it holds as accepted or timed out,   *)
+(* every pending message is one it holds or one obsolete for it, every     *)
+(* reject it counted already. Each of these stays so (statuses move on     *)
+(* from accepted only to gone, a held message is unseen again only after a  *)
+(* restart, which drops the spent records addressed to it, obsolete stays   *)
+(* obsolete, counted rejects stay counted). Without the cache on receive (a *)
+(* mutation) a held message is unseen again once final, so there the       *)
+(* reduction may merge states the mutant tells apart: it can only hide a    *)
+(* mutant's violation, never one of the model.                             *)
+HandOverSpent(w, r) ==
+    /\ LifetimeFromMessage
+    /\ r.s > 0 /\ w \in Members[r.s - 1]
+    /\ \A m \in r.acc : st[w][m] \in {"accepted", "gone"}
+    /\ \A m \in r.pend : ~Unseen(w, m) \/ ~LiveFor(w, m, ses[w])
+    /\ \A m \in r.rej : r.from \in rej[w][m]
 SpentCopy(c) ==
     IF c[2] \in Faulty THEN c[1] \in byz
     ELSE ~Unseen(c[2], c[1])
@@ -166,6 +191,7 @@ SpentRecord(p) ==
     \/ p.r.s < ses[p.to]
     \/ p.r.k = "new" /\ ~Unseen(p.to, p.r.m)
     \/ p.r.k = "reject" /\ p.r.from \in rej[p.to][p.r.m]
+    \/ p.r.k = "handover" /\ HandOverSpent(p.to, p.r)
 NetLive == {c \in net : ~SpentCopy(c)}
 CcLive == {p \in cc : ~SpentRecord(p)}
 
@@ -175,11 +201,15 @@ CcLive == {p \in cc : ~SpentRecord(p)}
 (* accepted; only their number is kept, for the MaxCands bound). Two states *)
 (* with the same view have the same steps up to those arrivals, which      *)
 (* change nothing else, and the same properties.                           *)
-LiveCands == {cands[i] : i \in {j \in 1..Len(cands) : cands[j].h = Len(chain) /\ cands[j].ses = session}}
-view == <<session, fn, origin, passed, NetLive, byz, st, rej, arr, tip, ses, handed, CcLive, LiveCands, Len(cands), chain>>
+LiveIdx == {j \in 1..Len(cands) : cands[j].h = Len(chain) /\ cands[j].ses = session}
+LiveCands == {cands[i] : i \in LiveIdx}
+(* The signatures that can still matter: those on candidates on top of the chain (a signature on a *)
+(* dead candidate counts for nothing, and the one-vote rule reads only the height in action).      *)
+LiveSigs == UNION {{<<u, cands[b]>> : b \in sigs[u] \cap LiveIdx} : u \in Honest}
+view == <<session, fn, origin, passed, NetLive, byz, st, rej, arr, tip, ses, handed, CcLive, LiveCands, LiveSigs, Len(cands), chain>>
 (* Every variable but the step label: for liveness checking, where a step   *)
 (* that changes only what view leaves out must not count as stuttering.    *)
-stepView == <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
+stepView == <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, sigs, chain>>
 
 TypeOK ==
     /\ session \in Sessions
@@ -198,6 +228,7 @@ TypeOK ==
     /\ \A i \in 1..Len(cands) :
           /\ cands[i].by \in Validators /\ cands[i].msgs \subseteq Msgs /\ cands[i].msgs # {}
           /\ cands[i].ses \in Sessions /\ cands[i].h \in Nat
+    /\ sigs \in [Honest -> SUBSET (1..Len(cands))]
     /\ \A i \in 1..Len(chain) : chain[i].msgs \subseteq Msgs /\ chain[i].ses \in Sessions
 
 Init ==
@@ -215,6 +246,7 @@ Init ==
     /\ handed = [w \in Honest |-> {}]
     /\ cc = {}
     /\ cands = << >>
+    /\ sigs = [w \in Honest |-> {}]
     /\ chain = << >>
     /\ last = [a |-> "Init"]
 
@@ -242,14 +274,14 @@ Submit(m, T) ==
     /\ passed' = passed \cup {m}
     /\ net' = net \cup {<<m, v>> : v \in T}
     /\ last' = [a |-> "Submit", m |-> m, to |-> T]
-    /\ UNCHANGED <<session, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
+    /\ UNCHANGED <<session, byz, st, rej, arr, tip, ses, handed, cc, cands, sigs, chain>>
 
 (* 000: pre-evaluation failed; RejectedByFullnode is final.                *)
 PreReject(m) ==
     /\ FnUnseen(m)
     /\ fn' = [fn EXCEPT ![m] = FnTo["RejectedByFullnode"]]
     /\ last' = [a |-> "PreReject", m |-> m]
-    /\ UNCHANGED <<session, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
+    /\ UNCHANGED <<session, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, sigs, chain>>
 
 (* The validators a resend reaches, leaving out those for which a copy    *)
 (* is spent (SpentCopy): a copy to them changes nothing, so the sets that   *)
@@ -265,7 +297,7 @@ Resend(m, T) ==
     /\ \A v \in Validators : <<m, v>> \notin NetLive   \* the previous copies arrived or were lost
     /\ net' = net \cup {<<m, v>> : v \in T}
     /\ last' = [a |-> "Resend", m |-> m, to |-> T]
-    /\ UNCHANGED <<session, fn, origin, passed, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
+    /\ UNCHANGED <<session, fn, origin, passed, byz, st, rej, arr, tip, ses, handed, cc, cands, sigs, chain>>
 
 (* The client resubmits a message that already has a final status, and the *)
 (* full node's cache answers with that status. (Without the cache the       *)
@@ -276,7 +308,7 @@ Resubmit(m) ==
     /\ ~FnUnseen(m)
     /\ fn' = fn
     /\ last' = [a |-> "Resubmit", m |-> m]
-    /\ UNCHANGED <<session, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
+    /\ UNCHANGED <<session, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, sigs, chain>>
 
 (* The full node follows the shard chain: a message in an accepted block    *)
 (* is Finalized (this model does not separate shard and master chain).     *)
@@ -285,7 +317,7 @@ Finalize(m) ==
     /\ \E i \in 1..Len(chain) : m \in chain[i].msgs
     /\ fn' = [fn EXCEPT ![m] = FnTo["Finalized"]]
     /\ last' = [a |-> "Finalize", m |-> m]
-    /\ UNCHANGED <<session, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
+    /\ UNCHANGED <<session, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, sigs, chain>>
 
 -----------------------------------------------------------------------------
 (* Honest validators.                                                      *)
@@ -332,7 +364,7 @@ Receive(m, v) ==
           ELSE /\ st' = IF v \in Members[ses[v]] THEN [st EXCEPT ![v][m] = Take(v, m)] ELSE st
                /\ UNCHANGED <<arr, cc, byz>>
     /\ last' = [a |-> "Receive", m |-> m, v |-> v]
-    /\ UNCHANGED <<session, fn, origin, passed, rej, tip, ses, handed, cands, chain>>
+    /\ UNCHANGED <<session, fn, origin, passed, rej, tip, ses, handed, cands, sigs, chain>>
 
 (* What record r, of w's session, does to w.                               *)
 Learn(w, r) ==
@@ -363,7 +395,7 @@ Deliver(p) ==
     /\ cc' = cc \ {p}
     /\ IF p.r.s # ses[p.to] THEN UNCHANGED <<st, rej, arr, handed>> ELSE Learn(p.to, p.r)
     /\ last' = [a |-> "Deliver", to |-> p.to, r |-> p.r]
-    /\ UNCHANGED <<session, fn, origin, passed, net, byz, tip, ses, cands, chain>>
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, tip, ses, cands, sigs, chain>>
 
 (* Without re-broadcast (mutation) a record lost on the way is never       *)
 (* delivered; with it, a loss only delays the record.                      *)
@@ -373,7 +405,7 @@ CcLose(p) ==
     /\ ~SpentRecord(p)
     /\ cc' = cc \ {p}
     /\ last' = [a |-> "CatchainLoses", to |-> p.to, r |-> p.r]
-    /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cands, chain>>
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cands, sigs, chain>>
 
 (* Collation round of w at the height it has applied. 000: messages        *)
 (* rejected by 2/3 are not collated further; obsolete ones are not. The     *)
@@ -396,6 +428,8 @@ CollateWith(w, res) ==
     /\ OneIdPerKey(A)
     /\ cands' = IF A = {} THEN cands
                 ELSE Append(cands, [by |-> w, msgs |-> A, ses |-> session, h |-> tip[w]])
+    \* the collator signs its own candidate, unless it already voted at this height
+    /\ sigs' = IF A # {} /\ ~VotedAt(w, session, tip[w]) THEN [sigs EXCEPT ![w] = @ \cup {Len(cands) + 1}] ELSE sigs
     /\ st' = [st EXCEPT ![w] = [m \in Msgs |-> IF m \in A THEN "cand" ELSE IF m \in R THEN "rejected" ELSE @[m]]]
     /\ rej' = [rej EXCEPT ![w] = [m \in Msgs |-> IF m \in R THEN @[m] \cup {w} ELSE @[m]]]
     /\ cc' = cc \cup UNION {Post(w, [k |-> "reject", m |-> m, from |-> w, s |-> session], session) : m \in R}
@@ -432,21 +466,33 @@ SignsCand(u, c) ==
     /\ c.h = tip[u]
     /\ \A m \in c.msgs : Valid(u, m)
     /\ ValidateAgainstCache => OneIdPerKey(c.msgs)
-WouldSign(u, b) == SignsCand(u, cands[b])
-Signers(c) == {u \in HonestMembers(session) : SignsCand(u, c)}
-HasQuorum(c) == Cardinality(Signers(c) \cup FaultyMembers(session)) >= Quorum(session)
+(* Honest validator u signs candidate b of the session in action on top of *)
+(* the chain, on its own knowledge, once per height.                       *)
+Sign(u, b) ==
+    LET c == cands[b] IN
+    /\ c.ses = session
+    /\ c.h = Len(chain)
+    /\ b \notin sigs[u]
+    /\ ~VotedAt(u, c.ses, c.h)
+    /\ SignsCand(u, c)
+    /\ sigs' = [sigs EXCEPT ![u] = @ \cup {b}]
+    /\ last' = [a |-> "Sign", v |-> u, b |-> b]
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
 
-(* Consensus: a candidate on top of the chain that more than 2/3 of the    *)
-(* session's validators sign is accepted. Each honest validator signs on   *)
-(* its own knowledge (the step reads the signers, writes none of them);    *)
-(* the faulty ones sign anything.                                          *)
+(* The signatures candidate b carries: the honest members of its session   *)
+(* that signed it, and the faulty ones (they sign anything).               *)
+SignedBy(b) == {u \in HonestMembers(cands[b].ses) : b \in sigs[u]} \cup FaultyMembers(cands[b].ses)
+Certified(b) == Cardinality(SignedBy(b)) >= Quorum(cands[b].ses)
+
+(* Consensus: a candidate on top of the chain that carries the signatures  *)
+(* of more than 2/3 of the session's validators is accepted.               *)
 Accept(b) ==
     /\ cands[b].ses = session
     /\ cands[b].h = Len(chain)
-    /\ HasQuorum(cands[b])
+    /\ Certified(b)
     /\ chain' = Append(chain, [msgs |-> cands[b].msgs, ses |-> session])
-    /\ last' = [a |-> "Accept", b |-> b, signers |-> Signers(cands[b])]
-    /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands>>
+    /\ last' = [a |-> "Accept", b |-> b, signers |-> SignedBy(b) \cap Honest]
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, sigs>>
 
 (* w applies the next shard block of its session: its messages go into w's *)
 (* cache (IncludedIntoAcceptedBlock); messages of w's own candidate that    *)
@@ -459,7 +505,13 @@ Apply(w) ==
                  IF m \in blk.msgs /\ @[m] # "gone" THEN "accepted"
                  ELSE IF @[m] = "cand" THEN "queued" ELSE @[m]]]
     /\ last' = [a |-> "Apply", v |-> w, h |-> tip[w] + 1]
-    /\ UNCHANGED <<session, fn, origin, passed, net, byz, rej, arr, ses, handed, cc, cands, chain>>
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, rej, arr, ses, handed, cc, cands, sigs, chain>>
+
+(* Whether the hand-over carries digests of the accepted messages: 000 says *)
+(* so ("for replay protection purposes"); ever-node does not forward        *)
+(* finally accepted messages (remp-as-built section 5), and its profile's   *)
+(* configuration replaces this definition (ForwardsAccepted <- ...).        *)
+ForwardsAccepted == TRUE
 
 (* w moves to the session in action. 001: its messages obsolete there time  *)
 (* out; candidates of the ended session are dead (their messages return to  *)
@@ -475,7 +527,7 @@ Rotate(w) ==
                                  THEN "gone"
                               ELSE IF st[w][m] = "cand" THEN "queued" ELSE st[w][m]]
         ho == [k |-> "handover", from |-> w, s |-> new,
-               acc |-> IF Digests THEN {m \in Msgs : s2[m] = "accepted"} ELSE {},
+               acc |-> IF Digests /\ ForwardsAccepted THEN {m \in Msgs : s2[m] = "accepted"} ELSE {},
                pend |-> {m \in Msgs : s2[m] = "queued" /\ ~Stopped(w, m)},
                rej |-> {m \in Msgs : s2[m] = "rejected"}]
     IN
@@ -487,7 +539,7 @@ Rotate(w) ==
     /\ byz' = IF w \in Members[old] /\ FaultyMembers(new) # {} THEN byz \cup ho.pend ELSE byz
     /\ tip' = IF w \in Members[new] \ Members[old] THEN [tip EXCEPT ![w] = Len(chain)] ELSE tip
     /\ last' = [a |-> "Rotate", v |-> w, s |-> new]
-    /\ UNCHANGED <<session, fn, origin, passed, net, rej, arr, handed, cands, chain>>
+    /\ UNCHANGED <<session, fn, origin, passed, net, rej, arr, handed, cands, sigs, chain>>
 
 (* The masterchain moves to the next session once every honest validator   *)
 (* works in this one (sessions last long enough for that).                 *)
@@ -496,7 +548,36 @@ Switch ==
     /\ \A w \in Honest : ses[w] = session
     /\ session' = session + 1
     /\ last' = [a |-> "Switch", s |-> session + 1]
-    /\ UNCHANGED <<fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, chain>>
+    /\ UNCHANGED <<fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, cands, sigs, chain>>
+
+(* An honest validator crashes and restarts (not a Byzantine fault: it is  *)
+(* not counted in f). What survives is what the validator keeps on disk:   *)
+(* the blocks it applied (tip), its session (ses), its catchain log (the    *)
+(* records delivered to it, so the reject senders counted, rej, and the     *)
+(* hand-overs received, handed; its own votes, sigs) and its replay cache   *)
+(* of final statuses (001: the ids of messages in accepted blocks are kept  *)
+(* "as about some extended Shard State"; its own reject is a record of its  *)
+(* catchain log; a message timed out stays obsolete). What is lost is the   *)
+(* in-memory queue: a message queued or in its candidate is unseen again,   *)
+(* and comes back by the full node's resend. Copies and records in transit  *)
+(* to it are not lost (the network holds them). When a restart may happen  *)
+(* is a definition a configuration replaces (RestartPossible <- ...) to     *)
+(* bound the crashes; by default none.                                      *)
+RestartPossible(w) == FALSE
+KeptOnRestart == FinalStatuses
+
+Restart(w) ==
+    /\ RestartPossible(w)
+    /\ st' = [st EXCEPT ![w] = [m \in Msgs |-> IF @[m] \in KeptOnRestart THEN @[m] ELSE "none"]]
+    /\ sigs' = sigs
+    /\ st' # st   \* (a restart that loses nothing is not a step)
+    \* Copies and records to w whose arrival changes nothing (spent) are taken to have arrived
+    \* before the crash: after it they would count again, and the view has merged the states
+    \* that differ only in them.
+    /\ net' = {c \in net : ~(c[2] = w /\ SpentCopy(c))}
+    /\ cc' = {p \in cc : ~(p.to = w /\ SpentRecord(p))}
+    /\ last' = [a |-> "Restart", v |-> w]
+    /\ UNCHANGED <<session, fn, origin, passed, byz, rej, arr, tip, ses, handed, cands, chain>>
 
 -----------------------------------------------------------------------------
 (* Faulty validators.                                                      *)
@@ -508,7 +589,7 @@ ByzReceive(m, v) ==
     /\ net' = net \ {<<m, v>>}
     /\ byz' = byz \cup {m}
     /\ last' = [a |-> "ByzReceive", m |-> m, v |-> v]
-    /\ UNCHANGED <<session, fn, origin, passed, st, rej, arr, tip, ses, handed, cc, cands, chain>>
+    /\ UNCHANGED <<session, fn, origin, passed, st, rej, arr, tip, ses, handed, cc, cands, sigs, chain>>
 
 Bodies == IF BodiesSigned THEN byz \cup ChainMsgs ELSE Msgs
 
@@ -541,23 +622,16 @@ ByzTell(v, w, r) ==
     /\ Learn(w, r)
     /\ <<st, rej, arr, handed>>' # <<st, rej, arr, handed>>   \* (a record that changes nothing is not told)
     /\ last' = [a |-> "ByzTell", v |-> v, to |-> w, r |-> r]
-    /\ UNCHANGED <<session, fn, origin, passed, net, byz, tip, ses, cc, cands, chain>>
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, tip, ses, cc, cands, sigs, chain>>
 
-(* A faulty proposer's candidate is proposed and accepted in one step.     *)
-(* A reduction, not a limit on the adversary: nothing reads a faulty        *)
-(* validator's candidate but its acceptance and the one-candidate-per-      *)
-(* height rule (no honest status refers to it), and acceptance is judged on *)
-(* the state at the moment of acceptance. So a behaviour where it proposes  *)
-(* early and the block is accepted later is this step taken at that later  *)
-(* moment, and a candidate never accepted changes nothing.                  *)
+(* A faulty proposer's candidate on top of the chain, with any bodies it   *)
+(* holds; the honest validators sign it or not (Sign), each on its own     *)
+(* knowledge; the faulty ones sign it.                                     *)
 ByzPropose(v, M) ==
-    LET c == [by |-> v, msgs |-> M, ses |-> session, h |-> Len(chain)] IN
     /\ NoCandidateYet(v)
-    /\ HasQuorum(c)
-    /\ cands' = Append(cands, c)
-    /\ chain' = Append(chain, [msgs |-> M, ses |-> session])
-    /\ last' = [a |-> "ByzPropose", v |-> v, msgs |-> M, signers |-> Signers(c)]
-    /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc>>
+    /\ cands' = Append(cands, [by |-> v, msgs |-> M, ses |-> session, h |-> Len(chain)])
+    /\ last' = [a |-> "ByzPropose", v |-> v, msgs |-> M]
+    /\ UNCHANGED <<session, fn, origin, passed, net, byz, st, rej, arr, tip, ses, handed, cc, sigs, chain>>
 
 Byzantine ==
     \/ \E <<m, v>> \in net : ByzReceive(m, v)
@@ -578,8 +652,9 @@ HonestSteps(Collation(_)) ==
     \/ \E <<m, v>> \in net : Receive(m, v)
     \/ \E p \in cc : Deliver(p)
     \/ \E w \in Honest : Collation(w) \/ Apply(w) \/ Rotate(w)
+    \/ \E w \in Honest, b \in 1..Len(cands) : Sign(w, b)
 
-Next == Environment \/ HonestSteps(Collate) \/ Byzantine
+Next == Environment \/ HonestSteps(Collate) \/ Byzantine \/ \E w \in Honest : Restart(w)
 
 Spec == Init /\ [][Next]_vars
 
@@ -597,6 +672,16 @@ NoReplay ==
 OneIdPerUid ==
     \A i, j \in 1..Len(chain) : \A m \in chain[i].msgs, n \in chain[j].msgs :
         UidOf[m] = UidOf[n] => m = n
+
+(* Consensus safety, which replay protection rests on: no two candidates   *)
+(* of one session and height both carry a quorum of signatures (else both  *)
+(* could be accepted, on two forks of the shard chain, and a message        *)
+(* finalized on one could be executed again on the other). A consequence   *)
+(* of the 2/3 quorum and of each honest validator's one vote per height:   *)
+(* two quorums of more than 2/3 share an honest validator.                 *)
+NoFork ==
+    \A b1, b2 \in 1..Len(cands) :
+        (b1 # b2 /\ cands[b1].ses = cands[b2].ses /\ cands[b1].h = cands[b2].h) => ~(Certified(b1) /\ Certified(b2))
 
 (* 001: no message is in a block of a session in which it is obsolete.     *)
 NoInclusionAfterObsolete ==
@@ -659,7 +744,16 @@ RejectsStopCollation ==
 (* FanoutMin(N), no overload (the collator includes or rejects what it is  *)
 (* handed), the catchain delivers each honest sender's records, the full   *)
 (* node resends, blocks with a quorum are accepted, sessions go on.        *)
-NextLive == Environment \/ HonestSteps(CollateNoOverload) \/ Byzantine
+(* The consensus's rounds are not modelled: several honest candidates of   *)
+(* one height could split the honest votes so that none gets a quorum, and  *)
+(* what resolves that is a new round with another leader. So liveness is    *)
+(* checked with one honest proposal per height (a round whose leader is     *)
+(* honest), beside which the faulty validator may propose its own.          *)
+CollateLive(w) ==
+    /\ ~\E i \in 1..Len(cands) : cands[i].by \in Honest /\ cands[i].ses = session /\ cands[i].h = Len(chain)
+    /\ CollateNoOverload(w)
+
+NextLive == Environment \/ HonestSteps(CollateLive) \/ Byzantine
 
 (* Each class of honest step is finite (a record is delivered once, a     *)
 (* message collated once per height, a block accepted once),              *)
@@ -670,7 +764,8 @@ LiveSpec ==
     /\ \A m \in Msgs : WF_vars(\E T \in ResendTargets(m) : Resend(m, T)) /\ WF_vars(Finalize(m))
     /\ \A m \in Msgs : SF_vars(\E v \in Honest : Receive(m, v))
     /\ WF_vars(\E p \in cc : Deliver(p))
-    /\ WF_vars(\E w \in Honest : CollateNoOverload(w))
+    /\ WF_vars(\E w \in Honest : CollateLive(w))
+    /\ WF_vars(\E w \in Honest, b \in 1..Len(cands) : Sign(w, b))
     /\ WF_vars(\E w \in Honest : Apply(w))
     /\ WF_vars(\E w \in Honest : Rotate(w))
     /\ WF_vars(\E b \in 1..Len(cands) : Accept(b))

@@ -54,7 +54,7 @@ Passed == {{m \\in Msgs : fn[m] \\in {{FnTo["SentToValidators"], FnTo["Finalized
 R == INSTANCE REMP WITH chain <- Chain, origin <- sub, passed <- Passed, Fanout <- MinFanout,
        byz <- {{}}, st <- [w \\in Honest |-> [m \\in Msgs |-> "none"]], rej <- [w \\in Honest |-> [m \\in Msgs |-> {{}}]],
        arr <- [w \\in Honest |-> [m \\in Msgs |-> 0]], tip <- [w \\in Honest |-> 0], ses <- [w \\in Honest |-> 0],
-       handed <- [w \\in Honest |-> {{}}], cands <- << >>,
+       handed <- [w \\in Honest |-> {{}}], cands <- << >>, sigs <- [w \\in Honest |-> {{}}],
        ValidateAgainstCache <- TRUE, CacheOnReceive <- TRUE, Digests <- TRUE, Rebroadcast <- TRUE,
        SignedRecords <- TRUE, LifetimeFromMessage <- TRUE, BodiesSigned <- TRUE
 {chr(10).join(f"{p} == R!{p}" for p in PROMISES)}
