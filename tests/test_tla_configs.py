@@ -80,8 +80,23 @@ def test_a_listed_property_names_a_runnable_mutation_and_witness(model, prop):
         text = (model.dir / edit["file"]).read_text()
         assert text.count(edit["old"]) == 1, (edit["file"], edit["old"])
     wcfg = model.config(witness["config"])
-    module = (model.dir / f"{wcfg.module}.tla").read_text()
+    module = _with_extended(model.dir, wcfg.module)
     assert re.search(rf"(?m)^{witness['invariant']} ==", module), (wcfg.module, witness["invariant"])
+
+
+def _with_extended(folder, name: str, seen=None) -> str:
+    """The text of module ``name`` and of the model's own modules it EXTENDS (an MC module may take
+    its witnesses from the module it extends)."""
+    seen = set() if seen is None else seen
+    path = folder / f"{name}.tla"
+    if name in seen or not path.exists():
+        return ""
+    seen.add(name)
+    text = path.read_text()
+    ext = re.search(r"(?m)^EXTENDS\s+(.+)$", text)
+    for other in (ext.group(1).split(",") if ext else []):
+        text += _with_extended(folder, other.strip(), seen)
+    return text
 
 
 @pytest.mark.parametrize("model", [m for m in load_manifest().models
