@@ -34,8 +34,8 @@ def test_a_master_that_does_not_answer_is_named(tmp_path, capsys):
     assert why and f"127.0.0.1:{port}" in why and "no Spark master answers" in why
     assert unreachable_master("local[2]") is None and unreachable_master(None) is None
     assert "expected spark://HOST:PORT" in unreachable_master("spark://nohostport")
-    log = tmp_path / "log.jsonl"
-    log.write_text("")
+    log = tmp_path / "log.jsonl"  # one receipt: an empty log is refused before any master is asked
+    log.write_text('{"kind":"PutIntoQueue","message_id":"' + "a" * 64 + '","timestamp":1000,"source_id":"v1","signature":""}\n')
     code = main(["audit", "--master", f"spark://127.0.0.1:{port}", str(log)])
     err = capsys.readouterr().err
     assert code == 2 and "no Spark master answers" in err and "Traceback" not in err, err

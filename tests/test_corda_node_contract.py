@@ -114,12 +114,12 @@ def test_the_record_line_schema_is_generated_from_records_yaml_and_judges_lines(
     log = EventLog(tmp_path / "e.jsonl", "B")
     m = Message("N-Af0-3-0", "A:Af0", False, "Af0:3", "u1", 7)
     log.write("received", m, delivery="ID:1")
-    log.write("dedup", m, verdict="new")
+    log.write("dedup", m, verdict="NEW")
     log.write("committed", m, tx=4)
     log.write("acked", m, delivery="ID:1")
     lines = [json.loads(x) for x in (tmp_path / "e.jsonl").read_text().splitlines()]
     assert all(validator.is_valid(x) for x in lines)
-    planted = [{**lines[1], "verdict": "NEW"}, {k: v for k, v in lines[2].items() if k != "tx"},
+    planted = [{**lines[1], "verdict": "Maybe"}, {k: v for k, v in lines[2].items() if k != "tx"},
                {**lines[3], "event": "acknowledged"}, {**lines[0], "seq": -1}]
     assert [validator.is_valid(x) for x in planted] == [False] * 4
 

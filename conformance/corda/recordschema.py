@@ -32,7 +32,8 @@ def line_schema() -> dict[str, Any]:
     ev = records["events"]
     properties = {name: _field(f) for name, f in ev["fields"].items()}
     properties["event"] = {**properties["event"], "enum": list(ev["kinds"])}
-    properties["verdict"] = {**properties["verdict"], "enum": list(ev["verdicts"])}
+    verdicts = ev["verdicts"]  # as the documents spell them, and the spelling earlier records carry
+    properties["verdict"] = {**properties["verdict"], "enum": list(verdicts["written"]) + list(verdicts.get("also_read", {}))}
     rules = [{"if": {"properties": {"event": {"const": kind}}, "required": ["event"]},
               "then": {"required": list(k["required"])}}
              for kind, k in ev["kinds"].items() if k["required"]]
