@@ -76,6 +76,11 @@ def get_session(master: str | None = "local[2]", app: str = "rmkit-audit", shuff
         except ImportError:
             raise SparkUnavailable(f"rmkit audit needs {module} (Spark's Arrow transfer): install the `spark` extra "
                                    f"(pip install 'rmkit[spark]'), found no module named {module}") from None
+    # a cluster master named on the command line is asked first, even where this process already
+    # holds a session (of another master, e.g. a local one an earlier audit started)
+    problem = unreachable_master(master) if master is not None and not is_local(master) else None
+    if problem:
+        raise SparkUnavailable(problem)
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
