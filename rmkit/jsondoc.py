@@ -65,18 +65,14 @@ def document_problem(data: Any, schema_name: str, text: bytes = b"") -> tuple[st
     """(field, what is wrong, line) of the first problem of ``data`` under
     ``spec/schema/<schema_name>.schema.json``, or None. A required field that is missing is
     named as the field, not as its parent."""
-    import jsonschema
-
-    from rmkit.specload import dotted, load_schema
+    from rmkit.specload import dotted, first_schema_error
 
     deep = nesting_problem(data)
     if deep is not None:
         return dotted(deep[:MAX_NESTING]), f"nested deeper than {MAX_NESTING} levels (no field of the format is)", None
-    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
-    errors = sorted(validator.iter_errors(data), key=lambda e: (-len(e.absolute_path), str(e.absolute_path)))
-    if not errors:
+    err = first_schema_error(data, schema_name)
+    if err is None:
         return None
-    err = jsonschema.exceptions.best_match(errors)
     path = list(err.absolute_path)
     message = err.message[:300]
     if err.validator == "required" and isinstance(err.instance, dict):

@@ -124,16 +124,23 @@ def load_schema(name: str) -> dict:
     return schema
 
 
-def schema_problem(data: Any, schema_name: str, node: yaml.Node | None = None) -> tuple[str, str, int | None] | None:
-    """The first (most specific) schema violation of ``data`` as ``(field path, message, line)``,
-    or None when ``data`` passes the schema ``spec/schema/<schema_name>.schema.json``."""
+def first_schema_error(data: Any, schema_name: str):
+    """The first (most specific) ``jsonschema`` error of ``data`` under the schema
+    ``spec/schema/<schema_name>.schema.json``, or None when it passes: the deepest path first,
+    then jsonschema's best match among those."""
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(load_schema(schema_name))
     errors = sorted(validator.iter_errors(data), key=lambda e: (-len(e.absolute_path), str(e.absolute_path)))
-    if not errors:
+    return jsonschema.exceptions.best_match(errors) if errors else None
+
+
+def schema_problem(data: Any, schema_name: str, node: yaml.Node | None = None) -> tuple[str, str, int | None] | None:
+    """The first (most specific) schema violation of ``data`` as ``(field path, message, line)``,
+    or None when ``data`` passes the schema ``spec/schema/<schema_name>.schema.json``."""
+    err = first_schema_error(data, schema_name)
+    if err is None:
         return None
-    err = jsonschema.exceptions.best_match(errors)
     path = list(err.absolute_path)
     return (_dotted(path), f"{err.message} (schema rule: {'/'.join(map(str, err.absolute_schema_path))})",
             _yaml_line(node, path))

@@ -25,6 +25,7 @@ import copy
 import functools
 from dataclasses import dataclass, field
 
+from rmkit.conformance.remp.driven.catalogue import requirements
 from rmkit.conformance.remp.driven.compare import Difference, _key, compare, normalize
 from rmkit.conformance.remp.model import model_for
 from rmkit.specload import load_protocol_spec
@@ -59,10 +60,8 @@ def pacing_bound_ms(profile: str) -> int:
 def binds(rule: str, profile: str) -> bool:
     """Whether requirement ``rule`` of ``spec/remp/conformance.yaml`` binds in ``profile`` (one that
     rests on a profile's reference facts binds only there); a log rule's modes say where it is on."""
-    for req in load_protocol_spec("remp")["conformance"]["requirements"]:
-        if req["id"] == rule:
-            return profile in req.get("profiles", (profile,))
-    return True
+    req = requirements().get(rule)
+    return req is None or profile in req.get("profiles", (profile,))
 
 
 @dataclass
@@ -163,7 +162,6 @@ class Judge:
         self.session = None
         self.lifetime_ms = getattr(getattr(ref, "machine", None), "lifetime_ms", None)
         self._held_sessions: dict = {}  # validator: msg_id -> origin session of the messages held before the latest switch
-        self._kept: dict = {}  # validator: msg_id -> hand-over entry kept past N+2 under 001's short-session exception
         # full node: resends are owed only where REMP-CLIENT-001 binds (the running node's fact)
         self.resends_bind = binds("REMP-CLIENT-001", profile)
 
@@ -459,11 +457,10 @@ class Judge:
                    + [x["msg_id"] for x in need_dig if key(x) not in a_dig and x["msg_id"] not in whole])
         if whole:
             used.add("handover_whole")
-        self._kept = {}
-        stale = self._obsolete_entries(a, e_full | e_dig, switched)
-        if self._kept:  # copied on under 001's short-session exception
+        stale, kept = self._obsolete_entries(a, e_full | e_dig, switched)
+        if kept:  # copied on under 001's short-session exception
             used.add("short_sessions")
-            extra = [k for k in extra if k not in self._kept.values()]
+            extra = [k for k in extra if k not in kept.values()]
         if stale:
             breaches.append(Breach("REMP-LIFE-001", f"the hand-over to session {a.get('to_session')} copies on {_short(stale)}, "
                                    "obsolete (received two or more sessions before)",
@@ -482,11 +479,12 @@ class Judge:
             used.add("handover_catchain")
         return rest_e, rest_a
 
-    def _obsolete_entries(self, forwarded: dict, expected_keys: set, switched: _Switched) -> dict:
+    def _obsolete_entries(self, forwarded: dict, expected_keys: set, switched: _Switched) -> tuple[dict, dict]:
         """msg_id -> key of the hand-over's entries the reference leaves out because the message is
-        obsolete (its origin session is out of the window, or it turned obsolete at this switch)."""
+        obsolete (its origin session is out of the window, or it turned obsolete at this switch):
+        those stale, and those 001's short-session exception still lets it remember."""
         live = switched.live
-        out = {}
+        out, kept = {}, {}
         for x in list(forwarded.get("full") or []) + list(forwarded.get("digests") or []):
             k = _key(x)
             if k in expected_keys or not isinstance(x, dict):
@@ -494,11 +492,8 @@ class Judge:
             origin = x.get("origin_session")
             mid = x.get("msg_id")
             if (isinstance(origin, int) and not live(origin)) or (mid in self.obsolete and mid not in switched.held_after):
-                if self.remembered_longer(origin if isinstance(origin, int) else None):
-                    self._kept[mid] = k
-                else:
-                    out[mid] = k
-        return out
+                (kept if self.remembered_longer(origin if isinstance(origin, int) else None) else out)[mid] = k
+        return out, kept
 
     def _kept_past_n2(self, o: dict, side: str, event: dict) -> bool:
         """A Timeout the reference makes at a switch and the implementation does not, for a message
@@ -648,7 +643,7 @@ class Judge:
         own, by_receipt, sent = [], [], []
         missing, extra = list(j.diff.missing), list(j.diff.extra)
         for e, a in _paired(missing, extra):
-            r = _requeued(e, settled) or _rule_of_pair(self.role, e, a)
+            r = _requeued(e, settled) or _rule_of_pair(e, a)
             if r:
                 (by_receipt if e.get("type") in RECEIPT_OUTPUTS else own).append(r)
         for o, side in [(o, "missing") for o in missing] + [(o, "extra") for o in extra]:
@@ -807,7 +802,7 @@ def _flat(o, prefix="") -> dict:
     return out
 
 
-def _rule_of_pair(role: str, expected: dict, actual: dict) -> str | None:
+def _rule_of_pair(expected: dict, actual: dict) -> str | None:
     """The requirement a pair of outputs about the same thing breaks, by the fields that differ;
     None when none names the difference (it is informational). A field the schema requires left out
     (or one added) is REMP-SCHEMA-001's; a receipt of another kind than the events call for says a

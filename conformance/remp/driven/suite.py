@@ -15,6 +15,7 @@ from rmkit.conformance.remp.driven.catalogue import catalogue, conformance_spec,
 from rmkit.conformance.remp.driven.codec import adapter_spec
 from rmkit.conformance.remp.driven.coverage import generated_scenarios
 from rmkit.conformance.remp.driven.generate import run_generated
+from rmkit.conformance.remp.driven.judge import binds
 from rmkit.conformance.remp.driven.names import default_params
 from rmkit.conformance.remp.driven.report import ConformReport, unreached
 from rmkit.conformance.remp.driven.runner import FAIL, PASS, Failure, ScenarioResult, run_scenario
@@ -33,7 +34,7 @@ def rules_in_scope(profile: str, roles) -> dict:
     wanted = {r for role in roles for r in spec[role]["rules"]}
     out = {r.id: r.title for r in m.rules if r.id in wanted and r.mode(profile) != "off"}
     for rid, req in requirements().items():
-        if set(req["roles"]) & set(roles) and profile in req.get("profiles", (profile,)):
+        if set(req["roles"]) & set(roles) and binds(rid, profile):
             out[rid] = req["title"]
     for sc in conformance_spec()["scenarios"]:  # rules a catalogue scenario names (e.g. consumer outcomes)
         if sc["role"] in roles:
