@@ -4,6 +4,7 @@ line, and killing what is left so that a failing test does not leave it running.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 
@@ -58,3 +59,13 @@ def kill_all(pids) -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+class CapturedStream(io.TextIOWrapper):
+    """A standard stream a command under test reads or writes in memory (``text()``: what it wrote)."""
+
+    def __init__(self, data: bytes = b""):
+        super().__init__(io.BytesIO(data), encoding="utf-8", errors="replace", write_through=True)
+
+    def text(self) -> str:
+        return self.buffer.getvalue().decode("utf-8", "replace")

@@ -13,7 +13,6 @@ exist, and conform runs the catalogue of the in-process reference only.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
 import re
@@ -25,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES
+from proc_support import CapturedStream
 from rmkit.cli import main
 
 CLEAN = FIXTURES / "rules" / "spec" / "clean-happy.jsonl"
@@ -195,12 +195,7 @@ def argv_for(draw, command: str) -> list[str]:
 
 
 # ---- running ---------------------------------------------------------------------------------
-class _Std(io.TextIOWrapper):
-    def __init__(self, data: bytes = b""):
-        super().__init__(io.BytesIO(data), encoding="utf-8", errors="replace", write_through=True)
-
-    def text(self) -> str:
-        return self.buffer.getvalue().decode("utf-8", "replace")
+_Std = CapturedStream
 
 
 def _places(tmp):

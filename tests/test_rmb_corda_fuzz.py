@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import errno
 import gzip
-import io
 import json
 import os
 import re
@@ -28,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import REPO
+from proc_support import CapturedStream
 from rmkit.cli import main
 
 _LONG = int(os.environ.get("RMKIT_FUZZ_EXAMPLES", "0"))
@@ -219,12 +219,7 @@ def argv_for(draw, command: str) -> list[str]:
 
 
 # ---- standard streams -------------------------------------------------------------------------
-class _Std(io.TextIOWrapper):
-    def __init__(self, data: bytes = b""):
-        super().__init__(io.BytesIO(data), encoding="utf-8", errors="replace", write_through=True)
-
-    def text(self) -> str:
-        return self.buffer.getvalue().decode("utf-8", "replace")
+_Std = CapturedStream
 
 
 class _Broken(_Std):
