@@ -61,7 +61,7 @@ def data(d: str, receipts: int, violations: float) -> tuple[list[str], dict]:
 def findings(report) -> set:
     """A report's findings in the manifest's terms: (rule, message id), and for unreadable lines
     (REMP-INPUT-001, file name, line)."""
-    found = {(v.rule, v.message_id) for v in report.violations if v.rule != "REMP-INPUT-001"}
+    found = {(v.rule, v.subject) for v in report.violations if v.rule != "REMP-INPUT-001"}
     return found | {("REMP-INPUT-001", os.path.basename(p.file), p.line) for p in report.input_problems}
 
 
@@ -140,7 +140,7 @@ def main() -> int:
     print(f"Spark floor with the records moved (the same, the lines shuffled with their keys): {f['floor_records']:.1f} s")
     print(f"audit: {f['audit']:.1f} s  audit/floor {f['audit'] / f['floor']:.2f} (target <= 3)  audit/floor with the records moved "
           f"{f['audit'] / f['floor_records']:.2f}  audit/bare read "
-          f"{f['audit'] / f['bare']:.2f}  {rep.receipts / f['audit']:,.0f} receipts/s  verdict {rep.verdict}")
+          f"{f['audit'] / f['bare']:.2f}  {rep.records / f['audit']:,.0f} receipts/s  verdict {rep.verdict}")
     print("audit parts: " + ", ".join(f"{k} {v:.1f} s" for k, v in res.timings.items())
           + f"; passes {rep.metrics.get('audit_passes')}"
           + (f" ({rep.metrics['audit_two_passes_because']})" if rep.metrics.get("audit_two_passes_because") else ""))
@@ -154,7 +154,7 @@ def main() -> int:
         t = time.perf_counter()
         r = RempLogChecker("spec", jobs=2, max_examples=0).run(files)
         ct = time.perf_counter() - t
-        print(f"rmkit check --jobs 2: {ct:.1f} s, {r.receipts / ct:,.0f} receipts/s; audit/check {f['audit'] / ct:.2f}")
+        print(f"rmkit check --jobs 2: {ct:.1f} s, {r.records / ct:,.0f} receipts/s; audit/check {f['audit'] / ct:.2f}")
         compare("rmkit check", findings(r), got)
     print(f"load average (1 min) before {load0[0]:.1f}, after {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     return 0

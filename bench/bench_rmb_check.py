@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def check(directory=None, jobs=1):
             rep = RmbLogChecker(RmbShards("spec", directory), jobs=jobs).run([str(log)])
-            assert rep.verdict == "pass" and rep.receipts == records, (rep.verdict, rep.counts)
+            assert rep.verdict == "pass" and rep.records == records, (rep.verdict, rep.counts)
 
         base = best(parse, args.repeat)
         rows = [("parse", base)]

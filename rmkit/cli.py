@@ -7,13 +7,14 @@ import argparse
 import functools
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 from rmkit._version import __version__
 from rmkit.errors import UsageError
 from rmkit.guard import (CONTRACT, check_writable_dir, check_writable_file, decided, emit_report, positive_seconds,
                          run_command_line, write_output)
-from rmkit.protocol import get_protocol, protocol_names
+from rmkit.protocol import capable, default_protocol, get_protocol, protocol_names, require
 from rmkit.verdict import FAIL, NON_STRICT
 
 EXIT_PASS, EXIT_VIOLATIONS, EXIT_USAGE = 0, 1, 2
@@ -23,7 +24,7 @@ EXIT_CODES = """exit codes:
   0  pass (also non-strict, unless --strict is given)
   1  violations: the verdict is fail
   2  usage error, broken spec, or unreadable input (a file that cannot be opened,
-     lines that are not receipts, or a log with no receipts at all)"""
+     lines that are not records of the protocol, or a log with no records at all)"""
 
 
 TLC_EXIT_CODES = """exit codes:
@@ -36,7 +37,7 @@ TLC_EXIT_CODES = """exit codes:
 AUDIT_EXIT_CODES = """exit codes (as rmkit check's):
   0  pass (also non-strict, unless --strict is given)
   1  violations: the verdict is fail
-  2  records that could not be read (quarantined, with file and line), no receipt read, an input
+  2  records that could not be read (quarantined, with file and line), no record read, an input
      that cannot be opened or decompressed, usage error, pyspark (pip install 'rmkit[spark]') or
      Java missing, the job failed"""
 
@@ -54,11 +55,7 @@ def _add_impl_arguments(parser: argparse.ArgumentParser, role: bool = True) -> N
                             help="role the implementation plays (repeatable; default: every role of the protocol)")
     how = parser.add_mutually_exclusive_group(required=True)
     how.add_argument("--impl-cmd", metavar="CMD", help="command that starts the implementation, split like a shell would. "
-                                                       "remp, corda: its adapter process; ROLE in CMD is replaced by the role. "
-                                                       "rmb: the daemon under test; no ROLE, but the placeholders {python} {redis} "
-                                                       "{twin} {key_file} {seed} {key_type} {directory} {listen} {host} {port} "
-                                                       "{profile} {workdir} are replaced (their meanings: --rmb-workdir in "
-                                                       "`rmkit conform --help`)")
+                                                       + _each_protocol("impl-cmd", "conform", " "))
     how.add_argument("--impl", metavar="MODULE:FACTORY", help="a Python implementation: FACTORY(role) returns the adapter object")
     from rmkit.conformance.cli_options import DEFAULT_TIMEOUT
 
@@ -70,9 +67,45 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
 
 
-def protocol_help(default: str | None = "remp", what: str = "protocol") -> str:
-    """The help of a ``--protocol`` option: its choices as installed (the protocol registry), and its default."""
-    return f"{what}: one of {', '.join(protocol_names())}" + (f" (default: {default})" if default else "")
+def protocol_help(default: str | None = None, what: str = "protocol", capability: str | None = None) -> str:
+    """The help of a ``--protocol`` option: its choices as installed (the protocol registry, those
+    with ``capability``), and its default."""
+    return f"{what}: one of {', '.join(protocol_names(capability))}" + (f" (default: {default})" if default else "")
+
+
+def _each_protocol(topic: str, capability: str | None = None, sep: str = "\n\n") -> str:
+    """What each installed protocol (with ``capability``) says on a help ``topic``
+    (:meth:`rmkit.protocol.Protocol.help_text`), each after its name, joined by ``sep``."""
+    said = [f"{name}: {text}" for name in protocol_names(capability) if (text := get_protocol(name).help_text(topic))]
+    if "\n" in sep:  # a description, which argparse shows as it is: each line filled here
+        said = ["\n".join(textwrap.fill(line, 88, subsequent_indent="  ", break_on_hyphens=False) for line in text.splitlines()) for text in said]
+    return sep.join(said)
+
+
+def _examples() -> str:
+    """The examples of ``rmkit --help``: the default protocol's."""
+    default = default_protocol()
+    lines = get_protocol(default).help_text("examples").splitlines() if default else []
+    return "\n\nexamples:\n" + "".join(f"  {line}\n" for line in lines) if lines else ""
+
+
+def _protocol_argument(options: "ProtocolOptions", capability: str | None = None, what: str = "protocol") -> None:
+    """``--protocol`` of a command: the choices that have ``capability``, its default the registry's."""
+    default = default_protocol(capability)
+    options.add_protocol_argument(default=default, required=default is None,
+                                  help=protocol_help(default, what, capability))
+
+
+def _add_protocol_options(options: "ProtocolOptions", capability: str, hook: str, *args) -> None:
+    """Each protocol with ``capability`` adds its own options to the command, by its ``hook``; one
+    without has none (an option of another protocol given with it is still named as such)."""
+    for name in protocol_names():
+        proto = get_protocol(name)
+        options.add(name, functools.partial(getattr(proto, hook), *args) if capable(proto, capability) else _no_options)
+
+
+def _no_options(group: argparse._ArgumentGroup) -> None:
+    """The options a protocol adds to a command it has not the capability for."""
 
 
 class ProtocolOptions:
@@ -213,27 +246,26 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rmkit",
         formatter_class=_Formatter,
         description="Formal spec and conformance kit for reliable messaging protocols.\n"
-                    "Checks receipt logs against a protocol's spec (profiles: the design documents, and\n"
-                    "named real implementations), explains each rule, and renders the spec as docs and diagrams.",
-        epilog=CONTRACT + "\n\n" + EXIT_CODES.replace("exit codes:", "rmkit check:") + "\n\nexamples:\n  rmkit check receipts.jsonl.gz\n  rmkit check --profile ever-node --format json --out report.json dump.jsonl\n"
-                            "  rmkit explain REMP-REPLAY-002\n  rmkit spec diagram --protocol remp -o remp.svg\n"
-                            "  rmkit receipt verify --validators validators.yaml receipts.jsonl",
+                    "Checks logs against a protocol's spec (profiles: the design documents, and named\n"
+                    "real implementations), explains each rule, and renders the spec as docs and diagrams.",
+        epilog=CONTRACT + "\n\n" + EXIT_CODES.replace("exit codes:", "rmkit check:") + _examples().rstrip("\n"),
     )
     p.add_argument("--version", action="version", version=f"rmkit {__version__}")
     p.add_argument("--debug", action="store_true", help="on an internal error, print the traceback too")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     # -- check --------------------------------------------------------------------------------
-    c = sub.add_parser("check", formatter_class=_Formatter, help="check receipt logs against a protocol profile",
-                       description="Stream one or more receipt logs and check every rule of the chosen profile.\n\n"
-                                   "Input: JSONL of receipt objects, or a Kafka dump (one JSON record per line with\n"
-                                   "topic, partition, offset, timestamp, key, value; value a JSON object or a string\n"
-                                   "holding one). Plain or .gz; '-' reads stdin. Order within one message is the log order.\n"
-                                   "Unreadable lines are reported with file and line, counted, and fail the run.",
+    c = sub.add_parser("check", formatter_class=_Formatter, help="check logs against a protocol profile",
+                       description="Stream one or more logs and check every rule of the chosen profile.\n\n"
+                                   "Input: JSONL of the protocol's records, or a Kafka dump (one JSON record per line\n"
+                                   "with topic, partition, offset, timestamp, key, value; value a JSON object or a\n"
+                                   "string holding one). Plain or .gz; '-' reads stdin.\n"
+                                   "Unreadable lines are reported with file and line, counted, and fail the run.\n\n"
+                                   + _each_protocol("check", "check"),
                        epilog=EXIT_CODES)
-    c.add_argument("logs", nargs="+", metavar="LOG", help="receipt log(s): .jsonl, .jsonl.gz, or - for stdin")
+    c.add_argument("logs", nargs="+", metavar="LOG", help="log(s): .jsonl, .jsonl.gz, or - for stdin")
     c_options = ProtocolOptions(c)
-    c_options.add_protocol_argument(default="remp", help=protocol_help("remp", "protocol of the log"))
+    _protocol_argument(c_options, "check", "protocol of the log")
     c.add_argument("--profile", help="spec profile: the documents ('spec', default) or a named implementation")
     c.add_argument("--format", choices=("text", "json", "junit"), default="text", help="report format (default: text)")
     c.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
@@ -249,8 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "else 1: a 2-core machine checks with two only when both cores are idle; stdin: 1; "
                         "see docs/check-jobs.md)")
     c.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text reports")
-    for name in protocol_names():
-        c_options.add(name, get_protocol(name).add_check_arguments)
+    _add_protocol_options(c_options, "check", "add_check_arguments")
     c.set_defaults(func=c_options.guard(cmd_check), verdict=True)
 
     # -- explain ------------------------------------------------------------------------------
@@ -258,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Print a rule: statement, severity, mode per profile, the seed sentence or\n"
                                    "reference fact it comes from, what to do, and an example violation found by\n"
                                    "running the rule's own fixture through the checker.", formatter_class=_Formatter)
-    e.add_argument("rule", metavar="RULE-ID", help="e.g. REMP-REPLAY-002; 'list' lists every rule")
+    e.add_argument("rule", metavar="RULE-ID", help="a rule id, PROTOCOL-AREA-NNN; 'list' lists every rule")
     e.set_defaults(func=cmd_explain)
 
     # -- spec ---------------------------------------------------------------------------------
@@ -273,109 +304,104 @@ def build_parser() -> argparse.ArgumentParser:
     sd = ssub.add_parser("diagram", help="Graphviz state diagram of the status machine, generated from the spec",
                          description="Write the status machine as Graphviz DOT (or SVG/PNG/PDF when the Graphviz\n"
                                      "`dot` program is installed: apt-get install graphviz).", formatter_class=_Formatter)
-    sd.add_argument("--protocol", default="remp", metavar="NAME", help=protocol_help())
+    sd.add_argument("--protocol", default=default_protocol(), required=default_protocol() is None, metavar="NAME",
+                    help=protocol_help(default_protocol()))
     sd.add_argument("--profile")
     sd.add_argument("-o", "--out", metavar="FILE", help="FILE.dot, .svg, .png or .pdf (default: DOT on stdout)")
     sd.set_defaults(func=cmd_spec_diagram)
     sm = ssub.add_parser("docs", help="Markdown tables of kinds, transitions and rules, generated from the spec")
-    sm.add_argument("--protocol", default="remp", metavar="NAME", help=protocol_help())
+    sm.add_argument("--protocol", default=default_protocol(), required=default_protocol() is None, metavar="NAME",
+                    help=protocol_help(default_protocol()))
     sm.add_argument("-o", "--out", metavar="FILE", help="write to FILE (default: stdout)")
     sm.add_argument("--check", metavar="FILE", help="exit 1 if FILE differs from what would be generated (docs drift)")
     sm.set_defaults(func=cmd_spec_docs)
     sp = ssub.add_parser("profiles", help="list the profiles of a protocol")
-    sp.add_argument("--protocol", default="remp", metavar="NAME", help=protocol_help())
+    sp.add_argument("--protocol", default=default_protocol(), required=default_protocol() is None, metavar="NAME",
+                    help=protocol_help(default_protocol()))
     sp.set_defaults(func=cmd_spec_profiles)
 
     pr = sub.add_parser("protocols", help="list installed protocols")
     pr.set_defaults(func=cmd_protocols)
 
-    sim = sub.add_parser("simulate", help="write a seeded, reproducible simulated receipt log",
-                         description="Run the reference shard simulator (validators, full node, network, session\n"
-                                     "switches) and write its receipt log, for demos, fixtures and benchmarks;\n"
-                                     "or a multi-file log with planted violations and a manifest.",
+    sim = sub.add_parser("simulate", help="write a seeded, reproducible simulated log",
+                         description="Run a protocol's reference simulator and write its log, for demos, fixtures\n"
+                                     "and benchmarks.\n\n" + _each_protocol("simulate", "simulate"),
                          formatter_class=_Formatter)
     sim_options = ProtocolOptions(sim)
-    sim_options.add_protocol_argument(default="remp")
+    _protocol_argument(sim_options, "simulate")
     sim.add_argument("--profile", help="spec profile whose behaviour to simulate (default: the protocol's default)")
     sim.add_argument("--seed", type=int, default=1)
     sim.add_argument("-o", "--out", required=True, metavar="FILE|DIR",
                      help="output file (.gz compresses; - for stdout), or directory of a multi-file log "
                           "(see the protocol's options below)")
-    for name in protocol_names():
-        sim_options.add(name, get_protocol(name).add_simulate_arguments)
+    _add_protocol_options(sim_options, "simulate", "add_simulate_arguments")
     sim.set_defaults(func=sim_options.guard(cmd_simulate))
 
     # -- keys ---------------------------------------------------------------------------------
-    k = sub.add_parser("keys", help="write test keys for signing receipts",
-                       description="Test key sets: the validator-set file and the nodes' private keys.")
+    k = sub.add_parser("keys", help="write test keys for signing records",
+                       description="Test key sets: the public keys a check verifies against and the nodes' private keys.")
     ksub = k.add_subparsers(dest="keys_action", metavar="ACTION")
-    kg = ksub.add_parser("gen", formatter_class=_Formatter, help="write a test key set (validator set + private keys)",
-                         description="Write a test key set to DIR: the validator-set file (for `rmkit check\n"
-                                     "--validators` and `rmkit receipt verify`) and one private key file per node\n"
-                                     "(for `rmkit receipt sign --key` and `rmkit simulate --keys`).\n"
-                                     "Deterministic with --seed; random keys otherwise. Test keys only.",
-                         epilog="examples:\n  rmkit keys gen --validators 7 --sessions 10 --seed 1 --out keys\n"
-                                "  rmkit simulate --keys keys --messages 500 -o signed.jsonl\n"
-                                "  rmkit check --validators keys/validators.yaml signed.jsonl")
+    kg = ksub.add_parser("gen", formatter_class=_Formatter, help="write a test key set (public keys + private keys)",
+                         description="Write a test key set to DIR. Deterministic with --seed; random keys otherwise.\n"
+                                     "Test keys only.\n\n" + _each_protocol("keys gen", "keys"))
     kg_options = ProtocolOptions(kg)
-    kg_options.add_protocol_argument(default="remp")
+    _protocol_argument(kg_options, "keys")
     kg.add_argument("--seed", metavar="X", help="derive every key from X (reproducible); default: random keys")
     kg.add_argument("--out", required=True, metavar="DIR", help="folder to write (created if missing)")
-    for name in protocol_names():
-        kg_options.add(name, functools.partial(get_protocol(name).add_keys_arguments, "gen"))
+    _add_protocol_options(kg_options, "keys", "add_keys_arguments", "gen")
     kg.set_defaults(func=kg_options.guard(cmd_keys))
     k.set_defaults(func=lambda args: _group_help(k))
 
     # -- receipt ------------------------------------------------------------------------------
-    r = sub.add_parser("receipt", help="encode, sign and verify receipts one by one",
-                       description="Work on single receipts of a log: their signed bytes, signing, verification.")
+    r = sub.add_parser("receipt", help="encode, sign and verify a log's records one by one",
+                       description="Work on single records of a log: their signed bytes, signing, verification.")
     rsub = r.add_subparsers(dest="receipt_action", metavar="ACTION")
     actions = {
-        "encode": ("print each receipt's signed bytes as hex",
-                   "Print, for each receipt (JSONL line, or Kafka record), the bytes its source signs\n"
-                   "(for REMP: the boxed TL receipt) as lowercase hex, one line per receipt.",
-                   "exit codes:\n  0  every receipt encoded\n  2  usage error, or some lines could not be read or encoded\n"
+        "encode": ("print each record's signed bytes as hex",
+                   "Print, for each record (JSONL line, or Kafka record), the bytes its source signs\n"
+                   "as lowercase hex, one line per record.",
+                   "exit codes:\n  0  every record encoded\n  2  usage error, or some lines could not be read or encoded\n"
                    "     (each reported on stderr with file:line and field)"),
-        "sign": ("sign receipts with a private key",
-                 "Write each receipt signed with the given key (its source id set to the key's id when\n"
+        "sign": ("sign records with a private key",
+                 "Write each record signed with the given key (its source id set to the key's id when\n"
                  "it has none), in the profile's signature encoding. Kafka records keep their layout.",
-                 "exit codes:\n  0  every receipt signed\n  2  usage error, or some lines could not be read or signed\n"
+                 "exit codes:\n  0  every record signed\n  2  usage error, or some lines could not be read or signed\n"
                  "     (each reported on stderr with file:line and field)"),
-        "verify": ("verify receipts' signatures against a validator set",
-                   "Report for each receipt: valid, invalid, unknown-source, unsigned or malformed, with\n"
-                   "the reason; then the counts. A signature is valid only in the profile's encoding (hex\n"
-                   "for spec, base64 for ever-node), as rmkit check judges it; one that verifies in the\n"
-                   "other encoding is malformed.",
-                   "exit codes:\n  0  every receipt is valid (or unsigned where the profile allows it)\n"
-                   "  1  some receipts are not valid\n  2  usage error, unreadable input lines, or no receipt at all"),
+        "verify": ("verify records' signatures against a set of public keys",
+                   "Report for each record: valid, invalid, unknown-source, unsigned or malformed, with\n"
+                   "the reason; then the counts. A signature is valid only in the profile's encoding, as\n"
+                   "rmkit check judges it; one that verifies in another encoding is malformed.",
+                   "exit codes:\n  0  every record is valid (or unsigned where the profile allows it)\n"
+                   "  1  some records are not valid\n  2  usage error, unreadable input lines, or no record at all"),
     }
     for action, (short, desc, codes) in actions.items():
-        a = rsub.add_parser(action, formatter_class=_Formatter, help=short, description=desc, epilog=codes)
-        a.add_argument("input", nargs="?", default="-", metavar="FILE", help="JSONL receipts or a Kafka dump, plain or .gz (default: - for stdin)")
+        said = _each_protocol(f"receipt {action}", "receipt")
+        a = rsub.add_parser(action, formatter_class=_Formatter, help=short, epilog=codes,
+                            description=desc + ("\n\n" + said if said else ""))
+        a.add_argument("input", nargs="?", default="-", metavar="FILE", help="JSONL records or a Kafka dump, plain or .gz (default: - for stdin)")
         a_options = ProtocolOptions(a)
-        a_options.add_protocol_argument(default="remp")
+        _protocol_argument(a_options, "receipt")
         a.add_argument("--profile", help="spec profile (default: the protocol's default)")
         a.add_argument("-o", "--out", metavar="FILE", help="write to FILE instead of stdout")
-        for name in protocol_names():
-            a_options.add(name, functools.partial(get_protocol(name).add_receipt_arguments, action))
+        _add_protocol_options(a_options, "receipt", "add_receipt_arguments", action)
         a.set_defaults(func=a_options.guard(cmd_receipt), verdict=True)
     r.set_defaults(func=lambda args: _group_help(r))
 
     # -- audit --------------------------------------------------------------------------------
-    au = sub.add_parser("audit", formatter_class=_Formatter, help="check large receipt logs with Spark (local or a cluster)",
+    au = sub.add_parser("audit", formatter_class=_Formatter, help="check large logs with Spark (local or a cluster)",
                         description="Check the same rules as `rmkit check` with a Spark job, for logs larger than one\n"
                                     "machine reads comfortably or kept on a cluster. Runs Spark in local mode by default\n"
                                     "(started by the command itself); --master points it at a cluster.\n\n"
-                                    "The protocol's own checker runs on Spark: records are grouped by their key (REMP:\n"
-                                    "the message id), each share is checked in log order, and the shares merge as\n"
-                                    "`rmkit check --jobs` merges its processes.\n\n"
-                                    "Input: receipt JSONL, Kafka dump records, `kcat -C -J` output, .gz, Parquet;\n"
+                                    "The protocol's own checker runs on Spark: records are grouped by their key (the\n"
+                                    "subject the protocol judges them by, e.g. a message id), each share is checked in\n"
+                                    "log order, and the shares merge as `rmkit check --jobs` merges its processes.\n\n"
+                                    "Input: JSONL records, Kafka dump records, `kcat -C -J` output, .gz, Parquet;\n"
                                     "files, directories and globs. Records that cannot be read go to a quarantine\n"
                                     "table (file and line), are counted, and fail the verdict.",
                         epilog=AUDIT_EXIT_CODES)
-    au.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs of receipt logs")
+    au.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or globs of logs")
     au_options = ProtocolOptions(au)
-    au_options.add_protocol_argument(default="remp")
+    _protocol_argument(au_options, "check")
     au.add_argument("--profile", help="spec profile: the documents ('spec', default) or a named implementation")
     au.add_argument("--master", default="local[*]", help="Spark master URL (default local[*]); a spark://HOST:PORT "
                                                          "that does not answer is an error (exit 2) before Spark starts")
@@ -391,29 +417,20 @@ def build_parser() -> argparse.ArgumentParser:
                     help="shares of record keys, each checked by one task (default: one per 64 MB of input, at least "
                          "the session's shuffle partitions: 4 in local mode, the cluster's otherwise)")
     au.add_argument("--submitted", action="store_true", help=argparse.SUPPRESS)  # under spark-submit: its master
-    for name in protocol_names():
-        au_options.add(name, get_protocol(name).add_audit_arguments)
+    _add_protocol_options(au_options, "check", "add_audit_arguments")
     au.set_defaults(func=au_options.guard(cmd_audit), verdict=True)
 
     # -- conform / replay ---------------------------------------------------------------------
     cf = sub.add_parser("conform", formatter_class=_Formatter, help="drive an implementation through generated scenarios",
                         description="Drive an implementation under test through the catalogue of named scenarios (one per\n"
                                     "rule), then through generated ones (seeded, shrunk by Hypothesis); compare every step's outputs with the\n"
-                                    "reference machine and check the rules on the receipts so far. A failing scenario is\n"
-                                    "shrunk, printed, and saved for `rmkit replay` (remp: JSON Lines, .jsonl; corda and\n"
-                                    "rmb: one JSON object, .json).\n\n"
-                                    "remp, corda: the implementation runs as a process speaking JSON Lines on stdin/stdout\n"
-                                    "(--impl-cmd) or as a Python object (--impl module:factory); the adapter protocol is\n"
-                                    "in spec/remp/adapter.md and conformance/corda/driven/adapters.py. corda: each\n"
-                                    "scenario's hello names a new SQLite file the implementation must keep its database\n"
-                                    "in; a crash is real (the process group is killed with SIGKILL and the command\n"
-                                    "started again, or a new object is made) and hello names the same file again.\n"
-                                    "rmb: --impl-cmd starts the daemon under test, which is driven at its wire (its\n"
-                                    "Redis and HTTP); --jobs N runs N daemons side by side. The contract (placeholders,\n"
-                                    "twins, windows, --jobs) is in spec/rmb/daemon.md.",
+                                    "reference machine and check the rules on the records so far. A failing scenario is\n"
+                                    "shrunk, printed, and saved for `rmkit replay`.\n\n"
+                                    + _each_protocol("conform", "conform") + "\n\nscenario files:\n"
+                                    + _each_protocol("scenario file", "conform", "\n"),
                         epilog=CONFORM_EXIT_CODES)
     cf_options = ProtocolOptions(cf)
-    cf_options.add_protocol_argument(default="remp")
+    _protocol_argument(cf_options, "conform")
     cf.add_argument("--profile", help="spec profile the implementation claims (default: the protocol's default)")
     _add_impl_arguments(cf)
     cf.add_argument("--max-examples", type=int, default=100, metavar="N", help="generated scenarios per role (default 100)")
@@ -421,25 +438,26 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "HYPOTHESIS_PROFILE=ci or --derandomize: fixed)")
     cf.add_argument("--derandomize", action="store_true", help="the same scenarios on every run (as in CI)")
     cf.add_argument("--time-budget", type=positive_seconds, metavar="S", help="stop generating after S seconds")
-    cf.add_argument("--catalogue-only", action="store_true", help="run the named scenarios only (remp, rmb)")
+    cf.add_argument("--catalogue-only", action="store_true",
+                    help="run the named scenarios only (a protocol without a catalogue of them refuses it)")
     cf.add_argument("--regressions", metavar="DIR", help="replay the scenarios saved in DIR first, and save new failures "
                                                          "there (default: $RMKIT_REGRESSIONS, else .rmkit/regressions)")
     cf.add_argument("--format", choices=("text", "json", "junit"), default="text", help="report format (default: text)")
     cf.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
     cf.add_argument("--html", metavar="FILE", help="also write a standalone HTML report: verdict and rules broken first, "
                                                  "each failing scenario with the command that reproduces it, the per-rule matrix")
-    for name in protocol_names():
-        cf_options.add(name, get_protocol(name).add_conform_arguments)
+    _add_protocol_options(cf_options, "conform", "add_conform_arguments")
     cf.set_defaults(func=cf_options.guard(cmd_conform), verdict=True)
 
     rp = sub.add_parser("replay", formatter_class=_Formatter, help="rerun a saved scenario against an implementation",
-                        description="Rerun one scenario file written by `rmkit conform` (remp: JSON Lines, a header then\n"
-                                    "one event per line; corda and rmb: one JSON object) against an implementation,\n"
+                        description="Rerun one scenario file written by `rmkit conform` against an implementation,\n"
                                     "step by step, and print each step's event, the expected and actual outputs, and\n"
-                                    "the rule broken.",
+                                    "the rule broken.\n\nscenario files:\n" + _each_protocol("scenario file", "conform", "\n"),
                         epilog=CONFORM_EXIT_CODES)
-    rp.add_argument("scenario", metavar="FILE", help="scenario file (remp: .jsonl; corda: .json; rmb: rmb-PROFILE-DIGEST.json)")
-    rp.add_argument("--protocol", default="remp", metavar="NAME", help=protocol_help("remp", "protocol of the scenario"))
+    rp.add_argument("scenario", metavar="FILE", help="scenario file, as `rmkit conform` saved it")
+    replay_default = default_protocol("conform")
+    rp.add_argument("--protocol", default=replay_default, required=replay_default is None, metavar="NAME",
+                    help=protocol_help(replay_default, "protocol of the scenario", "conform"))
     _add_impl_arguments(rp, role=False)
     rp.add_argument("--format", choices=("text", "json"), default="text")
     rp.set_defaults(func=cmd_replay, verdict=True)
@@ -483,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text reports")
     t.set_defaults(func=cmd_tlc, verdict=True)
 
-    # -- commands a protocol adds of its own (e.g. `rmkit rmb`) ---------------------------------
+    # -- commands a protocol adds of its own (`rmkit NAME ...`) ---------------------------------
     for name in protocol_names():
         get_protocol(name).add_commands(sub)
     _state_contract(p)
@@ -504,7 +522,7 @@ def _state_contract(parser: argparse.ArgumentParser) -> None:
 
 # -- commands ---------------------------------------------------------------------------------
 def cmd_check(args) -> int:
-    proto = get_protocol(args.protocol)
+    proto = require(get_protocol(args.protocol), "check")
     profile = proto.check_profile(args.profile)
     if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
         raise UsageError(f"--jobs: expected a number from 1 to {MAX_JOBS}, found {args.jobs}")
@@ -524,13 +542,14 @@ def cmd_check(args) -> int:
     from rmkit.render import RENDERERS
 
     color = args.color == "always" or (args.color == "auto" and not args.out and sys.stdout.isatty())
-    text = RENDERERS[args.format](report, rules=proto.rules(), color=color, all_rules=args.all_rules)
+    text = RENDERERS[args.format](report, rules=proto.rules(), color=color, all_rules=args.all_rules, nouns=proto.nouns)
     code = decided(check_exit_code(report, args.strict))
     emit_report(text, report.verdict, args.out)
     if args.html:
         from rmkit.render.html import render_html
 
-        write_output(args.html, render_html(report, rules=proto.rules(), title=f"rmkit check ({args.protocol})"), "--html")
+        write_output(args.html, render_html(report, rules=proto.rules(), title=f"rmkit check ({args.protocol})",
+                                            nouns=proto.nouns), "--html")
         print(f"HTML report written to {args.html}", file=sys.stderr)
     return code
 
@@ -538,7 +557,7 @@ def cmd_check(args) -> int:
 def check_exit_code(report, strict: bool) -> int:
     """The exit code of a checked log (``rmkit check`` and ``rmkit audit``): 2 when a line could
     not be read or nothing was read, 1 for violations (non-strict ones only with --strict)."""
-    if report.unreadable or report.receipts == 0:
+    if report.unreadable or report.records == 0:
         return EXIT_USAGE
     if report.verdict == FAIL or (strict and report.verdict == NON_STRICT):
         return EXIT_VIOLATIONS
@@ -610,17 +629,17 @@ def cmd_explain(args) -> int:
     ex = info.get("example")
     if ex:
         print(f"\nexample ({ex['profile']} profile, fixture {ex['fixture']}):")
-        for line in ex["receipts"]:
+        for line in ex["records"]:
             print(f"  {line}")
         v = ex["violation"]
-        print(f"\n  -> {v.rule}" + (f" on message {v.message_id}" if v.message_id is not None else "") + f": {v.explanation}")
+        print(f"\n  -> {v.rule}" + (f" on {proto.nouns.subject} {v.subject}" if v.subject is not None else "") + f": {v.explanation}")
         for e in v.evidence:
-            print(f"     evidence: line {e.line} {e.kind or ''} {('from ' + e.source_id[:16] + '…') if e.source_id else ''}".rstrip())
+            print(f"     evidence: line {e.line} {e.kind or ''} {('from ' + e.source[:16] + '…') if e.source else ''}".rstrip())
     return EXIT_PASS
 
 
 def _explain_requirement(rule_id: str, req: dict) -> int:
-    """A requirement of driven conformance: what a machine must do that no receipt log shows, so it
+    """A requirement of driven conformance: what a machine must do that no log shows, so it
     has no log fixture and no per-profile mode; the conformance run's failure shows the example."""
     from rmkit.rules import citation
 
@@ -628,7 +647,7 @@ def _explain_requirement(rule_id: str, req: dict) -> int:
     print("  judged by: rmkit conform and rmkit replay (driven conformance), roles " + ", ".join(req["roles"]))
     print(f"  statement: {' '.join(req['statement'].split())}")
     print(f"  source:    {citation(req['source'])}")
-    print("  log check: not checked from logs: a receipt log cannot show it; a failing scenario's expected and "
+    print("  log check: not checked from logs: a log cannot show it; a failing scenario's expected and "
           "actual outputs are the example")
     return EXIT_PASS
 
@@ -708,26 +727,26 @@ def cmd_protocols(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    proto = get_protocol(args.protocol)
+    proto = require(get_protocol(args.protocol), "simulate")
     if args.out != "-":
         if os.path.isdir(args.out) or args.out.endswith(("/", os.sep)):
             check_writable_dir(args.out, "-o")
         else:
             check_writable_file(args.out, "-o")
     n = proto.simulate(proto.check_profile(args.profile), args)
-    print(f"wrote {n:,} receipts ({args.protocol}, {args.profile or proto.default_profile()} profile, seed {args.seed}) "
+    print(f"wrote {n:,} {proto.nouns.records} ({args.protocol}, {args.profile or proto.default_profile()} profile, seed {args.seed}) "
           f"to {'stdout' if args.out == '-' else args.out}", file=sys.stderr)
     return EXIT_PASS
 
 
 def cmd_audit(args) -> int:
     check_writable_dir(args.out, "--out")
-    proto = get_protocol(args.protocol)
+    proto = require(get_protocol(args.protocol), "check")
     return proto.audit(proto.check_profile(args.profile), args)
 
 
 def cmd_conform(args) -> int:
-    proto = get_protocol(args.protocol)
+    proto = require(get_protocol(args.protocol), "conform")
     if args.max_examples < 0:
         raise UsageError(f"--max-examples: expected a number >= 0, found {args.max_examples}")
     if args.timeout <= 0 or (args.time_budget is not None and args.time_budget <= 0):
@@ -746,7 +765,7 @@ def cmd_replay(args) -> int:
         raise UsageError(f"FILE {args.scenario!r}: no such file")
     if args.timeout <= 0:
         raise UsageError(f"--timeout: expected a number of seconds > 0, found {args.timeout}")
-    return get_protocol(args.protocol).replay(args)
+    return require(get_protocol(args.protocol), "conform").replay(args)
 
 
 def _group_help(parser: argparse.ArgumentParser) -> int:
@@ -756,13 +775,13 @@ def _group_help(parser: argparse.ArgumentParser) -> int:
 
 def cmd_keys(args) -> int:
     check_writable_dir(args.out, "--out")
-    return get_protocol(args.protocol).keys(args.keys_action, args)
+    return require(get_protocol(args.protocol), "keys").keys(args.keys_action, args)
 
 
 def cmd_receipt(args) -> int:
     if args.input != "-" and not os.path.exists(args.input):
         raise UsageError(f"FILE {args.input!r}: no such file")
-    proto = get_protocol(args.protocol)
+    proto = require(get_protocol(args.protocol), "receipt")
     return proto.receipt(args.receipt_action, proto.check_profile(args.profile), args)
 
 

@@ -13,4 +13,4 @@ WIDTH = 150  # characters of a record shown
 def fixture_example(hit: Violation, lines: list[str], profile: str, fixture: str, why: str) -> dict[str, Any]:
     wanted = sorted({e.line for e in hit.evidence})
     shown = [f"{n:3}: {lines[n - 1][:WIDTH]}{'…' if len(lines[n - 1]) > WIDTH else ''}" for n in wanted if 0 < n <= len(lines)]
-    return {"profile": profile, "fixture": fixture, "why": why, "receipts": shown, "violation": hit}
+    return {"profile": profile, "fixture": fixture, "why": why, "records": shown, "violation": hit}

@@ -1,12 +1,12 @@
 """The cyclic garbage collector paused while a streaming checker runs.
 
-A log checker allocates a few container objects per receipt (per-source state, evidence tuples)
-and keeps tens of thousands of open messages alive. With Python's default thresholds the
+A log checker allocates a few container objects per record (per-source state, evidence tuples)
+and keeps tens of thousands of open subjects alive. With Python's default thresholds the
 collector runs every 700 allocations and walks the whole heap again and again: about a tenth of
-the REMP checker's time on a million receipts, for nothing, because its state holds no reference
+the fastest checker's time on a million records, for nothing, because its state holds no reference
 cycles. Raising the thresholds (50,000 allocations) still left 0.3-0.4 s of collections per million
-receipts; the checker's garbage is freed by reference counting alone (measured: a whole check of
-300,000 receipts leaves about a hundred objects in cycles), so inside :func:`paused_collections`
+records; the checker's garbage is freed by reference counting alone (measured: a whole check of
+300,000 records leaves about a hundred objects in cycles), so inside :func:`paused_collections`
 the collector does not run at all. Whatever cycles were made inside are collected by the first
 collection after, which runs as usual.
 """

@@ -66,7 +66,7 @@ def run_command_line(parser: argparse.ArgumentParser, argv: list[str] | None = N
     """Parse ``argv`` (default: this process's) and run the chosen command (``func`` in the
     parser's defaults) under the contract; ``--debug`` anywhere on the line, or RMKIT_DEBUG=1,
     shows an internal error's traceback. ``shown_as``: the words before ``argv`` when the line is
-    quoted in an internal error (``rmb`` for ``python -m ...rmb.cli serve ...``). No command
+    quoted in an internal error (a protocol's own command name for ``python -m ...cli serve ...``). No command
     chosen: the help, exit 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args([a for a in argv if a != "--debug"])

@@ -1,7 +1,7 @@
 """SIGINT and SIGTERM while a command runs processes of its own (brokers, daemons, Redis): either
 signal becomes :class:`Interrupted` (a ``KeyboardInterrupt``, so the command line's contract
 turns it into exit 2, "interrupted; no verdict"), which unwinds through the code that stops every
-process by its PID. Any protocol's harness uses it (``rmkit corda up`` and ``torture`` do).
+process by its PID. Any protocol's harness uses it (a command that starts a cluster does).
 
 Two moments must not be cut in half, or a process would be left running: between the start of
 a process and the line that records its PID, and the stop itself. Inside :func:`held` a signal

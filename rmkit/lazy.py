@@ -2,7 +2,7 @@
 
 Why: every ``rmkit`` command builds the whole command line, which touches every protocol's
 packages, and a check pays each import before it reads a line; a process that runs one machine
-(a Corda node, a bridge) need not load the others either.
+(one node, a bridge) need not load the others either.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Finding a quoted key's value in every line of a batch at once, for the readers of ``--jobs``
 runs that deal each line to the share its value names (a protocol names the key and the share of
-a value's last byte; :mod:`rmkit.conformance.remp.shares` is one).
+a value's last byte; a protocol's ``shares`` module is one).
 
 The *fast reading* of a line: the quoted key (``"message_id"``, say) occurs in it exactly once
 (occurrences that overlap counted apart), right after it a colon and a quote, and the first quote

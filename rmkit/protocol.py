@@ -1,6 +1,6 @@
 """The plug-in interface: a protocol is spec files + reference machines + a rule set + a TLA+ model.
 
-The core (CLI, log reading, reports) only talks to :class:`Protocol`. Protocols register under the
+The core (CLI, log reading, reports) only talks to :class:`Protocol` and its capabilities. Protocols register under the
 ``rmkit.protocols`` entry-point group, so a new one (or a third party's) plugs in without touching
 the core.
 """
@@ -18,7 +18,7 @@ import orjson
 from rmkit.errors import UsageError
 from rmkit.logread import UTF8_BOM
 from rmkit.rules import RuleSet
-from rmkit.verdict import Report
+from rmkit.verdict import GENERIC_NOUNS, Nouns, Report
 
 ENTRY_POINT_GROUP = "rmkit.protocols"
 
@@ -37,7 +37,7 @@ REF_LINE_BITS = 40
 
 @dataclass(frozen=True)
 class RecordKey:
-    """Where a log record's key is: the value whose records a checker judges together (REMP's
+    """Where a log record's key is: the subject whose records a checker judges together (e.g. a
     message id). Each path is a list of JSON object keys, tried in order. A record without a key at
     any path still goes to exactly one share."""
 
@@ -60,7 +60,7 @@ class RecordKey:
 
     @property
     def field(self) -> str | None:
-        """The name every path ends in (REMP's ``message_id``), or None when they end in different
+        """The name every path ends in (e.g. ``message_id``), or None when they end in different
         names: where a record can be keyed without parsing it (see ``spark_checks.inputs``)."""
         names = {path[-1] for path in self.paths}
         return names.pop() if len(names) == 1 else None
@@ -104,15 +104,31 @@ class ShardedChecker(_TypingProtocol):
 
 
 class Protocol:
-    """Base class; a protocol package exposes one instance as its entry point."""
+    """Base class; a protocol package exposes one instance as its entry point.
+
+    The required part is what every command that names a protocol needs: its name and title, its
+    spec, rules and profiles (``rmkit spec``, ``rmkit explain``) and the words its reports use.
+    The rest are capabilities (:data:`CAPABILITIES`), each a mixin class below that a protocol
+    adds to its bases; the core asks :func:`capable` before it calls one, and a command a protocol
+    lacks the capability for is a usage error naming what is missing. Every method the core calls
+    on a protocol is declared here or on a capability (``tests/test_protocol_interface.py``)."""
 
     name: str = ""
     title: str = ""
+    # the protocol a command uses when none is given: the one that declares it (see default_protocol)
+    default: bool = False
+    # what the protocol's records and subjects are called in its reports
+    nouns: Nouns = GENERIC_NOUNS
 
     def spec(self) -> dict[str, Any]:
         raise NotImplementedError
 
     def rules(self) -> RuleSet:
+        raise NotImplementedError
+
+    def validate(self) -> list[str]:
+        """Load and cross-check every spec file (``rmkit spec validate``); return what was checked,
+        one line each. A broken spec raises (exit 2)."""
         raise NotImplementedError
 
     def profiles(self) -> dict[str, str]:
@@ -130,32 +146,57 @@ class Protocol:
             raise UsageError(f"protocol {self.name} has no profile {profile!r}; expected one of: {', '.join(self.profiles())}")
         return profile
 
+    def explain(self, rule_id: str) -> dict[str, Any]:
+        """The rule plus an example violation (found by running the rule's fixture): ``{rule,
+        example}``, the example as :func:`rmkit.examples.fixture_example` makes it, or None."""
+        raise NotImplementedError
+
+    def requirements(self) -> dict[str, dict[str, Any]]:
+        """Requirements only driven conformance judges (what a machine must do that no log shows):
+        id -> ``{title, statement, source: {doc, quote}, roles}``. Driven reports cite these ids
+        beside the rules' ids, so ``rmkit explain`` must know them too. None by default."""
+        return {}
+
+    def diagram(self, profile: str) -> str:
+        """Graphviz DOT source of the status machine."""
+        raise NotImplementedError
+
+    def docs(self) -> str:
+        """Markdown tables generated from the spec (spec/<protocol>/README.md)."""
+        raise NotImplementedError
+
+    def help_text(self, topic: str) -> str:
+        """What the help of the command line says of this protocol on ``topic`` (:data:`HELP_TOPICS`);
+        empty: nothing. The core shows it after the protocol's name, so it reads on its own."""
+        return ""
+
+    def add_commands(self, sub: argparse._SubParsersAction) -> None:
+        """Top-level commands of the protocol's own (``rmkit NAME ...``), added to ``sub``."""
+
+
+# What ``Protocol.help_text`` is asked about: topic -> where the core shows the answer.
+HELP_TOPICS = {
+    "examples": "the examples in `rmkit --help` (the default protocol's; one command a line)",
+    "check": "`rmkit check --help`: the protocol's logs (what a record is, the formats read)",
+    "simulate": "`rmkit simulate --help`: what the simulator runs and writes",
+    "keys gen": "`rmkit keys gen --help`: what a key set holds, with examples (one command a line)",
+    "receipt encode": "`rmkit receipt encode --help`: the bytes a record's source signs",
+    "receipt verify": "`rmkit receipt verify --help`: the signature encodings",
+    "conform": "`rmkit conform --help`: how the implementation is run and driven",
+    "impl-cmd": "the --impl-cmd option of `rmkit conform` and `rmkit replay`: what the command starts",
+    "scenario file": "`rmkit conform` and `rmkit replay`: the format of a saved scenario file",
+}
+
+
+class ChecksLogs:
+    """Capability: check logs (``rmkit check``, with ``--jobs``) and audit them on Spark
+    (``rmkit audit``)."""
+
     def add_check_arguments(self, group: argparse._ArgumentGroup) -> None:
         """Protocol-specific options of ``rmkit check`` (shown in ``rmkit check --help``)."""
 
     def make_checker(self, profile: str, args: argparse.Namespace) -> LogChecker:
         raise NotImplementedError
-
-    def add_simulate_arguments(self, group: argparse._ArgumentGroup) -> None:
-        """Protocol-specific options of ``rmkit simulate``."""
-
-    def simulate(self, profile: str, args: argparse.Namespace) -> int:
-        """Write a simulated log to ``args.out``; return the number of records written."""
-        raise UsageError(f"protocol {self.name} has no simulator")
-
-    def add_keys_arguments(self, action: str, group: argparse._ArgumentGroup) -> None:
-        """Protocol-specific options of ``rmkit keys ACTION`` (``gen``)."""
-
-    def keys(self, action: str, args: argparse.Namespace) -> int:
-        """Run ``rmkit keys ACTION`` (``gen``: write a test key set to ``args.out``); return the exit code."""
-        raise UsageError(f"protocol {self.name} has no keys")
-
-    def add_receipt_arguments(self, action: str, group: argparse._ArgumentGroup) -> None:
-        """Protocol-specific options of ``rmkit receipt ACTION`` (``encode``, ``sign``, ``verify``)."""
-
-    def receipt(self, action: str, profile: str, args: argparse.Namespace) -> int:
-        """Run ``rmkit receipt ACTION`` on ``args.input`` (a path or ``-``); return the exit code."""
-        raise UsageError(f"protocol {self.name} has no receipt tools")
 
     def add_audit_arguments(self, group: argparse._ArgumentGroup) -> None:
         """Protocol-specific options of ``rmkit audit``: by default those of ``rmkit check``
@@ -164,7 +205,7 @@ class Protocol:
 
     def sharded_checker(self, profile: str, args: argparse.Namespace) -> ShardedChecker:
         """The log checker as a :class:`ShardedChecker`, which ``rmkit audit`` runs on Spark."""
-        raise UsageError(f"protocol {self.name} has no sharded log checker, so no Spark audit")
+        raise NotImplementedError
 
     # whether operator_figures gives latencies to chart (``latency_ms``): ``rmkit audit --out`` then
     # needs matplotlib, which it checks before the job runs
@@ -188,37 +229,75 @@ class Protocol:
 
         return run_audit(self, profile, args)
 
+
+class Simulates:
+    """Capability: write a simulated log (``rmkit simulate``)."""
+
+    def add_simulate_arguments(self, group: argparse._ArgumentGroup) -> None:
+        """Protocol-specific options of ``rmkit simulate``."""
+
+    def simulate(self, profile: str, args: argparse.Namespace) -> int:
+        """Write a simulated log to ``args.out``; return the number of records written."""
+        raise NotImplementedError
+
+
+class MakesKeys:
+    """Capability: write test key sets (``rmkit keys``)."""
+
+    def add_keys_arguments(self, action: str, group: argparse._ArgumentGroup) -> None:
+        """Protocol-specific options of ``rmkit keys ACTION`` (``gen``)."""
+
+    def keys(self, action: str, args: argparse.Namespace) -> int:
+        """Run ``rmkit keys ACTION`` (``gen``: write a test key set to ``args.out``); return the exit code."""
+        raise NotImplementedError
+
+
+class SignsRecords:
+    """Capability: encode, sign and verify single records of a log (``rmkit receipt``)."""
+
+    def add_receipt_arguments(self, action: str, group: argparse._ArgumentGroup) -> None:
+        """Protocol-specific options of ``rmkit receipt ACTION`` (``encode``, ``sign``, ``verify``)."""
+
+    def receipt(self, action: str, profile: str, args: argparse.Namespace) -> int:
+        """Run ``rmkit receipt ACTION`` on ``args.input`` (a path or ``-``); return the exit code."""
+        raise NotImplementedError
+
+
+class DrivesImplementations:
+    """Capability: driven conformance (``rmkit conform``, ``rmkit replay``)."""
+
     def add_conform_arguments(self, group: argparse._ArgumentGroup) -> None:
         """Protocol-specific options of ``rmkit conform`` and ``rmkit replay``."""
 
     def conform(self, profile: str, args: argparse.Namespace) -> int:
         """Run ``rmkit conform``: drive an implementation through scenarios; return the exit code."""
-        raise UsageError(f"protocol {self.name} has no driven conformance suite")
+        raise NotImplementedError
 
     def replay(self, args: argparse.Namespace) -> int:
         """Run ``rmkit replay FILE``: rerun one saved scenario against an implementation."""
-        raise UsageError(f"protocol {self.name} has no driven conformance suite")
-
-    def explain(self, rule_id: str) -> dict[str, Any]:
-        """The rule plus an example violation (found by running the rule's fixture)."""
         raise NotImplementedError
 
-    def requirements(self) -> dict[str, dict[str, Any]]:
-        """Requirements only driven conformance judges (what a machine must do that no log shows):
-        id -> ``{title, statement, source: {doc, quote}, roles}``. Driven reports cite these ids
-        beside the rules' ids, so ``rmkit explain`` must know them too. None by default."""
-        return {}
 
-    def diagram(self, profile: str) -> str:
-        """Graphviz DOT source of the status machine."""
-        raise NotImplementedError
+# capability -> (its mixin, what a protocol without it lacks, as a usage error says it)
+CAPABILITIES: dict[str, tuple[type, str]] = {
+    "check": (ChecksLogs, "log checker"),
+    "simulate": (Simulates, "simulator"),
+    "keys": (MakesKeys, "keys"),
+    "receipt": (SignsRecords, "tools for single records"),
+    "conform": (DrivesImplementations, "driven conformance suite"),
+}
 
-    def docs(self) -> str:
-        """Markdown tables generated from the spec (spec/<protocol>/README.md)."""
-        raise NotImplementedError
 
-    def add_commands(self, sub: argparse._SubParsersAction) -> None:
-        """Top-level commands of the protocol's own (e.g. ``rmkit rmb ...``), added to ``sub``."""
+def capable(proto: Protocol, capability: str) -> bool:
+    """Whether ``proto`` has ``capability`` (a key of :data:`CAPABILITIES`)."""
+    return isinstance(proto, CAPABILITIES[capability][0])
+
+
+def require(proto: Protocol, capability: str) -> Any:
+    """``proto``, or a usage error when it lacks ``capability``."""
+    if not capable(proto, capability):
+        raise UsageError(f"protocol {proto.name} has no {CAPABILITIES[capability][1]}")
+    return proto
 
 
 @functools.lru_cache(maxsize=None)
@@ -237,5 +316,14 @@ def get_protocol(name: str) -> Protocol:
     return protos[name]
 
 
-def protocol_names() -> Iterable[str]:
-    return sorted(registry())
+def protocol_names(capability: str | None = None) -> list[str]:
+    """The installed protocols' names, sorted; with ``capability``, those that have it."""
+    return sorted(name for name, proto in registry().items() if capability is None or capable(proto, capability))
+
+
+def default_protocol(capability: str | None = None) -> str | None:
+    """The protocol a command uses when none is given: of the installed ones (with ``capability``),
+    the first that declares itself the default, else the only one; None when none is."""
+    names = protocol_names(capability)
+    declared = [name for name in names if registry()[name].default]
+    return declared[0] if declared else names[0] if len(names) == 1 else None

@@ -1,7 +1,12 @@
 """The typed result of a check: a verdict plus structured witness data, rendered elsewhere.
 
 In the manner of Porcupine/Elle: :class:`Report` holds facts only (what was read, which rule broke
-where, with which receipts); ``rmkit.render`` turns it into text, JSON or JUnit.
+where, with which records); ``rmkit.render`` turns it into text, JSON or JUnit.
+
+The vocabulary is every protocol's: a log holds *records*; a checker judges the records of one
+*subject* together (the value of the protocol's record key); a violation names its subject and
+rests on *evidence*, records each with the *source* that wrote it. What a protocol calls these
+things for people comes from the protocol (:class:`Nouns`, ``Protocol.nouns``).
 """
 
 from __future__ import annotations
@@ -13,14 +18,34 @@ from rmkit.rules import STRICT
 
 PASS, FAIL, NON_STRICT = "pass", "fail", "non-strict"
 
+NOTHING_READ = "no records were read: nothing was checked"  # the reason a run that read nothing fails
+
+# The JSON report's names for the fields whose names differ (see :meth:`Report.to_dict`): the JSON
+# format is kept stable for the scripts that read it, so its keys keep their first names.
+JSON_KEYS = {"records": "receipts", "subjects": "messages", "subject": "message_id", "source": "source_id"}
+
+
+@dataclass(frozen=True)
+class Nouns:
+    """What a protocol calls, for people, the records of its logs, the subjects they are judged
+    by, and one subject (``receipts``, ``message``, ``messages``): the words of its text and HTML
+    reports. Display only: the report's fields and JSON keys are the same for every protocol."""
+
+    records: str = "records"
+    subject: str = "subject"
+    subjects: str = "subjects"
+
+
+GENERIC_NOUNS = Nouns()
+
 
 @dataclass
 class Evidence:
-    """One receipt a violation rests on: where it is and what it said."""
+    """One record a violation rests on: where it is, what it said (its kind) and who wrote it."""
 
     line: int
     kind: str | None = None
-    source_id: str | None = None
+    source: str | None = None  # the id of the node or party that wrote the record
     file: str | None = None
 
 
@@ -29,14 +54,14 @@ class Violation:
     rule: str
     severity: str
     mode: str
-    message_id: str | None
+    subject: str | None  # the record key the violation is about (None: the log as a whole)
     explanation: str
     evidence: list[Evidence] = field(default_factory=list)
 
 
 @dataclass
 class InputProblem:
-    """A line that could not be read as a receipt at all (not JSON, not an object...)."""
+    """A line that could not be read as a record at all (not JSON, not an object...)."""
 
     file: str
     line: int
@@ -49,8 +74,8 @@ class Report:
     protocol: str
     profile: str
     inputs: list[str]
-    receipts: int = 0
-    messages: int = 0
+    records: int = 0  # records read
+    subjects: int = 0  # distinct subjects (record keys) among them
     violations: list[Violation] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     strict_counts: dict[str, int] = field(default_factory=dict)
@@ -61,8 +86,9 @@ class Report:
     # active rules that could not be checked (an input they need was not given): rule id -> why.
     # They are listed as such, never shown as passing.
     not_checked: dict[str, str] = field(default_factory=dict)
-    # active rules that could not be judged for some messages (e.g. no usable time): rule id ->
-    # {"messages": how many, "why": ...}. Their count covers the other messages only.
+    # active rules that could not be judged for some subjects (e.g. no usable time): rule id ->
+    # {"messages": how many subjects (the JSON report's key), "why": ...}. Their count covers the
+    # other subjects only.
     not_judged: dict[str, dict] = field(default_factory=dict)
     input_rule: str | None = None  # the rule that unreadable lines count against
     shown_per_rule: int = 0  # 0: every violation is listed
@@ -75,16 +101,16 @@ class Report:
         if mode == STRICT:
             self.strict_counts[rule] = self.strict_counts.get(rule, 0) + n
 
-    def add_not_judged(self, rule: str, messages: int, why: str) -> None:
-        if messages:
+    def add_not_judged(self, rule: str, subjects: int, why: str) -> None:
+        if subjects:
             entry = self.not_judged.setdefault(rule, {"messages": 0, "why": why})
-            entry["messages"] += messages
+            entry["messages"] += subjects
 
     def decide(self) -> str:
         """Set and return the verdict: a run that read nothing, or could not read a line, fails."""
         reasons = []
-        if self.receipts == 0:
-            reasons.append("no receipts were read: nothing was checked")
+        if self.records == 0:
+            reasons.append(NOTHING_READ)
         if self.unreadable:
             reasons.append(f"{self.unreadable} line(s) could not be read")
         strict = sum(self.strict_counts.values())
@@ -102,9 +128,21 @@ class Report:
         return self.verdict
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        """The JSON report (docs/reports.md): ``verdict, protocol, profile, receipts, messages,
+        violations, counts, metrics`` first, then the rest; fields named as :data:`JSON_KEYS` says."""
+        d = _json_names(asdict(self))
         order = ["verdict", "protocol", "profile", "receipts", "messages", "violations", "counts", "metrics"]
         return {k: d[k] for k in order} | {k: v for k, v in d.items() if k not in order}
+
+
+def _json_names(d: dict[str, Any]) -> dict[str, Any]:
+    """A report's dict with the fields of it, its violations and their evidence named as in JSON."""
+    def named(fields: dict[str, Any]) -> dict[str, Any]:
+        return {JSON_KEYS.get(k, k): v for k, v in fields.items()}  # in the fields' order
+
+    d = named(d)
+    d["violations"] = [named(v) | {"evidence": [named(e) for e in v["evidence"]]} for v in d["violations"]]
+    return d
 
 
 def renumber(reports: list[Report], line_of: Callable[[str | None, int], int]) -> None:

@@ -112,7 +112,7 @@ def audit(spark, checker, paths: list[str], partitions: int | None = None, per_f
         for rep in [report, *reports.values()]:
             if "elapsed_s" in rep.metrics:
                 rep.metrics["elapsed_s"] = round(elapsed, 3)
-                rep.metrics["receipts_per_s"] = round(rep.receipts / elapsed) if elapsed > 0 else None
+                rep.metrics["receipts_per_s"] = round(rep.records / elapsed) if elapsed > 0 else None
             rep.metrics["partitions"] = partitions
             rep.metrics["audit_passes"] = 1 if why is None else 2
             if why is not None:
@@ -330,8 +330,8 @@ def _combined(reports: dict[int, Report], files: list[str]) -> Report:
     out = Report(protocol=first.protocol, profile=first.profile, inputs=list(files), rules=dict(first.rules),
                  shown_per_rule=first.shown_per_rule, input_rule=first.input_rule, not_checked=dict(first.not_checked))
     for r in reports.values():
-        out.receipts += r.receipts
-        out.messages += r.messages
+        out.records += r.records
+        out.subjects += r.subjects
         out.unreadable += r.unreadable
         for rule, n in r.counts.items():
             out.count(rule, out.rules.get(rule), n)
@@ -487,7 +487,8 @@ def run_audit(proto, profile: str, args) -> int:
         trim_examples(rep, max_examples)
     from rmkit.render import RENDERERS
 
-    text = RENDERERS[getattr(args, "format", "text")](rep, rules=proto.rules(), color=False, title="rmkit audit")
+    text = RENDERERS[getattr(args, "format", "text")](rep, rules=proto.rules(), color=False, title="rmkit audit",
+                                                      nouns=proto.nouns)
     from rmkit.guard import decided
 
     code = decided(check_exit_code(rep, getattr(args, "strict", False)))
@@ -496,8 +497,8 @@ def run_audit(proto, profile: str, args) -> int:
         print(f"{rep.verdict}: tables, operator's report and report.html written to {out}", file=sys.stderr)
     if log_file:
         print(f"rmkit audit: Spark's own log: {log_file}", file=sys.stderr)
-    if rep.receipts == 0 and not rep.unreadable:
-        print("rmkit audit: no receipts were read from the inputs", file=sys.stderr)
+    if rep.records == 0 and not rep.unreadable:
+        print(f"rmkit audit: no {proto.nouns.records} were read from the inputs", file=sys.stderr)
     return code
 
 

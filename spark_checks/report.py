@@ -54,9 +54,9 @@ def charts_unavailable(proto) -> str | None:
 def write_outputs(spark, res, out: str, proto) -> None:
     rep: Report = res.report
     os.makedirs(out, exist_ok=True)
-    violations = [{"rule": v.rule, "mode": v.mode, "severity": v.severity, "message_id": v.message_id,
+    violations = [{"rule": v.rule, "mode": v.mode, "severity": v.severity, "message_id": v.subject,
                    "explanation": v.explanation,
-                   "evidence": [{"file": e.file, "line": e.line, "kind": e.kind, "source_id": e.source_id} for e in v.evidence]}
+                   "evidence": [{"file": e.file, "line": e.line, "kind": e.kind, "source_id": e.source} for e in v.evidence]}
                   for v in rep.violations]
     quarantine = [{"file": p.file, "line": p.line, "error": p.error, "field": p.field} for p in rep.input_problems]
     for name, rows, schema in (("violations", violations, VIOLATION_SCHEMA), ("quarantine", quarantine, QUARANTINE_SCHEMA)):
@@ -80,7 +80,8 @@ def write_outputs(spark, res, out: str, proto) -> None:
     from rmkit.render.html import render_html
 
     with open(os.path.join(out, "report.html"), "w", encoding="utf-8") as f:
-        f.write(render_html(rep, rules=proto.rules(), title=f"rmkit audit ({rep.protocol})", chart_svg=chart))
+        f.write(render_html(rep, rules=proto.rules(), title=f"rmkit audit ({rep.protocol})", chart_svg=chart,
+                            nouns=proto.nouns))
 
 
 def operator_report(rep: Report, proto) -> dict[str, Any]:
@@ -91,8 +92,8 @@ def operator_report(rep: Report, proto) -> dict[str, Any]:
         "verdict": rep.verdict,
         "protocol": rep.protocol,
         "profile": rep.profile,
-        "receipts": rep.receipts,
-        "messages": rep.messages,
+        "receipts": rep.records,
+        "messages": rep.subjects,
         "unreadable": rep.unreadable,
         "counts": dict(rep.counts),
         "operator_figures": figures is not None,

@@ -28,7 +28,7 @@ def kwargs() -> dict:
 
 def where(report) -> tuple[list, list]:
     """Every finding with the lines it names, and every unreadable line."""
-    found = sorted((v.rule, v.message_id, tuple(sorted((e.file, e.line, e.kind or "") for e in v.evidence)))
+    found = sorted((v.rule, v.subject, tuple(sorted((e.file, e.line, e.kind or "") for e in v.evidence)))
                    for v in report.violations)
     return found, sorted((p.file, p.line, p.error) for p in report.input_problems)
 
@@ -137,7 +137,7 @@ def test_many_splits_are_numbered_as_rmkit_check_numbers_lines(spark, tmp_path, 
     res = audit(spark, RempShards(kwargs()), paths, partitions=5, split_bytes=split_bytes)
     assert res.report.metrics["audit_passes"] == 1, res.report.metrics.get("audit_two_passes_because")
     assert where(res.report) == where(want) and where(want)[0] and where(want)[1]
-    assert (res.report.receipts, res.report.counts) == (want.receipts, want.counts)
+    assert (res.report.records, res.report.counts) == (want.records, want.counts)
     per = audit(spark, [RempShards(kwargs()) for _ in paths], paths, partitions=3, per_file=True, split_bytes=split_bytes)
     for i, path in enumerate(paths):
         alone = RempLogChecker(**kwargs()).run([path])

@@ -39,7 +39,7 @@ def test_gzip_and_stdin_read_like_plain_files(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(("\n".join(lines) + "\n").encode())))
     r3 = RempLogChecker().run(["-"])
     assert r1.verdict == r2.verdict == r3.verdict == "pass"
-    assert r1.receipts == r2.receipts == r3.receipts == 3 * 9
+    assert r1.records == r2.records == r3.records == 3 * 9
 
 
 def test_kafka_values_may_be_strings_and_bad_records_are_counted(tmp_path):
@@ -51,7 +51,7 @@ def test_kafka_values_may_be_strings_and_bad_records_are_counted(tmp_path):
     lines.insert(4, json.dumps({"topic": "t", "partition": 0, "offset": 99, "timestamp": 1, "key": "x", "value": None}))
     lines.insert(6, json.dumps({"topic": "t", "partition": 0, "offset": 98, "timestamp": 1, "key": "x", "value": "{oops"}))
     report = RempLogChecker().run([write(tmp_path, "dump.jsonl", lines)])
-    assert report.receipts == 18 and report.unreadable == 1
+    assert report.records == 18 and report.unreadable == 1
     assert report.metrics["kafka_tombstones"] == 1  # a deletion marker: counted, not a receipt, not an error
     assert [(p.line, p.field) for p in report.input_problems] == [(7, "value")]
     assert "string but not JSON" in report.input_problems[0].error
@@ -87,8 +87,8 @@ def test_schema_violations_name_the_message_when_they_can(tmp_path):
     report = RempLogChecker().run([write(tmp_path, "s.jsonl", happy_lines() + [json.dumps(no_id), json.dumps(bad_ts)])])
     vs = [v for v in report.violations if v.rule == "REMP-SCHEMA-001"]
     assert len(vs) == 2
-    assert vs[0].message_id is None and "message_id" in vs[0].explanation and vs[0].evidence[0].line == 10
-    assert vs[1].message_id == good["message_id"] and "timestamp" in vs[1].explanation and "'yesterday'" in vs[1].explanation
+    assert vs[0].subject is None and "message_id" in vs[0].explanation and vs[0].evidence[0].line == 10
+    assert vs[1].subject == good["message_id"] and "timestamp" in vs[1].explanation and "'yesterday'" in vs[1].explanation
 
 
 @pytest.mark.parametrize("kind,hint", [("AddedToBlock", "'IncludedIntoBlock'"), ("RejectedbyShardchain", "'RejectedByShardchain'"),
@@ -104,7 +104,7 @@ def test_memory_follows_open_messages_not_the_log(tmp_path):
     # 3,000 messages, one every 2 s: about 600 s / 2 s = 300 open at a time with the default horizon
     report = RempLogChecker().run([write(tmp_path, "long.jsonl", happy_lines(n=3000, gap_ms=2000))])
     assert report.verdict == "pass", report.counts
-    assert report.messages == 3000
+    assert report.subjects == 3000
     assert report.metrics["peak_open_messages"] < 800
     assert report.metrics["outcomes"] == {"finalized": 3000}
 
@@ -166,11 +166,11 @@ def test_parallel_shares_agree_with_one_process(tmp_path):
     three = RempLogChecker(jobs=3).run([path])
     for other in (two, three):
         assert other.counts == one.counts and other.strict_counts == one.strict_counts
-        assert (other.receipts, other.messages, other.unreadable) == (one.receipts, one.messages, one.unreadable)
+        assert (other.records, other.subjects, other.unreadable) == (one.records, one.subjects, one.unreadable)
         assert other.metrics["outcomes"] == one.metrics["outcomes"]
         assert other.metrics["latency_ms"] == one.metrics["latency_ms"]
-        assert [(v.rule, v.message_id, [e.line for e in v.evidence]) for v in other.violations] == \
-               [(v.rule, v.message_id, [e.line for e in v.evidence]) for v in one.violations]
+        assert [(v.rule, v.subject, [e.line for e in v.evidence]) for v in other.violations] == \
+               [(v.rule, v.subject, [e.line for e in v.evidence]) for v in one.violations]
         assert other.verdict == one.verdict == "fail"
 
 
@@ -275,7 +275,7 @@ def test_resubmitted_after_its_lifetime_is_a_new_life(tmp_path):
         .accepted(later + 3000, b=mk.B2).finalized(later + 8000, b=mk.B2)
     report = RempLogChecker().run([write(tmp_path, "n.jsonl", log.lines)])
     assert report.verdict == "pass", report.counts
-    assert report.messages == 7
+    assert report.subjects == 7
 
 
 @pytest.mark.parametrize("value", [[1], {"a": 1}, 7])
@@ -304,7 +304,7 @@ def test_bom_and_unsuffixed_gzip_are_read(tmp_path):
     gz.write_bytes(gzip.compress(body))
     for path in (bom, gz):
         report = RempLogChecker().run([str(path)])
-        assert report.verdict == "pass" and report.receipts == 9, (path, report.reasons)
+        assert report.verdict == "pass" and report.records == 9, (path, report.reasons)
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -49,14 +49,14 @@ def test_shares_keep_a_messages_receipts_together_in_every_layout(tmp_path):
     path = tmp_path / "layouts.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     one = RempLogChecker(jobs=1).run([str(path)])
-    assert one.counts.get("REMP-REPLAY-002") == 11 and one.messages == 120
+    assert one.counts.get("REMP-REPLAY-002") == 11 and one.subjects == 120
     for jobs in (2, 3, 5):
         other = RempLogChecker(jobs=jobs).run([str(path)])
         assert other.counts == one.counts, jobs
-        assert (other.receipts, other.messages, other.unreadable) == (one.receipts, one.messages, one.unreadable)
+        assert (other.records, other.subjects, other.unreadable) == (one.records, one.subjects, one.unreadable)
         assert other.metrics["outcomes"] == one.metrics["outcomes"]
-        assert [(v.rule, v.message_id, [e.line for e in v.evidence]) for v in other.violations] == \
-               [(v.rule, v.message_id, [e.line for e in v.evidence]) for v in one.violations]
+        assert [(v.rule, v.subject, [e.line for e in v.evidence]) for v in other.violations] == \
+               [(v.rule, v.subject, [e.line for e in v.evidence]) for v in one.violations]
 
 
 @pytest.mark.parametrize("pattern", ["^[0-9a-fA-F]{64}$", "^[0-9a-f]{64}$", "^([0-9a-fA-F]{64}|[0-9a-fA-F]{128})$"])
@@ -80,7 +80,7 @@ def test_a_copy_is_told_from_new_receipts_however_many_a_message_has(tmp_path):
     path.write_text("\n".join(lines + copies + copies[:5]) + "\n", encoding="utf-8")
     report = RempLogChecker(jobs=1).run([str(path)])
     assert report.metrics["redelivered_receipts"] == len(copies) + 5
-    assert report.receipts == len(lines) + len(copies) + 5
+    assert report.records == len(lines) + len(copies) + 5
     assert report.metrics["receipts_per_kind"]["PutIntoQueue"] == len(vals)
 
 

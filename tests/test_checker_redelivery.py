@@ -8,7 +8,7 @@ LOG = FIXTURES / "logs" / "sim-spec-clean.jsonl"
 
 
 def _findings(report):
-    return sorted((v.rule, v.message_id, tuple((e.line, e.kind) for e in v.evidence)) for v in report.violations)
+    return sorted((v.rule, v.subject, tuple((e.line, e.kind) for e in v.evidence)) for v in report.violations)
 
 
 def test_planted_copies_are_counted_once_each_and_change_nothing_else(tmp_path):
@@ -26,7 +26,7 @@ def test_planted_copies_are_counted_once_each_and_change_nothing_else(tmp_path):
     got = RempLogChecker(lifetime_s=60).run([str(path)])
     assert planted > 300
     assert got.metrics["redelivered_receipts"] == base.metrics["redelivered_receipts"] + planted
-    assert got.receipts == base.receipts + planted  # read, then recognised as copies
+    assert got.records == base.records + planted  # read, then recognised as copies
     assert got.counts == base.counts and got.verdict == base.verdict
     assert got.metrics["receipts_per_kind"] == base.metrics["receipts_per_kind"]
     assert got.metrics["outcomes"] == base.metrics["outcomes"]

@@ -105,9 +105,9 @@ def test_shares_merge_to_the_single_process_report(n):
         parts = [sharded.check_share([str(path)], [([r for r, _ in recs], [x for _, x in recs])])
                  for recs in shares_of(path, n) if recs]
         got = sharded.merge([str(path)], parts)
-        assert {(v.rule, v.message_id) for v in got.violations} == {(v.rule, v.message_id) for v in one.violations}
-        assert (got.counts, got.receipts, got.messages, got.metrics["outcomes"], got.metrics["per_source"]) == \
-               (one.counts, one.receipts, one.messages, one.metrics["outcomes"], one.metrics["per_source"])
+        assert {(v.rule, v.subject) for v in got.violations} == {(v.rule, v.subject) for v in one.violations}
+        assert (got.counts, got.records, got.subjects, got.metrics["outcomes"], got.metrics["per_source"]) == \
+               (one.counts, one.records, one.subjects, one.metrics["outcomes"], one.metrics["per_source"])
 
 
 def test_a_role_shown_in_another_share_judges_the_message_as_one_process_does():
@@ -124,7 +124,7 @@ def test_a_role_shown_in_another_share_judges_the_message_as_one_process_does():
     sharded = RempShards(RempLogChecker("ever-node", max_examples=0)._kwargs)
     parts = [sharded.check_share([str(path)], [([r for r, _ in p], [x for _, x in p])]) for p in apart]
     got = sharded.merge([str(path)], parts)
-    assert {(v.rule, v.message_id) for v in got.violations} == {(v.rule, v.message_id) for v in one.violations}
+    assert {(v.rule, v.subject) for v in got.violations} == {(v.rule, v.subject) for v in one.violations}
     # a share judging on its own roles would have missed it
     alone = RempLogChecker("ever-node", jobs=1, max_examples=0)
     alone.begin([str(path)])
@@ -165,14 +165,14 @@ def test_a_message_closed_before_its_source_showed_a_role_in_the_share_is_held_b
     path = tmp_path / "held-back.jsonl"
     path.write_bytes(b"\n".join(lines + later) + b"\n")
     one = RempLogChecker("ever-node", jobs=1, max_examples=0).run([str(path)])
-    assert ("REMP-OUTCOME-001", orjson.loads(lines[1])["value"]["message_id"]) in {(v.rule, v.message_id) for v in one.violations}
+    assert ("REMP-OUTCOME-001", orjson.loads(lines[1])["value"]["message_id"]) in {(v.rule, v.subject) for v in one.violations}
     recs = records(path)
     apart = [recs[:1], recs[1:]]  # the full node's RejectedByFullnode alone in the first share
     sharded = RempShards(RempLogChecker("ever-node", max_examples=0)._kwargs)
     parts = [sharded.check_share([str(path)], [([r for r, _ in p], [x for _, x in p])]) for p in apart]
     assert len(parts[1]._deferred) == 1
     got = sharded.merge([str(path)], parts)
-    assert {(v.rule, v.message_id) for v in got.violations} == {(v.rule, v.message_id) for v in one.violations}
+    assert {(v.rule, v.subject) for v in got.violations} == {(v.rule, v.subject) for v in one.violations}
     assert got.counts == one.counts and got.metrics["outcomes"] == one.metrics["outcomes"]
 
 
@@ -197,8 +197,8 @@ def test_a_rule_reported_once_per_source_is_reported_once_over_the_shares(n, tmp
              for recs in shares_of(path, n) if recs]
     processes = RempLogChecker("spec", lifetime_s=60, jobs=n, max_examples=0).run([str(path)])
     for got in (sharded.merge([str(path)], parts), processes):
-        assert [(v.rule, v.message_id, v.evidence) for v in got.violations] == \
-               [(v.rule, v.message_id, v.evidence) for v in one.violations]
+        assert [(v.rule, v.subject, v.evidence) for v in got.violations] == \
+               [(v.rule, v.subject, v.evidence) for v in one.violations]
         assert got.counts == one.counts
 
 
@@ -237,8 +237,8 @@ def test_the_final_clock_and_its_outlier_are_the_logs_when_the_latest_receipts_f
     if not same_source:  # the log's clock reached the last receipts
         assert one.metrics["log_time_span_s"] * 1000 == at - min(r["timestamp"] for r in recs)
     for got in _sharded_and_processes(path, 2, lifetime_s=60):
-        assert [(v.rule, v.message_id, v.evidence) for v in got.violations] == \
-               [(v.rule, v.message_id, v.evidence) for v in one.violations]
+        assert [(v.rule, v.subject, v.evidence) for v in got.violations] == \
+               [(v.rule, v.subject, v.evidence) for v in one.violations]
         assert (got.counts, got.metrics["log_time_span_s"], got.metrics["outcomes"]) == \
                (one.counts, one.metrics["log_time_span_s"], one.metrics["outcomes"])
 
@@ -269,8 +269,8 @@ def test_a_message_closes_by_the_clock_alone_not_by_when_the_checker_sweeps(tmp_
     kw = dict(lifetime_s=60, horizon_s=30)
     one = RempLogChecker("spec", jobs=1, max_examples=0, **kw).run([str(path)])
     assert RempLogChecker("spec", **kw).close_after_ms == 90_000  # the clock (90.2 s) is past M's close point
-    assert one.metrics["late_receipts"] == 1 and ("REMP-LIVE-001", m) in {(v.rule, v.message_id) for v in one.violations}
+    assert one.metrics["late_receipts"] == 1 and ("REMP-LIVE-001", m) in {(v.rule, v.subject) for v in one.violations}
     for n in (2, 3):
         for got in _sharded_and_processes(path, n, **kw):
-            assert {(v.rule, v.message_id) for v in got.violations} == {(v.rule, v.message_id) for v in one.violations}
+            assert {(v.rule, v.subject) for v in got.violations} == {(v.rule, v.subject) for v in one.violations}
             assert (got.counts, got.metrics["late_receipts"]) == (one.counts, one.metrics["late_receipts"])

@@ -25,18 +25,18 @@ def run(entry, profile=None, **kw):
 
 
 def pairs(report) -> set:
-    return {(v.rule, v.message_id) for v in report.violations}
+    return {(v.rule, v.subject) for v in report.violations}
 
 
 @pytest.mark.parametrize("entry", MANIFEST, ids=[f["file"] for f in MANIFEST])
 def test_fixture_yields_exactly_its_planted_findings(entry):
     report = run(entry)
-    assert report.unreadable == 0 and report.receipts > 0
+    assert report.unreadable == 0 and report.records > 0
     assert sorted(pairs(report)) == sorted((r, i) for r, i, _ in entry["expect"]), \
-        [(v.rule, v.message_id, v.explanation) for v in report.violations]
+        [(v.rule, v.subject, v.explanation) for v in report.violations]
     assert sum(report.counts.values()) == len(entry["expect"])
     for rule, mid, line in entry["expect"]:
-        hit = next(v for v in report.violations if (v.rule, v.message_id) == (rule, mid))
+        hit = next(v for v in report.violations if (v.rule, v.subject) == (rule, mid))
         assert line in [e.line for e in hit.evidence], (rule, mid, line, hit.evidence)
         assert all(e.file == str(ROOT / entry["file"]) for e in hit.evidence)
     modes = {corda_spec(entry["profile"]).mode(r) for r, _, _ in entry["expect"]}
@@ -84,7 +84,7 @@ def test_jobs_find_the_same_as_one_process():
     for entry in [e for e in MANIFEST if e["profile"] == "corda-ent-fastpath"]:
         one, three = run(entry), run(entry, jobs=3)
         assert pairs(three) == pairs(one) and three.counts == one.counts, entry["file"]
-        assert (three.receipts, three.messages, three.unreadable) == (one.receipts, one.messages, one.unreadable)
+        assert (three.records, three.subjects, three.unreadable) == (one.records, one.subjects, one.unreadable)
 
 
 def test_jobs_show_the_examples_one_process_shows(tmp_path):
@@ -126,10 +126,10 @@ def test_bad_records_name_file_line_and_field_and_the_rest_is_checked(tmp_path, 
     report = CordaLogChecker("spec").run([str(log)])
     got = [(p.line, p.field) for p in report.input_problems]
     assert got == [(2, None), (3, "event"), (4, "seq"), (5, "delivery"), (6, "verdict"), (9, "tx"), (10, None)]
-    assert report.unreadable == 7 and report.receipts == 3
+    assert report.unreadable == 7 and report.records == 3
     assert "did you mean 'acked'" in report.input_problems[1].error
     assert "found str '7'" in report.input_problems[2].error
-    assert {(v.rule, v.message_id) for v in report.violations} == {("CORDA-ACK-001", "N-a-1-0")}  # still checked
+    assert {(v.rule, v.subject) for v in report.violations} == {("CORDA-ACK-001", "N-a-1-0")}  # still checked
     assert main(["check", "--protocol", "corda", str(log)]) == 2
     out = capsys.readouterr().out
     assert "events.jsonl:4 field seq" in out
@@ -324,8 +324,8 @@ def test_audit_finds_what_check_finds_on_the_fixtures(spark, tmp_path):
     for i, (path, planted, profile) in enumerate(logs):
         want, got = checkers[i].run([str(path)]), res.reports[i]
         assert pairs(got) == pairs(want) == planted, profile
-        assert (got.counts, got.receipts, got.messages, got.unreadable, got.verdict, got.not_checked) == \
-               (want.counts, want.receipts, want.messages, want.unreadable, want.verdict, want.not_checked), profile
+        assert (got.counts, got.records, got.subjects, got.unreadable, got.verdict, got.not_checked) == \
+               (want.counts, want.records, want.subjects, want.unreadable, want.verdict, want.not_checked), profile
     assert len(logs[0][1]) >= 15
 
 
@@ -346,7 +346,7 @@ def test_a_truncated_gzip_is_one_unreadable_line_after_those_it_held(tmp_path):
     log.write_bytes(whole[: len(whole) * 2 // 3])
     for jobs in (1, 2):
         report = CordaLogChecker("spec", jobs=jobs).run([str(log)])
-        assert report.unreadable == 1 and report.receipts > 100
+        assert report.unreadable == 1 and report.records > 100
         assert "truncated" in report.input_problems[0].error
         assert "CORDA-ACK-001" in report.counts
 

@@ -211,7 +211,7 @@ def test_a_node_written_from_the_contract_passes_and_its_faulty_twin_is_caught(t
     records = tmp_path / "run" / "records"
     report = CordaLogChecker("corda-os", settled=True, max_examples=0).run(sorted(str(p) for p in records.iterdir()))
     assert report.unreadable == 0
-    assert {v.message_id for v in report.violations if v.rule == "CORDA-DEDUP-001"} == {v.id for v in at["B"]}, report.counts
+    assert {v.subject for v in report.violations if v.rule == "CORDA-DEDUP-001"} == {v.id for v in at["B"]}, report.counts
 
 
 @needs_broker

@@ -321,7 +321,7 @@ def test_reference_node_loses_nothing_and_a_node_acking_before_commit_is_caught(
 
     report = CordaLogChecker("corda-os", settled=True, max_examples=0).run(sorted(str(p) for p in records.iterdir()))
     assert report.unreadable == 0
-    early = {v.message_id for v in report.violations if v.rule == "CORDA-ACK-001"}
+    early = {v.subject for v in report.violations if v.rule == "CORDA-ACK-001"}
     assert early == {v.id for v in r.violations if v.kind == "acked_before_commit"}, report.counts
 
 

@@ -50,7 +50,7 @@ def test_checking_a_log_leaves_almost_no_cyclic_garbage(tmp_path):
         "gc.collect()\n"
         "gc.disable()\n"
         "report = RempLogChecker(jobs=1).run([sys.argv[1]])\n"
-        "print(report.receipts, gc.collect())\n"
+        "print(report.records, gc.collect())\n"
     )
     out = subprocess.run([sys.executable, "-c", probe, str(log)], check=True, capture_output=True, text=True).stdout
     receipts, cyclic = map(int, out.split())

@@ -33,7 +33,7 @@ LAGGING_CLOCK = pytest.mark.xfail(strict=True, reason="a share's clock lags the 
 
 def findings(report) -> tuple:
     """What a report says: counts per rule, and each finding's rule, message and evidence lines."""
-    shown = sorted((v.rule, v.message_id, tuple(sorted(e.line for e in v.evidence))) for v in report.violations)
+    shown = sorted((v.rule, v.subject, tuple(sorted(e.line for e in v.evidence))) for v in report.violations)
     return dict(report.counts), shown, report.metrics["late_receipts"], report.verdict
 
 
@@ -86,8 +86,8 @@ def test_audit_shares_report_what_one_process_reports(late, n):
 def _apart(report, late_ids: set) -> tuple:
     """What a report says about every message but ``late_ids``: each finding's rule, message and
     evidence lines (and the verdict apart, which late findings may set)."""
-    return sorted((v.rule, v.message_id, tuple(sorted(e.line for e in v.evidence)))
-                  for v in report.violations if v.message_id not in late_ids)
+    return sorted((v.rule, v.subject, tuple(sorted(e.line for e in v.evidence)))
+                  for v in report.violations if v.subject not in late_ids)
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def late_faults(tmp_path_factory):
     ids = {json.loads(line)["message_id"] for line in path.read_text().splitlines()[-n:]}
     want = one_process(path)
     assert len(ids) == 2 and want.metrics["late_receipts"] == n
-    assert len({v.message_id for v in want.violations} - ids) >= 5  # planted findings on other messages
+    assert len({v.subject for v in want.violations} - ids) >= 5  # planted findings on other messages
     return path, ids, _apart(want, ids)
 
 

@@ -60,7 +60,7 @@ def test_the_input_case_names_the_field_as_text_and_json_do(tmp_path, capsys):
 
 
 def test_a_report_with_unreadable_lines_but_no_input_rule_fails_in_junit():
-    report = Report(protocol="x", profile="spec", inputs=["a.jsonl"], receipts=5, unreadable=3,
+    report = Report(protocol="x", profile="spec", inputs=["a.jsonl"], records=5, unreadable=3,
                     input_problems=[InputProblem("a.jsonl", 7, "not JSON", None)], rules={"X-A-001": "strict"})
     report.decide()
     suite = ET.fromstring(render_junit(report))

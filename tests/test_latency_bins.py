@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from rmkit.metrics import LatencyHistogram
+from rmkit.conformance.remp.metrics import LatencyHistogram
 
 
 def test_log_bins_have_equal_width_on_a_log_axis_and_count_every_value():

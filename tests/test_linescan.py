@@ -144,7 +144,7 @@ def test_both_scanners_agree_on_any_text_and_follow_the_rule(raw, lasts, n, end_
 
 def _report(inputs, jobs):
     rep = RempLogChecker("spec", lifetime_s=60, jobs=jobs).run(inputs)
-    return [(v.rule, v.message_id, [(e.line, e.kind) for e in v.evidence]) for v in rep.violations], rep.counts, rep.receipts
+    return [(v.rule, v.subject, [(e.line, e.kind) for e in v.evidence]) for v in rep.violations], rep.counts, rep.records
 
 
 @pytest.mark.parametrize("scanner", ["compiled", "python"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from rmkit.metrics import LatencyHistogram
+from rmkit.conformance.remp.metrics import LatencyHistogram
 from rmkit.conformance.remp.checker import latency_entry
 from rmkit.conformance.remp.operator import figures, markdown
 
@@ -38,7 +38,7 @@ def test_the_text_report_says_what_the_share_measures():
     from rmkit.render.text import render_text
     from rmkit.verdict import Report
 
-    rep = Report(protocol="remp", profile="spec", inputs=["planted.jsonl"], receipts=5, messages=5)
+    rep = Report(protocol="remp", profile="spec", inputs=["planted.jsonl"], records=5, subjects=5)
     rep.metrics = {"latency_ms": {"fin": _entry()}}
     text = render_text(rep, width=200)
     assert "at or below 200 ms (the promise's upper bound; promised 100–200 ms): 80.0% of pairs" in text, text

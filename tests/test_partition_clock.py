@@ -94,8 +94,8 @@ def check(path: Path, **kw):
 
 
 def findings(report) -> tuple:
-    pairs = sorted((v.rule, v.message_id) for v in report.violations if v.message_id is not None)
-    return dict(report.counts), pairs, report.metrics["late_receipts"], report.receipts, report.messages, report.verdict
+    pairs = sorted((v.rule, v.subject) for v in report.violations if v.subject is not None)
+    return dict(report.counts), pairs, report.metrics["late_receipts"], report.records, report.subjects, report.verdict
 
 
 def test_the_dump_read_from_a_backlog_is_judged_as_the_dump_read_live(dump):
@@ -195,7 +195,7 @@ def test_a_dump_written_partition_after_partition_is_judged_by_its_planted_viola
     paths = [str(tmp_path / f["file"]) for f in manifest["files"]]
     for jobs in (1, 2):
         report = RempLogChecker(PROFILE, lifetime_s=30, max_examples=0, jobs=jobs).run(paths)
-        got = {(v.rule, v.message_id) for v in report.violations if v.rule != "REMP-INPUT-001"}
+        got = {(v.rule, v.subject) for v in report.violations if v.rule != "REMP-INPUT-001"}
         got |= {("REMP-INPUT-001", Path(p.file).name, p.line) for p in report.input_problems}
         want = expected_findings(manifest)
         assert got == want, (jobs, sorted(want - got)[:5], sorted(got - want)[:5])

@@ -159,7 +159,7 @@ def test_an_input_that_breaks_off_is_reported_where_it_broke(tmp_path, monkeypat
         rep = RempLogChecker("spec", lifetime_s=60, jobs=jobs, max_examples=0).run([str(first), str(second)])
         assert [(Path(p.file).name, p.line) for p in rep.input_problems] == [("first.jsonl", before + 1)]
         assert f"after {broken.start:,} bytes ({before:,} complete lines): Input/output error" in rep.input_problems[0].error
-        assert rep.receipts == before + len(second.read_bytes().splitlines())
+        assert rep.records == before + len(second.read_bytes().splitlines())
 
 
 def test_progress_counts_every_byte_of_the_lines(odd_inputs):

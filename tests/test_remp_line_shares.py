@@ -170,15 +170,15 @@ def mixed_log(tmp_path_factory) -> Path:
 
 
 def findings(report):
-    return (report.counts, report.strict_counts, report.receipts, report.messages, report.unreadable, report.verdict,
-            [(v.rule, v.message_id, [(e.file, e.line) for e in v.evidence]) for v in report.violations],
+    return (report.counts, report.strict_counts, report.records, report.subjects, report.unreadable, report.verdict,
+            [(v.rule, v.subject, [(e.file, e.line) for e in v.evidence]) for v in report.violations],
             [(p.file, p.line) for p in report.input_problems], report.metrics["outcomes"], report.metrics["latency_ms"],
             report.metrics["per_source"], report.metrics["redelivered_receipts"], report.metrics["late_receipts"])
 
 
 def test_every_layout_checked_in_shares_finds_what_one_process_finds(mixed_log):
     one = RempLogChecker("spec", lifetime_s=60, jobs=1).run([str(mixed_log)])
-    assert one.verdict == "fail" and one.input_problems and one.receipts > 500
+    assert one.verdict == "fail" and one.input_problems and one.records > 500
     for jobs in (2, 3):
         assert findings(RempLogChecker("spec", lifetime_s=60, jobs=jobs).run([str(mixed_log)])) == findings(one), jobs
 

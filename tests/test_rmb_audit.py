@@ -34,7 +34,7 @@ def logs(tmp: Path) -> list[tuple[Path, str, str]]:
 
 
 def findings(report) -> set:
-    return {(v.rule, v.message_id) for v in report.violations}
+    return {(v.rule, v.subject) for v in report.violations}
 
 
 def assert_agree(spark, entries) -> int:
@@ -48,8 +48,8 @@ def assert_agree(spark, entries) -> int:
         want = RmbLogChecker(RmbShards(profile, directory, max_examples=0)).run([str(path)])
         got = res.reports[i]
         assert findings(got) == findings(want), f"{path} ({profile}): missing {findings(want) - findings(got)}, extra {findings(got) - findings(want)}"
-        assert (got.counts, got.receipts, got.messages, got.unreadable, got.verdict, got.not_checked, got.not_judged) == \
-               (want.counts, want.receipts, want.messages, want.unreadable, want.verdict, want.not_checked, want.not_judged), path
+        assert (got.counts, got.records, got.subjects, got.unreadable, got.verdict, got.not_checked, got.not_judged) == \
+               (want.counts, want.records, want.subjects, want.unreadable, want.verdict, want.not_checked, want.not_judged), path
         found += len(want.violations)
     return found
 
@@ -74,5 +74,5 @@ def test_rmkit_audit_protocol_rmb_on_a_multi_file_log(spark, capsys):
                  "--format", "json", *clean])
     rep = json.loads(capsys.readouterr().out)
     want = RmbLogChecker(RmbShards("rmb-rs-v1", str(LOGS / "rmb-rs-v1" / "directory.json"))).run(clean)
-    assert code == 0 and rep["verdict"] == "pass" and rep["receipts"] == want.receipts and rep["messages"] == want.messages
+    assert code == 0 and rep["verdict"] == "pass" and rep["receipts"] == want.records and rep["messages"] == want.subjects
     assert rep["not_judged"] == want.not_judged and rep["not_checked"] == want.not_checked

@@ -37,7 +37,7 @@ def clean_logs(profile: str) -> list[Path]:
 def test_fixture_breaks_exactly_the_rules_it_names_at_the_planted_line(entry):
     report = check([ROOT / entry["file"]], entry["profile"], DIRECTORY if entry["directory"] else None)
     assert sorted(report.counts) == entry["expect"], [(v.rule, v.explanation) for v in report.violations]
-    assert report.unreadable == 0 and report.receipts > 0
+    assert report.unreadable == 0 and report.records > 0
     if entry["expect"]:
         lines = {e.line for v in report.violations if v.rule in entry["expect"] for e in v.evidence}
         assert set(entry["lines"]) <= lines, (entry["lines"], sorted(lines))
@@ -82,7 +82,7 @@ def test_logs_of_the_real_reference_daemons_pass(profile):
     directory = str(LOGS / profile / "directory.json")
     whole = check(logs, profile, directory)
     assert whole.verdict == "pass", [(v.rule, v.explanation, [(e.file, e.line) for e in v.evidence]) for v in whole.violations]
-    assert whole.receipts > 50 and whole.messages >= 5
+    assert whole.records > 50 and whole.subjects >= 5
     events = set(whole.metrics["records_per_event"])
     assert {"http-post", "http-answer", "reply-to-ret", "error-to-ret", "recorded-request", "recorded-response"} <= events
     for part in ([p for p in logs if p.name.startswith("twin-")], [p for p in logs if p.name.startswith("recorder-")]):
@@ -130,7 +130,7 @@ def test_a_writer_named_as_a_twin_beyond_any_twin_id_is_a_bad_line_not_a_crash(t
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     report = check([path], "spec")
     assert [(p.line, p.field) for p in report.input_problems] == [(2, "who"), (3, "who")]
-    assert report.unreadable == 2 and report.receipts == len(lines) - 2
+    assert report.unreadable == 2 and report.records == len(lines) - 2
 
 
 def test_a_peer_named_as_a_twin_beyond_any_twin_id_is_a_bad_line_not_a_crash(tmp_path):
@@ -147,7 +147,7 @@ def test_a_peer_named_as_a_twin_beyond_any_twin_id_is_a_bad_line_not_a_crash(tmp
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     report = check([path], "spec", str(LOGS / "spec" / "directory.json"))
     assert [(p.line, p.field) for p in report.input_problems] == [(posts[0] + 1, "peer"), (posts[1] + 1, "peer")]
-    assert report.unreadable == 2 and report.receipts == len(lines) - 2
+    assert report.unreadable == 2 and report.records == len(lines) - 2
 
 
 def test_a_number_in_a_note_beyond_a_ttl_or_twin_id_is_a_bad_line_not_a_crash(tmp_path):
@@ -164,7 +164,7 @@ def test_a_number_in_a_note_beyond_a_ttl_or_twin_id_is_a_bad_line_not_a_crash(tm
     path.write_text("\n".join([json.dumps(b) for b in bad] + lines) + "\n", encoding="utf-8")
     report = check([path], "spec", str(LOGS / "spec" / "directory.json"))
     assert [(p.line, p.field) for p in report.input_problems] == [(n, "note") for n in (1, 2, 3, 4)]
-    assert report.unreadable == 4 and report.receipts == len(lines)
+    assert report.unreadable == 4 and report.records == len(lines)
 
 
 def test_a_proxy_payload_with_a_huge_integer_or_deep_nesting_is_judged_not_a_crash(tmp_path):
@@ -293,8 +293,8 @@ def test_cli_exit_codes_and_report_formats(tmp_path, capsys):
 def test_jobs_give_the_same_report_as_one_process():
     paths = clean_logs("spec") + [ROOT / "spec" / f for f in ("RMB-REPLY-006.jsonl", "RMB-FANOUT-001.jsonl", "RMB-LOCAL-002.jsonl")]
     one, two = check(paths, "spec", str(LOGS / "spec" / "directory.json")), check(paths, "spec", str(LOGS / "spec" / "directory.json"), jobs=3)
-    key = lambda r: (sorted((v.rule, v.message_id, tuple((e.file, e.line) for e in v.evidence)) for v in r.violations),  # noqa: E731
-                     r.counts, r.receipts, r.messages, r.unreadable, r.verdict, r.not_judged)
+    key = lambda r: (sorted((v.rule, v.subject, tuple((e.file, e.line) for e in v.evidence)) for v in r.violations),  # noqa: E731
+                     r.counts, r.records, r.subjects, r.unreadable, r.verdict, r.not_judged)
     assert key(one) == key(two) and one.counts
 
 

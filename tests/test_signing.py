@@ -356,7 +356,7 @@ def test_signed_simulator_log_passes_with_the_key_set(tmp_path):
         report = run(tmp_path, lines, valset=vs, jobs=jobs)
         assert report.verdict == "pass", report.counts
         sig = report.metrics["signatures"]
-        assert sig["valid"] == report.receipts - report.metrics["redelivered_receipts"] and sig["invalid"] == 0
+        assert sig["valid"] == report.records - report.metrics["redelivered_receipts"] and sig["invalid"] == 0
     ever = [json.dumps(r) for r in simulate(seed=3, messages=60, keys=ks, profile="ever-node", lifetime_s=60, p_invalid=0.3)]
     fn = [json.loads(x) for x in ever if json.loads(x)["source_id"] in vs.full_nodes]
     assert fn and all(verify_receipt(r, vs).status == VALID for r in fn)  # ever-node: the full node signs, base64

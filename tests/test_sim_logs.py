@@ -19,12 +19,12 @@ def test_log_gives_its_recorded_counts(entry):
     report = RempLogChecker(entry["profile"], lifetime_s=entry["lifetime"]).run([str(LOGS / entry["file"])])
     assert dict(sorted(report.counts.items())) == entry["expect"]
     assert report.verdict == entry["verdict"]
-    assert (report.receipts, report.messages) == (entry["receipts"], entry["messages"])
+    assert (report.records, report.subjects) == (entry["receipts"], entry["messages"])
     assert set(entry["injected"]) <= set(report.counts)
     if not entry["injected"]:
         assert report.verdict in ("pass", "non-strict")
         # the messages lost, exactly those the simulator's plan loses by design
-        assert {v.message_id for v in report.violations if v.rule == "REMP-LIVE-001"} == set(entry["lost_by_design"])
+        assert {v.subject for v in report.violations if v.rule == "REMP-LIVE-001"} == set(entry["lost_by_design"])
 
 
 def test_clean_spec_log_covers_the_legal_surprises():

@@ -25,7 +25,7 @@ def findings(manifest: dict, out_dir, validator_set=None) -> set:
     rep = RempLogChecker(manifest["profile"], lifetime_s=manifest["check"]["lifetime_s"], max_examples=0,
                          validator_set=validator_set).run(paths)
     bg = set(manifest["rules"]["background"])
-    got = {(v.rule, v.message_id) for v in rep.violations if v.rule not in bg}
+    got = {(v.rule, v.subject) for v in rep.violations if v.rule not in bg}
     got |= {("REMP-INPUT-001", os.path.basename(p.file), p.line) for p in rep.input_problems}
     return got
 

@@ -32,7 +32,7 @@ FIX = REPO / "fixtures" / "remp"
 
 
 def pairs(report) -> set:
-    return {(v.rule, v.message_id) for v in report.violations}
+    return {(v.rule, v.subject) for v in report.violations}
 
 
 def checker(profile, lifetime=None, validators=None, jobs=1):
@@ -62,8 +62,8 @@ def assert_agree(spark, logs: list[tuple]) -> int:
     for i, (path, profile, lifetime, validators) in enumerate(logs):
         want, got = check(path, profile, lifetime, validators), res.reports[i]
         assert pairs(got) == pairs(want), f"{path} ({profile}): missing {pairs(want) - pairs(got)}, extra {pairs(got) - pairs(want)}"
-        assert (got.counts, got.receipts, got.messages, got.unreadable, got.verdict, got.not_checked) == \
-               (want.counts, want.receipts, want.messages, want.unreadable, want.verdict, want.not_checked), path
+        assert (got.counts, got.records, got.subjects, got.unreadable, got.verdict, got.not_checked) == \
+               (want.counts, want.records, want.subjects, want.unreadable, want.verdict, want.not_checked), path
         compared += 1
     return compared
 
@@ -89,7 +89,7 @@ def test_every_fixture_gives_the_same_violations_as_rmkit_check(spark):
 def findings(report: Report) -> set:
     """Every finding of a report, in the manifest's terms: (rule, message id), and for unreadable
     lines (REMP-INPUT-001, file name, line)."""
-    got = {(v.rule, v.message_id) for v in report.violations if v.rule != "REMP-INPUT-001"}
+    got = {(v.rule, v.subject) for v in report.violations if v.rule != "REMP-INPUT-001"}
     return got | {("REMP-INPUT-001", os.path.basename(p.file), p.line) for p in report.input_problems}
 
 
@@ -249,7 +249,7 @@ def test_file_names_that_a_uri_quotes_are_read(spark, tmp_path):
     res = audit(spark, [named, src], "spec", 60, per_file=True)
     assert [res.reports[i].inputs for i in (0, 1)] == [[str(named)], [str(src)]]
     for got in res.reports.values():
-        assert pairs(got) == pairs(want) and got.counts == want.counts and got.receipts == want.receipts
+        assert pairs(got) == pairs(want) and got.counts == want.counts and got.records == want.records
 
 
 def test_kafka_dump_gzip_kcat_envelopes_and_parquet_are_read(spark, tmp_path):
@@ -273,7 +273,7 @@ def test_kafka_dump_gzip_kcat_envelopes_and_parquet_are_read(spark, tmp_path):
     pq = sorted((tmp_path / "pq").glob("*.parquet"))
     got = audit(spark, pq, "spec", 60).report
     clean = check(FIX / "logs" / "sim-spec-clean.jsonl", "spec", 60)
-    assert (got.receipts, got.messages, got.counts) == (clean.receipts, clean.messages, clean.counts)
+    assert (got.records, got.subjects, got.counts) == (clean.records, clean.subjects, clean.counts)
 
 
 def test_cli_writes_summary_tables_and_operator_report(spark, tmp_path, capsys):
@@ -326,7 +326,7 @@ def test_the_job_names_no_protocol_each_key_is_one_share_in_log_order(spark, tmp
             return [(ref, line.decode()) for refs, lines in batches for ref, line in zip(refs, lines)]
 
         def merge(self, inputs, shares):
-            rep = Report(protocol="toy", profile="p", inputs=inputs, receipts=sum(map(len, shares)))
+            rep = Report(protocol="toy", profile="p", inputs=inputs, records=sum(map(len, shares)))
             rep.violations = [Violation("share", "info", "strict", None, json.dumps(s), []) for s in shares]
             return rep
 
@@ -338,7 +338,7 @@ def test_the_job_names_no_protocol_each_key_is_one_share_in_log_order(spark, tmp
         files.append(str(path))
     res = run(spark, KeyOrder(), files, partitions=3)
     shares = [[tuple(x) for x in json.loads(v.explanation)] for v in res.report.violations]
-    assert len(shares) <= 3 and res.report.receipts == 2 * 202
+    assert len(shares) <= 3 and res.report.records == 2 * 202
     seen = set()
     for share in shares:
         refs = [ref for ref, _ in share]

@@ -195,8 +195,8 @@ class CordaLogChecker:
         export_nodes: set = set()
         rows = 0
         for s in shares:
-            rep.receipts += s.records
-            rep.messages += s.ids
+            rep.records += s.records
+            rep.subjects += s.ids
             rep.unreadable += s.unreadable
             for rule, n in s.counts.items():
                 rep.count(rule, modes[rule], n)
@@ -223,7 +223,7 @@ class CordaLogChecker:
             rep.count(v.rule, v.mode)
             found.append(v)
         kept: Counter = Counter()
-        for v in sorted(found, key=lambda v: (_first(v, inputs), v.rule, v.message_id or "")):
+        for v in sorted(found, key=lambda v: (_first(v, inputs), v.rule, v.subject or "")):
             if self.max_examples and kept[v.rule] >= self.max_examples:
                 continue
             kept[v.rule] += 1
@@ -235,7 +235,7 @@ class CordaLogChecker:
         rep.metrics = {"receipts_per_kind": per_kind, "verdicts": dict(sorted(verdicts.items())),
                        "nodes_with_events": sorted(event_nodes), "nodes_with_export": sorted(export_nodes),
                        "shares": len(shares), "elapsed_s": round(elapsed, 3),
-                       "receipts_per_s": round(rep.receipts / elapsed) if elapsed > 0 else None}
+                       "receipts_per_s": round(rep.records / elapsed) if elapsed > 0 else None}
         rep.decide()
         return rep
 

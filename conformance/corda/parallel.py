@@ -52,5 +52,5 @@ def run_parallel(checker, inputs: list[str], jobs: int) -> Report:
     report = checker.merge(inputs, shares)
     elapsed = time.perf_counter() - started
     report.metrics.update(jobs=jobs, elapsed_s=round(elapsed, 3),
-                          receipts_per_s=round(report.receipts / elapsed) if elapsed > 0 else None)
+                          receipts_per_s=round(report.records / elapsed) if elapsed > 0 else None)
     return report

@@ -6,14 +6,32 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rmkit.protocol import Protocol
+from rmkit.protocol import ChecksLogs, DrivesImplementations, Protocol
 from rmkit.rules import RuleSet
 from rmkit.specload import load_protocol_spec
+from rmkit.verdict import Nouns
 
 
-class Corda(Protocol):
+HELP = {
+    "check": "a node's records (spec/corda/records.yaml: events files and processed-ids exports), judged per "
+             "message id.",
+    "conform": "the implementation runs as a process speaking JSON Lines on stdin/stdout (--impl-cmd) or as a "
+               "Python object (--impl module:factory); the adapter protocol is in conformance/corda/driven/adapters.py. "
+               "Each scenario's hello names a new SQLite file the implementation must keep its database in; a crash "
+               "is real (the process group is killed with SIGKILL and the command started again, or a new object is "
+               "made) and hello names the same file again.",
+    "impl-cmd": "its adapter process; ROLE in CMD is replaced by the role.",
+    "scenario file": "one JSON object (.json).",
+}
+
+
+class Corda(ChecksLogs, DrivesImplementations, Protocol):
     name = "corda"
     title = "Corda peer-to-peer messaging"
+    nouns = Nouns(records="records", subject="message", subjects="messages")
+
+    def help_text(self, topic: str) -> str:
+        return HELP.get(topic, "")
 
     def spec(self) -> dict[str, Any]:
         return load_protocol_spec(self.name)

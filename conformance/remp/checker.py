@@ -25,7 +25,7 @@ import orjson
 from rmkit.gctune import paused_collections
 from rmkit.logread import (auto_jobs, kafka_time_field, kafka_time_problem, kafka_value_field, numbered_batches,
                            unwrap_kafka)
-from rmkit.metrics import LatencyHistogram
+from rmkit.conformance.remp.metrics import LatencyHistogram
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
@@ -442,7 +442,7 @@ class RempLogChecker:
         self._tombs.clear()  # no receipt comes after the end: the judged messages' tombs are done with
         self._tomb_order.clear()
         rep = self._rep
-        rep.messages = self.messages
+        rep.subjects = self.messages
         for rule, n in (("REMP-LIVE-001", self.untimed_live), ("REMP-EXPIRY-001", self.untimed_expiry)):
             if self.modes[rule] != OFF:
                 rep.add_not_judged(rule, n, NO_TIME)
@@ -961,7 +961,7 @@ class RempLogChecker:
                     self._sweep()
 
         self.seq = seq
-        rep.receipts = seq
+        rep.records = seq
         self._top = top
         self._pair = pair
         self._part_low = (low, holder)
@@ -1427,5 +1427,5 @@ class RempLogChecker:
             "latency_ms": lat,
             **({"signatures": {k: self.sig_counts.get(k, 0) for k in SIG_COUNTS}} if self.keyed else {}),
             "elapsed_s": round(elapsed, 3),
-            "receipts_per_s": round(self._rep.receipts / elapsed) if elapsed > 0 else None,
+            "receipts_per_s": round(self._rep.records / elapsed) if elapsed > 0 else None,
         }

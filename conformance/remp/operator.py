@@ -16,7 +16,7 @@ LOST = "REMP-LIVE-001"  # a message without a final outcome a horizon after its 
 def figures(rep: Report) -> dict[str, Any]:
     m = rep.metrics
     lat = m.get("latency_ms", {})
-    lost = [v.message_id for v in rep.violations if v.rule == LOST][:1000]
+    lost = [v.subject for v in rep.violations if v.rule == LOST][:1000]
     return {
         "latency_ms": lat,
         # share_within: the fraction (0..1) of the latency's pairs at or below the promise's upper

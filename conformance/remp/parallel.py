@@ -227,7 +227,7 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
                     [r[4] for r in results], [r[5] for r in results])
     elapsed = time.perf_counter() - started
     report.metrics["elapsed_s"] = round(elapsed, 3)
-    report.metrics["receipts_per_s"] = round(report.receipts / elapsed) if elapsed > 0 else None
+    report.metrics["receipts_per_s"] = round(report.records / elapsed) if elapsed > 0 else None
     return report
 
 
@@ -329,8 +329,8 @@ def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[
     out = Report(protocol=base.protocol, profile=base.profile, inputs=list(inputs), rules=dict(base.rules),
                  shown_per_rule=base.shown_per_rule, input_rule=base.input_rule, not_checked=dict(base.not_checked))
     for r in reports:
-        out.receipts += r.receipts
-        out.messages += r.messages
+        out.records += r.records
+        out.subjects += r.subjects
         out.unreadable += r.unreadable
         for rule, n in r.counts.items():
             if rule != ONCE_PER_SOURCE:

@@ -8,14 +8,44 @@ from typing import Any
 
 from rmkit.errors import UsageError
 from rmkit.guard import positive_seconds
-from rmkit.protocol import Protocol
+from rmkit.protocol import ChecksLogs, DrivesImplementations, MakesKeys, Protocol, Simulates, SignsRecords
 from rmkit.rules import RuleSet
 from rmkit.specload import load_protocol_spec
+from rmkit.verdict import Nouns
 
 
-class Remp(Protocol):
+HELP = {
+    "examples": "rmkit check receipts.jsonl.gz\n"
+                "rmkit check --profile ever-node --format json --out report.json dump.jsonl\n"
+                "rmkit explain REMP-REPLAY-002\n"
+                "rmkit spec diagram --protocol remp -o remp.svg\n"
+                "rmkit receipt verify --validators validators.yaml receipts.jsonl",
+    "check": "receipt logs: JSONL of receipt objects as the nodes log them, or a Kafka dump of them; "
+             "order within one message is the log order.",
+    "simulate": "the reference shard simulator (validators, full node, network, session switches) writes its "
+                "receipt log; or a multi-file log with planted violations and a manifest.",
+    "keys gen": "the validator-set file (for `rmkit check --validators` and `rmkit receipt verify`) and one "
+                "private key file per node (for `rmkit receipt sign --key` and `rmkit simulate --keys`).\n"
+                "rmkit keys gen --validators 7 --sessions 10 --seed 1 --out keys\n"
+                "rmkit simulate --keys keys --messages 500 -o signed.jsonl\n"
+                "rmkit check --validators keys/validators.yaml signed.jsonl",
+    "receipt encode": "the boxed TL receipt.",
+    "receipt verify": "hex for the spec profile, base64 for ever-node.",
+    "conform": "the implementation runs as a process speaking JSON Lines on stdin/stdout (--impl-cmd) or as a "
+               "Python object (--impl module:factory); the adapter protocol is in spec/remp/adapter.md.",
+    "impl-cmd": "its adapter process; ROLE in CMD is replaced by the role.",
+    "scenario file": "JSON Lines (.jsonl): a header, then one event per line.",
+}
+
+
+class Remp(ChecksLogs, Simulates, MakesKeys, SignsRecords, DrivesImplementations, Protocol):
     name = "remp"
     title = "Everscale Reliable External Messaging Protocol"
+    default = True  # the protocol the kit was first written for: commands without --protocol check it
+    nouns = Nouns(records="receipts", subject="message", subjects="messages")
+
+    def help_text(self, topic: str) -> str:
+        return HELP.get(topic, "")
 
     def spec(self) -> dict[str, Any]:
         return load_protocol_spec(self.name)

@@ -161,8 +161,8 @@ class RmbShards:
         rep.unreadable = len(problems)
         rep.input_problems = [InputProblem(inputs[ref >> REF_LINE_BITS], ref & LINE_MASK, err, fld)
                               for ref, err, fld in problems[: self.max_examples or None]]
-        rep.receipts = sum(s.records for s in shares)
-        rep.messages = sum(s.groups for s in shares)
+        rep.records = sum(s.records for s in shares)
+        rep.subjects = sum(s.groups for s in shares)
         events: Counter = Counter()
         for s in shares:
             events.update(s.events)
@@ -203,7 +203,7 @@ class RmbLogChecker:
         rep = self.shards.merge(inputs, shares)
         elapsed = time.perf_counter() - started
         rep.metrics["elapsed_s"] = round(elapsed, 3)
-        rep.metrics["records_per_s"] = round(rep.receipts / elapsed) if elapsed > 0 else None
+        rep.metrics["records_per_s"] = round(rep.records / elapsed) if elapsed > 0 else None
         return rep
 
 

@@ -8,13 +8,31 @@ from typing import Any
 
 from rmkit.errors import UsageError
 from rmkit.guard import positive_seconds
-from rmkit.protocol import Protocol
+from rmkit.protocol import ChecksLogs, DrivesImplementations, Protocol
 from rmkit.rules import RuleSet
+from rmkit.verdict import Nouns
 
 
-class Rmb(Protocol):
+HELP = {
+    "check": "message logs: a daemon's own log, or a recorder's between daemons (several files are one log); "
+             "records are judged per request (its uid).",
+    "conform": "--impl-cmd starts the daemon under test, which is driven at its wire (its Redis and HTTP); "
+               "--jobs N runs N daemons side by side. The contract (placeholders, twins, windows, --jobs) is in "
+               "spec/rmb/daemon.md.",
+    "impl-cmd": "the daemon under test; no ROLE, but the placeholders {python} {redis} {twin} {key_file} {seed} "
+                "{key_type} {directory} {listen} {host} {port} {profile} {workdir} are replaced (their meanings: "
+                "--rmb-workdir in `rmkit conform --help`).",
+    "scenario file": "one JSON object (rmb-PROFILE-DIGEST.json).",
+}
+
+
+class Rmb(ChecksLogs, DrivesImplementations, Protocol):
     name = "rmb"
     title = "ThreeFold Reliable Message Bus v1"
+    nouns = Nouns(records="records", subject="request", subjects="requests")
+
+    def help_text(self, topic: str) -> str:
+        return HELP.get(topic, "")
 
     def spec(self) -> dict[str, Any]:
         from rmkit.conformance.rmb.model import rmb_spec

@@ -5,8 +5,7 @@ reproduces it), then the per-rule matrix, then figures.
 
 :func:`page` is the frame every command's report shares; :func:`render_html` is the report of
 ``rmkit check`` and ``rmkit audit`` (a :class:`rmkit.verdict.Report`). The conform reports build
-their sections with the same helpers (:mod:`rmkit.conformance.remp.driven.report`, RMB's and
-Corda's conform)."""
+their sections with the same helpers (each protocol's driven report)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import html
 import time
 
 from rmkit.rules import NON_STRICT, OFF, STRICT
-from rmkit.verdict import FAIL, NON_STRICT as V_NON_STRICT, PASS, Report
+from rmkit.verdict import FAIL, GENERIC_NOUNS, NON_STRICT as V_NON_STRICT, PASS, Nouns, Report
 
 e = html.escape
 
@@ -58,11 +57,12 @@ def page(title: str, verdict: str, facts: list[tuple[str, str]], sections: list[
 
 
 def render_html(report: Report, rules=None, title: str = "rmkit check", per_rule: int = 20, chart_svg: str | None = None,
-                **_) -> str:
+                nouns: Nouns = GENERIC_NOUNS, **_) -> str:
     """The report of a log check as a page: verdict and why; the failing rules; each violation with
     its evidence (file:line, kind, source) in log order and what to do, at most ``per_rule`` per rule
     (the rest counted); unreadable lines; every rule's row (the matrix); the metrics, the latency
-    chart (``chart_svg``, the audit's) embedded."""
+    chart (``chart_svg``, the audit's) embedded; ``nouns``: the protocol's words for records and
+    subjects."""
     def rule_title(rid):
         return rules[rid].title if rules is not None and rid in rules else ""
 
@@ -85,8 +85,8 @@ def render_html(report: Report, rules=None, title: str = "rmkit check", per_rule
             for v in vs[:per_rule]:
                 ev = sorted(v.evidence, key=lambda x: (order.get(x.file, len(order)), x.file or "", x.line))
                 lines = "".join(f"<li><code>{e(f'{x.file}:{x.line}')}</code> {e(x.kind or '')}"
-                                f"{(' from <code>' + e(x.source_id[:16]) + '</code>') if x.source_id else ''}</li>" for x in ev)
-                items.append(f"<li class='violation'>message <code>{e((v.message_id or '-')[:16])}</code>: "
+                                f"{(' from <code>' + e(x.source[:16]) + '</code>') if x.source else ''}</li>" for x in ev)
+                items.append(f"<li class='violation'>{e(nouns.subject)} <code>{e((v.subject or '-')[:16])}</code>: "
                              f"{e(v.explanation)}<ul>{lines}</ul></li>")
             more = report.counts.get(rid, len(vs)) - min(len(vs), per_rule)
             blocks.append(f"<h3 id='{e(rid)}'>{e(rid)} <span class='dim'>[{e(vs[0].severity)}, {e(vs[0].mode)}] "
@@ -115,7 +115,7 @@ def render_html(report: Report, rules=None, title: str = "rmkit check", per_rule
             status = PASS
         why = report.not_checked.get(rid, "")
         if rid in report.not_judged:
-            why = f"not judged for {report.not_judged[rid]['messages']:,} message(s): {report.not_judged[rid]['why']}"
+            why = f"not judged for {report.not_judged[rid]['messages']:,} {nouns.subject}(s): {report.not_judged[rid]['why']}"
         matrix.append([f"<code>{e(rid)}</code>", e(rule_title(rid)), e(mode), status_cell(status), f"{n:,}", e(why)])
     sections.append(("rules", "Every rule", table(["rule", "title", "mode", "status", "violations", "note"], matrix, "matrix")))
     m = report.metrics or {}
@@ -133,6 +133,6 @@ def render_html(report: Report, rules=None, title: str = "rmkit check", per_rule
         sections.append(("figures", "Latencies", body))
     why = "; ".join(report.reasons) or "every checked rule held"
     facts = [("why", e(why)), ("protocol / profile", e(f"{report.protocol} / {report.profile}")),
-             ("inputs", e(", ".join(report.inputs))), ("receipts read", f"{report.receipts:,}"),
-             ("messages", f"{report.messages:,}"), ("unreadable lines", f"{report.unreadable:,}")]
+             ("inputs", e(", ".join(report.inputs))), (f"{nouns.records} read", f"{report.records:,}"),
+             (nouns.subjects, f"{report.subjects:,}"), ("unreadable lines", f"{report.unreadable:,}")]
     return page(title, report.verdict, facts, sections)

@@ -2,7 +2,7 @@
 failure, a violated non-strict rule a passing case with its findings in system-out, an inactive
 rule (or one that could not be checked) a skipped case. Unreadable lines (exit 2) add a failing
 ``input`` case naming each line's file, line and field, unless the protocol counts them against a
-strict rule of its own, whose failing case lists them; a log with no receipts adds one too."""
+strict rule of its own, whose failing case lists them; a log with no records adds one too."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 from xml.etree import ElementTree as ET
 
 from rmkit.rules import NON_STRICT, OFF, STRICT
-from rmkit.verdict import Report
+from rmkit.verdict import GENERIC_NOUNS, NOTHING_READ, Nouns, Report
 
 
 # what XML 1.0 forbids anywhere in a document (control characters, lone surrogates, U+FFFE/FFFF)
@@ -29,7 +29,7 @@ def _lines(report: Report, rule: str) -> str:
     for v in report.violations:
         if v.rule == rule:
             ev = ", ".join(f"{e.file}:{e.line} {e.kind or ''}".strip() for e in v.evidence)
-            out.append(f"{v.message_id or '-'}: {v.explanation} [{ev}]")
+            out.append(f"{v.subject or '-'}: {v.explanation} [{ev}]")
     if rule == report.input_rule:
         out += _unreadable_lines(report)
     n = report.counts.get(rule, 0)
@@ -46,14 +46,15 @@ def _unreadable_lines(report: Report) -> list[str]:
 def _input_failure(report: Report, listed_by_rule: bool) -> str | None:
     """Why the ``input`` case fails (None: it is not needed): nothing read, or lines that could
     not be read and are not already listed by the failing case of the protocol's input rule."""
-    if report.receipts == 0:
-        return "no receipts were read: nothing was checked"
+    if report.records == 0:
+        return NOTHING_READ
     if report.unreadable and not listed_by_rule:
         return f"{report.unreadable} line(s) could not be read: the run has no verdict (exit 2)"
     return None
 
 
-def render_junit(report: Report, rules=None, **_) -> str:
+def render_junit(report: Report, rules=None, nouns: Nouns = GENERIC_NOUNS, **_) -> str:
+    """``nouns``: the protocol's words for records and subjects."""
     suite = ET.Element("testsuite", name=f"rmkit.{report.protocol}.{report.profile}")
     failures = skipped = 0
     listed_by_rule = False  # the unreadable lines are in a failing case of the protocol's input rule
@@ -76,11 +77,11 @@ def render_junit(report: Report, rules=None, **_) -> str:
             ET.SubElement(case, "system-out").text = f"non-strict: {title}: {n} violation(s)\n" + _lines(report, rule_id)
         nj = report.not_judged.get(rule_id) if mode != OFF else None
         if nj:
-            ET.SubElement(case, "system-err").text = f"not judged for {nj['messages']} message(s): {nj['why']}"
+            ET.SubElement(case, "system-err").text = f"not judged for {nj['messages']} {nouns.subject}(s): {nj['why']}"
     why = _input_failure(report, listed_by_rule)
     if why is not None:
         case = ET.SubElement(suite, "testcase", classname=f"rmkit.{report.protocol}.{report.profile}", name="input")
-        f = ET.SubElement(case, "failure", message=why, type="empty" if report.receipts == 0 else "unreadable")
+        f = ET.SubElement(case, "failure", message=why, type="empty" if report.records == 0 else "unreadable")
         shown = _unreadable_lines(report)
         if report.unreadable > len(shown):
             shown.append(f"... {report.unreadable - len(shown)} more")

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rmkit.rules import NON_STRICT, OFF, STRICT
-from rmkit.verdict import FAIL, NON_STRICT as V_NON_STRICT, PASS, Report
+from rmkit.verdict import FAIL, GENERIC_NOUNS, NON_STRICT as V_NON_STRICT, PASS, Nouns, Report
 
 _VERDICT_STYLE = {PASS: "bold green", FAIL: "bold red", V_NON_STRICT: "bold yellow"}
 
@@ -23,9 +23,10 @@ def _short(x: str | None, n: int = 16) -> str:
 
 
 def render_text(report: Report, rules=None, color: bool = False, per_rule: int = 5, width: int = 110,
-                title: str = "rmkit check", all_rules: bool = False, **_) -> str:
+                title: str = "rmkit check", all_rules: bool = False, nouns: Nouns = GENERIC_NOUNS, **_) -> str:
     """``all_rules``: a row for every rule; else only those with something to say (violations,
-    not checked, not judged), the others counted in one line."""
+    not checked, not judged), the others counted in one line. ``nouns``: the protocol's words for
+    records and subjects."""
     buf = io.StringIO()
     con = Console(file=buf, width=width, force_terminal=color, no_color=not color, highlight=False)
     summary = Table(title=title, box=box.SIMPLE_HEAVY, show_header=False)
@@ -36,8 +37,8 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
     summary.add_row("why", escape("; ".join(report.reasons) or held))
     summary.add_row("protocol / profile", f"{report.protocol} / {report.profile}")
     summary.add_row("inputs", escape(", ".join(report.inputs)))
-    summary.add_row("receipts read", f"{report.receipts:,}")
-    summary.add_row("messages", f"{report.messages:,}")
+    summary.add_row(f"{nouns.records} read", f"{report.records:,}")
+    summary.add_row(nouns.subjects, f"{report.subjects:,}")
     summary.add_row("unreadable lines", f"{report.unreadable:,}")
     total = sum(report.counts.values())
     summary.add_row("violations", f"{total:,} ({sum(report.strict_counts.values()):,} strict)")
@@ -45,7 +46,7 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
         whys = sorted(set(report.not_checked.values()))
         summary.add_row("not checked", escape(f"{', '.join(report.not_checked)}: {'; '.join(whys)}"))
     for rule_id, nj in report.not_judged.items():
-        summary.add_row("not judged", escape(f"{rule_id} for {nj['messages']:,} message(s): {nj['why']}"))
+        summary.add_row("not judged", escape(f"{rule_id} for {nj['messages']:,} {nouns.subject}(s): {nj['why']}"))
     con.print(summary)
 
     table = Table(title="rules", box=box.SIMPLE)
@@ -79,9 +80,9 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
         shown[v.rule] = shown.get(v.rule, 0) + 1
         if shown[v.rule] > per_rule:
             continue
-        con.print(f"  [bold]{v.rule}[/] {escape(f'[{v.severity}, {v.mode}]')} message {_short(v.message_id)}: {escape(v.explanation)}")
+        con.print(f"  [bold]{v.rule}[/] {escape(f'[{v.severity}, {v.mode}]')} {nouns.subject} {_short(v.subject)}: {escape(v.explanation)}")
         for e in sorted(v.evidence, key=lambda e: (order.get(e.file, len(order)), e.file, e.line)):  # log order
-            con.print(escape(f"      at {e.file}:{e.line}  {e.kind or ''}  {('from ' + _short(e.source_id)) if e.source_id else ''}".rstrip()))
+            con.print(escape(f"      at {e.file}:{e.line}  {e.kind or ''}  {('from ' + _short(e.source)) if e.source else ''}".rstrip()))
         if shown[v.rule] == 1 and rules is not None and v.rule in rules:
             con.print(f"      [italic]what to do:[/] {escape(rules[v.rule].advice)}")
         if shown[v.rule] == per_rule and report.counts.get(v.rule, 0) > per_rule:

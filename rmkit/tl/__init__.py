@@ -1,9 +1,9 @@
 """A small, protocol-independent TL (Type Language) toolkit.
 
-TL is the serialization of the TON/Everscale node protocols: constructors declared by schema
+TL is the serialization of the TON family of node protocols: constructors declared by schema
 lines, identified on the wire by the CRC32 of their normalized line. This package parses such
 lines (:mod:`.schema`), holds the byte-level rules (:mod:`.wire`) and serializes and strictly
-deserializes values (:mod:`.codec`). Protocol code (e.g. REMP receipts) keeps its schema lines in
+deserializes values (:mod:`.codec`). Protocol code (a protocol's signed records) keeps its schema lines in
 its spec files and builds on these pieces; nothing here knows about any protocol.
 """
 

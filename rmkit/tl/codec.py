@@ -1,7 +1,7 @@
 """The generic TL codec: objects as dicts, serialized and deserialized by walking the schema.
 
 Why generic and recursive: this is the reference. It follows the schema line by line and checks
-every value, so that hand-compiled fast paths for hot objects (REMP receipts) can be tested
+every value, so that hand-compiled fast paths for hot objects (a protocol's records) can be tested
 against it byte for byte.
 
 Values: an object is a dict ``{"@type": constructor name, field: value, ...}`` (a bare object's
@@ -125,8 +125,8 @@ def _pack(data: bytes, path: str) -> bytes:
 def deserialize(schema: Schema, data: bytes | bytearray | memoryview, type_name: str) -> dict:
     """Decode ``data`` as one value of ``type_name`` and nothing else.
 
-    ``type_name`` is a boxed type (``tonNode.RempReceipt``: the input starts with a constructor
-    id of that type) or a constructor name (``tonNode.rempReceipt``: bare, no id). The input must
+    ``type_name`` is a boxed type (``PublicKey``: the input starts with a constructor id of that
+    type) or a constructor name (``pub.ed25519``: bare, no id). The input must
     end exactly where the value ends.
     """
     buf = bytes(data)

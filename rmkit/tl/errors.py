@@ -14,7 +14,7 @@ class TlError(ValueError):
 
     ``expected`` and ``found`` say what was wanted and what was there; ``offset`` is the byte
     offset in the decoded input (``None`` when serializing or parsing a schema); ``path`` is the
-    field path from the outermost object, e.g. ``tonNode.rempReceipt.status.block_id.seqno``.
+    field path from the outermost object, e.g. ``tonNode.blockIdExt.seqno``.
     """
 
     def __init__(self, expected: str, found: str, *, offset: int | None = None, path: str = ""):

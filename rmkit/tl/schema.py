@@ -7,7 +7,7 @@ reference states is caught as a wrong line, not hidden in a table of magic numbe
 
 Supported subset (what receipts and keys need): constructors ``name field:type ... = Result``,
 field types ``int``, ``long``, ``int128``, ``int256``, ``int512``, ``string``, ``bytes``, a boxed
-type (last name component capitalized, e.g. ``tonNode.RempMessageStatus``: the value carries its
+type (last name component capitalized, e.g. ``PublicKey``: the value carries its
 constructor id), a bare constructor (last component lower case, e.g. ``tonNode.blockIdExt``: no
 id on the wire) and a bare ``vector T`` (a count, then the elements). Not supported: type
 parameters ``{X:Type}``, conditional fields ``flags.N?T``, the boxed ``Vector``.
@@ -52,7 +52,7 @@ class Field:
 
 @dataclass(frozen=True)
 class Constructor:
-    """One TL combinator: ``name`` (e.g. ``tonNode.rempReceipt``), its ``fields`` in wire order,
+    """One TL combinator: ``name`` (e.g. ``pub.ed25519``), its ``fields`` in wire order,
     the boxed ``result`` type, the normalized ``line`` and its 32-bit ``id``."""
 
     name: str

@@ -1,7 +1,7 @@
 """TL primitives: the length prefix of ``string``/``bytes`` and fixed-size integers.
 
 Why separate from the generic codec: these few functions are the whole of TL's byte-level rules,
-and protocol code with a hand-compiled fast path (e.g. REMP receipts) must use exactly the same
+and protocol code with a hand-compiled fast path (e.g. for its records) must use exactly the same
 rules as the generic codec; both import them from here.
 
 Length-prefixed data: one length byte when the length is below 254, else the byte 0xfe and the

@@ -102,8 +102,8 @@ class ReceiptLog:
         self.last_report = report
         for v in report.violations:
             if v.rule in wanted:
-                found[(v.rule, v.message_id)] += 1
-                self.explained.setdefault((v.rule, v.message_id), set()).update(_problems(v.explanation))
+                found[(v.rule, v.subject)] += 1
+                self.explained.setdefault((v.rule, v.subject), set()).update(_problems(v.explanation))
         return found
 
     def evidence(self, rule: str, mid: str | None) -> list[tuple[int, str]]:
@@ -111,7 +111,7 @@ class ReceiptLog:
         out = []
         report = getattr(self, "last_report", None)
         for v in (report.violations if report is not None else ()):
-            if v.rule == rule and v.message_id == mid:
+            if v.rule == rule and v.subject == mid:
                 if rule == SCHEMA_RULE and not _problems(v.explanation):
                     continue  # only the test names of the sources: not what the implementation got wrong
                 for e in v.evidence:
