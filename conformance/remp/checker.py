@@ -23,6 +23,7 @@ from operator import attrgetter
 from typing import Any
 
 import orjson
+from msgspec.structs import astuple
 
 from rmkit.gctune import paused_collections
 from rmkit.logread import (auto_jobs, kafka_time_field, kafka_time_problem, kafka_value_field, numbered_batches,
@@ -366,6 +367,7 @@ class RempLogChecker:
         self._deferred: list[tuple] = []
         self._first_roles: dict[str, tuple] | None = None
         self._before = 1 << 62
+        self._envelopes = False  # the typed decoder reads Kafka records (the log is a Kafka dump)
         self.hooks = Hooks(self)  # the rules' handlers, bound to this run
 
     def finish(self, end_hwm: int | None, latest_ref: int | None = None) -> Report:
@@ -535,13 +537,37 @@ class RempLogChecker:
         sig_every = sig_ok.every
         plain_src: set[str] = set()  # source ids found good and already as compared (folded), see src_plain
         src_plain = ts_plain = sig_plain = False
+        envelopes = self._envelopes  # the last piece was typed as Kafka records
         if part_n:  # keep this share's lines, a batch at a time (shares.py)
             from rmkit.conformance.remp.shares import own_lines
 
             batches = (own_lines(refs, batch, part_k, part_n) for refs, batch in batches)
         for refs, batch in _pieces(batches) if typed is not None else batches:
             if typed is not None:  # the well-formed receipts of known kinds, typed (decode.py); None for the others
-                objs, refused = typed.decode_lines(batch)
+                # receipts, or Kafka records holding them: a piece is read as the last one was,
+                # and as the other when that types more of its lines (a log is one or the other)
+                recs = None
+                if envelopes:
+                    recs, refused = typed.decode_records(batch)
+                    if refused > len(batch) >> 1:
+                        objs, refused_plain = typed.decode_lines(batch)
+                        if refused_plain < refused:
+                            recs, refused, envelopes = None, refused_plain, False
+                else:
+                    objs, refused = typed.decode_lines(batch)
+                    if refused > len(batch) >> 1:
+                        recs, refused_recs = typed.decode_records(batch)
+                        if refused_recs < refused:
+                            refused, envelopes = refused_recs, True
+                        else:
+                            recs = None
+                if recs is not None:
+                    objs = [r.value if r is not None else None for r in recs]
+                    # a redelivered record is known by its receipt (kind and fields), whatever the envelope says
+                    hashes = [hash((type(r.value), astuple(r.value))) if r is not None else hash(line) for r, line in zip(recs, batch)]
+                else:
+                    recs = repeat(None)
+                    hashes = map(hash, batch)
                 types = list(map(type, objs))
                 infos, acts = list(map(kind_info, types)), list(map(act_of_type.get, types))
                 if not refused and objs:
@@ -560,13 +586,20 @@ class RempLogChecker:
                 else:
                     src_plain = ts_plain = sig_plain = False
             else:
-                objs = infos = acts = repeat(None)
+                objs = infos = acts = recs = repeat(None)
+                hashes = map(hash, batch)
             # each line's hash, by which a redelivered (identical) receipt is known: one C loop per piece
-            for ref, line, obj, ki, act, h in zip(refs, batch, objs, infos, acts, map(hash, batch)):
+            for ref, line, obj, ki, act, h, rec in zip(refs, batch, objs, infos, acts, hashes, recs):
                 kts = part = None
                 text = line
                 near = None
                 if obj is not None:
+                    if rec is not None:  # a typed Kafka record (decode.py): its time, partition and key
+                        kts = rec.timestamp
+                        part = rec.partition
+                        part = (rec.topic, part) if type(part) is int else None
+                        if check_key and rec.key != obj.message_id:
+                            hooks.kafka_key(rec.key, obj.message_id, ki.name, obj.source_id, ref)
                     seq += 1
                     kind = ki.name
                     mid = obj.message_id
@@ -602,7 +635,7 @@ class RempLogChecker:
                         if kts is None and (damaged := kafka_time_problem(rec)):
                             self._problem(ref, damaged, kafka_time_field(rec))  # and the receipt is checked
                         if check_key and "key" in rec:
-                            hooks.kafka_key(rec["key"], obj, ref)
+                            hooks.kafka_key(rec["key"], obj.get("message_id"), obj.get("kind"), obj.get("source_id"), ref)
                     if obj.keys().isdisjoint(receipt_fields):  # no field any receipt has: another kind of log, not a receipt
                         fields = ", ".join(sorted(map(str, obj))[:6]) or "none"
                         self._problem(ref, f"expected a REMP receipt (fields {', '.join(sorted(receipt_fields))}), "
@@ -901,6 +934,7 @@ class RempLogChecker:
                     self._sweep()
 
         self.seq = seq
+        self._envelopes = envelopes
         rep.receipts = seq
         self._top = top
         self._pair = pair

@@ -108,8 +108,8 @@ class UnreadableLine(Handler):
 class KafkaKey(Handler):
     """A Kafka record's key is its receipt's message id."""
 
-    def on_kafka_key(self, key, obj: dict, ref: int) -> None:
-        mid = obj.get("message_id")
+    def on_kafka_key(self, key, mid, kind, src, ref: int) -> None:
+        """``mid``, ``kind``, ``src``: the receipt's fields as the record holds them."""
         if type(mid) is not str:
             return  # no id to compare with: REMP-SCHEMA-001 reports it
         fold = self.model.ids_fold_case
@@ -117,7 +117,7 @@ class KafkaKey(Handler):
             return
         found = "no key" if key is None else repr(key)[:80]
         self.violate("REMP-INPUT-002", mid.lower() if fold else mid, f"Kafka record key: expected the message id {mid[:16]}…, found {found}",
-                     [(ref, _name(obj.get("kind")), obj.get("source_id") if type(obj.get("source_id")) is str else None)])
+                     [(ref, _name(kind), src if type(src) is str else None)])
 
 
 @handles("REMP-SCHEMA-001")
