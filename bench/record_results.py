@@ -34,6 +34,10 @@ FIGURES = {
     "check j1 / parse": r"^check j1: .* ratio (?P<v>[\d.]+)",
     "check j2 / parse": r"^check j2: .* ratio (?P<v>[\d.]+)",
     "check default jobs / parse": r"^RESULT ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
+    # ... and on the other shapes of log (bench_check.py --shape)
+    "check default jobs / parse, short messages": r"^RESULT\[short\] ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
+    "check default jobs / parse, Kafka dump": r"^RESULT\[kafka\] ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
+    "check default jobs / parse, ever-node dump": r"^RESULT\[ever-node\] ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
     # bench_sign.py
     "verify rate / bare libsodium": r"^RESULT verify ratio = (?P<v>[\d.]+)",
     "check j1 with / without --validators": r"^RESULT check j1 ratio with/without --validators = (?P<v>[\d.]+)",

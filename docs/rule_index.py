@@ -4,7 +4,8 @@ For every rule id of ``spec/<protocol>/rules.yaml`` it lists the functions that 
 the modules that judge: the log checkers (what ``rmkit check`` and ``rmkit audit`` run) and the
 driven judges (what ``rmkit conform`` runs). A rule is found where its id is written as a string
 in code (not in a docstring or comment); a module-level name bound to an id counts where the
-name is used. Run by ``make docs``; ``tests/test_docs.py`` holds the committed index current and
+name is used. Where a protocol's log rules have a registry of handlers (REMP's
+``conformance/remp/handlers.py``), the index names each rule's registered handler instead. Run by ``make docs``; ``tests/test_docs.py`` holds the committed index current and
 every rule in it.
 
     python docs/rule_index.py            # rewrite the index in ARCHITECTURE.md
@@ -27,7 +28,7 @@ RULE_ID = re.compile(r"^(REMP|RMB|CORDA)-[A-Z]+-\d{3}$")
 
 # (protocol, where a finding is made, the modules that make it)
 JUDGES = {
-    "remp": {"check": ["conformance/remp/checker.py", "conformance/remp/parallel.py"],
+    "remp": {"check": ["conformance/remp/parallel.py"],
              "conform": ["conformance/remp/driven/judge.py", "conformance/remp/driven/rulecheck.py"]},
     "rmb": {"check": ["conformance/rmb/logjudge.py", "conformance/rmb/model.py", "conformance/rmb/signing.py",
                       "conformance/rmb/sigreuse.py"],
@@ -35,6 +36,21 @@ JUDGES = {
     "corda": {"check": ["conformance/corda/checker.py", "conformance/corda/spanning.py"],
               "conform": ["conformance/corda/driven/judge.py", "conformance/corda/driven/bridge.py"]},
 }
+
+
+# protocol -> (module of its registry of rule handlers, its file): the handler registered for a rule
+# is where ``rmkit check`` judges it (the engine around it names rules only to read their modes)
+REGISTRIES = {"remp": ("rmkit.conformance.remp.handlers", "conformance/remp/handlers.py")}
+
+
+def registered(protocol: str) -> dict[str, tuple[str, list[str]]]:
+    """rule id -> (module file, [its handler]) from the protocol's registry of handlers."""
+    if protocol not in REGISTRIES:
+        return {}
+    import importlib
+
+    module, path = REGISTRIES[protocol]
+    return {rule: (path, [cls.__name__]) for rule, cls in importlib.import_module(module).REGISTRY.items()}
 
 
 def rule_ids(protocol: str) -> list[str]:
@@ -101,6 +117,9 @@ def index() -> dict[str, list[tuple[str, str, list[str]]]]:
     for protocol, by_command in JUDGES.items():
         for rule in rule_ids(protocol) + requirement_ids(protocol):
             out[rule] = []
+        for rule, (module, handler) in registered(protocol).items():
+            if rule in out:
+                out[rule].append(("check", module, handler))
         for command, modules in by_command.items():
             for module in modules:
                 for rule, functions in names_in(REPO / module).items():

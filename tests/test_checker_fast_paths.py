@@ -108,6 +108,6 @@ def test_open_messages_keep_one_string_per_source():
     c._run_file(0, str(log))
     held = [src for msg in c._msgs.values() for src in msg.srcs]
     held += [src for msg in c._msgs.values() if msg.blk for src in msg.blk[4::5] if src is not None]
-    held += [msg.fin[3] for msg in c._msgs.values() if msg.fin is not None and msg.fin[3] is not None]
+    held += [msg.fin.src for msg in c._msgs.values() if msg.fin is not None and msg.fin.src is not None]
     assert len(c._msgs) > 100 and len(held) > 1000
     assert len({id(s) for s in held}) == len(set(held))

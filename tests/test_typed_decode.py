@@ -118,3 +118,42 @@ def test_odd_lines_judged_alike(tmp_path):
     path.write_bytes(b"\n".join(good[:200] + odd + good[200:]) + b"\n")
     for profile in PROFILES:
         assert _report(path, profile, True) == _report(path, profile, False)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_typed_kafka_record_equals_its_dict(profile):
+    """A Kafka dump's record typed whole (decode.py ``decode_records``): its receipt, time,
+    partition and key are the dict's; the dumps of the fixtures are read this way, not in general."""
+    dec = model_for(profile).typed_decoder()
+    typed = 0
+    for path in FIXTURES:
+        if path.suffix != ".jsonl":
+            continue
+        for line in path.read_bytes().splitlines():
+            try:
+                rec = dec.decode_record(line)
+            except Exception:  # noqa: BLE001 - the general reading takes the line
+                continue
+            typed += 1
+            obj = orjson.loads(line)
+            assert (rec.timestamp, rec.key, rec.topic, rec.partition, rec.offset) == \
+                   (obj["timestamp"], obj["key"], obj.get("topic"), obj.get("partition"), obj.get("offset"))
+            got = _fields(dec, dec.kind_of[type(rec.value)], rec.value)
+            assert got == {k: obj["value"].get(k) for k in got}, line
+    assert typed > 100
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_a_record_produced_again_is_one_receipt(tmp_path, typed):
+    """A Kafka record produced again (another offset and time, the same receipt) is a redelivery,
+    read typed or in general."""
+    src = ROOT / "fixtures" / "remp" / "rules" / "spec" / "clean-kafka-keyed.jsonl"
+    lines = src.read_bytes().splitlines()
+    again = orjson.loads(lines[1])
+    again["offset"] = 10_000
+    again["timestamp"] += 5
+    path = tmp_path / "again.jsonl"
+    path.write_bytes(b"\n".join(lines[:2] + [orjson.dumps(again)] + lines[2:]) + b"\n")
+    rep = RempLogChecker("spec", typed=typed).run([str(path)])
+    assert rep.metrics["redelivered_receipts"] == 1
+    assert rep.verdict == "pass", rep.counts

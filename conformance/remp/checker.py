@@ -6,21 +6,24 @@ carry no time at all, once it has been idle for ``idle_receipts`` receipts); a s
 each judged message stays for one more horizon, so that late receipts are recognised as late and
 still checked for replay.
 
-Every rule is named by its ID from ``spec/remp/rules.yaml``; whether it runs, and whether it fails
-the run, is the profile's mode for it.
+This module is the engine: reading (files, Kafka envelopes), interning, the log's clock, sweeps,
+tombstones, and what each receipt tells about its message and its source (:mod:`.state`). The rules
+are judged by their handlers (:mod:`.handlers`, one per rule id of ``spec/remp/rules.yaml``), which
+the engine calls at the moments their rules can be decided (``self.hooks``); whether a rule runs,
+and whether it fails the run, is the profile's mode for it.
 """
 
 from __future__ import annotations
 
 import difflib
 import time
-from array import array
 from collections import Counter, deque
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
 import orjson
+from msgspec.structs import astuple
 
 from rmkit.gctune import paused_collections
 from rmkit.logread import (auto_jobs, kafka_time_field, kafka_time_problem, kafka_value_field, numbered_batches,
@@ -29,7 +32,9 @@ from rmkit.conformance.remp.metrics import LatencyHistogram
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
+from rmkit.conformance.remp.handlers import INCLUSION_KINDS, RELEASE_KINDS, Hooks
 from rmkit.conformance.remp.model import VALIDATOR, RempModel, model_for
+from rmkit.conformance.remp.state import NEVER, BlockState, Final, MessageState, SourceState, Tomb
 from rmkit.reference_impl.remp.outcome import evaluate_outcome
 
 def final_clock(clocks: list, tops: list, clock_jump_ms: int) -> int | None:
@@ -118,58 +123,31 @@ LINE_BITS = REF_LINE_BITS  # a receipt reference is (input index << LINE_BITS) |
 LINE_MASK = (1 << LINE_BITS) - 1
 SWEEP_EVERY = 4096
 NEWLINE = b"\n"
-NEVER = 1 << 64  # beyond every timestamp (a receipt's is a 64-bit integer)
 # messages a share holds back for roles it has not seen (beyond: judged on the share's roles)
 MAX_DEFERRED = 20_000  # a few KB each: memory stays bounded when a source never shows its role
-INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
 # Kinds that open a message's life: one arriving later than the expiry bound after the first
 # receipt is a new submission of the same id (the documents: a message is forgotten once obsolete).
 START_KINDS = ("SentToValidators", "PutIntoQueue")
-RELEASE_KINDS = ("IgnoredByMasterchain", "RejectedByMasterchain")  # the masterchain frees an accepted block's messages
 BLOCK_EVENT_KINDS = INCLUSION_KINDS + RELEASE_KINDS + ("RejectedByCollator",)
 # What the feed loop does with a receipt of each kind, as bits: one lookup per receipt instead of a
 # chain of name tests (kinds with none of these get 0)
-_PUT, _SENT, _FN_REJECT, _TIMEOUT, _INCLUSION, _FINAL, _BLOCK_EVENT, _START = (1 << i for i in range(8))
+_PUT, _SENT, _FN_REJECT, _TIMEOUT, _INCLUSION, _FINAL, _BLOCK_EVENT, _START, _COLLATED = (1 << i for i in range(9))
 _PER_MESSAGE = _PUT | _SENT | _FN_REJECT | _TIMEOUT
 _USES_BLOCK = _INCLUSION | _FINAL | _BLOCK_EVENT
 KIND_ACTS: dict[str, int] = {}
 for _kinds, _bit in ((("PutIntoQueue",), _PUT), (("SentToValidators",), _SENT), (("RejectedByFullnode",), _FN_REJECT),
                      (("Timeout",), _TIMEOUT), (INCLUSION_KINDS, _INCLUSION), (("Finalized",), _FINAL),
-                     (BLOCK_EVENT_KINDS, _BLOCK_EVENT), (START_KINDS, _START)):
+                     (BLOCK_EVENT_KINDS, _BLOCK_EVENT), (START_KINDS, _START),
+                     (("IncludedIntoBlock",), _COLLATED)):
     for _k in _kinds:
         KIND_ACTS[_k] = KIND_ACTS.get(_k, 0) | _bit
 # a message's filter of the hashes it has seen: the bit of each hash's low 7 bits (made once, not per receipt)
 _SEEN_BIT = tuple(1 << i for i in range(128))
-REJECT_POSITIONS = ("rejected", "timed_out")
 _SOURCE, _TIMESTAMP, _SIGNATURE = attrgetter("source_id"), attrgetter("timestamp"), attrgetter("signature")  # of typed receipts
 NO_TIME = ("no usable time: receipt timestamp 0 or missing and no Kafka record timestamp; "
            "give the checker Kafka dumps with their record timestamps")
 # signature verification outcomes counted in the metrics (with a validator set that has keys)
 SIG_COUNTS = ("valid", "invalid", "unsigned", "malformed", "unknown_source", "outside_session")
-
-
-_decode_signature = _signed_bytes = _ConversionError = _open = _BadSignature = None  # set by _signature_tools
-
-
-def _signature_tools():
-    """The TL serializer and libsodium, imported only when signatures are checked."""
-    global _decode_signature, _signed_bytes, _ConversionError, _open, _BadSignature
-    from nacl.bindings import crypto_sign_open as _open
-    from nacl.exceptions import BadSignatureError as _BadSignature
-
-    from rmkit.conformance.remp.signing import signature_bytes as _decode_signature
-    from rmkit.conformance.remp.tlreceipt import signed_bytes as _signed_bytes
-
-    _ConversionError = ValueError  # the receipt's conversion error and the TL codec's error both are
-
-
-def _session_window(vs, t: int) -> tuple:
-    """(from, until, members, index) of the session of validator set ``vs`` in force at ``t``."""
-    idx = vs.session_index_at(t)
-    starts = vs.starts
-    lo = starts[idx] if idx >= 0 else -(1 << 63)
-    hi = starts[idx + 1] if idx + 1 < len(starts) else 1 << 63
-    return lo, hi, vs.members(idx), idx
 
 
 # The typed decoder reads a batch a piece at a time: a piece's receipts are decoded together and
@@ -230,40 +208,6 @@ def partition_share(line: bytes, n: int) -> int | None:
     return (line[k - 1] | 0x20) % n
 
 
-class _Msg:
-    """What the checker remembers about one open message."""
-
-    __slots__ = ("id", "first_ref", "first_t", "close_t", "last_seq", "srcs", "kmask", "fin", "blocks",
-                 "fn_rej", "sent_t", "put_t", "seen", "seen_bits", "fin_count", "blk", "total")
-
-    def __init__(self, mid: str, ref: int, t: int | None, seq: int, close_after_ms: int):
-        self.id = mid
-        self.first_ref = ref
-        self.first_t = t
-        # the clock past which the message closes (its first time + the close delay; never without a time)
-        self.close_t = t + close_after_ms if t is not None else NEVER
-        self.last_seq = seq
-        # source -> [role, position, last ref, last kind, queued (True once it reported a queued_by kind, else None),
-        # first time, receipts]
-        self.srcs: dict[str, list] = {}
-        self.kmask = 0  # bits of the kinds seen (KindInfo.bit)
-        self.fin: tuple | None = None  # (block_id, ref, t, source) of the first Finalized
-        self.fin_count = 0
-        # block named by an inclusion receipt -> [time of its first inclusion receipt, accepted (an
-        # IncludedIntoAcceptedBlock named it), source of its first IncludedIntoBlock (REMP-BLOCK-001),
-        # that receipt's ref]: one dict and one list per block instead of three dicts (made when needed)
-        self.blocks: dict[str, list] | None = None
-        self.fn_rej: tuple | None = None  # (ref, source)
-        self.sent_t: int | None = None
-        self.put_t: int | None = None
-        self.seen = array("q")  # hashes of the receipts seen: a few dozen, so an array beats a set in memory
-        self.seen_bits = 0  # one bit per hash seen (its low 7 bits): most new receipts need no search of ``seen``
-        # timed block events for REMP-REPLAY-004/005 and COLL-004, flat: kind, block, t, ref, source,
-        # kind, ... (one list, no tuple per event; see _block_events)
-        self.blk: list | None = None
-        self.total: int | None = None  # total_validators of the first SentToValidators (REMP-COLL-004)
-
-
 class RempLogChecker:
     """Check REMP receipt logs against one profile of the spec.
 
@@ -304,8 +248,6 @@ class RempLogChecker:
         timed = validator_set is not None and validator_set.timed
         self._obsolete_by_session = timed and m.mode("REMP-EXPIRY-003") != OFF
         self._timeout_by_session = timed and m.mode("REMP-EXPIRY-004") != OFF
-        if self.keyed:
-            _signature_tools()
         self.max_examples = max_examples
         self.idle_receipts = idle_receipts
         self.partition_idle_receipts = partition_idle_receipts
@@ -326,11 +268,14 @@ class RempLogChecker:
         state = dict(self.__dict__)
         state["model"] = None
         state["progress"] = None
+        state.pop("hooks", None)  # (bound to this checker: built again where the state arrives)
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.model = model_for(self.profile)
+        if "_rep" in state:  # a share that has begun: its handlers, bound to it
+            self.hooks = Hooks(self)
 
     # ------------------------------------------------------------------------------------------
     def run(self, inputs: list[str]) -> Report:
@@ -385,12 +330,11 @@ class RempLogChecker:
         # its first finding, which the merge of a sharded run keeps for the earliest share's only
         self.seconds_first: dict = {}
         self.sig_counts: Counter[str] = Counter()
-        self._sig_win = None  # (from t, until t, members, session index) of the last receipt's session
         self._files = list(inputs)
         self._stored: Counter[str] = Counter()
-        self._msgs: dict[str, _Msg] = {}
+        self._msgs: dict[str, MessageState] = {}
         self._order: deque[str] = deque()
-        self._tombs: dict[str, tuple] = {}
+        self._tombs: dict[str, Tomb] = {}
         self._tomb_order: deque[tuple[int, str]] = deque()
         self._roles: dict[str, tuple[str, int, str]] = {}  # inferred source -> (role, ref, message)
         self._src_names: dict[str, str] = {}
@@ -423,6 +367,8 @@ class RempLogChecker:
         self._deferred: list[tuple] = []
         self._first_roles: dict[str, tuple] | None = None
         self._before = 1 << 62
+        self._envelopes = False  # the typed decoder reads Kafka records (the log is a Kafka dump)
+        self.hooks = Hooks(self)  # the rules' handlers, bound to this run
 
     def finish(self, end_hwm: int | None, latest_ref: int | None = None) -> Report:
         """Judge the messages still open against the log's final clock and complete the report.
@@ -432,7 +378,7 @@ class RempLogChecker:
             self.hwm = end_hwm
         if self._top is not None and self.hwm is not None and self._top[0] - self.hwm > self.clock_jump_ms \
                 and (latest_ref is None or self._top[1] == latest_ref):
-            self._clock_outlier()
+            self.hooks.clock_outlier(self._top, self.hwm)
         with paused_collections():  # judging holds no cycles either; a collection here would walk every tomb
             for mid in list(self._order):
                 msg = self._msgs.pop(mid, None)
@@ -469,12 +415,11 @@ class RempLogChecker:
         rep.violations.append(Violation(rule, self.model.rules[rule].severity, mode, mid, explanation, ev))
 
     def _problem(self, ref: int, error: str, field: str | None = None) -> None:
-        rep = self._rep
-        rep.unreadable += 1
-        if len(rep.input_problems) < max(self.max_examples, 1) or not self.max_examples:
-            rep.input_problems.append(InputProblem(self._files[ref >> LINE_BITS], ref & LINE_MASK, error, field))
-        if self.modes["REMP-INPUT-001"] != OFF:
-            rep.count("REMP-INPUT-001", self.modes["REMP-INPUT-001"])
+        """A line that cannot be read as a receipt (the unreadable-line rule's handler reports it)."""
+        self.hooks.unreadable(ref, error, field)
+
+    def _input_problem(self, ref: int, error: str, field: str | None) -> InputProblem:
+        return InputProblem(self._files[ref >> LINE_BITS], ref & LINE_MASK, error, field)
 
     def _read_error(self, idx: int, lineno: int, error: str) -> None:
         """An input that broke off (truncated gzip...): one problem, reported by one share only."""
@@ -544,26 +489,23 @@ class RempLogChecker:
         msgs = self._msgs
         hash_ok = m.hash_check
         sig_ok = m.signature_check
-        sig_required = m.signature_required
-        zero_roles = m.zero_time_roles
         declared = self.declared_roles
         inferred = self._roles
-        violate = self._violate
+        hooks = self.hooks  # the rules' handlers, by the event they listen to (handlers.py)
+        on_schema, on_kind2, on_zero_time, on_seconds = hooks.schema, hooks.kind_outside_table, hooks.zero_time, hooks.seconds
+        on_sig_format, on_role_breach, on_transition_breach = hooks.signature_format, hooks.role_breach, hooks.transition_breach
+        on_timeout = hooks.timeout_by_session if self._timeout_by_session else hooks.timeout
+        on_first_inclusion = hooks.first_inclusion_by_session if self._obsolete_by_session else hooks.first_inclusion
+        on_replay = hooks.replay
         per_kind: dict[str, int] = {}
         loads = orjson.loads
         JSONDecodeError = orjson.JSONDecodeError
         check_schema = modes["REMP-SCHEMA-001"] != OFF
-        check_kind2 = modes["REMP-KIND-002"] != OFF
-        check_time = modes["REMP-TIME-001"] != OFF
-        check_seconds = modes["REMP-TIME-002"] != OFF
         sec_lo, sec_hi = m.seconds_range
         check_key = modes["REMP-INPUT-002"] != OFF
         check_sig = modes["REMP-SIG-001"] != OFF
-        check_role = modes["REMP-ROLE-001"] != OFF
         track_blocks = modes["REMP-REPLAY-004"] != OFF or modes["REMP-REPLAY-005"] != OFF or modes["REMP-COLL-004"] != OFF
-        verify = self._check_signature if self.keyed else None
-        # with keys, a source outside the validator set is REMP-SIG-003's finding, not a role problem
-        unknown_is_role = check_role and not (self.keyed and modes["REMP-SIG-003"] != OFF)
+        verify = hooks.signature if self.keyed else None
         expiry_ms = self.expiry_ms
         close_after_ms = self.close_after_ms
         hwm = self.hwm
@@ -580,7 +522,6 @@ class RempLogChecker:
         queued_mask = m.queued_mask
         known_fields = self.known_fields
         receipt_fields = frozenset(["kind", *m.spec["kinds"]["common_fields"]])  # what makes an object a receipt at all
-        unsigned_roles = m.unsigned_roles
         fold = m.ids_fold_case
         intern_src = self._src_names.setdefault
         sweep_mask = SWEEP_EVERY - 1
@@ -596,13 +537,37 @@ class RempLogChecker:
         sig_every = sig_ok.every
         plain_src: set[str] = set()  # source ids found good and already as compared (folded), see src_plain
         src_plain = ts_plain = sig_plain = False
+        envelopes = self._envelopes  # the last piece was typed as Kafka records
         if part_n:  # keep this share's lines, a batch at a time (shares.py)
             from rmkit.conformance.remp.shares import own_lines
 
             batches = (own_lines(refs, batch, part_k, part_n) for refs, batch in batches)
         for refs, batch in _pieces(batches) if typed is not None else batches:
             if typed is not None:  # the well-formed receipts of known kinds, typed (decode.py); None for the others
-                objs, refused = typed.decode_lines(batch)
+                # receipts, or Kafka records holding them: a piece is read as the last one was,
+                # and as the other when that types more of its lines (a log is one or the other)
+                recs = None
+                if envelopes:
+                    recs, refused = typed.decode_records(batch)
+                    if refused > len(batch) >> 1:
+                        objs, refused_plain = typed.decode_lines(batch)
+                        if refused_plain < refused:
+                            recs, refused, envelopes = None, refused_plain, False
+                else:
+                    objs, refused = typed.decode_lines(batch)
+                    if refused > len(batch) >> 1:
+                        recs, refused_recs = typed.decode_records(batch)
+                        if refused_recs < refused:
+                            refused, envelopes = refused_recs, True
+                        else:
+                            recs = None
+                if recs is not None:
+                    objs = [r.value if r is not None else None for r in recs]
+                    # a redelivered record is known by its receipt (kind and fields), whatever the envelope says
+                    hashes = [hash((type(r.value), astuple(r.value))) if r is not None else hash(line) for r, line in zip(recs, batch)]
+                else:
+                    recs = repeat(None)
+                    hashes = map(hash, batch)
                 types = list(map(type, objs))
                 infos, acts = list(map(kind_info, types)), list(map(act_of_type.get, types))
                 if not refused and objs:
@@ -621,13 +586,20 @@ class RempLogChecker:
                 else:
                     src_plain = ts_plain = sig_plain = False
             else:
-                objs = infos = acts = repeat(None)
+                objs = infos = acts = recs = repeat(None)
+                hashes = map(hash, batch)
             # each line's hash, by which a redelivered (identical) receipt is known: one C loop per piece
-            for ref, line, obj, ki, act, h in zip(refs, batch, objs, infos, acts, map(hash, batch)):
+            for ref, line, obj, ki, act, h, rec in zip(refs, batch, objs, infos, acts, hashes, recs):
                 kts = part = None
                 text = line
                 near = None
                 if obj is not None:
+                    if rec is not None:  # a typed Kafka record (decode.py): its time, partition and key
+                        kts = rec.timestamp
+                        part = rec.partition
+                        part = (rec.topic, part) if type(part) is int else None
+                        if check_key and rec.key != obj.message_id:
+                            hooks.kafka_key(rec.key, obj.message_id, ki.name, obj.source_id, ref)
                     seq += 1
                     kind = ki.name
                     mid = obj.message_id
@@ -663,7 +635,7 @@ class RempLogChecker:
                         if kts is None and (damaged := kafka_time_problem(rec)):
                             self._problem(ref, damaged, kafka_time_field(rec))  # and the receipt is checked
                         if check_key and "key" in rec:
-                            self._kafka_key(rec["key"], obj, ref)
+                            hooks.kafka_key(rec["key"], obj.get("message_id"), obj.get("kind"), obj.get("source_id"), ref)
                     if obj.keys().isdisjoint(receipt_fields):  # no field any receipt has: another kind of log, not a receipt
                         fields = ", ".join(sorted(map(str, obj))[:6]) or "none"
                         self._problem(ref, f"expected a REMP receipt (fields {', '.join(sorted(receipt_fields))}), "
@@ -709,8 +681,8 @@ class RempLogChecker:
                     t = ts  # (milliseconds, so >= 0 and not 0)
                 else:
                     ts_ok = type(ts) is int and ts >= 0
-                    if ts_ok and ts < sec_hi and ts >= sec_lo and check_seconds:  # (milliseconds fail the first test)
-                        self._seconds_timestamp(ts, kind, mid, src, ref)
+                    if ts_ok and ts < sec_hi and ts >= sec_lo:  # (milliseconds fail the first test)
+                        on_seconds(ts, kind, mid, src, ref)
                     if not ts_ok:
                         (bad := bad or []).append(f"timestamp: expected an integer >= 0 (unix ms), found {'nothing' if ts is None else repr(ts)}")
                         ts = 0
@@ -788,27 +760,23 @@ class RempLogChecker:
                         (bad := bad or []).append(f"message_id: expected {m.hash_expected}, found {'nothing' if mid is None else repr(mid)}")
                         if type(mid) is not str:
                             if check_schema:
-                                violate("REMP-SCHEMA-001", None, "receipt names no readable message: " + "; ".join(bad),
-                                        [(ref, kind if type(kind) is str else None, src)])
+                                hooks.no_message(kind, bad, ref, src)
                             continue
                     # a message not open: judged already (a late receipt), or new
                     tomb = self._tombs.get(mid)
                     if tomb is not None:
-                        if not (t is not None and act & _START and tomb[1] is not None and t - tomb[1] > expiry_ms):
+                        if not (t is not None and act & _START and tomb.first_t is not None and t - tomb.first_t > expiry_ms):
                             self.late += 1
                             if ki is not None:
                                 self._late_receipt(tomb, ki, obj, ref, t, src)
                                 if verify is not None and type(src) is str:
                                     # a late receipt is still a signed statement: its origin is checked
-                                    sig_fmt = None if sig is None or sig == "" else bool(type(sig) is str and sig_ok(sig))
-                                    if sig_fmt is False and check_sig:
-                                        violate("REMP-SIG-001", mid, f"signature: expected {m.signature_expected}, found {str(sig)[:40]!r}",
-                                                [(ref, kind, src)])
+                                    sig_fmt = hooks.late_signature_format(sig, mid, kind, src, ref)
                                     role = (declared.get(src) or declared.get(src.lower())) if declared is not None else None
                                     verify(obj, src, role, ki.issuers, t, ref, kind, mid, sig_fmt, bad)
                             continue
                         del self._tombs[mid]  # submitted again after its lifetime: a new life
-                    msg = msgs[mid] = _Msg(mid, ref, t, seq, close_after_ms)
+                    msg = msgs[mid] = MessageState(mid, ref, t, seq, close_after_ms)
                     self._order.append(mid)
                     self.messages += 1
                     if len(msgs) > self.peak_open:
@@ -827,15 +795,14 @@ class RempLogChecker:
                 msg.seen_bits = bits | bit
                 msg.seen.append(h)
                 if bad and check_schema:
-                    violate("REMP-SCHEMA-001", mid, f"{kind if type(kind) is str else 'receipt'}: " + "; ".join(bad),
-                            [(ref, kind if type(kind) is str else None, src)])
+                    on_schema(mid, kind, bad, ref, src)
                 if ki is None:
-                    violate("REMP-KIND-001", mid, self._kind_hint(kind), [(ref, kind if type(kind) is str else None, src)])
+                    hooks.unknown_kind(mid, kind, ref, src)
                     continue
                 per_kind[kind] = per_kind.get(kind, 0) + 1  # a plain dict, added to the Counter after the batches
                 msg.kmask |= ki.bit
-                if check_kind2 and not ki.in_table:
-                    violate("REMP-KIND-002", mid, f"{kind} is not in the {self.profile} profile's status table", [(ref, kind, src)])
+                if not ki.in_table:
+                    on_kind2(mid, kind, ref, src)
                 # ---- role of the source ---------------------------------------------------------
                 issuers = ki.issuers
                 role = None
@@ -845,12 +812,10 @@ class RempLogChecker:
                         role = declared.get(src) or declared.get(src.lower())
                         if role is None:
                             if st is None:  # once per source and message
-                                if unknown_is_role:
-                                    violate("REMP-ROLE-001", mid, f"source {src} is neither a validator nor a full node of the --validators file", [(ref, kind, src)])
+                                hooks.unknown_source(mid, kind, src, ref)
                             role = next(iter(issuers)) if len(issuers) == 1 else VALIDATOR
                         elif role not in issuers:
-                            if check_role:
-                                violate("REMP-ROLE-001", mid, f"{kind} may be issued by {' or '.join(sorted(issuers))}, but {src} is a {role}", [(ref, kind, src)])
+                            on_role_breach(mid, kind, issuers, src, role, ref, None)
                             role = None  # no transition for a receipt its source may not issue
                     else:
                         known = inferred.get(src)
@@ -859,30 +824,20 @@ class RempLogChecker:
                                 role = next(iter(issuers))
                                 inferred[src] = (role, ref, mid)
                             else:
-                                role = st[0] if st else VALIDATOR
+                                role = st.role if st else VALIDATOR
                         else:
                             role = known[0]
                             if role not in issuers:
-                                if check_role:
-                                    violate("REMP-ROLE-001", mid,
-                                            f"{kind} may be issued by {' or '.join(sorted(issuers))}, but {src} acted as a {role} before",
-                                            [(known[1], None, src), (ref, kind, src)])
+                                on_role_breach(mid, kind, issuers, src, role, ref, known[1])
                                 role = None  # no transition for a receipt its source may not issue
                     # ---- time and signature ------------------------------------------------------
-                    if ts == 0 and ts_ok and check_time and (role not in zero_roles if role else not issuers & zero_roles):
-                        violate("REMP-TIME-001", mid, f"{kind} from {role} {src} has timestamp 0", [(ref, kind, src)])
-                    sig_fmt = None  # the signature's format: True good, False bad, None not looked at
+                    if ts == 0 and ts_ok:
+                        on_zero_time(mid, kind, role, issuers, src, ref)
+                    # the signature's format: True good, False bad, None not looked at (or missing)
                     if check_sig:
-                        if sig_plain:
-                            sig_fmt = True  # (there, and well-formed)
-                        elif sig is None or sig == "":
-                            if sig_required and (role not in unsigned_roles if role else not issuers & unsigned_roles):
-                                violate("REMP-SIG-001", mid, f"{kind} from {src} carries no signature", [(ref, kind, src)])
-                        elif not sig_ok(sig):
-                            sig_fmt = False
-                            violate("REMP-SIG-001", mid, f"signature: expected {m.signature_expected}, found {str(sig)[:40]!r}", [(ref, kind, src)])
-                        else:
-                            sig_fmt = True
+                        sig_fmt = True if sig_plain else on_sig_format(sig, mid, kind, role, issuers, src, ref)  # (plain: there, well-formed)
+                    else:
+                        sig_fmt = None
                     if verify is not None:
                         verify(obj, src, role, issuers, t, ref, kind, mid, sig_fmt, bad)
                     # ---- per-source transition ---------------------------------------------------
@@ -890,25 +845,17 @@ class RempLogChecker:
                     if trans is not None:
                         if st is None:
                             src = intern_src(src, src)  # one string per source, not one per message
-                            st = msg.srcs[src] = [role, "none", ref, kind, None, t, 0]
+                            st = msg.srcs[src] = SourceState(role, ref, kind, t)
                         to, allowed = trans
-                        pos = st[1]
-                        if pos not in allowed:
-                            machine = m.roles[role]
-                            if pos in machine.final:
-                                rule = "REMP-SRC-001" if role == VALIDATOR else "REMP-SRC-002"
-                                violate(rule, mid, f"{kind} from {role} {src} after its final {st[3]}", [(st[2], st[3], src), (ref, kind, src)])
-                            else:
-                                what = "as its first receipt" if pos == "none" else f"after {st[3]}"
-                                violate("REMP-SEQ-001", mid, f"{kind} from {role} {src} {what}; the {self.profile} profile allows it only in positions: {', '.join(sorted(allowed)) or 'none'}",
-                                        [(st[2], st[3], src), (ref, kind, src)] if pos != "none" else [(ref, kind, src)])
-                        st[0] = role
-                        st[1] = to
-                        st[2] = ref
-                        st[3] = kind
-                        st[6] += 1
-                        if st[4] is None and ki.bit & queued_mask:
-                            st[4] = True  # a flag, not the ref: no int kept alive per source
+                        if st.pos not in allowed:
+                            on_transition_breach(mid, kind, role, src, st, allowed, ref)
+                        st.role = role
+                        st.pos = to
+                        st.last_ref = ref
+                        st.last_kind = kind
+                        st.receipts += 1
+                        if st.queued is None and ki.bit & queued_mask:
+                            st.queued = True  # a flag, not the ref: no int kept alive per source
                 # ---- per-message rules ----------------------------------------------------------
                 if not act & _PER_MESSAGE:
                     pass
@@ -922,15 +869,12 @@ class RempLogChecker:
                     if type(n) is int and type(total) is int and total > 0:
                         if msg.total is None:
                             msg.total = total
-                        if n > total:
-                            violate("REMP-FANOUT-001", mid, f"sent_to {n} > total_validators {total}", [(ref, kind, src)])
-                        elif n < m.threshold("fanout_min", total):
-                            violate("REMP-FANOUT-002", mid, f"sent to {n} of {total} validators; at least {m.threshold('fanout_min', total)} are needed", [(ref, kind, src)])
+                        hooks.sent(mid, n, total, ref, kind, src)
                 elif act & _FN_REJECT:
                     if msg.fn_rej is None:
                         msg.fn_rej = (ref, src)
                 else:  # (_TIMEOUT)
-                    self._early_timeout(msg, ref, t, src)
+                    on_timeout(msg, ref, t, src)
                 if act & _USES_BLOCK:  # (another kind's block, when it names one, is not used)
                     if ki.has_block and type(block) is str:
                         if fold:
@@ -941,9 +885,38 @@ class RempLogChecker:
                                     folded_blocks[block] = folded
                             block = folded
                         if act & _INCLUSION:
-                            self._inclusion(msg, kind, block, ref, t, src, expiry_ms)
+                            # the block's state; the rules a first inclusion, a collator and an
+                            # inclusion after the Finalized decide
+                            blocks = msg.blocks
+                            if blocks is None:
+                                blocks = msg.blocks = {}
+                            entry = blocks.get(block)
+                            if entry is None:
+                                entry = blocks[block] = BlockState(t)
+                                first = True
+                            else:
+                                first = False
+                            if act & _COLLATED:
+                                if src is not None:
+                                    if entry.collator is None:
+                                        entry.collator, entry.collator_ref = src, ref
+                                    elif entry.collator != src:
+                                        hooks.second_collator(msg, entry, block, ref, src)
+                            else:
+                                entry.accepted = True
+                            if first:
+                                on_first_inclusion(msg, kind, block, ref, t, src)
+                            if msg.fin is not None:
+                                on_replay(mid, msg.fin, kind, block, ref, t, src)
                         elif act & _FINAL:
-                            self._finalized(msg, block, ref, t, src)
+                            msg.fin_count += 1
+                            fin = msg.fin
+                            if fin is None:
+                                msg.fin = Final(block, ref, t, src)
+                            elif block != fin.block:
+                                on_replay(mid, fin, kind, block, ref, t, src)
+                            else:
+                                hooks.finalized_again(msg, ref, src)
                     if track_blocks and t is not None and act & _BLOCK_EVENT:
                         # a timed inclusion (block named) or masterchain release (block optional) for
                         # REMP-REPLAY-004/005, judged when the message closes (receipts' times decide)
@@ -961,6 +934,7 @@ class RempLogChecker:
                     self._sweep()
 
         self.seq = seq
+        self._envelopes = envelopes
         rep.records = seq
         self._top = top
         self._pair = pair
@@ -971,73 +945,6 @@ class RempLogChecker:
         self.min_t = min_t if min_t != 1 << 62 else None
 
     # ------------------------------------------------------------------------------------------
-    def _check_signature(self, obj: dict, src: str, role, issuers, t, ref: int, kind: str, mid, sig_fmt, schema_bad) -> None:
-        """REMP-SIG-002/003/004 for one receipt (only with a validator set that has keys): the source
-        is a member of the validator set of its session, and its signature verifies."""
-        counts = self.sig_counts
-        vs = self.validator_set
-        kid = src.lower()
-        pk = vs.keys.get(kid)
-        if t is not None and vs.timed:
-            win = self._sig_win
-            if win is None or not win[0] <= t < win[1]:
-                win = self._sig_win = _session_window(vs, t)
-            members, idx = win[2], win[3]
-        else:
-            members, idx = vs.members(None), None
-        outside = kid not in members
-        if outside:  # counted here, once: the signature below may still be reported, not counted
-            counts["unknown_source" if pk is None else "outside_session"] += 1
-            if pk is None:
-                why = f"source {src} is not the key id of any validator or full node of the validator set {vs.path}"
-            else:
-                why = (f"{kind} from validator {src} (of session(s) {', '.join(map(str, vs.session_of(kid)))}) at time {t}, "
-                       f"when it is not in the validator set: {vs.describe_window(idx)}")
-            self._violate("REMP-SIG-003", mid, why, [(ref, kind, src)])
-        if pk is None:
-            return  # no key: the signature cannot be checked
-        sig = obj.get("signature")
-        if sig is None or sig == "":
-            if not outside:
-                counts["unsigned"] += 1
-            if role in self.model.unsigned_roles if role else issuers & self.model.unsigned_roles:
-                self._violate("REMP-SIG-004", mid, f"{kind} from {role or 'source'} {src} is unsigned: its origin cannot be verified",
-                              [(ref, kind, src)])
-            return  # otherwise REMP-SIG-001 reports the missing signature
-        if sig_fmt is False:
-            if not outside:
-                counts["malformed"] += 1
-            return  # REMP-SIG-001 reports the signature's format
-        try:
-            raw = _decode_signature(obj)
-            data = _signed_bytes(obj)
-        except _ConversionError as exc:
-            if not outside:
-                counts["malformed"] += 1
-            if not schema_bad:  # a receipt that breaks the schema is REMP-SCHEMA-001's finding
-                self._violate("REMP-SIG-002", mid, f"{kind} from {src} cannot be verified: {exc}", [(ref, kind, src)])
-            return
-        try:
-            _open(raw + data, pk)
-        except _BadSignature:
-            if not outside:
-                counts["invalid"] += 1
-            self._violate("REMP-SIG-002", mid, f"the signature of {kind} does not verify with the key of its source {src}: "
-                                               "the receipt was changed after signing, or another key signed it", [(ref, kind, src)])
-            return
-        if not outside:
-            counts["valid"] += 1
-
-    def _clock_outlier(self) -> None:
-        """The latest timestamp of the log was reached by one source only, far ahead of all others:
-        that timestamp is wrong, not the log."""
-        t, ref, mid, kind, key = self._top
-        ahead = (t - self.hwm) / 1000
-        src = key if key != mid else None
-        self._violate("REMP-TIME-001", mid if isinstance(mid, str) else None,
-                      f"timestamp {t} is {ahead:,.0f} s ahead of every other source's; the log's clock did not follow it",
-                      [(ref, kind if isinstance(kind, str) else None, src)])
-
     def _final_role(self, src: str, seen: str) -> str:
         """A source's role for the report: declared, else inferred, else the one it first acted in."""
         if self.declared_roles is not None and src in self.declared_roles:
@@ -1045,7 +952,7 @@ class RempLogChecker:
         known = self._roles.get(src)
         return known[0] if known is not None else seen
 
-    def _role_of(self, src: str, st: list) -> str:
+    def _role_of(self, src: str, st: SourceState) -> str:
         """The role a source plays, as known at the end: declared, else inferred from any message,
         else the one assumed when its receipt arrived."""
         if self.declared_roles is not None:
@@ -1057,201 +964,14 @@ class RempLogChecker:
             known = self._first_roles.get(src)
             if known is not None and known[1] > self._before:
                 known = None
-        return known[0] if known is not None else st[0]
+        return known[0] if known is not None else st.role
 
-    def _after(self, t: int | None, other_t: int | None) -> bool:
-        """Did an event at t happen after one at other_t? By time when both are known, else by log order."""
-        return True if t is None or other_t is None else t > other_t
-
-    def _inclusion(self, msg: _Msg, kind: str, block: str, ref: int, t, src, expiry_ms: int) -> None:
-        blocks = msg.blocks
-        if blocks is None:
-            blocks = msg.blocks = {}
-        entry = blocks.get(block)
-        first = entry is None
-        if first:
-            entry = blocks[block] = [t, False, None, None]
-        if kind == "IncludedIntoBlock" and src is not None:
-            self._collator_of(msg, entry, block, ref, src)
-        if first:
-            base_t = msg.put_t if msg.put_t is not None else msg.first_t  # received by a validator
-            if self._obsolete_by_session:
-                self._obsolete_inclusion(msg, kind, block, ref, t, src, base_t)
-            elif t is not None and base_t is not None and t - base_t > expiry_ms:
-                self._violate("REMP-EXPIRY-001", msg.id,
-                              f"first included into block {block[:16]}… {(t - base_t) / 1000:.1f} s after a validator first received it; the {self.profile} profile keeps a message at most {expiry_ms / 1000:.0f} s",
-                              [(msg.first_ref, None, None), (ref, kind, src)])
-        if kind == "IncludedIntoAcceptedBlock":
-            entry[1] = True
-        if msg.fin is not None:
-            self._replay(msg.id, msg.fin, kind, block, ref, t, src)
-
-    def _collator_of(self, msg: _Msg, entry: list, block: str, ref: int, src: str) -> None:
-        """REMP-BLOCK-001: a candidate's IncludedIntoBlock from another source than its first one
-        (``entry``: the block's entry in ``msg.blocks``)."""
-        if entry[2] is None:
-            entry[2], entry[3] = src, ref
-        elif entry[2] != src:
-            self._violate("REMP-BLOCK-001", msg.id, f"IncludedIntoBlock for block {block[:16]}… from {src}, which {entry[2]} reported collating",
-                          [(entry[3], "IncludedIntoBlock", entry[2]), (ref, "IncludedIntoBlock", src)])
-
-    @staticmethod
-    def _block_events(msg: _Msg) -> list[tuple]:
-        """A message's timed block events as (kind, block, t, ref, source) tuples, in log order."""
-        b = msg.blk
-        return list(zip(b[0::5], b[1::5], b[2::5], b[3::5], b[4::5]))
-
-    def _replay_before_final(self, msg: _Msg, events: list[tuple]) -> None:
-        """REMP-REPLAY-004/005: an inclusion into block B' at time t (before the message's
-        Finalized) while another block B was accepted before t and not released (ignored or
-        rejected by the masterchain) by t. One finding per rule and message, the first in log order."""
-        if len({e[1] for e in events if e[0] in INCLUSION_KINDS}) <= 1:
-            return  # every inclusion names one block: no other block can have held the message
-        accepted = [e for e in events if e[0] == "IncludedIntoAcceptedBlock"]
-        if not accepted:
-            return
-        released = [(b, rt) for k, b, rt, _, _ in events if k in RELEASE_KINDS]
-        fin_t = msg.fin[2] if msg.fin is not None else None
-        for rule, kind in (("REMP-REPLAY-004", "IncludedIntoAcceptedBlock"), ("REMP-REPLAY-005", "IncludedIntoBlock")):
-            for k, b, t, ref, src in events:
-                if k != kind or (fin_t is not None and t >= fin_t):
-                    continue
-                held = next((a for a in accepted if a[1] != b and a[2] < t
-                             and not any((rb is None or rb == a[1]) and rt <= t for rb, rt in released)), None)
-                if held is not None:
-                    self._violate(rule, msg.id, f"{kind} into block {b[:16]}… while block {held[1][:16]}…, accepted {(t - held[2]) / 1000:.1f} s earlier, "
-                                  "still held it (not ignored or rejected by the masterchain)", [(held[3], held[0], held[4]), (ref, kind, src)])
-                    break
-
-    def _collated_after_rejects(self, msg: _Msg, events: list[tuple]) -> None:
-        """REMP-COLL-004: an IncludedIntoBlock later than the time by which ceil(2N/3) validators
-        (N: total_validators of the first SentToValidators) had reported RejectedByCollator."""
-        need = self.model.threshold("stop_collation_rejected", msg.total)
-        first: dict = {}  # source -> (time, ref) of its first reject
-        for k, _, t, ref, src in events:
-            if k == "RejectedByCollator" and src is not None and (src not in first or t < first[src][0]):
-                first[src] = (t, ref)
-        if need < 1 or len(first) < need:
-            return
-        cut_t, cut_ref = sorted(first.values())[need - 1]
-        for k, b, t, ref, src in events:
-            if k == "IncludedIntoBlock" and t > cut_t:
-                self._violate("REMP-COLL-004", msg.id, f"IncludedIntoBlock into block {b[:16]}… by {src} {(t - cut_t) / 1000:.1f} s after "
-                              f"{need} of {msg.total} validators had rejected the message", [(cut_ref, "RejectedByCollator", None), (ref, k, src)])
-                break
-
-    def _early_timeout(self, msg: _Msg, ref: int, t, src) -> None:
-        """REMP-EXPIRY-002: a Timeout earlier than the spec's floor (a share of one lifetime, since a
-        session may close early) after the message was first queued (measured from the earliest
-        queueing seen, so a validator that got it later is not wronged)."""
-        base_t = msg.put_t if msg.put_t is not None else msg.first_t
-        if self._timeout_by_session:
-            self._timeout_before_n2(msg, ref, t, src, base_t)
-            return
-        floor_ms = int(self.lifetime_s * 1000 * self.model.timeout_floor_lifetimes)
-        if t is not None and base_t is not None and t - base_t < floor_ms:
-            self._violate("REMP-EXPIRY-002", msg.id,
-                          f"Timeout from {src} {(t - base_t) / 1000:.1f} s after the message was first queued; a message is tracked at least "
-                          f"one lifetime, and no session closes as early as {floor_ms / 1000:.0f} s",
-                          [(msg.first_ref, None, None), (ref, "Timeout", src)])
-
-    def _session_of(self, t) -> int | None:
-        """Index of the session (of the --validators file) in force at ``t``; None when unknown."""
-        idx = self.validator_set.session_index_at(t) if t is not None else None
-        return idx if idx is not None and idx >= 0 else None
-
-    def _obsolete_index(self, n: int) -> int | None:
-        """The session index from which a message received in session ``n`` is obsolete: N+2
-        (lifetimes.session_rules.documents), or later while the sessions since N started last
-        less than twice mc_catchain_lifetime together (001's short-session exception). None when
-        the file lists no such session."""
-        starts = self.validator_set.starts
-        k = n + self.model.session_rules["documents"]["obsolete_after_sessions"]
-        span_ms = self.model.session_rules["documents"]["obsolete_after_sessions"] * self.lifetime_s * 1000
-        while k < len(starts) and starts[k] - starts[n] < span_ms:
-            k += 1
-        return k if k < len(starts) else None
-
-    def _session_name(self, idx: int) -> str:
-        return f"session {self.validator_set.sessions[idx].seqno}"
-
-    def _obsolete_inclusion(self, msg: _Msg, kind: str, block: str, ref: int, t, src, base_t) -> None:
-        """REMP-EXPIRY-003: the first inclusion into ``block`` in a session where the message is obsolete."""
-        n, at = self._session_of(base_t), self._session_of(t)
-        if n is None or at is None:
-            return
-        gone = self._obsolete_index(n)
-        if gone is not None and at >= gone:
-            self._violate("REMP-EXPIRY-003", msg.id,
-                          f"{kind} into block {block[:16]}… in {self._session_name(at)}; first queued in {self._session_name(n)}, "
-                          f"the message is obsolete from {self._session_name(gone)} on",
-                          [(msg.first_ref, None, None), (ref, kind, src)])
-
-    def _timeout_before_n2(self, msg: _Msg, ref: int, t, src, base_t) -> None:
-        """REMP-EXPIRY-004: a Timeout while the session the message was first queued in, or the
-        next one, is still in force."""
-        n, at = self._session_of(base_t), self._session_of(t)
-        if n is not None and at is not None and at < n + self.model.session_rules["documents"]["obsolete_after_sessions"]:
-            self._violate("REMP-EXPIRY-004", msg.id,
-                          f"Timeout from {src} in {self._session_name(at)}; first queued in {self._session_name(n)}, the message "
-                          f"is tracked until {self._session_name(n)} + 2",
-                          [(msg.first_ref, None, None), (ref, "Timeout", src)])
-
-    def _seconds_timestamp(self, ts: int, kind, mid, src, ref: int) -> None:
-        """REMP-TIME-002, once per source: a timestamp that reads as unix seconds."""
-        key = src if type(src) is str else None
-        if key in self.seconds_first:
-            return
-        mid = mid if type(mid) is str else None
-        kind = kind if type(kind) is str else None
-        why = (f"timestamp {ts} reads as unix seconds ({time.strftime('%Y-%m-%d', time.gmtime(ts))}); "
-               f"as milliseconds it would be {time.strftime('%Y-%m-%d', time.gmtime(ts // 1000))}")
-        self.seconds_first[key] = (ref, mid, why, kind)
-        self._violate("REMP-TIME-002", mid, why, [(ref, kind, key)])
-
-    def _kafka_key(self, key, obj: dict, ref: int) -> None:
-        """REMP-INPUT-002: a Kafka record's key is its receipt's message id."""
-        mid = obj.get("message_id")
-        if type(mid) is not str:
-            return  # no id to compare with: REMP-SCHEMA-001 reports it
-        fold = self.model.ids_fold_case
-        if type(key) is str and (key.lower() == mid.lower() if fold else key == mid):
-            return
-        found = "no key" if key is None else repr(key)[:80]
-        self._violate("REMP-INPUT-002", mid.lower() if fold else mid, f"Kafka record key: expected the message id {mid[:16]}…, found {found}",
-                      [(ref, obj.get("kind") if type(obj.get("kind")) is str else None, obj.get("source_id") if type(obj.get("source_id")) is str else None)])
-
-    def _replay(self, mid: str, fin: tuple, kind: str, block: str, ref: int, t, src) -> None:
-        """The replay rules for a receipt naming ``block`` about a message finalized as ``fin``
-        (block, ref, time, source) — whether the message is still open or already judged."""
-        if block == fin[0]:
-            return
-        if kind == "Finalized":
-            self._violate("REMP-REPLAY-002", mid, f"finalized in block {fin[0][:16]}… and again in block {block[:16]}…",
-                          [(fin[1], "Finalized", fin[3]), (ref, "Finalized", src)])
-        elif kind in INCLUSION_KINDS and self._after(t, fin[2]):
-            rule = "REMP-REPLAY-001" if kind == "IncludedIntoAcceptedBlock" else "REMP-REPLAY-003"
-            self._violate(rule, mid, f"{kind} into block {block[:16]}… after it was finalized in block {fin[0][:16]}…",
-                          [(fin[1], "Finalized", fin[3]), (ref, kind, src)])
-
-    def _finalized(self, msg: _Msg, block: str, ref: int, t, src) -> None:
-        msg.fin_count += 1
-        fin = msg.fin
-        if fin is None:
-            msg.fin = (block, ref, t, src)
-            return
-        if block != fin[0]:
-            self._replay(msg.id, fin, "Finalized", block, ref, t, src)
-        else:
-            self._violate("REMP-FIN-001", msg.id, f"Finalized reported {msg.fin_count} times",
-                          [(fin[1], "Finalized", fin[3]), (ref, "Finalized", src)])
-
-    def _late_receipt(self, tomb: tuple, ki, obj: dict, ref: int, t, src) -> None:
+    def _late_receipt(self, tomb: Tomb, ki, obj: dict, ref: int, t, src) -> None:
         """A receipt for a message already judged: only the replay rules still apply."""
-        fin, _, mid = tomb
+        fin = tomb.fin
         block = obj.get("block_id")
         if fin is not None and ki.has_block and type(block) is str:
-            self._replay(mid, fin, ki.name, block.lower() if self.model.ids_fold_case else block, ref, t, src)
+            self.hooks.replay(tomb.id, fin, ki.name, block.lower() if self.model.ids_fold_case else block, ref, t, src)
 
     def _sweep(self) -> None:
         order, msgs, hwm = self._order, self._msgs, self.hwm
@@ -1273,7 +993,7 @@ class RempLogChecker:
             tombs.pop(torder.popleft()[1], None)
 
     # ------------------------------------------------------------------------------------------
-    def _close(self, msg: _Msg, at_end: bool) -> None:
+    def _close(self, msg: MessageState, at_end: bool) -> None:
         """Judge what can only be judged once a message's stream is complete, then forget it.
         In a share of a sharded run, a message with a source whose role the share has not seen yet
         is judged at the end, on the roles of the whole log (see :meth:`settle_roles`)."""
@@ -1282,10 +1002,10 @@ class RempLogChecker:
         else:
             self._judge(msg, at_end, self.hwm)
         if self.hwm is not None and not at_end:  # late receipts of a judged message are recognised as such (none come after the end)
-            self._tombs[msg.id] = (msg.fin, msg.first_t, msg.id)
+            self._tombs[msg.id] = Tomb(msg.fin, msg.first_t, msg.id)
             self._tomb_order.append((self.hwm + self.close_after_ms, msg.id))
 
-    def _role_unseen(self, msg: _Msg) -> bool:
+    def _role_unseen(self, msg: MessageState) -> bool:
         declared, known = self.declared_roles, self._roles
         return any(s not in known and (declared is None or s not in declared) for s in msg.srcs)
 
@@ -1299,24 +1019,26 @@ class RempLogChecker:
         self._first_roles = first_roles
         deferred, self._deferred = self._deferred, []
         for msg, at_end, hwm in deferred:
-            self._before = max(st[2] for st in msg.srcs.values())
+            self._before = max(st.last_ref for st in msg.srcs.values())
             self._judge(msg, at_end, hwm)
         self._before = 1 << 62
 
-    def _judge(self, msg: _Msg, at_end: bool, hwm: int | None) -> None:
+    def _judge(self, msg: MessageState, at_end: bool, hwm: int | None) -> None:
+        """Judge a message whose stream is complete: its outcome, and the rules a closed message
+        decides (each by its handler, called when the message has what the rule looks at)."""
         m = self.model
-        violate = self._violate
+        hooks = self.hooks
         if msg.blocks:
             untimed = msg.put_t is None and msg.first_t is None
             if not untimed:
                 for entry in msg.blocks.values():
-                    if entry[0] is None:
+                    if entry.first_t is None:
                         untimed = True
                         break
             if untimed:
                 self.untimed_expiry += 1  # an inclusion whose delay cannot be measured
         queued = self._source_figures(msg)
-        key = (msg.kmask, tuple([st[1] for _, st in queued]))  # a few patterns recur over a log's messages
+        key = (msg.kmask, tuple([st.pos for _, st in queued]))  # a few patterns recur over a log's messages
         got = self._outcome_of.get(key)
         if got is None:
             got = evaluate_outcome(m.outcomes, key[0], key[1])
@@ -1330,31 +1052,20 @@ class RempLogChecker:
             replays = msg.blocks is not None and len(msg.blocks) > 1
             collated = msg.total is not None and msg.kmask & self._collator_reject_bit
             if replays or collated:
-                events = self._block_events(msg)
+                events = msg.block_events()
                 if replays:
-                    self._replay_before_final(msg, events)
+                    hooks.replay_before_final(msg, events)
                 if collated:
-                    self._collated_after_rejects(msg, events)
+                    hooks.collated_after_rejects(msg, events)
         if fin is not None:
-            fin_ev = (fin[1], "Finalized", fin[3])
-            if queued and all(st[1] in REJECT_POSITIONS for _, st in queued):
-                violate("REMP-OUTCOME-001", msg.id,
-                        f"finalized, yet all {len(queued)} validators that queued it ended in a reject or timeout",
-                        [fin_ev] + [(st[2], st[3], s) for s, st in queued])
+            hooks.finalized_closed(msg, queued)
             if msg.fn_rej is not None:
-                violate("REMP-OUTCOME-002", msg.id, "finalized after the full node rejected it",
-                        [(msg.fn_rej[0], "RejectedByFullnode", msg.fn_rej[1]), fin_ev])
-            accepted = msg.blocks.get(fin[0]) if msg.blocks else None
-            if accepted is None or not accepted[1]:
-                violate("REMP-FIN-002", msg.id, f"Finalized names shard block {fin[0][:16]}…, which no validator reported as IncludedIntoAcceptedBlock",
-                        [fin_ev])
-            if msg.sent_t is not None and fin[2] is not None:
-                self._lat("finalized_ms", fin[2] - msg.sent_t)
+                hooks.finalized_rejected(msg)
+            hooks.finalized_block(msg)
+            if msg.sent_t is not None and fin.t is not None:
+                self._lat("finalized_ms", fin.t - msg.sent_t)
         if msg.fn_rej is not None:
-            vals = [(st[2], st[3], s) for s, st in msg.srcs.items() if self._role_of(s, st) == VALIDATOR]
-            if vals:
-                violate("REMP-FN-001", msg.id, f"rejected by the full node, yet {len(vals)} validator(s) reported on it",
-                        [(msg.fn_rej[0], "RejectedByFullnode", msg.fn_rej[1])] + vals[:5])
+            hooks.fullnode_rejected(msg)
         if msg.sent_t is not None and msg.put_t is not None:
             self._lat("queue_ack_ms", msg.put_t - msg.sent_t)
         if final:
@@ -1366,12 +1077,9 @@ class RempLogChecker:
             self.outcomes["not_judged:" + outcome] += 1
         else:
             self.outcomes["lost"] += 1
-            last = [(st[2], st[3], s) for s, st in msg.srcs.items()]
-            violate("REMP-LIVE-001", msg.id,
-                    f"no final outcome {self.horizon_s:.0f} s after its first receipt (last known: {outcome})",
-                    [(msg.first_ref, None, None)] + last[:6])
+            hooks.lost(msg, outcome)
 
-    def _source_figures(self, msg: _Msg) -> list[tuple]:
+    def _source_figures(self, msg: MessageState) -> list[tuple]:
         """The operator's per-source figures, per message closed: [role first seen, messages,
         receipts, messages it ended rejected, ended timed out, latency of its first receipt after
         the message's first]. Returns the validators that queued the message, (source, state)
@@ -1383,17 +1091,17 @@ class RempLogChecker:
         for src, st in msg.srcs.items():
             f = figures.get(src)
             if f is None:
-                f = figures[src] = [st[0], 0, 0, 0, 0, LatencyHistogram()]
+                f = figures[src] = [st.role, 0, 0, 0, 0, LatencyHistogram()]
             f[1] += 1
-            f[2] += st[6]
-            pos = st[1]
+            f[2] += st.receipts
+            pos = st.pos
             if pos == "rejected":
                 f[3] += 1
             elif pos == "timed_out":
                 f[4] += 1
-            if first_t is not None and (t := st[5]) is not None:
+            if first_t is not None and (t := st.first_t) is not None:
                 f[5].add(t - first_t)
-            if st[4] is not None and role_of(src, st) == VALIDATOR:
+            if st.queued is not None and role_of(src, st) == VALIDATOR:
                 queued.append((src, st))
         return queued
 

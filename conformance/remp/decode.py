@@ -7,12 +7,18 @@ spec does not know, every integer an integer and every string a string.
 
 Only a receipt that passes all of that is decoded here. Anything else (unknown kind, unknown or
 misspelt field, a string where a number belongs, an integer below its field's minimum or beyond 64
-bits, a Kafka envelope, bad JSON) makes :meth:`TypedDecoder.decode` raise, and the checker reads
+bits, bad JSON) makes :meth:`TypedDecoder.decode` raise, and the checker reads
 the line the general way (orjson into a dict), which says what is wrong. String formats (hex
 patterns) are not judged here: the checker runs the same compiled field checks on the typed
 receipt as on a dict (``KindInfo.validate_typed``, which leaves out what the decoder settled), so a
 finding's text does not depend on the path a line took. ``tests/test_typed_decode.py`` holds both
 paths equal on every fixture.
+
+A Kafka dump's record (``{"topic", "partition", "offset", "timestamp", "key", "value"}``, as
+:mod:`rmkit.reference_impl.remp.dump` writes it and a consumer dumps it) is typed the same way
+(:meth:`TypedDecoder.decode_records`): the envelope with its receipt as ``value``, a usable record
+time and a string key. A record that differs (a kcat envelope, extra fields, a value held as a
+string, a tombstone, a time of 0) is read the general way, which unwraps and judges it.
 """
 
 from __future__ import annotations
@@ -75,7 +81,15 @@ class TypedDecoder:
                                     forbid_unknown_fields=True, gc=False, kw_only=True, namespace={"get": _get})
             structs.append(cls)
             self.kind_of[cls] = ki
-        self.decode = msgspec.json.Decoder(Union[tuple(structs)]).decode
+        receipt = Union[tuple(structs)]
+        self.decode = msgspec.json.Decoder(receipt).decode
+        record = msgspec.defstruct("TypedKafkaRecord", [
+            ("value", receipt),
+            ("timestamp", Annotated[int, msgspec.Meta(ge=1, le=(1 << 63) - 1)]),  # (0 or none: no time, read in general)
+            ("key", str),  # (a null key is REMP-INPUT-002's finding, a missing one nothing to judge: read in general)
+            ("topic", Any, None), ("partition", Any, None), ("offset", Any, None),
+        ], forbid_unknown_fields=True, gc=False, kw_only=True)
+        self.decode_record = msgspec.json.Decoder(record).decode
 
     def decode_lines(self, lines: list) -> tuple[list, int]:
         """(the typed receipt of each line, None where :meth:`decode` refuses the line (the
@@ -83,7 +97,17 @@ class TypedDecoder:
         (``map``) that goes on after a refused line from the next one: a refusal costs its
         exception only."""
         out: list = []
-        typed = map(self.decode, lines)
+        return self._decode_all(self.decode, lines)
+
+    def decode_records(self, lines: list) -> tuple[list, int]:
+        """As :meth:`decode_lines`, for lines of Kafka records: (the typed record of each line
+        (its receipt: ``.value``), None where the line is read in general; how many those are)."""
+        return self._decode_all(self.decode_record, lines)
+
+    @staticmethod
+    def _decode_all(decode, lines: list) -> tuple[list, int]:
+        out: list = []
+        typed = map(decode, lines)
         refused = 0
         while True:
             try:

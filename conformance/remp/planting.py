@@ -49,7 +49,7 @@ def plantable_rules(profile: str, keyed: bool, timed_validators: bool) -> tuple[
         elif r.id in KEYED_RULES and not keyed:
             skipped[r.id] = "needs the validators' keys (--keys)"
         elif r.id not in PLANTERS:
-            skipped[r.id] = "no injector"
+            skipped[r.id] = f"no injector: {r.not_planted}" if r.not_planted else "no injector"
         elif r.id in ("REMP-EXPIRY-001", "REMP-LIVE-001") and not timed_validators:
             skipped[r.id] = "validator receipts carry no time in this profile's JSON Lines: use --kafka"
         else:
