@@ -218,7 +218,7 @@ class SubjectEngine:
     def _close(self, key, subject, at_end: bool, now) -> None:
         self.judged += 1
         memo = self.judge(key, subject, at_end)
-        if self.remember_s > 0 and not at_end:
+        if self.remember_s > 0 and now is not None:  # (at the end of the log nothing comes late)
             self.memos[key] = True if memo is None else memo
             self._forget.append((now + self.remember_s, key))
 

@@ -248,3 +248,16 @@ def test_a_record_of_no_subject_moves_the_clock_through_tick():
     assert r.judged == []  # one source alone at 5
     e.tick(5, source="s2")
     assert [k for k, _, _ in r.judged] == ["a"] and e.opened == 1
+
+
+def test_finish_judges_a_subject_the_final_clock_passed_as_judged_in_time():
+    """Partitions held the clock back; at the end their hold is lifted: a subject whose horizon
+    the final clock passed is judged as in time (not at_end), with memos on."""
+    r = Recorder(grace=1, remember_s=10)
+    e = r.engine
+    e.feed(0, "a", "a0", source="s1", partition=0)
+    e.feed(50, "b", "b0", source="s2", partition=1)
+    e.feed(60, "b", "b1", source="s1", partition=1)
+    assert r.judged == [] and e.clock.now == 0
+    e.finish()
+    assert ("a", ("a0",), False) in r.judged and ("b", ("b0", "b1"), True) in r.judged
