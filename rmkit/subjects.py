@@ -21,10 +21,12 @@ The interface (protocol-neutral: the protocol supplies the four callables)::
   records, never back; ``None`` or ``math.inf``: it cannot be told yet, judged at the end).
 - ``judge(key, subject, at_end) -> memo``: the subject's verdict; ``at_end`` is true when the log
   ended before its horizon was passed (the protocol decides what it can still say). The memo is
-  kept, with the key, for ``remember_s`` of log time after the judgment (``None`` keeps ``True``).
-- ``on_late(key, time, record, memo)``: a record of a subject already judged, while its memo is
-  kept (the protocol says what rules still apply to it alone). Without it late records are
-  counted only. After the memo is forgotten, a record of that key opens a new subject.
+  kept, with the key, until the clock is ``remember_s`` past the subject's horizon (``None``
+  keeps ``True``).
+- ``on_late(key, time, record, memo)``: a record of a subject already judged, at most
+  ``remember_s`` after that subject's horizon, or one whose time is past its open subject's
+  horizon (which is then judged first): the protocol says what rules still apply to it alone.
+  Without it late records are counted only. A record of the key after that opens a new subject.
 
 Time is whatever number the protocol's records carry (seconds, milliseconds); a record without a
 time (``None``) joins its subject without moving the clock. The clock is :class:`LogClock`: the
@@ -40,7 +42,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import deque
 from typing import Any, Callable, Hashable
 
 # A Kafka partition that delivered nothing while the log delivered this many records is idle: it no
@@ -142,7 +143,15 @@ class LogClock:
 
 
 class SubjectEngine:
-    """Subjects keyed by id, judged once the clock passes their horizon (see the module's text)."""
+    """Subjects keyed by id, judged once the clock passes their horizon (see the module's text).
+
+    Which subject a record belongs to is decided by the record's own time against the horizon,
+    not by the clock, so that every reading of one log (one process, or shares that each see
+    some subjects and so run clocks of their own) cuts it into the same subjects: a record whose
+    time is past its open subject's horizon closes it (judged at once) and is late; a record of a
+    judged subject is late up to ``remember_s`` after that subject's horizon and opens a new
+    subject of its key after it. The clock only says when a subject no record came to close is
+    judged, and when a memo is forgotten."""
 
     def __init__(self, open_subject: Callable, add: Callable, judge: Callable, on_late: Callable | None = None,
                  clock: LogClock | None = None, remember_s: float = 0.0):
@@ -150,9 +159,9 @@ class SubjectEngine:
         self.clock = clock if clock is not None else LogClock()
         self.remember_s = remember_s
         self.subjects: dict = {}      # key -> [subject, horizon]
-        self.memos: dict = {}         # key -> memo of a judged subject, while remembered
+        self.memos: dict = {}         # key -> (horizon, memo) of a judged subject, while remembered
         self._due: list = []          # heap of (horizon, order, key): a subject's horizon when queued
-        self._forget: deque = deque()  # (time to forget, key), in judgment order
+        self._forget: list = []       # heap of (time to forget, order, key)
         self._order = 0
         self.opened = self.judged = self.late = self.peak_open = 0
 
@@ -164,15 +173,21 @@ class SubjectEngine:
         """One record, in log order: it joins (or opens) its subject; the clock takes its time and
         what the clock passed is judged."""
         entry = self.subjects.get(key)
+        if entry is not None and t is not None and entry[1] is not None and t > entry[1]:
+            del self.subjects[key]  # the record comes after its subject's horizon: the subject is judged now
+            self._close(key, entry[0], False, entry[1])
+            entry = None
         if entry is None:
             memo = self.memos.get(key) if self.memos else None
             if memo is not None:
-                self.late += 1
-                if self.on_late is not None:
-                    self.on_late(key, t, record, memo)
-                if t is not None:
-                    self.tick(t, source, partition)
-                return
+                if t is None or t <= memo[0] + self.remember_s:
+                    self.late += 1
+                    if self.on_late is not None:
+                        self.on_late(key, t, record, memo[1])
+                    if t is not None:
+                        self.tick(t, source, partition)
+                    return
+                del self.memos[key]  # long after: a new subject of that key
             entry = self.subjects[key] = [self.open_subject(key, t, record), None]
             self.opened += 1
             if len(self.subjects) > self.peak_open:
@@ -197,7 +212,10 @@ class SubjectEngine:
                 self._sweep(now)
             forget = self._forget
             while forget and forget[0][0] < now:
-                self.memos.pop(forget.popleft()[1], None)
+                when, _, key = heapq.heappop(forget)
+                memo = self.memos.get(key)
+                if memo is not None and memo[0] + self.remember_s <= when:  # (not a later memo of that key)
+                    del self.memos[key]
 
     def _sweep(self, now) -> None:
         due, subjects = self._due, self.subjects
@@ -207,20 +225,21 @@ class SubjectEngine:
             if entry is None:
                 continue
             h = entry[1]
-            if h is not None and h >= now:  # its horizon moved on since it was queued
+            if h is not None and h >= now:  # its horizon moved on since it was queued (or a new subject of the key)
                 if h != math.inf:
                     self._order += 1
                     heapq.heappush(due, (h, self._order, key))
                 continue
             del subjects[key]
-            self._close(key, entry[0], False, now)
+            self._close(key, entry[0], False, h)
 
-    def _close(self, key, subject, at_end: bool, now) -> None:
+    def _close(self, key, subject, at_end: bool, horizon) -> None:
         self.judged += 1
         memo = self.judge(key, subject, at_end)
-        if self.remember_s > 0 and now is not None:  # (at the end of the log nothing comes late)
-            self.memos[key] = True if memo is None else memo
-            self._forget.append((now + self.remember_s, key))
+        if self.remember_s > 0 and horizon is not None:  # (at the end of the log nothing comes late)
+            self.memos[key] = (horizon, True if memo is None else memo)
+            self._order += 1
+            heapq.heappush(self._forget, (horizon + self.remember_s, self._order, key))
 
     def finish(self) -> None:
         """The end of the log: every subject still open is judged, in the order they were opened;

@@ -66,22 +66,42 @@ def test_a_horizon_moves_on_with_later_records():
     assert r.judged == [("a", ("a0", "a1"), False)]
 
 
-def test_a_late_record_goes_to_the_late_handler_with_the_memo_and_is_forgotten_after_remember_s():
+def test_a_late_record_goes_to_the_late_handler_with_the_memo_until_remember_s_past_the_horizon():
     r = Recorder(grace=5, remember_s=20)
     e = r.engine
     e.feed(0, "a", "a0", source="s1")
     e.feed(0, "a", "a1", source="s2")
-    e.feed(6, "z", "z0", source="s1")
-    e.feed(6, "z", "z1", source="s2")
-    assert [k for k, _, _ in r.judged] == ["a"]
+    e.feed(6, "x", "x0", source="s1")
+    e.feed(6, "y", "y0", source="s2")
+    assert [k for k, _, _ in r.judged] == ["a"]  # (horizon 5)
     e.feed(7, "a", "a-late", source="s1")
     assert r.lates == [("a", "a-late", 2)] and e.late == 1
-    assert e.open == 1  # the late record opened nothing
-    for t in (20, 27, 27):  # the memo lasts 20 s after the judgment (at 6): forgotten past 26
-        e.feed(t, "z", "z", source="s1")
-        e.feed(t, "z", "z", source="s2")
-    e.feed(28, "a", "a-new", source="s1")
-    assert e.late == 1 and "a" in e.subjects  # a new subject of the same key
+    assert set(e.subjects) == {"x", "y"}  # the late record opened nothing
+    e.feed(25, "a", "a-late-2", source="s2")  # still within 20 s of a's horizon
+    assert e.late == 2
+    e.feed(26, "a", "a-new", source="s1")  # past it: a new subject of the same key
+    assert e.late == 2 and "a" in e.subjects and e.opened == 4
+
+
+def test_a_record_past_its_open_subjects_horizon_closes_it_whatever_the_clock():
+    """One reading of a log sees the subject's record only (its clock is behind), another sees
+    others that moved the clock: both cut the log into the same subjects."""
+    def run(with_others: bool):
+        r = Recorder(grace=5, remember_s=100)
+        e = r.engine
+        e.feed(0, "a", "a0", source="s1")
+        if with_others:
+            e.feed(9, "b", "b0", source="s1")
+            e.feed(9, "c", "c0", source="s2")
+        e.feed(10, "a", "a-after", source="s1")
+        e.feed(300, "a", "a-again", source="s1")
+        e.finish()
+        return [x for x in r.judged if x[0] == "a"], r.lates
+
+    alone, others = run(False), run(True)
+    assert alone[0][:1] == others[0][:1] == [("a", ("a0",), False)]
+    assert alone[1] == others[1] == [("a", "a-after", 2 - 1)]
+    assert alone[0][1][:2] == others[0][1][:2] == ("a", ("a-again",))
 
 
 def test_without_remember_s_a_record_after_the_judgment_opens_a_new_subject():
@@ -257,7 +277,7 @@ def test_finish_judges_a_subject_the_final_clock_passed_as_judged_in_time():
     e = r.engine
     e.feed(0, "a", "a0", source="s1", partition=0)
     e.feed(50, "b", "b0", source="s2", partition=1)
-    e.feed(60, "b", "b1", source="s1", partition=1)
+    e.feed(50.5, "b", "b1", source="s1", partition=1)
     assert r.judged == [] and e.clock.now == 0
     e.finish()
     assert ("a", ("a0",), False) in r.judged and ("b", ("b0", "b1"), True) in r.judged
