@@ -105,10 +105,49 @@ def _fast_schema() -> tuple[tuple[str, dict], ...]:
     return tuple((name, {**prop, "required": name in required}) for name, prop in schema["properties"].items())
 
 
+@functools.lru_cache(maxsize=None)
+def _fast_convert():
+    """:func:`_fast_schema` as a msgspec Struct: ``convert(msg)`` raises unless every property fits
+    (msgspec's int and str are exact types, a bool no integer, as :func:`_fits` has them)."""
+    import msgspec
+
+    fields = []
+    for name, prop in _fast_schema():
+        fields.append((name, _fast_type(prop)) if prop["required"] else (name, _fast_type(prop), None))
+    struct = msgspec.defstruct("RmbMessageFits", fields, gc=False, kw_only=True)
+    errors = (msgspec.ValidationError, TypeError, ValueError, OverflowError)
+    return functools.partial(msgspec.convert, type=struct), errors
+
+
+def _fast_type(rule: dict):
+    import msgspec
+    from typing import Annotated, Literal
+
+    if "const" in rule:
+        return Literal[rule["const"]]
+    base = _PY[rule["type"]]
+    if base is list:
+        base = list[_fast_type(rule["items"])]
+    meta = {}
+    if "minimum" in rule:
+        meta["ge"] = rule["minimum"]
+    if "minLength" in rule:
+        meta["min_length"] = rule["minLength"]
+    if "minItems" in rule:
+        meta["min_length"] = rule["minItems"]
+    return Annotated[base, msgspec.Meta(**meta)] if meta else base
+
+
 def message_is_valid(msg: Any) -> bool:
     """True when ``msg`` passes the message schema (the common case, checked without jsonschema)."""
     if type(msg) is not dict:
         return False
+    convert, errors = _fast_convert()
+    try:
+        convert(msg)
+        return True
+    except errors:
+        pass
     for name, prop in _fast_schema():
         if name in msg:
             if not _fits(msg[name], prop):
