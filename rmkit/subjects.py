@@ -93,6 +93,8 @@ class LogClock:
         """Take a record's time (``source``: who wrote it; ``partition``: the Kafka partition, or
         any source of order the input names, it came from). True when the clock moved."""
         self.seq += 1
+        if partition is None and self.sources > 1 and t <= self.now and not self.part_wm:
+            return False  # (neither the latest time nor the two-source time can move)
         if partition is not None:
             self._partition(t, partition)
         top = self.top
