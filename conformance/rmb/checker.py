@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import os
 import time
 from collections import Counter
@@ -179,8 +180,7 @@ def key_of_message(msg) -> str | None:
     return (uid if type(uid) is str else orjson.dumps(uid).decode()).lower()
 
 
-def _time_ref(r: Rec) -> tuple:
-    return (r.time, r.ref)
+_time_ref = operator.attrgetter("time", "ref")  # a record's place in the log: time, then position
 
 
 # how long a judged request's uid is remembered (in its grace periods): a record of it within that

@@ -163,16 +163,21 @@ def message_problems(msg: Any) -> list[tuple[str, str, str]]:
         return [("RMB-MSG-001", "", f"expected a JSON object, found {type(msg).__name__}")]
     out = []
     if message_is_valid(msg):
-        return [("RMB-MSG-002", name, "not standard padded base64") for name, f in rmb_spec().fields.items()
-                if f.get("format") == "base64" and isinstance(msg.get(name), str) and not is_base64(msg[name])]
+        return [("RMB-MSG-002", name, "not standard padded base64") for name in _base64_fields()
+                if isinstance(msg.get(name), str) and not is_base64(msg[name])]
     for err in sorted(message_validator().iter_errors(msg), key=lambda e: list(map(str, e.absolute_path))):
         where = ".".join(map(str, err.absolute_path)) or (err.validator == "required" and str(err.message).split("'")[1]) or ""
         rule = "RMB-MSG-006" if where.startswith("dst") else "RMB-MSG-001"
         out.append((rule, where, err.message))
-    for name, f in rmb_spec().fields.items():
-        if f.get("format") == "base64" and isinstance(msg.get(name), str) and not is_base64(msg[name]):
+    for name in _base64_fields():
+        if isinstance(msg.get(name), str) and not is_base64(msg[name]):
             out.append(("RMB-MSG-002", name, "not standard padded base64"))
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _base64_fields() -> tuple[str, ...]:
+    return tuple(name for name, f in rmb_spec().fields.items() if f.get("format") == "base64")
 
 
 def is_base64(text: str) -> bool:
