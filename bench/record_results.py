@@ -38,6 +38,13 @@ FIGURES = {
     "check default jobs / parse, short messages": r"^RESULT\[short\] ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
     "check default jobs / parse, Kafka dump": r"^RESULT\[kafka\] ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
     "check default jobs / parse, ever-node dump": r"^RESULT\[ever-node\] ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
+    # bench_rmb_check.py: CPU time of the check at the default jobs / the orjson parse, per log shape
+    "rmb check short / parse": r"^RESULT rmb short ratio\(default jobs\) = (?P<v>[\d.]+)",
+    "rmb check long / parse": r"^RESULT rmb long ratio\(default jobs\) = (?P<v>[\d.]+)",
+    "rmb check fanout / parse": r"^RESULT rmb fanout ratio\(default jobs\) = (?P<v>[\d.]+)",
+    "rmb check short MB": r"^RESULT rmb short ratio\(default jobs\) = [\d.]+; memory (?P<v>\d+) MB",
+    "rmb check long MB": r"^RESULT rmb long ratio\(default jobs\) = [\d.]+; memory (?P<v>\d+) MB",
+    "rmb check fanout MB": r"^RESULT rmb fanout ratio\(default jobs\) = [\d.]+; memory (?P<v>\d+) MB",
     # bench_sign.py
     "verify rate / bare libsodium": r"^RESULT verify ratio = (?P<v>[\d.]+)",
     "check j1 with / without --validators": r"^RESULT check j1 ratio with/without --validators = (?P<v>[\d.]+)",

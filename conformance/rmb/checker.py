@@ -2,22 +2,28 @@
 recorder's between daemons; several files are one log).
 
 Records are grouped by the request's uid (:func:`.logrecords.record_key`); each group is judged as
-a whole, in time order (:mod:`.logjudge`), so one share of the groups is checked exactly as the
-whole log is. The same code runs in one process, in ``--jobs`` processes (each keeps the groups
+a whole, in time order (:mod:`.logjudge`), once no record can change its verdict, so one share of
+the groups is checked exactly as the whole log is. The same code runs in one process, in ``--jobs`` processes (each keeps the groups
 whose key hashes into its share) and on Spark (``rmkit audit --protocol rmb``, :class:`RmbShards`):
 the shares' findings merge into one report; a finding that waits for the log to go on is decided
 against the whole log's last time.
 
-Memory follows the records of the log (a group is judged once every record of it was read).
+Memory follows the requests still open: a request is judged and forgotten once the log's clock has
+passed its horizon (:class:`Requests`, on the core's streaming engine :mod:`rmkit.subjects`).
 """
 
 from __future__ import annotations
 
+import functools
+import math
+import operator
 import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
+
+import orjson
 
 from rmkit.logread import auto_jobs, numbered_batches
 from rmkit.processes import key_share, run_in_processes
@@ -25,7 +31,7 @@ from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 
-from rmkit.conformance.rmb.logrecords import RECORD_KEY, Rec, decode, record_key
+from rmkit.conformance.rmb.logrecords import RECORD_KEY, Rec, decode, record_key, typed_lines
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
 NO_DIRECTORY = "no --directory file: give the twin directory (its public keys) to verify signatures"
@@ -44,6 +50,186 @@ class Share:
     problems: list[tuple] = field(default_factory=list)  # (ref, error, field)
     events: Counter = field(default_factory=Counter)
     signed: Any = None  # sigreuse.SignatureIndex: the signed messages seen, for RMB-SIG-007 across shares
+    open_peak: int = 0  # the most requests open at once
+    late: int = 0  # records of a request already judged
+
+
+class Requests:
+    """The requests of one share on the core's streaming engine (:mod:`rmkit.subjects`): the
+    records of one uid are a subject, judged whole (:class:`.logjudge.Group`) once the log's
+    clock has passed its horizon, then forgotten; memory follows the requests still open.
+
+    A request's horizon is the latest of its records' times, or of their backlog lives (the TTL a
+    backlog-set states, else the message's exp; in a profile with a scrubber, exp 0 is its default,
+    plus its interval), plus the checker's horizon (the wait for an expected follow-up,
+    logcheck.yaml) and the clock tolerance: past it no record of the request can come but a late
+    or faulty one. Such a late record (its request judged, its uid still remembered) is judged alone
+    by the message rules (``late_records`` in the report's metrics). Records that name no request
+    (no uid: a client's local message and the error answering it) are judged together in a window
+    that follows the clock (:class:`Loose`)."""
+
+    def __init__(self, ctx, share: Share):
+        from rmkit.conformance.rmb.logjudge import backlog_ttl
+        from rmkit.subjects import SubjectEngine
+
+        self.backlog_ttl = backlog_ttl
+        self.ctx, self.share = ctx, share
+        self.grace = ctx.horizon + ctx.tol
+        sc = ctx.b["scrubber"] or {}
+        self.interval = float(sc.get("interval_s", 0))
+        self.default_life = float(sc["default_exp_s"]) if sc else 0.0
+        self.engine = SubjectEngine(self._open, self._add, self._judge, self._late,
+                                    remember_s=REMEMBER_HORIZONS * self.grace)
+        self.loose = {None: Loose(self), "": Loose(self)}  # no uid, an empty uid: two groups, as before
+        self.next_roll = math.inf
+        self.late = 0
+        self.min_time = self.max_time = None
+
+    def feed(self, key: str | None, rec: Rec) -> None:
+        t = rec.time
+        if self.max_time is None or t > self.max_time:
+            self.max_time = t
+        if self.min_time is None or t < self.min_time:
+            self.min_time = t
+        engine = self.engine
+        if key:
+            engine.feed(t, key, rec, rec.who)
+        else:
+            loose = self.loose[key]
+            loose.add(rec)
+            if loose.next_roll < self.next_roll:
+                self.next_roll = loose.next_roll
+            engine.tick(t, rec.who)
+        now = engine.clock.now
+        if now is not None and now >= self.next_roll:
+            for loose in self.loose.values():
+                if now >= loose.next_roll:
+                    loose.roll(now)
+            self.next_roll = min(loose.next_roll for loose in self.loose.values())
+
+    def _open(self, key, t, rec) -> list:
+        return []
+
+    def _add(self, recs: list, t: float, rec: Rec) -> float:
+        recs.append(rec)
+        msg = rec.msg
+        life = 0.0
+        if type(msg) is dict:
+            exp = msg.get("exp")
+            life = exp if type(exp) is int and exp > 0 else self.default_life
+        if rec.event == "backlog-set":
+            ttl = self.backlog_ttl(rec.note)
+            if ttl is not None and ttl > life:
+                life = ttl
+        return t + life + self.interval + self.grace
+
+    def _judge(self, key, recs: list, at_end: bool) -> None:
+        self.judge(recs)
+
+    def judge(self, recs: list, keep=None) -> None:
+        """Judge one request's records (``keep``: which findings to report, by their records)."""
+        from rmkit.conformance.rmb.logjudge import Group
+
+        share = self.share
+        recs.sort(key=_time_ref)
+        uid = next((r.uid if r.uid is not None else r.msg.get("uid") for r in recs
+                    if r.uid is not None or isinstance(r.msg, dict)), None)
+        out = Group(self.ctx, recs).judge()
+        for rule, why, evid in out.found:
+            if keep is None or keep(evid):
+                share.found.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid]))
+        for rule, why, evid, due in out.pending:
+            if keep is None or keep(evid):
+                share.pending.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid], due))
+
+    def _late(self, key, t, rec: Rec, memo) -> None:
+        """A record of a request judged already: the rules of the message it carries."""
+        from rmkit.conformance.rmb.logjudge import Group
+
+        self.late += 1
+        g = Group(self.ctx, [rec])
+        g.messages()
+        uid = rec.uid if rec.uid is not None else rec.msg.get("uid") if isinstance(rec.msg, dict) else None
+        for rule, why, evid in g.out.found:
+            self.share.found.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid]))
+
+    def finish(self) -> None:
+        engine = self.engine
+        engine.finish()
+        for loose in self.loose.values():
+            loose.roll(None)
+        share = self.share
+        share.groups = engine.opened + self.loose[""].seen  # (records without a uid are no group)
+        share.min_time, share.max_time = self.min_time, self.max_time
+        share.open_peak = engine.peak_open
+        share.late = self.late
+
+
+# the events whose note the checker reads (Ctx.note_problem)
+NOTED_EVENTS = frozenset(["backlog-set", "forward-job"])
+
+
+def key_of_message(msg) -> str | None:
+    """:data:`RECORD_KEY` of a line without a uid of its own: its message's uid (as
+    :meth:`rmkit.protocol.RecordKey.of_object` reads it)."""
+    if type(msg) is not dict:
+        return None
+    uid = msg.get("uid")
+    if uid is None:
+        return None
+    return (uid if type(uid) is str else orjson.dumps(uid).decode()).lower()
+
+
+_time_ref = operator.attrgetter("time", "ref")  # a record's place in the log: time, then position
+
+
+# how long a judged request's uid is remembered (in its grace periods): a record of it within that
+# time is late (judged alone), after it a new request of that uid
+REMEMBER_HORIZONS = 10
+
+
+class Loose:
+    """The records that name no request (no uid, or an empty one: a client's local message before
+    the daemon gives it a uid, the error answering it on ret, a POST without uid), judged together
+    as one group, in a window that follows the clock. A record is *settled* once the clock is a
+    grace period past its time (what answers it has come); each judgment covers the window and
+    reports the findings whose first record (by time, then position) was settled since the last
+    judgment; records a grace period older than the cut are then dropped, the rest kept as the
+    next judgment's context. Every follow-up the rules read comes within a grace period of its
+    cause, so the findings do not depend on when the judgments run (one process or shares)."""
+
+    def __init__(self, owner: Requests):
+        self.owner = owner
+        self.recs: list[Rec] = []
+        self.done: set[int] = set()  # refs of the window's records settled at an earlier judgment
+        self.next_roll = math.inf
+        self.seen = 0  # 1 once a record of this key was read
+
+    def add(self, rec: Rec) -> None:
+        self.recs.append(rec)
+        self.seen = 1
+        if self.next_roll == math.inf:
+            self.next_roll = rec.time + 2 * self.owner.grace
+
+    def roll(self, now) -> None:
+        """Judge what is settled at clock ``now`` (None: the end of the log, everything is)."""
+        grace = self.owner.grace
+        recs = self.recs
+        if not recs:
+            self.next_roll = math.inf
+            return
+        cut = math.inf if now is None else now - grace
+        done = self.done
+        settled = {r.ref for r in recs if r.time < cut and r.ref not in done}
+        if settled:
+            def keep(evid, final=now is None) -> bool:
+                return min(evid, key=_time_ref).ref in settled if evid else final
+
+            self.owner.judge(recs, keep)  # (sorts them)
+            done |= settled
+        self.recs = [r for r in recs if r.time >= cut - grace or r.ref not in done]
+        self.done = {r.ref for r in self.recs if r.ref in done}
+        self.next_roll = (now + grace) if self.recs and now is not None else math.inf
 
 
 class RmbShards:
@@ -76,45 +262,48 @@ class RmbShards:
 
     # -- a share ----------------------------------------------------------------------------
     def check_share(self, inputs: list[str], batches: Iterable) -> Share:
-        from rmkit.conformance.rmb.logjudge import Group
-
         from rmkit.conformance.rmb.model import rmb_spec
         from rmkit.conformance.rmb.sigreuse import SignatureIndex
 
         ctx = self.ctx()
         share = Share(signed=SignatureIndex(rmb_spec().raw["signature"]["challenge"]["pieces"]))
-        groups: dict[str | None, list[Rec]] = {}
+        requests = Requests(ctx, share)
+        feed = requests.feed
+        events, add_signed, problems = share.events, share.signed.add, share.problems
+        line_problem, time_ok, note_problem = ctx.line_problem, ctx.time_ok, ctx.note_problem
+        typed = typed_lines().decode
+        from_typed = Rec.from_typed
+        noted = NOTED_EVENTS
+        key_of = record_key
+        records = 0
         for refs, lines in batches:
             for ref, line in zip(refs, lines):
-                if not line.strip():
-                    continue
-                obj, error, fld = decode(line)
-                if obj is not None:
-                    error, fld = ctx.line_problem(obj) or (None, None)
-                    if error is not None:
-                        obj = None
-                if obj is None:
-                    share.problems.append((ref, error, fld))
-                    continue
-                share.records += 1
-                rec = Rec(ref, obj)
-                share.events[rec.event] += 1
-                share.signed.add(ref, rec.event, rec.msg)
-                if share.max_time is None or rec.time > share.max_time:
-                    share.max_time = rec.time
-                if share.min_time is None or rec.time < share.min_time:
-                    share.min_time = rec.time
-                groups.setdefault(record_key(obj), []).append(rec)
-        share.groups = sum(1 for k in groups if k is not None)
-        for recs in groups.values():
-            recs.sort(key=lambda r: (r.time, r.ref))
-            uid = next((r.uid if r.uid is not None else r.msg.get("uid") for r in recs
-                        if r.uid is not None or isinstance(r.msg, dict)), None)
-            out = Group(ctx, recs).judge()
-            for rule, why, evid in out.found:
-                share.found.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid]))
-            for rule, why, evid, due in out.pending:
-                share.pending.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid], due))
+                # the common case: typed at C speed (logrecords.TypedLines), its few checks here
+                got = typed(line) if type(line) is bytes else None
+                if got is not None and time_ok(got.time) and (got.event not in noted or note_problem(got.event, got.note) is None):
+                    rec = from_typed(ref, got)
+                    uid = rec.uid
+                    msg = rec.msg
+                    key = uid.lower() if uid is not None else key_of_message(msg)
+                else:
+                    if not line.strip():
+                        continue
+                    obj, error, fld = decode(line)
+                    if obj is not None:
+                        error, fld = line_problem(obj) or (None, None)
+                        if error is not None:
+                            obj = None
+                    if obj is None:
+                        problems.append((ref, error, fld))
+                        continue
+                    rec = Rec(ref, obj)
+                    key = key_of(obj)
+                records += 1
+                events[rec.event] += 1
+                add_signed(ref, rec.event, rec.msg)
+                feed(key, rec)
+        share.records = records
+        requests.finish()
         return share
 
     # -- the report -------------------------------------------------------------------------
@@ -169,7 +358,10 @@ class RmbShards:
         starts = [s.min_time for s in shares if s.min_time is not None]
         span = round(end - min(starts), 3) if starts and end is not None else None
         rep.metrics = {"records_per_event": dict(events.most_common()), "log_time_span_s": span, "jobs": len(shares),
-                       "loggable_rules": len(lc["checked"]), "not_loggable_rules": len(lc["not_loggable"])}
+                       "loggable_rules": len(lc["checked"]), "not_loggable_rules": len(lc["not_loggable"]),
+                       # memory follows these: the requests open at once (summed over the shares), and the
+                       # records that came after their request was judged (judged alone, see Requests)
+                       "peak_open_requests": sum(s.open_peak for s in shares), "late_records": sum(s.late for s in shares)}
         rep.decide()
         return rep
 
@@ -225,14 +417,49 @@ def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
                 continue
             keep_refs, keep = [], []
             for ref, line in zip(refs, batch):
-                try:
-                    key = record_key(orjson.loads(line)) if line.strip() else None
-                except orjson.JSONDecodeError:
-                    key = None
+                key = line_key(line)
                 if key_share(key, n) == k:
                     keep_refs.append(ref)
                     keep.append(line)
             yield keep_refs, keep
+
+
+def line_key(line: bytes | str) -> str | None:
+    """:data:`RECORD_KEY` of a raw line (None: none, or not JSON): what ``--jobs`` deals lines out
+    by. Read by msgspec into the two fields the key needs (the rest skipped, nothing built); a
+    line that is not of that shape is read whole."""
+    try:
+        got = _key_decoder()(line)
+    except _KEY_ERRORS:
+        got = None
+    if got is not None:
+        if type(got.uid) is str:
+            return got.uid.lower()
+        if got.uid is None and (got.message is None or type(got.message.uid) is str or got.message.uid is None):
+            uid = got.message.uid if got.message is not None else None
+            return uid.lower() if uid is not None else None
+    try:
+        return record_key(orjson.loads(line)) if line.strip() else None
+    except orjson.JSONDecodeError:
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def _key_decoder():
+    import msgspec
+
+    message = msgspec.defstruct("MessageUid", [("uid", Any, None)], gc=False)
+    line = msgspec.defstruct("LineKey", [("uid", Any, None), ("message", Optional[message], None)], gc=False)
+    return msgspec.json.Decoder(line).decode
+
+
+def _key_errors() -> tuple:
+    import msgspec
+
+    return (msgspec.ValidationError, msgspec.DecodeError)
+
+
+_KEY_ERRORS = _key_errors()
 
 
 def _check_share(shards: RmbShards, inputs: list[str], k: int, n: int) -> Share:

@@ -96,7 +96,15 @@ class Ctx:
         if not low <= obj["time"] <= self.started + ahead:
             return (f"expected Unix seconds from {low} to {ahead} s after the check began, found {obj['time']!r}"[:200],
                     "time")
-        note, event = obj["note"], obj["event"]
+        return self.note_problem(obj["event"], obj["note"])
+
+    def time_ok(self, t: float) -> bool:
+        """Whether a line's time is one :meth:`line_problem` takes."""
+        low, ahead = self.settings["plausible_unix_s"]
+        return low <= t <= self.started + ahead
+
+    def note_problem(self, event: str, note: Any) -> tuple[str, str] | None:
+        """The part of :meth:`line_problem` that reads the note."""
         if not isinstance(note, str):
             return None
         if event == "backlog-set":
@@ -172,11 +180,28 @@ class Group:
         self.out = Findings()
         self._sig: dict[bytes, tuple] = {}
         self._problems: dict[bytes, list] = {}
+        self._fps: dict[int, bytes] = {}  # id of a message of the group -> its fingerprint
+        self._lives: dict = {}
+        ev: dict[str, list[Rec]] = {}  # the records of each event, in order: the judgments ask by event
+        for r in recs:
+            got = ev.get(r.event)
+            if got is None:
+                ev[r.event] = [r]
+            else:
+                got.append(r)
+        self.ev = ev
+
+    def fp(self, msg: Any) -> bytes:
+        """:func:`fingerprint` of a message the group's records hold (each taken once)."""
+        got = self._fps.get(id(msg))
+        if got is None:
+            got = self._fps[id(msg)] = fingerprint(msg)
+        return got
 
     def problems(self, msg: Any) -> list[tuple[str, str, str]]:
         """message_problems, once per distinct message of the group (one message is logged by
         its sender, its receiver and a recorder)."""
-        fp = fingerprint(msg)
+        fp = self.fp(msg)
         got = self._problems.get(fp)
         if got is None:
             got = self._problems[fp] = message_problems(msg)
@@ -184,12 +209,13 @@ class Group:
 
     # -- helpers ----------------------------------------------------------------------------
     def of(self, event: str, twin: int | None = None) -> list[Rec]:
-        return [r for r in self.recs if r.event == event and (twin is None or r.twin == twin)]
+        recs = self.ev.get(event, ())
+        return list(recs) if twin is None else [r for r in recs if r.twin == twin]
 
     def sig_verdict(self, msg: dict) -> tuple[str | None, str]:
         """(rule, why) of a message's signature: RMB-SIG-001 without a key; with the directory
         RMB-SIG-002, or -003 / -004 when the signature verifies over a known wrong challenge."""
-        fp = fingerprint(msg)
+        fp = self.fp(msg)
         if fp in self._sig:
             return self._sig[fp]
         self._sig[fp] = out = self._sig_verdict(msg)
@@ -212,6 +238,13 @@ class Group:
     def life(self, twin: int | None) -> tuple[float, float, Rec, dict] | None:
         """(start, end, record, request) of the request's backlog entry on ``twin``: from its
         backlog-set (TTL exp), or in an after-post profile from its first accepted request POST."""
+        try:
+            return self._lives[twin]
+        except KeyError:
+            got = self._lives[twin] = self._life(twin)
+            return got
+
+    def _life(self, twin: int | None) -> tuple[float, float, Rec, dict] | None:
         if twin is None:
             return None
         c = self.c
@@ -250,7 +283,7 @@ class Group:
             if r.event not in ("http-post", "recorded-request") or not isinstance(r.msg, dict):
                 continue
             msg = r.msg
-            fp = fingerprint(msg)
+            fp = self.fp(msg)
             if fp in seen:
                 continue
             seen.add(fp)
@@ -290,7 +323,7 @@ class Group:
             kind = "remote" if r.endpoint == c.remote else "reply" if r.endpoint == c.reply else None
             if kind is None:
                 continue
-            key = (r.endpoint, fingerprint(r.msg), r.status)
+            key = (r.endpoint, self.fp(r.msg), r.status)
             if key in seen:
                 continue
             seen.add(key)
@@ -305,7 +338,7 @@ class Group:
                 continue
             if self.problems(a.msg) or a.msg["dst"][0] != a.twin:
                 continue
-            pushed = [h for h in self.recs if h.event == "to-handler" and h.twin == a.twin and abs(h.time - a.time) <= c.tol + 1
+            pushed = [h for h in self.ev.get("to-handler", ()) if h.twin == a.twin and abs(h.time - a.time) <= c.tol + 1
                       and isinstance(h.msg, dict) and h.msg.get("sig") == a.msg.get("sig")]
             if not pushed:
                 self.out.add("RMB-REMOTE-005", "request accepted but never pushed to a command queue", a)
@@ -377,7 +410,7 @@ class Group:
         start, end, _, _ = life
         if start + (c.tol if c.after_post else 0) < r.time < end - c.tol:  # rmb-go: a reply may outrun its backlog write
             allowed.add(c.accepted)
-            routed = any(x.event == "reply-to-ret" and x.twin == twin and x.time < r.time for x in self.recs)
+            routed = any(x.twin == twin and x.time < r.time for x in self.ev.get("reply-to-ret", ()))
             return "RMB-REPLY-006" if routed and r.status == b["reply_without_backlog"] else "RMB-REPLY-005"
         if r.time > end + c.tol or r.time < start - c.tol:
             allowed.add(b["reply_without_backlog"])
@@ -390,7 +423,7 @@ class Group:
         c, b = self.c, self.c.b
         twins = {r.twin for r in self.recs if r.twin is not None and r.event in ("backlog-set", "forward-job", "http-post")}
         for w in sorted(twins):
-            backlog = next((r for r in self.recs if r.event == "backlog-set" and r.twin == w), None)
+            backlog = next((r for r in self.ev.get("backlog-set", ()) if r.twin == w), None)
             life = self.life(w)
             request = backlog.msg if backlog is not None and isinstance(backlog.msg, dict) else None
             dsts = _twins(request.get("dst")) if request else None  # (a malformed dst is RMB-MSG-006's)
@@ -405,8 +438,8 @@ class Group:
                     if unknown:
                         self.out.add("RMB-DIR-001", f"destination twin(s) {unknown} are not in the directory, yet the request was stored "
                                      "for forwarding instead of answered with an error", backlog)
-            jobs = [r for r in self.recs if r.event == "forward-job" and r.twin == w]
-            posts = [r for r in self.recs if r.event == "http-post" and r.twin == w and isinstance(r.msg, dict)
+            jobs = [r for r in self.ev.get("forward-job", ()) if r.twin == w]
+            posts = [r for r in self.ev.get("http-post", ()) if r.twin == w and isinstance(r.msg, dict)
                      and r.msg.get("src") == w and r.endpoint != c.reply and (jobs or backlog or r.endpoint == c.remote)]
             if not c.after_post:
                 for r in jobs + posts:
@@ -494,7 +527,7 @@ class Group:
         deadline = None
         if _int(last.msg.get("now")) and _int(last.msg.get("exp")):
             deadline = last.msg["now"] + last.msg["exp"]
-        errors = [r for r in self.recs if r.event == "error-to-ret" and r.twin == w and isinstance(r.msg, dict)
+        errors = [r for r in self.ev.get("error-to-ret", ()) if r.twin == w and isinstance(r.msg, dict)
                   and r.msg.get("src") == d and r.time >= last.time - c.tol]
         until = errors[0].time if errors else last.time
         final = not c.retryable(last.status) or len(attempts) >= total or (deadline is not None and until >= deadline - c.tol)
@@ -550,7 +583,7 @@ class Group:
             if self.sig_verdict(a.msg)[0] is not None:
                 continue  # a forged reply accepted is RMB-REPLY-007
             src = a.msg.get("src")
-            routes = [r for r in self.recs if r.event == "reply-to-ret" and r.twin == a.twin]
+            routes = [r for r in self.ev.get("reply-to-ret", ()) if r.twin == a.twin]
             if not any(isinstance(r.msg, dict) and r.msg.get("src") == src and abs(r.time - a.time) <= c.tol + 1 for r in routes):
                 routed = any(r.time < a.time for r in routes)
                 if routed:
@@ -589,7 +622,7 @@ class Group:
         c = self.c
         first = replies[0]
         d = first.msg["dst"]
-        posts = [p for p in self.recs if p.event == "http-post" and p.twin == w and isinstance(p.msg, dict)
+        posts = [p for p in self.ev.get("http-post", ()) if p.twin == w and isinstance(p.msg, dict)
                  and p.msg.get("dst") == d and p.time >= first.time - c.tol and p.endpoint != c.remote]
         for p in posts:
             if p.endpoint != c.reply:
@@ -602,8 +635,9 @@ class Group:
         for p in posts:
             k = _reply_key(p.msg)
             carried.setdefault(k if k in pushed else b"", []).append(p)
-        dropped = any(r.event in ("reply-unknown-twin-dropped", "reply-invalid-dropped") and r.twin == w for r in self.recs)
-        lost = any(r.event == "reply-lost" and r.twin == w for r in self.recs)
+        ev = self.ev
+        dropped = any(r.twin == w for e in ("reply-unknown-twin-dropped", "reply-invalid-dropped") for r in ev.get(e, ()))
+        lost = any(r.twin == w for r in ev.get("reply-lost", ()))
         loose = sorted((h for k, hs in pushed.items() if k not in carried for h in hs), key=lambda h: h.time)
         for k, hs in pushed.items():
             if k in carried:

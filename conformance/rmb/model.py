@@ -105,10 +105,49 @@ def _fast_schema() -> tuple[tuple[str, dict], ...]:
     return tuple((name, {**prop, "required": name in required}) for name, prop in schema["properties"].items())
 
 
+@functools.lru_cache(maxsize=None)
+def _fast_convert():
+    """:func:`_fast_schema` as a msgspec Struct: ``convert(msg)`` raises unless every property fits
+    (msgspec's int and str are exact types, a bool no integer, as :func:`_fits` has them)."""
+    import msgspec
+
+    fields = []
+    for name, prop in _fast_schema():
+        fields.append((name, _fast_type(prop)) if prop["required"] else (name, _fast_type(prop), None))
+    struct = msgspec.defstruct("RmbMessageFits", fields, gc=False, kw_only=True)
+    errors = (msgspec.ValidationError, TypeError, ValueError, OverflowError)
+    return functools.partial(msgspec.convert, type=struct), errors
+
+
+def _fast_type(rule: dict):
+    import msgspec
+    from typing import Annotated, Literal
+
+    if "const" in rule:
+        return Literal[rule["const"]]
+    base = _PY[rule["type"]]
+    if base is list:
+        base = list[_fast_type(rule["items"])]
+    meta = {}
+    if "minimum" in rule:
+        meta["ge"] = rule["minimum"]
+    if "minLength" in rule:
+        meta["min_length"] = rule["minLength"]
+    if "minItems" in rule:
+        meta["min_length"] = rule["minItems"]
+    return Annotated[base, msgspec.Meta(**meta)] if meta else base
+
+
 def message_is_valid(msg: Any) -> bool:
     """True when ``msg`` passes the message schema (the common case, checked without jsonschema)."""
     if type(msg) is not dict:
         return False
+    convert, errors = _fast_convert()
+    try:
+        convert(msg)
+        return True
+    except errors:
+        pass
     for name, prop in _fast_schema():
         if name in msg:
             if not _fits(msg[name], prop):
@@ -124,16 +163,21 @@ def message_problems(msg: Any) -> list[tuple[str, str, str]]:
         return [("RMB-MSG-001", "", f"expected a JSON object, found {type(msg).__name__}")]
     out = []
     if message_is_valid(msg):
-        return [("RMB-MSG-002", name, "not standard padded base64") for name, f in rmb_spec().fields.items()
-                if f.get("format") == "base64" and isinstance(msg.get(name), str) and not is_base64(msg[name])]
+        return [("RMB-MSG-002", name, "not standard padded base64") for name in _base64_fields()
+                if isinstance(msg.get(name), str) and not is_base64(msg[name])]
     for err in sorted(message_validator().iter_errors(msg), key=lambda e: list(map(str, e.absolute_path))):
         where = ".".join(map(str, err.absolute_path)) or (err.validator == "required" and str(err.message).split("'")[1]) or ""
         rule = "RMB-MSG-006" if where.startswith("dst") else "RMB-MSG-001"
         out.append((rule, where, err.message))
-    for name, f in rmb_spec().fields.items():
-        if f.get("format") == "base64" and isinstance(msg.get(name), str) and not is_base64(msg[name]):
+    for name in _base64_fields():
+        if isinstance(msg.get(name), str) and not is_base64(msg[name]):
             out.append(("RMB-MSG-002", name, "not standard padded base64"))
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _base64_fields() -> tuple[str, ...]:
+    return tuple(name for name, f in rmb_spec().fields.items() if f.get("format") == "base64")
 
 
 def is_base64(text: str) -> bool:
