@@ -34,6 +34,10 @@ FIGURES = {
     "check j1 / parse": r"^check j1: .* ratio (?P<v>[\d.]+)",
     "check j2 / parse": r"^check j2: .* ratio (?P<v>[\d.]+)",
     "check default jobs / parse": r"^RESULT ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
+    # bench_corda_check.py: per shape of log, best check time at the default jobs / best orjson parse
+    "corda check short / parse": r"^RESULT corda short ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
+    "corda check long / parse": r"^RESULT corda long ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
+    "corda check peers / parse": r"^RESULT corda peers ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
     # bench_sign.py
     "verify rate / bare libsodium": r"^RESULT verify ratio = (?P<v>[\d.]+)",
     "check j1 with / without --validators": r"^RESULT check j1 ratio with/without --validators = (?P<v>[\d.]+)",
