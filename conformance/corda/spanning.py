@@ -11,11 +11,13 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
+from operator import itemgetter
 from typing import Iterable
 
 from rmkit.rules import OFF
 from rmkit.verdict import Violation
 
+_REF3 = itemgetter(3)
 N_ID = re.compile(r"^N-([0-9A-Za-z]+)-([0-9]+)-([0-9]+)$")
 
 
@@ -67,7 +69,8 @@ def _renewed(checker, inputs, shares, commits) -> Iterable[Violation]:
 
 
 def _send_keys(shares) -> dict[str, int]:
-    return {mid: ref for s in shares for ref, _node, mid, *_ in s.sends}
+    """id -> the ref of its first send (a share keeps one send per id, and an id is in one share)."""
+    return {f[2]: f[0] for s in shares for f in s.sends}
 
 
 def _number(digits: str) -> tuple[int, str]:
@@ -86,6 +89,11 @@ def _session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
     for c in commits:
         sessions[(c[1], c[3])].append(c)
     for (node, session), items in sessions.items():
+        if all(c[2] in sent for c in items):
+            # every message of the session has its send: the send order decides alone (the
+            # fallbacks below apply only to a message without one, or after one)
+            yield from _sent_order(checker, inputs, node, session, items, sent)
+            continue
         top_sent = None                     # (send ref, commit)
         top_flow: dict[str, tuple] = {}     # seed -> ((suspends, index), commit)
         top_seq: dict[str, tuple] = {}      # sender -> (seq, commit)
@@ -119,6 +127,19 @@ def _session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
                                         f"consumed after {ahead[2]}, which was sent after it", refs)
 
 
+def _sent_order(checker, inputs, node, session, items, sent) -> Iterable[Violation]:
+    """:func:`_session_order` for a session whose every message has its send."""
+    top_ref = top = None
+    for c in items:
+        s = sent[c[2]]
+        if top_ref is not None and top_ref > s:
+            refs = [(top[0], "committed", node), (c[0], "committed", node), (s, "sent", None), (top_ref, "sent", None)]
+            yield checker.violation(inputs, "CORDA-ORDER-001", c[2], f"session {session} on node {node}: {c[2]} was "
+                                    f"consumed after {top[2]}, which was sent after it", refs)
+        if top_ref is None or s > top_ref:
+            top_ref, top = s, c
+
+
 def _sender_order(checker, inputs, commits) -> Iterable[Violation]:
     """Where the fast path trusts a sender key's mark, that key's messages must be committed in
     increasing sequence numbers at each node."""
@@ -139,14 +160,20 @@ def _sender_order(checker, inputs, commits) -> Iterable[Violation]:
 def _sequence_numbers(checker, inputs, shares) -> Iterable[Violation]:
     """One sender key's sequence numbers are never reused for another id, and its sends carry them
     in increasing order."""
-    by_pair: dict[tuple, dict] = defaultdict(dict)  # (sender, seq) -> id -> its first use's ref
-    for sender, seq, mid, ref in sorted((x for s in shares for x in s.seqs), key=lambda x: x[3]):
-        by_pair[(sender, seq)].setdefault(mid, ref)
-    for (sender, seq), first in by_pair.items():
-        uses = [(ref, mid) for mid, ref in first.items()]
-        for ref, mid in uses[1:]:
+    first: dict[tuple, tuple] = {}              # (sender, seq) -> (id, ref) of its first use
+    more: dict[tuple, dict] = {}                # (sender, seq) -> id -> its first use's ref, where several ids used it
+    for sender, seq, mid, ref in sorted((x for s in shares for x in s.seqs), key=_REF3):
+        key = (sender, seq)
+        got = first.get(key)
+        if got is None:
+            first[key] = (mid, ref)
+        elif got[0] != mid:
+            more.setdefault(key, {got[0]: got[1]}).setdefault(mid, ref)
+    for (sender, seq), uses in sorted(more.items(), key=lambda kv: first[kv[0]][1]):
+        uses = list(uses.items())
+        for mid, ref in uses[1:]:
             yield checker.violation(inputs, "CORDA-ID-003", mid, f"sender {sender} used sequence number {seq} for {mid} "
-                                    f"and for {uses[0][1]}", [(uses[0][0], None, None), (ref, None, None)])
+                                    f"and for {uses[0][0]}", [(uses[0][1], None, None), (ref, None, None)])
     top: dict[str, tuple] = {}
     for ref, sender, seq, mid in sorted(x for s in shares for x in s.sent_seqs):
         prev = top.get(sender)
