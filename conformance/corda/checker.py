@@ -442,41 +442,44 @@ class _ShareRun:
                 t = self.more_tracks[(node, mid)] = _Track(node, mid, ref, [])
         return t
 
-    def _seq(self, sender, seq, mid, ref) -> None:
-        """A use of a sequence number: once per id's first send and per node's first copy (the merge
-        keeps one per sender, number and id)."""
-        if seq is not None:
-            self.out.seqs.append((intern(sender), seq, mid, ref))
-
     # events (``r``: a typed record, :mod:`rmkit.conformance.corda.decode`; an optional field it
     # does not carry is UNSET) ------------------------------------------------------------------
     def ev_sent(self, r, ref: int) -> None:
         mid, seq = r.id, r.seq
+        sender = intern(r.sender)
         if mid not in self.sent:
             self.new_id(mid, ref, "sent", r.node)
-            fact = (ref, intern(r.node), mid, intern(r.session), intern(r.sender), seq)
+            fact = (ref, intern(r.node), mid, intern(r.session), sender, seq)
             self.sent[mid] = fact
             self.out.sends.append(fact)
         if seq is not None:
-            self.out.sent_seqs.append((ref, intern(r.sender), seq, mid))
-            self._seq(r.sender, seq, mid, ref)
+            out = self.out
+            out.sent_seqs.append((ref, sender, seq, mid))
+            out.seqs.append((sender, seq, mid, ref))
 
     def ev_received(self, r, ref: int) -> None:
         tr = self.track(r, ref, "received")
         c = _Copy(ref, r.delivery, r.sender, r.seq, r.session)
         tr.copies.append(c)
         self.received.add(r.id)
-        if len(tr.copies) == 1:
-            self._seq(c.sender, c.seq, r.id, ref)
+        if len(tr.copies) == 1 and c.seq is not None:
+            # a use of the number, unless the id's send (before it) used it already: the merge keeps
+            # one use per sender, number and id, the first
+            sent = self.sent.get(r.id)
+            if sent is None or sent[5] != c.seq or sent[4] != c.sender or sent[0] > ref:
+                self.out.seqs.append((intern(c.sender), c.seq, r.id, ref))
 
     def ev_dedup(self, r, ref: int) -> None:
         tr = self.track(r, ref, "dedup")
         node, mid = r.node, r.id
         delivery = r.delivery
+        copies = tr.copies
         if delivery is not UNSET:
             c = tr.copy(delivery)
+        elif copies and copies[-1].verdict is None:
+            c = copies[-1]  # the copy last received, most often
         else:
-            c = next((c for c in reversed(tr.copies) if c.verdict is None), None)
+            c = next((c for c in reversed(copies) if c.verdict is None), None)
         if c is None and tr.gap:  # the copy's received line was unreadable (its delivery too, or the copy unnamed)
             c = next((c for c in reversed(tr.copies) if c.unread and c.verdict is None), None)
             if c is None:
@@ -590,9 +593,12 @@ class _ShareRun:
         # in the order the tracks were opened (one dict of them is in that order already)
         tracks = sorted((*self.tracks.values(), *self.more_tracks.values()), key=_FIRST) if self.more_tracks else self.tracks.values()
         for tr in tracks:
-            commits = tr.commits
-            if len(commits) == 1 and tr.rows and commits[0][1] == tr.rows[0][1] and not tr.acks and not tr.new_after:
-                committed_ids.add(tr.mid)  # committed once, its row of that transaction: nothing below applies
+            commits, rows, na = tr.commits, tr.rows, tr.new_after
+            if len(commits) == 1 and rows and commits[0][1] == rows[0][1] and not tr.acks \
+                    and (not na or (len(na) == 1 and na[0][1] <= rows[0][2])):
+                # committed once, the row of that transaction inserted no earlier than its NEW answer:
+                # nothing below applies
+                committed_ids.add(tr.mid)
                 continue
             node, mid = tr.node, tr.mid
             self.ref = tr.first
