@@ -85,7 +85,7 @@ class _Track(msgspec.Struct, gc=False):
     first: int                     # the ref of the record that opened it (its place at the share's end)
     copies: list                   # of _Copy
     commits: Sequence = ()         # (ref, tx, t)
-    rows: Sequence = ()            # (ref, tx, t, sender, seq)
+    rows: Sequence = ()            # (ref, tx, t)
     acks: Sequence = ()            # acks with no commit before: (ref, t, answer, copy ref, verdict ref)
     new_after: Sequence = ()       # NEW answers with no commit before: (ref, t, sender, seq)
     acked: int = 0                 # the ref of the last acknowledgement (0: none)
@@ -300,7 +300,7 @@ class _ShareRun:
         # tracks of an id on a node other than its first
         self.tracks: dict[str, _Track] = {}
         self.more_tracks: dict[tuple[str, str], _Track] = {}
-        self.ids: set[str] = set()
+        self.ids: dict[str, str] = {}      # every id of the share, to its one string (kept once, however many records name it)
         self.sent: dict[str, tuple] = {}   # id -> its first send
         # an id in any of the spec's formats (messages.yaml dedup_ids): one match instead of one per format
         self.known_id = re.compile("|".join(f"(?:{f.pattern.pattern})" for f in self.spec.id_formats.values())).fullmatch
@@ -365,13 +365,17 @@ class _ShareRun:
         out.seconds = time.perf_counter() - started
         return out
 
-    def new_id(self, mid: str, ref: int, kind: str, node: str) -> None:
-        """The first record of ``mid`` in this share (each record that may open an id asks)."""
-        if mid not in self.ids:
-            self.ids.add(mid)
-            if not self.known_id(mid):
-                self.find("CORDA-ID-001", mid, f"id {mid!r} is in none of the formats R-, N-, E- "
-                          "(spec/corda/messages.yaml dedup_ids)", [(ref, kind, node)])
+    def new_id(self, mid: str, ref: int, kind: str, node: str) -> str:
+        """The id's one string; judged at its first record in this share (each record that may open
+        an id asks)."""
+        known = self.ids.get(mid)
+        if known is not None:
+            return known
+        self.ids[mid] = mid
+        if not self.known_id(mid):
+            self.find("CORDA-ID-001", mid, f"id {mid!r} is in none of the formats R-, N-, E- "
+                      "(spec/corda/messages.yaml dedup_ids)", [(ref, kind, node)])
+        return mid
 
     def general(self, refs, lines, recs: list, typed: TypedRecords) -> list:
         """``recs`` with each line the typed decoding refused read the general way: its typed record
@@ -428,8 +432,7 @@ class _ShareRun:
         t = self.tracks.get(r.id)
         if t is not None and t.node == r.node and not t.gap:
             return t
-        self.new_id(r.id, ref, kind, r.node)
-        return self._track(r.node, r.id, ref)
+        return self._track(intern(r.node), self.new_id(r.id, ref, kind, r.node), ref)
 
     def _track(self, node: str, mid: str, ref: int) -> _Track:
         """The track of ``mid`` on ``node``, opened at ``ref`` if there is none."""
@@ -448,7 +451,7 @@ class _ShareRun:
         mid, seq = r.id, r.seq
         sender = intern(r.sender)
         if mid not in self.sent:
-            self.new_id(mid, ref, "sent", r.node)
+            mid = self.new_id(mid, ref, "sent", r.node)
             fact = (ref, intern(r.node), mid, intern(r.session), sender, seq)
             self.sent[mid] = fact
             self.out.sends.append(fact)
@@ -459,19 +462,19 @@ class _ShareRun:
 
     def ev_received(self, r, ref: int) -> None:
         tr = self.track(r, ref, "received")
-        c = _Copy(ref, r.delivery, r.sender, r.seq, r.session)
+        c = _Copy(ref, r.delivery, intern(r.sender), r.seq, intern(r.session))
         tr.copies.append(c)
-        self.received.add(r.id)
+        self.received.add(tr.mid)
         if len(tr.copies) == 1 and c.seq is not None:
             # a use of the number, unless the id's send (before it) used it already: the merge keeps
             # one use per sender, number and id, the first
             sent = self.sent.get(r.id)
             if sent is None or sent[5] != c.seq or sent[4] != c.sender or sent[0] > ref:
-                self.out.seqs.append((intern(c.sender), c.seq, r.id, ref))
+                self.out.seqs.append((c.sender, c.seq, tr.mid, ref))
 
     def ev_dedup(self, r, ref: int) -> None:
         tr = self.track(r, ref, "dedup")
-        node, mid = r.node, r.id
+        node, mid = tr.node, tr.mid
         delivery = r.delivery
         copies = tr.copies
         if delivery is not UNSET:
@@ -497,11 +500,11 @@ class _ShareRun:
             if tr.commits:
                 self.out.renewed.append((ref, intern(node), mid, c.sender, c.seq, tr.commits[0][0], None))
             else:
-                tr.new_after = [*tr.new_after, (ref, r.t, c.sender, c.seq)]
+                tr.new_after = (*tr.new_after, (ref, r.t, c.sender, c.seq))
 
     def ev_committed(self, r, ref: int) -> None:
         tr = self.track(r, ref, "committed")
-        node, mid = r.node, r.id
+        node, mid = tr.node, tr.mid
         copies = tr.copies
         c = copies[-1] if copies else None  # most often the copy the commit is for
         if c is None or c.verdict != "NEW" or c.done == "committed":
@@ -535,7 +538,7 @@ class _ShareRun:
             if session is not None and sender is not None:  # else unknown (an unreadable line held it): not ordered
                 seq = r.seq if r.seq is not UNSET else c.seq if c is not None else None
                 self.out.commits.append((ref, intern(node), mid, intern(session), intern(sender), seq))
-        tr.commits = [*tr.commits, (ref, r.tx, r.t)]
+        tr.commits = (*tr.commits, (ref, r.tx, r.t))
 
     def _settle_copy(self, r, ref: int, done: str) -> tuple[_Track, str, str, _Copy | None, str | None]:
         """(track, node, id, the copy the event's delivery names, its answer) of an acked or discarded
@@ -557,7 +560,7 @@ class _ShareRun:
         if answer == "IN_FLIGHT":
             return  # acknowledged now by the profile's choice (corda-os-2021): CORDA-ACK-001 holds for other copies
         if not tr.commits:
-            tr.acks = [*tr.acks, (ref, r.t, answer or "no answer", c.ref if c is not None else None, c.vref if c is not None else None)]
+            tr.acks = (*tr.acks, (ref, r.t, answer or "no answer", c.ref if c is not None else None, c.vref if c is not None else None))
 
     def ev_discarded(self, r, ref: int) -> None:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "discarded")
@@ -581,7 +584,7 @@ class _ShareRun:
         if tr.rows:
             self.find("CORDA-DEDUP-001", r.id, f"the processed-ids table of node {r.node} holds {r.id} "
                       "twice: it was processed twice", [(tr.rows[0][0], "row", r.node), (ref, "row", r.node)])
-        tr.rows = [*tr.rows, (ref, r.tx, r.t, r.sender, r.seq)]
+        tr.rows = (*tr.rows, (ref, r.tx, r.t))
 
     # end of the share --------------------------------------------------------------------------
     def finish(self) -> Share:
