@@ -116,8 +116,7 @@ class Share:
     event_nodes: set = field(default_factory=set)
     export_nodes: set = field(default_factory=set)
     # facts for the checks that span ids
-    commits: list[tuple] = field(default_factory=list)     # (ref, node, id, session, sender, seq), first commit per node and id
-    sends: list[tuple] = field(default_factory=list)       # (ref, node, id, session, sender, seq), first send per id
+    commits: list[tuple] = field(default_factory=list)     # (ref, node, id, session, sender, seq, its first send's ref or None), first commit per node and id
     seqs: list[tuple] = field(default_factory=list)        # (sender, seq, id, ref), one per (sender, seq, id)
     sent_seqs: list[tuple] = field(default_factory=list)   # (ref, sender, seq, id) of every send with a seq
     renewed: list[tuple] = field(default_factory=list)     # (verdict ref, node, id, sender, seq, commit ref or None, row ref or None)
@@ -302,6 +301,7 @@ class _ShareRun:
         self.more_tracks: dict[tuple[str, str], _Track] = {}
         self.ids: dict[str, str] = {}      # every id of the share, to its one string (kept once, however many records name it)
         self.sent: dict[str, tuple] = {}   # id -> its first send
+        self.unsent_commits: list[int] = []  # the commit facts whose id had no send yet when they were made
         # an id in any of the spec's formats (messages.yaml dedup_ids): one match instead of one per format
         self.known_id = re.compile("|".join(f"(?:{f.pattern.pattern})" for f in self.spec.id_formats.values())).fullmatch
         self.received: set[str] = set()    # ids some node received
@@ -454,7 +454,6 @@ class _ShareRun:
             mid = self.new_id(mid, ref, "sent", r.node)
             fact = (ref, intern(r.node), mid, intern(r.session), sender, seq)
             self.sent[mid] = fact
-            self.out.sends.append(fact)
         if seq is not None:
             out = self.out
             out.sent_seqs.append((ref, sender, seq, mid))
@@ -537,7 +536,11 @@ class _ShareRun:
             sender = r.sender if r.sender is not UNSET else c.sender if c is not None else None
             if session is not None and sender is not None:  # else unknown (an unreadable line held it): not ordered
                 seq = r.seq if r.seq is not UNSET else c.seq if c is not None else None
-                self.out.commits.append((ref, intern(node), mid, intern(session), intern(sender), seq))
+                sent = self.sent.get(mid)
+                if sent is None:  # (its send may come later in the log: looked for again at the end)
+                    self.unsent_commits.append(len(self.out.commits))
+                self.out.commits.append((ref, intern(node), mid, intern(session), intern(sender), seq,
+                                         sent[0] if sent is not None else None))
         tr.commits = (*tr.commits, (ref, r.tx, r.t))
 
     def _settle_copy(self, r, ref: int, done: str) -> tuple[_Track, str, str, _Copy | None, str | None]:
@@ -589,6 +592,11 @@ class _ShareRun:
     # end of the share --------------------------------------------------------------------------
     def finish(self) -> Share:
         out = self.out
+        for i in self.unsent_commits:
+            c = out.commits[i]
+            sent = self.sent.get(c[2])
+            if sent is not None:
+                out.commits[i] = (*c[:6], sent[0])
         out.ids = len(self.ids)
         settled = self.c.settled
         committed_ids = set()
