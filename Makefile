@@ -133,6 +133,7 @@ bench_run = { PYTHONUNBUFFERED=1 $(BIN)/python $(1) 2>&1; echo $$? > bench/out/.
 bench: $(STAMP)
 	@mkdir -p bench/out && : > $(BENCH_LOG)
 	$(call bench_run,bench/bench_check.py)
+	$(call bench_run,bench/bench_corda_check.py)
 	$(call bench_run,bench/bench_floor.py)
 	$(call bench_run,bench/bench_tl.py)
 	$(call bench_run,bench/bench_sign.py)

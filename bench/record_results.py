@@ -45,6 +45,10 @@ FIGURES = {
     "rmb check short MB": r"^RESULT rmb short ratio\(default jobs\) = [\d.]+; memory (?P<v>\d+) MB",
     "rmb check long MB": r"^RESULT rmb long ratio\(default jobs\) = [\d.]+; memory (?P<v>\d+) MB",
     "rmb check fanout MB": r"^RESULT rmb fanout ratio\(default jobs\) = [\d.]+; memory (?P<v>\d+) MB",
+    # bench_corda_check.py: per shape of log, best check time at the default jobs / best orjson parse
+    "corda check short / parse": r"^RESULT corda short ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
+    "corda check long / parse": r"^RESULT corda long ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
+    "corda check peers / parse": r"^RESULT corda peers ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
     # bench_sign.py
     "verify rate / bare libsodium": r"^RESULT verify ratio = (?P<v>[\d.]+)",
     "check j1 with / without --validators": r"^RESULT check j1 ratio with/without --validators = (?P<v>[\d.]+)",

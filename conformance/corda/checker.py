@@ -22,24 +22,30 @@ that line could show is not judged either way.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from sys import intern
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Iterable, Sequence
 
+import msgspec
 import orjson
 
-from rmkit.logread import auto_jobs, numbered_batches
+from msgspec import UNSET
+
+from rmkit.gctune import paused_collections
+from rmkit.logread import auto_jobs, numbered_batches, usable_cores
 from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 
-from rmkit.conformance.corda.recordspec import ROW, record_format
+from rmkit.conformance.corda.decode import TypedRecords
+from rmkit.conformance.corda.recordspec import EVENT, ROW, record_format
 from rmkit.conformance.corda.spec import corda_spec
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
-INTERNED = ("sender", "session")  # besides id and node: the values the checker keeps per message
 # Rules a node's records cannot show (no bridge, queue or sender-replay events): listed as not
 # checked, never as passing; where each is judged instead: its `driven` and `judged_elsewhere` in spec/corda/rules.yaml.
 NOT_IN_RECORDS = {
@@ -55,15 +61,15 @@ NOT_SETTLED = ("the log may end while messages are still in transit: give --sett
                "records were taken after all sent messages had time to arrive")
 
 
-@dataclass(slots=True)
-class _Copy:
-    """One copy of a message a node received (a delivery), and what the node did with it."""
+class _Copy(msgspec.Struct, gc=False):
+    """One copy of a message a node received (a delivery), and what the node did with it. (A Struct:
+    there is one per delivery, made faster than a class instance; it holds no cycles.)"""
 
     ref: int
-    delivery: str
-    sender: str
+    delivery: str | None
+    sender: str | None
     seq: int | None
-    session: str
+    session: str | None
     verdict: str | None = None   # the spec's answer: NEW, DUPLICATE, IN_FLIGHT
     vref: int = 0
     vt: int = 0
@@ -71,20 +77,19 @@ class _Copy:
     unread: bool = False         # its received line was unreadable: what it carries is partly unknown
 
 
-class _Track:
-    """One message id on one node (slots, lists made when first needed: there is one per message)."""
+class _Track(msgspec.Struct, gc=False):
+    """One message id on one node (one per message: a Struct, its lists made when first needed)."""
 
-    __slots__ = ("first", "copies", "commits", "rows", "acks", "new_after", "acked", "gap")
-
-    def __init__(self, first: int):
-        self.first = first                                # the ref of the record that opened it (its place at the share's end)
-        self.copies: list[_Copy] = []
-        self.commits: list[tuple[int, int, int]] = _EMPTY   # (ref, tx, t)
-        self.rows: list[tuple] = _EMPTY                      # (ref, tx, t, sender, seq)
-        self.acks: list[tuple] = _EMPTY                   # acks with no commit before: (ref, t, answer, copy ref, verdict ref)
-        self.new_after: list[tuple] = _EMPTY              # NEW answers with no commit before: (ref, t, sender, seq)
-        self.acked = 0                                    # the ref of the last acknowledgement (0: none)
-        self.gap = False                                  # a line of it was unreadable: what follows may lack its cause
+    node: str
+    mid: str
+    first: int                     # the ref of the record that opened it (its place at the share's end)
+    copies: list                   # of _Copy
+    commits: Sequence = ()         # (ref, tx, t)
+    rows: Sequence = ()            # (ref, tx, t)
+    acks: Sequence = ()            # acks with no commit before: (ref, t, answer, copy ref, verdict ref)
+    new_after: Sequence = ()       # NEW answers with no commit before: (ref, t, sender, seq)
+    acked: int = 0                 # the ref of the last acknowledgement (0: none)
+    gap: bool = False              # a line of it was unreadable: what follows may lack its cause
 
     def copy(self, delivery: str) -> _Copy | None:
         """The latest copy of this delivery (a redelivery may carry the broker's message-id again)."""
@@ -92,9 +97,6 @@ class _Track:
             if c.delivery == delivery:
                 return c
         return None
-
-
-_EMPTY: list = []  # shared until a track needs a list of its own (replaced, never appended to)
 
 
 @dataclass
@@ -114,8 +116,7 @@ class Share:
     event_nodes: set = field(default_factory=set)
     export_nodes: set = field(default_factory=set)
     # facts for the checks that span ids
-    commits: list[tuple] = field(default_factory=list)     # (ref, node, id, session, sender, seq), first commit per node and id
-    sends: list[tuple] = field(default_factory=list)       # (ref, node, id, session, sender, seq), first send per id
+    commits: list[tuple] = field(default_factory=list)     # (ref, node, id, session, sender, seq, its first send's ref or None), first commit per node and id
     seqs: list[tuple] = field(default_factory=list)        # (sender, seq, id, ref), one per (sender, seq, id)
     sent_seqs: list[tuple] = field(default_factory=list)   # (ref, sender, seq, id) of every send with a seq
     renewed: list[tuple] = field(default_factory=list)     # (verdict ref, node, id, sender, seq, commit ref or None, row ref or None)
@@ -156,10 +157,11 @@ class CordaLogChecker:
         """Check ``inputs`` (paths, or ``-``) as one log; with ``jobs`` > 1, in that many processes."""
         from rmkit.conformance.corda.parallel import run_parallel
 
-        jobs = auto_jobs(inputs) if self.jobs is None else self.jobs
+        jobs = default_jobs(inputs) if self.jobs is None else self.jobs
         if jobs > 1 and "-" not in inputs:
             return run_parallel(self, inputs, jobs)
-        return self.merge(inputs, [self.check_share(inputs, self.file_batches(inputs))])
+        with paused_collections():  # from the first record to the report: nothing in between makes cycles
+            return self.merge(inputs, [self.check_share(inputs, self.file_batches(inputs))])
 
     def file_batches(self, inputs: list[str]):
         """Every line of ``inputs`` as (refs, lines) batches; where an input breaks off (a truncated
@@ -173,7 +175,8 @@ class CordaLogChecker:
 
     # -- step 1: one share ---------------------------------------------------------------------
     def check_share(self, inputs: list[str], batches: Iterable[tuple[Sequence[int], Sequence[bytes | str]]]) -> Share:
-        return _ShareRun(self, inputs).feed(batches)
+        with paused_collections():  # the tracks hold no reference cycles (see rmkit.gctune)
+            return _ShareRun(self, inputs).feed(batches)
 
     # -- step 2: merge ---------------------------------------------------------------------------
     def merge(self, inputs: list[str], shares: list[Share]) -> Report:
@@ -250,8 +253,31 @@ class CordaLogChecker:
         return Violation(rule, self.spec.rules[rule].severity, self.modes[rule], mid, explanation, ev)
 
 
+def default_jobs(inputs: list[str]) -> int:
+    """The processes ``rmkit check --protocol corda`` uses when ``--jobs`` is not given: as
+    :func:`rmkit.logread.auto_jobs` decides, but one on a machine of two cores or fewer. Every
+    share reads and keys every line of the log before it checks its own (bench_corda_check.py: two
+    shares spend 1.7 times one process's CPU), so two cores gain nothing from a second process."""
+    if usable_cores() <= 2:
+        return 1
+    return auto_jobs(inputs)
+
+
 def _first(v: Violation, inputs: list[str]) -> tuple:
     return min(((inputs.index(e.file) if e.file in inputs else 0, e.line) for e in v.evidence), default=(0, 0))
+
+
+_FIRST = attrgetter("first")
+_NO_KIND = (None, None)
+
+
+class _Unreadable(msgspec.Struct, gc=False):
+    """A line that could not be read, in its place among a batch's records: the problem to report
+    and, for an event that names its node and message, the line as read (see ``unread``)."""
+
+    why: str
+    field: str | None = None
+    event: dict | None = None
 
 
 class BrokenLine(str):
@@ -269,9 +295,15 @@ class _ShareRun:
         self.spec = checker.spec
         self.fmt = record_format()
         self.out = Share()
-        self.tracks: dict[tuple[str, str], _Track] = {}
-        self.ids: set[str] = set()
+        # the open tracks: by id (most ids are received by one node), and by (node, id) for the
+        # tracks of an id on a node other than its first
+        self.tracks: dict[str, _Track] = {}
+        self.more_tracks: dict[tuple[str, str], _Track] = {}
+        self.ids: dict[str, str] = {}      # every id of the share, to its one string (kept once, however many records name it)
         self.sent: dict[str, tuple] = {}   # id -> its first send
+        self.unsent_commits: list[int] = []  # the commit facts whose id had no send yet when they were made
+        # an id in any of the spec's formats (messages.yaml dedup_ids): one match instead of one per format
+        self.known_id = re.compile("|".join(f"(?:{f.pattern.pattern})" for f in self.spec.id_formats.values())).fullmatch
         self.received: set[str] = set()    # ids some node received
         self.stored: Counter = Counter()
         # where a finding is made, in the order one process makes them: (0, line) while reading,
@@ -304,60 +336,77 @@ class _ShareRun:
     # reading ---------------------------------------------------------------------------------
     def feed(self, batches) -> Share:
         started = time.perf_counter()
-        loads = orjson.loads
-        JSONDecodeError = orjson.JSONDecodeError
-        read = self.fmt.read
+        typed = TypedRecords(self.fmt)
+        decode, kinds = typed.decode_batch, typed.kind
         out = self.out
-        events: Counter = Counter()
+        per_type: Counter = Counter()
         nodes: set = set()
-        ids = self.ids
-        handlers = {ev: getattr(self, "ev_" + ev) for ev in self.fmt.required}
-        records = 0
+        node_of = attrgetter("node")
+        handlers = {cls: getattr(self, "ev_" + ev) if ev else self.row for cls, (_, ev) in kinds.items()}
+        handlers[_Unreadable] = self.unreadable
         for refs, lines in batches:
-            for ref, line in zip(refs, lines):
-                try:
-                    obj = loads(line)
-                except JSONDecodeError as exc:
-                    if isinstance(line, BrokenLine):
-                        self.problem(ref, str(line))
-                    elif line and not line.isspace():
-                        self.problem(ref, f"not JSON: {exc}")
-                    continue
-                kind, problems = read(obj)
-                if problems:
-                    fld, why = problems[0]
-                    more = f" (and {len(problems) - 1} more: {', '.join(str(p[0]) for p in problems[1:])})" if len(problems) > 1 else ""
-                    self.problem(ref, why + more, fld)
-                    if kind is not None and kind != ROW:
-                        self.unread(obj, ref)
-                    continue
-                records += 1
-                self.ref = ref
-                # one string object per id, node, sender and session, however many records name it
-                obj["id"] = mid = intern(obj["id"])
-                obj["node"] = intern(obj["node"])
-                for name in INTERNED:
-                    v = obj.get(name)
-                    if type(v) is str:
-                        obj[name] = intern(v)
-                if mid not in ids:
-                    ids.add(mid)
-                    if self.spec.id_format(mid) is None:
-                        self.find("CORDA-ID-001", mid, f"id {mid!r} is in none of the formats R-, N-, E- "
-                                  "(spec/corda/messages.yaml dedup_ids)", [(ref, obj.get("event", "row"), obj["node"])])
-                if kind == ROW:
-                    self.row(obj, ref)
-                else:
-                    ev = obj["event"]
-                    events[ev] += 1
-                    nodes.add(obj["node"])
-                    handlers[ev](obj, ref)
-        out.records += records
-        out.events.update(events)
+            recs = decode(lines)
+            if None in recs:
+                recs = self.general(refs, lines, recs, typed)
+            per_type.update(map(type, recs))
+            for r in recs:  # the nodes with events: most batches name one or two
+                if r is not None and kinds.get(type(r), _NO_KIND)[0] == EVENT and r.node not in nodes:
+                    nodes.add(r.node)
+            for ref, r in zip(refs, recs):
+                if r is not None:
+                    self.ref = ref
+                    handlers[type(r)](r, ref)
+        per_type.pop(type(None), None)
+        per_type.pop(_Unreadable, None)
+        out.records += sum(per_type.values())
+        out.events.update({kinds[cls][1]: n for cls, n in per_type.items() if kinds[cls][0] == EVENT})
         out.event_nodes |= nodes
         self.finish()
         out.seconds = time.perf_counter() - started
         return out
+
+    def new_id(self, mid: str, ref: int, kind: str, node: str) -> str:
+        """The id's one string; judged at its first record in this share (each record that may open
+        an id asks)."""
+        known = self.ids.get(mid)
+        if known is not None:
+            return known
+        self.ids[mid] = mid
+        if not self.known_id(mid):
+            self.find("CORDA-ID-001", mid, f"id {mid!r} is in none of the formats R-, N-, E- "
+                      "(spec/corda/messages.yaml dedup_ids)", [(ref, kind, node)])
+        return mid
+
+    def general(self, refs, lines, recs: list, typed: TypedRecords) -> list:
+        """``recs`` with each line the typed decoding refused read the general way: its typed record
+        where it is usable, else an :class:`_Unreadable` that reports it in its place among the
+        records (so that what it does to its message's track comes in log order)."""
+        out = list(recs)
+        for i, r in enumerate(recs):
+            if r is not None:
+                continue
+            line = lines[i]
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                if isinstance(line, BrokenLine):
+                    out[i] = _Unreadable(str(line))
+                elif line and not line.isspace():
+                    out[i] = _Unreadable(f"not JSON: {exc}")
+                continue
+            kind, problems = self.fmt.read(obj)
+            if problems:
+                fld, why = problems[0]
+                more = f" (and {len(problems) - 1} more: {', '.join(str(p[0]) for p in problems[1:])})" if len(problems) > 1 else ""
+                out[i] = _Unreadable(why + more, fld, obj if kind is not None and kind != ROW else None)
+                continue
+            out[i] = typed.from_dict(obj, kind)
+        return out
+
+    def unreadable(self, u: "_Unreadable", ref: int) -> None:
+        self.problem(ref, u.why, u.field)
+        if u.event is not None:
+            self.unread(u.event, ref)
 
     def unread(self, obj: dict, ref: int) -> None:
         """An event line that is unreadable but names its node and message: the line is reported and
@@ -367,11 +416,7 @@ class _ShareRun:
         node, mid = obj.get("node"), obj.get("id")
         if type(node) is not str or type(mid) is not str or not node or not mid:
             return
-        node, mid = intern(node), intern(mid)
-        key = (node, mid)
-        tr = self.tracks.get(key)
-        if tr is None:
-            tr = self.tracks[key] = _Track(ref)
+        tr = self._track(node, mid, ref)
         tr.gap = True
         if obj.get("event") == "received":
             def text(name):
@@ -381,79 +426,99 @@ class _ShareRun:
             tr.copies.append(_Copy(ref, text("delivery"), text("sender"), seq if type(seq) is int and seq >= 0 else None,
                                    text("session"), unread=True))
 
-    def track(self, obj: dict, ref: int) -> _Track:
-        key = (obj["node"], obj["id"])
-        t = self.tracks.get(key)
+    def track(self, r, ref: int, kind: str) -> _Track:
+        """The track of the record's message on its node (opened by this record if there is none;
+        ``kind``: the record's, for the evidence of a finding about the id)."""
+        t = self.tracks.get(r.id)
+        if t is not None and t.node == r.node and not t.gap:
+            return t
+        return self._track(intern(r.node), self.new_id(r.id, ref, kind, r.node), ref)
+
+    def _track(self, node: str, mid: str, ref: int) -> _Track:
+        """The track of ``mid`` on ``node``, opened at ``ref`` if there is none."""
+        t = self.tracks.get(mid)
         if t is None:
-            t = self.tracks[key] = _Track(ref)
+            t = self.tracks[mid] = _Track(node, mid, ref, [])
+        elif t.node != node:
+            t = self.more_tracks.get((node, mid))
+            if t is None:
+                t = self.more_tracks[(node, mid)] = _Track(node, mid, ref, [])
         return t
 
-    def _seq(self, sender, seq, mid, ref) -> None:
-        """A use of a sequence number: once per id's first send and per node's first copy (the merge
-        keeps one per sender, number and id)."""
-        if seq is not None:
-            self.out.seqs.append((sender, seq, mid, ref))
-
-    # events ----------------------------------------------------------------------------------
-    def ev_sent(self, obj: dict, ref: int) -> None:
-        mid = obj["id"]
-        fact = (ref, obj["node"], mid, obj["session"], obj["sender"], obj["seq"])
+    # events (``r``: a typed record, :mod:`rmkit.conformance.corda.decode`; an optional field it
+    # does not carry is UNSET) ------------------------------------------------------------------
+    def ev_sent(self, r, ref: int) -> None:
+        mid, seq = r.id, r.seq
+        sender = intern(r.sender)
         if mid not in self.sent:
+            mid = self.new_id(mid, ref, "sent", r.node)
+            fact = (ref, intern(r.node), mid, intern(r.session), sender, seq)
             self.sent[mid] = fact
-            self.out.sends.append(fact)
-        if obj["seq"] is not None:
-            self.out.sent_seqs.append((ref, obj["sender"], obj["seq"], mid))
-            self._seq(obj["sender"], obj["seq"], mid, ref)
+        if seq is not None:
+            out = self.out
+            out.sent_seqs.append((ref, sender, seq, mid))
+            out.seqs.append((sender, seq, mid, ref))
 
-    def ev_received(self, obj: dict, ref: int) -> None:
-        tr = self.track(obj, ref)
-        c = _Copy(ref, obj["delivery"], obj["sender"], obj["seq"], obj["session"])
+    def ev_received(self, r, ref: int) -> None:
+        tr = self.track(r, ref, "received")
+        c = _Copy(ref, r.delivery, intern(r.sender), r.seq, intern(r.session))
         tr.copies.append(c)
-        self.received.add(obj["id"])
-        if len(tr.copies) == 1:
-            self._seq(c.sender, c.seq, obj["id"], ref)
+        self.received.add(tr.mid)
+        if len(tr.copies) == 1 and c.seq is not None:
+            # a use of the number, unless the id's send (before it) used it already: the merge keeps
+            # one use per sender, number and id, the first
+            sent = self.sent.get(r.id)
+            if sent is None or sent[5] != c.seq or sent[4] != c.sender or sent[0] > ref:
+                self.out.seqs.append((c.sender, c.seq, tr.mid, ref))
 
-    def ev_dedup(self, obj: dict, ref: int) -> None:
-        tr = self.track(obj, ref)
-        node, mid = obj["node"], obj["id"]
-        if "delivery" in obj:
-            c = tr.copy(obj["delivery"])
+    def ev_dedup(self, r, ref: int) -> None:
+        tr = self.track(r, ref, "dedup")
+        node, mid = tr.node, tr.mid
+        delivery = r.delivery
+        copies = tr.copies
+        if delivery is not UNSET:
+            c = tr.copy(delivery)
+        elif copies and copies[-1].verdict is None:
+            c = copies[-1]  # the copy last received, most often
         else:
-            c = next((c for c in reversed(tr.copies) if c.verdict is None), None)
+            c = next((c for c in reversed(copies) if c.verdict is None), None)
         if c is None and tr.gap:  # the copy's received line was unreadable (its delivery too, or the copy unnamed)
             c = next((c for c in reversed(tr.copies) if c.unread and c.verdict is None), None)
             if c is None:
                 return
         if c is None:
             self.problem(ref, f"a dedup verdict for {mid} on node {node} with no received copy "
-                              + (f"of delivery {obj['delivery']!r} " if "delivery" in obj else "awaiting one ")
+                              + (f"of delivery {delivery!r} " if delivery is not UNSET else "awaiting one ")
                               + "before it (records.yaml: received is written before its dedup)", "event")
             self.out.records -= 1
             return
-        answer = self.fmt.verdicts[obj["verdict"]]
-        c.verdict, c.vref, c.vt = answer, ref, obj["t"]
+        answer = self.fmt.verdicts[r.verdict]
+        c.verdict, c.vref, c.vt = answer, ref, r.t
         self.out.verdicts[answer] += 1
         if answer == "NEW":
             if tr.commits:
-                self.out.renewed.append((ref, node, mid, c.sender, c.seq, tr.commits[0][0], None))
+                self.out.renewed.append((ref, intern(node), mid, c.sender, c.seq, tr.commits[0][0], None))
             else:
-                tr.new_after = [*tr.new_after, (ref, obj["t"], c.sender, c.seq)]
+                tr.new_after = (*tr.new_after, (ref, r.t, c.sender, c.seq))
 
-    def ev_committed(self, obj: dict, ref: int) -> None:
-        tr = self.track(obj, ref)
-        node, mid = obj["node"], obj["id"]
-        c = next((c for c in reversed(tr.copies) if c.verdict == "NEW" and c.done != "committed"), None)
+    def ev_committed(self, r, ref: int) -> None:
+        tr = self.track(r, ref, "committed")
+        node, mid = tr.node, tr.mid
+        copies = tr.copies
+        c = copies[-1] if copies else None  # most often the copy the commit is for
+        if c is None or c.verdict != "NEW" or c.done == "committed":
+            c = next((c for c in reversed(copies) if c.verdict == "NEW" and c.done != "committed"), None)
         if c is None:
-            other = next((c for c in reversed(tr.copies) if c.verdict is not None and c.done != "committed"), None)
+            other = next((c for c in reversed(copies) if c.verdict is not None and c.done != "committed"), None)
             if other is not None:
                 self.find("CORDA-DEDUP-003", mid, f"node {node} committed {mid} from a copy its deduplicator answered "
                           f"{other.verdict}: a copy that is not NEW was handed to its flow",
                           [(other.vref, "dedup", node), (ref, "committed", node)])
                 c = other
             elif tr.commits:  # a copy committed a second time: the effect happened twice (CORDA-DEDUP-001 below)
-                c = next((c for c in reversed(tr.copies) if c.done == "committed"), None)
+                c = next((c for c in reversed(copies) if c.done == "committed"), None)
             elif tr.gap:  # the copy's received or dedup line was unreadable: the commit is read without it
-                c = next((c for c in reversed(tr.copies) if c.done != "committed"), None)
+                c = next((c for c in reversed(copies) if c.done != "committed"), None)
             else:
                 self.problem(ref, f"{mid} committed on node {node} with no received copy answered before it "
                                   "(records.yaml: received and dedup come before the commit)", "event")
@@ -462,71 +527,91 @@ class _ShareRun:
         if c is not None:
             c.done = "committed"
         if tr.commits:
-            self.find("CORDA-DEDUP-001", mid, f"node {node} committed {mid} again (transaction {obj['tx']}; "
+            self.find("CORDA-DEDUP-001", mid, f"node {node} committed {mid} again (transaction {r.tx}; "
                       f"first in transaction {tr.commits[0][1]}): its effect happened twice",
                       [(tr.commits[0][0], "committed", node), (c.vref or None if c is not None else None, "dedup", node),
                        (ref, "committed", node)])
         else:
-            session = obj.get("session", c.session if c is not None else None)
-            sender = obj.get("sender", c.sender if c is not None else None)
+            session = r.session if r.session is not UNSET else c.session if c is not None else None
+            sender = r.sender if r.sender is not UNSET else c.sender if c is not None else None
             if session is not None and sender is not None:  # else unknown (an unreadable line held it): not ordered
-                self.out.commits.append((ref, node, mid, session, sender, obj["seq"] if "seq" in obj else c.seq if c is not None else None))
-        tr.commits = [*tr.commits, (ref, obj["tx"], obj["t"])]
+                seq = r.seq if r.seq is not UNSET else c.seq if c is not None else None
+                sent = self.sent.get(mid)
+                if sent is None:  # (its send may come later in the log: looked for again at the end)
+                    self.unsent_commits.append(len(self.out.commits))
+                self.out.commits.append((ref, intern(node), mid, intern(session), intern(sender), seq,
+                                         sent[0] if sent is not None else None))
+        tr.commits = (*tr.commits, (ref, r.tx, r.t))
 
-    def _settle_copy(self, obj: dict, ref: int, done: str) -> tuple[_Track, str, str, _Copy | None, str | None]:
+    def _settle_copy(self, r, ref: int, done: str) -> tuple[_Track, str, str, _Copy | None, str | None]:
         """(track, node, id, the copy the event's delivery names, its answer) of an acked or discarded
         event; the copy is marked with what was done to it."""
-        tr = self.track(obj, ref)
-        c = tr.copy(obj["delivery"])
+        tr = self.track(r, ref, done)
+        c = tr.copy(r.delivery)
         if c is not None:
             c.done = c.done or done
-        return tr, obj["node"], obj["id"], c, c.verdict if c is not None else None
+        return tr, r.node, r.id, c, c.verdict if c is not None else None
 
-    def ev_acked(self, obj: dict, ref: int) -> None:
-        tr, node, mid, c, answer = self._settle_copy(obj, ref, "acked")
+    def ev_acked(self, r, ref: int) -> None:
+        tr, node, mid, c, answer = self._settle_copy(r, ref, "acked")
         tr.acked = ref
         if answer is not None and self.spec.consequence[answer] == "discard":
-            self.find("CORDA-DEDUP-004", mid, f"node {node} acknowledged delivery {obj['delivery']} of {mid}, which its "
+            self.find("CORDA-DEDUP-004", mid, f"node {node} acknowledged delivery {r.delivery} of {mid}, which its "
                       f"deduplicator answered {answer} (another copy was being processed): if that copy's commit "
                       "fails, no copy is left", [(c.ref, "received", node), (c.vref, "dedup", node), (ref, "acked", node)])
             return
         if answer == "IN_FLIGHT":
             return  # acknowledged now by the profile's choice (corda-os-2021): CORDA-ACK-001 holds for other copies
         if not tr.commits:
-            tr.acks = [*tr.acks, (ref, obj["t"], answer or "no answer", c.ref if c is not None else None, c.vref if c is not None else None)]
+            tr.acks = (*tr.acks, (ref, r.t, answer or "no answer", c.ref if c is not None else None, c.vref if c is not None else None))
 
-    def ev_discarded(self, obj: dict, ref: int) -> None:
-        tr, node, mid, c, answer = self._settle_copy(obj, ref, "discarded")
+    def ev_discarded(self, r, ref: int) -> None:
+        tr, node, mid, c, answer = self._settle_copy(r, ref, "discarded")
         if answer == "IN_FLIGHT" or (answer is None and tr.gap):  # no answer known: its line was unreadable
             return
         refs = [(c.ref, "received", node), (c.vref or None, "dedup", node)] if c is not None else []
         if answer == "DUPLICATE":
-            self.find("CORDA-DEDUP-003", mid, f"node {node} dropped delivery {obj['delivery']} of {mid} without "
+            self.find("CORDA-DEDUP-003", mid, f"node {node} dropped delivery {r.delivery} of {mid} without "
                       "acknowledging it although it was a DUPLICATE: the broker keeps redelivering it",
                       refs + [(ref, "discarded", node)])
         else:
-            self.find("CORDA-DEDUP-008", mid, f"node {node} dropped delivery {obj['delivery']} of {mid} without "
+            self.find("CORDA-DEDUP-008", mid, f"node {node} dropped delivery {r.delivery} of {mid} without "
                       f"acknowledgement after the answer {answer or '(none)'}: only an IN_FLIGHT copy is dropped so",
                       refs + [(ref, "discarded", node)])
 
-    def row(self, obj: dict, ref: int) -> None:
+    def row(self, r, ref: int) -> None:
         out = self.out
         out.rows += 1
-        out.export_nodes.add(obj["node"])
-        tr = self.track(obj, ref)
+        out.export_nodes.add(r.node)
+        tr = self.track(r, ref, "row")
         if tr.rows:
-            self.find("CORDA-DEDUP-001", obj["id"], f"the processed-ids table of node {obj['node']} holds {obj['id']} "
-                      "twice: it was processed twice", [(tr.rows[0][0], "row", obj["node"]), (ref, "row", obj["node"])])
-        tr.rows = [*tr.rows, (ref, obj["tx"], obj["t"], obj["sender"], obj["seq"])]
+            self.find("CORDA-DEDUP-001", r.id, f"the processed-ids table of node {r.node} holds {r.id} "
+                      "twice: it was processed twice", [(tr.rows[0][0], "row", r.node), (ref, "row", r.node)])
+        tr.rows = (*tr.rows, (ref, r.tx, r.t))
 
     # end of the share --------------------------------------------------------------------------
     def finish(self) -> Share:
         out = self.out
+        for i in self.unsent_commits:
+            c = out.commits[i]
+            sent = self.sent.get(c[2])
+            if sent is not None:
+                out.commits[i] = (*c[:6], sent[0])
         out.ids = len(self.ids)
         settled = self.c.settled
         committed_ids = set()
         self.phase = 1
-        for (node, mid), tr in self.tracks.items():
+        # in the order the tracks were opened (one dict of them is in that order already)
+        tracks = sorted((*self.tracks.values(), *self.more_tracks.values()), key=_FIRST) if self.more_tracks else self.tracks.values()
+        for tr in tracks:
+            commits, rows, na = tr.commits, tr.rows, tr.new_after
+            if len(commits) == 1 and rows and commits[0][1] == rows[0][1] and not tr.acks \
+                    and (not na or (len(na) == 1 and na[0][1] <= rows[0][2])):
+                # committed once, the row of that transaction inserted no earlier than its NEW answer:
+                # nothing below applies
+                committed_ids.add(tr.mid)
+                continue
+            node, mid = tr.node, tr.mid
             self.ref = tr.first
             if tr.commits or tr.rows:
                 committed_ids.add(mid)

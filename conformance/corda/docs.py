@@ -30,6 +30,11 @@ def _records_markdown(rec: dict) -> list[str]:
     out += ["", f"Processed-ids export: {' '.join(rec['processed']['description'].split())} Fields: "
             + ", ".join(rec["processed"]["required"]) + ".", "",
             f"The checker shards by `{rec['key']}` ({_source(rec['source'])})."]
+    h = rec["horizon"]
+    bound = "no bound; what the checker knows of a message is kept until the end of the log" if h["bound"] == "none" \
+        else f"{h['bound']} s after the message's latest record on its node"
+    out += ["", f"How long after its latest record a message's records can still come: {bound}. {' '.join(h['description'].split())} "
+            f"({'; '.join(_source(s) for s in h['sources'])})."]
     return out
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
+from operator import itemgetter
 from typing import Iterable
 
 from rmkit.rules import OFF
 from rmkit.verdict import Violation
 
+_REF3 = itemgetter(3)
 N_ID = re.compile(r"^N-([0-9A-Za-z]+)-([0-9]+)-([0-9]+)$")
 
 
@@ -42,7 +44,7 @@ def _renewed(checker, inputs, shares, commits) -> Iterable[Violation]:
     fast = checker.spec.fast_path
     marks: dict[tuple, list] = defaultdict(lambda: ([], []))  # (node, sender) -> (refs, running max seq)
     if fast:
-        for ref, node, _mid, _session, sender, seq in commits:
+        for ref, node, _mid, _session, sender, seq, _sent in commits:
             if seq is not None:
                 refs, top = marks[(node, sender)]
                 refs.append(ref)
@@ -66,10 +68,6 @@ def _renewed(checker, inputs, shares, commits) -> Iterable[Violation]:
         yield out
 
 
-def _send_keys(shares) -> dict[str, int]:
-    return {mid: ref for s in shares for ref, _node, mid, *_ in s.sends}
-
-
 def _number(digits: str) -> tuple[int, str]:
     """Digits 0-9 as a key that orders as their number: (length, text) without leading zeros. An id
     may hold more digits than int() reads (4,300), and no number is needed, only the order."""
@@ -80,19 +78,23 @@ def _number(digits: str) -> tuple[int, str]:
 def _session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
     """FIFO per session: a message committed after one of its session sent later. The send order comes
     from the sender's ``sent`` events where both were given, else from two N- ids of one flow (seed,
-    suspends, index), else from one sender key's sequence numbers."""
-    sent = _send_keys(shares)
+    suspends, index), else from one sender key's sequence numbers. (A commit's fact carries the ref
+    of its id's first send, None where none was given.)"""
     sessions: dict[tuple, list] = defaultdict(list)
     for c in commits:
         sessions[(c[1], c[3])].append(c)
     for (node, session), items in sessions.items():
+        if all(c[6] is not None for c in items):
+            # every message of the session has its send: the send order decides alone (the
+            # fallbacks below apply only to a message without one, or after one)
+            yield from _sent_order(checker, inputs, node, session, items)
+            continue
         top_sent = None                     # (send ref, commit)
         top_flow: dict[str, tuple] = {}     # seed -> ((suspends, index), commit)
         top_seq: dict[str, tuple] = {}      # sender -> (seq, commit)
         for c in items:
-            ref, _, mid, _, sender, seq = c
+            ref, _, mid, _, sender, seq, s = c
             ahead = None
-            s = sent.get(mid)
             if s is not None:
                 if top_sent is not None and top_sent[0] > s:
                     ahead = top_sent[1]
@@ -102,21 +104,34 @@ def _session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
             if m is not None:
                 pos = (_number(m.group(2)), _number(m.group(3)))
                 prev = top_flow.get(m.group(1))
-                if ahead is None and prev is not None and prev[0] > pos and (s is None or sent.get(prev[1][2]) is None):
+                if ahead is None and prev is not None and prev[0] > pos and (s is None or prev[1][6] is None):
                     ahead = prev[1]
                 if prev is None or pos > prev[0]:
                     top_flow[m.group(1)] = (pos, c)
             if seq is not None:
                 prev = top_seq.get(sender)
-                if ahead is None and prev is not None and prev[0] > seq and (s is None or sent.get(prev[1][2]) is None):
+                if ahead is None and prev is not None and prev[0] > seq and (s is None or prev[1][6] is None):
                     ahead = prev[1]
                 if prev is None or seq > prev[0]:
                     top_seq[sender] = (seq, c)
             if ahead is not None:
                 refs = [(ahead[0], "committed", node), (ref, "committed", node)]
-                refs += [(sent[x], "sent", None) for x in (mid, ahead[2]) if x in sent]
+                refs += [(x[6], "sent", None) for x in (c, ahead) if x[6] is not None]
                 yield checker.violation(inputs, "CORDA-ORDER-001", mid, f"session {session} on node {node}: {mid} was "
                                         f"consumed after {ahead[2]}, which was sent after it", refs)
+
+
+def _sent_order(checker, inputs, node, session, items) -> Iterable[Violation]:
+    """:func:`_session_order` for a session whose every message has its send."""
+    top_ref = top = None
+    for c in items:
+        s = c[6]
+        if top_ref is not None and top_ref > s:
+            refs = [(top[0], "committed", node), (c[0], "committed", node), (s, "sent", None), (top_ref, "sent", None)]
+            yield checker.violation(inputs, "CORDA-ORDER-001", c[2], f"session {session} on node {node}: {c[2]} was "
+                                    f"consumed after {top[2]}, which was sent after it", refs)
+        if top_ref is None or s > top_ref:
+            top_ref, top = s, c
 
 
 def _sender_order(checker, inputs, commits) -> Iterable[Violation]:
@@ -124,7 +139,7 @@ def _sender_order(checker, inputs, commits) -> Iterable[Violation]:
     increasing sequence numbers at each node."""
     top: dict[tuple, tuple] = {}
     for c in commits:
-        ref, node, mid, _, sender, seq = c
+        ref, node, mid, _, sender, seq, _ = c
         if seq is None:
             continue
         prev = top.get((node, sender))
@@ -139,14 +154,20 @@ def _sender_order(checker, inputs, commits) -> Iterable[Violation]:
 def _sequence_numbers(checker, inputs, shares) -> Iterable[Violation]:
     """One sender key's sequence numbers are never reused for another id, and its sends carry them
     in increasing order."""
-    by_pair: dict[tuple, dict] = defaultdict(dict)  # (sender, seq) -> id -> its first use's ref
-    for sender, seq, mid, ref in sorted((x for s in shares for x in s.seqs), key=lambda x: x[3]):
-        by_pair[(sender, seq)].setdefault(mid, ref)
-    for (sender, seq), first in by_pair.items():
-        uses = [(ref, mid) for mid, ref in first.items()]
-        for ref, mid in uses[1:]:
+    first: dict[tuple, tuple] = {}              # (sender, seq) -> (id, ref) of its first use
+    more: dict[tuple, dict] = {}                # (sender, seq) -> id -> its first use's ref, where several ids used it
+    for sender, seq, mid, ref in sorted((x for s in shares for x in s.seqs), key=_REF3):
+        key = (sender, seq)
+        got = first.get(key)
+        if got is None:
+            first[key] = (mid, ref)
+        elif got[0] != mid:
+            more.setdefault(key, {got[0]: got[1]}).setdefault(mid, ref)
+    for (sender, seq), uses in sorted(more.items(), key=lambda kv: first[kv[0]][1]):
+        uses = list(uses.items())
+        for mid, ref in uses[1:]:
             yield checker.violation(inputs, "CORDA-ID-003", mid, f"sender {sender} used sequence number {seq} for {mid} "
-                                    f"and for {uses[0][1]}", [(uses[0][0], None, None), (ref, None, None)])
+                                    f"and for {uses[0][0]}", [(uses[0][1], None, None), (ref, None, None)])
     top: dict[str, tuple] = {}
     for ref, sender, seq, mid in sorted(x for s in shares for x in s.sent_seqs):
         prev = top.get(sender)
