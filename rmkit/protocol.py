@@ -199,6 +199,12 @@ class Protocol:
         """Run ``rmkit replay FILE``: rerun one saved scenario against an implementation."""
         raise UsageError(f"protocol {self.name} has no driven conformance suite")
 
+    def pytest_support(self) -> Any:
+        """An optional capability: the protocol's side of the pytest plugin (a
+        :class:`rmkit.conformance.pytest_support.PytestSupport`), or None when its implementations
+        cannot be driven from pytest."""
+        return None
+
     def explain(self, rule_id: str) -> dict[str, Any]:
         """The rule plus an example violation (found by running the rule's fixture)."""
         raise NotImplementedError

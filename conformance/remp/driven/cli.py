@@ -36,7 +36,8 @@ def conform(profile: str, args: argparse.Namespace) -> int:
         print(f"HTML report written to {args.html}", file=sys.stderr)
     for role, why in rep.not_driven.items():
         print(f"rmkit conform: the implementation could not be driven as {role} (its first scenario failed at "
-              f"the hello: {why}); no verdict on it", file=sys.stderr)
+              f"the hello: {why}); no verdict on it"
+              + (f"; the run stopped there ({', '.join(rep.not_tried)} not tried)" if rep.not_tried else ""), file=sys.stderr)
     if kit_failed:
         print("rmkit conform: the kit itself failed (see 'kit error' above); no verdict on the implementation",
               file=sys.stderr)
