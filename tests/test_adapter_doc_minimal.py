@@ -16,7 +16,7 @@ from rmkit.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 ROLE_OF = {"consumer": "consumer", "full node": "fullnode", "validator": "validator"}
-BLOCK = re.compile(r"\*\*Minimal ([a-z ]+)\*\* \((passes|fails ([A-Z0-9, -]+?) in the catalogue)[^`]*?```python\n(.*?)```",
+BLOCK = re.compile(r"\*\*Minimal ([a-z ]+)\*\* \((passes|fails ([A-Z0-9,\s-]+?) in the catalogue)[^`]*?```python\n(.*?)```",
                    re.S)
 
 
@@ -29,6 +29,7 @@ def minimal_blocks(doc: str) -> list:
 
 
 REMP = minimal_blocks("spec/remp/adapter.md")
+RMB = minimal_blocks("spec/rmb/daemon.md")
 
 
 def test_the_remp_document_has_a_minimal_implementation_per_role():
@@ -60,3 +61,20 @@ def test_a_remp_minimal_implementation_gets_the_verdict_its_document_states(work
         assert code_ == 0 and doc["verdict"] == "pass", (failed, err[-2000:])
     else:
         assert code_ == 1 and failed == fails, (failed, err[-2000:])
+
+
+def test_the_rmb_document_has_a_minimal_daemon_that_starts_and_is_judged(tmp_path, capsys):
+    from rmb_support import redis_server_or_skip
+
+    redis_server_or_skip()
+    [(what, fails, code)] = RMB
+    script = tmp_path / "daemon.py"
+    script.write_text(code)
+    assert what == "daemon" and len(code.splitlines()) <= 70
+    code_ = main(["conform", "--protocol", "rmb", "--catalogue-only", "--format", "json", "--regressions", str(tmp_path / "regs"),
+                  "--impl-cmd", f"{{python}} {script} twin={{twin}} redis={{redis}} listen={{listen}}"])
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    failed = sorted(rule for rule, row in doc["rules"].items() if row["verdict"] == "fail")
+    assert code_ == 1 and failed == fails, (failed, err[-2000:])
+    assert not any(f["crashed"] for f in doc["failures"])  # it ran to the end: judged, not broken down
