@@ -8,6 +8,7 @@ protocol; written once here, REMP, RMB, Corda and the pytest plugin cannot drift
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import re
@@ -34,6 +35,35 @@ def regressions_of(folder: str | Path, implementation: str) -> Path:
     if os.environ.get("RMKIT_REGRESSIONS") or folder != DEFAULT_REGRESSIONS:
         return folder
     return folder / f"impl-{hashlib.sha256(implementation.encode()).hexdigest()[:12]}"
+
+
+def implementation_of(args: argparse.Namespace) -> str:
+    """The implementation as the user named it (``--impl-cmd CMD`` as written, placeholders and all,
+    else ``--impl MODULE:FACTORY``): what saved failures are kept per."""
+    return getattr(args, "impl_cmd", None) or getattr(args, "impl", None) or ""
+
+
+def implementation_regressions(args: argparse.Namespace) -> Path:
+    """The folder of this implementation's saved failures (:func:`regressions_of` of ``--regressions``
+    or its default): every protocol's ``rmkit conform`` reads and writes there."""
+    return regressions_of(regressions_dir(getattr(args, "regressions", None)), implementation_of(args))
+
+
+@contextlib.contextmanager
+def hypothesis_data_in(folder: str | Path):
+    """Hypothesis's own files (its cache of the constants it found in the code under test) written
+    under ``folder``/.hypothesis while the block runs, instead of ``.hypothesis`` in the working
+    directory: a run keeps everything it leaves behind with the implementation's saved failures.
+    The previous place is restored afterwards (a process that runs the command twice, or pytest
+    around it, keeps its own)."""
+    from hypothesis import configuration
+
+    before = getattr(configuration, "__hypothesis_home_directory")
+    configuration.set_hypothesis_home_dir(Path(folder) / ".hypothesis")
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(before)
 
 
 _ROLE = re.compile(r"(?<![\w./~-])ROLE(?![\w./-])")

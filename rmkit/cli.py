@@ -441,7 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
     cf.add_argument("--catalogue-only", action="store_true",
                     help="run the named scenarios only (a protocol without a catalogue of them refuses it)")
     cf.add_argument("--regressions", metavar="DIR", help="replay the scenarios saved in DIR first, and save new failures "
-                                                         "there (default: $RMKIT_REGRESSIONS, else .rmkit/regressions)")
+                                                         "there (default: $RMKIT_REGRESSIONS, else .rmkit/regressions/impl-DIGEST, "
+                                                         "one folder per --impl-cmd or --impl as written)")
     cf.add_argument("--format", choices=("text", "json", "junit"), default="text", help="report format (default: text)")
     cf.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
     cf.add_argument("--html", metavar="FILE", help="also write a standalone HTML report: verdict and rules broken first, "

@@ -277,6 +277,12 @@ class DrivesImplementations:
         """Run ``rmkit replay FILE``: rerun one saved scenario against an implementation."""
         raise NotImplementedError
 
+    def pytest_support(self) -> Any:
+        """The protocol's side of the pytest plugin (a
+        :class:`rmkit.conformance.pytest_support.PytestSupport`), or None when its implementations
+        cannot be driven from pytest."""
+        return None
+
 
 # capability -> (its mixin, what a protocol without it lacks, as a usage error says it)
 CAPABILITIES: dict[str, tuple[type, str]] = {

@@ -219,20 +219,25 @@ REFERENCE = "rmkit.conformance.corda.driven.adapters:reference_factory"
 
 
 def test_a_failure_is_saved_by_default_and_replayed_first(tmp_path, monkeypatch, capsys):
-    """The help and docs/corda.md say failures are saved (default .rmkit/regressions) and replayed
-    first; nothing was saved without --regressions and nothing was ever replayed."""
+    """The help and docs/corda.md say failures are saved (default: the implementation's own folder
+    under .rmkit/regressions) and replayed first; nothing was saved without --regressions and
+    nothing was ever replayed. Another implementation's failures are not replayed to it."""
+    from rmkit.conformance.cli_options import DEFAULT_REGRESSIONS, regressions_of
+
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RMKIT_REGRESSIONS", raising=False)
     argv = ["conform", "--protocol", "corda", "--role", "receiver", "--derandomize", "--max-examples", "50"]
     assert main(argv + ["--impl", ACK_BEFORE_COMMIT]) == 1
-    saved = sorted((tmp_path / ".rmkit" / "regressions").glob("corda-receiver-spec-*.json"))
+    saved = sorted((tmp_path / regressions_of(DEFAULT_REGRESSIONS, ACK_BEFORE_COMMIT)).glob("corda-receiver-spec-*.json"))
     assert len(saved) == 1 and len(saved[0].stem.rsplit("-", 1)[1]) == 12, saved
     assert f"saved to {saved[0].relative_to(tmp_path)}" in capsys.readouterr().out
     assert main(argv + ["--impl", ACK_BEFORE_COMMIT, "--format", "json"]) == 1
     prof = json.loads(capsys.readouterr().out)["profiles"][0]
     assert prof["scenarios"] == 0 and prof["failure"]["regression"] == str(saved[0].relative_to(tmp_path))
     assert prof["failure"]["violations"][0]["rule"] == "CORDA-ACK-001"
-    assert main(argv + ["--impl", REFERENCE]) == 0   # replayed, passed, then generated
+    assert main(argv + ["--impl", REFERENCE, "--format", "json"]) == 0   # not replayed: another implementation's
+    assert json.loads(capsys.readouterr().out)["profiles"][0]["scenarios"] == 50
+    assert main(argv + ["--impl", REFERENCE, "--regressions", str(saved[0].parent)]) == 0   # named: replayed, passed, then generated
     assert "PASS (50 scenarios" in capsys.readouterr().out
 
 
@@ -255,7 +260,10 @@ def test_a_regressions_folder_that_cannot_be_used_stops_the_run_before_it_starts
     assert "regressions: expected a folder, found a file" in capsys.readouterr().err
     (tmp_path / ".rmkit" / "regressions").unlink()
     (tmp_path / ".rmkit" / "regressions").mkdir()
-    bad = tmp_path / ".rmkit" / "regressions" / "corda-receiver-spec-0.json"
+    from rmkit.conformance.cli_options import DEFAULT_REGRESSIONS, regressions_of
+
+    bad = tmp_path / regressions_of(DEFAULT_REGRESSIONS, REFERENCE) / "corda-receiver-spec-0.json"
+    bad.parent.mkdir()
     bad.write_text(json.dumps({"role": "receiver", "profile": "spec", "steps": [["arrive", 9, False]]}))
     assert main(argv) == 2
     assert f"FILE {bad.relative_to(tmp_path)}: steps[0][1]: " in capsys.readouterr().err

@@ -387,7 +387,8 @@ def test_pytest_plugin_runs_the_suite_and_prints_one_paste_to_reproduce(tmp_path
     assert "PASSED rmkit/spec/remp/conformance.yaml::validator::CAT-VAL-001" in r.stdout and "test_own" in r.stdout
     saved = next((tmp_path / "regs").glob("*.jsonl"))
     assert f"reproduce: rmkit replay {saved} --impl {impl}" in r.stdout, r.stdout[-3000:]
-    assert f"reproduce: pytest --rmkit-profile=spec --rmkit-impl={impl} --rmkit-regressions={tmp_path / 'regs'} -k CAT-VAL-004" in r.stdout
+    assert (f"reproduce: rmkit conform --profile spec --role validator --catalogue-only --regressions {tmp_path / 'regs'} "
+            f"--impl {impl}") in r.stdout
     # the whole shrunk scenario, step by step, the failing one marked with expected and actual
     shrunk = r.stdout[r.stdout.index("generated-validator-"):]
     assert re.search(r"\n    >\s+\d+\. ShardBlockAccepted block=#\d", shrunk) and "expected: BlockRefused" in shrunk

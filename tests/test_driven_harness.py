@@ -110,18 +110,19 @@ def test_replay_of_an_implementation_that_fails_after_the_hello_is_a_failure(cap
     assert "at step 2" in out and "could not be driven" not in err
 
 
-def test_a_failing_hello_stops_the_role_at_once_with_one_copy_of_its_error(capsys, tmp_path):
+def test_a_failing_hello_stops_the_run_at_once_with_one_copy_of_its_error(capsys, tmp_path):
     """It ran every scenario (53 tracebacks for three roles), printed "verdict: FAIL" and then that
-    there was no verdict."""
+    there was no verdict. Now the first role's first hello ends the run, as in the pytest plugin."""
     script = tmp_path / "broken.py"
     script.write_text("import sys\nsys.stdin.readline()\nraise RuntimeError('my adapter is broken')\n")
     code, out, err = run(capsys, "conform", "--impl-cmd", f"{PY} {script} ROLE", "--max-examples", "5",
                          "--regressions", str(tmp_path / "regs"))
     assert code == 2, (out, err)
-    assert out.count("RuntimeError: my adapter is broken") == 1 and out.count("implementation's stderr: as above") == 2, out
-    assert "catalogue: 0/3 scenarios passed" in out   # one scenario per role: its hello failed
-    assert "verdict: NO VERDICT: the implementation could not be driven as validator, fullnode, consumer" in out
-    assert "verdict: FAIL" not in out
+    assert out.count("RuntimeError: my adapter is broken") == 1 and "as above" not in out, out
+    assert "catalogue: 0/1 scenarios passed" in out   # the first scenario: its hello failed, nothing after it
+    assert ("verdict: NO VERDICT: the implementation could not be driven as validator (1 scenarios" in out
+            and "the run stopped there, fullnode, consumer not tried)" in out), out
+    assert "verdict: FAIL" not in out and err.count("could not be driven") == 1, err
 
 
 def test_conform_prints_the_real_command_that_reproduces_each_failure(capsys, tmp_path):

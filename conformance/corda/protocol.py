@@ -65,6 +65,11 @@ class Corda(ChecksLogs, DrivesImplementations, Protocol):
         """The same checker: it is sharded by message id itself (``rmkit audit`` runs it on Spark)."""
         return self.make_checker(profile, args)
 
+    def pytest_support(self):
+        from rmkit.conformance.corda.pytest_support import Support
+
+        return Support()
+
     def conform(self, profile: str, args: argparse.Namespace) -> int:
         from rmkit.conformance.corda.driven import cli as driven_cli
 

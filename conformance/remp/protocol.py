@@ -153,6 +153,11 @@ class Remp(ChecksLogs, Simulates, MakesKeys, SignsRecords, DrivesImplementations
 
         return receipt_cli.run(action, profile, args)
 
+    def pytest_support(self):
+        from rmkit.conformance.remp.pytest_support import Support
+
+        return Support()
+
     def conform(self, profile: str, args: argparse.Namespace) -> int:
         from rmkit.conformance.remp.driven import cli as driven_cli
 

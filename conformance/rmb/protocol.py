@@ -82,6 +82,11 @@ class Rmb(ChecksLogs, DrivesImplementations, Protocol):
 
         add_arguments(group)
 
+    def pytest_support(self):
+        from rmkit.conformance.rmb.pytest_support import Support
+
+        return Support()
+
     def conform(self, profile: str, args: argparse.Namespace) -> int:
         from rmkit.conformance.rmb.driven.cli import conform
 

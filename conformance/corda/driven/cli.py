@@ -12,7 +12,8 @@ import json
 import sys
 import time
 
-from rmkit.conformance.cli_options import derandomize_wanted, impl_argv, regressions_dir, replay_command
+from rmkit.conformance.cli_options import (derandomize_wanted, hypothesis_data_in, impl_argv, implementation_regressions,
+                                           replay_command)
 from rmkit.errors import NothingChecked, RmkitError, UsageError
 from rmkit.guard import OutputError, decided, emit_report
 from rmkit.interrupts import signals_interrupt
@@ -35,14 +36,14 @@ def conform(profile: str, args: argparse.Namespace) -> int:
     if args.catalogue_only:
         raise UsageError("--catalogue-only: protocol corda has no catalogue of named scenarios, only generated ones "
                          "(--catalogue-only applies to remp and rmb)")
-    with signals_interrupt():   # SIGINT and SIGTERM: every process stopped, then exit 2
-        return _conform(profile, roles, args)
+    with signals_interrupt(), hypothesis_data_in(implementation_regressions(args)):
+        return _conform(profile, roles, args)   # SIGINT and SIGTERM: every process stopped, then exit 2
 
 
 def _conform(profile: str, roles: list[str], args: argparse.Namespace) -> int:
     started = time.monotonic()
-    # the same folder, and RMKIT_REGRESSIONS, as the other protocols (checked writable by `rmkit conform`)
-    folder = regressions_dir(args.regressions)
+    # this implementation's own folder, as for the other protocols: never another's failures
+    folder = implementation_regressions(args)
     saved = load_regressions(folder)
     factory = open_factory(args)
     derandomize = derandomize_wanted(args.derandomize)

@@ -12,7 +12,8 @@ from rmkit.conformance.remp.driven.scenario import read_scenario
 from rmkit.conformance.remp.driven.scenario_text import scenario_lines
 from rmkit.conformance.remp.driven.suite import ROLES, run_suite
 from rmkit.errors import UsageError
-from rmkit.conformance.cli_options import derandomize_wanted, impl_argv, regressions_dir, stderr_progress
+from rmkit.conformance.cli_options import (derandomize_wanted, hypothesis_data_in, impl_argv, implementation_regressions,
+                                           stderr_progress)
 from rmkit.guard import decided, emit_report, write_output
 
 
@@ -21,10 +22,11 @@ def conform(profile: str, args: argparse.Namespace) -> int:
     for r in roles:
         if r not in ROLES:
             raise UsageError(f"--role {r!r}: expected one of {', '.join(ROLES)}")
-    rep = run_suite(profile, roles, lambda role: open_implementation(args, role), max_examples=args.max_examples,
-                    seed=args.seed, derandomize=derandomize_wanted(args.derandomize), time_budget=args.time_budget,
-                    catalogue_only=args.catalogue_only, regressions=regressions_dir(args.regressions),
-                    progress=stderr_progress(args))
+    folder = implementation_regressions(args)  # this implementation's own: never another's failures
+    with hypothesis_data_in(folder):
+        rep = run_suite(profile, roles, lambda role: open_implementation(args, role), max_examples=args.max_examples,
+                        seed=args.seed, derandomize=derandomize_wanted(args.derandomize), time_budget=args.time_budget,
+                        catalogue_only=args.catalogue_only, regressions=folder, progress=stderr_progress(args))
     rep.impl_argv = impl_argv(args)
     kit_failed = rep.kit_errors and not any(r.verdict != PASS for r in rep.results)
     code = decided(2 if kit_failed or rep.not_driven else 0 if rep.verdict == PASS else 1)
@@ -34,7 +36,8 @@ def conform(profile: str, args: argparse.Namespace) -> int:
         print(f"HTML report written to {args.html}", file=sys.stderr)
     for role, why in rep.not_driven.items():
         print(f"rmkit conform: the implementation could not be driven as {role} (its first scenario failed at "
-              f"the hello: {why}); no verdict on it", file=sys.stderr)
+              f"the hello: {why}); no verdict on it"
+              + (f"; the run stopped there ({', '.join(rep.not_tried)} not tried)" if rep.not_tried else ""), file=sys.stderr)
     if kit_failed:
         print("rmkit conform: the kit itself failed (see 'kit error' above); no verdict on the implementation",
               file=sys.stderr)

@@ -38,6 +38,7 @@ class ConformReport:
     # role -> why: every scenario of the role failed at the hello (the implementation could not be
     # started or driven); no rule was put to it, so there is no verdict on it for that role
     not_driven: dict = field(default_factory=dict)
+    not_tried: list = field(default_factory=list)  # the roles after a role not driven: the run stopped there
     elapsed_s: float = 0.0
     saved_for: dict = field(default_factory=dict)  # scenario id -> its file (a regression read, a failure saved)
     impl_argv: list = field(default_factory=list)  # --impl-cmd CMD or --impl M:F as given: what a rerun repeats
@@ -117,6 +118,7 @@ class ConformReport:
             "saved": [str(p) for p in self.saved],
             "kit_errors": self.kit_errors,
             "not_driven": self.not_driven,
+            "not_tried": self.not_tried,
         }
 
 
@@ -175,7 +177,8 @@ def render_text(rep: ConformReport) -> str:
     judged = [r for r in rep.results if r.verdict == FAIL and not unreached(r)]
     if rep.not_driven and not judged and not rep.kit_errors:
         out.append(f"verdict: NO VERDICT: the implementation could not be driven as {', '.join(rep.not_driven)} "
-                   f"({len(rep.results)} scenarios, {rep.elapsed_s:.1f} s)")
+                   f"({len(rep.results)} scenarios, {rep.elapsed_s:.1f} s"
+                   + (f"; the run stopped there, {', '.join(rep.not_tried)} not tried)" if rep.not_tried else ")"))
     else:
         out.append(f"verdict: {rep.verdict.upper()} ({len(rep.results)} scenarios, {rep.elapsed_s:.1f} s)")
     return "\n".join(out) + "\n"

@@ -81,8 +81,11 @@ def run_suite(profile: str, roles, open_impl, *, max_examples: int = 100, seed: 
             rep.implementation = getattr(impl, "name", "") or rep.implementation
             mine = [r for r in rep.results if r.scenario.role == role]
             if mine and all(unreached(r) for r in mine):  # nothing got past the hello: nothing to search
+                # the run stops here (as the pytest plugin's does): an implementation that cannot be
+                # driven as one role is broken, and each further role would repeat its error
                 rep.not_driven[role] = mine[0].failure.summary
-                continue
+                rep.not_tried = list(roles)[list(roles).index(role) + 1:]
+                break
             if catalogue_only:
                 continue
             kept = generated_scenarios(profile, [role])  # generated ones that caught a mutant: coverage evidence

@@ -129,13 +129,14 @@ def regressions_for(folder: Path, profile: str) -> list:
 def conform(profile: str, args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.judge import Rules
     from rmkit.conformance.rmb.driven.suite import render_json, render_junit, render_text, run_suite
-    from rmkit.conformance.cli_options import derandomize_wanted, impl_argv, regressions_dir, regressions_of, stderr_progress
+    from rmkit.conformance.cli_options import derandomize_wanted, hypothesis_data_in, impl_argv, implementation_regressions, stderr_progress
     from rmkit.guard import decided, emit_report, write_output
 
-    folder = regressions_of(regressions_dir(args.regressions), _check(args))
+    _check(args)
+    folder = implementation_regressions(args)
     regressions = regressions_for(folder, profile)
     jobs = jobs_wanted(args)
-    with _interrupts_unwind():
+    with _interrupts_unwind(), hypothesis_data_in(folder):
         h, loop = _open(args, profile, jobs)
         try:
             rep = run_suite(h, loop, max_examples=args.max_examples, derandomize=derandomize_wanted(args.derandomize), seed=args.seed,
