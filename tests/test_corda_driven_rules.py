@@ -1,7 +1,7 @@
 """Per-rule verdicts of `rmkit conform --protocol corda`: spec/corda/rules.yaml says which driven
 role judges each rule (``driven``), the faulty examples show that each listed rule can be raised by
 that role's judge and that the judge raises no unlisted one, and the report lists each judged rule
-with its verdict (failed, finding, held) and names the rules the role does not judge."""
+with its verdict (failed, finding, not broken) and names the rules the role does not judge."""
 
 import functools
 import json
@@ -34,10 +34,13 @@ def listed(role: str) -> set[str]:
 
 @functools.lru_cache(maxsize=None)
 def raised(role: str, name: str, profile: str) -> frozenset:
-    """The rules a derandomized search of the example raises: strict ones of its failure, and findings."""
-    r = search(FAULTY[role][name], profile, max_examples=100, role=role)
-    strict = {v.rule for v in r.failure.strict} if r.failure else set()
-    return frozenset(strict | set(r.findings))
+    """The rules a derandomized search of the example raises, in the catalogue and in generated
+    scenarios apart (each search stops at its first failure): strict ones of its failure, and findings."""
+    out = set()
+    for r in (search(FAULTY[role][name], profile, max_examples=0, role=role),
+              search(FAULTY[role][name], profile, max_examples=100, role=role, named=False)):
+        out |= ({v.rule for v in r.failure.strict} if r.failure else set()) | set(r.findings)
+    return frozenset(out)
 
 
 def test_every_rule_states_its_driven_roles():
@@ -74,14 +77,14 @@ def conform(capsys, *args, examples: int = 20) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
-def test_text_report_of_a_pass_lists_judged_rules_as_held_and_names_the_others(capsys, tmp_path):
+def test_text_report_of_a_pass_lists_judged_rules_as_not_broken_and_names_the_others(capsys, tmp_path):
     code, out = conform(capsys, "--impl", REF, "--regressions", str(tmp_path))
     assert code == 0
     receiver, bridge_part = out.split("corda bridge, profile spec")
     for rule in listed("receiver"):
-        verdict = "off" if corda_spec("spec").mode(rule) == "off" else "held"
-        assert f"{verdict:<8} {rule}" in receiver, rule
-    assert "held     CORDA-BRIDGE-001" not in receiver and "held     CORDA-BRIDGE-001" in bridge_part
+        verdict = "off" if corda_spec("spec").mode(rule) == "off" else "not broken"
+        assert f"{verdict:<11} {rule}" in receiver, rule
+    assert "not broken  CORDA-BRIDGE-001" not in receiver and "not broken  CORDA-BRIDGE-001" in bridge_part
     unjudged = next(line for line in receiver.splitlines() if line.strip().startswith("not judged as receiver:"))
     for rule in ("CORDA-ID-001", "CORDA-ID-002", "CORDA-ID-003", "CORDA-REDELIVER-001", "CORDA-ORDER-002",
                  "CORDA-QUEUE-001", "CORDA-BRIDGE-001"):
@@ -95,7 +98,7 @@ def test_json_report_carries_a_verdict_per_judged_rule(capsys, tmp_path):
     assert code == 0
     by_role = {p["role"]: p for p in json.loads(out)["profiles"]}
     assert set(by_role["receiver"]["rules"]) == listed("receiver")
-    assert by_role["receiver"]["rules"]["CORDA-DEDUP-001"] == "held"
+    assert by_role["receiver"]["rules"]["CORDA-DEDUP-001"] == "not broken"
     assert by_role["receiver"]["rules"]["CORDA-DEDUP-006"] == "off"        # no fast path in corda-os
     assert by_role["bridge"]["rules"]["CORDA-BRIDGE-003"] == "finding"     # oversize dropped, as built
     assert set(by_role["receiver"]["not_judged"]) == set(corda_spec("spec").rules.ids()) - listed("receiver")
@@ -108,7 +111,7 @@ def test_failing_run_shows_the_rule_failed(capsys, tmp_path):
            "--regressions", str(tmp_path)]
     code, out = conform(capsys, *bad)
     assert code == 1
-    assert "failed   CORDA-ACK-001" in out and "held     CORDA-DEDUP-001" in out
+    assert "failed      CORDA-ACK-001" in out and "not broken  CORDA-DEDUP-001" in out
     code, out = conform(capsys, *bad, "--format", "json")
     assert code == 1 and json.loads(out)["profiles"][0]["rules"]["CORDA-ACK-001"] == "failed"
 

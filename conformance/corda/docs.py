@@ -42,9 +42,24 @@ def _driven_markdown(rules: list[dict]) -> list[str]:
     """Which driven role of `rmkit conform --protocol corda` judges each rule, and where the others are judged."""
     out = ["", "## Rules judged by driven conformance", "",
            "`rmkit conform --protocol corda` reports, per role, each rule that role's judge can find broken "
-           "(failed, finding or held) and names the others.", "", "| id | judged by conform roles | judged elsewhere |", "|---|---|---|"]
+           "(failed, finding or not broken) and names the others.", "", "| id | judged by conform roles | judged elsewhere |", "|---|---|---|"]
     for r in rules:
         out.append(f"| {r['id']} | {', '.join(r['driven']) or '-'} | {_cell(r.get('judged_elsewhere', '')) or '-'} |")
+    return out
+
+
+def _catalogue_markdown(cat: dict) -> list[str]:
+    """The named scenarios of `rmkit conform --protocol corda` and the windows they play."""
+    out = ["", "## Named scenarios of driven conformance", "",
+           "`rmkit conform --protocol corda` plays these first on every run (`--catalogue-only`: these alone); "
+           "the contract they are played under is [adapter.md](adapter.md).", "",
+           "| window | crash point | meaning |", "|---|---|---|"]
+    for name, w in cat["windows"].items():
+        out.append(f"| {name} | {w.get('crash_point', '-')} | {_cell(w['description'])} |")
+    out += ["", "| scenario | role | window | rules it is written for | steps | what it plays |", "|---|---|---|---|---|---|"]
+    for sc in cat["scenarios"]:
+        out.append(f"| {sc['id']} | {sc['role']} | {sc['window']} | {', '.join(sc['checks'])} | {len(sc['steps'])} "
+                   f"| {_cell(sc['title'])} |")
     return out
 
 
@@ -96,6 +111,7 @@ def spec_markdown() -> str:
         out.append(f"| {r['id']} | {r['severity']} | " + " | ".join(r["modes"][p] for p in profiles)
                    + f" | {_cell(r['statement'])} | {_source(r['source'])} |")
     out += _driven_markdown(spec["rules"]["rules"])
+    out += _catalogue_markdown(spec["catalogue"])
     from rmkit.traceability import traceability_markdown
 
     out += traceability_markdown(spec["traceability"]["sentences"], "document 003")

@@ -16,7 +16,8 @@ HELP = {
     "check": "a node's records (spec/corda/records.yaml: events files and processed-ids exports), judged per "
              "message id.",
     "conform": "the implementation runs as a process speaking JSON Lines on stdin/stdout (--impl-cmd) or as a "
-               "Python object (--impl module:factory); the adapter protocol is in conformance/corda/driven/adapters.py. "
+               "Python object (--impl module:factory); the adapter protocol, every number the kit waits by and a "
+               "minimal receiver and bridge are in spec/corda/adapter.md. "
                "Each scenario's hello names a new SQLite file the implementation must keep its database in; a crash "
                "is real (the process group is killed with SIGKILL and the command started again, or a new object is "
                "made) and hello names the same file again.",

@@ -4,9 +4,10 @@ which rules the role does not judge, with where they are judged. A bare PASS wou
 every rule; it covers only these.
 
 Verdicts, from evidence: ``failed`` (a strict violation of the rule occurred), ``finding`` (a
-non-strict one: the profile's known departure, allowed to pass), ``held`` (the role judges it and no
-scenario broke it), ``off`` (the profile does not check it), ``not reached`` (no message reached the
-implementation: nothing was judged).
+non-strict one: the profile's known departure, allowed to pass), ``not broken`` (the role judges it
+and no scenario of this run broke it; not a claim that a scenario could have: that is evidence of
+another kind, a scenario catching a mutant that breaks the rule), ``off`` (the profile does not
+check it), ``not reached`` (no message reached the implementation: nothing was judged).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from rmkit.conformance.corda.spec import corda_spec
 from rmkit.render.junit import xml_safe
 from rmkit.rules import OFF
 
-FAILED, FINDING, HELD, OFF_HERE, NOT_REACHED = "failed", "finding", "held", "off", "not reached"
+FAILED, FINDING, HELD, OFF_HERE, NOT_REACHED = "failed", "finding", "not broken", "off", "not reached"
 
 
 def judged_rules(role: str, profile: str) -> list:
@@ -45,7 +46,7 @@ def _evidence(result) -> dict[str, tuple[str, str]]:
 
 
 def rule_rows(result) -> list[dict]:
-    """One row per rule the result's role judges: id, title, verdict, evidence (empty when it held)."""
+    """One row per rule the result's role judges: id, title, verdict, evidence (empty when not broken)."""
     seen = _evidence(result)
     rows = []
     for rule in judged_rules(result.role, result.profile):
@@ -62,7 +63,7 @@ def text_lines(result) -> list[str]:
     out = [f"  rules judged as {result.role}:"]
     for row in rule_rows(result):
         note = f"  (off in profile {result.profile})" if row["verdict"] == OFF_HERE else ""
-        out.append(f"    {row['verdict']:<8} {row['id']:<20} {row['title']}{note}")
+        out.append(f"    {row['verdict']:<11} {row['id']:<20} {row['title']}{note}")
     out.append(f"  not judged as {result.role}: " + "; ".join(
         f"{', '.join(ids)} ({where})" for where, ids in _grouped(not_judged(result.role, result.profile)).items()))
     return out

@@ -1,11 +1,14 @@
 """Scenarios for a receiving node, the lock-step runner, the search with shrinking, and reports.
 
-A scenario is a list of harness actions over four messages on two sessions (each may arrive as the
-original copy, with sender UUID and sequence number, or as a re-send during recovery, without
-them, any number of times and in any order: duplicates, redeliveries and reordering are all the
-documents' adversary): ``arrive``, ``deliver`` (the broker hands the next copy to the node),
-``tick``, ``crash`` (the node's process dies and restarts; the broker redelivers what it had not
-acknowledged) and ``broker_restart``. Hypothesis generates scenarios and shrinks a failing one.
+A scenario is a list of harness actions over the messages of a topology (its first step
+``topology``, else the default one: spec/corda/adapter.yaml ``receiver.topology``; several peers,
+sessions and sending processes), each of which may arrive as the original copy, with sender UUID
+and sequence number, or as a re-send during recovery, without them, any number of times and in any
+order (duplicates, redeliveries and reordering are all the documents' adversary): ``arrive``,
+``deliver`` (the broker hands the next copy to the node), ``tick``, ``crash`` (the node's process
+dies and restarts; the broker redelivers what it had not acknowledged) and ``broker_restart``.
+The catalogue's named scenarios (:mod:`.catalogue`) run first; then Hypothesis generates scenarios
+and shrinks a failing one.
 
 After the scenario comes the drain, and with it the one bound the adapter protocol sets on a
 node's rhythm: the harness delivers every copy and ticks, round after round, until the node owes
@@ -26,6 +29,7 @@ recognises) and the same copy again. The exchange and the violations label drain
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -41,31 +45,77 @@ from rmkit.reference_impl.corda.message import Message, flow_id
 
 from . import report
 from .adapters import ROLES, ImplementationFailed, harnessed, message_to
+from .contract import FIELDS, Topology, default_topology, number, peer_names, topology_range
 from .judge import Judge, Violation
 
-SESSIONS = ("A:s1", "A:s2")
-MESSAGES = [(s, k) for k in (1, 2) for s in SESSIONS]   # send order: the original copies' sequence numbers
-DRAIN_BOUND = 50     # ticks a drain phase lasts at most: the rhythm a node must keep (see above)
-QUIET_TICKS = 3      # ticks in a row that move nothing before a drain phase with nothing owed ends
-DRAIN_RESTARTS = 2   # restarts in the drain, while copies are left on the broker
+DRAIN_BOUND = number("receiver", "drain", "bound_ticks")   # the rhythm a node must keep (see above)
+QUIET_TICKS = number("receiver", "drain", "quiet_ticks")
+DRAIN_RESTARTS = number("receiver", "drain", "restarts")
+MAX_STEPS = number("receiver", "max_steps")
 
 
-def message(i: int, recovery: bool) -> Message:
-    session, k = MESSAGES[i]
-    seed = "f" + session.split(":")[1]
-    uuid, seq = (None, None) if recovery else ("A-0", i + 1)
-    return Message(flow_id(seed, k, 0), session, k == 1, f"{session}/m{k}", uuid, seq)
+@functools.lru_cache(maxsize=None)
+def universe(t: Topology) -> tuple[tuple, ...]:
+    """The original copies of a topology's messages, in send order: round k sends each session's
+    k-th message, peer after peer. A peer's messages are sent by its sending processes in turn (the
+    process of round k is ``(k - 1) * senders // messages``), each with its own sender UUID
+    (``PEER-N``) and sequence numbers from 1. The ids are a flow's N- ids, one flow per session, so a
+    session's send order shows in them too (judge.sent_before)."""
+    out, counters = [], {}
+    for k in range(1, t.messages + 1):
+        for peer in peer_names()[:t.peers]:
+            uuid = f"{peer}-{(k - 1) * t.senders // t.messages}"
+            for j in range(1, t.sessions + 1):
+                session = f"{peer}:s{j}"
+                seed = f"f{'' if peer == 'A' else peer}s{j}"
+                counters[uuid] = counters.get(uuid, 0) + 1
+                out.append((flow_id(seed, k, 0), session, k == 1, f"{session}/m{k}", uuid, counters[uuid], peer))
+    return tuple(out)
 
 
-# the actions without an argument, repeated by weight; arrive takes MESSAGE, RECOVERY
+def message(i: int, recovery: bool, topology: Topology | None = None) -> Message:
+    """Message ``i`` of the topology's universe: the original copy, or a re-send during recovery
+    (without sender UUID and sequence number)."""
+    dedup_id, session, init, payload, uuid, seq, peer = universe(topology or default_topology())[i]
+    if recovery:
+        uuid, seq = None, None
+    return Message(dedup_id, session, init, payload, uuid, seq, peer=peer)
+
+
+def topology_of(acts) -> Topology:
+    """The topology a scenario's first step sets, else the default one."""
+    if acts and acts[0][0] == "topology":
+        return Topology(*acts[0][1:])
+    return default_topology()
+
+
+# the actions without an argument, repeated by weight; arrive takes MESSAGE, RECOVERY; topology
+# (first step only) PEERS, SESSIONS, MESSAGES, SENDERS
 _SIMPLE = ("deliver", "deliver", "tick", "crash", "broker_restart")
-ACTIONS = ("arrive",) + tuple(dict.fromkeys(_SIMPLE))
+ACTIONS = ("topology", "arrive") + tuple(dict.fromkeys(_SIMPLE))
 
 
-def actions():
-    arrive = st.tuples(st.just("arrive"), st.integers(0, len(MESSAGES) - 1), st.booleans())
+def topologies():
+    """The default topology a quarter of the time (its four messages meet again and again), else any
+    within the spec's ranges (several peers, sessions and senders); a failure shrinks towards the
+    default one."""
+    drawn = st.builds(Topology, *(st.integers(*topology_range(f)) for f in FIELDS))
+    return st.integers(0, 3).flatmap(lambda i: drawn if i else st.just(default_topology()))
+
+
+def actions(n: int = 4):
+    """One step of a scenario over ``n`` messages."""
+    arrive = st.tuples(st.just("arrive"), st.integers(0, n - 1), st.booleans())
     simple = st.sampled_from([(a,) for a in _SIMPLE])
     return st.one_of(arrive, simple, simple)
+
+
+def scenarios(max_steps: int = MAX_STEPS):
+    """A topology, as the first step unless it is the default one, then the steps."""
+    def steps(t: Topology):
+        first = [] if t == default_topology() else [("topology", *t.fields())]
+        return st.lists(actions(len(universe(t))), max_size=max_steps).map(lambda acts: first + acts)
+    return topologies().flatmap(steps)
 
 
 @dataclass
@@ -102,7 +152,7 @@ def run(impl, profile: str, acts: list, role: str = "receiver") -> Outcome:
 
     def tick() -> bool:
         reply = impl.handle({"type": "tick"})
-        moved = bool(reply.get("commits") or reply.get("acks"))
+        moved = bool(reply.get("commits") or reply.get("acks") or reply.get("done"))
         if moved:
             note(f"tick -> {reply}")
         judge.on_reply(reply)
@@ -135,26 +185,41 @@ def run(impl, profile: str, acts: list, role: str = "receiver") -> Outcome:
         judge.stalled(DRAIN_BOUND)
 
     def durability_check() -> None:
-        """A committed id answered NEW at or below its sender's mark: the fast path skipped the
-        database (CORDA-DEDUP-006), the table lost the id (CORDA-DEDUP-005), or the id was not in it
-        yet. One more restart, then a re-send without sender UUID and the same copy again tell."""
-        judge.where = "durability check"
-        crash("crash")
-        for kind, m in judge.probes():
-            judge.probe_tags[inbound.produce(m)] = (m.dedup_id, kind)
-            note(f"arrive {m.dedup_id} ({'original' if m.sender_uuid else 'recovery re-send'}, to ask the {kind})")
+        """A committed id answered NEW that the answer alone does not pin on one mechanism (see
+        judge.readmission): the fast path skipped the database, the table lost the id, the id was
+        not in it yet, or the table is keyed by more than the id. Restarts and copies under other
+        sender keys tell (judge.probes); the violation is certain already, only its rule is not."""
+        for round_ in (1, 2):
+            probes = judge.probes(round_)
+            if not probes:
+                break
+            judge.where = "durability check"
+            crash("crash")
+            for kind, m in probes:
+                judge.probe_tags[inbound.produce(m)] = (m.dedup_id, kind)
+                note(f"arrive {m.dedup_id} ({'recovery re-send' if m.sender_uuid is None else 'from ' + m.sender_uuid}, "
+                     f"to ask the {kind})")
+            while deliver():
+                pass
+            if round_ == 1:   # the kit's own probes leave the broker: redelivered, they would hold the id in flight
+                inbound.entries[:] = [e for e in inbound.entries if e.tag not in judge.probe_tags]
         drain_phase()
 
     try:
         impl.handle({"type": "hello", "role": role, "profile": profile})
+        topology = topology_of(acts)
         for act in acts:
             judge.step += 1
             judge.where = f"step {judge.step}"
-            if act[0] == "arrive":
-                m = message(act[1], act[2])
+            if act[0] == "topology":
+                note(f"topology: {topology.peers} peers, {topology.sessions} sessions each, {topology.messages} "
+                     f"messages per session, {topology.senders} sending processes per peer")
+            elif act[0] == "arrive":
+                m = message(act[1], act[2], topology)
                 inbound.produce(m)
                 judge.sent.add(m.dedup_id)
-                note(f"arrive {m.dedup_id} ({'recovery re-send' if act[2] else 'original'})")
+                note(f"arrive {m.dedup_id} from {m.sending_peer} ("
+                     + ("recovery re-send" if act[2] else f"original, sender {m.sender_uuid} #{m.sequence_number}") + ")")
             elif act[0] == "deliver":
                 deliver()
             elif act[0] == "tick":
@@ -197,10 +262,10 @@ def close(impl) -> None:
         done()
 
 
-SHRINK_BUDGET_S = 60.0   # shrinking stops after this long; the shortest failing scenario seen is reported
+SHRINK_BUDGET_S = number("search", "shrink_budget_s")   # then the shortest failing scenario seen is reported
 
 STOPPED_ADVICE = ("answer every event with one JSON object (for a process: one line on stdout) within --timeout, "
-                  "and keep running until stdin closes; the adapter protocol is in conformance/corda/driven/adapters.py")
+                  "and keep running until stdin closes; the adapter protocol is in spec/corda/adapter.md")
 FLAKY_NOTE = ("not reproducible: it passed when run again, so it is shown as first found, not shrunk (the "
               "implementation's answers depend on more than the scenario: its history, the time, chance)")
 
@@ -232,6 +297,8 @@ class SearchResult:
     budget_spent: bool = False      # generating stopped at the time budget, before max_examples
     delivered: int | None = None    # deliveries the implementation answered (0: a pass would have checked nothing)
     reproducible: bool = True       # False: the failure did not come back when rerun (shown unshrunk)
+    named: list = field(default_factory=list)   # ids of the catalogue's scenarios played
+    named_failure: str | None = None   # the catalogue scenario that failed (its failure shrunk by step removal)
 
     @property
     def verdict(self) -> str:
@@ -258,9 +325,33 @@ def play_once(play, impl, profile: str, acts: list) -> Outcome:
         return Stopped(profile, list(acts), [], list(impl.transcript), cause=str(exc))
 
 
+def shrink_steps(out: Outcome, attempt, budget_s: float) -> Outcome:
+    """A failing scenario made shorter by removing one step at a time while it still fails on one of
+    the same strict rules (or breaks the implementation down again), for at most ``budget_s``: the
+    catalogue's scenarios are short, so this finds what of them the failure needs."""
+    rules = {v.rule for v in out.strict}
+    start, best, changed = time.monotonic(), out, True
+
+    def same(o: Outcome) -> bool:
+        return isinstance(o, Stopped) if isinstance(best, Stopped) else bool(rules & {v.rule for v in o.strict})
+
+    while changed and time.monotonic() - start < budget_s:
+        changed = False
+        for i in range(len(best.actions)):
+            shorter = best.actions[:i] + best.actions[i + 1:]
+            o = attempt(shorter)
+            if same(o):
+                best, changed = o, True
+                break
+    return best
+
+
 def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool = True, seed: int | None = None,
-           max_steps: int = 25, role: str = "receiver", regressions=(), time_budget: float | None = None) -> SearchResult:
-    """Replay the saved ``regressions`` (``(path, steps)`` pairs), then generate scenarios for
+           max_steps: int | None = None, role: str = "receiver", regressions=(), time_budget: float | None = None,
+           named: bool = True) -> SearchResult:
+    """Replay the saved ``regressions`` (``(path, steps)`` pairs), then play the catalogue's named
+    scenarios of ``role`` (``named``; spec/corda/catalogue.yaml: each crash point and window, with
+    a copy on the broker; a failure there is shrunk by removing steps), then generate scenarios for
     ``role`` until one fails (then shrink it, for at most :data:`SHRINK_BUDGET_S`), ``max_examples``
     pass (0: the saved ones only), or ``time_budget`` seconds have passed (a failure found by then
     is still shrunk; one scenario at least, or a pass would be a verdict on nothing). A saved
@@ -276,8 +367,13 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
     from hypothesis.errors import Flaky
 
     from .bridge import actions as bridge_actions, run_bridge
+    from .catalogue import catalogue
 
-    play, steps = (run_bridge, bridge_actions()) if role == "bridge" else (run, actions())
+    if role == "bridge":
+        drawn = st.lists(bridge_actions(), max_size=max_steps or number("bridge", "max_steps"))
+    else:
+        drawn = scenarios(max_steps or MAX_STEPS)
+    play = run_bridge if role == "bridge" else run
     failures: list[Outcome] = []
     findings: dict[str, Outcome] = {}
     not_driven: list[ImplementationFailed] = []   # no hello ever answered: no verdict
@@ -297,10 +393,10 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
     @settings(max_examples=max(1, max_examples), derandomize=False, deadline=None,
               database=None, phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck),
               report_multiple_bugs=False, verbosity=Verbosity.quiet)
-    @given(st.lists(steps, max_size=max_steps))
+    @given(drawn)
     def scenario(acts):
         now = time.monotonic()
-        if time_budget is not None and count[0] and not failures and now - start >= time_budget:
+        if time_budget is not None and (count[0] or played) and not failures and now - start >= time_budget:
             stopped_by[0] = "time budget"
             raise _Stop
         if failures and now - found[0] >= SHRINK_BUDGET_S:
@@ -325,12 +421,23 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
 
         scenario = hseed(fixed)(scenario)
     reproducible = True
+    played: list[str] = []
     try:
         for path, acts in regressions:
             out = attempt(acts)
             if failed(out):
                 return SearchResult(profile, 0, time.monotonic() - start, out, {}, role, regression=str(path),
                                     delivered=impl.delivered)
+        for sc in catalogue(role, profile) if named else ():
+            played.append(sc.id)
+            out = attempt(list(sc.steps))
+            for v in out.violations:
+                if v.mode != "strict" and v.rule not in findings:
+                    findings[v.rule] = out
+            if failed(out):
+                out = shrink_steps(out, attempt, SHRINK_BUDGET_S)
+                return SearchResult(profile, 0, time.monotonic() - start, out, findings, role, delivered=impl.delivered,
+                                    named=played, named_failure=sc.id)
         if max_examples > 0:
             scenario()
     except (AssertionError, _Stop):
@@ -351,7 +458,7 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
         failure = failures[-1]
     return SearchResult(profile, count[0], time.monotonic() - start, failure, findings, role,
                         budget_spent=stopped_by[0] == "time budget", delivered=impl.delivered,
-                        reproducible=reproducible)
+                        reproducible=reproducible, named=played)
 
 
 def steps_text(actions) -> str:
@@ -390,7 +497,10 @@ def outcome_json(profile: str, out: Outcome) -> dict:
 def render(results: list[SearchResult]) -> str:
     out = []
     for r in results:
-        ran = "a saved scenario, nothing generated" if r.regression else f"{r.examples} scenarios"
+        named = f"{len(r.named)} named scenario{'' if len(r.named) == 1 else 's'}"
+        ran = ("a saved scenario, nothing generated" if r.regression else
+               f"{named}, nothing generated" if r.named_failure or not r.examples else
+               f"{len(r.named)} named and {r.examples} generated scenarios")
         ran += ", stopped by --time-budget" if r.budget_spent else ""
         ran += ", no message reached the implementation" if r.verdict == "nothing checked" else ""
         out.append(f"corda {r.role}, profile {r.profile}: {r.verdict.upper()} ({ran}, {r.seconds:.1f} s)")
@@ -403,6 +513,7 @@ def render(results: list[SearchResult]) -> str:
         if r.failure:
             f = r.failure
             what = (f"saved scenario {r.regression} fails again" if r.regression
+                    else f"named scenario {r.named_failure} of spec/corda/catalogue.yaml, shrunk" if r.named_failure
                     else "shrunk scenario" if r.reproducible else f"failing scenario ({FLAKY_NOTE})")
             out.append(f"  {what} ({len(f.actions)} steps): " + steps_text(f.actions))
             out += [f"  {line}" for line in problems(r.profile, f)]
@@ -440,7 +551,7 @@ def to_html(results: list[SearchResult], impl: list[str]) -> str:
                      f"<pre>{e(chr(10).join(problems(r.profile, f)))}</pre><p>Exchange:</p><pre>{e(chr(10).join(exchange(f)))}</pre>")
     if fails:
         sections.append(("scenarios-failed", "Failing scenarios", "\n".join(fails)))
-    colour = {"failed": "fail", "held": "pass"}
+    colour = {report.FAILED: "fail", report.HELD: "pass"}
     sections.append(("rules", "Per-rule matrix", table(
         ["role", "rule", "title", "status", "evidence"],
         [[e(r.role), f"<code>{e(row['id'])}</code>", e(row["title"]), status_cell(colour.get(row["verdict"], row["verdict"])),
@@ -466,6 +577,7 @@ def overall(results: list[SearchResult]) -> str:
 def to_json(results: list[SearchResult]) -> str:
     return json.dumps({"protocol": "corda", "roles": sorted({r.role for r in results}), "verdict": overall(results),
                        "profiles": [{"profile": r.profile, "role": r.role, "verdict": r.verdict, "scenarios": r.examples,
+                                     "named": list(r.named), "named_failure": r.named_failure,
                                      "seconds": round(r.seconds, 2), "time_budget_spent": r.budget_spent,
                                      "deliveries": r.delivered,
                                      **report.json_fields(r),
@@ -506,8 +618,6 @@ def read_saved(path) -> tuple[str, str, list]:
     started: the runner sends a step it does not know to the implementation as an event, whose
     refusal would then be blamed on the implementation, and a bad argument would end in the kit's
     own IndexError. Bad content is a usage error naming the file and the field."""
-    from .bridge import ACTIONS as BRIDGE_ACTIONS
-
     def bad(where: str, what: str) -> UsageError:
         return UsageError(f"FILE {path}: {where}: {what}")
 
@@ -539,21 +649,44 @@ def read_saved(path) -> tuple[str, str, list]:
     steps = doc.get("steps")
     if not isinstance(steps, list):
         raise bad("steps", f"expected a list of steps, found {steps!r:.80}")
+    problem = step_problem(role, steps)
+    if problem is not None:
+        raise bad(*problem)
+    return role, profile, [tuple(s) for s in steps]
+
+
+def step_problem(role: str, steps: list) -> tuple[str, str] | None:
+    """(field, what is wrong) of the first step ``role`` cannot play, or None: an action the role
+    does not take, a wrong number of arguments, a message number out of range. Saved scenarios and
+    the catalogue's are checked alike, before any implementation is started."""
+    from .bridge import ACTIONS as BRIDGE_ACTIONS
+
     known = ACTIONS if role == "receiver" else BRIDGE_ACTIONS
+    n = len(universe(default_topology()))
     for i, step in enumerate(steps):
-        if not isinstance(step, list) or not step:
-            raise bad(f"steps[{i}]", f"expected a list [ACTION, ARGUMENTS...], found {step!r:.80}")
+        if not isinstance(step, (list, tuple)) or not step:
+            return f"steps[{i}]", f"expected a list [ACTION, ARGUMENTS...], found {step!r:.80}"
         name = step[0]
         if name not in known:
-            raise bad(f"steps[{i}][0]", f"expected an action of the {role} role ({', '.join(known)}), found {name!r:.80}")
-        if name == "arrive":
+            return f"steps[{i}][0]", f"expected an action of the {role} role ({', '.join(known)}), found {name!r:.80}"
+        if name == "topology":
+            if i != 0:
+                return f"steps[{i}]", "expected topology as the first step only"
+            if len(step) != 1 + len(FIELDS):
+                return f"steps[{i}]", f"expected [\"topology\", {', '.join(f.upper() for f in FIELDS)}], found {list(step)!r:.80}"
+            for j, f in enumerate(FIELDS, 1):
+                low, high = topology_range(f)
+                if type(step[j]) is not int or not low <= step[j] <= high:
+                    return f"steps[{i}][{j}]", f"expected {f} from {low} to {high}, found {step[j]!r:.80}"
+            n = len(universe(Topology(*step[1:])))
+        elif name == "arrive":
             if len(step) != 3:
-                raise bad(f"steps[{i}]", f"expected [\"arrive\", MESSAGE, RECOVERY], found {step!r:.80}")
-            if type(step[1]) is not int or not 0 <= step[1] < len(MESSAGES):
-                raise bad(f"steps[{i}][1]", f"expected a message number 0 to {len(MESSAGES) - 1}, found {step[1]!r:.80}")
+                return f"steps[{i}]", f"expected [\"arrive\", MESSAGE, RECOVERY], found {list(step)!r:.80}"
+            if type(step[1]) is not int or not 0 <= step[1] < n:
+                return f"steps[{i}][1]", f"expected a message number 0 to {n - 1}, found {step[1]!r:.80}"
             if type(step[2]) is not bool:
-                raise bad(f"steps[{i}][2]", f"expected true (a recovery re-send) or false (the original copy), "
-                                            f"found {step[2]!r:.80}")
+                return f"steps[{i}][2]", (f"expected true (a recovery re-send) or false (the original copy), "
+                                          f"found {step[2]!r:.80}")
         elif len(step) != 1:
-            raise bad(f"steps[{i}]", f"expected [{json.dumps(name)}]: {name} takes no argument, found {step!r:.80}")
-    return role, profile, [tuple(s) for s in steps]
+            return f"steps[{i}]", f"expected [{json.dumps(name)}]: {name} takes no argument, found {list(step)!r:.80}"
+    return None
