@@ -421,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "HYPOTHESIS_PROFILE=ci or --derandomize: fixed)")
     cf.add_argument("--derandomize", action="store_true", help="the same scenarios on every run (as in CI)")
     cf.add_argument("--time-budget", type=positive_seconds, metavar="S", help="stop generating after S seconds")
-    cf.add_argument("--catalogue-only", action="store_true", help="run the named scenarios only (remp, rmb)")
+    cf.add_argument("--catalogue-only", action="store_true", help="run the named scenarios only (remp, rmb, corda)")
     cf.add_argument("--regressions", metavar="DIR", help="replay the scenarios saved in DIR first, and save new failures "
                                                          "there (default: $RMKIT_REGRESSIONS, else .rmkit/regressions)")
     cf.add_argument("--format", choices=("text", "json", "junit"), default="text", help="report format (default: text)")

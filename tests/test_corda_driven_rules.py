@@ -34,10 +34,13 @@ def listed(role: str) -> set[str]:
 
 @functools.lru_cache(maxsize=None)
 def raised(role: str, name: str, profile: str) -> frozenset:
-    """The rules a derandomized search of the example raises: strict ones of its failure, and findings."""
-    r = search(FAULTY[role][name], profile, max_examples=100, role=role)
-    strict = {v.rule for v in r.failure.strict} if r.failure else set()
-    return frozenset(strict | set(r.findings))
+    """The rules a derandomized search of the example raises, in the catalogue and in generated
+    scenarios apart (each search stops at its first failure): strict ones of its failure, and findings."""
+    out = set()
+    for r in (search(FAULTY[role][name], profile, max_examples=0, role=role),
+              search(FAULTY[role][name], profile, max_examples=100, role=role, named=False)):
+        out |= ({v.rule for v in r.failure.strict} if r.failure else set()) | set(r.findings)
+    return frozenset(out)
 
 
 def test_every_rule_states_its_driven_roles():

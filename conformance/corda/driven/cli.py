@@ -32,9 +32,6 @@ def conform(profile: str, args: argparse.Namespace) -> int:
     for r in roles:
         if r not in ROLES:
             raise UsageError(f"--role {r!r}: protocol corda drives the roles {', '.join(ROLES)}")
-    if args.catalogue_only:
-        raise UsageError("--catalogue-only: protocol corda has no catalogue of named scenarios, only generated ones "
-                         "(--catalogue-only applies to remp and rmb)")
     with signals_interrupt():   # SIGINT and SIGTERM: every process stopped, then exit 2
         return _conform(profile, roles, args)
 
@@ -50,8 +47,10 @@ def _conform(profile: str, roles: list[str], args: argparse.Namespace) -> int:
     for role in roles:
         mine = [(path, steps) for r, p, path, steps in saved if r == role and p == profile]
         budget = None if args.time_budget is None else max(0.1, args.time_budget - (time.monotonic() - started))
-        try:   # --max-examples 0: the saved scenarios only, as for remp (its catalogue)
-            results.append(search(factory, profile, max_examples=args.max_examples, derandomize=derandomize,
+        # --catalogue-only, or --max-examples 0: the saved and the named scenarios only (spec/corda/catalogue.yaml)
+        examples = 0 if args.catalogue_only else args.max_examples
+        try:
+            results.append(search(factory, profile, max_examples=examples, derandomize=derandomize,
                                   seed=args.seed, role=role, regressions=mine, time_budget=budget))
         except ImplementationFailed as exc:
             raise ImplementationError(f"the implementation could not be driven as {role}: {exc}") from None
@@ -73,8 +72,8 @@ def _conform(profile: str, roles: list[str], args: argparse.Namespace) -> int:
 
         write_output(args.html, to_html(results, impl_argv(args)), "--html")
         print(f"HTML report written to {args.html}", file=sys.stderr)
-    more = ("--max-examples 0 replays the saved scenarios only; give it 1 or more" if args.max_examples == 0
-            else "raise --max-examples or --time-budget")
+    more = ("only the saved and the named scenarios ran; drop --catalogue-only, or give --max-examples 1 or more"
+            if args.max_examples == 0 or args.catalogue_only else "raise --max-examples or --time-budget")
     for r in results:
         if r.verdict == "nothing checked":
             print(f"rmkit conform: nothing checked as {r.role}: no message reached the implementation in "

@@ -77,6 +77,38 @@ class DuplicateAfterRestart(ReferenceReceiver):
         return {"commits": self.commit_now(), "acks": acks}
 
 
+class IdsWrittenLater(ReferenceReceiver):
+    """Writes the processed ids in a transaction of their own, ``DELAY`` ticks after the commit (the
+    commit writes the checkpoint and the effect only): a copy delivered in between is processed
+    again, and a crash in between loses the ids for good (CORDA-DEDUP-005: the id belongs in the
+    checkpoint's transaction). The generated scenarios hit this window by chance; the catalogue's
+    crash after the commit hits it every run."""
+
+    DELAY = 3
+
+    def make_node(self, profile, database=None):
+        node = super().make_node(profile, database)
+        self.pending = []   # [ticks left, message]
+        self.write, self.store = node.persist_dedup_facts, node.store
+        node.store = None   # the commit's transaction no longer holds the id
+        node.persist_dedup_facts = lambda m: self.pending.append([self.DELAY, m])
+        return node
+
+    def on_tick(self, event):
+        due = [m for entry in self.pending for m in [entry[1]] if entry[0] <= 1]
+        self.pending = [[n - 1, m] for n, m in self.pending if n > 1]
+        for m in due:
+            self.write(m)
+            if self.store is not None:
+                self.store.commit(m)
+        return super().on_tick(event)
+
+    def close(self):
+        if self.node is not None:
+            self.node.store = self.store   # closed with the node
+        super().close()
+
+
 class ReverseWithinSession(ReferenceReceiver):
     """Commits, within a session, the copy that arrived last first: a session's messages reach the
     flow out of the order they were sent (CORDA-ORDER-001)."""
@@ -250,7 +282,8 @@ class SlowRhythm(ReferenceReceiver):
 
 FAULTY = {"ack_before_commit": AckBeforeCommit, "dedup_only_in_memory": DedupOnlyInMemory,
           "fast_path_without_db_read": FastPathWithoutDbRead, "ack_in_flight": AckInFlight,
-          "duplicate_after_restart": DuplicateAfterRestart, "reverse_within_session": ReverseWithinSession,
+          "duplicate_after_restart": DuplicateAfterRestart, "ids_written_later": IdsWrittenLater,
+          "reverse_within_session": ReverseWithinSession,
           "drop_new_copy": DropNewCopy, "stuck_new_copy": StuckNewCopy, "in_flight_for_committed": InFlightForCommitted,
           "fast_path_at_mark": FastPathAtMark, "never_ack_processed": NeverAckProcessed,
           "discard_recovery_resends": DiscardRecoveryResends}

@@ -232,6 +232,8 @@ class SearchResult:
     budget_spent: bool = False      # generating stopped at the time budget, before max_examples
     delivered: int | None = None    # deliveries the implementation answered (0: a pass would have checked nothing)
     reproducible: bool = True       # False: the failure did not come back when rerun (shown unshrunk)
+    named: list = field(default_factory=list)   # ids of the catalogue's scenarios played
+    named_failure: str | None = None   # the catalogue scenario that failed (its failure shrunk by step removal)
 
     @property
     def verdict(self) -> str:
@@ -258,9 +260,33 @@ def play_once(play, impl, profile: str, acts: list) -> Outcome:
         return Stopped(profile, list(acts), [], list(impl.transcript), cause=str(exc))
 
 
+def shrink_steps(out: Outcome, attempt, budget_s: float) -> Outcome:
+    """A failing scenario made shorter by removing one step at a time while it still fails on one of
+    the same strict rules (or breaks the implementation down again), for at most ``budget_s``: the
+    catalogue's scenarios are short, so this finds what of them the failure needs."""
+    rules = {v.rule for v in out.strict}
+    start, best, changed = time.monotonic(), out, True
+
+    def same(o: Outcome) -> bool:
+        return isinstance(o, Stopped) if isinstance(best, Stopped) else bool(rules & {v.rule for v in o.strict})
+
+    while changed and time.monotonic() - start < budget_s:
+        changed = False
+        for i in range(len(best.actions)):
+            shorter = best.actions[:i] + best.actions[i + 1:]
+            o = attempt(shorter)
+            if same(o):
+                best, changed = o, True
+                break
+    return best
+
+
 def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool = True, seed: int | None = None,
-           max_steps: int = 25, role: str = "receiver", regressions=(), time_budget: float | None = None) -> SearchResult:
-    """Replay the saved ``regressions`` (``(path, steps)`` pairs), then generate scenarios for
+           max_steps: int = 25, role: str = "receiver", regressions=(), time_budget: float | None = None,
+           named: bool = True) -> SearchResult:
+    """Replay the saved ``regressions`` (``(path, steps)`` pairs), then play the catalogue's named
+    scenarios of ``role`` (``named``; spec/corda/catalogue.yaml: each crash point and window, with
+    a copy on the broker; a failure there is shrunk by removing steps), then generate scenarios for
     ``role`` until one fails (then shrink it, for at most :data:`SHRINK_BUDGET_S`), ``max_examples``
     pass (0: the saved ones only), or ``time_budget`` seconds have passed (a failure found by then
     is still shrunk; one scenario at least, or a pass would be a verdict on nothing). A saved
@@ -276,6 +302,7 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
     from hypothesis.errors import Flaky
 
     from .bridge import actions as bridge_actions, run_bridge
+    from .catalogue import catalogue
 
     play, steps = (run_bridge, bridge_actions()) if role == "bridge" else (run, actions())
     failures: list[Outcome] = []
@@ -300,7 +327,7 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
     @given(st.lists(steps, max_size=max_steps))
     def scenario(acts):
         now = time.monotonic()
-        if time_budget is not None and count[0] and not failures and now - start >= time_budget:
+        if time_budget is not None and (count[0] or played) and not failures and now - start >= time_budget:
             stopped_by[0] = "time budget"
             raise _Stop
         if failures and now - found[0] >= SHRINK_BUDGET_S:
@@ -325,12 +352,23 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
 
         scenario = hseed(fixed)(scenario)
     reproducible = True
+    played: list[str] = []
     try:
         for path, acts in regressions:
             out = attempt(acts)
             if failed(out):
                 return SearchResult(profile, 0, time.monotonic() - start, out, {}, role, regression=str(path),
                                     delivered=impl.delivered)
+        for sc in catalogue(role, profile) if named else ():
+            played.append(sc.id)
+            out = attempt(list(sc.steps))
+            for v in out.violations:
+                if v.mode != "strict" and v.rule not in findings:
+                    findings[v.rule] = out
+            if failed(out):
+                out = shrink_steps(out, attempt, SHRINK_BUDGET_S)
+                return SearchResult(profile, 0, time.monotonic() - start, out, findings, role, delivered=impl.delivered,
+                                    named=played, named_failure=sc.id)
         if max_examples > 0:
             scenario()
     except (AssertionError, _Stop):
@@ -351,7 +389,7 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
         failure = failures[-1]
     return SearchResult(profile, count[0], time.monotonic() - start, failure, findings, role,
                         budget_spent=stopped_by[0] == "time budget", delivered=impl.delivered,
-                        reproducible=reproducible)
+                        reproducible=reproducible, named=played)
 
 
 def steps_text(actions) -> str:
@@ -390,7 +428,9 @@ def outcome_json(profile: str, out: Outcome) -> dict:
 def render(results: list[SearchResult]) -> str:
     out = []
     for r in results:
-        ran = "a saved scenario, nothing generated" if r.regression else f"{r.examples} scenarios"
+        ran = ("a saved scenario, nothing generated" if r.regression else
+               f"{len(r.named)} named scenarios, nothing generated" if r.named_failure else
+               f"{len(r.named)} named and {r.examples} generated scenarios")
         ran += ", stopped by --time-budget" if r.budget_spent else ""
         ran += ", no message reached the implementation" if r.verdict == "nothing checked" else ""
         out.append(f"corda {r.role}, profile {r.profile}: {r.verdict.upper()} ({ran}, {r.seconds:.1f} s)")
@@ -403,6 +443,7 @@ def render(results: list[SearchResult]) -> str:
         if r.failure:
             f = r.failure
             what = (f"saved scenario {r.regression} fails again" if r.regression
+                    else f"named scenario {r.named_failure} of spec/corda/catalogue.yaml, shrunk" if r.named_failure
                     else "shrunk scenario" if r.reproducible else f"failing scenario ({FLAKY_NOTE})")
             out.append(f"  {what} ({len(f.actions)} steps): " + steps_text(f.actions))
             out += [f"  {line}" for line in problems(r.profile, f)]
@@ -466,6 +507,7 @@ def overall(results: list[SearchResult]) -> str:
 def to_json(results: list[SearchResult]) -> str:
     return json.dumps({"protocol": "corda", "roles": sorted({r.role for r in results}), "verdict": overall(results),
                        "profiles": [{"profile": r.profile, "role": r.role, "verdict": r.verdict, "scenarios": r.examples,
+                                     "named": list(r.named), "named_failure": r.named_failure,
                                      "seconds": round(r.seconds, 2), "time_budget_spent": r.budget_spent,
                                      "deliveries": r.delivered,
                                      **report.json_fields(r),
@@ -506,8 +548,6 @@ def read_saved(path) -> tuple[str, str, list]:
     started: the runner sends a step it does not know to the implementation as an event, whose
     refusal would then be blamed on the implementation, and a bad argument would end in the kit's
     own IndexError. Bad content is a usage error naming the file and the field."""
-    from .bridge import ACTIONS as BRIDGE_ACTIONS
-
     def bad(where: str, what: str) -> UsageError:
         return UsageError(f"FILE {path}: {where}: {what}")
 
@@ -539,21 +579,33 @@ def read_saved(path) -> tuple[str, str, list]:
     steps = doc.get("steps")
     if not isinstance(steps, list):
         raise bad("steps", f"expected a list of steps, found {steps!r:.80}")
+    problem = step_problem(role, steps)
+    if problem is not None:
+        raise bad(*problem)
+    return role, profile, [tuple(s) for s in steps]
+
+
+def step_problem(role: str, steps: list) -> tuple[str, str] | None:
+    """(field, what is wrong) of the first step ``role`` cannot play, or None: an action the role
+    does not take, a wrong number of arguments, a message number out of range. Saved scenarios and
+    the catalogue's are checked alike, before any implementation is started."""
+    from .bridge import ACTIONS as BRIDGE_ACTIONS
+
     known = ACTIONS if role == "receiver" else BRIDGE_ACTIONS
     for i, step in enumerate(steps):
-        if not isinstance(step, list) or not step:
-            raise bad(f"steps[{i}]", f"expected a list [ACTION, ARGUMENTS...], found {step!r:.80}")
+        if not isinstance(step, (list, tuple)) or not step:
+            return f"steps[{i}]", f"expected a list [ACTION, ARGUMENTS...], found {step!r:.80}"
         name = step[0]
         if name not in known:
-            raise bad(f"steps[{i}][0]", f"expected an action of the {role} role ({', '.join(known)}), found {name!r:.80}")
+            return f"steps[{i}][0]", f"expected an action of the {role} role ({', '.join(known)}), found {name!r:.80}"
         if name == "arrive":
             if len(step) != 3:
-                raise bad(f"steps[{i}]", f"expected [\"arrive\", MESSAGE, RECOVERY], found {step!r:.80}")
+                return f"steps[{i}]", f"expected [\"arrive\", MESSAGE, RECOVERY], found {list(step)!r:.80}"
             if type(step[1]) is not int or not 0 <= step[1] < len(MESSAGES):
-                raise bad(f"steps[{i}][1]", f"expected a message number 0 to {len(MESSAGES) - 1}, found {step[1]!r:.80}")
+                return f"steps[{i}][1]", f"expected a message number 0 to {len(MESSAGES) - 1}, found {step[1]!r:.80}"
             if type(step[2]) is not bool:
-                raise bad(f"steps[{i}][2]", f"expected true (a recovery re-send) or false (the original copy), "
-                                            f"found {step[2]!r:.80}")
+                return f"steps[{i}][2]", (f"expected true (a recovery re-send) or false (the original copy), "
+                                          f"found {step[2]!r:.80}")
         elif len(step) != 1:
-            raise bad(f"steps[{i}]", f"expected [{json.dumps(name)}]: {name} takes no argument, found {step!r:.80}")
-    return role, profile, [tuple(s) for s in steps]
+            return f"steps[{i}]", f"expected [{json.dumps(name)}]: {name} takes no argument, found {list(step)!r:.80}"
+    return None
