@@ -19,13 +19,18 @@ class Message:
     sender_uuid: str | None = None     # original sender only
     sequence_number: int | None = None
     size: int = 0                      # body size in bytes (oversize handling)
+    peer: str | None = None            # the sending peer; None: the session id's prefix names it
+
+    @property
+    def sending_peer(self) -> str:
+        return self.peer if self.peer is not None else self.session_id.split(":", 1)[0]
 
     @property
     def sender_key(self) -> tuple | None:
         """The fast path's key (sender UUID, peer, session-init); None without a sender UUID."""
         if self.sender_uuid is None:
             return None
-        return (self.sender_uuid, self.session_id.split(":", 1)[0], self.session_init)
+        return (self.sender_uuid, self.sending_peer, self.session_init)
 
 
 def flow_id(seed: str, suspends: int, index: int) -> str:

@@ -59,7 +59,7 @@ class SqliteStore:
                 c.execute("INSERT INTO checkpoints VALUES (?, 1) ON CONFLICT(session_id) DO UPDATE SET consumed = consumed + 1",
                           (m.session_id,))
                 c.execute("INSERT INTO processed VALUES (?, ?, ?, ?, ?, ?, ?)",
-                          (m.dedup_id, m.sender_uuid, key[1] if key else m.session_id.split(":", 1)[0], int(m.session_init),
+                          (m.dedup_id, m.sender_uuid, key[1] if key else m.sending_peer, int(m.session_init),
                            m.sequence_number, now, tx))
                 c.execute("INSERT INTO effects (session_id, payload, dedup_id, tx) VALUES (?, ?, ?, ?)",
                           (m.session_id, m.payload, m.dedup_id, tx))

@@ -61,8 +61,10 @@ from rmkit.reference_impl.corda.broker import Delivery, Queue
 from rmkit.reference_impl.corda.message import Message
 from rmkit.reference_impl.corda.receiver import ReceivingNode
 
+from .contract import number
+
 ROLES = DRIVEN_ROLES   # spec.py names the roles the kit drives
-DEFAULT_TIMEOUT = 5.0   # seconds per call, as `--timeout`'s default
+DEFAULT_TIMEOUT = number("process", "reply_timeout_s")   # seconds per call, as `--timeout`'s default
 
 
 class ImplementationFailed(Exception):
@@ -71,11 +73,11 @@ class ImplementationFailed(Exception):
 
 def message_from(d: dict) -> Message:
     return Message(d["dedup_id"], d["session_id"], bool(d["session_init"]), d["payload"], d.get("sender_uuid"),
-                   d.get("sequence_number"))
+                   d.get("sequence_number"), peer=d.get("peer"))
 
 
 def message_to(m: Message) -> dict:
-    return {"dedup_id": m.dedup_id, "session_id": m.session_id, "session_init": m.session_init,
+    return {"dedup_id": m.dedup_id, "session_id": m.session_id, "session_init": m.session_init, "peer": m.sending_peer,
             "sender_uuid": m.sender_uuid, "sequence_number": m.sequence_number, "payload": m.payload}
 
 
@@ -295,8 +297,8 @@ def harnessed(factory, timeout: float = DEFAULT_TIMEOUT):
     return make
 
 
-MAX_REPLY_BYTES = 1 << 20   # a reply line longer than this is no reply (the suite's are tiny)
-STOP_GRACE_S = 1.0          # how long a process may take to exit once its input is closed (then SIGTERM)
+MAX_REPLY_BYTES = int(number("process", "max_reply_bytes"))   # a reply line longer than this is no reply
+STOP_GRACE_S = number("process", "stop_grace_s")              # to exit once its input is closed (then SIGTERM)
 
 
 class ProcessImplementation(Harnessed):

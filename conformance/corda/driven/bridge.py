@@ -53,18 +53,19 @@ from rmkit.reference_impl.corda.message import Message, flow_id
 from rmkit.rules import OFF
 
 from .adapters import ImplementationFailed, message_from, message_to
+from .contract import number
 from .judge import Violation
 
-QUIET_TICKS = 10        # ticks in a row in which nothing moves end a drain phase
-MAX_DRAIN_TICKS = 100   # ticks in one drain phase: a bridge still moving then makes no progress
-MAX_DRAIN_MOVES = 200   # deliveries and transfers in one drain phase (4 messages need 8 a rollback)
-MESSAGES = 4            # messages produced at most in a scenario
+QUIET_TICKS = number("bridge", "drain", "quiet_ticks")       # ticks in a row in which nothing moves end a drain phase
+MAX_DRAIN_TICKS = number("bridge", "drain", "max_ticks")     # a bridge still moving then makes no progress
+MAX_DRAIN_MOVES = number("bridge", "drain", "max_moves")     # deliveries and transfers in one drain phase
+MESSAGES = number("bridge", "messages")                      # messages produced at most in a scenario
 
 
 def message(k: int, spec: CordaSpec) -> Message:
     """Message k of one session; the third is oversize where the profile lets one reach the bridge."""
     big = k == 3 and spec.oversize == "dropped_by_bridge"
-    return Message(flow_id("f1", k, 0), "A:s1", k == 1, f"m{k}", "A-0", k, spec.max_message_size + 1 if big else 100)
+    return Message(flow_id("f1", k, 0), "A:s1", k == 1, f"m{k}", "A-0", k, spec.max_message_size + 1 if big else 100, peer="A")
 
 
 # the actions drawn, repeated by weight; none takes an argument
@@ -145,11 +146,12 @@ class BridgeJudge:
     moves: int = 0        # sends, accepted local acks and rollbacks (the drain's measure of progress)
     rollbacks: int = 0
     stalled: bool = False  # the drain stopped at its bound: reported once, as no progress
+    where: str = "the hello"   # "step N", "drain tick K", "the end of the drain": where a violation is seen
 
     def _fail(self, rule: str, why: str) -> None:
         mode = self.spec.mode(rule)
         if mode != OFF:
-            self.violations.append(Violation(rule, mode, self.step, why))
+            self.violations.append(Violation(rule, mode, self.step, why, self.where))
 
     def on_transfer(self, m: Message) -> None:
         """The remote broker got ``m``: its first arrival must not follow a later message's."""
@@ -222,7 +224,7 @@ class BridgeJudge:
                                        "everything unacknowledged again)")
 
     def at_end(self) -> None:
-        self.step += 1
+        self.where = "the end of the drain"
         if self.stalled:
             return
         for dedup_id in self.untransferred():
@@ -241,12 +243,17 @@ class BridgeRun:
         self.judge = BridgeJudge(self.spec, Queue("internal.peers.B"), Queue("p2p.inbound.B"))
         self.log: list[str] = []
         self.next_k = 1
+        self.drain_ticks = 0   # numbered across the drain's phases, as the receiver's
+
+    def here(self) -> str:
+        """The label of log lines: the step number, or the drain tick."""
+        return self.judge.where.removeprefix("step ")
 
     def call(self, event: dict) -> None:
         reply = self.impl.handle(event)
         if any(reply.values()):
             tag = f" {event['tag']}" if "tag" in event else ""
-            self.log.append(f"{self.judge.step}: {event['type']}{tag} -> {reply}")
+            self.log.append(f"{self.here()}: {event['type']}{tag} -> {reply}")
         self.judge.on_reply(reply)
 
     def produce(self) -> None:
@@ -256,7 +263,7 @@ class BridgeRun:
         self.next_k += 1
         self.judge.outbound.produce(m)
         self.judge.produced.append(m)
-        self.log.append(f"{self.judge.step}: produce {m.dedup_id} ({m.size} bytes)")
+        self.log.append(f"{self.here()}: produce {m.dedup_id} ({m.size} bytes)")
 
     def deliver(self) -> bool:
         d = self.judge.outbound.deliver()
@@ -278,7 +285,7 @@ class BridgeRun:
         if incarnation != judge.incarnation:
             judge.remote.produce(m)
             judge.on_transfer(m)
-            self.log.append(f"{judge.step}: {m.dedup_id} (tag {tag}), sent before the bridge crashed, reaches the remote "
+            self.log.append(f"{self.here()}: {m.dedup_id} (tag {tag}), sent before the bridge crashed, reaches the remote "
                             "broker; no acknowledgement goes back")
             return True
         live = judge.deliveries.get(tag)
@@ -293,7 +300,7 @@ class BridgeRun:
     def lose(self) -> None:
         if self.judge.transit:
             tag = self.judge.transit.pop(0)[0]
-            self.log.append(f"{self.judge.step}: the remote broker did not take tag {tag} (later messages on the link still arrive)")
+            self.log.append(f"{self.here()}: the remote broker did not take tag {tag} (later messages on the link still arrive)")
 
     def link_down(self) -> None:
         self.judge.transit.clear()
@@ -318,6 +325,8 @@ class BridgeRun:
         for _ in range(MAX_DRAIN_TICKS):
             if not judge.outbound.entries:
                 return True
+            self.drain_ticks += 1
+            judge.where = f"drain tick {self.drain_ticks}"
             before = (judge.moves, moves)
             while self.deliver() or self.transfer():
                 moves += 1
@@ -334,7 +343,9 @@ class BridgeRun:
         return True
 
     def drain(self) -> None:
+        self.judge.where = f"drain tick {self.drain_ticks + 1}"
         if self.drain_phase():
+            self.judge.where = f"drain tick {self.drain_ticks + 1}"   # the link goes down before the next tick
             self.link_down()
             self.drain_phase()
 
@@ -349,6 +360,7 @@ def run_bridge(impl, profile: str, acts: list, role: str = "bridge"):
         impl.handle({"type": "hello", "role": role, "profile": profile})
         for act in acts:
             judge.step += 1
+            judge.where = f"step {judge.step}"
             at = f"at step {judge.step} ({act[0]})"
             run.play(act[0])
         at = "in the drain after the scenario"
@@ -357,7 +369,7 @@ def run_bridge(impl, profile: str, acts: list, role: str = "bridge"):
     except ImplementationFailed as exc:
         raise ImplementationFailed(f"{at}: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ImplementationFailed(f"a malformed reply at step {judge.step}: {exc!r}") from None
+        raise ImplementationFailed(f"a malformed reply at {judge.where}: {exc!r}") from None
     return Outcome(profile, list(acts), judge.violations, run.log)
 
 

@@ -109,6 +109,58 @@ class IdsWrittenLater(ReferenceReceiver):
         super().close()
 
 
+class SenderKeyedIds(ReferenceReceiver):
+    """Looks processed ids up by (id, sender UUID): a re-send during recovery, which carries no sender
+    UUID, of a message committed from its original copy is processed again (the table holds the id;
+    the key is wrong: CORDA-DEDUP-003)."""
+
+    def make_node(self, profile, database=None):
+        node = super().make_node(profile, database)
+        rows = node.store.processed_rows() if node.store is not None else []
+        self.keys = {(r[0], r[1]) for r in rows}
+        plain_persist = node.persist_dedup_facts
+
+        def persist(m):
+            self.keys.add((m.dedup_id, m.sender_uuid))
+            plain_persist(m)
+
+        def in_database(dedup_id):
+            return (dedup_id, self.current.sender_uuid) in self.keys
+
+        node.persist_dedup_facts, node.in_database = persist, in_database
+        return node
+
+    def on_deliver(self, event):
+        from .adapters import message_from
+
+        self.current = message_from(event["message"])
+        return super().on_deliver(event)
+
+
+class SortBySequenceNumber(ReferenceReceiver):
+    """Commits a session's copies by sequence number whatever their sender UUID: after the sending
+    process restarts (a new UUID, numbers from 1 again) a later message of the session is committed
+    before an earlier one (CORDA-ORDER-001: the order is the session's, the numbers are one sender's)."""
+
+    def commit_now(self):
+        by_session = {}
+        for d in self.node.processing:
+            by_session.setdefault(d.message.session_id, []).append(d)
+        self.node.processing[:] = [d for copies in by_session.values() for d in sorted(
+            copies, key=lambda d: d.message.sequence_number if d.message.sequence_number is not None else 1 << 62)]
+        return super().commit_now()
+
+
+class AckBeforeCommitInOneReply(ReferenceReceiver):
+    """Reports, in one tick's ordered reply, each acknowledgement before the commit it waits for: the
+    copies are acknowledged before their transaction committed (CORDA-ACK-001)."""
+
+    def on_tick(self, event):
+        commits = self.commit_now()
+        acks = self.acks_now()
+        return {"done": [["ack", *a] for a in acks] + [["commit", i] for i in commits]}
+
+
 class ReverseWithinSession(ReferenceReceiver):
     """Commits, within a session, the copy that arrived last first: a session's messages reach the
     flow out of the order they were sent (CORDA-ORDER-001)."""
@@ -264,6 +316,41 @@ class AbandonOnBrokerRestart(ReferenceReceiver):
         return super().on_broker_restart(event)
 
 
+class PeerScopedIds(ReferenceReceiver):
+    """Keys its processed ids by (sending peer, id), the peer read from the message: every copy of a
+    message comes from its one sending peer, with or without sender UUID, so this is the id alone in
+    effect (legal; the message names its peer so that no node has to guess it)."""
+
+    def make_node(self, profile, database=None):
+        node = super().make_node(profile, database)
+        rows = node.store.processed_rows() if node.store is not None else []
+        self.keys = {(r[2], r[0]) for r in rows}
+        plain_persist = node.persist_dedup_facts
+
+        def persist(m):
+            self.keys.add((m.sending_peer, m.dedup_id))
+            plain_persist(m)
+
+        node.persist_dedup_facts = persist
+        node.in_database = lambda dedup_id: (self.current.sending_peer, dedup_id) in self.keys
+        return node
+
+    def on_deliver(self, event):
+        from .adapters import message_from
+
+        self.current = message_from(event["message"])
+        return super().on_deliver(event)
+
+
+class OrderedReply(ReferenceReceiver):
+    """Reports each tick's commits and acknowledgements as one ordered list, each acknowledgement after
+    the commit it waits for (legal: the order the suspend's actions run in)."""
+
+    def on_tick(self, event):
+        commits = self.commit_now()
+        return {"done": [["commit", i] for i in commits] + [["ack", *a] for a in self.acks_now()]}
+
+
 class SlowRhythm(ReferenceReceiver):
     """Commits and acknowledges only on every seventh tick (a node's rhythm is its own choice)."""
 
@@ -286,10 +373,11 @@ FAULTY = {"ack_before_commit": AckBeforeCommit, "dedup_only_in_memory": DedupOnl
           "reverse_within_session": ReverseWithinSession,
           "drop_new_copy": DropNewCopy, "stuck_new_copy": StuckNewCopy, "in_flight_for_committed": InFlightForCommitted,
           "fast_path_at_mark": FastPathAtMark, "never_ack_processed": NeverAckProcessed,
-          "discard_recovery_resends": DiscardRecoveryResends}
+          "discard_recovery_resends": DiscardRecoveryResends, "sender_keyed_ids": SenderKeyedIds,
+          "sort_by_sequence_number": SortBySequenceNumber, "ack_before_commit_in_one_reply": AckBeforeCommitInOneReply}
 LEGAL = {"batching_acks": BatchingAcks, "newest_session_first": NewestSessionFirst,
          "send_order_within_session": SendOrderWithinSession, "abandon_on_broker_restart": AbandonOnBrokerRestart,
-         "slow_rhythm": SlowRhythm}
+         "slow_rhythm": SlowRhythm, "peer_scoped_ids": PeerScopedIds, "ordered_reply": OrderedReply}
 
 
 def main(argv: list[str] | None = None) -> int:

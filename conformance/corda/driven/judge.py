@@ -43,6 +43,13 @@ class Violation:
         return f"{self.rule} ({self.mode}) at {self.where or f'step {self.step}'}: {self.explanation}"
 
 
+def _key_text(m: Message) -> str:
+    """A copy's sender key, as a report says it."""
+    if m.sender_uuid is None:
+        return "without sender UUID (a re-send during recovery)"
+    return f"from sender {m.sender_uuid} of peer {m.sending_peer}, sequence number {m.sequence_number}"
+
+
 def send_position(m: Message) -> tuple | None:
     """Where an N- id puts its message in its flow's sends: (seed, suspends, index); None for
     another format. A flow's later send has more suspends (or a higher index in one suspend), and a
@@ -67,6 +74,29 @@ def sent_before(a: Message, b: Message) -> bool | None:
     return None
 
 
+def reply_order(reply: dict) -> list[tuple]:
+    """A reply's ``("commit", id)`` and ``("ack", tag, conn)`` items in the order they happened.
+    A reply may give them as one ordered list (``done``) or as ``commits`` then ``acks``, not both:
+    TypeError otherwise (a malformed reply, which fails the scenario)."""
+    done = reply.get("done")
+    if done is None:
+        return ([("commit", i) for i in reply.get("commits") or []]
+                + [("ack", p[0], p[1]) for p in reply.get("acks") or [] if isinstance(p, list) and len(p) == 2])
+    if reply.get("commits") or reply.get("acks"):
+        raise TypeError("a reply with done must not carry commits or acks as well")
+    if not isinstance(done, list):
+        raise TypeError(f"done must be a list, found {done!r:.80}")
+    out = []
+    for item in done:
+        if isinstance(item, list) and len(item) == 2 and item[0] == "commit" and isinstance(item[1], str):
+            out.append(("commit", item[1]))
+        elif isinstance(item, list) and len(item) == 3 and item[0] == "ack":
+            out.append(("ack", item[1], item[2]))
+        else:
+            raise TypeError(f"expected [\"commit\", ID] or [\"ack\", TAG, CONN] in done, found {item!r:.80}")
+    return out
+
+
 @dataclass
 class Judge:
     spec: CordaSpec
@@ -89,6 +119,7 @@ class Judge:
     early_acks: dict[str, list] = field(default_factory=dict)   # id -> [(answer, tag, where)] acked before any commit
     unsure: dict[str, tuple] = field(default_factory=dict)      # id -> (message, where, why, restarted): a readmission
                                                                 # its answer alone does not pin on one mechanism
+    first_copy: dict[str, Message] = field(default_factory=dict)  # id -> the copy whose commit first committed it
     probe_tags: dict[int, tuple] = field(default_factory=dict)  # tag -> (id, kind) of a copy the durability check sent
     probe_answers: dict[tuple, str] = field(default_factory=dict)  # (id, kind) -> the answer to it
 
@@ -158,9 +189,11 @@ class Judge:
         and sequence number: no mark for its key (DEDUP-006), a number above the mark that a
         reordering defeated (DEDUP-007); a number at or below the mark may be the fast path skipping
         the database (DEDUP-006), a table that lost the id (DEDUP-005) or an id not in the table yet
-        (written after its commit): rule None, the durability check decides (:meth:`_resolve`).
-        Otherwise: the processed-ids table lost it at a restart (DEDUP-005), or, with no restart
-        since the commit, the deduplicator did not find it in the table (DEDUP-001)."""
+        (written after its commit): rule None, the durability check decides (:meth:`_resolve`). A
+        copy under another sender key than the committed one (a re-send without sender UUID, say)
+        may also meet a table keyed by more than the id: None too. Otherwise: the processed-ids table
+        lost it at a restart (DEDUP-005), or, with no restart since the commit, the deduplicator did
+        not find it in the table (DEDUP-001)."""
         restarted = self.crashes > self.commit_crashes.get(m.dedup_id, self.crashes)
         if self.spec.fast_path and m.sender_key is not None and m.sequence_number is not None:
             mark = self.marks.get(m.sender_key)
@@ -170,42 +203,71 @@ class Judge:
                 return "CORDA-DEDUP-007", (f"its sequence number {m.sequence_number} is above its sender's mark {mark}, "
                                            "which a copy committed under no sender key did not raise")
             return None, f"its sequence number {m.sequence_number} is not above its sender's mark {mark}"
+        first = self.first_copy.get(m.dedup_id)
+        if first is not None and first.sender_key != m.sender_key:
+            return None, (f"it came {_key_text(m)}, and was committed {_key_text(first)}")
         again = "its effect would be committed again"
         if restarted:
             return "CORDA-DEDUP-005", f"the restart since its commit lost it from the processed-ids table; {again}"
         return "CORDA-DEDUP-001", f"no restart since its commit, yet the deduplicator did not find it; {again}"
 
-    def probes(self) -> list[tuple[str, Message]]:
-        """(kind, copy) for each readmission in doubt, delivered after one more restart by the
-        durability check: first a re-send without sender UUID ("table": only the processed-ids
-        table recognises it), then the copy again ("fast path": its number is not above the mark)."""
+    def probes(self, round_: int) -> list[tuple[str, Message]]:
+        """(kind, copy) for each readmission in doubt, delivered by the durability check after a
+        restart. Round 1: the message under a sender key it never had ("fresh key": only the
+        table, looked up by the id, recognises it). Round 2, after another restart: where that was
+        NEW, the copy first committed ("committed copy": recognised, the table holds the id under
+        that copy's sender only); where it was recognised and the fast path applies, the readmitted
+        copy again ("same copy": NEW, the fast path skips the table at or below the mark)."""
         out = []
-        for m, _, _, _ in self.unsure.values():
-            out += [("table", Message(m.dedup_id, m.session_id, m.session_init, m.payload)), ("fast path", m)]
+        for dedup_id, (m, _, _, _) in self.unsure.items():
+            first = self.first_copy.get(dedup_id, m)
+            if round_ == 1:
+                fresh = Message(m.dedup_id, m.session_id, m.session_init, m.payload, f"{first.sending_peer}-probe", 1,
+                                peer=first.sending_peer)
+                out.append(("fresh key", fresh))
+                continue
+            answer = self.probe_answers.get((dedup_id, "fresh key"))
+            if answer == "NEW":
+                out.append(("committed copy", first))
+            elif answer is not None and self.spec.fast_path and m.sender_key is not None:
+                out.append(("same copy", m))
         return out
 
     def _resolve(self, dedup_id: str) -> None:
-        """Decide a readmission in doubt from the durability check's answers: the re-send without
-        sender UUID NEW, the table lost the id (DEDUP-005); else the copy again NEW, the fast path
-        skips the table at or below the mark (DEDUP-006); else both are recognised now, so the id
-        was not in the table when the copy came: written after its commit (DEDUP-005 across a
-        restart, DEDUP-001 without one). No answers: DEDUP-006, naming the other causes."""
-        _, where, why, restarted = self.unsure.pop(dedup_id)
-        table, fast = (self.probe_answers.get((dedup_id, kind)) for kind in ("table", "fast path"))
-        if table == "NEW":
-            rule, why = "CORDA-DEDUP-005", ("the restart lost it from the processed-ids table (after another restart a "
-                                            "re-send without sender UUID, which only the table recognises, was NEW too)")
-        elif fast == "NEW":
+        """Decide a readmission in doubt from the durability check's answers: the message under a
+        fresh sender key NEW, the table does not hold the id: the copy first committed recognised
+        all the same, the table's key includes the sender (DEDUP-003: the id is in the table, the
+        copy was processed), else the table lost it (DEDUP-005). The fresh key recognised: the
+        readmitted copy NEW again, the fast path skips the table at or below the mark (DEDUP-006);
+        else the id was not in the table when the copy came: written after its commit (DEDUP-005
+        across a restart, DEDUP-001 without one). No answers: DEDUP-006 in the fast path's profile,
+        naming the other causes; else as the restarts say."""
+        m, where, why, restarted = self.unsure.pop(dedup_id)
+        fresh, committed, same = (self.probe_answers.get((dedup_id, kind))
+                                  for kind in ("fresh key", "committed copy", "same copy"))
+        first = self.first_copy.get(dedup_id, m)
+        if fresh == "NEW" and committed == "DUPLICATE":
+            rule, why = "CORDA-DEDUP-003", (
+                f"{why}; after another restart the copy committed first was recognised, yet the message under another "
+                f"sender key was NEW: the table holds the id, looked up with the sender ({_key_text(first)}). A message's "
+                "copies share its deduplication id alone (a re-send during recovery carries no sender UUID)")
+        elif fresh == "NEW":
+            rule, why = "CORDA-DEDUP-005", ("the restart lost it from the processed-ids table (after another restart "
+                                            "it was NEW under any sender key, the one it was committed with too)")
+        elif same == "NEW":
             rule, why = "CORDA-DEDUP-006", (f"{why}, yet the fast path skipped the database (after another restart the "
                                             f"table still knew it, and the same copy was NEW again)")
-        elif table is not None and fast is not None:
+        elif fresh is not None:
             rule = "CORDA-DEDUP-005" if restarted else "CORDA-DEDUP-001"
             why = (f"it was not in the processed-ids table when the copy came{' after a restart' if restarted else ''}, "
-                   "though after another restart both a re-send and the same copy were recognised: the id is written "
-                   "after its commit, not in the checkpoint's transaction")
-        else:
+                   "though after another restart the table recognised it: the id is written after its commit, not in "
+                   "the checkpoint's transaction")
+        elif self.spec.fast_path and m.sender_key is not None:
             rule, why = "CORDA-DEDUP-006", (f"{why}: the fast path must read the database (or the table did not hold "
                                             "the id: CORDA-DEDUP-005)")
+        else:
+            rule = "CORDA-DEDUP-005" if restarted else "CORDA-DEDUP-001"
+            why = f"{why}; the deduplicator did not find it in the processed-ids table"
         self._fail(rule, f"{dedup_id} is committed, yet answered NEW: {why}; its effect would be committed again", where=where)
 
     def _not_processed(self, m: Message, answer: str, want: str) -> None:
@@ -236,6 +298,7 @@ class Judge:
         self._check_order(m)
         self.committed.append(dedup_id)
         self.commit_crashes[dedup_id] = self.crashes
+        self.first_copy.setdefault(dedup_id, m)
         self.readmitted.discard(dedup_id)
         if m.sender_key is not None and m.sequence_number is not None:
             self.marks[m.sender_key] = max(self.marks.get(m.sender_key, 0), m.sequence_number)
@@ -253,8 +316,9 @@ class Judge:
             if sent_before(m, e) is True:
                 continue
             if sent_before(e, m):
-                how = "which was sent before it" + (f" (sequence numbers {e.sequence_number} < {m.sequence_number})"
-                                                   if e.sequence_number is not None and m.sequence_number is not None else
+                same_sender = e.sender_uuid is not None and e.sender_uuid == m.sender_uuid
+                how = "which was sent before it" + (f" (sequence numbers {e.sequence_number} < {m.sequence_number} "
+                                                   f"of sender {m.sender_uuid})" if same_sender else
                                                    " (its flow's ids)") + " and arrived before it"
             else:
                 how = "which arrived before it, and nothing in the messages shows it was sent after"
@@ -280,11 +344,14 @@ class Judge:
                 self._fail("CORDA-ACK-001", f"copy {tag} of {dedup_id} acknowledged before {dedup_id} was committed")
 
     def on_reply(self, reply: dict) -> None:
-        for dedup_id in reply.get("commits", []) or []:
-            self.on_commit(dedup_id)
-        for pair in reply.get("acks", []) or []:
-            if isinstance(pair, list) and len(pair) == 2:
-                self.on_ack(pair[0], pair[1])
+        """The commits and acknowledgements of a reply, in the order they happened: ``done`` lists
+        them in order; ``commits`` and ``acks`` say every commit came before every acknowledgement
+        (spec/corda/adapter.yaml replies)."""
+        for item in reply_order(reply):
+            if item[0] == "commit":
+                self.on_commit(item[1])
+            else:
+                self.on_ack(item[1], item[2])
 
     def on_crash(self) -> None:
         self.crashes += 1

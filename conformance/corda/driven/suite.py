@@ -26,6 +26,7 @@ recognises) and the same copy again. The exchange and the violations label drain
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -41,31 +42,77 @@ from rmkit.reference_impl.corda.message import Message, flow_id
 
 from . import report
 from .adapters import ROLES, ImplementationFailed, harnessed, message_to
+from .contract import FIELDS, Topology, default_topology, number, peer_names, topology_range
 from .judge import Judge, Violation
 
-SESSIONS = ("A:s1", "A:s2")
-MESSAGES = [(s, k) for k in (1, 2) for s in SESSIONS]   # send order: the original copies' sequence numbers
-DRAIN_BOUND = 50     # ticks a drain phase lasts at most: the rhythm a node must keep (see above)
-QUIET_TICKS = 3      # ticks in a row that move nothing before a drain phase with nothing owed ends
-DRAIN_RESTARTS = 2   # restarts in the drain, while copies are left on the broker
+DRAIN_BOUND = number("receiver", "drain", "bound_ticks")   # the rhythm a node must keep (see above)
+QUIET_TICKS = number("receiver", "drain", "quiet_ticks")
+DRAIN_RESTARTS = number("receiver", "drain", "restarts")
+MAX_STEPS = number("receiver", "max_steps")
 
 
-def message(i: int, recovery: bool) -> Message:
-    session, k = MESSAGES[i]
-    seed = "f" + session.split(":")[1]
-    uuid, seq = (None, None) if recovery else ("A-0", i + 1)
-    return Message(flow_id(seed, k, 0), session, k == 1, f"{session}/m{k}", uuid, seq)
+@functools.lru_cache(maxsize=None)
+def universe(t: Topology) -> tuple[tuple, ...]:
+    """The original copies of a topology's messages, in send order: round k sends each session's
+    k-th message, peer after peer. A peer's messages are sent by its sending processes in turn (the
+    process of round k is ``(k - 1) * senders // messages``), each with its own sender UUID
+    (``PEER-N``) and sequence numbers from 1. The ids are a flow's N- ids, one flow per session, so a
+    session's send order shows in them too (judge.sent_before)."""
+    out, counters = [], {}
+    for k in range(1, t.messages + 1):
+        for peer in peer_names()[:t.peers]:
+            uuid = f"{peer}-{(k - 1) * t.senders // t.messages}"
+            for j in range(1, t.sessions + 1):
+                session = f"{peer}:s{j}"
+                seed = f"f{'' if peer == 'A' else peer}s{j}"
+                counters[uuid] = counters.get(uuid, 0) + 1
+                out.append((flow_id(seed, k, 0), session, k == 1, f"{session}/m{k}", uuid, counters[uuid], peer))
+    return tuple(out)
 
 
-# the actions without an argument, repeated by weight; arrive takes MESSAGE, RECOVERY
+def message(i: int, recovery: bool, topology: Topology | None = None) -> Message:
+    """Message ``i`` of the topology's universe: the original copy, or a re-send during recovery
+    (without sender UUID and sequence number)."""
+    dedup_id, session, init, payload, uuid, seq, peer = universe(topology or default_topology())[i]
+    if recovery:
+        uuid, seq = None, None
+    return Message(dedup_id, session, init, payload, uuid, seq, peer=peer)
+
+
+def topology_of(acts) -> Topology:
+    """The topology a scenario's first step sets, else the default one."""
+    if acts and acts[0][0] == "topology":
+        return Topology(*acts[0][1:])
+    return default_topology()
+
+
+# the actions without an argument, repeated by weight; arrive takes MESSAGE, RECOVERY; topology
+# (first step only) PEERS, SESSIONS, MESSAGES, SENDERS
 _SIMPLE = ("deliver", "deliver", "tick", "crash", "broker_restart")
-ACTIONS = ("arrive",) + tuple(dict.fromkeys(_SIMPLE))
+ACTIONS = ("topology", "arrive") + tuple(dict.fromkeys(_SIMPLE))
 
 
-def actions():
-    arrive = st.tuples(st.just("arrive"), st.integers(0, len(MESSAGES) - 1), st.booleans())
+def topologies():
+    """The default topology a quarter of the time (its four messages meet again and again), else any
+    within the spec's ranges (several peers, sessions and senders); a failure shrinks towards the
+    default one."""
+    drawn = st.builds(Topology, *(st.integers(*topology_range(f)) for f in FIELDS))
+    return st.integers(0, 3).flatmap(lambda i: drawn if i else st.just(default_topology()))
+
+
+def actions(n: int = 4):
+    """One step of a scenario over ``n`` messages."""
+    arrive = st.tuples(st.just("arrive"), st.integers(0, n - 1), st.booleans())
     simple = st.sampled_from([(a,) for a in _SIMPLE])
     return st.one_of(arrive, simple, simple)
+
+
+def scenarios(max_steps: int = MAX_STEPS):
+    """A topology, as the first step unless it is the default one, then the steps."""
+    def steps(t: Topology):
+        first = [] if t == default_topology() else [("topology", *t.fields())]
+        return st.lists(actions(len(universe(t))), max_size=max_steps).map(lambda acts: first + acts)
+    return topologies().flatmap(steps)
 
 
 @dataclass
@@ -102,7 +149,7 @@ def run(impl, profile: str, acts: list, role: str = "receiver") -> Outcome:
 
     def tick() -> bool:
         reply = impl.handle({"type": "tick"})
-        moved = bool(reply.get("commits") or reply.get("acks"))
+        moved = bool(reply.get("commits") or reply.get("acks") or reply.get("done"))
         if moved:
             note(f"tick -> {reply}")
         judge.on_reply(reply)
@@ -135,23 +182,37 @@ def run(impl, profile: str, acts: list, role: str = "receiver") -> Outcome:
         judge.stalled(DRAIN_BOUND)
 
     def durability_check() -> None:
-        """A committed id answered NEW at or below its sender's mark: the fast path skipped the
-        database (CORDA-DEDUP-006), the table lost the id (CORDA-DEDUP-005), or the id was not in it
-        yet. One more restart, then a re-send without sender UUID and the same copy again tell."""
-        judge.where = "durability check"
-        crash("crash")
-        for kind, m in judge.probes():
-            judge.probe_tags[inbound.produce(m)] = (m.dedup_id, kind)
-            note(f"arrive {m.dedup_id} ({'original' if m.sender_uuid else 'recovery re-send'}, to ask the {kind})")
+        """A committed id answered NEW that the answer alone does not pin on one mechanism (see
+        judge.readmission): the fast path skipped the database, the table lost the id, the id was
+        not in it yet, or the table is keyed by more than the id. Restarts and copies under other
+        sender keys tell (judge.probes); the violation is certain already, only its rule is not."""
+        for round_ in (1, 2):
+            probes = judge.probes(round_)
+            if not probes:
+                break
+            judge.where = "durability check"
+            crash("crash")
+            for kind, m in probes:
+                judge.probe_tags[inbound.produce(m)] = (m.dedup_id, kind)
+                note(f"arrive {m.dedup_id} ({'recovery re-send' if m.sender_uuid is None else 'from ' + m.sender_uuid}, "
+                     f"to ask the {kind})")
+            while deliver():
+                pass
+            if round_ == 1:   # the kit's own probes leave the broker: redelivered, they would hold the id in flight
+                inbound.entries[:] = [e for e in inbound.entries if e.tag not in judge.probe_tags]
         drain_phase()
 
     try:
         impl.handle({"type": "hello", "role": role, "profile": profile})
+        topology = topology_of(acts)
         for act in acts:
             judge.step += 1
             judge.where = f"step {judge.step}"
-            if act[0] == "arrive":
-                m = message(act[1], act[2])
+            if act[0] == "topology":
+                note(f"topology: {topology.peers} peers, {topology.sessions} sessions each, {topology.messages} "
+                     f"messages per session, {topology.senders} sending processes per peer")
+            elif act[0] == "arrive":
+                m = message(act[1], act[2], topology)
                 inbound.produce(m)
                 judge.sent.add(m.dedup_id)
                 note(f"arrive {m.dedup_id} ({'recovery re-send' if act[2] else 'original'})")
@@ -197,7 +258,7 @@ def close(impl) -> None:
         done()
 
 
-SHRINK_BUDGET_S = 60.0   # shrinking stops after this long; the shortest failing scenario seen is reported
+SHRINK_BUDGET_S = number("search", "shrink_budget_s")   # then the shortest failing scenario seen is reported
 
 STOPPED_ADVICE = ("answer every event with one JSON object (for a process: one line on stdout) within --timeout, "
                   "and keep running until stdin closes; the adapter protocol is in conformance/corda/driven/adapters.py")
@@ -292,7 +353,7 @@ def named_scenarios(role: str, profile: str) -> list[tuple[str, list]]:
 
 
 def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool = True, seed: int | None = None,
-           max_steps: int = 25, role: str = "receiver", regressions=(), time_budget: float | None = None,
+           max_steps: int | None = None, role: str = "receiver", regressions=(), time_budget: float | None = None,
            named: bool = True) -> SearchResult:
     """Replay the saved ``regressions`` (``(path, steps)`` pairs), then play the catalogue's named
     scenarios of ``role`` (``named``; spec/corda/catalogue.yaml: each crash point and window, with
@@ -316,7 +377,11 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
 
     from .bridge import actions as bridge_actions, run_bridge
 
-    play, steps = (run_bridge, bridge_actions()) if role == "bridge" else (run, actions())
+    if role == "bridge":
+        drawn = st.lists(bridge_actions(), max_size=max_steps or number("bridge", "max_steps"))
+    else:
+        drawn = scenarios(max_steps or MAX_STEPS)
+    play = run_bridge if role == "bridge" else run
     failures: list[Outcome] = []
     findings: dict[str, Outcome] = {}
     not_driven: list[ImplementationFailed] = []   # no hello ever answered: no verdict
@@ -336,7 +401,7 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
     @settings(max_examples=max(1, max_examples), derandomize=False, deadline=None,
               database=None, phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck),
               report_multiple_bugs=False, verbosity=Verbosity.quiet)
-    @given(st.lists(steps, max_size=max_steps))
+    @given(drawn)
     def scenario(acts):
         now = time.monotonic()
         if time_budget is not None and (count[0] or played) and not failures and now - start >= time_budget:
@@ -612,17 +677,28 @@ def step_problem(role: str, steps: list) -> tuple[str, str] | None:
     from .bridge import ACTIONS as BRIDGE_ACTIONS
 
     known = ACTIONS if role == "receiver" else BRIDGE_ACTIONS
+    n = len(universe(default_topology()))
     for i, step in enumerate(steps):
         if not isinstance(step, (list, tuple)) or not step:
             return f"steps[{i}]", f"expected a list [ACTION, ARGUMENTS...], found {step!r:.80}"
         name = step[0]
         if name not in known:
             return f"steps[{i}][0]", f"expected an action of the {role} role ({', '.join(known)}), found {name!r:.80}"
-        if name == "arrive":
+        if name == "topology":
+            if i != 0:
+                return f"steps[{i}]", "expected topology as the first step only"
+            if len(step) != 1 + len(FIELDS):
+                return f"steps[{i}]", f"expected [\"topology\", {', '.join(f.upper() for f in FIELDS)}], found {list(step)!r:.80}"
+            for j, f in enumerate(FIELDS, 1):
+                low, high = topology_range(f)
+                if type(step[j]) is not int or not low <= step[j] <= high:
+                    return f"steps[{i}][{j}]", f"expected {f} from {low} to {high}, found {step[j]!r:.80}"
+            n = len(universe(Topology(*step[1:])))
+        elif name == "arrive":
             if len(step) != 3:
                 return f"steps[{i}]", f"expected [\"arrive\", MESSAGE, RECOVERY], found {list(step)!r:.80}"
-            if type(step[1]) is not int or not 0 <= step[1] < len(MESSAGES):
-                return f"steps[{i}][1]", f"expected a message number 0 to {len(MESSAGES) - 1}, found {step[1]!r:.80}"
+            if type(step[1]) is not int or not 0 <= step[1] < n:
+                return f"steps[{i}][1]", f"expected a message number 0 to {n - 1}, found {step[1]!r:.80}"
             if type(step[2]) is not bool:
                 return f"steps[{i}][2]", (f"expected true (a recovery re-send) or false (the original copy), "
                                           f"found {step[2]!r:.80}")
