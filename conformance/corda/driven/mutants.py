@@ -23,29 +23,21 @@ from .bridge import ReferenceBridge
 
 
 # ---- written here ---------------------------------------------------------------------------------
-class KeyIncludesSender(ReferenceReceiver):
-    """Looks a copy up in the processed-ids table under its id *and* its sender UUID: a re-send during
-    recovery (which carries no sender UUID) of a committed message is not found, answered NEW and
-    committed again, with no restart in between (CORDA-DEDUP-001)."""
+class TableReadAtStart(ReferenceReceiver):
+    """Reads the processed-ids table once, when it starts, and looks copies up in that snapshot: an
+    id it committed since is not found, so a copy redelivered before the next restart is answered
+    NEW and its effect committed again, with no restart in between (CORDA-DEDUP-001; the table
+    itself is whole, so a restart hides the fault)."""
 
     def make_node(self, profile, database=None):
         node = super().make_node(profile, database)
+        snapshot = set(node.db)
 
-        def in_database(dedup_id, m=None):
+        def in_database(dedup_id):
             node.db_reads += 1
-            row = node.db.get(dedup_id)
-            return row is not None and (m is None or row.sender_key == m.sender_key)
+            return dedup_id in snapshot
 
-        def check(m):
-            from rmkit.reference_impl.corda.receiver import Answer
-
-            if m.dedup_id in node.in_flight:
-                return Answer.IN_FLIGHT
-            if node.fast_path_new(m):
-                return Answer.NEW
-            return Answer.DUPLICATE if in_database(m.dedup_id, m) else Answer.NEW
-
-        node.check = check
+        node.in_database = in_database
         return node
 
 
@@ -106,7 +98,7 @@ def _m(name: str, role: str, cls: type) -> Mutant:
 
 # (rule, role) -> its mutant; the rule is judged by that role (rules.yaml ``driven``)
 MUTANTS: dict[tuple[str, str], Mutant] = {
-    ("CORDA-DEDUP-001", "receiver"): _m("key_includes_sender", "receiver", KeyIncludesSender),
+    ("CORDA-DEDUP-001", "receiver"): _m("table_read_at_start", "receiver", TableReadAtStart),
     ("CORDA-DEDUP-002", "receiver"): _m("ignores_new_resends", "receiver", IgnoresNewResends),
     ("CORDA-DEDUP-003", "receiver"): _m("never_ack_duplicates", "receiver", NeverAckDuplicates),
     ("CORDA-DEDUP-004", "receiver"): _m("ack_in_flight", "receiver", examples.AckInFlight),
