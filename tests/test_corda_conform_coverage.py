@@ -170,3 +170,19 @@ def test_every_report_shows_the_per_rule_verdicts_from_evidence(tmp_path, capsys
     assert re.search(r"<td>covered by [1-9]\d*: [^<]+</td>", page)
     assert "<td class='status' style='background:#2e7d32'>pass</td>" in page
     assert "no message over the maximum size reaches a bridge" in page   # CORDA-BRIDGE-003's reason, from the spec
+
+
+def test_without_the_catalogue_the_measure_keeps_a_generated_scenario_for_every_mutant(monkeypatch):
+    """The search behind a mutant no named scenario catches: derandomized, bounded by counts, and its
+    scenario kept (with its steps) so that a run plays it."""
+    import rmkit.conformance.corda.spec as spec_module
+
+    monkeypatch.setattr(coverage, "_catalogue", lambda profile: {})
+    monkeypatch.setattr(spec_module, "profiles", lambda: ["spec"])
+    cov = coverage.measure(say=lambda line: None)
+    assert cov["scenarios"] and all(name.startswith("generated-") for name in cov["scenarios"])
+    assert coverage.uncovered(cov) == []
+    assert coverage.measure(say=lambda line: None) == cov          # the same scenarios again: seeded
+    monkeypatch.setattr(coverage, "load", lambda: cov)
+    played = dict(coverage.generated("receiver", "spec"))
+    assert set(played) == {n for n, sc in cov["scenarios"].items() if sc["role"] == "receiver"}

@@ -15,8 +15,8 @@ every run reads it, and a change of the suite, the judges or the mutants that ch
 what is a change of that file to review. ``python -m rmkit.conformance.corda.driven.coverage``
 measures again and rewrites it; a test measures again and compares (every scenario is played in
 process against the reference and each mutant: seconds). Bounded by counts, not by time: the
-search's examples per mutant and profile (:data:`SEARCH_EXAMPLES`), its steps (:data:`MAX_STEPS`),
-Hypothesis's own limit on shrinks.
+search's examples per mutant and profile (:data:`SEARCH_EXAMPLES`), the suite's bound on steps
+(spec/corda/adapter.yaml ``max_steps``), Hypothesis's own limit on shrinks.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from pathlib import Path
 
 FILE = Path(__file__).with_name("coverage.json")
 SEARCH_EXAMPLES = 400   # generated scenarios tried per mutant and profile before giving up
-MAX_STEPS = 25          # as the suite's search
 SEED = 0
 
 
@@ -125,15 +124,18 @@ def _search(rule: str, role: str, profile: str, mutant, reference) -> list | Non
     from hypothesis.errors import NoSuchExample
 
     from .bridge import actions as bridge_actions
-    from .suite import actions
+    from .contract import number
+    from .suite import scenarios
 
-    steps = bridge_actions() if role == "bridge" else actions()
+    # what the suite's own search draws: for the receiver a topology (several peers, sessions,
+    # senders) as the first step, then the steps
+    drawn = st.lists(bridge_actions(), max_size=number("bridge", "max_steps")) if role == "bridge" else scenarios()
 
     def wanted(acts) -> bool:
         return catches(mutant.play(acts), rule, profile) and _clean_on_reference(reference.play(acts), rule)
 
     try:
-        found = find(st.lists(steps, max_size=MAX_STEPS), wanted,
+        found = find(drawn, wanted,
                      settings=settings(max_examples=SEARCH_EXAMPLES, database=None, deadline=None,
                                        phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck)),
                      random=random.Random(SEED))
