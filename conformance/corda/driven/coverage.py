@@ -4,11 +4,11 @@ rule; a scenario covers a rule when it fails that mutant *by that rule* (the fir
 names it; where the rule is non-strict, a finding of it) while the reference shows no violation of
 the rule in it, not when it fails for any reason.
 
-The scenarios measured are the catalogue's (spec/corda/catalogue.yaml) and, for a mutant none of those catches in
-some profile, one generated scenario that does: a derandomized Hypothesis search (a fixed seed and
-a fixed number of examples, shrunk) for steps whose outcome names the rule. The generated ones are
-kept here with their steps, and ``rmkit conform`` plays them against the implementation before it
-generates its own, so that their verdict is evidence.
+The scenarios measured are the catalogue's (spec/corda/catalogue.yaml) and, for a mutant none of
+those catches in some profile, one generated scenario that does: a derandomized Hypothesis search
+(a fixed seed and a fixed number of examples, shrunk) for steps whose outcome names the rule. The
+generated ones are kept here with their steps, and ``rmkit conform`` plays them after the
+catalogue, before it generates its own, so that their verdict is evidence too.
 
 Why measured once and kept (``coverage.json`` beside this module), as RMB's: the per-rule table of
 every run reads it, and a change of the suite, the judges or the mutants that changes what catches
