@@ -404,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "rmb: one JSON object, .json).\n\n"
                                     "remp, corda: the implementation runs as a process speaking JSON Lines on stdin/stdout\n"
                                     "(--impl-cmd) or as a Python object (--impl module:factory); the adapter protocol is\n"
-                                    "in spec/remp/adapter.md and conformance/corda/driven/adapters.py. corda: each\n"
+                                    "in spec/remp/adapter.md and spec/corda/adapter.md. corda: each\n"
                                     "scenario's hello names a new SQLite file the implementation must keep its database\n"
                                     "in; a crash is real (the process group is killed with SIGKILL and the command\n"
                                     "started again, or a new object is made) and hello names the same file again.\n"

@@ -1,39 +1,12 @@
-"""The adapter protocol for Corda implementations under test, the reference adapter, and the
-kit's side of the protocol (the process and Python wrappers).
+"""The kit's side of the adapter protocol for Corda implementations under test (the process and
+Python wrappers, a database per scenario, real crashes) and the reference adapter.
 
-An implementation under test plays the receiving node (the bridge role's events are in
-:mod:`.bridge`). The harness owns the broker: it delivers copies and applies the implementation's
-acknowledgements. Each event is a JSON object; each reply is a JSON object that may carry, besides
-what the event asks for, ``commits`` (ids whose transaction committed, in order) and ``acks``
-(``[tag, connection]`` pairs acknowledged):
-
-- ``{"type": "hello", "role": "receiver", "profile": P, "database": PATH}`` -> ``{"ok": true}``: a
-  node whose database is the SQLite file PATH, which it must honour: each scenario's hello names a
-  new, empty file (in a temporary folder the kit removes at the end), and after a crash the node is
-  started again and greeted with the same PATH, where it must find everything it committed. A node
-  that keeps its processed ids anywhere else (in memory) forgets them at the crash and breaks
-  CORDA-DEDUP-005, as it would in production. One process serves every scenario until it crashes.
-- ``{"type": "deliver", "tag": T, "conn": C, "message": {dedup_id, session_id, session_init,
-  sender_uuid, sequence_number, payload}}`` -> ``{"answer": "NEW" | "DUPLICATE" | "IN_FLIGHT", ...}``
-- ``{"type": "tick"}`` -> ``{...}``: time passes; the node may commit and acknowledge on any
-  rhythm, but within ``suite.DRAIN_BOUND`` ticks of being able to: after the scenario the kit only
-  delivers and ticks, and whatever is still owed then (a NEW copy never committed, a live copy of a
-  committed id never acknowledged) is reported as no progress
-- ``{"type": "broker_restart"}`` -> ``{}``: deliveries of earlier connections can no longer be acked
-
-A crash is not an event the implementation sees: the kit does it. A process (``--impl-cmd``) runs
-in a process group of its own, which the kit kills with SIGKILL, without warning; it starts the
-command again and says hello with the same database. A Python implementation (``--impl``) is
-dropped, without a call, and ``FACTORY(role)`` makes a new one, greeted the same way. Whatever was
-in memory is gone; the broker redelivers what was not acknowledged. The same holds for the bridge
-role. So the verdict on durability rests on what the implementation wrote, not on its own account
-of a crash.
-
-Process implementations speak the protocol as JSON Lines on stdin/stdout (``--impl-cmd``); Python
-ones are objects with ``handle(event) -> reply`` made by ``FACTORY(role)`` (``--impl
-module:FACTORY``; a class taking the role works). When the kit is done, a process's stdin is
-closed; a process (or a child of it) still running a moment later is stopped (SIGTERM, then
-SIGKILL), and a Python object's ``close()`` is called when it has one.
+The protocol itself (every event and reply, the hello's ``database``, the crash, the numbers the
+kit waits by) is the implementer's contract, spec/corda/adapter.md, with its numbers in
+spec/corda/adapter.yaml (read through :mod:`.contract`) and the wire in
+spec/schema/corda-adapter-wire.schema.json; the bridge role's events are there too. Why the crash is
+done, not announced: were it a message, a node keeping its processed ids in memory would pass, and
+the verdict on durability would rest on the node's own account of a crash.
 """
 
 from __future__ import annotations

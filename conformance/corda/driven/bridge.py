@@ -1,21 +1,11 @@
 """The bridge role: a bridge implementation driven between the harness's local outbound queue and
 the remote broker, over a link the scenario controls.
 
-Events (each reply may carry ``send``: tags the bridge transmits now, ``acks``: ``[tag,
-connection]`` pairs it acknowledges to the local queue, ``rollback``: true to roll back its session,
-which makes the local broker redeliver everything unacknowledged):
-
-- ``{"type": "hello", "role": "bridge", "profile": P}``: a new bridge
-- ``{"type": "deliver", "tag", "conn", "message": {..., "size"}}``: the local queue hands it a message
-- ``{"type": "remote_ack", "tag"}``: the remote broker acknowledged the transfer of ``tag``; only a
-  tag this bridge sent since it (re)started is ever acknowledged to it
-- ``{"type": "link_down"}``: the connection failed; whatever was on the link is gone
-- ``{"type": "tick"}``: time passes
-- a crash, which the bridge does not see as an event: the kit stops it without warning and starts
-  a new one (see :mod:`.adapters`; an object driven directly, as unit tests do, gets
-  ``{"type": "crash"}`` instead). Its deliveries are redelivered, and its connection to the remote
-  broker died with it: what it had sent may still reach the remote broker (or be lost), but no
-  acknowledgement of it comes to the restarted bridge
+Its events and replies, and the numbers of the drain below, are the implementer's contract:
+spec/corda/adapter.md (numbers in spec/corda/adapter.yaml). A crash is done by the kit, not
+announced (see :mod:`.adapters`); an object driven directly, as unit tests do, gets
+``{"type": "crash"}`` instead. The restarted bridge hears of nothing the old one sent: what it had
+sent may still reach the remote broker (or be lost), but no acknowledgement of it comes back.
 
 The link, besides failing as a whole (``link_down``, a crash), can lose one message while later
 ones on it still arrive (``lose``): the remote broker does not take that message and nothing tells

@@ -82,7 +82,7 @@ def reply_order(reply: dict) -> list[tuple]:
     if done is None:
         return ([("commit", i) for i in reply.get("commits") or []]
                 + [("ack", p[0], p[1]) for p in reply.get("acks") or [] if isinstance(p, list) and len(p) == 2])
-    if reply.get("commits") or reply.get("acks"):
+    if "commits" in reply or "acks" in reply:
         raise TypeError("a reply with done must not carry commits or acks as well")
     if not isinstance(done, list):
         raise TypeError(f"done must be a list, found {done!r:.80}")

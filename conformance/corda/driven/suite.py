@@ -1,11 +1,14 @@
 """Scenarios for a receiving node, the lock-step runner, the search with shrinking, and reports.
 
-A scenario is a list of harness actions over four messages on two sessions (each may arrive as the
-original copy, with sender UUID and sequence number, or as a re-send during recovery, without
-them, any number of times and in any order: duplicates, redeliveries and reordering are all the
-documents' adversary): ``arrive``, ``deliver`` (the broker hands the next copy to the node),
-``tick``, ``crash`` (the node's process dies and restarts; the broker redelivers what it had not
-acknowledged) and ``broker_restart``. Hypothesis generates scenarios and shrinks a failing one.
+A scenario is a list of harness actions over the messages of a topology (its first step
+``topology``, else the default one: spec/corda/adapter.yaml ``receiver.topology``; several peers,
+sessions and sending processes), each of which may arrive as the original copy, with sender UUID
+and sequence number, or as a re-send during recovery, without them, any number of times and in any
+order (duplicates, redeliveries and reordering are all the documents' adversary): ``arrive``,
+``deliver`` (the broker hands the next copy to the node), ``tick``, ``crash`` (the node's process
+dies and restarts; the broker redelivers what it had not acknowledged) and ``broker_restart``.
+The catalogue's named scenarios (:mod:`.catalogue`) run first; then Hypothesis generates scenarios
+and shrinks a failing one.
 
 After the scenario comes the drain, and with it the one bound the adapter protocol sets on a
 node's rhythm: the harness delivers every copy and ticks, round after round, until the node owes
@@ -261,7 +264,7 @@ def close(impl) -> None:
 SHRINK_BUDGET_S = number("search", "shrink_budget_s")   # then the shortest failing scenario seen is reported
 
 STOPPED_ADVICE = ("answer every event with one JSON object (for a process: one line on stdout) within --timeout, "
-                  "and keep running until stdin closes; the adapter protocol is in conformance/corda/driven/adapters.py")
+                  "and keep running until stdin closes; the adapter protocol is in spec/corda/adapter.md")
 FLAKY_NOTE = ("not reproducible: it passed when run again, so it is shown as first found, not shrunk (the "
               "implementation's answers depend on more than the scenario: its history, the time, chance)")
 
