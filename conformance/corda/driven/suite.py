@@ -510,8 +510,9 @@ def outcome_json(profile: str, out: Outcome) -> dict:
 def render(results: list[SearchResult]) -> str:
     out = []
     for r in results:
+        named = f"{len(r.named)} named scenario{'' if len(r.named) == 1 else 's'}"
         ran = ("a saved scenario, nothing generated" if r.regression else
-               f"{len(r.named)} named scenarios, nothing generated" if r.named_failure else
+               f"{named}, nothing generated" if r.named_failure or not r.examples else
                f"{len(r.named)} named and {r.examples} generated scenarios")
         ran += ", stopped by --time-budget" if r.budget_spent else ""
         ran += ", no message reached the implementation" if r.verdict == "nothing checked" else ""
