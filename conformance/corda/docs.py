@@ -47,6 +47,21 @@ def _driven_markdown(rules: list[dict]) -> list[str]:
     return out
 
 
+def _catalogue_markdown(cat: dict) -> list[str]:
+    """The named scenarios of `rmkit conform --protocol corda` and the windows they play."""
+    out = ["", "## Named scenarios of driven conformance", "",
+           "`rmkit conform --protocol corda` plays these first on every run (`--catalogue-only`: these alone); "
+           "the contract they are played under is [adapter.md](adapter.md).", "",
+           "| window | crash point | meaning |", "|---|---|---|"]
+    for name, w in cat["windows"].items():
+        out.append(f"| {name} | {w.get('crash_point', '-')} | {_cell(w['description'])} |")
+    out += ["", "| scenario | role | window | rules it is written for | steps | what it plays |", "|---|---|---|---|---|---|"]
+    for sc in cat["scenarios"]:
+        out.append(f"| {sc['id']} | {sc['role']} | {sc['window']} | {', '.join(sc['checks'])} | {len(sc['steps'])} "
+                   f"| {_cell(sc['title'])} |")
+    return out
+
+
 def spec_markdown() -> str:
     spec = load_protocol_spec(PROTOCOL)
     profiles = list(spec["protocol"]["profiles"])
@@ -95,6 +110,7 @@ def spec_markdown() -> str:
         out.append(f"| {r['id']} | {r['severity']} | " + " | ".join(r["modes"][p] for p in profiles)
                    + f" | {_cell(r['statement'])} | {_source(r['source'])} |")
     out += _driven_markdown(spec["rules"]["rules"])
+    out += _catalogue_markdown(spec["catalogue"])
     from rmkit.traceability import traceability_markdown
 
     out += traceability_markdown(spec["traceability"]["sentences"], "document 003")
