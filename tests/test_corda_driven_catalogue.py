@@ -117,3 +117,22 @@ def test_catalogue_only_runs_the_named_scenarios_alone(tmp_path, capsys):
                  "rmkit.conformance.corda.driven.examples:IdsWrittenLater", "--regressions", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "named scenario RCV-CRASH-AFTER-COMMIT-COPY-WAITING" in out and "CORDA-DEDUP-005" in out
+
+
+@pytest.mark.parametrize("sc", [sc for sc in cat.scenarios() if any(s[0] in ("crash", "broker_restart", "link_down")
+                                                                    for s in sc.steps)], ids=lambda sc: sc.id)
+def test_a_copy_is_still_on_the_broker_when_the_window_closes(sc):
+    """The reference's exchange shows a delivery after the scenario's last crash, broker restart or
+    link failure: a copy was still there for the window to be judged on."""
+    from rmkit.conformance.corda.driven.adapters import harnessed
+    from rmkit.conformance.corda.driven.bridge import run_bridge
+    from rmkit.conformance.corda.driven.suite import run
+
+    impl = harnessed(reference_factory)(sc.role)
+    try:
+        out = (run_bridge if sc.role == "bridge" else run)(impl, "spec", list(sc.steps))
+    finally:
+        impl.close()
+    last = max(i for i, s in enumerate(sc.steps, 1) if s[0] in ("crash", "broker_restart", "link_down"))
+    after = [line for line in out.log if not line.split(":", 1)[0].isdigit() or int(line.split(":", 1)[0]) > last]
+    assert any("deliver" in line for line in after), out.log
