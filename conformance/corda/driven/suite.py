@@ -218,7 +218,8 @@ def run(impl, profile: str, acts: list, role: str = "receiver") -> Outcome:
                 m = message(act[1], act[2], topology)
                 inbound.produce(m)
                 judge.sent.add(m.dedup_id)
-                note(f"arrive {m.dedup_id} ({'recovery re-send' if act[2] else 'original'})")
+                note(f"arrive {m.dedup_id} from {m.sending_peer} ("
+                     + ("recovery re-send" if act[2] else f"original, sender {m.sender_uuid} #{m.sequence_number}") + ")")
             elif act[0] == "deliver":
                 deliver()
             elif act[0] == "tick":
