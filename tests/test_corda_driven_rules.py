@@ -121,7 +121,7 @@ def test_failing_run_shows_the_rule_failed(capsys, tmp_path):
     assert "first rule broken: CORDA-ACK-001 at " in out
     assert "    fail                 CORDA-ACK-001 " in out and "    fail                 CORDA-DEDUP-002 " not in out
     # the measured scenario that failed ended the run: the others did not run clean, so no pass
-    assert "not exercised        CORDA-DEDUP-001   Effect committed more than once: no scenario that catches its mutant ran clean" in out
+    assert "not exercised        CORDA-DEDUP-001   Effect committed more than once: no scenario that catches its mutant ran clean in this run (it ended at the failure of RCV-" in out
     code, out = conform(capsys, *bad, "--format", "json")
     prof = json.loads(out)["profiles"][0]
     assert code == 1 and prof["rules"]["CORDA-ACK-001"]["verdict"] == "fail" and prof["first_broken"] == "CORDA-ACK-001"

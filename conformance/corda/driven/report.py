@@ -125,8 +125,9 @@ def rule_rows(result) -> list[dict]:
             if clean:
                 row.update(verdict=PASS, covered_by=clean)
             elif catching:
-                row.update(verdict=NOT_EXERCISED, why="no scenario that catches its mutant ran clean in this run"
-                           + (" (a saved failure ended it first)" if result.regression else ""))
+                ended = (" (a saved failure ended it first)" if result.regression else
+                         f" (it ended at the failure of {result.named_failure})" if result.named_failure else "")
+                row.update(verdict=NOT_EXERCISED, why=f"no scenario that catches its mutant ran clean in this run{ended}")
             else:
                 row.update(verdict=NOT_EXERCISED, why=coverage.not_covered(rule.id, result.profile)
                            or "no scenario catches its mutant")
