@@ -17,7 +17,7 @@ from conftest import REPO
 from rmkit.cli import main
 from rmkit.conformance.cli_options import DEFAULT_TIMEOUT as CLI_TIMEOUT
 from rmkit.conformance.corda.driven import adapters, bridge, suite
-from rmkit.conformance.corda.driven.adapters import ReferenceReceiver, reference_factory
+from rmkit.conformance.corda.driven.adapters import ReferenceReceiver
 from rmkit.conformance.corda.driven.bridge import ReferenceBridge
 from rmkit.conformance.corda.driven.contract import adapter
 from rmkit.specload import load_schema
@@ -166,3 +166,22 @@ def test_conform_help_points_to_every_protocols_contract(capsys):
     out = " ".join(capsys.readouterr().out.split())
     for page in ("spec/remp/adapter.md", "spec/rmb/daemon.md", "spec/corda/adapter.md"):
         assert page in out, page
+
+
+def test_a_topology_range_without_names_for_its_peers_is_refused(monkeypatch):
+    import copy
+
+    from rmkit.conformance.corda.driven import contract
+    from rmkit.errors import SpecError
+    from rmkit.specload import load_protocol_spec
+
+    spec = copy.deepcopy(load_protocol_spec("corda"))
+    spec["adapter"]["receiver"]["peers"] = ["A"]
+    monkeypatch.setattr(contract, "load_protocol_spec", lambda _: spec)
+    contract.adapter.cache_clear()
+    try:
+        with pytest.raises(SpecError, match="receiver.peers"):
+            contract.adapter()
+    finally:
+        monkeypatch.undo()
+        contract.adapter.cache_clear()
