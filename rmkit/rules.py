@@ -26,7 +26,8 @@ class Rule:
     requires: tuple[str, ...] = ()  # inputs beyond the log (e.g. validator_keys); without them: not checked
     driven: tuple[str, ...] | None = None  # the driven roles whose judge can find a violation (None: not stated)
     judged_elsewhere: str = ""      # where a rule no driven role judges is judged instead
-    not_planted: str = ""           # why no injector plants the rule in a simulated log (REMP)
+    not_planted: str = ""           # why no injector plants the rule in a simulated log
+    not_covered: dict[str, str] = field(default_factory=dict)  # profile -> why no scenario catches its mutant there
 
     def mode(self, profile: str) -> str:
         return self.modes.get(profile, OFF)

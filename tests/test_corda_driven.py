@@ -238,7 +238,7 @@ def test_a_failure_is_saved_by_default_and_replayed_first(tmp_path, monkeypatch,
     assert main(argv + ["--impl", REFERENCE, "--format", "json"]) == 0   # not replayed: another implementation's
     assert json.loads(capsys.readouterr().out)["profiles"][0]["scenarios"] == 50
     assert main(argv + ["--impl", REFERENCE, "--regressions", str(saved[0].parent)]) == 0   # named: replayed, passed, then generated
-    assert "PASS (50 scenarios" in capsys.readouterr().out
+    assert "and 50 generated scenarios" in capsys.readouterr().out
 
 
 def test_two_failures_of_the_same_length_are_saved_apart(tmp_path):

@@ -1,7 +1,8 @@
 """Per-rule verdicts of `rmkit conform --protocol corda`: spec/corda/rules.yaml says which driven
 role judges each rule (``driven``), the faulty examples show that each listed rule can be raised by
 that role's judge and that the judge raises no unlisted one, and the report lists each judged rule
-with its verdict (failed, finding, not broken) and names the rules the role does not judge."""
+with its verdict (fail, finding, pass covered by N, not exercised, off) and names the rules the role
+does not judge."""
 
 import functools
 import json
@@ -77,14 +78,18 @@ def conform(capsys, *args, examples: int = 20) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
-def test_text_report_of_a_pass_lists_judged_rules_as_not_broken_and_names_the_others(capsys, tmp_path):
+def test_text_report_of_a_pass_lists_judged_rules_with_their_evidence_and_names_the_others(capsys, tmp_path):
+    import re
+
     code, out = conform(capsys, "--impl", REF, "--regressions", str(tmp_path))
     assert code == 0
     receiver, bridge_part = out.split("corda bridge, profile spec")
     for rule in listed("receiver"):
-        verdict = "off" if corda_spec("spec").mode(rule) == "off" else "not broken"
-        assert f"{verdict:<11} {rule}" in receiver, rule
-    assert "not broken  CORDA-BRIDGE-001" not in receiver and "not broken  CORDA-BRIDGE-001" in bridge_part
+        verdict = "off" if corda_spec("spec").mode(rule) == "off" else r"pass, covered by [1-9]\d*"
+        assert re.search(rf"{verdict} +{rule} ", receiver), rule
+    assert "CORDA-BRIDGE-001" not in receiver.split("not judged")[0]
+    assert re.search(r"pass, covered by [1-9]\d* +CORDA-BRIDGE-001 ", bridge_part)
+    assert re.search(r"not exercised +CORDA-BRIDGE-003 .*: no message over the maximum size", bridge_part)
     unjudged = next(line for line in receiver.splitlines() if line.strip().startswith("not judged as receiver:"))
     for rule in ("CORDA-ID-001", "CORDA-ID-002", "CORDA-ID-003", "CORDA-REDELIVER-001", "CORDA-ORDER-002",
                  "CORDA-QUEUE-001", "CORDA-BRIDGE-001"):
@@ -98,9 +103,11 @@ def test_json_report_carries_a_verdict_per_judged_rule(capsys, tmp_path):
     assert code == 0
     by_role = {p["role"]: p for p in json.loads(out)["profiles"]}
     assert set(by_role["receiver"]["rules"]) == listed("receiver")
-    assert by_role["receiver"]["rules"]["CORDA-DEDUP-001"] == "not broken"
-    assert by_role["receiver"]["rules"]["CORDA-DEDUP-006"] == "off"        # no fast path in corda-os
-    assert by_role["bridge"]["rules"]["CORDA-BRIDGE-003"] == "finding"     # oversize dropped, as built
+    dedup = by_role["receiver"]["rules"]["CORDA-DEDUP-001"]
+    assert dedup["verdict"] == "pass" and dedup["covered_by"] == len(dedup["scenarios"]) >= 1
+    assert by_role["receiver"]["rules"]["CORDA-DEDUP-006"]["verdict"] == "off"        # no fast path in corda-os
+    assert by_role["bridge"]["rules"]["CORDA-BRIDGE-003"]["verdict"] == "finding"     # oversize dropped, as built
+    assert by_role["receiver"]["first_broken"] is None
     assert set(by_role["receiver"]["not_judged"]) == set(corda_spec("spec").rules.ids()) - listed("receiver")
     assert "rmkit check" in by_role["receiver"]["not_judged"]["CORDA-ID-001"]
     assert by_role["receiver"]["not_judged"]["CORDA-BRIDGE-002"] == "rmkit conform --protocol corda --role bridge"
@@ -111,9 +118,13 @@ def test_failing_run_shows_the_rule_failed(capsys, tmp_path):
            "--regressions", str(tmp_path)]
     code, out = conform(capsys, *bad)
     assert code == 1
-    assert "failed      CORDA-ACK-001" in out and "not broken  CORDA-DEDUP-001" in out
+    assert "first rule broken: CORDA-ACK-001 at " in out
+    assert "    fail                 CORDA-ACK-001 " in out and "    fail                 CORDA-DEDUP-002 " not in out
+    # the measured scenario that failed ended the run: the others did not run clean, so no pass
+    assert "not exercised        CORDA-DEDUP-001   Effect committed more than once: no scenario that catches its mutant ran clean in this run (it ended at the failure of RCV-" in out
     code, out = conform(capsys, *bad, "--format", "json")
-    assert code == 1 and json.loads(out)["profiles"][0]["rules"]["CORDA-ACK-001"] == "failed"
+    prof = json.loads(out)["profiles"][0]
+    assert code == 1 and prof["rules"]["CORDA-ACK-001"]["verdict"] == "fail" and prof["first_broken"] == "CORDA-ACK-001"
 
 
 def test_junit_report_has_one_case_per_judged_rule(capsys, tmp_path):
@@ -123,9 +134,16 @@ def test_junit_report_has_one_case_per_judged_rule(capsys, tmp_path):
     assert code == 1
     cases = {c.get("name"): c for c in ET.fromstring(out).iter("testcase")}
     assert set(cases) == listed("receiver")
-    assert cases["CORDA-ACK-001"].find("failure") is not None
-    assert cases["CORDA-DEDUP-001"].find("failure") is None and cases["CORDA-DEDUP-001"].find("skipped") is None
-    assert cases["CORDA-DEDUP-006"].find("skipped") is not None    # off in the spec profile
+    failure = cases["CORDA-ACK-001"].find("failure")
+    saved = next(tmp_path.glob("corda-receiver-spec-*.json"))
+    assert failure is not None and failure.text.splitlines()[-1] == (
+        f"reproduce: rmkit replay --protocol corda {saved} --impl rmkit.conformance.corda.driven.examples:AckBeforeCommit")
+    assert cases["CORDA-DEDUP-001"].find("failure") is None
+    assert cases["CORDA-DEDUP-001"].find("skipped").get("message").startswith("not exercised: ")
+    assert cases["CORDA-DEDUP-006"].find("skipped").get("message") == "off in profile spec"
+    code, out = conform(capsys, "--impl", REF, "--role", "receiver", "--regressions", str(tmp_path / "ref"), "--format", "junit")
+    cases = {c.get("name"): c for c in ET.fromstring(out).iter("testcase")}
+    assert code == 0 and cases["CORDA-DEDUP-001"].find("system-out").text.startswith("pass, covered by ")
 
 
 def test_explain_says_where_a_rule_without_records_is_judged_as_the_spec_does():

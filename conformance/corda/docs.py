@@ -42,9 +42,13 @@ def _driven_markdown(rules: list[dict]) -> list[str]:
     """Which driven role of `rmkit conform --protocol corda` judges each rule, and where the others are judged."""
     out = ["", "## Rules judged by driven conformance", "",
            "`rmkit conform --protocol corda` reports, per role, each rule that role's judge can find broken "
-           "(failed, finding or not broken) and names the others.", "", "| id | judged by conform roles | judged elsewhere |", "|---|---|---|"]
+           "(fail, finding, pass covered by N scenarios that catch the rule's mutant and ran clean, not exercised "
+           "with why, or off) and names the others; which scenarios catch which mutant is measured in "
+           "`conformance/corda/driven/coverage.json`. Where none does in a profile, the last column says why.", "",
+           "| id | judged by conform roles | judged elsewhere | no scenario catches its mutant |", "|---|---|---|---|"]
     for r in rules:
-        out.append(f"| {r['id']} | {', '.join(r['driven']) or '-'} | {_cell(r.get('judged_elsewhere', '')) or '-'} |")
+        why = "; ".join(f"{p}: {_cell(text)}" for p, text in (r.get("not_covered") or {}).items())
+        out.append(f"| {r['id']} | {', '.join(r['driven']) or '-'} | {_cell(r.get('judged_elsewhere', '')) or '-'} | {why or '-'} |")
     return out
 
 

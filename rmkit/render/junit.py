@@ -7,6 +7,7 @@ strict rule of its own, whose failing case lists them; a log with no records add
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from xml.etree import ElementTree as ET
 
 from rmkit.rules import NON_STRICT, OFF, STRICT
@@ -96,3 +97,55 @@ def render_junit(report: Report, rules=None, nouns: Nouns = GENERIC_NOUNS, **_) 
         suite.set("time", f"{elapsed:.3f}")
     ET.indent(suite)  # one element a line: a CI log or a diff shows which case changed
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + xml_safe(ET.tostring(suite, encoding="unicode")) + "\n"
+
+
+# ---- test suites of a driven run (rmkit conform): one writer for every protocol -------------------
+@dataclass
+class Case:
+    """One test case: passed unless ``failure`` (message, type, text) or ``skipped`` (why) is set;
+    ``out`` goes to its system-out (a finding that passes, the evidence of a pass)."""
+
+    classname: str
+    name: str
+    failure: tuple[str, str, str] | None = None
+    skipped: str | None = None
+    out: str | None = None
+    time: float | None = None
+
+
+@dataclass
+class Suite:
+    name: str
+    cases: list[Case] = field(default_factory=list)
+    out: str | None = None      # the suite's system-out (what it does not cover, say)
+    time: float | None = None
+
+
+def render_suites(suites: list[Suite], time: float | None = None) -> str:
+    """A ``<testsuites>`` document, indented one element a line, counts of tests, failures and
+    skipped cases per suite, ``time=`` where given; characters XML forbids written as escapes."""
+    root = ET.Element("testsuites")
+    if time is not None:
+        root.set("time", f"{time:.3f}")
+    for s in suites:
+        el = ET.SubElement(root, "testsuite", name=s.name, tests=str(len(s.cases)),
+                           failures=str(sum(c.failure is not None for c in s.cases)),
+                           skipped=str(sum(c.skipped is not None and c.failure is None for c in s.cases)), errors="0")
+        if s.time is not None:
+            el.set("time", f"{s.time:.3f}")
+        for c in s.cases:
+            case = ET.SubElement(el, "testcase", classname=c.classname, name=c.name)
+            if c.time is not None:
+                case.set("time", f"{c.time:.3f}")
+            if c.failure is not None:
+                message, kind, text = c.failure
+                f = ET.SubElement(case, "failure", message=message[:500], type=kind)
+                f.text = text or None
+            elif c.skipped is not None:
+                ET.SubElement(case, "skipped", message=c.skipped[:500])
+            if c.out:
+                ET.SubElement(case, "system-out").text = c.out
+        if s.out:
+            ET.SubElement(el, "system-out").text = s.out
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + xml_safe(ET.tostring(root, encoding="unicode")) + "\n"

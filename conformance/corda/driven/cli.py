@@ -63,7 +63,8 @@ def _conform(profile: str, roles: list[str], args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise OutputError(f"regressions folder {folder}: cannot save the failure ({exc.strerror or exc})") from None
             notes += f"saved to {result.saved}\n  reproduce: {replay_command('corda', result.saved, impl_argv(args))}\n"
-    text = {"json": to_json, "junit": to_junit}.get(args.format, lambda rs: render(rs) + notes)(results)
+    text = {"json": to_json, "junit": lambda rs: to_junit(rs, impl_argv(args))}.get(args.format,
+                                                                                 lambda rs: render(rs) + notes)(results)
     verdict = overall(results)
     code = decided({"fail": 1, "nothing checked": 2}.get(verdict, 0))
     emit_report(text, verdict, args.out)

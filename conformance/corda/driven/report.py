@@ -1,24 +1,31 @@
-"""Per-rule verdicts of a driven run, one role at a time: which rules of spec/corda/rules.yaml the
-role's judge can raise (each rule's ``driven`` roles) and what the run's evidence says of each, and
-which rules the role does not judge, with where they are judged. A bare PASS would read as covering
-every rule; it covers only these.
+"""Per-rule verdicts of a driven run, one role at a time, from evidence: which rules of
+spec/corda/rules.yaml the role's judge can raise (each rule's ``driven`` roles) and what the run
+shows of each, and which rules the role does not judge, with where they are judged. A bare PASS
+would read as covering every rule; it covers only these, and only as far as evidence goes.
 
-Verdicts, from evidence: ``failed`` (a strict violation of the rule occurred), ``finding`` (a
-non-strict one: the profile's known departure, allowed to pass), ``not broken`` (the role judges it
-and no scenario of this run broke it; not a claim that a scenario could have: that is evidence of
-another kind, a scenario catching a mutant that breaks the rule), ``off`` (the profile does not
-check it), ``not reached`` (no message reached the implementation: nothing was judged).
+Verdicts: ``fail`` (a strict violation of the rule occurred), ``finding`` (a non-strict one: the
+profile's known departure, allowed to pass), ``pass`` with the number of scenarios that catch the
+rule's mutant (:mod:`.coverage`) and ran clean in this run, ``not exercised`` with why (no such
+scenario ran clean, none exists and the spec says why, no message reached the implementation),
+``off`` (the profile does not check it). Never a pass that no scenario able to catch a breach
+backs.
+
+A failure is named by the first requirement the implementation's own outputs broke
+(:func:`first_broken`): violations are ordered by where they happened (the scenario's step, then
+the drain), not by when the judge could decide them.
 """
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape, quoteattr
+import re
 
 from rmkit.conformance.corda.spec import corda_spec
-from rmkit.render.junit import xml_safe
+from rmkit.render.junit import Case, Suite, render_suites
 from rmkit.rules import OFF
 
-FAILED, FINDING, HELD, OFF_HERE, NOT_REACHED = "failed", "finding", "not broken", "off", "not reached"
+FAIL, FINDING, PASS, OFF_HERE, NOT_EXERCISED = "fail", "finding", "pass", "off", "not exercised"
+LEGEND = ("per rule: fail; finding (non-strict in this profile); pass, covered by N (N scenarios that catch the "
+          "rule's mutant ran clean); not exercised (why); off")
 
 
 def judged_rules(role: str, profile: str) -> list:
@@ -32,38 +39,127 @@ def not_judged(role: str, profile: str) -> dict[str, str]:
             for r in corda_spec(profile).rules if role not in (r.driven or ())}
 
 
-def _evidence(result) -> dict[str, tuple[str, str]]:
-    """rule -> (failed or finding, the first violation's line) from the failure and the findings."""
-    out: dict[str, tuple[str, str]] = {}
-    violations = list(result.failure.violations) if result.failure else []
-    for rule, outcome in result.findings.items():
-        violations += [v for v in outcome.violations if v.rule == rule]
-    for v in violations:
-        verdict = FAILED if v.mode == "strict" else FINDING
-        if v.rule not in out or (verdict == FAILED and out[v.rule][0] != FAILED):
-            out[v.rule] = (verdict, v.render())
+# ---- the first rule broken ------------------------------------------------------------------------
+_TICK = re.compile(r"drain tick (\d+)")
+
+
+def position(v, log: list[str] = ()) -> tuple:
+    """Where a violation happened, as an order: the hello, the scenario's steps, the drain (by its
+    ticks; a drain restart after the last tick logged before it), the durability check, the end.
+    A violation the judge could only decide later (at the end of the drain) keeps the place it names."""
+    where = v.where or f"step {v.step}"
+    if where.startswith("step "):
+        return (1, int(where.split()[1]), 0)
+    m = _TICK.match(where)
+    if m:
+        return (2, int(m.group(1)), 0)
+    if where.startswith("drain restart"):
+        ticks = 0
+        for line in log:
+            if line.startswith(f"{where}:"):
+                break
+            t = _TICK.match(line)
+            ticks = int(t.group(1)) if t else ticks
+        return (2, ticks, 1)
+    if where.startswith("durability"):
+        return (3, 0, 0)
+    if where.startswith("the end"):
+        return (4, 0, 0)
+    return (0, 0, 0)
+
+
+def first_broken(violations, log: list[str] = ()):
+    """The strict violation that happened first (ties: the judge's order), or None."""
+    strict = [v for v in violations if v.mode == "strict"]
+    return min(strict, key=lambda v: position(v, log), default=None)
+
+
+def ordered(violations, log: list[str] = ()) -> list:
+    """The violations in the order they happened."""
+    return sorted(violations, key=lambda v: position(v, log))
+
+
+# ---- per-rule verdicts ----------------------------------------------------------------------------
+def _outcomes(result) -> list:
+    """Every outcome of the run that is evidence: the named scenarios that passed (their findings),
+    the failure as reported (a named scenario's shrunk: its violations are those of the scenario
+    shown, not the consequences the longer one went on to), the outcome showing each finding."""
+    from .suite import failed
+
+    out = [o for _, o in result.played if not failed(o)]
+    if result.failure is not None:
+        out.append(result.failure)
+    out += [o for o in result.findings.values() if all(o is not x for x in out)]
     return out
 
 
 def rule_rows(result) -> list[dict]:
-    """One row per rule the result's role judges: id, title, verdict, evidence (empty when not broken)."""
-    seen = _evidence(result)
+    """One row per rule the result's role judges: id, title, mode, verdict, and per verdict the
+    evidence (fail, finding: the first violation's line), ``covered_by`` (pass: the scenarios that
+    catch its mutant and ran clean) or ``why`` (not exercised)."""
+    from . import coverage
+    from .suite import failed
+
+    cov = coverage.load()
+    first: dict[str, object] = {}   # rule -> its first violation (strict first), over the run's outcomes
+    for o in _outcomes(result):
+        for v in ordered(o.violations, o.log):
+            seen = first.get(v.rule)
+            if seen is None or (v.mode == "strict" and seen.mode != "strict"):
+                first[v.rule] = v
     rows = []
     for rule in judged_rules(result.role, result.profile):
-        verdict, evidence = seen.get(rule.id, (None, ""))
-        if verdict is None:
-            verdict = (OFF_HERE if rule.mode(result.profile) == OFF else
-                       NOT_REACHED if result.verdict == "nothing checked" else HELD)
-        rows.append({"id": rule.id, "title": rule.title, "verdict": verdict, "evidence": evidence})
+        mode = rule.mode(result.profile)
+        row = {"id": rule.id, "title": rule.title, "mode": mode, "evidence": "", "covered_by": [], "why": ""}
+        v = first.get(rule.id)
+        if v is not None:
+            row.update(verdict=FAIL if v.mode == "strict" else FINDING, evidence=v.render())
+        elif mode == OFF:
+            row.update(verdict=OFF_HERE, why=f"off in profile {result.profile}")
+        elif result.verdict == "nothing checked":
+            row.update(verdict=NOT_EXERCISED, why="no message reached the implementation")
+        else:
+            catching = set(coverage.caught_by(rule.id, result.role, result.profile, cov))
+            clean = [name for name, o in result.played if name in catching and not failed(o)
+                     and not any(x.rule == rule.id for x in o.violations)]
+            if clean:
+                row.update(verdict=PASS, covered_by=clean)
+            elif catching:
+                ended = (" (a saved failure ended it first)" if result.regression else
+                         f" (it ended at the failure of {result.named_failure})" if result.named_failure else "")
+                row.update(verdict=NOT_EXERCISED, why=f"no scenario that catches its mutant ran clean in this run{ended}")
+            else:
+                row.update(verdict=NOT_EXERCISED, why=coverage.not_covered(rule.id, result.profile)
+                           or "no scenario catches its mutant")
+        rows.append(row)
     return rows
+
+
+def shown(row: dict) -> str:
+    """The verdict as the text and HTML reports word it."""
+    if row["verdict"] == PASS:
+        return f"pass, covered by {len(row['covered_by'])}"
+    return row["verdict"]
+
+
+def headline(result) -> str | None:
+    """The rule a failure is named by: the first requirement its outputs broke, and where."""
+    if result.failure is None:
+        return None
+    v = first_broken(result.failure.violations, result.failure.log)
+    return None if v is None else f"{v.rule} at {v.where or f'step {v.step}'}"
 
 
 def text_lines(result) -> list[str]:
     """The per-rule table of one role, and the one line naming what the role does not judge."""
-    out = [f"  rules judged as {result.role}:"]
+    out = []
+    first = headline(result)
+    if first:
+        out.append(f"  first rule broken: {first}")
+    out += [f"  {LEGEND}", f"  rules judged as {result.role}:"]
     for row in rule_rows(result):
-        note = f"  (off in profile {result.profile})" if row["verdict"] == OFF_HERE else ""
-        out.append(f"    {row['verdict']:<11} {row['id']:<20} {row['title']}{note}")
+        why = f": {row['why']}" if row["verdict"] in (NOT_EXERCISED, OFF_HERE) else ""
+        out.append(f"    {shown(row):<20} {row['id']:<17} {row['title']}{why}")
     out.append(f"  not judged as {result.role}: " + "; ".join(
         f"{', '.join(ids)} ({where})" for where, ids in _grouped(not_judged(result.role, result.profile)).items()))
     return out
@@ -77,38 +173,65 @@ def _grouped(where_by_rule: dict[str, str]) -> dict[str, list[str]]:
 
 
 def json_fields(result) -> dict:
-    """What a role's entry of the JSON report says per rule: rule -> verdict, and rule -> where judged."""
-    return {"rules": {row["id"]: row["verdict"] for row in rule_rows(result)},
+    """What a role's entry of the JSON report says per rule (mode, verdict and its evidence), the
+    first rule broken, and rule -> where judged for the others."""
+    rules = {}
+    for row in rule_rows(result):
+        entry = {"mode": row["mode"], "verdict": row["verdict"]}
+        if row["verdict"] == PASS:
+            entry.update(covered_by=len(row["covered_by"]), scenarios=row["covered_by"])
+        elif row["verdict"] in (NOT_EXERCISED, OFF_HERE):
+            entry["why"] = row["why"]
+        else:
+            entry["evidence"] = row["evidence"]
+        rules[row["id"]] = entry
+    v = first_broken(result.failure.violations, result.failure.log) if result.failure else None
+    return {"rules": rules, "first_broken": None if v is None else v.rule,
             "not_judged": not_judged(result.role, result.profile)}
 
 
-def junit(results, breakdown) -> str:
-    """One test suite per role, one test case per rule it judges: failed is a failure, a finding
-    passes with the violation in system-out, off and not reached are skipped. An implementation
-    that broke down adds a failing ``implementation`` case (its scenario broke no rule). What the
-    role does not judge is in the suite's system-out. ``breakdown(result)``: that failure's text, or None."""
+def reproduce(result, impl: list[str]) -> str:
+    """One paste that reproduces the role's failure: ``rmkit replay`` of its saved file, else the
+    conform run of its role and profile, with the implementation as given."""
+    import shlex
+
+    from rmkit.conformance.cli_options import replay_command
+
+    path = result.saved or result.regression
+    if path:
+        return replay_command("corda", path, impl)
+    return shlex.join(["rmkit", "conform", "--protocol", "corda", "--role", result.role, "--profile", result.profile,
+                       *(impl or ["--impl-cmd", "CMD"])])
+
+
+def junit(results, breakdown, impl: list[str] | None = None) -> str:
+    """One test suite per role, one test case per rule it judges: fail is a failure (its evidence,
+    what to do and the command that reproduces it), a finding passes with the violation in
+    system-out, a pass names the scenarios behind it in system-out, off and not exercised are
+    skipped with why. An implementation that broke down adds a failing ``implementation`` case (its
+    scenario broke no rule). What the role does not judge is in the suite's system-out.
+    ``breakdown(result)``: that failure's text, or None."""
     suites = []
     for r in results:
-        rows = rule_rows(r)
+        cls = f"rmkit.conform.corda.{r.role}"
         cases = []
-        for row in rows:
-            body = ""
-            if row["verdict"] == FAILED:
-                body = f"<failure message={quoteattr(row['evidence'][:500])} type=\"rule\"/>"
+        for row in rule_rows(r):
+            case = Case(cls, row["id"])
+            if row["verdict"] == FAIL:
+                advice = corda_spec(r.profile).rules[row["id"]].advice
+                case.failure = (row["evidence"], "rule", f"{row['evidence']}\nwhat to do: {advice}\n"
+                                                         f"reproduce: {reproduce(r, impl or [])}")
             elif row["verdict"] == FINDING:
-                body = f"<system-out>{escape('finding: ' + row['evidence'])}</system-out>"
-            elif row["verdict"] in (OFF_HERE, NOT_REACHED):
-                why = f"off in profile {r.profile}" if row["verdict"] == OFF_HERE else "no message reached the implementation"
-                body = f"<skipped message={quoteattr(why)}/>"
-            cases.append(f'    <testcase classname="rmkit.conform.corda.{r.role}" name={quoteattr(row["id"])}>{body}</testcase>')
+                case.out = f"finding (non-strict in profile {r.profile}): {row['evidence']}"
+            elif row["verdict"] == PASS:
+                case.out = f"pass, covered by {len(row['covered_by'])}: {', '.join(row['covered_by'])}"
+            else:
+                case.skipped = row["why"] if row["verdict"] == OFF_HERE else f"{row['verdict']}: {row['why']}"
+            cases.append(case)
         broke = breakdown(r)
         if broke:
-            cases.append(f'    <testcase classname="rmkit.conform.corda.{r.role}" name="implementation">'
-                         f"<failure message={quoteattr(broke[:500])} type=\"breakdown\"/></testcase>")
-        fails = sum(row["verdict"] == FAILED for row in rows) + bool(broke)
-        skipped = sum(row["verdict"] in (OFF_HERE, NOT_REACHED) for row in rows)
+            cases.append(Case(cls, "implementation", failure=(broke, "breakdown", f"{broke}\nreproduce: {reproduce(r, impl or [])}")))
         others = "; ".join(f"{rule}: {where}" for rule, where in not_judged(r.role, r.profile).items())
-        suites.append(f'  <testsuite name="rmkit conform corda {r.role}, profile {r.profile}" tests="{len(cases)}" '
-                      f'failures="{fails}" skipped="{skipped}">\n' + "\n".join(cases)
-                      + f"\n    <system-out>{escape('not judged as ' + r.role + ': ' + others)}</system-out>\n  </testsuite>")
-    return xml_safe('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n' + "\n".join(suites) + "\n</testsuites>\n")
+        suites.append(Suite(f"rmkit conform corda {r.role}, profile {r.profile}", cases,
+                            out=f"not judged as {r.role}: {others}", time=r.seconds))
+    return render_suites(suites)

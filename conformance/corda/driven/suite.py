@@ -297,8 +297,9 @@ class SearchResult:
     budget_spent: bool = False      # generating stopped at the time budget, before max_examples
     delivered: int | None = None    # deliveries the implementation answered (0: a pass would have checked nothing)
     reproducible: bool = True       # False: the failure did not come back when rerun (shown unshrunk)
-    named: list = field(default_factory=list)   # ids of the catalogue's scenarios played
-    named_failure: str | None = None   # the catalogue scenario that failed (its failure shrunk by step removal)
+    named: list = field(default_factory=list)   # ids of the named scenarios played (catalogue, then measured)
+    named_failure: str | None = None   # the named scenario that failed (its failure shrunk by step removal)
+    played: list = field(default_factory=list)  # (id, Outcome) of each named scenario played: the per-rule evidence
 
     @property
     def verdict(self) -> str:
@@ -346,17 +347,29 @@ def shrink_steps(out: Outcome, attempt, budget_s: float) -> Outcome:
     return best
 
 
+def named_scenarios(role: str, profile: str) -> list[tuple[str, list]]:
+    """(id, steps) of the named scenarios a run plays first: the catalogue's, then the generated ones
+    :mod:`.coverage` keeps for a rule's mutant that no catalogue scenario catches."""
+    from .catalogue import catalogue
+    from .coverage import generated
+
+    return [(sc.id, list(sc.steps)) for sc in catalogue(role, profile)] + generated(role, profile)
+
+
 def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool = True, seed: int | None = None,
            max_steps: int | None = None, role: str = "receiver", regressions=(), time_budget: float | None = None,
            named: bool = True) -> SearchResult:
     """Replay the saved ``regressions`` (``(path, steps)`` pairs), then play the catalogue's named
     scenarios of ``role`` (``named``; spec/corda/catalogue.yaml: each crash point and window, with
-    a copy on the broker; a failure there is shrunk by removing steps), then generate scenarios for
+    a copy on the broker; a failure there is shrunk by removing steps) and the generated ones kept
+    because they catch a rule's mutant no catalogue scenario catches (:mod:`.coverage`; their clean
+    runs are, with the catalogue's, the per-rule table's evidence), then generate scenarios for
     ``role`` until one fails (then shrink it, for at most :data:`SHRINK_BUDGET_S`), ``max_examples``
     pass (0: the saved ones only), or ``time_budget`` seconds have passed (a failure found by then
     is still shrunk; one scenario at least, or a pass would be a verdict on nothing). A saved
     failure that fails again ends the search at once: a bug found once is reported again before any
-    time goes to looking for new ones.
+    time goes to looking for new ones; so does a named scenario that fails (after every named one
+    has been played).
 
     A scenario fails when it breaks a strict rule or when the implementation breaks down in it
     after a hello (:class:`Stopped`); :class:`ImplementationFailed` is raised only when no hello
@@ -422,22 +435,24 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
         scenario = hseed(fixed)(scenario)
     reproducible = True
     played: list[str] = []
+    outcomes: list[tuple[str, Outcome]] = []
     try:
         for path, acts in regressions:
             out = attempt(acts)
             if failed(out):
                 return SearchResult(profile, 0, time.monotonic() - start, out, {}, role, regression=str(path),
                                     delivered=impl.delivered)
-        for sc in catalogue(role, profile) if named else ():
-            played.append(sc.id)
-            out = attempt(list(sc.steps))
+        for name, acts in named_scenarios(role, profile) if named else ():
+            played.append(name)
+            out = attempt(acts)
+            outcomes.append((name, out))
             for v in out.violations:
                 if v.mode != "strict" and v.rule not in findings:
                     findings[v.rule] = out
             if failed(out):
                 out = shrink_steps(out, attempt, SHRINK_BUDGET_S)
                 return SearchResult(profile, 0, time.monotonic() - start, out, findings, role, delivered=impl.delivered,
-                                    named=played, named_failure=sc.id)
+                                    named=played, named_failure=name, played=outcomes)
         if max_examples > 0:
             scenario()
     except (AssertionError, _Stop):
@@ -458,7 +473,7 @@ def search(factory, profile: str, *, max_examples: int = 200, derandomize: bool 
         failure = failures[-1]
     return SearchResult(profile, count[0], time.monotonic() - start, failure, findings, role,
                         budget_spent=stopped_by[0] == "time budget", delivered=impl.delivered,
-                        reproducible=reproducible, named=played)
+                        reproducible=reproducible, named=played, played=outcomes)
 
 
 def steps_text(actions) -> str:
@@ -513,7 +528,7 @@ def render(results: list[SearchResult]) -> str:
         if r.failure:
             f = r.failure
             what = (f"saved scenario {r.regression} fails again" if r.regression
-                    else f"named scenario {r.named_failure} of spec/corda/catalogue.yaml, shrunk" if r.named_failure
+                    else f"named scenario {r.named_failure} of {_named_source(r.named_failure)}, shrunk" if r.named_failure
                     else "shrunk scenario" if r.reproducible else f"failing scenario ({FLAKY_NOTE})")
             out.append(f"  {what} ({len(f.actions)} steps): " + steps_text(f.actions))
             out += [f"  {line}" for line in problems(r.profile, f)]
@@ -522,17 +537,20 @@ def render(results: list[SearchResult]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _named_source(name: str) -> str:
+    from .coverage import FILE, load
+
+    return f"conformance/corda/driven/{FILE.name}" if name in load()["scenarios"] else "spec/corda/catalogue.yaml"
+
+
 def to_html(results: list[SearchResult], impl: list[str]) -> str:
     """A standalone page: the verdict and the rules broken first, each role's failing scenario
     with the command that reproduces it, its problems and exchange, then the per-rule matrix."""
-    import shlex
-
-    from rmkit.conformance.cli_options import replay_command
     from rmkit.render.html import e, page, status_cell, table
 
     verdict = overall(results)
     rows = [(r, row) for r in results for row in report.rule_rows(r)]
-    broken = [(r, row) for r, row in rows if row["verdict"] == "failed"]
+    broken = [(r, row) for r, row in rows if row["verdict"] == report.FAIL]
     sections = []
     if broken:
         sections.append(("failing", "Rules broken", table(
@@ -542,19 +560,21 @@ def to_html(results: list[SearchResult], impl: list[str]) -> str:
     for r in results:
         if not r.failure:
             continue
-        path = r.saved or r.regression
-        again = (replay_command("corda", path, impl) if path else
-                 shlex.join(["rmkit", "conform", "--protocol", "corda", "--role", r.role, "--profile", r.profile, *impl]))
+        again = report.reproduce(r, impl)
         f = r.failure
-        fails.append(f"<h3>{e(r.role)}, profile {e(r.profile)}: {len(f.actions)} steps</h3><p>Reproduce:</p>"
+        first = report.headline(r)
+        fails.append(f"<h3>{e(r.role)}, profile {e(r.profile)}: {len(f.actions)} steps"
+                     f"{' (' + e(r.named_failure) + ')' if r.named_failure else ''}</h3>"
+                     + (f"<p>First rule broken: <code>{e(first)}</code></p>" if first else "") + "<p>Reproduce:</p>"
                      f"<code class='reproduce'>{e(again)}</code><p>Steps: <code>{e(steps_text(f.actions))}</code></p>"
                      f"<pre>{e(chr(10).join(problems(r.profile, f)))}</pre><p>Exchange:</p><pre>{e(chr(10).join(exchange(f)))}</pre>")
     if fails:
         sections.append(("scenarios-failed", "Failing scenarios", "\n".join(fails)))
-    colour = {report.FAILED: "fail", report.HELD: "pass"}
-    sections.append(("rules", "Per-rule matrix", table(
-        ["role", "rule", "title", "status", "evidence"],
-        [[e(r.role), f"<code>{e(row['id'])}</code>", e(row["title"]), status_cell(colour.get(row["verdict"], row["verdict"])),
+    sections.append(("rules", "Per-rule matrix", f"<p>{e(report.LEGEND)}</p>" + table(
+        ["role", "rule", "title", "mode", "status", "covered by / why", "evidence"],
+        [[e(r.role), f"<code>{e(row['id'])}</code>", e(row["title"]), e(row["mode"]),
+          status_cell(row["verdict"]),
+          e(f"covered by {len(row['covered_by'])}: {', '.join(row['covered_by'])}" if row["covered_by"] else row["why"]),
           e(row["evidence"])] for r, row in rows], "matrix")))
     facts = [("run with", f"<code>{e(' '.join(impl))}</code>"),
              ("protocol / profile", e(f"corda / {', '.join(sorted({r.profile for r in results}))}")),
@@ -562,10 +582,11 @@ def to_html(results: list[SearchResult], impl: list[str]) -> str:
     return page("rmkit conform: Corda P2P", verdict, facts, sections)
 
 
-def to_junit(results: list[SearchResult]) -> str:
-    """JUnit XML: per role, one test case per rule it judges (see :mod:`.report`)."""
+def to_junit(results: list[SearchResult], impl: list[str] | None = None) -> str:
+    """JUnit XML: per role, one test case per rule it judges (see :mod:`.report`); ``impl`` is the
+    implementation as given, for the command that reproduces a failure."""
     return report.junit(results, lambda r: (f"the implementation failed {r.failure.cause}"
-                                            if isinstance(r.failure, Stopped) else None))
+                                            if isinstance(r.failure, Stopped) else None), impl)
 
 
 def overall(results: list[SearchResult]) -> str:

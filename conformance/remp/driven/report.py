@@ -9,12 +9,10 @@ clean), or not covered (with the reason; never shown as passing).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from xml.sax.saxutils import escape, quoteattr
 
 import orjson
 
 from rmkit.conformance.remp.driven.runner import FAIL, PASS, ScenarioResult, explain_failure
-from rmkit.render.junit import xml_safe
 
 NOT_COVERED = "not covered"
 NOT_REACHED = "not reached"  # every scenario that covers the rule ended before its first event (e.g. a crash at hello)
@@ -209,37 +207,26 @@ def _case_name(r: ScenarioResult, profile: str) -> str:
 
 def render_junit(rep: ConformReport) -> str:
     """One test case per scenario (named with the rules it is measured to catch), grouped by origin."""
+    from rmkit.render.junit import Case, Suite, render_suites
+
     suites = []
     by_origin: dict = {}
     for r in rep.results:
         by_origin.setdefault(r.scenario.origin, []).append(r)
     for origin, rs in by_origin.items():
-        cases = []
-        for r in rs:
-            name = _case_name(r, rep.profile)
-            body = ""
-            if r.failure:
-                body = (f"<failure message={quoteattr(r.failure.summary[:500])} type={quoteattr(r.failure.kind)}>"
-                        f"{escape(explain_failure(r))}\n  reproduce: {escape(rep.reproduce(r))}</failure>")
-            cases.append(f'    <testcase classname="rmkit.conform.{origin}.{r.scenario.role}" name={quoteattr(name)} '
-                         f'time="{r.elapsed_s:.3f}">{body}</testcase>')
-        fails = sum(1 for r in rs if r.verdict == FAIL)
-        suites.append(f'  <testsuite name="rmkit conform {origin}" tests="{len(rs)}" failures="{fails}" '
-                      f'time="{sum(r.elapsed_s for r in rs):.3f}">\n' + "\n".join(cases) + "\n  </testsuite>")
+        cases = [Case(f"rmkit.conform.{origin}.{r.scenario.role}", _case_name(r, rep.profile), time=r.elapsed_s,
+                      failure=(r.failure.summary, r.failure.kind, f"{explain_failure(r)}\n  reproduce: {rep.reproduce(r)}")
+                      if r.failure else None)
+                 for r in rs]
+        suites.append(Suite(f"rmkit conform {origin}", cases, time=sum(r.elapsed_s for r in rs)))
     rows = rep.table()
-    cases = []
-    for row in rows:
-        body = ""
-        if row["status"] == FAIL:
-            body = f"<failure message={quoteattr('broken in ' + ', '.join(row['failed']))} type=\"rule\"/>"
-        elif row["status"] in (NOT_COVERED, NOT_REACHED):
-            body = f"<skipped message={quoteattr(row['why'])}/>"
-        cases.append(f'    <testcase classname="rmkit.conform.rules" name={quoteattr(row["id"] + " (covered by " + str(len(row["covered_by"])) + ")")}>{body}</testcase>')
     if rows:
-        suites.append(f'  <testsuite name="rmkit conform rules" tests="{len(rows)}" failures="{sum(r["status"] == FAIL for r in rows)}" '
-                      f'skipped="{sum(r["status"] in (NOT_COVERED, NOT_REACHED) for r in rows)}">\n' + "\n".join(cases) + "\n  </testsuite>")
-    return xml_safe(f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuites time="{rep.elapsed_s:.3f}">\n'
-                    + "\n".join(suites) + "\n</testsuites>\n")
+        suites.append(Suite("rmkit conform rules", [
+            Case("rmkit.conform.rules", f"{row['id']} (covered by {len(row['covered_by'])})",
+                 failure=("broken in " + ", ".join(row["failed"]), "rule", "") if row["status"] == FAIL else None,
+                 skipped=row["why"] if row["status"] in (NOT_COVERED, NOT_REACHED) else None)
+            for row in rows]))
+    return render_suites(suites, time=rep.elapsed_s)
 
 
 def render_html(rep: ConformReport) -> str:

@@ -383,9 +383,7 @@ def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
     first failing act's exchanges and Redis operations; a non-strict finding passes with it in
     system-out; a rule no scenario reached is skipped with why (never passed). A daemon that exited
     under test adds a failing ``implementation`` case."""
-    from xml.etree import ElementTree as ET
-
-    from rmkit.render.junit import xml_safe
+    from rmkit.render.junit import Case, Suite, render_suites
 
     rules = Rules(rep.profile)
     verdicts = rule_verdicts(rep, rules)
@@ -395,19 +393,17 @@ def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
         for a, c in run.failures(rules, strict_only=False):
             failed.setdefault(c.rule, []).append((a, c))
             first_run.setdefault(c.rule, run)
-    root = ET.Element("testsuites")
-    ts = ET.SubElement(root, "testsuite", name=f"rmkit conform rmb, profile {rep.profile}")
-    cases = failures = skipped = 0
+    classname = f"rmkit.conform.rmb.{rep.profile}"
+    cases = []
     for r in rules.spec.rules:
         mode = rules.mode(r.id)
         if mode == "off":
             continue
-        cases += 1
-        case = ET.SubElement(ts, "testcase", classname=f"rmkit.conform.rmb.{rep.profile}", name=r.id)
+        case = Case(classname, r.id)
+        cases.append(case)
         what, why = verdicts[r.id]
         if what == "not exercised":
-            skipped += 1
-            ET.SubElement(case, "skipped", message=f"not exercised: {why}")
+            case.skipped = f"not exercised: {why}"
             continue
         found = failed.get(r.id)
         if not found:
@@ -417,23 +413,15 @@ def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
         lines += ["exchanges and Redis operations of the first failing act:"] + found[0][0].evidence[:evidence_lines]
         lines.append(f"reproduce: {rep.reproduce(first_run[r.id])}")
         if mode == "strict":
-            failures += 1
-            el = ET.SubElement(case, "failure", message=found[0][1].detail[:500], type="rule")
-            el.text = "\n".join(lines)
+            case.failure = (found[0][1].detail, "rule", "\n".join(lines))
         else:
-            ET.SubElement(case, "system-out").text = "finding (non-strict in this profile):\n" + "\n".join(lines)
+            case.out = "finding (non-strict in this profile):\n" + "\n".join(lines)
     crashed = [run for run in rep.runs + ([rep.final] if rep.final else []) if run.crashed]
     if crashed:
-        cases += 1
-        failures += 1
-        case = ET.SubElement(ts, "testcase", classname=f"rmkit.conform.rmb.{rep.profile}", name="implementation")
-        el = ET.SubElement(case, "failure", message=crashed[0].crashed[:500], type="crash")
-        el.text = f"in scenario {crashed[0].scenario.id}: {crashed[0].crashed}\nwhat to do: find why the daemon exited in its own output"
-    ts.set("tests", str(cases))
-    ts.set("failures", str(failures))
-    ts.set("skipped", str(skipped))
-    ts.set("time", f"{rep.seconds:.3f}")
-    return xml_safe('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
+        cases.append(Case(classname, "implementation", failure=(
+            crashed[0].crashed, "crash",
+            f"in scenario {crashed[0].scenario.id}: {crashed[0].crashed}\nwhat to do: find why the daemon exited in its own output")))
+    return render_suites([Suite(f"rmkit conform rmb, profile {rep.profile}", cases, time=rep.seconds)])
 
 
 def render_html(rep: ConformReport) -> str:
