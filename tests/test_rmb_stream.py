@@ -31,7 +31,7 @@ def check(path: Path, jobs: int = 1, profile: str = "spec"):
 
 
 def findings(rep) -> list:
-    return sorted((v.rule, v.message_id, v.explanation, tuple(e.line for e in v.evidence)) for v in rep.violations)
+    return sorted((v.rule, v.subject, v.explanation, tuple(e.line for e in v.evidence)) for v in rep.violations)
 
 
 def long_log(path: Path, requests: int, every_s: float = 1.0) -> None:
@@ -50,7 +50,7 @@ def test_memory_follows_the_open_requests_not_the_log(tmp_path):
     log = tmp_path / "long.jsonl"
     long_log(log, 600)
     rep = check(log)
-    assert rep.verdict == "pass" and rep.messages == 601  # (the clients' local messages: one group without uid)
+    assert rep.verdict == "pass" and rep.subjects == 601  # (the clients' local messages: one group without uid)
     assert rep.metrics["late_records"] == 0
     assert 55 <= rep.metrics["peak_open_requests"] <= 70, rep.metrics["peak_open_requests"]
 
