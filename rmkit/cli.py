@@ -77,9 +77,18 @@ def _each_protocol(topic: str, capability: str | None = None, sep: str = "\n\n")
     """What each installed protocol (with ``capability``) says on a help ``topic``
     (:meth:`rmkit.protocol.Protocol.help_text`), each after its name, joined by ``sep``."""
     said = [f"{name}: {text}" for name in protocol_names(capability) if (text := get_protocol(name).help_text(topic))]
-    if "\n" in sep:  # a description, which argparse shows as it is: each line filled here
-        said = ["\n".join(textwrap.fill(line, 88, subsequent_indent="  ", break_on_hyphens=False) for line in text.splitlines()) for text in said]
+    if "\n" in sep:  # a description, which argparse shows as it is: filled here
+        said = [_filled(text) for text in said]
     return sep.join(said)
+
+
+def _filled(text: str) -> str:
+    """A protocol's paragraph of a description, filled: its first line, then each further line
+    (an example command, say) indented under it."""
+    fill = functools.partial(textwrap.fill, width=88, break_on_hyphens=False)
+    first, *rest = text.splitlines()
+    return "\n".join([fill(first, subsequent_indent="  ")] + [fill(line, initial_indent="  ", subsequent_indent="    ")
+                                                              for line in rest])
 
 
 def _examples() -> str:

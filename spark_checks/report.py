@@ -105,7 +105,8 @@ def operator_markdown(op: dict[str, Any], proto) -> str:
     saying it gives none)."""
     rules = proto.rules()
     lines = [f"# {op['protocol']} log audit: {op['verdict']}", "",
-             f"{op['receipts']:,} records, {op['messages']:,} messages, {op['unreadable']:,} unreadable lines.", ""]
+             f"{op['receipts']:,} {proto.nouns.records}, {op['messages']:,} {proto.nouns.subjects}, "
+             f"{op['unreadable']:,} unreadable lines.", ""]
     found = {rule: n for rule, n in op["counts"].items() if n}
     if found:
         lines += ["## Findings per rule", "", "| rule | count | title |", "|---|---|---|"]

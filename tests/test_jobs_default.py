@@ -75,4 +75,4 @@ def test_a_run_with_the_default_jobs_takes_what_auto_jobs_picks(tmp_path, monkey
     monkeypatch.setattr(remp, "auto_jobs", lambda inputs: picked.append(inputs) or 1)
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(RECEIPT) + "\n")
-    assert remp.RempLogChecker("spec", jobs=None).run([str(path)]).receipts == 1 and picked == [[str(path)]]
+    assert remp.RempLogChecker("spec", jobs=None).run([str(path)]).records == 1 and picked == [[str(path)]]

@@ -212,7 +212,7 @@ def test_partitioned_checkers_split_the_lines_by_the_rule():
         c.begin([str(FAULTS)], partition=(k, 3))
         c._run_file(0, str(FAULTS))
         mine = sum(1 for s, x in zip(want, lines) if s == k and _is_object(x))
-        assert c.finish(c.hwm).receipts == mine
+        assert c.finish(c.hwm).records == mine
 
 
 class Boom(Exception):

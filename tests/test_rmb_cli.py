@@ -316,11 +316,13 @@ def test_conform_and_replay_help_say_what_rmb_saves_and_substitutes(capsys):
 
     for cmd in ("conform", "replay"):
         text = " ".join(_help(capsys, cmd).split())
-        assert "corda and rmb: one JSON object" in text and "(JSON Lines; corda: one JSON object)" not in text
+        assert "rmb: one JSON object (rmb-PROFILE-DIGEST.json)" in text.replace("rmb- PROFILE", "rmb-PROFILE")
+        assert "corda: one JSON object (.json)" in text and "remp: JSON Lines (.jsonl)" in text
         impl = text.split("--impl-cmd CMD command", 1)[1].split("--impl MODULE", 1)[0]
-        assert "remp, corda: its adapter process; ROLE in CMD is replaced by the role" in impl
+        assert "remp: its adapter process; ROLE in CMD is replaced by the role" in impl
+        assert "corda: its adapter process; ROLE in CMD is replaced by the role" in impl
+        assert "rmb: the daemon under test; no ROLE" in impl
         assert all(f"{{{name}}}" in impl for name in PLACEHOLDERS), impl
-    assert "rmb: rmb-PROFILE-DIGEST.json" in " ".join(_help(capsys, "replay").split()).replace("rmb- PROFILE", "rmb-PROFILE")
 
 
 @pytest.mark.parametrize("cmd, codes", [("sign", "02"), ("verify", "012"), ("serve", "02"), ("up", "02"), ("record", "02")])

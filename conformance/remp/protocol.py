@@ -25,7 +25,7 @@ HELP = {
     "simulate": "the reference shard simulator (validators, full node, network, session switches) writes its "
                 "receipt log; or a multi-file log with planted violations and a manifest.",
     "keys gen": "the validator-set file (for `rmkit check --validators` and `rmkit receipt verify`) and one "
-                "private key file per node (for `rmkit receipt sign --key` and `rmkit simulate --keys`).\n"
+                "private key file per node (for `rmkit receipt sign --key` and `rmkit simulate --keys`), as in:\n"
                 "rmkit keys gen --validators 7 --sessions 10 --seed 1 --out keys\n"
                 "rmkit simulate --keys keys --messages 500 -o signed.jsonl\n"
                 "rmkit check --validators keys/validators.yaml signed.jsonl",
