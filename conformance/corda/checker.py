@@ -348,10 +348,13 @@ class _ShareRun:
             recs = decode(lines)
             if None in recs:
                 recs = self.general(refs, lines, recs, typed)
+                seen = {r.node for r in recs if kinds.get(type(r), _NO_KIND)[0] == EVENT}
+            else:  # (every record typed: their nodes are gathered in C; most batches name one or two)
+                seen = set(map(node_of, recs)) - nodes
+                if seen:  # a node not seen before: only its events count (an export names nodes too)
+                    seen = {r.node for r in recs if r.node in seen and kinds[type(r)][0] == EVENT}
+            nodes |= seen
             per_type.update(map(type, recs))
-            for r in recs:  # the nodes with events: most batches name one or two
-                if r is not None and kinds.get(type(r), _NO_KIND)[0] == EVENT and r.node not in nodes:
-                    nodes.add(r.node)
             for ref, r in zip(refs, recs):
                 if r is not None:
                     self.ref = ref
