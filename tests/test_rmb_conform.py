@@ -109,6 +109,22 @@ def test_legal_variant_passes():
         assert d.failed_rules(runs) == set()
 
 
+BAD_DAT = ["invalid local message: bad_dat", "remote request: bad_dat"]
+
+
+@pytest.mark.parametrize("cmd", [REFERENCE, variant_cmd("takes-any-dat")], ids=["refuses", "forwards"])
+def test_a_non_base64_dat_may_be_refused_or_forwarded_as_given(cmd):
+    """The documents leave open whether a valid body decodes dat (behaviour.yaml non_base64_dat):
+    both readings pass; one that does neither fails RMB-LOCAL-002."""
+    with Driven(cmd, "spec") as d:
+        assert d.failed_rules(d.run(BAD_DAT)) == set()
+
+
+def test_a_non_base64_dat_dropped_silently_fails_local_002():
+    with Driven(variant_cmd("drops-bad-dat"), "spec") as d:
+        assert d.failed_rules(d.run(BAD_DAT[:1])) == {"RMB-LOCAL-002"}
+
+
 def test_an_implementation_that_cannot_start_exits_2(capsys, tmp_path):
     redis_server_or_skip()
     code = main(["conform", "--protocol", "rmb", "--impl-cmd", f"{sys.executable} -c 'import sys; sys.exit(3)'",
