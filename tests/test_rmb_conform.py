@@ -301,6 +301,21 @@ def test_a_daemon_that_keeps_the_clients_now_fails_retry_004_in_rmb_rs_v1():
         assert d.failed_rules(d.run(["a client's now 5 s old, retried", "request, reply"])) == set()
 
 
+def test_exp_is_judged_relative_to_now_in_rmb_rs_v1_too():
+    """RMB-MSG-004 is strict in rmb-rs-v1: its mutant (exp sent as an absolute time) fails there by
+    that rule, and the per-rule table counts the reference's clean runs as covering it."""
+    from rmkit.conformance.rmb.driven.coverage import rule_verdicts
+
+    titles = ["request, reply", "fan-out to two twins, both reply"]
+    with Driven(variant_cmd("absolute-exp"), "rmb-rs-v1") as d:
+        assert "RMB-MSG-004" in d.failed_rules(d.run(titles))
+    with Driven(REFERENCE, "rmb-rs-v1") as d:
+        runs = d.run(titles)
+        assert d.failed_rules(runs) == set()
+        report = type("Report", (), {"runs": runs, "final": None})()
+        assert rule_verdicts(report, d.rules)["RMB-MSG-004"] == ("pass", 2)
+
+
 def test_a_send_acts_age_is_checked_when_read(tmp_path):
     from rmkit.conformance.rmb.driven.scenario import FORMAT
 

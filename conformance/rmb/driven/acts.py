@@ -229,8 +229,9 @@ async def _judge_forward(ctx: Ctx, res: ActResult, act: dict, msg: dict, peers: 
             res.check("RMB-FWD-001", same, f"attempt {k} to twin {p}: cmd/dat/ret "
                       f"{(m.get('cmd'), m.get('dat'), m.get('ret'))} (expected the client's {(msg['cmd'], msg['dat'], msg['ret'])})")
             drift = abs(m["now"] + m["exp"] - deadline)
-            rule = "RMB-RETRY-004" if b["restamp_per_attempt"] else "RMB-MSG-004"
-            res.check(rule, drift <= T["clock_slack_s"], f"attempt {k} to twin {p}: now {m['now']} + exp {m['exp']} = "
+            # the deadline now + exp is the client's in every profile (exp relative to now); a profile
+            # that re-stamps is judged on the fresh now as well (RMB-RETRY-004, below)
+            res.check("RMB-MSG-004", drift <= T["clock_slack_s"], f"attempt {k} to twin {p}: now {m['now']} + exp {m['exp']} = "
                       f"{m['now'] + m['exp']} (expected the client's deadline {deadline})")
             if b["restamp_per_attempt"]:
                 res.check("RMB-RETRY-004", m["now"] >= int(ex.wall) - T["clock_slack_s"],
