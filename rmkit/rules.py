@@ -28,6 +28,7 @@ class Rule:
     judged_elsewhere: str = ""      # where a rule no driven role judges is judged instead
     not_planted: str = ""           # why no injector plants the rule in a simulated log
     not_covered: dict[str, str] = field(default_factory=dict)  # profile -> why no scenario catches its mutant there
+    known_departure: dict[str, dict] = field(default_factory=dict)  # profile -> {reported_as, why, sources}: a breach its facts have
 
     def mode(self, profile: str) -> str:
         return self.modes.get(profile, OFF)

@@ -186,3 +186,22 @@ def test_without_the_catalogue_the_measure_keeps_a_generated_scenario_for_every_
     monkeypatch.setattr(coverage, "load", lambda: cov)
     played = dict(coverage.generated("receiver", "spec"))
     assert set(played) == {n for n, sc in cov["scenarios"].items() if sc["role"] == "receiver"}
+
+
+def test_a_second_commit_is_a_known_departure_only_where_the_profile_names_it():
+    """CORDA-DEDUP-001 stays strict in corda-ent-fastpath: its line says "known departure" only
+    when the cause the profile's facts have (a CORDA-DEDUP-007 finding) was seen and no check of
+    DEDUP-001 itself failed; a second commit of any other cause fails it."""
+    name = coverage.caught_by("CORDA-DEDUP-001", "receiver", "corda-ent-fastpath")[0]
+    trusted = Violation("CORDA-DEDUP-007", "non-strict", 8, "N-1 is committed, yet answered NEW: above its mark", "step 8")
+    seen = _result([(name, _clean())], profile="corda-ent-fastpath")
+    seen.findings["CORDA-DEDUP-007"] = Outcome("corda-ent-fastpath", [("tick",)], [trusted], [])
+    row = _row(seen, "CORDA-DEDUP-001")
+    assert row["verdict"] == "known departure" and "reported as CORDA-DEDUP-007" in row["evidence"]
+    assert re.search(r"known departure +CORDA-DEDUP-001 ", render([seen]))
+    twice = Outcome("corda-ent-fastpath", [("tick",)], [Violation("CORDA-DEDUP-001", "strict", 3, "N-1 committed a second time", "step 3")], [])
+    failed_run = _result([(name, twice)], failure=twice, profile="corda-ent-fastpath")
+    failed_run.findings["CORDA-DEDUP-007"] = seen.findings["CORDA-DEDUP-007"]
+    assert _row(failed_run, "CORDA-DEDUP-001")["verdict"] == "fail"
+    elsewhere = _result([(name, _clean())], profile="corda-os")
+    assert _row(elsewhere, "CORDA-DEDUP-001")["verdict"] != "known departure"

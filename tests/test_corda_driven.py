@@ -35,8 +35,14 @@ def test_reference_passes(profile):
 
 
 def test_fast_path_finding_is_reported_not_failed():
+    """The fast path's second commit is the profile's known departure (rules.yaml known_departure):
+    no failure, and CORDA-DEDUP-001's own line says it was broken so, never "pass"."""
+    from rmkit.conformance.corda.driven import report
+
     r = search(reference_factory, "corda-ent-fastpath", max_examples=200)
     assert r.failure is None and "CORDA-DEDUP-007" in r.findings
+    row = next(x for x in report.rule_rows(r) if x["id"] == "CORDA-DEDUP-001")
+    assert row["verdict"] == "known departure" and "reported as CORDA-DEDUP-007" in row["evidence"], row
 
 
 @pytest.mark.parametrize("name,profile,rule", FAULTY)

@@ -276,3 +276,73 @@ def test_a_lost_message_is_shown_as_one_message_the_remote_broker_did_not_take()
                                                    ("transfer",)])
     assert "CORDA-ORDER-001" in strict_rules(out)
     assert any("did not take tag 1" in line for line in out.log), out.log
+
+
+# ---- one reply, in order; a remote acknowledgement across a rollback (spec/corda/adapter.md) -------
+class RollsBackOnTick(ReferenceBridge):
+    """Sends what it holds and rolls back in the same reply at its first tick, then sends nothing
+    again: it only waits for remote acknowledgements and acknowledges the live delivery of a tag."""
+
+    def on_hello(self, event):
+        self.heard, self.live, self.rolled = [], {}, False
+        return super().on_hello(event)
+
+    def on_deliver(self, event):
+        self.live[event["tag"]] = event["conn"]
+        return {} if self.rolled else super().on_deliver(event)
+
+    def on_remote_ack(self, event):
+        self.heard.append(event["tag"])
+        conn = self.live.get(event["tag"])
+        return {"acks": [[event["tag"], conn]] if conn is not None else []}
+
+    def on_tick(self, event):
+        if self.rolled:
+            return {}
+        self.rolled = True
+        self.waiting.clear()
+        self.unacked.clear()
+        return {"send": [], "rollback": True}
+
+
+def test_a_tag_sent_before_a_rollback_is_acknowledged_once_delivered_again():
+    """adapter.md "One reply, in order": what is on the link survives the bridge's rollback; once
+    the local broker delivered the tag again, its remote acknowledgement comes and the bridge
+    acknowledges it under the new conn. Delivered again only after the link's turn, it is dropped
+    from the link and the bridge hears nothing: one that waits for that acknowledgement instead of
+    sending again fails CORDA-BRIDGE-002."""
+    b = RollsBackOnTick()
+    out = run_bridge(b, "corda-os", [("produce",), ("deliver",), ("tick",), ("deliver",), ("transfer",)])
+    assert b.heard == [1] and not out.violations, (b.heard, out.log)
+    late = RollsBackOnTick()
+    out = run_bridge(late, "corda-os", [("produce",), ("deliver",), ("tick",), ("transfer",), ("deliver",)])
+    assert late.heard == [] and strict_rules(out) == {"CORDA-BRIDGE-002"}, (late.heard, out.log)
+
+
+class SendsAndRollsBack(ReferenceBridge):
+    """Sends its first delivery and rolls back in the same reply; later ones as the reference."""
+
+    def on_hello(self, event):
+        self.heard, self.rolled = [], False
+        return super().on_hello(event)
+
+    def on_deliver(self, event):
+        reply = super().on_deliver(event)
+        if self.rolled:
+            return reply
+        self.rolled = True
+        self.waiting.clear()
+        self.unacked.clear()
+        return {**reply, "rollback": True}
+
+    def on_remote_ack(self, event):
+        self.heard.append(event["tag"])
+        return super().on_remote_ack(event)
+
+
+def test_a_send_in_a_reply_that_rolls_back_goes_on_the_link_first():
+    """send is applied before rollback: the tag is on the link, and reaches the remote broker once
+    the local broker delivered it again (the remote acknowledgement follows)."""
+    b = SendsAndRollsBack()
+    out = run_bridge(b, "corda-os", [("produce",), ("deliver",), ("deliver",), ("transfer",)])
+    assert b.heard[:1] == [1] and not out.violations, (b.heard, out.log)

@@ -259,3 +259,42 @@ def test_dedup_only_in_memory_forgets_across_a_restart_on_the_same_database(tmp_
         again.handle(hello)
         answers[cls] = again.handle({"type": "deliver", "tag": 1, "conn": 1, "message": copy})["answer"]
     assert answers == {ReferenceReceiver: "DUPLICATE", ex.DedupOnlyInMemory: "NEW"}
+
+
+# ---- a broker restart with work in progress: keep it or give it up, never both (adapter.md) -------
+class KeepsAndRestartsWork(ReferenceReceiver):
+    """Keeps the work in progress at a broker restart (as the reference does) and also starts it
+    again: the redelivered copy of an id being processed is answered NEW and committed too."""
+
+    def on_hello(self, event):
+        self.restarted, self.again = set(), []
+        return super().on_hello(event)
+
+    def on_broker_restart(self, event):
+        self.restarted = set(self.node.in_flight)
+        return super().on_broker_restart(event)
+
+    def on_deliver(self, event):
+        dedup_id = event["message"]["dedup_id"]
+        if dedup_id not in self.restarted:
+            return super().on_deliver(event)
+        self.restarted.discard(dedup_id)
+        self.again.append((dedup_id, [event["tag"], event["conn"]]))
+        return {"answer": "NEW"}
+
+    def on_tick(self, event):
+        reply = super().on_tick(event)
+        done = list(reply.get("done") or [["commit", c] for c in reply.get("commits", [])] + [["ack", *a] for a in reply.get("acks", [])])
+        for dedup_id, copy in self.again:
+            done += [["commit", dedup_id], ["ack", *copy]]
+        self.again = []
+        return {"done": done}
+
+
+def test_work_in_progress_at_a_broker_restart_may_be_kept_or_given_up_but_not_both():
+    steps = ABANDON + [("deliver",), ("tick",)]
+    for cls in (ReferenceReceiver, ex.AbandonOnBrokerRestart):
+        out = play(cls, "corda-os", steps)
+        assert out.violations == [], (cls.__name__, [v.render() for v in out.violations])
+    out = play(KeepsAndRestartsWork, "corda-os", steps)
+    assert "CORDA-DEDUP-001" in rules(out), [v.render() for v in out.violations]

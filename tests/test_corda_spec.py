@@ -37,6 +37,8 @@ def _sources(node, where=""):
         for k, v in node.items():
             if k == "source" and isinstance(v, dict) and "doc" in v:
                 yield where, v
+            elif k == "sources" and isinstance(v, list):
+                yield from ((f"{where}.sources[{i}]", s) for i, s in enumerate(v))
             else:
                 yield from _sources(v, f"{where}.{k}" if where else str(k))
     elif isinstance(node, list):

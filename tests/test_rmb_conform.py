@@ -109,6 +109,22 @@ def test_legal_variant_passes():
         assert d.failed_rules(runs) == set()
 
 
+BAD_DAT = ["invalid local message: bad_dat", "remote request: bad_dat"]
+
+
+@pytest.mark.parametrize("cmd", [REFERENCE, variant_cmd("takes-any-dat")], ids=["refuses", "forwards"])
+def test_a_non_base64_dat_may_be_refused_or_forwarded_as_given(cmd):
+    """The documents leave open whether a valid body decodes dat (behaviour.yaml non_base64_dat):
+    both readings pass; one that does neither fails RMB-LOCAL-002."""
+    with Driven(cmd, "spec") as d:
+        assert d.failed_rules(d.run(BAD_DAT)) == set()
+
+
+def test_a_non_base64_dat_dropped_silently_fails_local_002():
+    with Driven(variant_cmd("drops-bad-dat"), "spec") as d:
+        assert d.failed_rules(d.run(BAD_DAT[:1])) == {"RMB-LOCAL-002"}
+
+
 def test_an_implementation_that_cannot_start_exits_2(capsys, tmp_path):
     redis_server_or_skip()
     code = main(["conform", "--protocol", "rmb", "--impl-cmd", f"{sys.executable} -c 'import sys; sys.exit(3)'",
@@ -283,6 +299,21 @@ def test_a_daemon_that_keeps_the_clients_now_fails_retry_004_in_rmb_rs_v1():
     assert failed == {"RMB-RETRY-004"}, failed
     with Driven(REFERENCE, "rmb-rs-v1") as d:
         assert d.failed_rules(d.run(["a client's now 5 s old, retried", "request, reply"])) == set()
+
+
+def test_exp_is_judged_relative_to_now_in_rmb_rs_v1_too():
+    """RMB-MSG-004 is strict in rmb-rs-v1: its mutant (exp sent as an absolute time) fails there by
+    that rule, and the per-rule table counts the reference's clean runs as covering it."""
+    from rmkit.conformance.rmb.driven.coverage import rule_verdicts
+
+    titles = ["request, reply", "fan-out to two twins, both reply"]
+    with Driven(variant_cmd("absolute-exp"), "rmb-rs-v1") as d:
+        assert "RMB-MSG-004" in d.failed_rules(d.run(titles))
+    with Driven(REFERENCE, "rmb-rs-v1") as d:
+        runs = d.run(titles)
+        assert d.failed_rules(runs) == set()
+        report = type("Report", (), {"runs": runs, "final": None})()
+        assert rule_verdicts(report, d.rules)["RMB-MSG-004"] == ("pass", 2)
 
 
 def test_a_send_acts_age_is_checked_when_read(tmp_path):

@@ -49,3 +49,25 @@ def test_conform_help_points_to_the_contract(capsys):
     except SystemExit:
         pass
     assert "spec/rmb/daemon.md" in capsys.readouterr().out
+
+
+def test_what_the_kit_leaves_to_the_daemon_is_stated_with_the_kits_numbers():
+    """The unstated items an implementer meets are each stated or named a freedom, with the numbers
+    the harness uses; the seed sentence for an unknown twin in a fan-out is quoted as written."""
+    from test_rmb_spec import SHARED, _norm
+
+    timing = {k: v["value"] for k, v in rmb_spec().raw["freedoms"]["timing"].items()}
+    assert f"at least {timing['slow_answer_s']:g} s" in _row("the HTTP client timeout")
+    for item in ("the backlog entry's value", "the TTL for `exp 0`", "the parked envelope's value", "a non-base64 `dat`"):
+        _row(item)
+    assert "behaviour.yaml` `non_base64_dat`" in _row("a non-base64 `dat`")
+    assert rmb_spec().behaviour("spec")["non_base64_dat"] == "either"
+    ids = [f["id"] for f in rmb_spec().raw["freedoms"]["freedoms"]]
+    assert f"[`freedoms.yaml`](freedoms.yaml), {ids[0]} to {ids[-1]}" in DOC
+    flat = " ".join(DOC.split())
+    quote = "if one or more twins are invalid, the message can't be processed, and an error message is pushed directly tot the `$ret` queue"
+    assert quote in flat
+    if SHARED is not None:
+        assert _norm(quote) in _norm(next((SHARED / "seeds").glob("004_*.txt")).read_text(encoding="utf-8"))
+    for field in ("`src`", "`dst`", "`uid`"):
+        assert any(line.startswith(f"| {field} |") for line in DOC.splitlines()), field

@@ -49,6 +49,13 @@ def _driven_markdown(rules: list[dict]) -> list[str]:
     for r in rules:
         why = "; ".join(f"{p}: {_cell(text)}" for p, text in (r.get("not_covered") or {}).items())
         out.append(f"| {r['id']} | {', '.join(r['driven']) or '-'} | {_cell(r.get('judged_elsewhere', '')) or '-'} | {why or '-'} |")
+    departures = [(r["id"], p, d) for r in rules for p, d in (r.get("known_departure") or {}).items()]
+    if departures:
+        out += ["", "Known departures: a strict rule's breach that a profile's reference facts have. The run does not "
+                "fail on it; the rule's line says \"known departure\" with the finding it is reported as, and any other "
+                "breach of the rule fails.", ""]
+        out += [f"- {rid}, profile {p}: reported as {d['reported_as']}; {_cell(d['why'])} "
+                f"({'; '.join(_source(s) for s in d['sources'])})" for rid, p, d in departures]
     return out
 
 

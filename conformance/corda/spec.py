@@ -49,6 +49,13 @@ def check_cross_references(spec: dict) -> None:
         for p in r.get("profile_notes", {}):
             if p not in profiles:
                 raise _fail(spec, "rules", ["rules", i, "profile_notes", p], f"unknown profile {p!r}")
+        modes = {x["id"]: x["modes"] for x in spec["rules"]["rules"]}
+        for p, d in r.get("known_departure", {}).items():  # a strict rule's breach the profile's facts have
+            if p not in profiles:
+                raise _fail(spec, "rules", ["rules", i, "known_departure", p], f"unknown profile {p!r}")
+            if modes.get(d["reported_as"], {}).get(p) != "non-strict":
+                raise _fail(spec, "rules", ["rules", i, "known_departure", p, "reported_as"],
+                            f"expected a rule non-strict in profile {p}, found {d['reported_as']!r}")
         _check_driven(spec, i, r)
     for answer in ANSWERS:
         if answer not in system["dedup_answers"]:

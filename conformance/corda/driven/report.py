@@ -24,7 +24,9 @@ from rmkit.render.junit import Case, Suite, render_suites
 from rmkit.rules import OFF
 
 FAIL, FINDING, PASS, OFF_HERE, NOT_EXERCISED = "fail", "finding", "pass", "off", "not exercised"
-LEGEND = ("per rule: fail; finding (non-strict in this profile); pass, covered by N (N scenarios that catch the "
+DEPARTURE = "known departure"
+LEGEND = ("per rule: fail; finding (non-strict in this profile); known departure (broken the way the profile's "
+          "reference facts are, reported as the finding named); pass, covered by N (N scenarios that catch the "
           "rule's mutant ran clean); not exercised (why); off")
 
 
@@ -112,8 +114,14 @@ def rule_rows(result) -> list[dict]:
         mode = rule.mode(result.profile)
         row = {"id": rule.id, "title": rule.title, "mode": mode, "evidence": "", "covered_by": [], "why": ""}
         v = first.get(rule.id)
+        departed = (rule.known_departure or {}).get(result.profile)
         if v is not None:
             row.update(verdict=FAIL if v.mode == "strict" else FINDING, evidence=v.render())
+        elif departed and first.get(departed["reported_as"]) is not None:
+            # spec/corda/rules.yaml known_departure: the profile's reference facts break this rule so;
+            # said on the rule's own line, never as a pass
+            row.update(verdict=DEPARTURE, evidence=f"the profile's known departure, reported as {departed['reported_as']}: "
+                                                   f"{first[departed['reported_as']].render()}")
         elif mode == OFF:
             row.update(verdict=OFF_HERE, why=f"off in profile {result.profile}")
         elif result.verdict == "nothing checked":
@@ -223,6 +231,8 @@ def junit(results, breakdown, impl: list[str] | None = None) -> str:
                                                          f"reproduce: {reproduce(r, impl or [])}")
             elif row["verdict"] == FINDING:
                 case.out = f"finding (non-strict in profile {r.profile}): {row['evidence']}"
+            elif row["verdict"] == DEPARTURE:
+                case.out = f"known departure of profile {r.profile}: {row['evidence']}"
             elif row["verdict"] == PASS:
                 case.out = f"pass, covered by {len(row['covered_by'])}: {', '.join(row['covered_by'])}"
             else:

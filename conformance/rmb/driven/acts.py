@@ -229,8 +229,9 @@ async def _judge_forward(ctx: Ctx, res: ActResult, act: dict, msg: dict, peers: 
             res.check("RMB-FWD-001", same, f"attempt {k} to twin {p}: cmd/dat/ret "
                       f"{(m.get('cmd'), m.get('dat'), m.get('ret'))} (expected the client's {(msg['cmd'], msg['dat'], msg['ret'])})")
             drift = abs(m["now"] + m["exp"] - deadline)
-            rule = "RMB-RETRY-004" if b["restamp_per_attempt"] else "RMB-MSG-004"
-            res.check(rule, drift <= T["clock_slack_s"], f"attempt {k} to twin {p}: now {m['now']} + exp {m['exp']} = "
+            # the deadline now + exp is the client's in every profile (exp relative to now); a profile
+            # that re-stamps is judged on the fresh now as well (RMB-RETRY-004, below)
+            res.check("RMB-MSG-004", drift <= T["clock_slack_s"], f"attempt {k} to twin {p}: now {m['now']} + exp {m['exp']} = "
                       f"{m['now'] + m['exp']} (expected the client's deadline {deadline})")
             if b["restamp_per_attempt"]:
                 res.check("RMB-RETRY-004", m["now"] >= int(ex.wall) - T["clock_slack_s"],
@@ -525,6 +526,8 @@ async def run_remote(ctx: Ctx, act: dict) -> ActResult:
     accepted = want == b["accepted"]["status"]
     if accepted and status == b["status_bad_body"] and refusal_is_open(h.profile, variant, rule):
         accepted, want = False, status  # the daemon took the refusal the profile leaves open
+    if variant == "bad_dat" and b["non_base64_dat"] != "refuse" and (status == b["accepted"]["status"] or b["non_base64_dat"] == "forward"):
+        accepted, want = True, b["accepted"]["status"]  # it takes dat as given (behaviour.yaml non_base64_dat)
     res.check(rule, status == want, f"a {variant} request was answered {status} (expected {want})")
     queue = b["command_queue"].format(cmd=cmd)
     uid = m.get("uid") if m else None
@@ -615,9 +618,28 @@ async def run_bad_local(ctx: Ctx, act: dict) -> ActResult:
     since = time.monotonic()
     await h.push(b["local_queue"], msg)
     _kit(ctx, res, f"client pushed a message with {variant} to {b['local_queue']}")
-    err = await h.pop(ret, T["response_s"])
+    reading = b["non_base64_dat"] if variant == "bad_dat" else "refuse"
+    if reading != "refuse":  # a daemon may forward a non-base64 dat as given (behaviour.yaml non_base64_dat)
+        def sent_or_refused():
+            return any(e.cmd == cmd for e in h.twins.exchanges)
+        err = None
+        deadline = time.monotonic() + T["response_s"]
+        while err is None and not sent_or_refused() and time.monotonic() < deadline:
+            err = await h.pop(ret, 0.1)
+        posted = [e for e in h.twins.exchanges if e.cmd == cmd]
+        if posted or reading == "forward":
+            intact = [e for e in posted if isinstance(e.msg, dict) and e.msg.get("dat") == msg["dat"]]
+            res.check("RMB-LOCAL-002", bool(intact) and err is None,
+                      f"{len(posted)} POST(s), {len(intact)} with dat as given, and ret got "
+                      f"{'nothing' if err is None else json.dumps(err)[:120]} (expected the message forwarded with its dat as given, "
+                      "or refused with an error on ret and no POST)")
+            _evidence(ctx, res, {cmd, ret}, since)
+            return res
+    else:
+        err = await h.pop(ret, T["response_s"])
     res.check("RMB-LOCAL-002", isinstance(err, dict) and bool(err.get("err")),
               f"ret got {'nothing' if err is None else json.dumps(err)[:160]} for an invalid message (expected an error message)")
+    await asyncio.sleep(T["quiet_s"] if reading != "refuse" else 0)
     posted = [e for e in h.twins.exchanges if e.cmd == cmd]
     res.check("RMB-LOCAL-002", not posted, f"{len(posted)} POST(s) of an invalid message (expected none)")
     _evidence(ctx, res, {cmd, ret}, since)

@@ -289,6 +289,29 @@ class RefusesStale(RmbDaemon):
         self.b["refuse_expired"] = True
 
 
+class TakesAnyDat(RmbDaemon):
+    """Forwards dat as given: a non-base64 dat from the local client is posted, one at the remote
+    endpoint is taken (202) and handed to its command. The documents leave it open whether a valid
+    body decodes dat (behaviour.yaml non_base64_dat); the reference refuses it."""
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        from rmkit.reference_impl.rmb import daemon
+
+        checks = daemon.message_problems
+        daemon.message_problems = lambda msg: [p for p in checks(msg) if p[0] != "RMB-MSG-002"]
+
+
+class DropsBadDat(RmbDaemon):
+    """Drops a local message whose dat is not base64 silently: neither forwarded nor answered on ret."""
+
+    async def _push(self, queue, msg, event):
+        if event == "error-to-ret" and "RMB-MSG-002" in str(msg.get("err")):
+            self.log.record("local-invalid-dropped", direction="none", queue=queue, msg=msg)
+            return
+        await super()._push(queue, msg, event)
+
+
 # ---- rule mutants: one promise broken each, to show the scenario that judges a rule can fail it --
 class NoErrorOnFailure(RmbDaemon):
     """Never tells the client that a request could not be delivered."""
@@ -394,6 +417,7 @@ FAULTY = {
     "broken-sr25519": (BrokenSr25519, "spec", {"RMB-SIG-006"}),
     "error-keeps-dat": (ErrorKeepsDat, "spec", {"RMB-RETRY-002"}),
     "no-scrubber": (NoScrubber, "rmb-go", {"RMB-BACKLOG-003"}),
+    "drops-bad-dat": (DropsBadDat, "spec", {"RMB-LOCAL-002"}),
 }
 LEGAL = {
     "counter-uids": CounterUids,
@@ -404,6 +428,7 @@ LEGAL = {
     "keeps-reply-ret": KeepsReplyRet,
     "refuses-stale": RefusesStale,
     "own-error-words": OwnErrorWords,
+    "takes-any-dat": TakesAnyDat,
 }
 VARIANTS = {**{k: v[0] for k, v in FAULTY.items()}, **{k: v[0] for k, v in MUTANTS.items()}, **LEGAL}
 
