@@ -10,7 +10,7 @@ forgotten; memory then follows the subjects still open, not the log.
 
 The interface (protocol-neutral: the protocol supplies the four callables)::
 
-    engine = SubjectEngine(open_subject, add, judge, on_late=None, clock=LogClock(), remember_s=60.0)
+    engine = SubjectEngine(open_subject, add, judge, on_late=None, clock=LogClock(), remember_s=0.0)
     engine.feed(time, key, record, source=None, partition=None)   # per record, in log order
     engine.tick(time, source=None, partition=None)               # a record of no subject: the clock only
     engine.finish()                                              # judge every subject still open
@@ -30,8 +30,8 @@ The interface (protocol-neutral: the protocol supplies the four callables)::
 
 Time is whatever number the protocol's records carry (seconds, milliseconds); a record without a
 time (``None``) joins its subject without moving the clock. The clock is :class:`LogClock`: the
-latest time two different sources reached (one wrong timestamp cannot close every open subject),
-held back to the slowest Kafka partition still delivering where records name partitions (a dump
+latest time two different sources reached (one wrong timestamp cannot close every open subject;
+while the log has shown one source only, its time), held back to the slowest Kafka partition still delivering where records name partitions (a dump
 read from a backlog is judged as one read live); the rule is the one the documents' page on the
 partition clock states, with its idleness counted in records.
 

@@ -25,6 +25,7 @@ from typing import Any, Iterable, Optional
 
 import orjson
 
+from rmkit.gctune import paused_collections
 from rmkit.logread import auto_jobs, numbered_batches
 from rmkit.processes import key_share, run_in_processes
 from rmkit.protocol import REF_LINE_BITS
@@ -265,9 +266,16 @@ class RmbShards:
         from rmkit.conformance.rmb.model import rmb_spec
         from rmkit.conformance.rmb.sigreuse import SignatureIndex
 
-        ctx = self.ctx()
         share = Share(signed=SignatureIndex(rmb_spec().raw["signature"]["challenge"]["pieces"]))
-        requests = Requests(ctx, share)
+        requests = Requests(self.ctx(), share)
+        with paused_collections():  # the records hold no cycles: reference counting frees them (gctune)
+            share.records = self._read(batches, requests, share)
+            requests.finish()
+        return share
+
+    def _read(self, batches: Iterable, requests: Requests, share: Share) -> int:
+        """Every line into its request: the records read."""
+        ctx = self.ctx()
         feed = requests.feed
         events, add_signed, problems = share.events, share.signed.add, share.problems
         line_problem, time_ok, note_problem = ctx.line_problem, ctx.time_ok, ctx.note_problem
@@ -302,9 +310,7 @@ class RmbShards:
                 events[rec.event] += 1
                 add_signed(ref, rec.event, rec.msg)
                 feed(key, rec)
-        share.records = records
-        requests.finish()
-        return share
+        return records
 
     # -- the report -------------------------------------------------------------------------
     def merge(self, inputs: list[str], shares: list[Share]) -> Report:

@@ -71,10 +71,12 @@ def reused(indices: Iterable[SignatureIndex]) -> list[tuple[str, str, list[tuple
     parts = [i for i in indices if len(i)]
     if not parts:
         return []
-    sig = np.concatenate([np.frombuffer(i.sig, dtype=np.uint64) for i in parts])
-    fields = np.concatenate([np.frombuffer(i.fields, dtype=np.uint64) for i in parts])
-    ref = np.concatenate([np.frombuffer(i.ref, dtype=np.uint64) for i in parts])
-    event = np.concatenate([np.frombuffer(i.event, dtype=np.uint8) for i in parts])
+    def joined(name: str, dtype) -> Any:  # one share's array is read in place, not copied
+        arrays = [np.frombuffer(getattr(i, name), dtype=dtype) for i in parts]
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+    sig, fields, ref, event = joined("sig", np.uint64), joined("fields", np.uint64), joined("ref", np.uint64), \
+        joined("event", np.uint8)
     order = np.lexsort((ref, fields, sig))
     sig, fields, ref, event = sig[order], fields[order], ref[order], event[order]
     # a signature whose sorted run holds more than one fields digest
