@@ -14,6 +14,12 @@ from rmkit.tlc.manifest import ConfigEntry, Expectation, Manifest, ModelEntry
 from rmkit.tlc.result import ProgressUpdate, TlcResult
 
 
+# what a configuration's "runtime" in tla/manifest.json is: CPU time is what a run costs whatever
+# else the machine does, so a figure measured on a shared machine still holds on an idle one
+RUNTIME_MEANING = ("the CPU time `rmkit tlc MODEL --config NAME` took, TLC's JVM included, with the config's "
+                   "workers: about the wall time on an idle core; a busy machine takes longer")
+
+
 def _fig(x: int | None) -> str:
     return "?" if x is None else f"{x:,}"
 
@@ -25,7 +31,7 @@ def describe_models(manifest: Manifest) -> str:
         default = " (default)" if i == 0 else ""
         out.append(f"{m.name}{default}: {m.path}/{m.spec}" + (f"  [{m.source}]" if m.source else ""))
         for c in m.configs:
-            flags = [f"workers {c.workers}", f"runtime {c.runtime}", f"deadlock check {'on' if c.deadlock else 'off'}"]
+            flags = [f"workers {c.workers}", f"runtime {c.runtime} CPU", f"deadlock check {'on' if c.deadlock else 'off'}"]
             if c is m.default_config:
                 flags.append("default")
             if c.slow:
@@ -47,6 +53,7 @@ def describe_models(manifest: Manifest) -> str:
             names = ", ".join(dict.fromkeys(p.name for p in m.properties))
             out.append(f"  properties with a mutation and a witness ({len(m.properties)} entries; "
                        f"rmkit tlc --mutations {m.name}): {names}")
+    out.append(f"runtime: {RUNTIME_MEANING}")
     return "\n".join(out) + "\n"
 
 
