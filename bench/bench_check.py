@@ -117,8 +117,10 @@ def timed_check(args: list[str], stdin=None, tree: list | None = None,
     ``against``: a directory whose ``rmkit`` package is run instead of the installed one."""
     env = dict(os.environ, PYTHONPATH=against) if against else None
     t, c = time.perf_counter(), _children_cpu()
+    # run from bench/out: ``python -c`` puts the working directory first on the path, and a checkout's
+    # own rmkit/ there would be imported instead of the build asked for
     proc = subprocess.Popen([sys.executable, "-c", _WRAP, "check", "--format", "json", *args], stdin=stdin,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=OUT)
     sampler = TreeMemory(proc.pid) if tree is not None else None
     out, err = proc.communicate()
     wall = time.perf_counter() - t

@@ -47,10 +47,6 @@ def handles(*rules: str):
     return register
 
 
-def handler_of(rule: str) -> type | None:
-    return REGISTRY.get(rule)
-
-
 class Handler:
     """A rule handler: built once per run with the checker it judges for (``ck``), whose
     ``_violate`` reports a finding in the profile's mode (nothing when the rule is off)."""
