@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml setup.py rmkit/_linescan.pyx
 	@$(BIN)/python -c 'import rmkit.linescan as s; print("rmkit: compiled line scanner", "built" if s.COMPILED else "not built (no C compiler): --jobs reads in Python, a little slower")'
 	@# byte-compiled once here, so that no run of rmkit compiles its modules again (an environment
 	@# that sets PYTHONDONTWRITEBYTECODE would otherwise pay ~0.15 s per process start)
-	$(BIN)/python -m compileall -q -j 0 rmkit conformance reference_impl spark_checks spec tla fixtures >/dev/null
+	$(BIN)/python -m compileall -q -j 0 rmkit protocols conformance reference_impl spark_checks spec tla fixtures >/dev/null
 	@# RMB: a real redis-server, and the public npm clients (pinned by interop/rmb-npm/package-lock.json)
 	@command -v redis-server >/dev/null || (apt-get update -q && apt-get install -y -q redis-server)
 	@command -v npm >/dev/null || (apt-get update -q && apt-get install -y -q nodejs npm)

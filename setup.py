@@ -15,6 +15,7 @@ from setuptools import Extension, find_namespace_packages, setup
 ROOTS = {
     "rmkit": "rmkit",
     "rmkit.spec": "spec",
+    "rmkit.protocols": "protocols",
     "rmkit.conformance": "conformance",
     "rmkit.reference_impl": "reference_impl",
     "rmkit.fixtures": "fixtures",

@@ -10,7 +10,7 @@ Each round measures, on the 1,000,000-receipt bench log (bench_check.py):
 
 - parse:       ``orjson.loads`` of every line, one process (the target's baseline)
 - read+split:  reading the log in 1 MB chunks and splitting it into lines (rmkit.logread), nothing parsed
-- read+decode: the same, and the checker's typed decoder (msgspec, conformance/remp/decode.py) on
+- read+decode: the same, and the checker's typed decoder (msgspec, protocols/remp/records.py) on
                every line: what any check must pay before its first rule
 - check j1:    the ``rmkit check`` process, one process
 - check jN:    the same with N jobs (N: the cores; the default for a log this size)

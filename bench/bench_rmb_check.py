@@ -46,7 +46,7 @@ def builder():
     spec = importlib.util.spec_from_file_location("mk_rmb", REPO / "fixtures" / "rmb" / "make_rule_fixtures.py")
     mk = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mk)
-    from rmkit.conformance.rmb.signing import keypair
+    from rmkit.protocols.rmb.signing import keypair
     from rmkit.reference_impl.rmb.cluster import demo_seed
 
     # the fan-out's destinations: more twins than the fixtures' three, keyed alike

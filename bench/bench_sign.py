@@ -6,7 +6,7 @@ moments before, each the best of ``--repeat`` runs. What is printed:
 - bare verify: verifications/s of a bare loop of ``nacl.signing.VerifyKey.verify(bytes, sig)`` on
   the same receipts, with the signed bytes, the signatures and the keys prepared beforehand (the
   limit: libsodium's own cost)
-- verify path: verifications/s of :class:`rmkit.conformance.remp.signing.Verifier` on the JSON
+- verify path: verifications/s of :class:`rmkit.protocols.remp.signing.Verifier` on the JSON
   receipts (key lookup, signature decoding, TL serialization and the libsodium call)
 - ratio: verify path / bare verify, in verifications/s (1.0 would mean no Python overhead at all)
 - check: wall time of ``rmkit check`` on a 1,000,000-receipt signed simulator log without and with
@@ -94,9 +94,9 @@ def main() -> int:
 
     from nacl.signing import VerifyKey
 
-    from rmkit.conformance.remp.signing import Verifier, signature_bytes
-    from rmkit.conformance.remp.sources import load_validator_set
-    from rmkit.conformance.remp.tlreceipt import signed_bytes
+    from rmkit.protocols.remp.signing import Verifier, signature_bytes
+    from rmkit.protocols.remp.keys import load_validator_set
+    from rmkit.protocols.remp.tlreceipt import signed_bytes
 
     log = signed_log(args.receipts)
     valset = load_validator_set(str(key_dir() / "validators.yaml"))

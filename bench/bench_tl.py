@@ -1,4 +1,4 @@
-"""Microseconds per :func:`rmkit.conformance.remp.tlreceipt.signed_bytes` call (the bytes a
+"""Microseconds per :func:`rmkit.protocols.remp.tlreceipt.signed_bytes` call (the bytes a
 receipt's signature covers), on simulated receipts of both profiles, against the reference path
 (``receipt_to_tl`` + the generic TL codec) that the compiled per-kind functions must agree with.
 
@@ -13,7 +13,7 @@ import argparse
 import itertools
 import time
 
-from rmkit.conformance.remp.tlreceipt import receipt_to_tl, signed_bytes, tl_schema
+from rmkit.protocols.remp.tlreceipt import receipt_to_tl, signed_bytes, tl_schema
 from rmkit.reference_impl.remp import simulate
 from rmkit.tl import serialize
 

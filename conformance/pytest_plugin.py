@@ -28,7 +28,7 @@ import shutil
 
 import pytest
 
-from rmkit.conformance.cli_options import DEFAULT_TIMEOUT, derandomize_wanted
+from rmkit.cli_options import DEFAULT_TIMEOUT, derandomize_wanted
 from rmkit.conformance.pytest_support import NotDriven, RunOptions, ScenarioFailed, Skipped
 from rmkit.guard import positive_seconds
 
@@ -79,7 +79,7 @@ def pytest_configure(config):
                           roles=roles, profile=proto.check_profile(config.getoption("rmkit_profile")),
                           max_examples=config.getoption("rmkit_max_examples"), timeout=config.getoption("rmkit_timeout"),
                           regressions=config.getoption("rmkit_regressions"), derandomize=derandomize_wanted())
-        from rmkit.conformance.cli_options import implementation_regressions
+        from rmkit.cli_options import implementation_regressions
 
         check_writable_dir(str(implementation_regressions(opts)), "--rmkit-regressions")
         if opts.impl_cmd:

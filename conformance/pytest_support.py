@@ -67,7 +67,7 @@ class RunOptions:
     def conform_argv(self, *more: str) -> list:
         """``rmkit conform`` with these options and ``more`` (e.g. ``--role R --catalogue-only``):
         the command a failure tells the user to paste."""
-        from rmkit.conformance.cli_options import impl_argv
+        from rmkit.cli_options import impl_argv
 
         argv = ["rmkit", "conform"] + (["--protocol", self.protocol] if self.protocol != "remp" else [])
         argv += ["--profile", self.profile, *more]

@@ -5,7 +5,7 @@ the modules that judge: the log checkers (what ``rmkit check`` and ``rmkit audit
 driven judges (what ``rmkit conform`` runs). A rule is found where its id is written as a string
 in code (not in a docstring or comment); a module-level name bound to an id counts where the
 name is used. Where a protocol's log rules have a registry of handlers (REMP's
-``conformance/remp/handlers.py``), the index names each rule's registered handler instead. Run by ``make docs``; ``tests/test_docs.py`` holds the committed index current and
+``conformance/remp/handlers.py``), the index names each rule's registered handler instead. Run by ``make docs``; ``tests/core/test_docs.py`` holds the committed index current and
 every rule in it.
 
     python docs/rule_index.py            # rewrite the index in ARCHITECTURE.md
@@ -30,7 +30,7 @@ RULE_ID = re.compile(r"^(REMP|RMB|CORDA)-[A-Z]+-\d{3}$")
 JUDGES = {
     "remp": {"check": ["conformance/remp/parallel.py"],
              "conform": ["conformance/remp/driven/judge.py", "conformance/remp/driven/rulecheck.py"]},
-    "rmb": {"check": ["conformance/rmb/logjudge.py", "conformance/rmb/model.py", "conformance/rmb/signing.py",
+    "rmb": {"check": ["conformance/rmb/logjudge.py", "protocols/rmb/model.py", "protocols/rmb/signing.py",
                       "conformance/rmb/sigreuse.py"],
             "conform": ["conformance/rmb/driven/acts.py", "conformance/rmb/driven/judge.py"]},
     "corda": {"check": ["conformance/corda/checker.py", "conformance/corda/spanning.py"],

@@ -57,7 +57,7 @@ def _add_impl_arguments(parser: argparse.ArgumentParser, role: bool = True) -> N
     how.add_argument("--impl-cmd", metavar="CMD", help="command that starts the implementation, split like a shell would. "
                                                        + _each_protocol("impl-cmd", "conform", " "))
     how.add_argument("--impl", metavar="MODULE:FACTORY", help="a Python implementation: FACTORY(role) returns the adapter object")
-    from rmkit.conformance.cli_options import DEFAULT_TIMEOUT
+    from rmkit.cli_options import DEFAULT_TIMEOUT
 
     parser.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"seconds the implementation may take per step (default {DEFAULT_TIMEOUT:g})")
@@ -763,7 +763,7 @@ def cmd_conform(args) -> int:
         raise UsageError("--timeout and --time-budget: expected a number of seconds > 0")
     check_writable_file(args.out, "--out")
     check_writable_file(args.html, "--html")
-    from rmkit.conformance.cli_options import regressions_dir
+    from rmkit.cli_options import regressions_dir
 
     args.regressions = str(regressions_dir(args.regressions))  # the option, RMKIT_REGRESSIONS or the default
     check_writable_dir(args.regressions, "--regressions (or RMKIT_REGRESSIONS)")

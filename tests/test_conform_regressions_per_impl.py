@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rmkit.cli import main
-from rmkit.conformance.cli_options import DEFAULT_REGRESSIONS
+from rmkit.cli_options import DEFAULT_REGRESSIONS
 
 REFERENCE = "rmkit.reference_impl.remp.adapter:factory"
 # the same Python implementation, named through a module that re-exports it: another --impl as written

@@ -42,8 +42,8 @@ from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 
 from rmkit.conformance.corda.decode import TypedRecords
-from rmkit.conformance.corda.recordspec import EVENT, ROW, record_format
-from rmkit.conformance.corda.spec import corda_spec
+from rmkit.protocols.corda.records import EVENT, ROW, record_format
+from rmkit.protocols.corda.model import corda_spec
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
 # Rules a node's records cannot show (no bridge, queue or sender-replay events): listed as not

@@ -243,7 +243,7 @@ def _records_span(cluster, nodes) -> float:
 def _commands(args) -> None:
     """``--node-cmd`` and ``--bridge-cmd`` checked before anything starts (a usage error otherwise);
     ``--variant`` expands to the ``--node-cmd`` that runs the reference node so."""
-    from rmkit.conformance.corda.nodespec import split
+    from rmkit.protocols.corda.nodespec import split
     from rmkit.reference_impl.corda.variants import node_cmd
 
     variant = getattr(args, "variant", None)
@@ -257,7 +257,7 @@ def _commands(args) -> None:
 
 
 def cmd_torture(args) -> int:
-    from rmkit.conformance.corda.spec import corda_spec
+    from rmkit.protocols.corda.model import corda_spec
     from rmkit.conformance.corda.torture import Torture
     from rmkit.interrupts import signals_interrupt
 

@@ -1,7 +1,7 @@
 """Typed decoding of Corda records: one msgspec Struct per event kind of spec/corda/records.yaml (the
 ``event`` field is the tag) and one for a processed-ids row, built from the format's fields.
 
-The checker's hot path (as REMP's ``conformance/remp/decode.py`` is REMP's). Decoding straight into
+The checker's hot path (as REMP's ``protocols/remp/records.py`` is REMP's). Decoding straight into
 the Struct of its kind settles what the checker would otherwise test field by field on a dict: the
 line is JSON, an object, of a known kind, carrying every field its kind requires, every integer an
 integer within the field's bounds, every string a non-empty string, null only where the field
@@ -12,7 +12,7 @@ A batch of lines is decoded as one JSON array of events (one call into msgspec i
 line), else as one array of rows (an export); a batch that is neither is decoded line by line, and
 a line neither Struct takes is read the general way (orjson into a dict,
 :meth:`RecordFormat.read`), which says what is wrong with it. Both ways accept the same records
-(``tests/test_corda_decode.py`` holds them equal), so a finding never depends on the way a line took.
+(``tests/corda/test_corda_decode.py`` holds them equal), so a finding never depends on the way a line took.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from rmkit.conformance.corda.recordspec import EVENT, ROW, FieldRule, RecordFormat, record_format
+from rmkit.protocols.corda.records import EVENT, ROW, FieldRule, RecordFormat, record_format
 
 # orjson reads an integer within 64 bits as an int (unsigned too) and a larger one as a float, which
 # the general reading refuses; msgspec bounds an int to 64 signed bits. Beyond that the typed

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import graphviz
 
-from rmkit.conformance.corda.spec import PROTOCOL, corda_spec
+from rmkit.protocols.corda.model import PROTOCOL, corda_spec
 from rmkit.render.spectable import cell as _cell, source as _source
 from rmkit.specload import load_protocol_spec
 

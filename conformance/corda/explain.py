@@ -16,7 +16,7 @@ from rmkit.examples import fixture_example
 from rmkit.rules import OFF
 
 from rmkit.conformance.corda.checker import NOT_IN_RECORDS, CordaLogChecker
-from rmkit.conformance.corda.spec import corda_spec, profiles
+from rmkit.protocols.corda.model import corda_spec, profiles
 
 
 def _fixture_root():

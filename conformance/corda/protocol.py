@@ -38,7 +38,7 @@ class Corda(ChecksLogs, DrivesImplementations, Protocol):
         return load_protocol_spec(self.name)
 
     def compiled(self, profile: str | None = None):
-        from rmkit.conformance.corda.spec import corda_spec
+        from rmkit.protocols.corda.model import corda_spec
 
         return corda_spec(self.check_profile(profile))
 

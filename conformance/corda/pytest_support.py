@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rmkit.conformance.cli_options import impl_argv, implementation_regressions, replay_command
+from rmkit.cli_options import impl_argv, implementation_regressions, replay_command
 from rmkit.conformance.corda.driven.adapters import ROLES
 from rmkit.conformance.pytest_support import Entry, NotDriven, PytestSupport, RunOptions, ScenarioFailed, Skipped, Source
 

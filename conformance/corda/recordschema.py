@@ -11,7 +11,7 @@ from typing import Any
 
 from rmkit.specload import load_protocol_spec
 
-from rmkit.conformance.corda.spec import PROTOCOL
+from rmkit.protocols.corda.model import PROTOCOL
 
 
 def _field(f: dict) -> dict[str, Any]:

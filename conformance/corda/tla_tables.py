@@ -4,7 +4,7 @@ same facts as the reference machines (``make tla-tables``; a test fails when it 
 
 from __future__ import annotations
 
-from rmkit.conformance.corda.spec import corda_spec, profiles
+from rmkit.protocols.corda.model import corda_spec, profiles
 
 
 def _case(name: str, values: dict[str, object]) -> str:

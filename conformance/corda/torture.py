@@ -30,8 +30,8 @@ from pathlib import Path
 
 import orjson
 
-from rmkit.conformance.corda.nodespec import contract
-from rmkit.conformance.corda.recordspec import record_format
+from rmkit.protocols.corda.nodespec import contract
+from rmkit.protocols.corda.records import record_format
 from rmkit.reference_impl.corda.cluster import Cluster, ComponentFailed, export_tables
 from rmkit.reference_impl.corda.crashpoints import arm
 from rmkit.reference_impl.corda.node import Policy
@@ -48,7 +48,7 @@ def read_records(path: Path) -> list[dict]:
     """Every complete event of a node's events file, each checked against spec/corda/records.yaml;
     a :class:`RecordsUnreadable` naming file, line and field for the first that does not fit (a
     line cut short by a kill at the very end is left out)."""
-    from rmkit.conformance.corda.recordspec import EVENT, record_format
+    from rmkit.protocols.corda.records import EVENT, record_format
 
     fmt, out = record_format(), []
     if not path.exists():
@@ -238,7 +238,7 @@ class Torture:
         """``node_cmd`` and ``bridge_cmd``: the command templates (spec/corda/node.md; default the
         reference's); ``variant`` names the reference variant ``node_cmd`` runs, for the report
         alone; ``unarmed``: the kinds of process (node, bridge) that cannot arm crash points."""
-        from rmkit.conformance.corda.spec import corda_spec
+        from rmkit.protocols.corda.model import corda_spec
         from rmkit.reference_impl.corda.variants import node_cmd as reference_node_cmd
 
         self.numbers = contract().harness

@@ -4,7 +4,7 @@ rejected")."""
 
 from rmkit.conformance.examples._base import VariantAdapter
 from rmkit.reference_impl.remp.adapter import make_machine
-from rmkit.reference_impl.remp.events import ConsumeReceipt, ConsumerOutcome
+from rmkit.protocols.remp.events import ConsumeReceipt, ConsumerOutcome
 
 
 class EarlyRejectConsumer:

@@ -5,7 +5,7 @@ message it received. This results in N^2 messages."; "A message may exist in the
 Catchain in several copies"). Not re-transmitting catchain copies is a proposal (REMP-FREE-010)."""
 
 from rmkit.conformance.examples._base import VariantAdapter
-from rmkit.reference_impl.remp.events import NEW, CatchainBroadcast, CatchainRecord, MessageFromFullNode
+from rmkit.protocols.remp.events import NEW, CatchainBroadcast, CatchainRecord, MessageFromFullNode
 from rmkit.reference_impl.remp.validator import Validator
 
 

@@ -4,7 +4,7 @@ validator in the current shard and to each validator in the next shard"), the do
 before the N/3+1 optimisation."""
 
 from rmkit.conformance.examples._base import ChoiceMachine, VariantAdapter
-from rmkit.reference_impl.remp.events import Submit
+from rmkit.protocols.remp.events import Submit
 from rmkit.reference_impl.remp.fullnode import FullNode
 
 

@@ -3,7 +3,7 @@ finally rejected is collated again when a copy arrives (REMP-COLL-002: a message
 finally rejected is not collated further)."""
 
 from rmkit.conformance.examples._base import VariantAdapter
-from rmkit.reference_impl.remp.events import REJECTED
+from rmkit.protocols.remp.events import REJECTED
 from rmkit.reference_impl.remp.validator import Validator
 
 

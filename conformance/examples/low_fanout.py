@@ -2,7 +2,7 @@
 validator may get it (REMP-FANOUT-002)."""
 
 from rmkit.conformance.examples._base import VariantAdapter
-from rmkit.conformance.remp.model import model_for
+from rmkit.protocols.remp.model import model_for
 
 
 class Adapter(VariantAdapter):

@@ -2,7 +2,7 @@
 from the hashmap"; neither reading of the documents allows it: REMP-COLL-001)."""
 
 from rmkit.conformance.examples._base import ChoiceMachine, VariantAdapter
-from rmkit.reference_impl.remp.events import CollationRound
+from rmkit.protocols.remp.events import CollationRound
 from rmkit.reference_impl.remp.validator import Validator
 
 

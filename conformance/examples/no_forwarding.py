@@ -3,7 +3,7 @@ processed ones are not forwarded to the next validator set (000: "Forward messag
 the session's end")."""
 
 from rmkit.conformance.examples._base import VariantAdapter
-from rmkit.reference_impl.remp.events import Forwarded
+from rmkit.protocols.remp.events import Forwarded
 from rmkit.reference_impl.remp.validator import Validator
 
 

@@ -2,7 +2,7 @@
 still reports it included in a block when the message comes back (REMP-SRC-001, REMP-SEQ-001)."""
 
 from rmkit.conformance.examples._base import VariantAdapter
-from rmkit.reference_impl.remp.events import Receipt
+from rmkit.protocols.remp.events import Receipt
 from rmkit.reference_impl.remp.validator import Validator
 
 

@@ -4,7 +4,7 @@ block, it takes the oldest messages from the hashmap"; the documents say nothing
 message back)."""
 
 from rmkit.conformance.examples._base import ChoiceMachine, VariantAdapter
-from rmkit.reference_impl.remp.events import CollationRound
+from rmkit.protocols.remp.events import CollationRound
 from rmkit.reference_impl.remp.validator import Validator
 
 

@@ -4,7 +4,7 @@ catchain") and collates messages another validator's collator accepted first ("A
 should be collated first"); it also leaves out the Duplicate receipt and an empty hand-over."""
 
 from rmkit.conformance.examples._base import ChoiceMachine, VariantAdapter
-from rmkit.reference_impl.remp.events import CollationRound, Forwarded
+from rmkit.protocols.remp.events import CollationRound, Forwarded
 from rmkit.reference_impl.remp.validator import Validator
 
 

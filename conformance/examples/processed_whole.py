@@ -5,8 +5,8 @@ ones ("Only currently processed messages should be delivered in full" is a propo
 up, REMP-FREE-014). Finally rejected messages still go as ids."""
 
 from rmkit.conformance.examples._base import VariantAdapter
-from rmkit.reference_impl.remp.events import Forwarded
-from rmkit.reference_impl.remp.events import ACCEPTED
+from rmkit.protocols.remp.events import Forwarded
+from rmkit.protocols.remp.events import ACCEPTED
 from rmkit.reference_impl.remp.validator import Validator
 
 

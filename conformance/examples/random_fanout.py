@@ -5,8 +5,8 @@ those left, through the machine's choice hook; it must pass wherever the referen
 import random
 
 from rmkit.conformance.examples._base import ChoiceMachine, VariantAdapter
-from rmkit.conformance.remp.model import model_for
-from rmkit.reference_impl.remp.events import Submit, Tick
+from rmkit.protocols.remp.model import model_for
+from rmkit.protocols.remp.events import Submit, Tick
 from rmkit.reference_impl.remp.fullnode import FullNode
 
 

@@ -5,7 +5,7 @@ session N on in the hand-over past N+2 and reports no Timeout for it then (REMP-
 not collate it again (the judge does not yet follow a collation of such a message)."""
 
 from rmkit.conformance.examples._base import VariantAdapter
-from rmkit.reference_impl.remp.events import Forwarded
+from rmkit.protocols.remp.events import Forwarded
 from rmkit.reference_impl.remp.validator import Validator
 
 

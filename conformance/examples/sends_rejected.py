@@ -2,7 +2,7 @@
 RejectedByNode "it's a final decision, message will not be resent again"; REMP-FN-001)."""
 
 from rmkit.conformance.examples._base import VariantAdapter
-from rmkit.reference_impl.remp.events import SendToValidator
+from rmkit.protocols.remp.events import SendToValidator
 from rmkit.reference_impl.remp.fullnode import FullNode, rotation
 
 

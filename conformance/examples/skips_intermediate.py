@@ -3,7 +3,7 @@ rejected, timed out, finalized); the profile lets intermediate receipts be skipp
 section 3)."""
 
 from rmkit.conformance.examples._base import VariantAdapter
-from rmkit.conformance.remp.model import model_for
+from rmkit.protocols.remp.model import model_for
 
 
 class Adapter(VariantAdapter):

@@ -93,7 +93,7 @@ class BulkConfig:
     keys: Optional[str] = None  # key folder (rmkit keys gen)
 
     def effective_lifetime(self) -> float:
-        from rmkit.conformance.remp.model import model_for
+        from rmkit.protocols.remp.model import model_for
 
         return self.lifetime_s if self.lifetime_s is not None else model_for(self.profile).default_lifetime_s
 
@@ -122,7 +122,7 @@ def split(messages: int, parts: int) -> list[int]:
 def stride_ms(cfg: BulkConfig, per_part: int) -> int:
     """Time between part starts: a generous bound on a part's duration (Poisson arrivals, then the
     simulator's tail of 2.2 lifetimes) plus the checker's horizon and a minute."""
-    from rmkit.conformance.remp.model import model_for
+    from rmkit.protocols.remp.model import model_for
 
     life = cfg.effective_lifetime()
     m = model_for(cfg.profile)
@@ -166,7 +166,7 @@ def plan(cfg: BulkConfig) -> dict:
 
 # ---- one part ---------------------------------------------------------------------------------------
 def _outsider_key(cfg: BulkConfig, label: str):
-    from rmkit.conformance.remp.signing import PrivateKey, derive_seed
+    from rmkit.protocols.remp.signing import PrivateKey, derive_seed
 
     return PrivateKey(derive_seed(str(cfg.seed), "outside the validator set", label), f"stranger-{label}", label)
 
@@ -189,7 +189,7 @@ def make_part(cfg: BulkConfig, part: dict, out_dir: str) -> dict:
     keyset = signer = None
     outsider_id, fn2_id = hex_id(cfg.seed, "outsider"), hex_id(cfg.seed, "fullnode", 2)
     if cfg.keys:
-        from rmkit.conformance.remp.signing import Signer, load_key_set
+        from rmkit.protocols.remp.signing import Signer, load_key_set
 
         keyset = load_key_set(cfg.keys)
         opts["keys"] = keyset
@@ -200,7 +200,7 @@ def make_part(cfg: BulkConfig, part: dict, out_dir: str) -> dict:
     name = file_name(part["part"], cfg)
     path = Path(out_dir) / name
     planting = bool(part["rules"]) or cfg.profile != "spec"
-    from rmkit.conformance.remp.model import model_for
+    from rmkit.protocols.remp.model import model_for
     from rmkit.conformance.remp.planting import LogClock, PartContext, judged, lost_by_design, plant_part, unreached
 
     last = part["next_start_ms"] is None

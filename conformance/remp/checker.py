@@ -33,7 +33,7 @@ from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 from rmkit.conformance.remp.handlers import INCLUSION_KINDS, RELEASE_KINDS, Hooks
-from rmkit.conformance.remp.model import VALIDATOR, RempModel, model_for
+from rmkit.protocols.remp.model import VALIDATOR, RempModel, model_for
 from rmkit.conformance.remp.state import NEVER, BlockState, Final, MessageState, SourceState, Tomb
 from rmkit.reference_impl.remp.outcome import evaluate_outcome
 
@@ -214,10 +214,10 @@ class RempLogChecker:
     ``roles``: optional ``source_id -> "fullnode" | "validator"`` (from ``--validators``); without
     it, each source's role is inferred from the first kind it issues that only one role may issue.
 
-    ``typed``: read well-formed receipts with the typed decoder (:mod:`.decode`); the findings are
+    ``typed``: read well-formed receipts with the typed decoder (:mod:`rmkit.protocols.remp.records`); the findings are
     the same either way (False reads every line into a dict, the general path).
 
-    ``validator_set``: the ``--validators`` file loaded (:mod:`.sources`); its roles are used when
+    ``validator_set``: the ``--validators`` file loaded (:mod:`rmkit.protocols.remp.keys`); its roles are used when
     ``roles`` is not given, and when it carries public keys the signature rules (those that
     ``require`` validator_keys: every signature verified, every source a member of the validator
     set of its session) are checked. Without keys those rules are reported as not checked.
@@ -256,7 +256,7 @@ class RempLogChecker:
         self.progress = progress  # called with (input index, bytes read so far) after each chunk
         self._known_fields = None
         self._near_cache: dict = {}
-        self.typed = typed  # read well-formed receipts with the typed decoder (decode.py); False: orjson dicts only
+        self.typed = typed  # read well-formed receipts with the typed decoder (records.py); False: orjson dicts only
         self._collator_reject_bit = m.kinds["RejectedByCollator"].bit
         self._kwargs = dict(profile=self.profile, lifetime_s=self.lifetime_s, horizon_s=self.horizon_s, roles=roles,
                             max_examples=max_examples, idle_receipts=idle_receipts, validator_set=validator_set,
@@ -529,7 +529,7 @@ class RempLogChecker:
         fold_block = folded_blocks.get
         seen_bit = _SEEN_BIT
         rep = self._rep
-        # the typed decoder (decode.py); signatures are verified on the receipt as a dict
+        # the typed decoder (records.py); signatures are verified on the receipt as a dict
         # (a receipt of master block fields without the master block's file hash is not typed: read in general)
         typed = None if self.keyed or not self.typed else m.typed_decoder()
         kind_info = typed.kind_of.get if typed is not None else None
@@ -543,7 +543,7 @@ class RempLogChecker:
 
             batches = (own_lines(refs, batch, part_k, part_n) for refs, batch in batches)
         for refs, batch in _pieces(batches) if typed is not None else batches:
-            if typed is not None:  # the well-formed receipts of known kinds, typed (decode.py); None for the others
+            if typed is not None:  # the well-formed receipts of known kinds, typed (records.py); None for the others
                 # receipts, or Kafka records holding them: a piece is read as the last one was,
                 # and as the other when that types more of its lines (a log is one or the other)
                 recs = None
@@ -594,7 +594,7 @@ class RempLogChecker:
                 text = line
                 near = None
                 if obj is not None:
-                    if rec is not None:  # a typed Kafka record (decode.py): its time, partition and key
+                    if rec is not None:  # a typed Kafka record (records.py): its time, partition and key
                         kts = rec.timestamp
                         part = rec.partition
                         part = (rec.topic, part) if type(part) is int else None
@@ -642,7 +642,7 @@ class RempLogChecker:
                                            f"found an object with fields {fields} (another protocol's log? give --protocol)"[:300])
                         continue
                     if "mc_block_id" in obj and "mc_block_file_hash" not in obj:  # rare: the seed's repeated block_file_hash
-                        from rmkit.conformance.remp.tlreceipt import recover_master_file_hash  # (the TL tables load on demand)
+                        from rmkit.protocols.remp.tlreceipt import recover_master_file_hash  # (the TL tables load on demand)
 
                         obj = recover_master_file_hash(obj, text)
                     seq += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import graphviz
 
-from rmkit.conformance.remp.model import FULLNODE, VALIDATOR, RempModel, model_for
+from rmkit.protocols.remp.model import FULLNODE, VALIDATOR, RempModel, model_for
 from rmkit.render.spectable import cell as _cell, source as _source
 from rmkit.specload import load_protocol_spec
 
@@ -144,7 +144,7 @@ def _traceability_markdown(spec: dict) -> list[str]:
 
 def _tl_markdown(spec: dict) -> list[str]:
     """The TL wire format section: constructors with their ids, and each kind's TL form."""
-    from rmkit.conformance.remp.tlreceipt import tl_form
+    from rmkit.protocols.remp.tlreceipt import tl_form
 
     tl = spec["tl"]
     out = ["", "## Wire format (TL)", "",

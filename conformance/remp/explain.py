@@ -11,8 +11,8 @@ from importlib import resources
 from typing import Any
 
 from rmkit.conformance.remp.checker import RempLogChecker
-from rmkit.conformance.remp.model import model_for
-from rmkit.conformance.remp.sources import load_validator_set
+from rmkit.protocols.remp.model import model_for
+from rmkit.protocols.remp.keys import load_validator_set
 from rmkit.examples import fixture_example
 from rmkit.rules import OFF
 

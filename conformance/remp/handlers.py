@@ -6,7 +6,7 @@ message (:mod:`.state`). At each moment a rule can be decided it raises an event
 that listens to that event judges the rule and reports a finding. A handler is a small class
 registered with :func:`handles` for the rule ids it judges; its ``on_<event>`` methods are its
 listeners. Every rule id of ``spec/remp/rules.yaml`` has exactly one handler
-(``tests/test_remp_handlers.py``), and one handler may judge a few rules that one moment decides
+(``tests/remp/test_remp_handlers.py``), and one handler may judge a few rules that one moment decides
 together (REMP-SEQ-001 and REMP-SRC-001/002: a receipt its source's state machine does not allow).
 
 Why events and not a call of every handler per receipt: the checker reads a million receipts in a
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 
-from rmkit.conformance.remp.model import VALIDATOR
+from rmkit.protocols.remp.model import VALIDATOR
 from rmkit.rules import OFF
 
 REGISTRY: dict[str, type] = {}  # rule id -> the handler class that judges it
@@ -258,8 +258,8 @@ def _signature_tools():
     from nacl.bindings import crypto_sign_open as _open
     from nacl.exceptions import BadSignatureError as _BadSignature
 
-    from rmkit.conformance.remp.signing import signature_bytes as _decode_signature
-    from rmkit.conformance.remp.tlreceipt import signed_bytes as _signed_bytes
+    from rmkit.protocols.remp.signing import signature_bytes as _decode_signature
+    from rmkit.protocols.remp.tlreceipt import signed_bytes as _signed_bytes
 
     _ConversionError = ValueError  # the receipt's conversion error and the TL codec's error both are
 

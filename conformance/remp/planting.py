@@ -22,7 +22,7 @@ from typing import Optional
 import orjson
 
 from rmkit.conformance.remp.faults import FULLNODE_ROLE, PLANTERS, VALIDATOR_ROLE
-from rmkit.conformance.remp.model import model_for
+from rmkit.protocols.remp.model import model_for
 
 # rules a clean log of the profile breaks on (nearly) every message by design, when they are
 # checked at all: never planted, left out of the manifest (ever-node relays validator receipts

@@ -51,7 +51,7 @@ class Remp(ChecksLogs, Simulates, MakesKeys, SignsRecords, DrivesImplementations
         return load_protocol_spec(self.name)
 
     def model(self, profile: str):
-        from rmkit.conformance.remp.model import model_for
+        from rmkit.protocols.remp.model import model_for
 
         return model_for(self.check_profile(profile))
 
@@ -61,7 +61,7 @@ class Remp(ChecksLogs, Simulates, MakesKeys, SignsRecords, DrivesImplementations
     def validate(self) -> list[str]:
         """Compile every profile (cross-reference checks) and the TL wire format (every
         constructor id against its line, every kind mapped); return what was checked."""
-        from rmkit.conformance.remp.tlreceipt import tl_schema
+        from rmkit.protocols.remp.tlreceipt import tl_schema
 
         checked = [f"profile {p}: {len(self.model(p).kinds)} kinds, {len(self.model(p).rules)} rules" for p in self.profiles()]
         return checked + [f"wire format: {len(tl_schema().by_name)} TL constructors, ids match their lines"]
@@ -98,7 +98,7 @@ class Remp(ChecksLogs, Simulates, MakesKeys, SignsRecords, DrivesImplementations
 
     def make_checker(self, profile: str, args: argparse.Namespace):
         from rmkit.conformance.remp.checker import RempLogChecker
-        from rmkit.conformance.remp.sources import load_validator_set
+        from rmkit.protocols.remp.keys import load_validator_set
 
         valset = load_validator_set(args.validators) if getattr(args, "validators", None) else None
         lifetime = getattr(args, "lifetime", None)
@@ -130,7 +130,7 @@ class Remp(ChecksLogs, Simulates, MakesKeys, SignsRecords, DrivesImplementations
     def keys(self, action: str, args: argparse.Namespace) -> int:
         import sys
 
-        from rmkit.conformance.remp.signing import generate_key_set
+        from rmkit.protocols.remp.signing import generate_key_set
 
         for flag, value, low, high in (("--validators", args.validators, 1, 1000), ("--sessions", args.sessions, 1, 10_000),
                                        ("--full-nodes", args.full_nodes, 0, 1000), ("--rotate", args.rotate, 0, args.validators)):

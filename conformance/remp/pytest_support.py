@@ -4,7 +4,7 @@ each role's generated search (``ROLE::generated-ROLE``), run as ``rmkit conform`
 
 from __future__ import annotations
 
-from rmkit.conformance.cli_options import impl_argv, implementation_regressions, replay_command
+from rmkit.cli_options import impl_argv, implementation_regressions, replay_command
 from rmkit.conformance.pytest_support import Entry, NotDriven, PytestSupport, RunOptions, ScenarioFailed, Skipped, Source
 
 ROLES = ("validator", "fullnode", "consumer")

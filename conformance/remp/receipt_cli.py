@@ -51,7 +51,7 @@ class _Reader:
         self.err.write(f"rmkit: {self.shown}:{lineno}: {('field ' + field + ': ') if field else ''}{message}\n")
 
     def __iter__(self) -> Iterator[tuple[int, dict, dict, int | None]]:
-        from rmkit.conformance.remp.tlreceipt import recover_master_file_hash
+        from rmkit.protocols.remp.tlreceipt import recover_master_file_hash
 
         loads, JSONDecodeError = orjson.loads, orjson.JSONDecodeError
         lineno = 0
@@ -107,7 +107,7 @@ def run(action: str, profile: str, args: argparse.Namespace) -> int:
 
 
 def encode(profile: str, args, out: IO[str], err: IO[str]) -> int:
-    from rmkit.conformance.remp.tlreceipt import signed_bytes
+    from rmkit.protocols.remp.tlreceipt import signed_bytes
 
     reader = _Reader(args.input, err)
     n = 0
@@ -124,7 +124,7 @@ def encode(profile: str, args, out: IO[str], err: IO[str]) -> int:
 
 
 def sign(profile: str, args, out: IO[str], err: IO[str]) -> int:
-    from rmkit.conformance.remp.signing import SigningError, load_private_key, sign_receipt
+    from rmkit.protocols.remp.signing import SigningError, load_private_key, sign_receipt
 
     key = load_private_key(args.key)
     reader = _Reader(args.input, err)
@@ -148,9 +148,9 @@ def sign(profile: str, args, out: IO[str], err: IO[str]) -> int:
 
 
 def verify(profile: str, args, out: IO[str], err: IO[str]) -> int:
-    from rmkit.conformance.remp.model import model_for
-    from rmkit.conformance.remp.signing import MALFORMED, STATUSES, UNSIGNED, VALID, Verifier
-    from rmkit.conformance.remp.sources import load_validator_set
+    from rmkit.protocols.remp.model import model_for
+    from rmkit.protocols.remp.signing import MALFORMED, STATUSES, UNSIGNED, VALID, Verifier
+    from rmkit.protocols.remp.keys import load_validator_set
 
     valset = load_validator_set(args.validators)
     if not valset.has_keys:

@@ -118,7 +118,7 @@ def _run_file(profile: str, args: argparse.Namespace) -> int:
     messages = args.messages if args.receipts is None else max(args.messages, args.receipts)
     opts = dict(seed=args.seed, profile=profile, messages=messages, lifetime_s=args.lifetime, validators=args.validators)
     if getattr(args, "keys", None):
-        from rmkit.conformance.remp.signing import load_key_set
+        from rmkit.protocols.remp.signing import load_key_set
 
         opts["keys"] = load_key_set(args.keys)
     from rmkit.progress import counted
@@ -144,7 +144,7 @@ def _run_directory(profile: str, args: argparse.Namespace) -> int:
         raise UsageError(f"-o {args.out}: expected a directory for a multi-file log, found a file")
     keys = os.path.abspath(args.keys) if getattr(args, "keys", None) else None
     if keys is not None:
-        from rmkit.conformance.remp.signing import load_key_set
+        from rmkit.protocols.remp.signing import load_key_set
 
         load_key_set(keys)  # fail here, before any process starts, on a bad key folder
     cfg = BulkConfig(seed=args.seed, messages=args.messages, validators=args.validators, profile=profile,

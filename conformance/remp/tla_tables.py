@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .model import FULLNODE, VALIDATOR, model_for
+from rmkit.protocols.remp.model import FULLNODE, VALIDATOR, model_for
 
 MODULE = "REMPTables"
 

@@ -31,8 +31,8 @@ import aiohttp
 import redis.asyncio as aioredis
 
 import rmkit.reference_impl.rmb.daemon as daemon_module
-from rmkit.conformance.rmb.directory import Directory, Twin
-from rmkit.conformance.rmb.signing import keypair
+from rmkit.protocols.rmb.keys import Directory, Twin
+from rmkit.protocols.rmb.signing import keypair
 from rmkit.reference_impl.rmb.cluster import demo_seed
 from rmkit.reference_impl.rmb.daemon import DaemonConfig, RmbDaemon
 from rmkit.reference_impl.rmb.handler import answer_for
@@ -478,7 +478,7 @@ def command_line():
 
 
 def _profiles() -> list[str]:
-    from rmkit.conformance.rmb.model import rmb_spec
+    from rmkit.protocols.rmb.model import rmb_spec
 
     return list(rmb_spec().profiles)
 

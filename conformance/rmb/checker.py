@@ -1,7 +1,7 @@
 """``rmkit check --protocol rmb``: the RMB log rules over message logs (a daemon's own log, or a
 recorder's between daemons; several files are one log).
 
-Records are grouped by the request's uid (:func:`.logrecords.record_key`); each group is judged as
+Records are grouped by the request's uid (:func:`rmkit.protocols.rmb.records.record_key`); each group is judged as
 a whole, in time order (:mod:`.logjudge`), once no record can change its verdict, so one share of
 the groups is checked exactly as the whole log is. The same code runs in one process, in ``--jobs`` processes (each keeps the groups
 whose key hashes into its share) and on Spark (``rmkit audit --protocol rmb``, :class:`RmbShards`):
@@ -32,7 +32,7 @@ from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 
-from rmkit.conformance.rmb.logrecords import RECORD_KEY, Rec, decode, record_key, typed_lines
+from rmkit.protocols.rmb.records import RECORD_KEY, Rec, decode, record_key, typed_lines
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
 NO_DIRECTORY = "no --directory file: give the twin directory (its public keys) to verify signatures"
@@ -249,9 +249,9 @@ class RmbShards:
 
     def ctx(self):
         if self._ctx is None:
-            from rmkit.conformance.rmb.directory import Directory
+            from rmkit.protocols.rmb.keys import Directory
             from rmkit.conformance.rmb.logjudge import Ctx
-            from rmkit.conformance.rmb.model import rmb_spec
+            from rmkit.protocols.rmb.model import rmb_spec
 
             spec = rmb_spec()
             settings = dict(spec.raw["logcheck"]["settings"])
@@ -263,7 +263,7 @@ class RmbShards:
 
     # -- a share ----------------------------------------------------------------------------
     def check_share(self, inputs: list[str], batches: Iterable) -> Share:
-        from rmkit.conformance.rmb.model import rmb_spec
+        from rmkit.protocols.rmb.model import rmb_spec
         from rmkit.conformance.rmb.sigreuse import SignatureIndex
 
         share = Share(signed=SignatureIndex(rmb_spec().raw["signature"]["challenge"]["pieces"]))
@@ -314,7 +314,7 @@ class RmbShards:
 
     # -- the report -------------------------------------------------------------------------
     def merge(self, inputs: list[str], shares: list[Share]) -> Report:
-        from rmkit.conformance.rmb.model import rmb_spec
+        from rmkit.protocols.rmb.model import rmb_spec
 
         spec = rmb_spec()
         lc = spec.raw["logcheck"]

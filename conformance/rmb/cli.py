@@ -81,8 +81,8 @@ def _reason(field: str | None, what: str) -> str:
 
 def cmd_sign(args) -> int:
     from rmkit.conformance.rmb.messages_io import read_messages
-    from rmkit.conformance.rmb.model import message_problems
-    from rmkit.conformance.rmb.signing import keypair, seed_from_hex, seed_from_mnemonic
+    from rmkit.protocols.rmb.model import message_problems
+    from rmkit.protocols.rmb.signing import keypair, seed_from_hex, seed_from_mnemonic
 
     seed = seed_from_hex(args.seed) if args.seed else seed_from_mnemonic(args.mnemonic)
     kp = keypair(seed, args.key_type)
@@ -106,10 +106,10 @@ def cmd_sign(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from rmkit.conformance.rmb.directory import Directory
+    from rmkit.protocols.rmb.keys import Directory
     from rmkit.conformance.rmb.messages_io import read_messages
-    from rmkit.conformance.rmb.model import message_problems
-    from rmkit.conformance.rmb.signing import public_key_from_hex, public_key_problem, signature_verdict
+    from rmkit.protocols.rmb.model import message_problems
+    from rmkit.protocols.rmb.signing import public_key_from_hex, public_key_problem, signature_verdict
 
     if args.public_key and not args.key_type:
         raise UsageError("--public-key needs --key-type ed25519|sr25519")

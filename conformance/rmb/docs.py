@@ -7,7 +7,7 @@ import json
 
 import graphviz
 
-from rmkit.conformance.rmb.model import rmb_spec
+from rmkit.protocols.rmb.model import rmb_spec
 
 
 def _cell(x) -> str:

@@ -18,7 +18,7 @@ def _fixture_root():
 
 def explain_rule(rule_id: str) -> dict[str, Any]:
     from rmkit.conformance.rmb.checker import RmbLogChecker, RmbShards
-    from rmkit.conformance.rmb.model import rmb_spec
+    from rmkit.protocols.rmb.model import rmb_spec
 
     spec = rmb_spec()
     rule = spec.rules[rule_id]

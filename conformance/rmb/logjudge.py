@@ -20,10 +20,10 @@ from typing import Any
 
 import orjson
 
-from rmkit.conformance.rmb.directory import Directory
-from rmkit.conformance.rmb.model import message_problems
-from rmkit.conformance.rmb.signing import BadSignature, parse_sig, signature_verdict
-from rmkit.conformance.rmb.logrecords import TWIN_DIGITS, Rec, shown, twin_number
+from rmkit.protocols.rmb.keys import Directory
+from rmkit.protocols.rmb.model import message_problems
+from rmkit.protocols.rmb.signing import BadSignature, parse_sig, signature_verdict
+from rmkit.protocols.rmb.records import TWIN_DIGITS, Rec, shown, twin_number
 
 # a TTL is a 64-bit count of seconds (Redis's): at most 19 digits, far below a float's range
 TTL_DIGITS = 19
@@ -53,7 +53,7 @@ def open_refusals(profile: str) -> tuple[float | None, bool]:
     to: where RMB-REMOTE-006 / 007 are off (the profile does not have the behaviour), refusing a
     request older than another profile's age limit, or one past its deadline, is the daemon's choice
     (allowed, never required)."""
-    from rmkit.conformance.rmb.model import rmb_spec
+    from rmkit.protocols.rmb.model import rmb_spec
 
     spec = rmb_spec()
     others = [spec.behaviour(p) for p in spec.profiles]

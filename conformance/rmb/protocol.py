@@ -35,12 +35,12 @@ class Rmb(ChecksLogs, DrivesImplementations, Protocol):
         return HELP.get(topic, "")
 
     def spec(self) -> dict[str, Any]:
-        from rmkit.conformance.rmb.model import rmb_spec
+        from rmkit.protocols.rmb.model import rmb_spec
 
         return rmb_spec().raw
 
     def rules(self) -> RuleSet:
-        from rmkit.conformance.rmb.model import rmb_spec
+        from rmkit.protocols.rmb.model import rmb_spec
 
         return rmb_spec().rules
 
@@ -50,7 +50,7 @@ class Rmb(ChecksLogs, DrivesImplementations, Protocol):
         return {p: " ".join(profs[p]["description"].split()) for p in ordered}
 
     def validate(self) -> list[str]:
-        from rmkit.conformance.rmb.model import rmb_spec
+        from rmkit.protocols.rmb.model import rmb_spec
 
         s = rmb_spec()
         behaviour = s.raw["behaviour"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rmkit.conformance.cli_options import impl_argv, implementation_regressions, replay_command
+from rmkit.cli_options import impl_argv, implementation_regressions, replay_command
 from rmkit.conformance.pytest_support import Entry, NotDriven, PytestSupport, RunOptions, ScenarioFailed, Skipped, Source
 
 ROLE = "daemon"  # RMB drives one role; pytest groups its tests under this name
@@ -43,7 +43,7 @@ class Support(PytestSupport):
     def sources(self, opts: RunOptions) -> list:
         from rmkit.conformance.rmb.driven import scenario as module
         from rmkit.conformance.rmb.driven.scenario import catalogue, read_scenario
-        from rmkit.conformance.rmb.model import rmb_spec
+        from rmkit.protocols.rmb.model import rmb_spec
 
         out = []
         folder = implementation_regressions(opts)

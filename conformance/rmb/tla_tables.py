@@ -6,7 +6,7 @@ fails when the module is stale)."""
 
 from __future__ import annotations
 
-from rmkit.conformance.rmb.model import rmb_spec
+from rmkit.protocols.rmb.model import rmb_spec
 
 
 def _tla(v: object) -> str:

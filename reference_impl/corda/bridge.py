@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rmkit.conformance.corda.spec import CordaSpec
+from rmkit.protocols.corda.model import CordaSpec
 
 from .broker import Queue
 from .message import Message

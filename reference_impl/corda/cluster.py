@@ -22,7 +22,7 @@ from pathlib import Path
 from .activemq import ActiveMQ
 from .node import Policy, flow_plan
 from . import variants
-from rmkit.conformance.corda.nodespec import contract, environment, fill
+from rmkit.protocols.corda.nodespec import contract, environment, fill
 from rmkit.interrupts import held
 
 HOST = "127.0.0.1"

@@ -65,7 +65,7 @@ class Policy:
 
     @classmethod
     def of_profile(cls, profile: str) -> "Policy":
-        from rmkit.conformance.corda.spec import corda_spec
+        from rmkit.protocols.corda.model import corda_spec
 
         s = corda_spec(profile)
         return cls(dict(s.consequence), s.fast_path, s.in_order_bridge)
@@ -88,7 +88,7 @@ def flow_plan(node: str, peers: list[str], flows: int) -> list[tuple[str, str]]:
 def n_format():
     """The spec's N- deduplication id format (spec/corda/messages.yaml ``dedup_ids``; the same in
     every profile)."""
-    from rmkit.conformance.corda.spec import corda_spec, profiles
+    from rmkit.protocols.corda.model import corda_spec, profiles
 
     return corda_spec(profiles()[0]).id_formats["N"]
 

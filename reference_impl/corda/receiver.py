@@ -19,7 +19,7 @@ from .broker import Delivery, Queue
 from .message import Message
 
 if TYPE_CHECKING:   # the node process starts without loading the spec (a restart must be quick)
-    from rmkit.conformance.corda.spec import CordaSpec
+    from rmkit.protocols.corda.model import CordaSpec
 
 
 class Answer(str, enum.Enum):

@@ -43,7 +43,7 @@ def from_headers(h: dict) -> Message:
 def main(argv: list[str] | None = None) -> int:
     import stomp
 
-    from rmkit.conformance.corda.spec import corda_spec
+    from rmkit.protocols.corda.model import corda_spec
 
     a = argparse.ArgumentParser(prog="stomp_node")
     a.add_argument("--port", type=int, required=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rmkit.conformance.corda.spec import CordaSpec, corda_spec
+from rmkit.protocols.corda.model import CordaSpec, corda_spec
 
 from .bridge import Bridge, Link
 from .broker import Queue

@@ -19,9 +19,9 @@ import traceback
 
 import orjson
 
-from rmkit.conformance.remp.driven import codec
+from rmkit.protocols.remp import adapterwire as codec
 from rmkit.reference_impl.remp.consumer import ReceiptConsumer
-from rmkit.reference_impl.remp.events import ConsumeReceipt, ConsumerOutcome, Query
+from rmkit.protocols.remp.events import ConsumeReceipt, ConsumerOutcome, Query
 from rmkit.reference_impl.remp.fullnode import FullNode, FullNodeConfig
 from rmkit.reference_impl.remp.validator import Validator, ValidatorConfig
 

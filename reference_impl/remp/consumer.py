@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional
 
-from rmkit.conformance.remp.model import FULLNODE, VALIDATOR, model_for
+from rmkit.protocols.remp.model import FULLNODE, VALIDATOR, model_for
 
 from .outcome import evaluate_outcome
 

@@ -33,11 +33,12 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Optional
 
-from rmkit.conformance.remp.model import FULLNODE, VALIDATOR
+from rmkit.protocols.remp.model import FULLNODE, VALIDATOR
 
-from .events import (MasterchainCommit, MasterchainIgnore, Publish, Receipt, ReceiptsFromValidator,
-                     SendToValidator, SessionSwitch, ShardBlockAccepted, ShardBlockIgnored, ShardBlockRejected,
-                     Submit, Tick, UpcomingValidators)
+from rmkit.protocols.remp.events import (MasterchainCommit, MasterchainIgnore, Publish, Receipt,
+                                         ReceiptsFromValidator, SendToValidator, SessionSwitch,
+                                         ShardBlockAccepted, ShardBlockIgnored, ShardBlockRejected, Submit,
+                                         Tick, UpcomingValidators)
 from .lifetime import expiry_rule
 from .profile import Traits, traits
 

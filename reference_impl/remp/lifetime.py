@@ -13,7 +13,7 @@ integers in any unit (the machines use milliseconds); lifetimes are in the same 
 
 from __future__ import annotations
 
-from rmkit.conformance.remp.model import model_for
+from rmkit.protocols.remp.model import model_for
 
 DOCUMENTS, WINDOW = "documents", "window"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rmkit.conformance.remp.model import FULLNODE, VALIDATOR, RempModel, model_for
+from rmkit.protocols.remp.model import FULLNODE, VALIDATOR, RempModel, model_for
 from rmkit.rules import OFF
 
 @dataclass(frozen=True)

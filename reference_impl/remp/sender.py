@@ -6,7 +6,7 @@ A status that is overtaken before its send slot is never sent: that is how inter
 go missing from the ever-node receipt stream. The documents' profile sends every receipt at once
 and does not use this machine.
 
-Deterministic and clock-free like the other machines: :class:`Offer` and :class:`~.events.Tick`
+Deterministic and clock-free like the other machines: :class:`Offer` and :class:`~rmkit.protocols.remp.events.Tick`
 carry the time; :meth:`ReceiptSender.next_due` tells the driver when to tick next.
 """
 
@@ -16,7 +16,7 @@ import heapq
 from dataclasses import dataclass
 from typing import Optional
 
-from .events import Tick
+from rmkit.protocols.remp.events import Tick
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,11 +45,13 @@ from typing import Iterator, Optional
 
 from rmkit.errors import InputError
 
-from .events import (ACCEPTED, FORWARD, IGNORED, REJECTED, BlockRef, BlockRefused, CatchainBroadcast,
-                     CatchainRecord, CollationRound, CollatorResult, Forwarded, ForwardedDigests,
-                     HandToCollator, MasterchainCommit, MasterchainIgnore, MessageFromFullNode, Publish,
-                     Receipt, ReceiptsFromValidator, SendToValidator, SessionSwitch, ShardBlockAccepted,
-                     ShardBlockIgnored, ShardBlockRejected, Submit, Tick, UpcomingValidators)
+from rmkit.protocols.remp.events import (ACCEPTED, FORWARD, IGNORED, REJECTED, BlockRef, BlockRefused,
+                                         CatchainBroadcast, CatchainRecord, CollationRound, CollatorResult,
+                                         Forwarded, ForwardedDigests, HandToCollator, MasterchainCommit,
+                                         MasterchainIgnore, MessageFromFullNode, Publish, Receipt,
+                                         ReceiptsFromValidator, SendToValidator, SessionSwitch,
+                                         ShardBlockAccepted, ShardBlockIgnored, ShardBlockRejected, Submit,
+                                         Tick, UpcomingValidators)
 from .fullnode import FullNode, FullNodeConfig
 from .network import DROP, FAULT_KINDS, Network, NetworkConfig
 from .profile import traits
@@ -140,7 +142,7 @@ class Simulation:
         self.key_sessions: Optional[list] = None
         signer = None
         if c.keys is not None:
-            from rmkit.conformance.remp.signing import KeySet, Signer, load_key_set
+            from rmkit.protocols.remp.signing import KeySet, Signer, load_key_set
 
             ks = c.keys if isinstance(c.keys, KeySet) else load_key_set(c.keys)
             if not ks.full_node_ids:

@@ -15,7 +15,7 @@ What it covers (documents 000/001 and remp-as-built, sections named where they d
   block, one its own collator rejected, one 2/3 of the validators rejected (counted from the
   catchain's reject records), one another validator has in a pending candidate, or an obsolete one;
 - validation refuses a shard block holding a message already in another accepted block within the
-  replay-protection window (:class:`~.events.BlockRefused`);
+  replay-protection window (:class:`~rmkit.protocols.remp.events.BlockRefused`);
 - Ignored at any level puts the message back into the queue in its original place;
 - expiry follows the profile's session rule (:mod:`.lifetime`); an obsolete message still in a
   candidate or an accepted block is kept until that block's fate is known;
@@ -36,11 +36,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Optional
 
-from .events import (ACCEPT, ACCEPTED, DIGEST, FORWARD, IGNORED, NEW, REJECT, REJECTED, BlockRefused,
-                     CatchainBroadcast, CatchainRecord, CollationRound, CollatorResult, Forwarded,
-                     ForwardedDigests, HandToCollator, MasterchainCommit, MasterchainIgnore,
-                     MessageFromFullNode, Receipt, SessionSwitch, ShardBlockAccepted, ShardBlockIgnored,
-                     ShardBlockRejected, Tick)
+from rmkit.protocols.remp.events import (ACCEPT, ACCEPTED, DIGEST, FORWARD, IGNORED, NEW, REJECT, REJECTED,
+                                         BlockRefused, CatchainBroadcast, CatchainRecord, CollationRound,
+                                         CollatorResult, Forwarded, ForwardedDigests, HandToCollator,
+                                         MasterchainCommit, MasterchainIgnore, MessageFromFullNode, Receipt,
+                                         SessionSwitch, ShardBlockAccepted, ShardBlockIgnored,
+                                         ShardBlockRejected, Tick)
 from .lifetime import expiry_rule
 from .profile import Traits, traits
 from .sender import Offer, ReceiptSender

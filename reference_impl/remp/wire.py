@@ -1,13 +1,13 @@
 """The JSON form of a receipt, per profile, and the deterministic ids the simulator uses.
 
-Why separate: the machines produce :class:`~.events.Receipt` values; what a receipt looks like in
+Why separate: the machines produce :class:`~rmkit.protocols.remp.events.Receipt` values; what a receipt looks like in
 the log (field names, which per-kind fields it carries, hex or base64 signature, timestamp 0 for
 relayed validator receipts) is a matter of the profile's wire format, decided here from the spec:
 a kind's fields come from ``kinds.yaml`` (via the compiled model), zero timestamps from
 ``common_fields.timestamp.zero_allowed``, unsigned validator receipts from
 ``common_fields.signature.required``, the encoding from :mod:`.profile`.
 
-Signatures: given a ``signer`` (:class:`rmkit.conformance.remp.signing.Signer`, holding the
+Signatures: given a ``signer`` (:class:`rmkit.protocols.remp.signing.Signer`, holding the
 nodes' private keys), each signed receipt carries the Ed25519 signature of its boxed TL form by its
 source's key. Without one, deterministic stand-ins (BLAKE2b-512 of the receipt's identifying
 fields keyed by the source): 64 bytes, in the profile's encoding, so that the format checks hold
@@ -22,9 +22,9 @@ import hashlib
 _blake2b = hashlib.blake2b
 from typing import Callable
 
-from rmkit.conformance.remp.model import FULLNODE, VALIDATOR
+from rmkit.protocols.remp.model import FULLNODE, VALIDATOR
 
-from .events import Receipt
+from rmkit.protocols.remp.events import Receipt
 from .profile import Traits, traits
 
 

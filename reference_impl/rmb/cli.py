@@ -106,9 +106,9 @@ def add_commands(rsub: argparse._SubParsersAction) -> None:
 
 def cmd_serve(args, daemon_class=None) -> int:
     """Run one daemon; ``daemon_class`` (a subclass of RmbDaemon) runs a variant of the reference."""
-    from rmkit.conformance.rmb.directory import Directory
-    from rmkit.conformance.rmb.model import rmb_spec
-    from rmkit.conformance.rmb.signing import keypair, seed_from_hex, seed_from_mnemonic
+    from rmkit.protocols.rmb.keys import Directory
+    from rmkit.protocols.rmb.model import rmb_spec
+    from rmkit.protocols.rmb.signing import keypair, seed_from_hex, seed_from_mnemonic
     from rmkit.guard import check_writable_file
     from rmkit.reference_impl.rmb.daemon import DaemonConfig
 

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rmkit.conformance.rmb.directory import Directory, Twin
-from rmkit.conformance.rmb.signing import keypair
+from rmkit.protocols.rmb.keys import Directory, Twin
+from rmkit.protocols.rmb.signing import keypair
 from rmkit.errors import UsageError
 from rmkit.interrupts import held
 from rmkit.reference_impl.rmb.redisproc import RedisServer, free_port

@@ -21,9 +21,9 @@ import aiohttp
 import redis.asyncio as aioredis
 from aiohttp import web
 
-from rmkit.conformance.rmb.directory import Directory, Twin
-from rmkit.conformance.rmb.model import message_problems, rmb_spec
-from rmkit.conformance.rmb.signing import BadSignature, KeyPair, verify
+from rmkit.protocols.rmb.keys import Directory, Twin
+from rmkit.protocols.rmb.model import message_problems, rmb_spec
+from rmkit.protocols.rmb.signing import BadSignature, KeyPair, verify
 from rmkit.reference_impl.rmb.msglog import MessageLog
 
 POP_TIMEOUT_S = 1  # blocking pops wake up this often to notice a stop

@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rmkit.conformance.rmb.model import rmb_spec
+from rmkit.protocols.rmb.model import rmb_spec
 from rmkit.reference_impl.rmb.cluster import Cluster
 from rmkit.reference_impl.rmb.handler import serve_commands
 

@@ -12,7 +12,7 @@ from typing import Any, Awaitable, Callable
 
 import redis.asyncio as aioredis
 
-from rmkit.conformance.rmb.model import rmb_spec
+from rmkit.protocols.rmb.model import rmb_spec
 
 Handler = Callable[[dict, bytes], Awaitable[Any] | Any]
 

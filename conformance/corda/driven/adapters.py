@@ -24,8 +24,8 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from rmkit.conformance.cli_options import with_role
-from rmkit.conformance.corda.spec import DRIVEN_ROLES, corda_spec
+from rmkit.cli_options import with_role
+from rmkit.protocols.corda.model import DRIVEN_ROLES, corda_spec
 from rmkit.conformance.deadline_io import Worker, read_line
 from rmkit.errors import UsageError
 from rmkit.process_group import signal_group, stop_group
@@ -36,7 +36,7 @@ from rmkit.reference_impl.corda.receiver import ReceivingNode
 
 from .contract import number
 
-ROLES = DRIVEN_ROLES   # spec.py names the roles the kit drives
+ROLES = DRIVEN_ROLES   # model.py names the roles the kit drives
 DEFAULT_TIMEOUT = number("process", "reply_timeout_s")   # seconds per call, as `--timeout`'s default
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from rmkit.conformance.corda.spec import CordaSpec, corda_spec
+from rmkit.protocols.corda.model import CordaSpec, corda_spec
 from rmkit.reference_impl.corda.broker import Delivery, Queue
 from rmkit.reference_impl.corda.message import Message, flow_id
 from rmkit.rules import OFF

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from rmkit.conformance.corda.spec import DRIVEN_ROLES, corda_spec
+from rmkit.protocols.corda.model import DRIVEN_ROLES, corda_spec
 from rmkit.errors import SpecError
 from rmkit.specload import load_protocol_spec, spec_line
 

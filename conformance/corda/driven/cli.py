@@ -12,8 +12,8 @@ import json
 import sys
 import time
 
-from rmkit.conformance.cli_options import (derandomize_wanted, hypothesis_data_in, impl_argv, implementation_regressions,
-                                           replay_command)
+from rmkit.cli_options import (derandomize_wanted, hypothesis_data_in, impl_argv, implementation_regressions,
+                               replay_command)
 from rmkit.errors import NothingChecked, RmkitError, UsageError
 from rmkit.guard import OutputError, decided, emit_report
 from rmkit.interrupts import signals_interrupt

@@ -59,7 +59,7 @@ def generated(role: str, profile: str, cov: dict | None = None) -> list[tuple[st
 
 def not_covered(rule: str, profile: str) -> str | None:
     """The spec's reason why no scenario covers ``rule`` in ``profile`` (rules.yaml ``not_covered``)."""
-    from rmkit.conformance.corda.spec import corda_spec
+    from rmkit.protocols.corda.model import corda_spec
 
     return (corda_spec(profile).rules[rule].not_covered or {}).get(profile)
 
@@ -76,7 +76,7 @@ def catches(outcome, rule: str, profile: str) -> bool:
     """The outcome fails by ``rule``: its first strict violation names it, or, where the profile
     has the rule non-strict, it shows a finding of it. A breakdown of the implementation is no
     rule's evidence."""
-    from rmkit.conformance.corda.spec import corda_spec
+    from rmkit.protocols.corda.model import corda_spec
 
     from .report import first_broken
     from .suite import Stopped
@@ -175,7 +175,7 @@ def measure(say=print) -> dict:
     """Measure again: for every (rule, role) mutant and every profile that judges the rule, the
     catalogue's and the kept generated scenarios that catch it, after a search for one wherever
     none does. Returns the coverage as :func:`load` gives it."""
-    from rmkit.conformance.corda.spec import profiles
+    from rmkit.protocols.corda.model import profiles
 
     from . import mutants
 
@@ -216,7 +216,7 @@ def write(cov: dict) -> None:
 def uncovered(cov: dict) -> list[tuple[str, str, str]]:
     """(rule, role, profile) in the scope of a role that no scenario covers and the spec gives no
     reason for: what must not be."""
-    from rmkit.conformance.corda.spec import profiles
+    from rmkit.protocols.corda.model import profiles
 
     out = []
     for profile in profiles():

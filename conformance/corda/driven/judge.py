@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rmkit.conformance.corda.spec import ANSWERS, CordaSpec
+from rmkit.protocols.corda.model import ANSWERS, CordaSpec
 from rmkit.reference_impl.corda.broker import Queue
 from rmkit.reference_impl.corda.message import Message
 from rmkit.rules import OFF

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from rmkit.conformance.corda.spec import corda_spec
+from rmkit.protocols.corda.model import corda_spec
 from rmkit.render.junit import Case, Suite, render_suites
 from rmkit.rules import OFF
 
@@ -203,7 +203,7 @@ def reproduce(result, impl: list[str]) -> str:
     conform run of its role and profile, with the implementation as given."""
     import shlex
 
-    from rmkit.conformance.cli_options import replay_command
+    from rmkit.cli_options import replay_command
 
     path = result.saved or result.regression
     if path:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings, strategies as st
 
-from rmkit.conformance.corda.spec import corda_spec
+from rmkit.protocols.corda.model import corda_spec
 from rmkit.errors import UsageError
 from rmkit.reference_impl.corda.broker import Queue
 from rmkit.reference_impl.corda.message import Message, flow_id

@@ -18,13 +18,14 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Optional
 
-from rmkit.reference_impl.remp.events import (ACCEPT, ACCEPTED, DIGEST, FORWARD, IGNORED, NEW, REJECT, REJECTED,
-                                              BlockRef, BlockRefused, CatchainBroadcast, CatchainRecord,
-                                              CollationRound, CollatorResult, Forwarded, ForwardedDigests,
-                                              HandToCollator, MasterchainCommit, MasterchainIgnore,
-                                              MessageFromFullNode, Publish, Receipt, ReceiptsFromValidator,
-                                              SendToValidator, SessionSwitch, ShardBlockAccepted, ShardBlockIgnored,
-                                              ShardBlockRejected, Submit, Tick, UpcomingValidators)
+from rmkit.protocols.remp.events import (ACCEPT, ACCEPTED, DIGEST, FORWARD, IGNORED, NEW, REJECT, REJECTED,
+                                         BlockRef, BlockRefused, CatchainBroadcast, CatchainRecord,
+                                         CollationRound, CollatorResult, Forwarded, ForwardedDigests,
+                                         HandToCollator, MasterchainCommit, MasterchainIgnore,
+                                         MessageFromFullNode, Publish, Receipt, ReceiptsFromValidator,
+                                         SendToValidator, SessionSwitch, ShardBlockAccepted,
+                                         ShardBlockIgnored, ShardBlockRejected, Submit, Tick,
+                                         UpcomingValidators)
 from rmkit.reference_impl.remp.fullnode import FullNode, FullNodeConfig
 from rmkit.reference_impl.remp.profile import traits
 from rmkit.reference_impl.remp.validator import Validator, ValidatorConfig

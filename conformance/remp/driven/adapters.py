@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import orjson
 
-from rmkit.conformance.cli_options import with_role
+from rmkit.cli_options import with_role
 from rmkit.conformance.deadline_io import Worker as _Worker, read_line
-from rmkit.conformance.remp.driven.codec import WireError, adapter_spec, from_json
+from rmkit.protocols.remp.adapterwire import WireError, adapter_spec, from_json
 from rmkit.errors import UsageError
 
 PROTOCOL_VERSION = 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from rmkit.conformance.remp.driven.codec import adapter_spec
+from rmkit.protocols.remp.adapterwire import adapter_spec
 from rmkit.conformance.remp.driven.names import block, default_params, msg_id
 from rmkit.conformance.remp.driven.scenario import Scenario
 from rmkit.specload import load_protocol_spec

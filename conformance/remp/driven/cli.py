@@ -12,8 +12,8 @@ from rmkit.conformance.remp.driven.scenario import read_scenario
 from rmkit.conformance.remp.driven.scenario_text import scenario_lines
 from rmkit.conformance.remp.driven.suite import ROLES, run_suite
 from rmkit.errors import UsageError
-from rmkit.conformance.cli_options import (derandomize_wanted, hypothesis_data_in, impl_argv, implementation_regressions,
-                                           stderr_progress)
+from rmkit.cli_options import (derandomize_wanted, hypothesis_data_in, impl_argv, implementation_regressions,
+                               stderr_progress)
 from rmkit.guard import decided, emit_report, write_output
 
 

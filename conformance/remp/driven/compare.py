@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from rmkit.conformance.remp.driven.codec import adapter_spec
+from rmkit.protocols.remp.adapterwire import adapter_spec
 
 PRESENT = "<present>"
 

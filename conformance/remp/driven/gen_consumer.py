@@ -13,8 +13,8 @@ from rmkit.conformance.remp.driven.draws import precondition, rule, st
 
 from rmkit.conformance.remp.driven.machine import DrivenMachine
 from rmkit.conformance.remp.driven.names import FULLNODE_ID, block, msg_id
-from rmkit.conformance.remp.model import FULLNODE, VALIDATOR, model_for
-from rmkit.reference_impl.remp.events import BlockRef, Receipt
+from rmkit.protocols.remp.model import FULLNODE, VALIDATOR, model_for
+from rmkit.protocols.remp.events import BlockRef, Receipt
 from rmkit.reference_impl.remp.wire import renderer
 
 MESSAGE = "m1"

@@ -14,7 +14,7 @@ from rmkit.conformance.remp.driven.draws import precondition, rule, st
 
 from rmkit.conformance.remp.driven.machine import DrivenMachine
 from rmkit.conformance.remp.driven.names import block, msg_id
-from rmkit.conformance.remp.model import VALIDATOR, model_for
+from rmkit.protocols.remp.model import VALIDATOR, model_for
 
 MESSAGES = [f"m{i}" for i in range(1, 6)]
 msgs = st.sampled_from(MESSAGES)

@@ -16,7 +16,7 @@ from rmkit.conformance.remp.driven.draws import precondition, rule, st
 
 from rmkit.conformance.remp.driven.machine import DrivenMachine
 from rmkit.conformance.remp.driven.names import OWN_VALIDATOR, block, msg_id
-from rmkit.conformance.remp.model import model_for
+from rmkit.protocols.remp.model import model_for
 
 MESSAGES = [f"m{i}" for i in range(1, 5)]
 COLLATOR_ERROR = "rejected by collator"

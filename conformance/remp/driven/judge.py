@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from rmkit.conformance.remp.driven.catalogue import requirements
 from rmkit.conformance.remp.driven.compare import Difference, _key, compare, normalize
-from rmkit.conformance.remp.model import model_for
+from rmkit.protocols.remp.model import model_for
 from rmkit.specload import load_protocol_spec
 
 FREEDOM_FOR_DUPLICATE = "duplicate_receipt"

@@ -19,8 +19,8 @@ import importlib
 
 from rmkit.conformance.examples._base import VariantAdapter
 from rmkit.conformance.remp.driven.catalogue import conformance_spec
-from rmkit.conformance.remp.model import FULLNODE
-from rmkit.reference_impl.remp.events import Publish, Receipt, SendToValidator
+from rmkit.protocols.remp.model import FULLNODE
+from rmkit.protocols.remp.events import Publish, Receipt, SendToValidator
 from rmkit.reference_impl.remp.fullnode import FullNode
 from rmkit.reference_impl.remp.validator import Validator
 
@@ -308,7 +308,7 @@ def _example(name: str) -> type:
 # ``@ROLE`` (a rule in scope for several roles has a mutant of each, so that a run of one role
 # measures its own coverage), ``/PROFILE`` (a profile's own mutant where the rule's is legal there)
 # and ``+NAME`` (a further mechanism breaking the same rule: not the one coverage measures, but a
-# scenario must still catch it for its rule, tests/test_driven_judging.py).
+# scenario must still catch it for its rule, tests/remp/test_driven_judging.py).
 BOTH = ("spec", "ever-node")
 MUTANTS: dict = {
     "REMP-VALID-001": ("validator", _example("no_replay_protection"), BOTH),

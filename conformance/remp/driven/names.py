@@ -11,7 +11,7 @@ import functools
 import hashlib
 import re
 
-from rmkit.conformance.remp.model import model_for
+from rmkit.protocols.remp.model import model_for
 
 FULLNODE_ID = "fn"
 OWN_VALIDATOR = "v1"

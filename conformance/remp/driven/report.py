@@ -44,7 +44,7 @@ class ConformReport:
     def reproduce(self, r: ScenarioResult) -> str:
         """One paste that reproduces ``r``: ``rmkit replay`` of its saved file, else the catalogue
         run of its role (a catalogue or regression scenario is found again by the same run)."""
-        from rmkit.conformance.cli_options import replay_command
+        from rmkit.cli_options import replay_command
 
         if r.scenario.id in self.saved_for:
             return replay_command("remp", self.saved_for[r.scenario.id], self.impl_argv)

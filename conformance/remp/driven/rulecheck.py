@@ -15,7 +15,7 @@ from collections import Counter
 import orjson
 
 from rmkit.conformance.remp.checker import RempLogChecker
-from rmkit.conformance.remp.driven.codec import adapter_spec, from_json, WireError
+from rmkit.protocols.remp.adapterwire import adapter_spec, from_json, WireError
 from rmkit.reference_impl.remp.wire import renderer
 
 

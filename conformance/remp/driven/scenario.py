@@ -122,7 +122,7 @@ def _check_line(p: Path, n: int, obj: dict, part: str) -> None:
 
 
 def _check_header(p: Path, n: int, head: dict) -> None:
-    from rmkit.conformance.remp.driven.codec import adapter_spec
+    from rmkit.protocols.remp.adapterwire import adapter_spec
     from rmkit.protocol import get_protocol
 
     roles = list(adapter_spec()["roles"])
@@ -134,7 +134,7 @@ def _check_header(p: Path, n: int, head: dict) -> None:
 
 
 def _check_event(p: Path, n: int, event: dict) -> None:
-    from rmkit.conformance.remp.driven.codec import WireError, from_json
+    from rmkit.protocols.remp.adapterwire import WireError, from_json
 
     try:
         from_json(event, where="event", part="events")

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from rmkit.conformance.remp.driven.catalogue import catalogue, conformance_spec, requirements
-from rmkit.conformance.remp.driven.codec import adapter_spec
+from rmkit.protocols.remp.adapterwire import adapter_spec
 from rmkit.conformance.remp.driven.coverage import generated_scenarios
 from rmkit.conformance.remp.driven.generate import run_generated
 from rmkit.conformance.remp.driven.judge import binds
@@ -20,8 +20,8 @@ from rmkit.conformance.remp.driven.names import default_params
 from rmkit.conformance.remp.driven.report import ConformReport, unreached
 from rmkit.conformance.remp.driven.runner import FAIL, PASS, Failure, ScenarioResult, run_scenario
 from rmkit.conformance.remp.driven.scenario import Scenario, read_scenario, write_scenario
-from rmkit.conformance.remp.model import model_for
-from rmkit.conformance.cli_options import DEFAULT_REGRESSIONS
+from rmkit.protocols.remp.model import model_for
+from rmkit.cli_options import DEFAULT_REGRESSIONS
 
 ROLES = ("validator", "fullnode", "consumer")
 

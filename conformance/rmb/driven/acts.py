@@ -507,7 +507,7 @@ def refusal_is_open(profile: str, variant: str, rule: str) -> bool:
     """Whether a daemon may refuse a ``variant`` request with the bad-body status although the
     profile's reference accepts it: the rule that would ask for the refusal is off in the profile
     (it does not have the behaviour), so either answer is the daemon's choice."""
-    from rmkit.conformance.rmb.model import rmb_spec
+    from rmkit.protocols.rmb.model import rmb_spec
 
     return variant in OPEN_REFUSALS and rmb_spec().mode(rule, profile) == "off"
 

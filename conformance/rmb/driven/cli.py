@@ -129,7 +129,8 @@ def regressions_for(folder: Path, profile: str) -> list:
 def conform(profile: str, args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.judge import Rules
     from rmkit.conformance.rmb.driven.suite import render_json, render_junit, render_text, run_suite
-    from rmkit.conformance.cli_options import derandomize_wanted, hypothesis_data_in, impl_argv, implementation_regressions, stderr_progress
+    from rmkit.cli_options import (derandomize_wanted, hypothesis_data_in, impl_argv,
+                                   implementation_regressions, stderr_progress)
     from rmkit.guard import decided, emit_report, write_output
 
     _check(args)

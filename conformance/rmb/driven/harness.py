@@ -29,9 +29,9 @@ from typing import Any, Callable
 import redis.asyncio as aioredis
 from aiohttp import web
 
-from rmkit.conformance.rmb.directory import Directory, Twin
-from rmkit.conformance.rmb.model import rmb_spec
-from rmkit.conformance.rmb.signing import BadSignature, KeyPair, keypair, verify
+from rmkit.protocols.rmb.keys import Directory, Twin
+from rmkit.protocols.rmb.model import rmb_spec
+from rmkit.protocols.rmb.signing import BadSignature, KeyPair, keypair, verify
 from rmkit.errors import RmkitError, UsageError
 from rmkit.process_group import stop_group
 from rmkit.reference_impl.rmb.redisproc import RedisServer, free_port

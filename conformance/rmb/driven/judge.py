@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 
-from rmkit.conformance.rmb.model import message_problems, rmb_spec
+from rmkit.protocols.rmb.model import message_problems, rmb_spec
 
 
 @dataclass

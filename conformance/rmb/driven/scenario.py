@@ -24,7 +24,7 @@ ANSWERS = ("accept", "slow", "close", "400", "401", "403", "500", "502")
 
 
 def rmb_spec_daemon() -> dict:
-    from rmkit.conformance.rmb.model import rmb_spec
+    from rmkit.protocols.rmb.model import rmb_spec
 
     return rmb_spec().raw["daemon"]
 
@@ -61,7 +61,7 @@ def write_scenario(path: Path, sc: Scenario, failure: dict | None = None) -> Pat
 
 def read_scenario(path: str | Path) -> Scenario:
     """A saved scenario back; errors name the file and the field."""
-    from rmkit.conformance.rmb.model import rmb_spec
+    from rmkit.protocols.rmb.model import rmb_spec
 
     from rmkit.jsondoc import DocumentError, document_problem, read_json_document
 
@@ -140,7 +140,7 @@ def act_problem(a: dict) -> str | None:
 
 
 def rmb_spec_daemon() -> dict:
-    from rmkit.conformance.rmb.model import rmb_spec
+    from rmkit.protocols.rmb.model import rmb_spec
 
     return rmb_spec().raw["daemon"]
 
@@ -164,7 +164,7 @@ def _send(dst, tries=2, exp=30, answers=None, replies=None, age=0, expire=False)
 
 
 def has_proxy(profile: str) -> bool:
-    from rmkit.conformance.rmb.model import rmb_spec
+    from rmkit.protocols.rmb.model import rmb_spec
 
     return rmb_spec().behaviour(profile)["proxy"] is not None
 

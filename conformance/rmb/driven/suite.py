@@ -238,7 +238,7 @@ class ConformReport:
         else the catalogue run (which holds every named scenario)."""
         import shlex
 
-        from rmkit.conformance.cli_options import replay_command
+        from rmkit.cli_options import replay_command
 
         if run is self.final and self.saved:
             return replay_command("rmb", self.saved[-1], self.impl_argv)
@@ -351,7 +351,7 @@ def render_text(rep: ConformReport) -> str:
         out += [""] + describe_run(run, rules) + [f"  reproduce: {rep.reproduce(run)}"]
     if len(fails) > 5:
         out += ["", f"... {len(fails) - 5} more failing scenario(s) (--format json or --html lists all)"]
-    from rmkit.conformance.cli_options import replay_command
+    from rmkit.cli_options import replay_command
 
     for p in rep.saved:
         out.append(f"\nsaved to {p}\n  reproduce: {replay_command('rmb', p, rep.impl_argv)}")

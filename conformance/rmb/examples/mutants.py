@@ -14,7 +14,7 @@ import time
 
 from aiohttp import web
 
-from rmkit.conformance.rmb.signing import BadSignature, verify
+from rmkit.protocols.rmb.signing import BadSignature, verify
 from rmkit.reference_impl.rmb.daemon import RmbDaemon
 
 

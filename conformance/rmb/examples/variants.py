@@ -39,7 +39,7 @@ class _BrokenSrKey:
         return getattr(self.kp, name)
 
     def sign(self, msg: dict) -> dict:
-        from rmkit.conformance.rmb.signing import digest
+        from rmkit.protocols.rmb.signing import digest
 
         if self.kp.key_type != "sr25519":
             return self.kp.sign(msg)

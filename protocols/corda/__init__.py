@@ -1,0 +1,1 @@
+"""Corda P2P: compiled spec, record format and the node process contract."""

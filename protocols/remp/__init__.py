@@ -1,0 +1,1 @@
+"""REMP: compiled spec, receipt formats, TL form and signing, the adapter wire."""

@@ -1,0 +1,1 @@
+"""RMB v1: compiled spec, log records, signing and the twin directory."""
