@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rmkit._version import __version__
 from rmkit.errors import UsageError
-from rmkit.guard import (CONTRACT, check_writable_dir, check_writable_file, decided, emit_report, positive_seconds,
+from rmkit.guard import (CONTRACT, check_exit_code, check_writable_dir, check_writable_file, decided, emit_report, positive_seconds,
                          run_command_line, write_output)
 from rmkit.protocol import capable, default_protocol, get_protocol, protocol_names, require
 from rmkit.verdict import FAIL, NON_STRICT
@@ -562,16 +562,6 @@ def cmd_check(args) -> int:
                                             nouns=proto.nouns), "--html")
         print(f"HTML report written to {args.html}", file=sys.stderr)
     return code
-
-
-def check_exit_code(report, strict: bool) -> int:
-    """The exit code of a checked log (``rmkit check`` and ``rmkit audit``): 2 when a line could
-    not be read or nothing was read, 1 for violations (non-strict ones only with --strict)."""
-    if report.unreadable or report.records == 0:
-        return EXIT_USAGE
-    if report.verdict == FAIL or (strict and report.verdict == NON_STRICT):
-        return EXIT_VIOLATIONS
-    return EXIT_PASS
 
 
 class _progress:

@@ -18,6 +18,7 @@ import traceback
 from pathlib import Path
 
 from rmkit.errors import RmkitError, UsageError
+from rmkit.verdict import FAIL, NON_STRICT
 
 EXIT_PASS, EXIT_VIOLATIONS, EXIT_TOOL = 0, 1, 2
 
@@ -52,6 +53,16 @@ def missing_dependency(exc: ModuleNotFoundError) -> MissingDependency | None:
 
 
 # the exit code a command has decided before writing its report (see decided)
+def check_exit_code(report, strict: bool) -> int:
+    """The exit code of a checked log (``rmkit check`` and ``rmkit audit``): 2 when a line could
+    not be read or nothing was read, 1 for violations (non-strict ones only with --strict)."""
+    if report.unreadable or report.records == 0:
+        return EXIT_TOOL
+    if report.verdict == FAIL or (strict and report.verdict == NON_STRICT):
+        return EXIT_VIOLATIONS
+    return EXIT_PASS
+
+
 _decided: list[int] = []
 
 

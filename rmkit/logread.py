@@ -21,6 +21,20 @@ import orjson
 
 from rmkit.errors import InputError
 
+# A record's reference, as a sharded checker receives it: its input's index << REF_LINE_BITS | its
+# 1-based line number (the row number for a table format). In ``rmkit audit`` the line number may
+# be provisional: it orders a file's records as the log does, and the lines a merged report names
+# (evidence, input problems) are renumbered to the real ones afterwards. A checker names a line in
+# those fields only (never in an explanation's text) and relies on no gap between two references.
+REF_LINE_BITS = 40
+
+
+class BrokenLine(str):
+    """Stands, among a batch's lines, for a line that could not be read at all (an input that
+    broke off): its text says why. A reader that deals lines to shares sends it to one share, which
+    reports it."""
+
+
 GZIP_MAGIC = b"\x1f\x8b"
 # A chunk read at a time: large enough that a read and a split cost little per line, small
 # enough that its lines are still in the processor's cache when they are checked (1 MB chunks
@@ -101,8 +115,6 @@ def numbered_chunks(idx: int, path: str, *, chunk_bytes: int = CHUNK_BYTES, on_e
     ``terminated``, one after the other), which may be followed by more bytes (the start of the
     next line). A reader that scans a batch as one buffer (a ``--jobs`` dealer) gets it without
     joining the lines again."""
-    from rmkit.protocol import REF_LINE_BITS
-
     base = idx << REF_LINE_BITS
     lineno = done = 0
     f = open_input(path)

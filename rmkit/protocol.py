@@ -16,23 +16,16 @@ from typing import Any, Iterable, Protocol as _TypingProtocol, Sequence
 import orjson
 
 from rmkit.errors import UsageError
-from rmkit.logread import UTF8_BOM
+from rmkit.logread import REF_LINE_BITS, UTF8_BOM  # (REF_LINE_BITS: the references a ShardedChecker gets)
 from rmkit.rules import RuleSet
 from rmkit.verdict import GENERIC_NOUNS, Nouns, Report
 
 ENTRY_POINT_GROUP = "rmkit.protocols"
+AUDIT_ENTRY_POINT_GROUP = "rmkit.audit"  # the Spark job every protocol's `rmkit audit` runs
 
 
 class LogChecker(_TypingProtocol):
     def run(self, inputs: list[str]) -> Report: ...
-
-
-# A record's reference, as a sharded checker receives it: its input's index << REF_LINE_BITS | its
-# 1-based line number (the row number for a table format). In ``rmkit audit`` the line number may
-# be provisional: it orders a file's records as the log does, and the lines a merged report names
-# (evidence, input problems) are renumbered to the real ones afterwards. A checker names a line in
-# those fields only (never in an explanation's text) and relies on no gap between two references.
-REF_LINE_BITS = 40
 
 
 @dataclass(frozen=True)
@@ -224,10 +217,12 @@ class ChecksLogs:
 
     def audit(self, profile: str, args: argparse.Namespace) -> int:
         """Run ``rmkit audit``: the protocol's own checker over ``args.paths``, sharded by record
-        key on Spark (one job for every protocol); return the exit code."""
-        from rmkit.spark_checks.job import run_audit
-
-        return run_audit(self, profile, args)
+        key on Spark (one job for every protocol); return the exit code. The job sits above the
+        core (``spark_checks/``), so the core finds it as it finds the protocols: by entry point."""
+        found = [ep for ep in entry_points(group=AUDIT_ENTRY_POINT_GROUP) if ep.name == "run"]
+        if not found:
+            raise UsageError(f"rmkit audit: no audit job is installed (entry point {AUDIT_ENTRY_POINT_GROUP}: run)")
+        return found[0].load()(self, profile, args)
 
 
 class Simulates:

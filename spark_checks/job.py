@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from rmkit.errors import InputError, RmkitError, UsageError
 from rmkit.logread import UTF8_BOM
 from rmkit.protocol import REF_LINE_BITS
+from rmkit.guard import check_exit_code, decided
 from rmkit.verdict import Report, renumber
 
 SAMPLE_BYTES = 64 << 10  # of each local log's start, looked at before the one pass is tried
@@ -448,8 +449,7 @@ class StageProgress:
 
 
 def run_audit(proto, profile: str, args) -> int:
-    """``rmkit audit``: exit codes as ``rmkit check``'s (see rmkit.cli.check_exit_code)."""
-    from rmkit.cli import check_exit_code
+    """``rmkit audit``: exit codes as ``rmkit check``'s (:func:`rmkit.guard.check_exit_code`)."""
     from rmkit.spark_checks import inputs
     from rmkit.spark_checks.session import SparkUnavailable, get_session
 
@@ -489,8 +489,6 @@ def run_audit(proto, profile: str, args) -> int:
 
     text = RENDERERS[getattr(args, "format", "text")](rep, rules=proto.rules(), color=False, title="rmkit audit",
                                                       nouns=proto.nouns)
-    from rmkit.guard import decided
-
     code = decided(check_exit_code(rep, getattr(args, "strict", False)))
     sys.stdout.write(text)
     if out:
