@@ -36,7 +36,7 @@ import orjson
 from msgspec import UNSET
 
 from rmkit.gctune import paused_collections
-from rmkit.logread import auto_jobs, numbered_batches, usable_cores
+from rmkit.logread import BrokenLine, auto_jobs, numbered_batches, usable_cores
 from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
@@ -278,10 +278,6 @@ class _Unreadable(msgspec.Struct, gc=False):
     why: str
     field: str | None = None
     event: dict | None = None
-
-
-class BrokenLine(str):
-    """Stands for a line that could not be read at all (an input that broke off)."""
 
 
 class _ShareRun:

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import time
 
+from rmkit.logread import BrokenLine
 from rmkit.processes import key_share, run_in_processes
 from rmkit.protocol import RecordKey
 from rmkit.verdict import Report
-
-from rmkit.conformance.corda.checker import BrokenLine
 
 
 def share_of(line, n: int, key: RecordKey) -> int:
