@@ -121,12 +121,61 @@ class ReferenceReceiver:
             store.close()
 
 
+class ReferenceBridge:
+    """The reference bridge (reference_impl/corda/bridge.py's rules) behind the adapter protocol:
+    forwards at once (in order: one at a time), acknowledges locally on the remote acknowledgement,
+    rolls back when the link goes down, acknowledges and drops oversize messages where the profile
+    does."""
+
+    def __init__(self, role: str = "bridge"):
+        self.role = role
+
+    def handle(self, event: dict) -> dict:
+        return getattr(self, f"on_{event['type']}")(event)
+
+    def on_hello(self, event):
+        self.spec = corda_spec(event["profile"])
+        self.waiting: list[Delivery] = []     # delivered, not sent yet (in order: behind an unacked one)
+        self.unacked: dict[int, Delivery] = {}
+        return {"ok": True}
+
+    def _pump(self) -> list[int]:
+        sent = []
+        while self.waiting and not (self.spec.in_order_bridge and self.unacked):
+            d = self.waiting.pop(0)
+            self.unacked[d.tag] = d
+            sent.append(d.tag)
+        return sent
+
+    def on_deliver(self, event):
+        d = Delivery(event["tag"], message_from(event["message"]), False, event["conn"])
+        if event["message"].get("size", 0) > self.spec.max_message_size and self.spec.oversize == "dropped_by_bridge":
+            return {"acks": [[d.tag, d.connection]]}
+        self.waiting.append(d)
+        return {"send": self._pump()}
+
+    def on_remote_ack(self, event):
+        d = self.unacked.pop(event["tag"], None)
+        return {"acks": [[d.tag, d.connection]] if d else [], "send": self._pump()}
+
+    def on_link_down(self, event):
+        self.waiting.clear()
+        self.unacked.clear()
+        return {"rollback": True}
+
+    def on_tick(self, event):
+        return {"send": self._pump()}
+
+    def on_crash(self, event):
+        self.waiting.clear()
+        self.unacked.clear()
+        return {}
+
+
 def reference_factory(role: str):
     if role not in ROLES:
         raise UsageError(f"--role {role!r}: expected one of {', '.join(ROLES)}")
     if role == "bridge":
-        from .bridge import ReferenceBridge
-
         return ReferenceBridge()
     return ReferenceReceiver()
 

@@ -38,13 +38,13 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from rmkit.protocols.corda.model import CordaSpec, corda_spec
-from rmkit.reference_impl.corda.broker import Delivery, Queue
+from rmkit.reference_impl.corda.broker import Queue
 from rmkit.reference_impl.corda.message import Message, flow_id
 from rmkit.rules import OFF
 
-from .adapters import ImplementationFailed, message_from, message_to
+from .adapters import ImplementationFailed, ReferenceBridge, message_from, message_to
 from .contract import number
-from .judge import Violation
+from .judge import Outcome, Violation
 
 QUIET_TICKS = number("bridge", "drain", "quiet_ticks")       # ticks in a row in which nothing moves end a drain phase
 MAX_DRAIN_TICKS = number("bridge", "drain", "max_ticks")     # a bridge still moving then makes no progress
@@ -65,57 +65,6 @@ ACTIONS = tuple(dict.fromkeys(_DRAWN))
 
 def actions():
     return st.sampled_from([(a,) for a in _DRAWN])
-
-
-class ReferenceBridge:
-    """The reference bridge (reference_impl/corda/bridge.py's rules) behind the adapter protocol:
-    forwards at once (in order: one at a time), acknowledges locally on the remote acknowledgement,
-    rolls back when the link goes down, acknowledges and drops oversize messages where the profile
-    does."""
-
-    def __init__(self, role: str = "bridge"):
-        self.role = role
-
-    def handle(self, event: dict) -> dict:
-        return getattr(self, f"on_{event['type']}")(event)
-
-    def on_hello(self, event):
-        self.spec = corda_spec(event["profile"])
-        self.waiting: list[Delivery] = []     # delivered, not sent yet (in order: behind an unacked one)
-        self.unacked: dict[int, Delivery] = {}
-        return {"ok": True}
-
-    def _pump(self) -> list[int]:
-        sent = []
-        while self.waiting and not (self.spec.in_order_bridge and self.unacked):
-            d = self.waiting.pop(0)
-            self.unacked[d.tag] = d
-            sent.append(d.tag)
-        return sent
-
-    def on_deliver(self, event):
-        d = Delivery(event["tag"], message_from(event["message"]), False, event["conn"])
-        if event["message"].get("size", 0) > self.spec.max_message_size and self.spec.oversize == "dropped_by_bridge":
-            return {"acks": [[d.tag, d.connection]]}
-        self.waiting.append(d)
-        return {"send": self._pump()}
-
-    def on_remote_ack(self, event):
-        d = self.unacked.pop(event["tag"], None)
-        return {"acks": [[d.tag, d.connection]] if d else [], "send": self._pump()}
-
-    def on_link_down(self, event):
-        self.waiting.clear()
-        self.unacked.clear()
-        return {"rollback": True}
-
-    def on_tick(self, event):
-        return {"send": self._pump()}
-
-    def on_crash(self, event):
-        self.waiting.clear()
-        self.unacked.clear()
-        return {}
 
 
 @dataclass
@@ -341,8 +290,6 @@ class BridgeRun:
 
 
 def run_bridge(impl, profile: str, acts: list, role: str = "bridge"):
-    from .suite import Outcome
-
     run = BridgeRun(impl, profile)
     judge = run.judge
     at = "at the hello"   # where an implementation that cannot be driven stopped the run

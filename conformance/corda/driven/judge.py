@@ -426,3 +426,18 @@ class Judge:
             return
         early = f" (copy tag {acks[-1][1]} acknowledged before any commit, at {acks[-1][2]})" if acks else ""
         self._fail("CORDA-DEDUP-002", f"{dedup_id} was delivered but never committed, and no copy is left{early}")
+
+
+@dataclass
+class Outcome:
+    """What playing one scenario gave: its actions, the violations judged and the exchange's log
+    (a receiver's run or a bridge's)."""
+
+    profile: str
+    actions: list
+    violations: list[Violation]
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def strict(self) -> list[Violation]:
+        return [v for v in self.violations if v.mode == "strict"]

@@ -46,7 +46,7 @@ from rmkit.reference_impl.corda.message import Message, flow_id
 from . import report
 from .adapters import ROLES, ImplementationFailed, harnessed, message_to
 from .contract import FIELDS, Topology, default_topology, number, peer_names, topology_range
-from .judge import Judge, Violation
+from .judge import Judge, Outcome, Violation
 
 DRAIN_BOUND = number("receiver", "drain", "bound_ticks")   # the rhythm a node must keep (see above)
 QUIET_TICKS = number("receiver", "drain", "quiet_ticks")
@@ -116,18 +116,6 @@ def scenarios(max_steps: int = MAX_STEPS):
         first = [] if t == default_topology() else [("topology", *t.fields())]
         return st.lists(actions(len(universe(t))), max_size=max_steps).map(lambda acts: first + acts)
     return topologies().flatmap(steps)
-
-
-@dataclass
-class Outcome:
-    profile: str
-    actions: list
-    violations: list[Violation]
-    log: list[str] = field(default_factory=list)
-
-    @property
-    def strict(self) -> list[Violation]:
-        return [v for v in self.violations if v.mode == "strict"]
 
 
 def run(impl, profile: str, acts: list, role: str = "receiver") -> Outcome:
