@@ -78,7 +78,7 @@ def time_audit(files: list[str]):
     from pyspark.sql import functions as F
 
     from rmkit.conformance.remp.checker import RempLogChecker
-    from rmkit.conformance.remp.parallel import RempShards
+    from rmkit.conformance.remp.sharded import RempShards
     from rmkit.spark_checks import inputs
     from rmkit.spark_checks.job import audit, shuffle_partitions
     from rmkit.spark_checks.session import get_session

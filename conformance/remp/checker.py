@@ -29,6 +29,7 @@ from rmkit.gctune import paused_collections
 from rmkit.logread import (auto_jobs, kafka_time_field, kafka_time_problem, kafka_value_field, numbered_batches,
                            unwrap_kafka)
 from rmkit.conformance.remp.metrics import LatencyHistogram
+from rmkit.conformance.remp.figures import latency_entry, per_source_metrics, violation_order
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
@@ -83,42 +84,6 @@ def slowest_partition(watermarks: dict, last_seen: dict, idle_before: int) -> tu
     return low, holder
 
 
-def latest_receipt(tops: list) -> int | None:
-    """The ref of the log's latest receipt (the first to reach the latest time) from the shares'
-    :attr:`RempLogChecker.top_mark`: the only receipt REMP-TIME-001's clock outlier may name."""
-    marks = [top for top in tops if top is not None]
-    return min(marks, key=lambda top: (-top[0], top[1]))[1] if marks else None
-
-
-def latency_entry(spec: dict, hist: LatencyHistogram) -> dict:
-    """A latency's figures in the report: its endpoints, percentiles, the share within the
-    promise, and counts in log10 bins (the operator's chart)."""
-    return ({"from": spec["from"], "to": spec["to"]} | hist.summary(tuple(spec["promise"]))
-            | {"log10_bins": hist.log_bins(hist.fitting_per_decade())})
-
-
-def per_source_metrics(shares: list[dict], role_of) -> dict[str, dict]:
-    """Per source, summed over the shares of a run: role, messages, receipts, the share of its
-    messages it ended rejected / timed out, latency of its first receipt after a message's first."""
-    total: dict[str, list] = {}
-    for share in shares:
-        for src, f in share.items():
-            t = total.get(src)
-            if t is None:
-                total[src] = [f[0], f[1], f[2], f[3], f[4], LatencyHistogram()]
-                total[src][5].merge(f[5])
-            else:
-                for i in range(1, 5):
-                    t[i] += f[i]
-                t[5].merge(f[5])
-    out = {}
-    for src, (seen, n, receipts, rejected, timed_out, hist) in sorted(total.items(), key=lambda kv: (-kv[1][1], kv[0])):
-        out[src] = {"role": role_of(src, seen), "messages": n, "receipts": receipts,
-                    "rejected_share": round(rejected / n, 4), "timed_out_share": round(timed_out / n, 4),
-                    "latency_ms": hist.summary()}
-    return out
-
-
 LINE_BITS = REF_LINE_BITS  # a receipt reference is (input index << LINE_BITS) | line number
 LINE_MASK = (1 << LINE_BITS) - 1
 SWEEP_EVERY = 4096
@@ -165,47 +130,6 @@ def _pieces(batches):
                 yield refs[i:i + PIECE], lines[i:i + PIECE]
 
 
-def _violation_order(v: Violation):
-    first = min(((e.file or "", e.line) for e in v.evidence), default=("", 0))
-    return first, v.rule
-
-
-def _last_key(line: bytes, key: bytes) -> int:
-    """Where the last ``key`` (quoted) stands as a key, followed by its colon, or -1. A string
-    value that reads "message_id" is passed over: taken for the key, it would put the receipt in
-    another share than its message's other receipts."""
-    i = line.rfind(key)
-    while i >= 0:
-        k = i + len(key)
-        while line[k:k + 1] in (b" ", b"\t", b"\r", b"\n"):  # JSON's whitespace before the colon
-            k += 1
-        if line[k:k + 1] == b":":
-            return i
-        i = line.rfind(key, 0, i)
-    return -1
-
-
-def partition_share(line: bytes, n: int) -> int | None:
-    """Which of ``n`` shares the receipt on this raw line belongs to, by its message id, found
-    without parsing JSON (plain, or escaped inside a Kafka value held as a string); None when the
-    id cannot be found this way. Ids are hashes, so their last hex digit spreads them evenly; case
-    is folded (``| 0x20``) because the spec profile allows upper-case hex. It reads the raw line,
-    before any decoding, so that a line can be dealt to its share without being parsed
-    (:mod:`.shares` applies it to a batch at once)."""
-    # the key itself, quoted; the last one wins, as it does for the JSON reader
-    i = _last_key(line, b'"message_id"')
-    if i >= 0:
-        j = line.find(b'"', i + 12)  # the value's opening quote
-        k = line.find(b'"', j + 1)
-    else:
-        i = _last_key(line, b'\\"message_id\\"')
-        if i < 0:
-            return None
-        j = line.find(b'"', i + 14)
-        k = line.find(b'\\"', j + 1)
-    if j < 0 or k <= j + 1:
-        return None
-    return (line[k - 1] | 0x20) % n
 
 
 class RempLogChecker:
@@ -263,7 +187,7 @@ class RempLogChecker:
                             typed=typed, partition_idle_receipts=partition_idle_receipts)
 
     def __getstate__(self) -> dict:
-        """A share's state travels between processes (see :class:`parallel.RempShards`) without
+        """A share's state travels between processes (see :class:`sharded.RempShards`) without
         the compiled model, which is rebuilt from the profile, or the progress callback."""
         state = dict(self.__dict__)
         state["model"] = None
@@ -284,7 +208,7 @@ class RempLogChecker:
         if jobs > 1 and "-" not in inputs:
             from rmkit.conformance.remp import parallel  # (and numpy, which one process does without)
 
-            return parallel.run_parallel(self._kwargs, inputs, jobs, progress=self.progress)
+            return parallel.run_parallel(type(self), self._kwargs, inputs, jobs, progress=self.progress)
         with paused_collections():  # one pause from the first receipt to the report (see rmkit.gctune)
             self.begin(inputs)
             for idx, path in enumerate(inputs):
@@ -392,7 +316,7 @@ class RempLogChecker:
         for rule, n in (("REMP-LIVE-001", self.untimed_live), ("REMP-EXPIRY-001", self.untimed_expiry)):
             if self.modes[rule] != OFF:
                 rep.add_not_judged(rule, n, NO_TIME)
-        rep.violations.sort(key=_violation_order)
+        rep.violations.sort(key=violation_order)
         rep.metrics = self._metrics(time.perf_counter() - self._started)
         rep.decide()
         return rep

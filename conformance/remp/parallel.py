@@ -10,8 +10,8 @@ first in the whole log judges the messages a share held back for a role it had n
 seen as a full node by one worker and as a validator by another is a REMP-ROLE-001 violation),
 and the report (counts add, examples are merged in line order, histograms add).
 
-The same shares run on Spark (:class:`RempShards`, ``rmkit audit``): there a share is the set of
-messages of one partition instead of one process's hash share.
+The same shares run on Spark (:class:`rmkit.conformance.remp.sharded.RempShards`, ``rmkit audit``):
+there a share is the set of messages of one partition instead of one process's hash share.
 """
 
 from __future__ import annotations
@@ -28,24 +28,23 @@ from typing import Any
 
 from rmkit.gctune import paused_collections
 from rmkit.processes import start_processes, stop_processes
-from rmkit.protocol import RecordKey
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, Report, Violation
 
-from rmkit.conformance.remp.checker import (LINE_BITS, LINE_MASK, RempLogChecker, _violation_order, latency_entry,
-                                            latest_receipt, per_source_metrics)
+from rmkit.conformance.remp.figures import latency_entry, latest_receipt, per_source_metrics, violation_order
 
-from rmkit.conformance.remp.shares import deal_text, share_picks
+from rmkit.conformance.remp.shares import LINE_MASK, deal_text, share_picks
+from rmkit.logread import REF_LINE_BITS as LINE_BITS
 from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, numbered_chunks, split_lines  # noqa: F401 (one rule for every protocol's --jobs)
 from rmkit.peerread import Links, PeerStopped, peer_batches, readable, size_of
 
 
-def _worker(conn, kwargs: dict[str, Any], inputs: list[str], peers: tuple | None) -> None:
+def _worker(conn, checker_class, kwargs: dict[str, Any], inputs: list[str], peers: tuple | None) -> None:
     """A share: its lines dealt by the parent (``peers`` None), or read by the shares themselves
     (``peers``: (this share's number, the shares' links, whether to count bytes read))."""
     try:
         with paused_collections():  # one pause from the first line to the report (see rmkit.gctune)
-            checker = RempLogChecker(**kwargs)
+            checker = checker_class(**kwargs)
             checker.begin(inputs, shared=True)  # this share's lines only
             checker.feed(_received(conn, checker) if peers is None else _read_by_peers(conn, checker, inputs, *peers))
             conn.send(("hwm", checker.end_mark, checker.top_mark, checker._roles))
@@ -183,8 +182,10 @@ def _raise_error(pipe) -> None:
         pass
 
 
-def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=None) -> Report:
-    """Same result as ``RempLogChecker(**kwargs).run(inputs)`` (up to which examples are kept).
+def run_parallel(checker_class, kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=None) -> Report:
+    """Same result as ``checker_class(**kwargs).run(inputs)`` (up to which examples are kept), the
+    class being :class:`rmkit.conformance.remp.checker.RempLogChecker` (which calls this, so it is
+    handed over rather than imported).
     Plain files are read by the shares themselves, which deal each other their lines
     (:mod:`rmkit.peerread`); otherwise (standard input, gzip) this process reads the inputs once
     and deals each share its lines. ``progress(input index, bytes of it read)`` is called as the
@@ -193,7 +194,7 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
     links = Links(jobs) if readable(inputs) else None
     sizes = [size_of(p) for p in inputs] if links is not None else []  # (for the progress of the shares' reading)
     try:
-        pipes, procs = start_processes(_worker, [(kwargs, inputs, None if links is None else (k, links, progress is not None))
+        pipes, procs = start_processes(_worker, [(checker_class, kwargs, inputs, None if links is None else (k, links, progress is not None))
                                                  for k in range(jobs)])
     finally:
         if links is not None:
@@ -206,7 +207,7 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
             with paused_collections():  # the batches hold no cycles (see rmkit.gctune)
                 _deal(out, inputs, progress)
         first = _first_messages(pipes, progress, sizes)
-        end = RempLogChecker(**kwargs).end_clock([m[1] for m in first], [m[2] for m in first])
+        end = checker_class(**kwargs).end_clock([m[1] for m in first], [m[2] for m in first])
         latest_ref = latest_receipt([m[2] for m in first])
         roles = first_roles([m[3] for m in first])
         for p in pipes:
@@ -223,7 +224,7 @@ def run_parallel(kwargs: dict[str, Any], inputs: list[str], jobs: int, progress=
             for proc in procs:
                 proc.kill()
         stop_processes(procs)
-    report = _merge(kwargs, inputs, [r[1] for r in results], [r[2] for r in results], [r[3] for r in results],
+    report = _merge(checker_class, kwargs, inputs, [r[1] for r in results], [r[2] for r in results], [r[3] for r in results],
                     [r[4] for r in results], [r[5] for r in results])
     elapsed = time.perf_counter() - started
     report.metrics["elapsed_s"] = round(elapsed, 3)
@@ -287,44 +288,13 @@ def first_roles(shares: list[dict]) -> dict[str, tuple]:
     return out
 
 
-class RempShards:
-    """The REMP checker as a :class:`rmkit.protocol.ShardedChecker` (``rmkit audit`` runs it on
-    Spark): a share is the checker after reading every receipt of its messages in log order; the
-    shares finish on one clock and merge as ``--jobs`` shares do (:func:`_merge`)."""
-
-    # the message id: a receipt's, or that of the receipt a Kafka record (or kcat envelope) holds
-    key = RecordKey((("message_id",), ("value", "message_id"), ("payload", "message_id")), fold_case=True,
-                    text_values=True)
-
-    def __init__(self, kwargs: dict[str, Any]):
-        self.kwargs = kwargs
-
-    def check_share(self, inputs: list[str], batches) -> RempLogChecker:
-        checker = RempLogChecker(**self.kwargs)
-        checker.begin(inputs, shared=True)
-        checker.feed(batches)
-        return checker
-
-    def merge(self, inputs: list[str], shares: list[RempLogChecker]) -> Report:
-        """Judge every share's open messages on the log's final clock, then merge the reports."""
-        end = shares[0].end_clock([c.end_mark for c in shares], [c.top_mark for c in shares])
-        latest_ref = latest_receipt([c.top_mark for c in shares])
-        roles = first_roles([c._roles for c in shares])
-        reports = []
-        for c in shares:
-            c.settle_roles(roles)
-            reports.append(c.finish(end, latest_ref))
-        return _merge(self.kwargs, inputs, reports, [c.lat for c in shares], [c._roles for c in shares],
-                      [c.per_source for c in shares], [c.seconds_first for c in shares])
-
-
 # a rule a share reports once per source, kept for the source's earliest finding over the shares
 ONCE_PER_SOURCE = "REMP-TIME-002"
 
 
-def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[dict], per_source: list[dict],
-           seconds: list[dict]) -> Report:
-    probe = RempLogChecker(**kwargs)
+def _merge(checker_class, kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[dict],
+           per_source: list[dict], seconds: list[dict]) -> Report:
+    probe = checker_class(**kwargs)
     base = reports[0]
     out = Report(protocol=base.protocol, profile=base.profile, inputs=list(inputs), rules=dict(base.rules),
                  shown_per_rule=base.shown_per_rule, input_rule=base.input_rule, not_checked=dict(base.not_checked))
@@ -357,7 +327,7 @@ def _merge(kwargs, inputs, reports: list[Report], lats: list[dict], roles: list[
         out.count(ONCE_PER_SOURCE, out.rules.get(ONCE_PER_SOURCE), len(once))
     kept: Counter[str] = Counter()
     shares = [v for r in reports for v in r.violations if v.rule != ONCE_PER_SOURCE]
-    for v in sorted(shares + once + [v for v in extra if mode and mode != OFF], key=_violation_order):
+    for v in sorted(shares + once + [v for v in extra if mode and mode != OFF], key=violation_order):
         if out.shown_per_rule and kept[v.rule] >= out.shown_per_rule:
             continue
         kept[v.rule] += 1

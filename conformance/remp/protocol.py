@@ -80,7 +80,7 @@ class Remp(ChecksLogs, Simulates, MakesKeys, SignsRecords, DrivesImplementations
                                 "(default: roles inferred from the kinds each source issues)")
 
     def sharded_checker(self, profile: str, args: argparse.Namespace):
-        from rmkit.conformance.remp.parallel import RempShards
+        from rmkit.conformance.remp.sharded import RempShards
 
         return RempShards(self.make_checker(profile, args)._kwargs)
 

@@ -1,6 +1,6 @@
 """Which share of a ``--jobs`` run each line of a batch belongs to, a whole batch at a time.
 
-:func:`rmkit.conformance.remp.checker.partition_share` is the one rule (the last hex digit of the
+:func:`partition_share` is the one rule (the last hex digit of the
 raw message id, case-folded; the line number where no id is found). Applied line by line it costs
 about a sixth of checking a receipt (1.3 µs a line), so it is applied here to a batch at once:
 array operations over the batch's text (:func:`rmkit.linescan.last_value_bytes`) find each line's
@@ -15,8 +15,49 @@ from __future__ import annotations
 
 from itertools import compress, repeat
 
-from rmkit.conformance.remp.checker import LINE_MASK, partition_share
 from rmkit.linescan import deal_by_key, last_value_bytes, pick_table
+from rmkit.logread import REF_LINE_BITS
+
+LINE_MASK = (1 << REF_LINE_BITS) - 1  # a reference's line number
+
+
+def _last_key(line: bytes, key: bytes) -> int:
+    """Where the last ``key`` (quoted) stands as a key, followed by its colon, or -1. A string
+    value that reads "message_id" is passed over: taken for the key, it would put the receipt in
+    another share than its message's other receipts."""
+    i = line.rfind(key)
+    while i >= 0:
+        k = i + len(key)
+        while line[k:k + 1] in (b" ", b"\t", b"\r", b"\n"):  # JSON's whitespace before the colon
+            k += 1
+        if line[k:k + 1] == b":":
+            return i
+        i = line.rfind(key, 0, i)
+    return -1
+
+
+def partition_share(line: bytes, n: int) -> int | None:
+    """Which of ``n`` shares the receipt on this raw line belongs to, by its message id, found
+    without parsing JSON (plain, or escaped inside a Kafka value held as a string); None when the
+    id cannot be found this way. Ids are hashes, so their last hex digit spreads them evenly; case
+    is folded (``| 0x20``) because the spec profile allows upper-case hex. It reads the raw line,
+    before any decoding, so that a line can be dealt to its share without being parsed
+    (:func:`line_shares` applies it to a batch at once)."""
+    # the key itself, quoted; the last one wins, as it does for the JSON reader
+    i = _last_key(line, b'"message_id"')
+    if i >= 0:
+        j = line.find(b'"', i + 12)  # the value's opening quote
+        k = line.find(b'"', j + 1)
+    else:
+        i = _last_key(line, b'\\"message_id\\"')
+        if i < 0:
+            return None
+        j = line.find(b'"', i + 14)
+        k = line.find(b'\\"', j + 1)
+    if j < 0 or k <= j + 1:
+        return None
+    return (line[k - 1] | 0x20) % n
+
 
 _KEY = b'"message_id"'  # the id key, quoted
 # n -> each byte's share among n, as partition_share computes it from the id's last character

@@ -349,7 +349,7 @@ def test_the_plain_key_is_the_checkers_key_wherever_the_checker_finds_one(spark)
     reads none (the record names no message and is judged by itself, wherever it is placed)."""
     from pyspark.sql import functions as F
 
-    from rmkit.conformance.remp.parallel import RempShards
+    from rmkit.conformance.remp.sharded import RempShards
     from rmkit.protocols.rmb.records import RECORD_KEY
     from rmkit.spark_checks.inputs import plain_key
 

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rmkit.conformance.remp.checker import RempLogChecker
-from rmkit.conformance.remp.parallel import RempShards
+from rmkit.conformance.remp.sharded import RempShards
 from rmkit.protocol import REF_LINE_BITS
 
 REPO = Path(__file__).resolve().parents[2]

@@ -190,7 +190,7 @@ def test_parallel_finds_a_role_conflict_across_shares(tmp_path):
     b'{"topic":"t","key":"abc","value":{"message_id":"abc","kind":"X"}}',
 ])
 def test_partition_share_follows_the_message_id_in_every_layout(line):
-    from rmkit.conformance.remp.checker import partition_share
+    from rmkit.conformance.remp.shares import partition_share
 
     for n in (2, 3, 5):
         assert partition_share(line, n) == ord("c") % n

@@ -85,7 +85,7 @@ def test_a_copy_is_told_from_new_receipts_however_many_a_message_has(tmp_path):
 
 
 def test_a_share_is_found_by_the_id_key_not_by_a_value_that_reads_like_it():
-    from rmkit.conformance.remp.checker import partition_share
+    from rmkit.conformance.remp.shares import partition_share
 
     mid = "ab" * 31 + "c7"
     plain = b'{"kind":"Finalized","message_id":"%s","source_id":"00"}' % mid.encode()

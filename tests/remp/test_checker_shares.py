@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from rmkit.conformance.remp.checker import LINE_BITS, RempLogChecker, final_clock
-from rmkit.conformance.remp.parallel import RempShards
+from rmkit.conformance.remp.sharded import RempShards
 from rmkit.logread import unwrap_kafka
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "remp"

@@ -23,8 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from late_receipts import FAULTS_LOG, late_log
-from rmkit.conformance.remp.checker import RempLogChecker, partition_share
-from rmkit.conformance.remp.parallel import RempShards
+from rmkit.conformance.remp.checker import RempLogChecker
+from rmkit.conformance.remp.shares import partition_share
+from rmkit.conformance.remp.sharded import RempShards
 
 # the share clock lags the log's clock (see the module docstring); the fix needs the log's clock
 # at every record in every share, which the shares do not have yet

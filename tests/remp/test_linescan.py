@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from rmkit import linescan
 from rmkit.conformance.remp import shares
-from rmkit.conformance.remp.checker import RempLogChecker, partition_share
+from rmkit.conformance.remp.checker import RempLogChecker
+from rmkit.conformance.remp.shares import partition_share
 from rmkit.logread import split_lines
 
 try:

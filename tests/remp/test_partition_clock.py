@@ -22,7 +22,7 @@ import pytest
 
 from rmkit.conformance.remp.bulk_sim import BulkConfig, expected_findings, generate
 from rmkit.conformance.remp.checker import RempLogChecker, slowest_partition
-from rmkit.conformance.remp.parallel import RempShards
+from rmkit.conformance.remp.sharded import RempShards
 from rmkit.logread import unwrap_kafka
 
 PROFILE, LIFETIME = "ever-node", 6

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmkit.conformance.remp import shares
-from rmkit.conformance.remp.checker import LINE_BITS, LINE_MASK, RempLogChecker, partition_share
-from rmkit.conformance.remp.shares import fast_shares, line_shares, own_lines, split_lines
+from rmkit.conformance.remp.checker import LINE_BITS, LINE_MASK, RempLogChecker
+from rmkit.conformance.remp.shares import fast_shares, line_shares, own_lines, partition_share, split_lines
 from rmkit.errors import InputError
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "remp"

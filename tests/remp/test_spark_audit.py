@@ -21,7 +21,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from rmkit.conformance.remp.bulk_sim import BulkConfig, expected_findings, generate  # noqa: E402
 from rmkit.conformance.remp.checker import RempLogChecker  # noqa: E402
-from rmkit.conformance.remp.parallel import RempShards  # noqa: E402
+from rmkit.conformance.remp.sharded import RempShards  # noqa: E402
 from rmkit.protocols.remp.keys import load_validator_set  # noqa: E402
 from rmkit.protocol import RecordKey  # noqa: E402
 from rmkit.verdict import Report, Violation  # noqa: E402
