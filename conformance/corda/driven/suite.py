@@ -46,7 +46,7 @@ from rmkit.reference_impl.corda.message import Message, flow_id
 from . import report
 from .adapters import ROLES, ImplementationFailed, harnessed, message_to
 from .contract import FIELDS, Topology, default_topology, number, peer_names, topology_range
-from .judge import Judge, Outcome, Violation
+from .judge import Judge, Outcome
 
 DRAIN_BOUND = number("receiver", "drain", "bound_ticks")   # the rhythm a node must keep (see above)
 QUIET_TICKS = number("receiver", "drain", "quiet_ticks")
