@@ -19,6 +19,7 @@ import importlib
 
 from rmkit.conformance.examples._base import VariantAdapter
 from rmkit.conformance.remp.driven.catalogue import conformance_spec
+from rmkit.conformance.remp.driven.scope import ROLES, rules_in_scope
 from rmkit.protocols.remp.model import FULLNODE
 from rmkit.protocols.remp.events import Publish, Receipt, SendToValidator
 from rmkit.reference_impl.remp.fullnode import FullNode
@@ -412,8 +413,6 @@ def why_not_covered(rule: str, profile: str, roles=None) -> str:
     """Why no scenario of a run of ``roles`` (default: every role) covers ``rule``: for each of those
     roles that has the rule in scope, the spec's reason it is not drivable there, or that a mutant
     exists but no scenario catches it."""
-    from rmkit.conformance.remp.driven.suite import ROLES, rules_in_scope
-
     roles = [r for r in (roles or ROLES) if rule in rules_in_scope(profile, (r,))]
     reasons = {r: not_drivable(rule, profile, r) for r in roles}
     if roles and all(reasons.values()):

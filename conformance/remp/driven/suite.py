@@ -11,37 +11,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from rmkit.conformance.remp.driven.catalogue import catalogue, conformance_spec, requirements
-from rmkit.protocols.remp.adapterwire import adapter_spec
+from rmkit.conformance.remp.driven.catalogue import catalogue
 from rmkit.conformance.remp.driven.coverage import generated_scenarios
 from rmkit.conformance.remp.driven.generate import run_generated
-from rmkit.conformance.remp.driven.judge import binds
 from rmkit.conformance.remp.driven.names import default_params
 from rmkit.conformance.remp.driven.report import ConformReport, unreached
 from rmkit.conformance.remp.driven.runner import FAIL, PASS, Failure, ScenarioResult, run_scenario
 from rmkit.conformance.remp.driven.scenario import Scenario, read_scenario, write_scenario
-from rmkit.protocols.remp.model import model_for
+from rmkit.conformance.remp.driven.scope import ROLES, rules_in_scope  # noqa: F401 (ROLES: the roles a run drives)
 from rmkit.cli_options import DEFAULT_REGRESSIONS
-
-ROLES = ("validator", "fullnode", "consumer")
-
-
-def rules_in_scope(profile: str, roles) -> dict:
-    """id -> title of the log rules the roles' receipts can break (active in the profile) and the
-    requirements of the roles, in spec order."""
-    m = model_for(profile)
-    spec = adapter_spec()["roles"]
-    wanted = {r for role in roles for r in spec[role]["rules"]}
-    out = {r.id: r.title for r in m.rules if r.id in wanted and r.mode(profile) != "off"}
-    for rid, req in requirements().items():
-        if set(req["roles"]) & set(roles) and binds(rid, profile):
-            out[rid] = req["title"]
-    for sc in conformance_spec()["scenarios"]:  # rules a catalogue scenario names (e.g. consumer outcomes)
-        if sc["role"] in roles:
-            for rid in sc["checks"]:
-                if rid not in out and rid in {r.id for r in m.rules} and m.rules[rid].mode(profile) != "off":
-                    out[rid] = m.rules[rid].title
-    return out
 
 
 def _timed(run, sc, impl) -> ScenarioResult:
