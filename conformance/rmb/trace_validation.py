@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import random
 
-from rmkit.conformance.rmb.agreement import ABSENT, BUDGETS, Harness, Scenario, _virtual_environment
+from rmkit.conformance.rmb.agreement_harness import ABSENT, BUDGETS, Harness, Scenario, _virtual_environment
 from rmkit.tlc.generated import trace_cfg, unfollowed_walks
 from rmkit.tlc.generated import trace_module as generated_trace_module
 
