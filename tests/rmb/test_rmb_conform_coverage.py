@@ -67,8 +67,10 @@ def test_the_measured_coverage_is_current():
     """Measured again (every mutant against the catalogue): the committed coverage.json still holds."""
     from rmb_support import redis_server_or_skip
 
+    from rmkit.conformance.rmb.driven.measure import measure
+
     redis_server_or_skip()
-    now = coverage.measure(jobs=3, say=lambda line: None)
+    now = measure(jobs=3, say=lambda line: None)
     for rule, entry in coverage.load().items():
         assert set(entry["caught_by"]) <= set(now[rule]["caught_by"]) | set(), rule
         assert now[rule]["caught_by"], rule
