@@ -27,7 +27,6 @@ from typing import Annotated, Any, Optional, Union
 
 import msgspec
 
-from rmkit.protocols.remp.model import RempModel
 
 # The integers both decoders read alike: orjson turns a larger literal into a float, msgspec
 # into an int. Beyond 64 signed bits a line takes the general path.
@@ -63,9 +62,10 @@ def _own_field(fc) -> tuple:
 class TypedDecoder:
     """``decode(line)`` -> the typed receipt of the line's kind; raises on anything else.
     ``kind_of[type(receipt)]`` is the kind's :class:`~rmkit.protocols.remp.model.KindInfo`;
-    :meth:`decode_lines` types a batch of lines at once."""
+    :meth:`decode_lines` types a batch of lines at once. Built by the compiled spec it reads
+    (:meth:`~rmkit.protocols.remp.model.RempModel.typed_decoder`), which it does not import."""
 
-    def __init__(self, model: RempModel):
+    def __init__(self, model):
         spec = model.spec["kinds"]
         formats = model.spec["formats"]["formats"]
         structs = []
