@@ -4,11 +4,11 @@ redis-server and daemon process). Both stop cleanly on Ctrl-C or SIGTERM."""
 from __future__ import annotations
 
 import argparse
-import errno
 import signal
 import sys
 
-from rmkit.errors import RmkitError, UsageError
+from rmkit.errors import UsageError
+from rmkit.reference_impl.rmb.addresses import CannotStart, host_port, listen_problem
 
 
 MAX_WORKERS = 256  # forward workers of one daemon: beyond, a typo, not a machine
@@ -18,33 +18,6 @@ def check_workers(workers: int) -> None:
     """--workers: a daemon with no forward worker never posts a request (nor says so)."""
     if not 1 <= workers <= MAX_WORKERS:
         raise UsageError(f"--workers: expected a number of forward workers from 1 to {MAX_WORKERS}, found {workers}")
-
-
-class CannotStart(RmkitError):
-    """A daemon or recorder cannot start for a reason of its environment: its port is busy, its
-    Redis does not answer. The message names the option."""
-
-
-def host_port(text: str, flag: str, any_port: bool = False) -> tuple[str, int]:
-    """``HOST:PORT`` (an empty host: 127.0.0.1) with PORT from 1 to 65535, or 0 (a free port,
-    chosen at start) where ``any_port``; a :class:`UsageError` naming ``flag`` otherwise."""
-    host, sep, port = text.rpartition(":")
-    low = 0 if any_port else 1
-    if not sep or not (port.isascii() and port.isdigit()) or not low <= int(port) <= 65535:
-        raise UsageError(f"{flag}: expected HOST:PORT with PORT from {low} to 65535, found {text!r}")
-    return host or "127.0.0.1", int(port)
-
-
-def listen_problem(exc: OSError, flag: str, host: str, port: int) -> CannotStart:
-    """Why a server cannot listen on ``host:port`` (given as ``flag``), as the line to show."""
-    where = f"{flag} {host}:{port}"
-    if exc.errno == errno.EADDRINUSE:
-        return CannotStart(f"{where}: the port is busy (address already in use): choose another port or stop what listens there")
-    if exc.errno == errno.EADDRNOTAVAIL:
-        return CannotStart(f"{where}: cannot listen: the address is not one of this machine's")
-    if exc.errno == errno.EACCES:
-        return CannotStart(f"{where}: cannot listen: permission denied")
-    return CannotStart(f"{where}: cannot listen ({exc.strerror or exc})")
 
 
 INTERNAL = "or an internal error (one line; --debug before the command shows the traceback)"

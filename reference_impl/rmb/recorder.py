@@ -92,7 +92,7 @@ def run(args) -> int:
     import asyncio  # here, not at the top: every rmkit command builds the recorder's arguments
 
     from rmkit.guard import check_writable_file
-    from rmkit.reference_impl.rmb.cli import host_port, listen_problem
+    from rmkit.reference_impl.rmb.addresses import host_port, listen_problem
 
     host, port = host_port(args.listen, "--listen", any_port=True)
     host_port(args.target, "--target")
