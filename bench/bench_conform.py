@@ -34,8 +34,8 @@ REFERENCE = "rmkit.reference_impl.remp.adapter:factory"
 ROUNDS = 3
 ROOT = Path(__file__).resolve().parent.parent
 # the import name of each package folder of the source tree (pyproject.toml's package-dir)
-PACKAGE_DIRS = {"spec": "spec", "conformance": "conformance", "reference_impl": "reference_impl", "fixtures": "fixtures",
-                "tla": "tla", "spark_checks": "spark_checks"}
+PACKAGE_DIRS = {"spec": "spec", "protocols": "protocols", "conformance": "conformance", "reference_impl": "reference_impl",
+                "fixtures": "fixtures", "tla": "tla", "spark_checks": "spark_checks"}
 RATE = """
 import sys, time
 from rmkit.conformance.remp.driven.adapters import InProcessImplementation, ProcessImplementation

@@ -17,8 +17,8 @@ from rmkit.cli import build_parser, main
 from rmkit.protocol import get_protocol, protocol_names
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS = ["README.md", "docs", "spec", "tla", "spark_checks", "conformance", "reference_impl", "interop"]
-CODE = ["rmkit", "conformance", "spark_checks", "reference_impl"]
+DOCS = ["README.md", "docs", "spec", "tla", "spark_checks", "conformance", "reference_impl", "protocols", "interop"]
+CODE = ["rmkit", "protocols", "conformance", "spark_checks", "reference_impl"]
 IN_BACKTICKS = re.compile(r"`(rmkit [^`\n]+)`")
 ANYWHERE = re.compile(r"\brmkit (?:[a-z][a-z-]*)(?: [a-z][a-z|-]*)*")
 
