@@ -2,7 +2,7 @@
 
 Why one module: whether a run is derandomized (``--derandomize``, or the Hypothesis ``ci`` profile
 that CI sets) and when progress lines go to stderr are promises of the command, not of a
-protocol; written once here, REMP, RMB, Corda and the pytest plugin cannot drift apart.
+protocol; written once here, the protocols and the pytest plugin cannot drift apart.
 """
 
 from __future__ import annotations
@@ -118,5 +118,7 @@ def replay_command(protocol: str, scenario, impl: list[str]) -> str:
     shell: printed wherever a failure is, so that one paste reproduces it."""
     import shlex
 
-    argv = ["rmkit", "replay"] + (["--protocol", protocol] if protocol != "remp" else []) + [str(scenario)]
+    from rmkit.protocol import default_protocol
+
+    argv = ["rmkit", "replay"] + (["--protocol", protocol] if protocol != default_protocol("conform") else []) + [str(scenario)]
     return shlex.join(argv + (impl or ["--impl-cmd", "CMD"]))

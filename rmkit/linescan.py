@@ -12,7 +12,7 @@ not, the batch is the caller's to read line by line (None).
 built by ``pip install`` where a C compiler is found). Where it was not built it answers None, and
 the reader deals the chunk as it deals any batch: its lines split, then the protocol's batch proof
 (:func:`last_value_bytes`, array operations with numpy), line by line where that fails. Both ways
-give the same answer on every text; ``tests/remp/test_linescan.py`` holds them equal.
+give the same answer on every text; a test (``test_linescan.py``) holds them equal.
 ``RMKIT_PURE_PYTHON=1`` in the environment leaves the compiled scanner out (to compare, or to rule
 it out).
 """

@@ -104,7 +104,7 @@ class Protocol:
     The rest are capabilities (:data:`CAPABILITIES`), each a mixin class below that a protocol
     adds to its bases; the core asks :func:`capable` before it calls one, and a command a protocol
     lacks the capability for is a usage error naming what is missing. Every method the core calls
-    on a protocol is declared here or on a capability (``tests/test_protocol_interface.py``)."""
+    on a protocol is declared here or on a capability (``tests/core/test_protocol_interface.py``)."""
 
     name: str = ""
     title: str = ""

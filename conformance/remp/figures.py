@@ -4,7 +4,7 @@ of violations. One place, so that a report does not depend on how many shares re
 
 from __future__ import annotations
 
-from rmkit.metrics import LatencyHistogram
+from rmkit.conformance.remp.metrics import LatencyHistogram
 from rmkit.verdict import Violation
 
 

@@ -15,7 +15,7 @@ import pytest
 from rmkit.protocol import CAPABILITIES, Protocol, capable, default_protocol, registry, require
 from rmkit.errors import UsageError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CALLERS = [REPO / "rmkit", REPO / "spark_checks"]
 
 # the names a protocol object goes by in the core
