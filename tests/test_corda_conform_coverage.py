@@ -129,6 +129,10 @@ def test_a_failure_is_named_by_the_first_rule_the_outputs_broke_not_the_first_th
     out = Outcome("spec", [("tick",)] * 5, [finding, later, earlier], [])
     assert report.first_broken(out.violations) is earlier
     assert report.headline(_result(failure=out)) == "CORDA-DEDUP-005 at step 3"
+    from rmkit.conformance.corda.driven.suite import problems
+
+    assert [line.split()[0] for line in problems("spec", out) if line.startswith("CORDA-")] == [
+        "CORDA-ORDER-001", "CORDA-DEDUP-005", "CORDA-DEDUP-002"]   # as they happened
     tick = Violation("CORDA-ACK-002", "strict", 5, "never acked", "drain tick 50")
     restart = Violation("CORDA-DEDUP-001", "strict", 5, "twice", "drain restart 1")
     log = ["drain tick 3: tick -> {}", "drain restart 1: crash", "drain tick 60: tick -> {}"]
