@@ -129,6 +129,10 @@ def test_a_failure_is_named_by_the_first_rule_the_outputs_broke_not_the_first_th
     out = Outcome("spec", [("tick",)] * 5, [finding, later, earlier], [])
     assert report.first_broken(out.violations) is earlier
     assert report.headline(_result(failure=out)) == "CORDA-DEDUP-005 at step 3"
+    from rmkit.conformance.corda.driven.suite import problems
+
+    assert [line.split()[0] for line in problems("spec", out) if line.startswith("CORDA-")] == [
+        "CORDA-ORDER-001", "CORDA-DEDUP-005", "CORDA-DEDUP-002"]   # as they happened
     tick = Violation("CORDA-ACK-002", "strict", 5, "never acked", "drain tick 50")
     restart = Violation("CORDA-DEDUP-001", "strict", 5, "twice", "drain restart 1")
     log = ["drain tick 3: tick -> {}", "drain restart 1: crash", "drain tick 60: tick -> {}"]
@@ -182,7 +186,14 @@ def test_without_the_catalogue_the_measure_keeps_a_generated_scenario_for_every_
     cov = coverage.measure(say=lambda line: None)
     assert cov["scenarios"] and all(name.startswith("generated-") for name in cov["scenarios"])
     assert coverage.uncovered(cov) == []
-    assert coverage.measure(say=lambda line: None) == cov          # the same scenarios again: seeded
+    rule, role = next(iter(mutants.MUTANTS))   # searched for first (nothing kept yet): the same scenario again
+    m = mutants.MUTANTS[(rule, role)]
+    players = [coverage._Player(m.cls, role, "spec"), coverage._Player(mutants.reference(role), role, "spec")]
+    try:
+        assert coverage._search(rule, role, "spec", *players) in [sc["steps"] for sc in cov["scenarios"].values()]
+    finally:
+        for p in players:
+            p.close()
     monkeypatch.setattr(coverage, "load", lambda: cov)
     played = dict(coverage.generated("receiver", "spec"))
     assert set(played) == {n for n, sc in cov["scenarios"].items() if sc["role"] == "receiver"}

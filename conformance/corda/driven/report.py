@@ -42,6 +42,7 @@ def not_judged(role: str, profile: str) -> dict[str, str]:
 
 
 # ---- the first rule broken ------------------------------------------------------------------------
+_STEP = re.compile(r"step (\d+)")
 _TICK = re.compile(r"drain tick (\d+)")
 
 
@@ -50,8 +51,9 @@ def position(v, log: list[str] = ()) -> tuple:
     ticks; a drain restart after the last tick logged before it), the durability check, the end.
     A violation the judge could only decide later (at the end of the drain) keeps the place it names."""
     where = v.where or f"step {v.step}"
-    if where.startswith("step "):
-        return (1, int(where.split()[1]), 0)
+    m = _STEP.match(where)
+    if m:
+        return (1, int(m.group(1)), 0)
     m = _TICK.match(where)
     if m:
         return (2, int(m.group(1)), 0)

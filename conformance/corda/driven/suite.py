@@ -469,13 +469,13 @@ def steps_text(actions) -> str:
 
 
 def problems(profile: str, out: Outcome) -> list[str]:
-    """What went wrong in ``out``, each with what to do: the rules broken, or the implementation's
-    breakdown."""
+    """What went wrong in ``out``, each with what to do: the rules broken, in the order they happened
+    (the first names the failure), or the implementation's breakdown."""
     lines = []
     if isinstance(out, Stopped):
         lines.append(f"the implementation failed {out.cause}")
         lines.append(f"  what to do: {STOPPED_ADVICE}")
-    for v in out.violations:
+    for v in report.ordered(out.violations, out.log):
         lines.append(v.render())
         lines.append(f"  what to do: {corda_spec(profile).rules[v.rule].advice}")
     return lines
