@@ -122,7 +122,7 @@ def test_odd_lines_judged_alike(tmp_path):
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_typed_kafka_record_equals_its_dict(profile):
-    """A Kafka dump's record typed whole (decode.py ``decode_records``): its receipt, time,
+    """A Kafka dump's record typed whole (records.py ``decode_records``): its receipt, time,
     partition and key are the dict's; the dumps of the fixtures are read this way, not in general."""
     dec = model_for(profile).typed_decoder()
     typed = 0
