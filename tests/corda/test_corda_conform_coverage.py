@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from rmkit.cli import main
-from rmkit.conformance.corda.driven import coverage, mutants, report
+from rmkit.conformance.corda.driven import coverage, measure, mutants, report
 from rmkit.conformance.corda.driven.judge import Violation
 from rmkit.conformance.corda.driven.suite import Outcome, SearchResult, failed, render
 from rmkit.protocols.corda.model import corda_spec, profiles
@@ -24,15 +24,15 @@ ROLES = ("receiver", "bridge")
 
 
 def test_every_rule_in_scope_is_covered_by_a_mutant_catching_scenario_or_given_a_reason_in_the_spec():
-    assert coverage.uncovered(coverage.load()) == [], (
+    assert measure.uncovered(coverage.load()) == [], (
         "(rule, role, profile) neither covered by a scenario that catches the rule's mutant nor given a reason "
-        "in spec/corda/rules.yaml not_covered; python -m rmkit.conformance.corda.driven.coverage measures again")
+        "in spec/corda/rules.yaml not_covered; python -m rmkit.conformance.corda.driven.measure measures again")
 
 
 def test_the_committed_coverage_is_what_measuring_again_gives():
     """Every scenario against the reference and each mutant, in process, seeded and bounded by counts."""
-    assert coverage.measure(say=lambda line: None) == coverage.load(), (
-        "coverage.json is stale: python -m rmkit.conformance.corda.driven.coverage")
+    assert measure.measure(say=lambda line: None) == coverage.load(), (
+        "coverage.json is stale: python -m rmkit.conformance.corda.driven.measure")
 
 
 def test_a_reason_in_the_spec_is_for_a_profile_where_the_rule_is_judged_and_nothing_covers_it():
@@ -42,7 +42,7 @@ def test_a_reason_in_the_spec_is_for_a_profile_where_the_rule_is_judged_and_noth
     assert listed, "no rule gives a reason: the check below checks nothing"
     for rule, profile in listed:
         assert profile in profiles(), (rule, profile)
-        roles = [role for role in ROLES if rule in coverage.in_scope(role, profile)]
+        roles = [role for role in ROLES if rule in measure.in_scope(role, profile)]
         assert roles, f"{rule}: not judged in {profile}, yet not_covered gives a reason there"
         assert not any(coverage.caught_by(rule, role, profile, cov) for role in roles), (
             f"{rule} is covered in {profile}: drop its not_covered reason there")
@@ -63,14 +63,14 @@ def test_each_mutant_breaks_its_rule_first_on_the_scenarios_that_catch_it_and_th
         names = coverage.caught_by(rule, role, profile, cov)
         if not names:
             continue
-        pool = {**coverage._catalogue(profile), **cov["scenarios"]}
-        mutant = coverage._Player(m.cls, role, profile)
-        ref = coverage._Player(mutants.reference(role), role, profile)
+        pool = {**measure._catalogue(profile), **cov["scenarios"]}
+        mutant = measure._Player(m.cls, role, profile)
+        ref = measure._Player(mutants.reference(role), role, profile)
         try:
             for name in names:
                 steps = pool[name]["steps"]
                 out = mutant.play(steps)   # its rule is the first broken (a loss may follow an early ack)
-                assert coverage.catches(out, rule, profile), (profile, name, [v.render() for v in out.violations])
+                assert measure.catches(out, rule, profile), (profile, name, [v.render() for v in out.violations])
                 assert not failed(ref.play(steps)), (profile, name)
         finally:
             mutant.close()
@@ -113,7 +113,7 @@ def test_a_rule_neither_covered_nor_given_a_reason_is_named_so(monkeypatch):
     neither covered nor given a reason, and the report says so instead of passing it."""
     cov = coverage.load()
     cov["rules"]["CORDA-DEDUP-005"]["receiver"]["caught_by"]["spec"] = []
-    assert ("CORDA-DEDUP-005", "receiver", "spec") in coverage.uncovered(cov)
+    assert ("CORDA-DEDUP-005", "receiver", "spec") in measure.uncovered(cov)
     monkeypatch.setattr(coverage, "load", lambda: cov)
     row = _row(_result([(n, _clean()) for n in coverage.caught_by("CORDA-ACK-001", "receiver", "spec", cov)]),
                "CORDA-DEDUP-005")
@@ -181,16 +181,16 @@ def test_without_the_catalogue_the_measure_keeps_a_generated_scenario_for_every_
     scenario kept (with its steps) so that a run plays it."""
     import rmkit.protocols.corda.model as spec_module
 
-    monkeypatch.setattr(coverage, "_catalogue", lambda profile: {})
+    monkeypatch.setattr(measure, "_catalogue", lambda profile: {})
     monkeypatch.setattr(spec_module, "profiles", lambda: ["spec"])
-    cov = coverage.measure(say=lambda line: None)
+    cov = measure.measure(say=lambda line: None)
     assert cov["scenarios"] and all(name.startswith("generated-") for name in cov["scenarios"])
-    assert coverage.uncovered(cov) == []
+    assert measure.uncovered(cov) == []
     rule, role = next(iter(mutants.MUTANTS))   # searched for first (nothing kept yet): the same scenario again
     m = mutants.MUTANTS[(rule, role)]
-    players = [coverage._Player(m.cls, role, "spec"), coverage._Player(mutants.reference(role), role, "spec")]
+    players = [measure._Player(m.cls, role, "spec"), measure._Player(mutants.reference(role), role, "spec")]
     try:
-        assert coverage._search(rule, role, "spec", *players) in [sc["steps"] for sc in cov["scenarios"].values()]
+        assert measure._search(rule, role, "spec", *players) in [sc["steps"] for sc in cov["scenarios"].values()]
     finally:
         for p in players:
             p.close()

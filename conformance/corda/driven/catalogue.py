@@ -41,7 +41,7 @@ def scenarios() -> tuple[Named, ...]:
     """Every scenario of the catalogue, in file order, each checked: its role is driven, its window
     is declared, its rules exist and its steps are ones the role plays (saved scenarios are checked
     by the same function); every window and every crash point of system.yaml has a scenario."""
-    from .suite import step_problem
+    from .steps import step_problem
 
     spec = load_protocol_spec("corda")
     doc, system = spec["catalogue"], spec["system"]

@@ -441,3 +441,17 @@ class Outcome:
     @property
     def strict(self) -> list[Violation]:
         return [v for v in self.violations if v.mode == "strict"]
+
+
+@dataclass
+class Stopped(Outcome):
+    """A scenario the implementation did not get through after its hello: it crashed, timed out or
+    answered something that is not a reply. That fails the scenario (exit 1), shrunk and saved
+    like any failure; only an implementation that never gets past a hello could not be driven
+    (exit 2). ``log`` is the exchange as the kit saw it, up to the failure."""
+
+    cause: str = ""
+
+
+def failed(out: Outcome) -> bool:
+    return bool(out.strict) or isinstance(out, Stopped)

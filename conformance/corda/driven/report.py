@@ -88,7 +88,7 @@ def _outcomes(result) -> list:
     """Every outcome of the run that is evidence: the named scenarios that passed (their findings),
     the failure as reported (a named scenario's shrunk: its violations are those of the scenario
     shown, not the consequences the longer one went on to), the outcome showing each finding."""
-    from .suite import failed
+    from .judge import failed
 
     out = [o for _, o in result.played if not failed(o)]
     if result.failure is not None:
@@ -102,7 +102,7 @@ def rule_rows(result) -> list[dict]:
     evidence (fail, finding: the first violation's line), ``covered_by`` (pass: the scenarios that
     catch its mutant and ran clean) or ``why`` (not exercised)."""
     from . import coverage
-    from .suite import failed
+    from .judge import failed
 
     cov = coverage.load()
     first: dict[str, object] = {}   # rule -> its first violation (strict first), over the run's outcomes
