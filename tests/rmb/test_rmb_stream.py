@@ -81,7 +81,7 @@ def test_jobs_cut_a_long_log_into_the_same_requests_as_one_process(tmp_path):
     long_log(log, 300, every_s=0.5)
     one, two = check(log), check(log, jobs=2)
     assert findings(one) == findings(two)
-    assert (one.receipts, one.messages, one.counts) == (two.receipts, two.messages, two.counts)
+    assert (one.records, one.subjects, one.counts) == (two.records, two.subjects, two.counts)
 
 
 @pytest.mark.parametrize("profile", sorted({e["profile"] for e in MANIFEST["fixtures"]}))
@@ -99,4 +99,4 @@ def test_the_typed_reading_gives_the_reports_of_the_general_reading(profile, mon
     general = [RmbLogChecker(RmbShards(profile, DIRECTORY)).run([str(p)]) for p in paths]
     for p, a, b in zip(paths, typed, general):
         assert findings(a) == findings(b), p.name
-        assert (a.counts, a.receipts, a.messages, a.unreadable) == (b.counts, b.receipts, b.messages, b.unreadable), p.name
+        assert (a.counts, a.records, a.subjects, a.unreadable) == (b.counts, b.records, b.subjects, b.unreadable), p.name
