@@ -62,7 +62,7 @@ demo: $(STAMP)
 	@echo "== 7. driven conformance: a validator without replay protection is found, shrunk and saved (the reference passes)"
 	@rm -rf build/demo/regressions
 	$(BIN)/rmkit conform --role validator --impl-cmd "$(BIN)/python -m rmkit.reference_impl.remp.adapter ROLE" --max-examples 20 --derandomize --regressions build/demo/regressions | tail -3
-	@$(BIN)/rmkit conform --role validator --impl-cmd "$(BIN)/python -m rmkit.conformance.examples no_replay_protection ROLE" --max-examples 50 --derandomize --regressions build/demo/regressions > build/demo/conform.txt; $(call expect_exit,1,the replayed message was accepted twice); sed -n '/^failures:/,$$p' build/demo/conform.txt
+	@$(BIN)/rmkit conform --role validator --impl-cmd "$(BIN)/python -m rmkit.conformance.remp.examples no_replay_protection ROLE" --max-examples 50 --derandomize --regressions build/demo/regressions > build/demo/conform.txt; $(call expect_exit,1,the replayed message was accepted twice); sed -n '/^failures:/,$$p' build/demo/conform.txt
 	@echo
 	@echo "== 8. a Spark audit: a two-file simulated log with violations planted (manifest.json says which) is audited"
 	@echo "      by a local Spark started by the command; the operator's report and charts go to build/demo/audit"

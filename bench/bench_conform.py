@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rmkit.conformance.examples import EXAMPLES, LEGAL, profiles_of, role_of
+from rmkit.conformance.remp.examples import EXAMPLES, LEGAL, profiles_of, role_of
 from rmkit.conformance.remp.driven.adapters import InProcessImplementation, ProcessImplementation
 from rmkit.conformance.remp.driven.coverage import generated_scenarios
 from rmkit.conformance.remp.driven.generate import run_generated
@@ -97,7 +97,7 @@ def baseline_rate(path: Path, role: str, n: int, seed: int) -> tuple[tuple, tupl
 def example_run(name: str, profile: str):
     role = role_of(name)
     t = time.perf_counter()
-    rep = run_suite(profile, [role], lambda r: InProcessImplementation(f"rmkit.conformance.examples.{name}:factory", r),
+    rep = run_suite(profile, [role], lambda r: InProcessImplementation(f"rmkit.conformance.remp.examples.{name}:factory", r),
                     max_examples=500 if name in EXAMPLES else 100, derandomize=True, regressions=None)
     dt = time.perf_counter() - t
     failed = [r for r in rep.results if r.verdict == "fail"]

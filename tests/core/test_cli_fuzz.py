@@ -138,7 +138,7 @@ COMMANDS = {
         _o("--max-examples", ["0"], ["-1", "x"]), _o("--format", ["text", "json", "junit"], ["x"]),
         _o("--out", ["{out}"], OUTS_BAD), _o("--html", ["{out}.html"], OUTS_BAD),
         _o("--profile", ["spec", "ever-node"], ["nope"]), _o("--seed", ["1"], ["x"]),
-        _o("--impl", ["rmkit.conformance.examples.non_sticky_final:factory", REFERENCE],
+        _o("--impl", ["rmkit.conformance.remp.examples.non_sticky_final:factory", REFERENCE],
            ["nope", "os:nope", "os:sep", "json:loads", ":", "rmkit.reference_impl.remp.adapter:"]),
     ]),
     "simulate": (["simulate", "--messages", "3", "-o", "{out}"], [

@@ -50,7 +50,7 @@ def test_check_html_puts_the_verdict_and_the_broken_rule_first(tmp_path, capsys,
 
 def remp_conform_html(tmp_path) -> Path:
     out = tmp_path / "conform.html"
-    code = main(["conform", "--role", "validator", "--impl", "rmkit.conformance.examples.no_replay_protection:factory",
+    code = main(["conform", "--role", "validator", "--impl", "rmkit.conformance.remp.examples.no_replay_protection:factory",
                  "--catalogue-only", "--regressions", str(tmp_path / "regs"), "--html", str(out)])
     assert code == 1
     return out
@@ -62,7 +62,7 @@ def test_remp_conform_html_gives_each_failure_its_reproduce_command(tmp_path, ca
     assert page.sections[:3] == ["failing", "scenarios-failed", "rules"], page.sections
     assert "REMP-VALID-001" in page.text["failing"]
     assert page.reproduce and all(shlex.split(c)[:3] == ["rmkit", "conform", "--role"] for c in page.reproduce)
-    assert all("--impl rmkit.conformance.examples.no_replay_protection:factory" in c for c in page.reproduce)
+    assert all("--impl rmkit.conformance.remp.examples.no_replay_protection:factory" in c for c in page.reproduce)
     assert "expected: BlockRefused" in page.text["scenarios-failed"]
 
 

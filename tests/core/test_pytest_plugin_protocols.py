@@ -21,7 +21,7 @@ PY = sys.executable
 BIN = str(Path(PY).parent)  # where `rmkit` is installed: a pasted reproduce line finds it there
 
 REMP_LEGAL = "rmkit.reference_impl.remp.adapter:factory"
-REMP_FAULTY = "rmkit.conformance.examples.early_reject:factory"  # refuses at the first reject (CAT-CON-001)
+REMP_FAULTY = "rmkit.conformance.remp.examples.early_reject:factory"  # refuses at the first reject (CAT-CON-001)
 CORDA_LEGAL = "rmkit.conformance.corda.driven.adapters:reference_factory"
 CORDA_FAULTY = "rmkit.conformance.corda.driven.examples:AckBeforeCommit"
 RMB_SERVE = "serve --twin {twin} --directory {directory} --seed {seed} --redis {redis} --listen {listen} --profile {profile}"

@@ -78,7 +78,7 @@ def test_a_final_validator_receipt_is_final_in_ever_node_too():
     """After its own Finalized an ever-node validator says nothing more (its collator's late reject
     included); the profile's freedom after a reject does not reach a Finalized."""
     sc = next(s for s in catalogue("ever-node", ["validator"]) if s.id == "CAT-VAL-016")
-    res = run_scenario(sc, InProcessImplementation("rmkit.conformance.examples.non_sticky_final:factory", "validator"))
+    res = run_scenario(sc, InProcessImplementation("rmkit.conformance.remp.examples.non_sticky_final:factory", "validator"))
     assert res.failure.step == 7 and [r for r, _ in res.failure.rules] == ["REMP-SRC-001"]
     assert any("RejectedByCollator" in line for _, _, line in res.failure.evidence)
 

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from rmkit.cli import main
-from rmkit.conformance.examples import EXAMPLES, LEGAL, profiles_of
+from rmkit.conformance.remp.examples import EXAMPLES, LEGAL, profiles_of
 from rmkit.protocols.remp import adapterwire as codec
 from rmkit.conformance.remp.driven.adapters import ImplementationFailure, InProcessImplementation, ProcessImplementation
 from rmkit.conformance.remp.driven.catalogue import catalogue, conformance_spec, requirements, unmet_expectations
@@ -91,7 +91,7 @@ LEGAL_CASES = [(n, p) for n in sorted(LEGAL) for p in profiles_of(n)]
 
 
 def _example(name, role):
-    return InProcessImplementation(f"rmkit.conformance.examples.{name}:factory", role)
+    return InProcessImplementation(f"rmkit.conformance.remp.examples.{name}:factory", role)
 
 
 QUICK_FAULTY = {("no_replay_protection", "spec"), ("forgets_at_switch", "spec"), ("ignores_next_set", "ever-node")}
@@ -208,7 +208,7 @@ def test_a_failure_for_another_rule_does_not_cover():
 
 def test_a_rule_broken_is_named_with_its_receipts():
     sc = next(s for s in catalogue("spec", ["validator"]) if s.id == "CAT-VAL-006")
-    res = run_scenario(sc, InProcessImplementation("rmkit.conformance.examples.non_sticky_final:factory", "validator"))
+    res = run_scenario(sc, InProcessImplementation("rmkit.conformance.remp.examples.non_sticky_final:factory", "validator"))
     assert res.failure.step == 7 and [r for r, _ in res.failure.rules] == ["REMP-SRC-001"]
     assert {s for _, s, _ in res.failure.evidence} == {4, 7}
 
@@ -315,7 +315,7 @@ def test_a_regressions_folder_that_is_a_file_is_refused_before_the_run(tmp_path,
     else:
         monkeypatch.delenv("RMKIT_REGRESSIONS", raising=False)
         (tmp_path / ".rmkit").write_text("x")
-    code = main(["conform", "--role", "validator", "--impl", "rmkit.conformance.examples.newest_first:factory",
+    code = main(["conform", "--role", "validator", "--impl", "rmkit.conformance.remp.examples.newest_first:factory",
                  "--max-examples", "5", "--derandomize"])
     assert code == 2 and "--regressions (or RMKIT_REGRESSIONS)" in capsys.readouterr().err
 
@@ -337,7 +337,7 @@ def test_reference_adapter_process_passes_the_whole_suite(tmp_path, capsys):
 
 def test_failure_is_saved_and_replayed_first_then_by_rmkit_replay(tmp_path, capsys):
     regs = tmp_path / "regs"
-    impl = "rmkit.conformance.examples.no_replay_protection:factory"
+    impl = "rmkit.conformance.remp.examples.no_replay_protection:factory"
     code = main(["conform", "--role", "validator", "--impl", impl, "--max-examples", "100", "--derandomize",
                  "--regressions", str(regs), "--format", "junit", "--out", str(tmp_path / "j.xml")])
     assert code == 1
@@ -378,7 +378,7 @@ def test_a_run_that_checked_nothing_fails():
 
 def test_pytest_plugin_runs_the_suite_and_prints_one_paste_to_reproduce(tmp_path):
     (tmp_path / "test_nothing.py").write_text("def test_own():\n    pass\n")
-    impl = "rmkit.conformance.examples.no_replay_protection:factory"
+    impl = "rmkit.conformance.remp.examples.no_replay_protection:factory"
     r = subprocess.run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "--rmkit-role", "validator",
                         "--rmkit-impl", impl, "--rmkit-max-examples", "60", "--rmkit-regressions", str(tmp_path / "regs")],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -427,7 +427,7 @@ def test_a_legal_variant_that_leaves_out_receipts_after_a_reject_passes():
     not a report after a final status (found by a generated run of the legal example, seed 7)."""
     sc = read_scenario(REPO_FIXTURES / "remp" / "regressions" / "legal-skip-after-reject.jsonl")
     assert sc.profile == "ever-node" and len(sc.events) == 12
-    for impl in (REFERENCE, "rmkit.conformance.examples.skips_intermediate:factory"):
+    for impl in (REFERENCE, "rmkit.conformance.remp.examples.skips_intermediate:factory"):
         res = run_scenario(sc, InProcessImplementation(impl, "validator"))
         assert res.verdict == PASS, (impl, res.failure and res.failure.summary)
 
@@ -439,6 +439,6 @@ def test_a_fault_is_not_also_blamed_on_receipt_sending(name):
     from rmkit.conformance.remp.driven.suite import run_suite
 
     rep = run_suite("ever-node", ["validator"], lambda role: InProcessImplementation(
-        f"rmkit.conformance.examples.{name}:factory", role), catalogue_only=True, regressions=None)
+        f"rmkit.conformance.remp.examples.{name}:factory", role), catalogue_only=True, regressions=None)
     failed = {row["id"] for row in rep.table() if row["status"] == FAIL}
     assert failed and "REMP-SEND-001" not in failed, failed

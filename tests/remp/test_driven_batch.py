@@ -43,16 +43,16 @@ def _same_runs(role, profile, inproc, proc, seeds):
     ("rmkit.reference_impl.remp.adapter", "validator", "spec", range(12)),
     ("rmkit.reference_impl.remp.adapter", "fullnode", "ever-node", range(12)),
     ("rmkit.reference_impl.remp.adapter", "consumer", "spec", range(12)),
-    ("rmkit.conformance.examples.forgets_at_switch", "validator", "spec", range(12)),
-    ("rmkit.conformance.examples.no_forwarding", "validator", "ever-node", range(6)),
-    ("rmkit.conformance.examples.optimised_validator", "validator", "ever-node", range(12)),
-    ("rmkit.conformance.examples.ignores_next_set", "fullnode", "spec", range(12)),
-    ("rmkit.conformance.examples.early_reject", "consumer", "spec", range(12)),
+    ("rmkit.conformance.remp.examples.forgets_at_switch", "validator", "spec", range(12)),
+    ("rmkit.conformance.remp.examples.no_forwarding", "validator", "ever-node", range(6)),
+    ("rmkit.conformance.remp.examples.optimised_validator", "validator", "ever-node", range(12)),
+    ("rmkit.conformance.remp.examples.ignores_next_set", "fullnode", "spec", range(12)),
+    ("rmkit.conformance.remp.examples.early_reject", "consumer", "spec", range(12)),
 ])
 def test_batched_requests_judge_as_one_event_per_request(name, role, profile, seeds):
     inproc = InProcessImplementation(f"{name}:factory", role)
-    if name.startswith("rmkit.conformance.examples."):
-        cmd = f"{PY} -m rmkit.conformance.examples {name.rsplit('.', 1)[1]} ROLE"
+    if name.startswith("rmkit.conformance.remp.examples."):
+        cmd = f"{PY} -m rmkit.conformance.remp.examples {name.rsplit('.', 1)[1]} ROLE"
     else:
         cmd = f"{PY} -m {name} ROLE"
     proc = ProcessImplementation(cmd, role, 60)

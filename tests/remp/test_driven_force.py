@@ -12,7 +12,7 @@ import functools
 
 import pytest
 
-from rmkit.conformance.examples import EXAMPLES, profiles_of
+from rmkit.conformance.remp.examples import EXAMPLES, profiles_of
 from rmkit.conformance.remp.driven.adapters import InProcessImplementation
 from rmkit.conformance.remp.driven.catalogue import catalogue
 from rmkit.conformance.remp.driven.coverage import _Impl
@@ -61,7 +61,7 @@ FAULTY = [(n, p) for n in sorted(EXAMPLES) for p in profiles_of(n)]
 @pytest.mark.parametrize("name,profile", FAULTY)
 def test_every_failure_of_a_faulty_example_names_requirements_only(name, profile):
     role = EXAMPLES[name][0]
-    failed = _failing_rules(profile, role, lambda: InProcessImplementation(f"rmkit.conformance.examples.{name}:factory", role))
+    failed = _failing_rules(profile, role, lambda: InProcessImplementation(f"rmkit.conformance.remp.examples.{name}:factory", role))
     assert failed, f"{name} ({profile}) passed the catalogue"
     for sid, rules in failed.items():
         assert rules, f"{name} {sid}: a failure that names no rule"

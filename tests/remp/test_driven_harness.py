@@ -126,7 +126,7 @@ def test_a_failing_hello_stops_the_run_at_once_with_one_copy_of_its_error(capsys
 
 
 def test_conform_prints_the_real_command_that_reproduces_each_failure(capsys, tmp_path):
-    impl = f"{PY} -m rmkit.conformance.examples no_replay_protection ROLE"
+    impl = f"{PY} -m rmkit.conformance.remp.examples no_replay_protection ROLE"
     code, out, err = run(capsys, "conform", "--role", "validator", "--impl-cmd", impl, "--max-examples", "30",
                          "--derandomize", "--timeout", "7", "--regressions", str(tmp_path / "regs"))
     assert code == 1, (out, err)
@@ -287,7 +287,7 @@ def test_plugin_an_implementation_it_cannot_drive_is_no_verdict_with_or_without_
     assert "could not be driven as consumer" in r.stdout
 
 
-@pytest.mark.parametrize("impl, code", [(REFERENCE, 0), ("rmkit.conformance.examples.early_reject:factory", 1)])
+@pytest.mark.parametrize("impl, code", [(REFERENCE, 0), ("rmkit.conformance.remp.examples.early_reject:factory", 1)])
 def test_plugin_under_xdist_an_implementation_driven_keeps_its_verdict(tmp_path, impl, code):
     r = _pytest(tmp_path, "--rmkit-role", "consumer", "--rmkit-impl", impl, "--rmkit-max-examples", "0", "-n", "2")
     assert r.returncode == code, (r.stdout + r.stderr)[-3000:]
@@ -350,7 +350,7 @@ def test_junit_names_a_catalogue_scenario_by_the_rules_it_was_measured_to_catch(
 
 # -- the coverage key: every source a mutant is made of ---------------------------------------------
 def test_the_coverage_key_covers_the_faulty_examples_the_mutants_are_made_of():
-    import rmkit.conformance.examples as examples
+    import rmkit.conformance.remp.examples as examples
     from rmkit.conformance.remp.driven.coverage import key_files
 
     files = set(key_files())
@@ -368,7 +368,7 @@ def test_an_edit_of_a_mutants_source_measures_coverage_again(tmp_path, monkeypat
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "helper.py").write_text("BOUND = 1\n")
-    (pkg / "variant.py").write_text("from rmkit.conformance.examples._base import VariantAdapter\n\n\n"
+    (pkg / "variant.py").write_text("from rmkit.conformance.remp.examples._base import VariantAdapter\n\n\n"
                                     "class Adapter(VariantAdapter):\n    faulty_role = 'validator'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     variant = importlib.import_module("variant_pkg.variant")

@@ -11,7 +11,7 @@ from rmkit.conformance.remp.driven.names import default_params, msg_id
 from rmkit.conformance.remp.driven.rulecheck import ReceiptLog, rules_broken
 from rmkit.conformance.remp.driven.runner import FAIL, PASS, run_scenario
 from rmkit.conformance.remp.driven.scenario import Scenario
-from rmkit.conformance.examples._base import VariantAdapter
+from rmkit.conformance.remp.examples._base import VariantAdapter
 from rmkit.protocols.remp.events import SendToValidator, Tick
 from rmkit.reference_impl.remp.fullnode import FullNode, rotation
 from rmkit.reference_impl.remp.validator import Validator
@@ -92,7 +92,7 @@ def test_resends_are_owed_only_in_the_profile_whose_facts_have_them():
     profile owes no resend, so a full node resending slowly passes there and fails in ever-node."""
     from rmkit.conformance.remp.driven.catalogue import catalogue
 
-    impl = lambda: InProcessImplementation("rmkit.conformance.examples.slow_resend:factory", "fullnode")  # noqa: E731
+    impl = lambda: InProcessImplementation("rmkit.conformance.remp.examples.slow_resend:factory", "fullnode")  # noqa: E731
     assert all(run_scenario(sc, impl()).verdict == PASS for sc in catalogue("spec", ["fullnode"]))
     assert any(run_scenario(sc, impl()).verdict == FAIL for sc in catalogue("ever-node", ["fullnode"]))
 
@@ -167,7 +167,7 @@ def test_every_mutant_fails_the_catalogue_for_its_own_rule_and_no_other_collatio
                                        ("stamps_zero", "REMP-TIME-001")])
 def test_a_faulty_validator_fails_for_its_rule_alone(name, rule):
     role = "validator"
-    failed = _catalogue_rules("spec", role, lambda: InProcessImplementation(f"rmkit.conformance.examples.{name}:factory", role))
+    failed = _catalogue_rules("spec", role, lambda: InProcessImplementation(f"rmkit.conformance.remp.examples.{name}:factory", role))
     assert failed and set().union(*failed.values()) == {rule}, failed
 
 
@@ -186,7 +186,7 @@ def test_a_collation_mutant_is_not_blamed_on_collation_order(key):
 def test_a_full_node_stamping_its_receipts_zero_fails_for_time_001(profile):
     role = "fullnode"
     failed = _catalogue_rules(profile, role, lambda: InProcessImplementation(
-        "rmkit.conformance.examples.fullnode_stamps_zero:factory", role))
+        "rmkit.conformance.remp.examples.fullnode_stamps_zero:factory", role))
     assert failed and set().union(*failed.values()) == {"REMP-TIME-001"}, failed
 
 
@@ -194,7 +194,7 @@ def test_a_validator_stamping_zero_is_legal_in_ever_node():
     from rmkit.conformance.remp.driven.catalogue import catalogue
 
     for sc in catalogue("ever-node", ["validator"]):
-        assert run_scenario(sc, InProcessImplementation("rmkit.conformance.examples.stamps_zero:factory", "validator")).verdict == PASS
+        assert run_scenario(sc, InProcessImplementation("rmkit.conformance.remp.examples.stamps_zero:factory", "validator")).verdict == PASS
 
 
 class _Rewrite(VariantAdapter):
@@ -295,7 +295,7 @@ def test_a_difference_no_requirement_names_passes_and_is_reported_as_information
 
 def test_a_validator_that_sends_no_reject_record_passes_and_a_false_record_fails_vote_001():
     res = run_scenario(_catalogue_case("spec", "validator", "CAT-VAL-006"), InProcessImplementation(
-        "rmkit.conformance.examples.no_vote_records:factory", "validator"))
+        "rmkit.conformance.remp.examples.no_vote_records:factory", "validator"))
     assert res.verdict == PASS and res.freedoms_used.get("vote_records"), res.failure and res.failure.summary
     from rmkit.conformance.remp.driven.mutants import MUTANTS
 
@@ -305,7 +305,7 @@ def test_a_validator_that_sends_no_reject_record_passes_and_a_false_record_fails
 
 # ---- a rule failure shows what the implementation sent ---------------------------------------------
 def test_a_rule_failure_reports_the_outputs_of_its_step():
-    impl = InProcessImplementation("rmkit.conformance.examples.stamps_zero:factory", "validator")
+    impl = InProcessImplementation("rmkit.conformance.remp.examples.stamps_zero:factory", "validator")
     res = run_scenario(_catalogue_case("spec", "validator", "CAT-VAL-003"), impl)
     f = res.failure
     assert res.verdict == FAIL and f.kind == "rule" and "REMP-TIME-001" in _rules(res)
@@ -319,7 +319,7 @@ def test_generated_validator_scenarios_draw_rejected_digests():
     from rmkit.conformance.remp.driven.generate import run_generated
 
     role, profile = "validator", "spec"
-    impl = InProcessImplementation("rmkit.conformance.examples.ignores_rejected_digests:factory", role)
+    impl = InProcessImplementation("rmkit.conformance.remp.examples.ignores_rejected_digests:factory", role)
     g = run_generated(role, profile, default_params(role, profile), impl, max_examples=300, derandomize=True)
     assert g.failing is not None, "a validator ignoring rejected digests passed the generated scenarios"
     assert "REMP-COLL-002" in _rules(run_scenario(g.failing, impl))
@@ -332,7 +332,7 @@ def test_a_legal_reading_passes_the_catalogue(name, role, profile):
     from rmkit.conformance.remp.driven.catalogue import catalogue
 
     for sc in catalogue(profile, [role]):
-        res = run_scenario(sc, InProcessImplementation(f"rmkit.conformance.examples.{name}:factory", role))
+        res = run_scenario(sc, InProcessImplementation(f"rmkit.conformance.remp.examples.{name}:factory", role))
         assert res.verdict == PASS, f"{sc.id}: {res.failure.summary}"
 
 
@@ -346,9 +346,9 @@ def test_an_intermediate_conclusion_the_receipts_do_not_support_fails():
 
 def test_oldest_first_without_holding_back_passes_but_newest_first_fails():
     sc = _catalogue_case("spec", "validator", "CAT-VAL-013")
-    assert run_scenario(sc, InProcessImplementation("rmkit.conformance.examples.oldest_only:factory", "validator")).verdict == PASS
+    assert run_scenario(sc, InProcessImplementation("rmkit.conformance.remp.examples.oldest_only:factory", "validator")).verdict == PASS
     res = run_scenario(_catalogue_case("spec", "validator", "CAT-VAL-002"),
-                       InProcessImplementation("rmkit.conformance.examples.newest_first:factory", "validator"))
+                       InProcessImplementation("rmkit.conformance.remp.examples.newest_first:factory", "validator"))
     assert res.verdict == FAIL and _rules(res) == {"REMP-COLL-001"}
 
 

@@ -32,7 +32,7 @@ def _submit(n: int) -> Scenario:
 
 def _fixed_fanout(k):
     """A full node sending each new message to exactly ``k(n)`` validators of a set of n."""
-    from rmkit.conformance.examples._base import VariantAdapter
+    from rmkit.conformance.remp.examples._base import VariantAdapter
     from rmkit.conformance.remp.driven.coverage import _Impl
 
     class FixedFanout(VariantAdapter):
@@ -60,7 +60,7 @@ def test_every_set_size_goes_through_the_fanout_rule(n):
 
 @pytest.mark.parametrize("name,role", [("fanout_third_rounded_up", "fullnode"), ("more_than_two_thirds", "validator")])
 def test_a_fault_that_shows_only_at_some_set_sizes_is_found_by_the_derandomized_run(name, role):
-    impl = InProcessImplementation(f"rmkit.conformance.examples.{name}:factory", role)
+    impl = InProcessImplementation(f"rmkit.conformance.remp.examples.{name}:factory", role)
     g = run_generated(role, "spec", default_params(role, "spec"), impl, max_examples=300, derandomize=True)
     assert g.failing is not None, f"{name}: not found in {g.examples} scenarios"
     n = len(g.failing.params["validators"])

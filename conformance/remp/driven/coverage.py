@@ -59,7 +59,7 @@ class _Impl:
 def _mutant_sources() -> set:
     """The source files the mutants are made of: the module of every class each mutant inherits
     from, and the rest of that module's package (its helpers), wherever it lives: several mutants
-    are the faulty examples of ``rmkit.conformance.examples``, built on its ``VariantAdapter``."""
+    are the faulty examples of ``rmkit.conformance.remp.examples``, built on its ``VariantAdapter``."""
     files = set()
     for _role, cls, _profiles in mutants.MUTANTS.values():
         for base in cls.__mro__:

@@ -8,7 +8,7 @@ rule as passed only when a scenario that caught its mutant ran clean on the impl
 
 A mutant is the reference adapter with one change: a machine subclass, a config or parameter
 override, or a rewrite of its outputs. Several are the faulty examples of
-``rmkit.conformance.examples``. A rule in the scope of a role with no mutant of that role is listed
+``rmkit.conformance.remp.examples``. A rule in the scope of a role with no mutant of that role is listed
 in ``not_drivable`` of ``spec/remp/conformance.yaml`` with the reason no single machine of the role
 can break it there.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 
-from rmkit.conformance.examples._base import VariantAdapter
+from rmkit.conformance.remp.examples._base import VariantAdapter
 from rmkit.conformance.remp.driven.catalogue import conformance_spec
 from rmkit.conformance.remp.driven.scope import ROLES, rules_in_scope
 from rmkit.protocols.remp.model import FULLNODE
@@ -302,7 +302,7 @@ def _mutant(rule: str, role: str, variant=None, config=None, params=None, rewrit
 
 
 def _example(name: str) -> type:
-    return importlib.import_module(f"rmkit.conformance.examples.{name}").Adapter
+    return importlib.import_module(f"rmkit.conformance.remp.examples.{name}").Adapter
 
 
 # key -> (role, adapter class, profiles where it applies). A key is the rule's id, optionally
