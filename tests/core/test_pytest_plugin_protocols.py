@@ -114,6 +114,7 @@ def test_corda_legal_passes_and_faulty_fails_shrunk_saved_and_replayable(tmp_pat
     assert str(saved) not in _pytest(tmp_path, "--rmkit-impl", CORDA_LEGAL, *common[:-1], "0", "--collect-only").stdout
 
 
+@pytest.mark.slow  # a daemon on Redis per scenario, twice (legal and faulty) and the pasted line: tens of seconds
 def test_rmb_legal_passes_and_faulty_fails_with_a_reproduce_line_that_fails_when_pasted(tmp_path):
     _redis()
     common = ["--rmkit-protocol", "rmb", "--rmkit-max-examples", "0", "-k", "catalogue-04 or catalogue-01"]

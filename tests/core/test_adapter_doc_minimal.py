@@ -63,6 +63,7 @@ def test_a_remp_minimal_implementation_gets_the_verdict_its_document_states(work
         assert code_ == 1 and failed == fails, (failed, err[-2000:])
 
 
+@pytest.mark.slow  # a Redis and daemon per scenario of the catalogue: tens of seconds
 def test_the_rmb_document_has_a_minimal_daemon_that_starts_and_is_judged(tmp_path, capsys):
     from rmb_support import redis_server_or_skip
 
