@@ -53,7 +53,12 @@ PARTITION_IDLE_RECORDS = 100_000
 def slowest_partition(watermarks: dict, last_seen: dict, idle_before: int) -> tuple:
     """(its watermark, the partition) of the slowest partition still delivering, (None, None) when
     none is: the least watermark over the partitions whose last record came at or after record
-    number ``idle_before`` (a partition that ended or went quiet holds nothing)."""
+    number ``idle_before`` (a partition that ended or went quiet holds nothing; it joins again
+    when it delivers, and the clock never goes back). The log's clock is held back to this
+    watermark, as stream processors keep a watermark per partition and take the least (Kafka
+    Streams, Flink): a log read from a backlog (a consumer catching up reads hundreds of records of
+    one partition, then of the next) is so judged as one read live, a partition that runs ahead
+    closing nothing of the others'. Every checker with a partition-held clock uses this one rule."""
     low = holder = None
     for p, w in watermarks.items():
         if last_seen[p] >= idle_before and (low is None or w < low):

@@ -31,6 +31,7 @@ from rmkit.logread import (auto_jobs, kafka_time_field, kafka_time_problem, kafk
 from rmkit.conformance.remp.metrics import LatencyHistogram
 from rmkit.conformance.remp.figures import latency_entry, per_source_metrics, violation_order
 from rmkit.protocol import REF_LINE_BITS
+from rmkit.subjects import PARTITION_IDLE_RECORDS, slowest_partition
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 from rmkit.conformance.remp.handlers import INCLUSION_KINDS, RELEASE_KINDS, Hooks
@@ -59,29 +60,6 @@ def final_clock(clocks: list, tops: list, clock_jump_ms: int) -> int | None:
     if latest is not None and (end is None or 0 < latest - end <= clock_jump_ms):
         end = latest
     return end
-
-
-# A Kafka partition that delivered nothing while the log delivered this many receipts is idle: it no
-# longer holds the log's clock (see slowest_partition). Far above the records a consumer catching up
-# reads from one partition before it turns to the next (500 a poll by default, times the partitions).
-PARTITION_IDLE_RECEIPTS = 100_000
-
-
-def slowest_partition(watermarks: dict, last_seen: dict, idle_before: int) -> tuple:
-    """(its watermark, the partition) of the slowest Kafka partition still delivering, (None, None)
-    when none is. Where records name partitions, the log's clock is the two-source time (see
-    :func:`final_clock`) held back to this watermark, as stream processors keep a watermark per
-    partition and take the least (Kafka Streams, Flink): a log read from a backlog (a consumer
-    catching up reads hundreds of records of one partition, then of the next) is so judged as one
-    read live, a partition that runs ahead closing none of the others' messages. A partition whose
-    last record came before receipt number ``idle_before`` (it ended, or went quiet) holds nothing:
-    the clock follows the others, and the partition joins again when it delivers (the clock never
-    goes back). See docs/remp-partition-clock.md."""
-    low = holder = None
-    for p, w in watermarks.items():
-        if last_seen[p] >= idle_before and (low is None or w < low):
-            low, holder = w, p
-    return low, holder
 
 
 LINE_BITS = REF_LINE_BITS  # a receipt reference is (input index << LINE_BITS) | line number
@@ -151,7 +129,7 @@ class RempLogChecker:
                  horizon_s: float | None = None, roles: dict[str, str] | None = None,
                  max_examples: int = 1000, idle_receipts: int = 2_000_000, jobs: int | None = 1,
                  model: RempModel | None = None, progress=None, validator_set=None, typed: bool = True,
-                 partition_idle_receipts: int = PARTITION_IDLE_RECEIPTS):
+                 partition_idle_receipts: int = PARTITION_IDLE_RECORDS):
         self.model = model or model_for(profile)
         m = self.model
         self.profile = m.profile

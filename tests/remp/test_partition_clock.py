@@ -21,7 +21,8 @@ import orjson
 import pytest
 
 from rmkit.conformance.remp.bulk_sim import BulkConfig, expected_findings, generate
-from rmkit.conformance.remp.checker import RempLogChecker, slowest_partition
+from rmkit.conformance.remp.checker import RempLogChecker
+from rmkit.subjects import slowest_partition
 from rmkit.conformance.remp.sharded import RempShards
 from rmkit.logread import unwrap_kafka
 
