@@ -614,41 +614,21 @@ def cmd_explain(args) -> int:
 
         near = difflib.get_close_matches(rule_id, [*proto.rules().ids(), *requirements], n=3)
         raise UsageError(f"unknown rule {rule_id!r}" + (f"; did you mean {', '.join(near)}?" if near else "; `rmkit explain list` lists them"))
-    info = proto.explain(rule_id)
-    r = info["rule"]
-    print(f"{r.id}: {r.title}")
-    print(f"  severity:  {r.severity}")
-    print("  modes:     " + ", ".join(f"{p} = {m}" for p, m in r.modes.items()))
-    print(f"  statement: {r.statement}")
-    print(f"  source:    {r.citation()}")
-    for prof, note in r.profile_notes.items():
-        print(f"  in {prof}: {note}")
-    print(f"  what to do: {r.advice}")
-    if info.get("not_loggable"):
-        print(f"  log check: not checked from logs: {info['not_loggable']}")
-    ex = info.get("example")
-    if ex:
-        print(f"\nexample ({ex['profile']} profile, fixture {ex['fixture']}):")
-        for line in ex["records"]:
-            print(f"  {line}")
-        v = ex["violation"]
-        print(f"\n  -> {v.rule}" + (f" on {proto.nouns.subject} {v.subject}" if v.subject is not None else "") + f": {v.explanation}")
-        for e in v.evidence:
-            print(f"     evidence: line {e.line} {e.kind or ''} {('from ' + e.source[:16] + '…') if e.source else ''}".rstrip())
+    from rmkit.explain import explain, render_rule
+
+    sys.stdout.write(render_rule(explain(proto, rule_id, _parse_check), proto.nouns))
     return EXIT_PASS
 
 
-def _explain_requirement(rule_id: str, req: dict) -> int:
-    """A requirement of driven conformance: what a machine must do that no log shows, so it
-    has no log fixture and no per-profile mode; the conformance run's failure shows the example."""
-    from rmkit.rules import citation
+def _parse_check(argv: list[str]) -> argparse.Namespace:
+    """The arguments of ``rmkit check ARGV``, as the command line parses them."""
+    return build_parser().parse_args(["check", *argv])
 
-    print(f"{rule_id}: {req['title']}")
-    print("  judged by: rmkit conform and rmkit replay (driven conformance), roles " + ", ".join(req["roles"]))
-    print(f"  statement: {' '.join(req['statement'].split())}")
-    print(f"  source:    {citation(req['source'])}")
-    print("  log check: not checked from logs: a log cannot show it; a failing scenario's expected and "
-          "actual outputs are the example")
+
+def _explain_requirement(rule_id: str, req: dict) -> int:
+    from rmkit.explain import render_requirement
+
+    sys.stdout.write(render_requirement(rule_id, req))
     return EXIT_PASS
 
 

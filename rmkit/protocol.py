@@ -81,6 +81,14 @@ class RecordKey:
         return None
 
 
+@dataclass(frozen=True)
+class FixtureFile:
+    """A file of a protocol's rule fixtures (its path under :meth:`ChecksLogs.rule_fixture_root`),
+    given as the value of an option of ``rmkit check``."""
+
+    path: str
+
+
 class ShardedChecker(_TypingProtocol):
     """A protocol's log checker run in shares, by a distributed job (``rmkit audit``) or by
     processes (``rmkit check --jobs``): every share gets all records of its keys, in log order, and
@@ -139,10 +147,11 @@ class Protocol:
             raise UsageError(f"protocol {self.name} has no profile {profile!r}; expected one of: {', '.join(self.profiles())}")
         return profile
 
-    def explain(self, rule_id: str) -> dict[str, Any]:
-        """The rule plus an example violation (found by running the rule's fixture): ``{rule,
-        example}``, the example as :func:`rmkit.examples.fixture_example` makes it, or None."""
-        raise NotImplementedError
+    def not_loggable(self) -> dict[str, str]:
+        """Rule id -> why no log can show the rule (from the protocol's spec): ``rmkit explain``
+        says so instead of an example, and the rule's ``driven`` roles or ``judged_elsewhere``
+        say where it is judged. None by default: every rule shows in a log."""
+        return {}
 
     def requirements(self) -> dict[str, dict[str, Any]]:
         """Requirements only driven conformance judges (what a machine must do that no log shows):
@@ -190,6 +199,20 @@ class ChecksLogs:
 
     def make_checker(self, profile: str, args: argparse.Namespace) -> LogChecker:
         raise NotImplementedError
+
+    def rule_fixture_root(self) -> Any:
+        """Where the rules' own fixtures are (an importable resource directory): a
+        ``manifest.json`` whose ``fixtures`` list ``{file, profile, why}``, one log
+        ``<profile>/<RULE-ID>.jsonl`` per rule and profile, in which the checker finds the rule
+        broken; ``rmkit explain`` shows the first one's violation (:mod:`rmkit.explain`)."""
+        from importlib import resources
+
+        return resources.files("rmkit.fixtures") / self.name / "rules"
+
+    def rule_fixture_options(self, manifest: dict[str, Any], entry: dict[str, Any]) -> list[str | FixtureFile]:
+        """The options of ``rmkit check`` one rule fixture (``entry`` of ``manifest``) is checked
+        with, a file of the fixtures given as a :class:`FixtureFile`. None by default."""
+        return []
 
     def add_audit_arguments(self, group: argparse._ArgumentGroup) -> None:
         """Protocol-specific options of ``rmkit audit``: by default those of ``rmkit check``

@@ -81,10 +81,14 @@ class Corda(ChecksLogs, DrivesImplementations, Protocol):
 
         return driven_cli.replay(args)
 
-    def explain(self, rule_id: str) -> dict[str, Any]:
-        from rmkit.conformance.corda.explain import explain_rule
+    def not_loggable(self) -> dict[str, str]:
+        from rmkit.conformance.corda.checker import NOT_IN_RECORDS
 
-        return explain_rule(rule_id)
+        return NOT_IN_RECORDS
+
+    def rule_fixture_options(self, manifest: dict[str, Any], entry: dict[str, Any]) -> list:
+        # the fixtures of rules that judge what never happened are taken after everything settled
+        return ["--settled"] if entry["settled"] else []
 
     def diagram(self, profile: str) -> str:
         from rmkit.conformance.corda.docs import path_diagram

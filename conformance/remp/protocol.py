@@ -8,7 +8,7 @@ from typing import Any
 
 from rmkit.errors import UsageError
 from rmkit.guard import positive_seconds
-from rmkit.protocol import ChecksLogs, DrivesImplementations, MakesKeys, Protocol, Simulates, SignsRecords
+from rmkit.protocol import ChecksLogs, DrivesImplementations, FixtureFile, MakesKeys, Protocol, Simulates, SignsRecords
 from rmkit.rules import RuleSet
 from rmkit.specload import load_protocol_spec
 from rmkit.verdict import Nouns
@@ -168,10 +168,9 @@ class Remp(ChecksLogs, Simulates, MakesKeys, SignsRecords, DrivesImplementations
 
         return driven_cli.replay(args)
 
-    def explain(self, rule_id: str) -> dict[str, Any]:
-        from rmkit.conformance.remp.explain import explain_rule
-
-        return explain_rule(rule_id)
+    def rule_fixture_options(self, manifest: dict[str, Any], entry: dict[str, Any]) -> list:
+        # a signature rule's fixture is checked against the fixtures' keys
+        return ["--validators", FixtureFile(entry["validators"])] if entry.get("validators") else []
 
     def requirements(self) -> dict[str, dict[str, Any]]:
         from rmkit.conformance.remp.driven.catalogue import requirements

@@ -8,7 +8,7 @@ from typing import Any
 
 from rmkit.errors import UsageError
 from rmkit.guard import positive_seconds
-from rmkit.protocol import ChecksLogs, DrivesImplementations, Protocol
+from rmkit.protocol import ChecksLogs, DrivesImplementations, FixtureFile, Protocol
 from rmkit.rules import RuleSet
 from rmkit.verdict import Nouns
 
@@ -97,10 +97,12 @@ class Rmb(ChecksLogs, DrivesImplementations, Protocol):
 
         return replay(args)
 
-    def explain(self, rule_id: str) -> dict[str, Any]:
-        from rmkit.conformance.rmb.explain import explain_rule
+    def not_loggable(self) -> dict[str, str]:
+        return self.spec()["logcheck"]["not_loggable"]   # spec/rmb/logcheck.yaml
 
-        return explain_rule(rule_id)
+    def rule_fixture_options(self, manifest: dict[str, Any], entry: dict[str, Any]) -> list:
+        # the signature rules' fixtures are checked against the fixtures' twin directory
+        return ["--directory", FixtureFile(manifest["directory"])] if entry["directory"] else []
 
     def diagram(self, profile: str) -> str:
         from rmkit.conformance.rmb.docs import flow_diagram

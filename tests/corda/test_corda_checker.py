@@ -246,7 +246,7 @@ def test_json_report_cites_rule_evidence_and_advice(tmp_path):
 def test_explain_shows_a_fixture_example(capsys):
     assert main(["explain", "CORDA-ACK-001"]) == 0
     out = capsys.readouterr().out
-    assert "fixture spec/CORDA-ACK-001.jsonl" in out and '"event":"acked"' in out
+    assert "fixture corda/rules/spec/CORDA-ACK-001.jsonl" in out and '"event":"acked"' in out
 
 
 def test_records_spec_names_what_the_node_writes():

@@ -147,8 +147,10 @@ def test_junit_report_has_one_case_per_judged_rule(capsys, tmp_path):
 
 
 def test_explain_says_where_a_rule_without_records_is_judged_as_the_spec_does():
-    from rmkit.conformance.corda.explain import explain_rule
+    from rmkit.explain import not_loggable
+    from rmkit.protocol import get_protocol
 
-    assert "rmkit conform --protocol corda --role bridge" in explain_rule("CORDA-BRIDGE-001")["not_loggable"]
-    queue = explain_rule("CORDA-QUEUE-001")["not_loggable"]   # no driven role judges it: the spec's judged_elsewhere
+    corda = get_protocol("corda")
+    assert "rmkit conform --protocol corda --role bridge" in not_loggable(corda, corda.rules()["CORDA-BRIDGE-001"])
+    queue = not_loggable(corda, corda.rules()["CORDA-QUEUE-001"])   # no driven role judges it: the spec's judged_elsewhere
     assert "rmkit conform" not in queue and corda_spec("spec").rules["CORDA-QUEUE-001"].judged_elsewhere in queue
