@@ -133,8 +133,8 @@ def unjudged_reasons() -> dict[str, str]:
     out = {}
     corda = yaml.safe_load((REPO / "spec" / "corda" / "rules.yaml").read_text(encoding="utf-8"))["rules"]
     out.update({r["id"]: r["judged_elsewhere"] for r in corda if r.get("judged_elsewhere")})
-    logcheck = yaml.safe_load((REPO / "spec" / "rmb" / "logcheck.yaml").read_text(encoding="utf-8"))
-    out.update({rule: f"no log: {why}" for rule, why in logcheck.get("not_loggable", {}).items()})
+    rmb = yaml.safe_load((REPO / "spec" / "rmb" / "rules.yaml").read_text(encoding="utf-8"))["rules"]
+    out.update({r["id"]: f"no log: {r['not_loggable']}" for r in rmb if r.get("not_loggable")})
     from rmkit.conformance.rmb.driven.scenario import NOT_DRIVEN  # the driven suite's reasons live in its code
 
     for rule, why in NOT_DRIVEN.items():

@@ -5,8 +5,8 @@ by ``fixtures/<protocol>/make_rule_fixtures.py``, shipped with the kit) run thro
 checker exactly as ``rmkit check`` runs it, with the options the fixture needs, so the example
 cannot drift from what the checker reports, and the command shown reproduces it. What a protocol
 adds is data: where its rule fixtures are and the options a fixture is checked with
-(:meth:`rmkit.protocol.ChecksLogs.rule_fixture_options`), and the rules no log can show
-(:meth:`rmkit.protocol.Protocol.not_loggable`).
+(:meth:`rmkit.protocol.ChecksLogs.rule_fixture_options`); and, in its spec, why no log can show a
+rule (the rule's ``not_loggable`` in ``spec/<protocol>/rules.yaml``).
 """
 
 from __future__ import annotations
@@ -59,10 +59,10 @@ def explain(proto, rule_id: str, parse_check: Callable[[list[str]], argparse.Nam
 
 
 def not_loggable(proto, rule: Rule) -> str | None:
-    """Why no log can show ``rule`` (the protocol's spec, :meth:`Protocol.not_loggable`), with where
+    """Why no log can show ``rule`` (its ``not_loggable`` in the protocol's rules.yaml), with where
     it is judged instead when the rule says so (its ``driven`` roles or ``judged_elsewhere``); None
     when a log can show it."""
-    why = proto.not_loggable().get(rule.id)
+    why = rule.not_loggable
     if not why:
         return None
     if rule.driven:

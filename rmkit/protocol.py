@@ -147,12 +147,6 @@ class Protocol:
             raise UsageError(f"protocol {self.name} has no profile {profile!r}; expected one of: {', '.join(self.profiles())}")
         return profile
 
-    def not_loggable(self) -> dict[str, str]:
-        """Rule id -> why no log can show the rule (from the protocol's spec): ``rmkit explain``
-        says so instead of an example, and the rule's ``driven`` roles or ``judged_elsewhere``
-        say where it is judged. None by default: every rule shows in a log."""
-        return {}
-
     def requirements(self) -> dict[str, dict[str, Any]]:
         """Requirements only driven conformance judges (what a machine must do that no log shows):
         id -> ``{title, statement, source: {doc, quote}, roles}``. Driven reports cite these ids

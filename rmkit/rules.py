@@ -26,6 +26,7 @@ class Rule:
     requires: tuple[str, ...] = ()  # inputs beyond the log (e.g. validator_keys); without them: not checked
     driven: tuple[str, ...] | None = None  # the driven roles whose judge can find a violation (None: not stated)
     judged_elsewhere: str = ""      # where a rule no driven role judges is judged instead
+    not_loggable: str = ""          # why no log can show the rule (then it has no log fixture; reports list it as not checked)
     not_planted: str = ""           # why no injector plants the rule in a simulated log
     not_covered: dict[str, str] = field(default_factory=dict)  # profile -> why no scenario catches its mutant there
     known_departure: dict[str, dict] = field(default_factory=dict)  # profile -> {reported_as, why, sources}: a breach its facts have

@@ -81,11 +81,6 @@ class Corda(ChecksLogs, DrivesImplementations, Protocol):
 
         return driven_cli.replay(args)
 
-    def not_loggable(self) -> dict[str, str]:
-        from rmkit.conformance.corda.checker import NOT_IN_RECORDS
-
-        return NOT_IN_RECORDS
-
     def rule_fixture_options(self, manifest: dict[str, Any], entry: dict[str, Any]) -> list:
         # the fixtures of rules that judge what never happened are taken after everything settled
         return ["--settled"] if entry["settled"] else []

@@ -97,9 +97,6 @@ class Rmb(ChecksLogs, DrivesImplementations, Protocol):
 
         return replay(args)
 
-    def not_loggable(self) -> dict[str, str]:
-        return self.spec()["logcheck"]["not_loggable"]   # spec/rmb/logcheck.yaml
-
     def rule_fixture_options(self, manifest: dict[str, Any], entry: dict[str, Any]) -> list:
         # the signature rules' fixtures are checked against the fixtures' twin directory
         return ["--directory", FixtureFile(manifest["directory"])] if entry["directory"] else []

@@ -225,10 +225,13 @@ def _cross_check(spec: dict[str, Any], rules: RuleSet, profiles: tuple[str, ...]
 
 
 def _cross_check_logcheck(spec: dict[str, Any], rules: RuleSet) -> None:
-    """logcheck.yaml names every rule once: checked from a log, or not loggable (with why)."""
+    """Every rule once: under logcheck.yaml's ``checked``, or with why no log can show it (its
+    ``not_loggable`` in rules.yaml). The second kind is also given as logcheck's ``not_loggable``
+    (rule id -> why), the log checker's view of it."""
     lc = spec["logcheck"]
+    lc["not_loggable"] = {r.id: r.not_loggable for r in rules if r.not_loggable}
     both = set(lc["checked"]) & set(lc["not_loggable"])
-    for part in ("checked", "not_loggable", "needs_directory"):
+    for part in ("checked", "needs_directory"):
         for rid in lc[part]:
             if rid not in rules:
                 shown, line = spec_line(spec, "logcheck", [part, rid] if part != "needs_directory" else [part, lc[part].index(rid)])
@@ -236,7 +239,7 @@ def _cross_check_logcheck(spec: dict[str, Any], rules: RuleSet) -> None:
     missing = [r.id for r in rules if r.id not in lc["checked"] and r.id not in lc["not_loggable"]]
     if missing or both:
         shown, line = spec_line(spec, "logcheck", ["checked"])
-        raise SpecError(shown, "checked", f"expected every rule of rules.yaml once under checked or not_loggable; "
+        raise SpecError(shown, "checked", f"expected every rule of rules.yaml once: under checked, or with not_loggable in rules.yaml; "
                         f"missing {missing}, under both {sorted(both)}", line=line)
     for i, rid in enumerate(lc["needs_directory"]):
         if rid not in lc["checked"]:

@@ -371,3 +371,10 @@ def test_a_broken_records_spec_names_file_line_and_field(tmp_path, monkeypatch, 
         monkeypatch.undo()
         for f in (load_protocol_spec, load_schema, record_format):
             f.cache_clear()
+
+
+def test_the_rules_the_records_cannot_show_are_the_specs():
+    """The checker's list of rules a node's records cannot show is the spec's (rules.yaml's
+    ``not_loggable``, which ``rmkit explain`` reads), word for word."""
+    spec = {r.id: r.not_loggable for r in corda_spec("spec").rules if r.not_loggable}
+    assert NOT_IN_RECORDS == spec

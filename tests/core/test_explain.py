@@ -16,6 +16,12 @@ from rmkit.rules import OFF
 CHECKING = [name for name in protocol_names() if capable(get_protocol(name), "check")]
 
 
+def _empty(tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_text("")
+    return path
+
+
 def _manifest(proto) -> dict:
     return json.loads((proto.rule_fixture_root() / "manifest.json").read_text(encoding="utf-8"))
 
@@ -28,8 +34,8 @@ def test_every_rule_shows_its_planted_example_or_says_why_no_log_can(name):
                for f in _manifest(proto)["fixtures"]}
     for rule in proto.rules():
         expl = explain(proto, rule.id, _parse_check)
-        if rule.id in proto.not_loggable():
-            assert expl.example is None and expl.not_loggable.startswith(proto.not_loggable()[rule.id]), rule.id
+        if rule.not_loggable:
+            assert expl.example is None and expl.not_loggable.startswith(rule.not_loggable), rule.id
             continue
         if all(rule.mode(p) == OFF for p in proto.profiles()):
             continue
@@ -40,10 +46,16 @@ def test_every_rule_shows_its_planted_example_or_says_why_no_log_can(name):
         assert ex.records, f"{rule.id}: the example shows none of the records its evidence names"
 
 
-def test_rules_no_log_can_show_are_rules_of_the_protocol():
-    for name in protocol_names():
+def test_the_checkers_list_the_rules_no_log_can_show_as_the_spec_does(tmp_path):
+    """One fact, one place: a rule's ``not_loggable`` in rules.yaml is what a checker reports as not
+    checked (a run over a log that shows something of every other rule), never as passing."""
+    for name in CHECKING:
         proto = get_protocol(name)
-        assert set(proto.not_loggable()) <= set(proto.rules().ids()), name
+        for profile in proto.profiles():
+            expected = {r.id for r in proto.rules() if r.not_loggable and r.mode(profile) != OFF}
+            report = proto.make_checker(profile, _parse_check(["--protocol", name, str(tmp_path / "x")])).run(
+                [str(_empty(tmp_path))])
+            assert expected <= set(report.not_checked), (name, profile, expected - set(report.not_checked))
 
 
 # one rule each whose fixture needs an option of `rmkit check` (keys, a directory, a settled log)
