@@ -48,6 +48,15 @@ class Source(NamedTuple):
     entries: list
 
 
+class Saved(NamedTuple):
+    """A saved failing scenario as its protocol reads it (:meth:`PytestSupport.read_saved`)."""
+
+    role: str
+    profile: str
+    name: str  # the test's name under its file
+    scenario: Any  # what the protocol runs
+
+
 @dataclass
 class RunOptions:
     """The plugin's options as a protocol reads them (the attribute names of ``rmkit conform``'s, so
@@ -69,7 +78,9 @@ class RunOptions:
         the command a failure tells the user to paste."""
         from rmkit.cli_options import impl_argv
 
-        argv = ["rmkit", "conform"] + (["--protocol", self.protocol] if self.protocol != "remp" else [])
+        from rmkit.protocol import default_protocol
+
+        argv = ["rmkit", "conform"] + (["--protocol", self.protocol] if self.protocol != default_protocol("conform") else [])
         argv += ["--profile", self.profile, *more]
         if self.regressions:
             argv += ["--regressions", self.regressions]
@@ -83,6 +94,7 @@ class PytestSupport:
     """A protocol's side of the plugin. Subclasses set :attr:`roles` and implement the methods."""
 
     roles: tuple = ()
+    saved_glob: str = "*"  # the protocol's saved scenarios among the files of an implementation's regressions folder
 
     def check(self, opts: RunOptions) -> None:
         """Check the options before anything is collected (raise :class:`rmkit.errors.RmkitError` or
@@ -92,6 +104,39 @@ class PytestSupport:
         """The :class:`Source` list, cheaply (nothing is started or measured here: collection must be
         fast)."""
         raise NotImplementedError
+
+    def read_saved(self, path: Path) -> Saved:
+        """One saved scenario (a file :attr:`saved_glob` matches); a damaged one raises a usage
+        error naming it."""
+        raise NotImplementedError
+
+    def saved_sources(self, opts: RunOptions) -> list:
+        """A :class:`Source` per saved failing scenario of the implementation's regressions folder
+        (of the run's roles and profile), its one test's payload ``(scenario, path)``: they run
+        first, as ``rmkit conform`` replays them first."""
+        from rmkit.cli_options import implementation_regressions
+
+        folder = implementation_regressions(opts)
+        if not folder.is_dir():
+            return []
+        out = []
+        for path in sorted(folder.glob(self.saved_glob)):
+            saved = self.read_saved(path)
+            if saved.role in opts.roles and saved.profile == opts.profile:
+                out.append(Source(path, [Entry(saved.role, saved.name, (saved.scenario, path))]))
+        return out
+
+    def reproduce(self, opts: RunOptions, path: Path | None, *conform: str) -> str:
+        """The line a failure ends with: ``rmkit replay`` of its saved file, or (a scenario not
+        saved: a catalogue's) ``rmkit conform`` with the options ``conform`` that run it again."""
+        from rmkit.cli_options import impl_argv, replay_command
+
+        return replay_command(opts.protocol, path, impl_argv(opts)) if path is not None else opts.conform_command(*conform)
+
+    def saved_failure(self, opts: RunOptions, lines: list, path: Path) -> ScenarioFailed:
+        """A generated scenario's failure, just saved to ``path``: what ``lines`` say, where it was
+        saved and the ``rmkit replay`` that reruns it."""
+        return ScenarioFailed("\n".join([*lines, f"saved: {path}", f"reproduce: {self.reproduce(opts, path)}"]))
 
     def probe(self, opts: RunOptions, role: str) -> None:
         """Start the implementation as ``role`` and greet it; raise :class:`NotDriven` with the error

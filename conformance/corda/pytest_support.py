@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rmkit.cli_options import impl_argv, implementation_regressions, replay_command
+from rmkit.cli_options import implementation_regressions
 from rmkit.conformance.corda.driven.adapters import ROLES
-from rmkit.conformance.pytest_support import Entry, NotDriven, PytestSupport, RunOptions, ScenarioFailed, Skipped, Source
+from rmkit.conformance.pytest_support import Entry, NotDriven, PytestSupport, RunOptions, Saved, ScenarioFailed, Skipped, Source
 
 
 def _player(role: str):
@@ -28,20 +28,23 @@ def failure_text(profile: str, out, what: str) -> list:
 
 class Support(PytestSupport):
     roles = ROLES
+    saved_glob = "corda-*.json"
 
     def check(self, opts: RunOptions) -> None:
         from .driven.adapters import open_factory
 
         open_factory(opts)  # --impl loaded (a process starts with the first scenario)
 
+    def read_saved(self, path) -> Saved:
+        from .driven.suite import read_saved
+
+        role, profile, steps = read_saved(path)
+        return Saved(role, profile, path.stem, steps)
+
     def sources(self, opts: RunOptions) -> list:
         from .driven import suite
-        from .driven.suite import load_regressions
 
-        out = [Source(path, [Entry(role, path.stem, (steps, path))])
-               for role, profile, path, steps in load_regressions(implementation_regressions(opts))
-               if role in opts.roles and profile == opts.profile]
-        return out + [Source(Path(suite.__file__), [Entry(role, f"generated-{role}", None) for role in opts.roles])]
+        return self.saved_sources(opts) + [Source(Path(suite.__file__), [Entry(role, f"generated-{role}", None) for role in opts.roles])]
 
     def probe(self, opts: RunOptions, role: str) -> None:
         from .driven.adapters import ImplementationFailed, harnessed, open_factory
@@ -73,7 +76,7 @@ class Support(PytestSupport):
                 close(impl)
             if failed(out):
                 raise ScenarioFailed("\n".join([*failure_text(opts.profile, out, f"saved scenario {path} fails again"),
-                                                f"reproduce: {replay_command('corda', path, impl_argv(opts))}"]))
+                                                f"reproduce: {self.reproduce(opts, path)}"]))
             return
         if opts.max_examples == 0:
             raise Skipped("--rmkit-max-examples 0: no generated scenarios")
@@ -85,7 +88,6 @@ class Support(PytestSupport):
         if result.failure is not None:
             path = save(result, implementation_regressions(opts))
             what = "shrunk scenario" if result.reproducible else "failing scenario (it passed when run again: not shrunk)"
-            raise ScenarioFailed("\n".join([*failure_text(opts.profile, result.failure, what), f"saved: {path}",
-                                            f"reproduce: {replay_command('corda', path, impl_argv(opts))}"]))
+            raise self.saved_failure(opts, failure_text(opts.profile, result.failure, what), path)
         if result.verdict == "nothing checked":
             raise ScenarioFailed(f"nothing checked: no message reached the implementation in {result.examples} scenarios")

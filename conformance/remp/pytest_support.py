@@ -4,8 +4,8 @@ each role's generated search (``ROLE::generated-ROLE``), run as ``rmkit conform`
 
 from __future__ import annotations
 
-from rmkit.cli_options import impl_argv, implementation_regressions, replay_command
-from rmkit.conformance.pytest_support import Entry, NotDriven, PytestSupport, RunOptions, ScenarioFailed, Skipped, Source
+from rmkit.cli_options import implementation_regressions
+from rmkit.conformance.pytest_support import Entry, NotDriven, PytestSupport, RunOptions, Saved, ScenarioFailed, Skipped, Source
 
 ROLES = ("validator", "fullnode", "consumer")
 
@@ -24,27 +24,26 @@ def _hello_error(res) -> str:
 
 class Support(PytestSupport):
     roles = ROLES
+    saved_glob = "*.jsonl"
 
     def check(self, opts: RunOptions) -> None:
         from rmkit.conformance.remp.driven.adapters import open_implementation
 
         open_implementation(opts, opts.roles[0]).close()  # --impl loaded, --impl-cmd split (its process starts later)
 
+    def read_saved(self, path) -> Saved:
+        from rmkit.conformance.remp.driven.scenario import read_scenario
+
+        sc = read_scenario(path)
+        return Saved(sc.role, sc.profile, sc.id, sc)
+
     def sources(self, opts: RunOptions) -> list:
         from rmkit.conformance.remp.driven.catalogue import catalogue
-        from rmkit.conformance.remp.driven.scenario import read_scenario
         from rmkit.specload import spec_root
 
-        out = []
-        folder = implementation_regressions(opts)
-        if folder.is_dir():
-            for path in sorted(folder.glob("*.jsonl")):
-                sc = read_scenario(path)
-                if sc.role in opts.roles and sc.profile == opts.profile:
-                    out.append(Source(path, [Entry(sc.role, sc.id, (sc, path))]))
         entries = [Entry(sc.role, sc.id, (sc, None)) for sc in catalogue(opts.profile, opts.roles)]
         entries += [Entry(role, f"generated-{role}", None) for role in opts.roles]
-        return out + [Source(spec_root() / "remp" / "conformance.yaml", entries)]
+        return self.saved_sources(opts) + [Source(spec_root() / "remp" / "conformance.yaml", entries)]
 
     def probe(self, opts: RunOptions, role: str) -> None:
         from rmkit.conformance.remp.driven.adapters import open_implementation
@@ -85,9 +84,8 @@ class Support(PytestSupport):
         if unreached(res):
             raise NotDriven(_hello_error(res))
         if res.verdict == FAIL:
-            again = (replay_command("remp", path, impl_argv(opts)) if path is not None
-                     else opts.conform_command("--role", sc.role, "--catalogue-only"))
-            raise ScenarioFailed(f"{explain_failure(res)}\nreproduce: {again}")
+            raise ScenarioFailed(f"{explain_failure(res)}\nreproduce: "
+                                 f"{self.reproduce(opts, path, '--role', sc.role, '--catalogue-only')}")
 
     def _generated(self, opts: RunOptions, role: str, impl) -> None:
         from rmkit.conformance.remp.driven.generate import run_generated
@@ -107,7 +105,6 @@ class Support(PytestSupport):
                 raise NotDriven(_hello_error(res) if res.failure else g.message)
             path = write_scenario(implementation_regressions(opts) / f"{role}-{opts.profile}-{g.failing.digest()}.jsonl",
                                   g.failing, res.expected, res.failure.as_dict() if res.failure else None)
-            raise ScenarioFailed(f"{explain_failure(res) if res.failure else g.message}\n"
-                                 f"saved: {path}\nreproduce: {replay_command('remp', path, impl_argv(opts))}")
+            raise self.saved_failure(opts, [explain_failure(res) if res.failure else g.message], path)
         if g.examples == 0:
             raise ScenarioFailed("no generated scenario ran: nothing was checked")

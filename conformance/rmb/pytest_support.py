@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rmkit.cli_options import impl_argv, implementation_regressions, replay_command
-from rmkit.conformance.pytest_support import Entry, NotDriven, PytestSupport, RunOptions, ScenarioFailed, Skipped, Source
+from rmkit.cli_options import implementation_regressions
+from rmkit.conformance.pytest_support import Entry, NotDriven, PytestSupport, RunOptions, Saved, ScenarioFailed, Skipped, Source
 
 ROLE = "daemon"  # RMB drives one role; pytest groups its tests under this name
 
@@ -27,6 +27,7 @@ def scenario_text(run) -> list:
 
 class Support(PytestSupport):
     roles = (ROLE,)
+    saved_glob = "rmb-*.json"
 
     def __init__(self):
         self.daemons = None  # (Daemons, event loop) of this process, started at the first need
@@ -40,22 +41,21 @@ class Support(PytestSupport):
         _check(opts)
         expand_command(opts.impl_cmd, defaultdict(str))  # split as the harness splits it (an unclosed quote, an empty command)
 
+    def read_saved(self, path) -> Saved:
+        from rmkit.conformance.rmb.driven.scenario import read_scenario
+
+        sc = read_scenario(path)
+        return Saved(ROLE, sc.profile, sc.id, sc)
+
     def sources(self, opts: RunOptions) -> list:
         from rmkit.conformance.rmb.driven import scenario as module
-        from rmkit.conformance.rmb.driven.scenario import catalogue, read_scenario
+        from rmkit.conformance.rmb.driven.scenario import catalogue
         from rmkit.protocols.rmb.model import rmb_spec
 
-        out = []
-        folder = implementation_regressions(opts)
-        if folder.is_dir():
-            for path in sorted(folder.glob("rmb-*.json")):
-                sc = read_scenario(path)
-                if sc.profile == opts.profile:
-                    out.append(Source(path, [Entry(ROLE, sc.id, (sc, path))]))
         slow = rmb_spec().behaviour(opts.profile)["retry_delay_s"] >= 1
         entries = [Entry(ROLE, sc.id, (sc, None)) for sc in catalogue(opts.profile, slow)]
         entries.append(Entry(ROLE, f"generated-{ROLE}", None))
-        return out + [Source(Path(module.__file__), entries)]
+        return self.saved_sources(opts) + [Source(Path(module.__file__), entries)]
 
     def _open(self, opts: RunOptions):
         """The running daemon, started again when it died in an earlier test."""
@@ -96,9 +96,8 @@ class Support(PytestSupport):
         run = runs[0]
         properties.append(("rmkit-rules", ",".join(sorted({c.rule for a in run.acts for c in a.checks})) or "no-check-made"))
         if run.failed(rules):
-            again = (replay_command("rmb", path, impl_argv(opts)) if path is not None
-                     else opts.conform_command("--catalogue-only"))
-            raise ScenarioFailed("\n".join([*describe_run(run, rules), *scenario_text(run), f"reproduce: {again}"]))
+            raise ScenarioFailed("\n".join([*describe_run(run, rules), *scenario_text(run),
+                                            f"reproduce: {self.reproduce(opts, path, '--catalogue-only')}"]))
 
     def _generated(self, opts: RunOptions, h, loop, rules) -> None:
         from rmkit.conformance.rmb.driven.scenario import write_scenario
@@ -115,8 +114,7 @@ class Support(PytestSupport):
         final = _final_run(h, loop, g, rules)
         path = write_scenario(implementation_regressions(opts) / f"rmb-{opts.profile}-{g.failing.scenario.digest()}.json",
                               g.failing.scenario, failure=_failure_dict(final, rules))
-        raise ScenarioFailed("\n".join([*describe_run(final, rules), *scenario_text(final), f"saved: {path}",
-                                        f"reproduce: {replay_command('rmb', path, impl_argv(opts))}"]))
+        raise self.saved_failure(opts, [*describe_run(final, rules), *scenario_text(final)], path)
 
     def close(self, opts: RunOptions) -> None:
         if self.daemons is not None:
