@@ -361,41 +361,6 @@ def build_parser() -> argparse.ArgumentParser:
     kg.set_defaults(func=kg_options.guard(cmd_keys))
     k.set_defaults(func=lambda args: _group_help(k))
 
-    # -- receipt ------------------------------------------------------------------------------
-    r = sub.add_parser("receipt", help="encode, sign and verify a log's records one by one",
-                       description="Work on single records of a log: their signed bytes, signing, verification.")
-    rsub = r.add_subparsers(dest="receipt_action", metavar="ACTION")
-    actions = {
-        "encode": ("print each record's signed bytes as hex",
-                   "Print, for each record (JSONL line, or Kafka record), the bytes its source signs\n"
-                   "as lowercase hex, one line per record.",
-                   "exit codes:\n  0  every record encoded\n  2  usage error, or some lines could not be read or encoded\n"
-                   "     (each reported on stderr with file:line and field)"),
-        "sign": ("sign records with a private key",
-                 "Write each record signed with the given key (its source id set to the key's id when\n"
-                 "it has none), in the profile's signature encoding. Kafka records keep their layout.",
-                 "exit codes:\n  0  every record signed\n  2  usage error, or some lines could not be read or signed\n"
-                 "     (each reported on stderr with file:line and field)"),
-        "verify": ("verify records' signatures against a set of public keys",
-                   "Report for each record: valid, invalid, unknown-source, unsigned or malformed, with\n"
-                   "the reason; then the counts. A signature is valid only in the profile's encoding, as\n"
-                   "rmkit check judges it; one that verifies in another encoding is malformed.",
-                   "exit codes:\n  0  every record is valid (or unsigned where the profile allows it)\n"
-                   "  1  some records are not valid\n  2  usage error, unreadable input lines, or no record at all"),
-    }
-    for action, (short, desc, codes) in actions.items():
-        said = _each_protocol(f"receipt {action}", "receipt")
-        a = rsub.add_parser(action, formatter_class=_Formatter, help=short, epilog=codes,
-                            description=desc + ("\n\n" + said if said else ""))
-        a.add_argument("input", nargs="?", default="-", metavar="FILE", help="JSONL records or a Kafka dump, plain or .gz (default: - for stdin)")
-        a_options = ProtocolOptions(a)
-        _protocol_argument(a_options, "receipt")
-        a.add_argument("--profile", help="spec profile (default: the protocol's default)")
-        a.add_argument("-o", "--out", metavar="FILE", help="write to FILE instead of stdout")
-        _add_protocol_options(a_options, "receipt", "add_receipt_arguments", action)
-        a.set_defaults(func=a_options.guard(cmd_receipt), verdict=True)
-    r.set_defaults(func=lambda args: _group_help(r))
-
     # -- audit --------------------------------------------------------------------------------
     au = sub.add_parser("audit", formatter_class=_Formatter, help="check large logs with Spark (local or a cluster)",
                         description="Check the same rules as `rmkit check` with a Spark job, for logs larger than one\n"
@@ -756,13 +721,6 @@ def _group_help(parser: argparse.ArgumentParser) -> int:
 def cmd_keys(args) -> int:
     check_writable_dir(args.out, "--out")
     return require(get_protocol(args.protocol), "keys").keys(args.keys_action, args)
-
-
-def cmd_receipt(args) -> int:
-    if args.input != "-" and not os.path.exists(args.input):
-        raise UsageError(f"FILE {args.input!r}: no such file")
-    proto = require(get_protocol(args.protocol), "receipt")
-    return proto.receipt(args.receipt_action, proto.check_profile(args.profile), args)
 
 
 def cmd_tlc(args) -> int:

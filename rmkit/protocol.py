@@ -167,7 +167,9 @@ class Protocol:
         return ""
 
     def add_commands(self, sub: argparse._SubParsersAction) -> None:
-        """Top-level commands of the protocol's own (``rmkit NAME ...``), added to ``sub``."""
+        """Top-level commands of the protocol's own, added to ``sub``: those whose words and work are
+        the protocol's alone (its records' encodings, its daemons), named after the protocol or
+        after what they work on."""
 
 
 # What ``Protocol.help_text`` is asked about: topic -> where the core shows the answer.
@@ -176,8 +178,6 @@ HELP_TOPICS = {
     "check": "`rmkit check --help`: the protocol's logs (what a record is, the formats read)",
     "simulate": "`rmkit simulate --help`: what the simulator runs and writes",
     "keys gen": "`rmkit keys gen --help`: what a key set holds, with examples (one command a line)",
-    "receipt encode": "`rmkit receipt encode --help`: the bytes a record's source signs",
-    "receipt verify": "`rmkit receipt verify --help`: the signature encodings",
     "conform": "`rmkit conform --help`: how the implementation is run and driven",
     "impl-cmd": "the --impl-cmd option of `rmkit conform` and `rmkit replay`: what the command starts",
     "scenario file": "`rmkit conform` and `rmkit replay`: the format of a saved scenario file",
@@ -264,17 +264,6 @@ class MakesKeys:
         raise NotImplementedError
 
 
-class SignsRecords:
-    """Capability: encode, sign and verify single records of a log (``rmkit receipt``)."""
-
-    def add_receipt_arguments(self, action: str, group: argparse._ArgumentGroup) -> None:
-        """Protocol-specific options of ``rmkit receipt ACTION`` (``encode``, ``sign``, ``verify``)."""
-
-    def receipt(self, action: str, profile: str, args: argparse.Namespace) -> int:
-        """Run ``rmkit receipt ACTION`` on ``args.input`` (a path or ``-``); return the exit code."""
-        raise NotImplementedError
-
-
 class DrivesImplementations:
     """Capability: driven conformance (``rmkit conform``, ``rmkit replay``)."""
 
@@ -301,7 +290,6 @@ CAPABILITIES: dict[str, tuple[type, str]] = {
     "check": (ChecksLogs, "log checker"),
     "simulate": (Simulates, "simulator"),
     "keys": (MakesKeys, "keys"),
-    "receipt": (SignsRecords, "tools for single records"),
     "conform": (DrivesImplementations, "driven conformance suite"),
 }
 

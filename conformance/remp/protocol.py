@@ -8,7 +8,7 @@ from typing import Any
 
 from rmkit.errors import UsageError
 from rmkit.guard import positive_seconds
-from rmkit.protocol import ChecksLogs, DrivesImplementations, FixtureFile, MakesKeys, Protocol, Simulates, SignsRecords
+from rmkit.protocol import ChecksLogs, DrivesImplementations, FixtureFile, MakesKeys, Protocol, Simulates
 from rmkit.rules import RuleSet
 from rmkit.specload import load_protocol_spec
 from rmkit.verdict import Nouns
@@ -29,8 +29,6 @@ HELP = {
                 "rmkit keys gen --validators 7 --sessions 10 --seed 1 --out keys\n"
                 "rmkit simulate --keys keys --messages 500 -o signed.jsonl\n"
                 "rmkit check --validators keys/validators.yaml signed.jsonl",
-    "receipt encode": "the boxed TL receipt.",
-    "receipt verify": "hex for the spec profile, base64 for ever-node.",
     "conform": "the implementation runs as a process speaking JSON Lines on stdin/stdout (--impl-cmd) or as a "
                "Python object (--impl module:factory); the adapter protocol is in spec/remp/adapter.md.",
     "impl-cmd": "its adapter process; ROLE in CMD is replaced by the role.",
@@ -38,7 +36,7 @@ HELP = {
 }
 
 
-class Remp(ChecksLogs, Simulates, MakesKeys, SignsRecords, DrivesImplementations, Protocol):
+class Remp(ChecksLogs, Simulates, MakesKeys, DrivesImplementations, Protocol):
     name = "remp"
     title = "Everscale Reliable External Messaging Protocol"
     default = True  # the protocol the kit was first written for: commands without --protocol check it
@@ -143,15 +141,11 @@ class Remp(ChecksLogs, Simulates, MakesKeys, SignsRecords, DrivesImplementations
               file=sys.stderr)
         return 0
 
-    def add_receipt_arguments(self, action: str, group: argparse._ArgumentGroup) -> None:
+    def add_commands(self, sub: argparse._SubParsersAction) -> None:
+        """``rmkit receipt encode | sign | verify``: single receipts (REMP's own command)."""
         from rmkit.conformance.remp import receipt_cli
 
-        receipt_cli.add_arguments(action, group)
-
-    def receipt(self, action: str, profile: str, args: argparse.Namespace) -> int:
-        from rmkit.conformance.remp import receipt_cli
-
-        return receipt_cli.run(action, profile, args)
+        receipt_cli.add_command(sub)
 
     def pytest_support(self):
         from rmkit.conformance.remp.pytest_support import Support

@@ -95,26 +95,49 @@ def render_text(report: Report, rules=None, color: bool = False, per_rule: int =
         if report.unreadable > per_rule:
             con.print(f"  ... {report.unreadable - per_rule:,} more (`--format json` lists them)")
 
-    m = report.metrics
-    if m:
+    rows = metric_rows(report.metrics)
+    if rows:
         met = Table(title="metrics", box=box.SIMPLE, show_header=False)
         met.add_column(style="bold")
         met.add_column()
-        for key in ("outcomes", "receipts_per_kind", "signatures"):
-            if m.get(key):
-                met.add_row(key.replace("_", " "), ", ".join(f"{k} {v:,}" for k, v in m[key].items()))
-        for name, lat in (m.get("latency_ms") or {}).items():
-            if lat.get("count"):
-                met.add_row(f"{lat['from']} → {lat['to']}",
-                            f"n={lat['count']:,} p50={lat['p50']} ms p90={lat['p90']} ms p99={lat['p99']} ms max={lat['max']} ms; "
-                            f"at or below {lat['promise_ms'][1]} ms (the promise's upper bound; promised "
-                            f"{lat['promise_ms'][0]}–{lat['promise_ms'][1]} ms): {lat['within_promise']:.1%} of pairs")
-            else:
-                met.add_row(f"{lat['from']} → {lat['to']}", "no pairs in the log")
-        for key in ("not_judged_for_liveness", "redelivered_receipts", "late_receipts", "receipts_without_time",
-                    "log_time_span_s", "lifetime_s", "horizon_s", "expiry_bound_s", "elapsed_s", "receipts_per_s"):
-            if key in m and m[key] is not None:
-                val = m[key]
-                met.add_row(key.replace("_", " "), f"{val:,}" if isinstance(val, (int, float)) else str(val))
+        for name, value in rows:
+            met.add_row(escape(name), escape(value))
         con.print(met)
     return buf.getvalue()
+
+
+LATENCIES = "latency_ms"  # the metric of latencies against the documents' promises (rmkit.protocol.ChecksLogs.operator_figures)
+
+
+def metric_rows(metrics: dict) -> list[tuple[str, str]]:
+    """The metrics a checker reported, one row each under its JSON name (underscores as spaces), in
+    the checker's order: a number or a text; a list; a map of counts (``kind 12, other 3``); each
+    latency of ``latency_ms`` against its promise. A map of maps (per source, say) is too wide for
+    a row: the JSON report has it. Whatever the protocol, the rows are its own names."""
+    rows = []
+    for key, value in metrics.items():
+        if value is None or value == {} or value == []:
+            continue
+        if key == LATENCIES and isinstance(value, dict):
+            rows += [_latency_row(lat) for lat in value.values()]
+        elif isinstance(value, dict):
+            if not any(isinstance(v, (dict, list)) for v in value.values()):
+                rows.append((key.replace("_", " "), ", ".join(f"{k} {_number(v)}" for k, v in value.items())))
+        elif isinstance(value, list):
+            rows.append((key.replace("_", " "), ", ".join(str(v) for v in value)))
+        else:
+            rows.append((key.replace("_", " "), _number(value)))
+    return rows
+
+
+def _number(value) -> str:
+    return f"{value:,}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
+def _latency_row(lat: dict) -> tuple[str, str]:
+    name = f"{lat['from']} → {lat['to']}"
+    if not lat.get("count"):
+        return name, "no pairs in the log"
+    return name, (f"n={lat['count']:,} p50={lat['p50']} ms p90={lat['p90']} ms p99={lat['p99']} ms max={lat['max']} ms; "
+                  f"at or below {lat['promise_ms'][1]} ms (the promise's upper bound; promised "
+                  f"{lat['promise_ms'][0]}–{lat['promise_ms'][1]} ms): {lat['within_promise']:.1%} of pairs")

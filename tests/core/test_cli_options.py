@@ -42,7 +42,6 @@ def _help(capsys, *argv) -> str:
     (["audit", "--protocol", "corda", "--directory", "/nonexistent", CORDA_LOG], [("--directory", "rmb")]),
     (["simulate", "--protocol", "corda", "--messages", "5", "-o", "-"], [("--messages", "remp")]),
     (["conform", "--protocol", "remp", "--rmb-workdir", "/nonexistent", "--impl-cmd", "false"], [("--rmb-workdir", "rmb")]),
-    (["receipt", "verify", "--protocol", "rmb", "--validators", "/nonexistent", RMB_LOG], [("--validators", "remp")]),
 ])
 def test_an_option_of_another_protocol_is_a_usage_error_naming_it_and_its_protocol(capsys, argv, named):
     code, out, err = run(capsys, *argv)

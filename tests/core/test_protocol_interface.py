@@ -92,7 +92,7 @@ def test_each_protocol_fills_in_the_required_part_and_the_capabilities_it_claims
         assert _overrides(proto, Protocol, method), f"protocol {name} does not define {method}()"
     assert proto.nouns.records and proto.nouns.subject and proto.nouns.subjects
     must = {"check": ("make_checker", "sharded_checker"), "simulate": ("simulate",), "keys": ("keys",),
-            "receipt": ("receipt",), "conform": ("conform", "replay")}
+            "conform": ("conform", "replay")}
     assert set(must) == set(CAPABILITIES)
     for capability, methods in must.items():
         if capable(proto, capability):

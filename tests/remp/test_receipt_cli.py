@@ -186,3 +186,20 @@ def test_verify_judges_the_profiles_signature_encoding_as_check_does(capsys, tmp
     code, out, _ = run(capsys, "receipt", "verify", "--profile", "ever-node", "--validators", keys / "validators.yaml",
                        _file(tmp_path, other, "b.jsonl"))
     assert "3 valid" in out.splitlines()[-1]
+
+
+def test_the_receipt_command_is_remps_own_and_takes_no_other_protocol(capsys, tmp_path, keys):
+    """`rmkit receipt` is added by REMP (its receipts, their TL encoding and signature encodings);
+    `--protocol remp`, as command lines written for the core's command gave it, still runs it."""
+    from rmkit.protocol import get_protocol
+
+    import argparse
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    get_protocol("remp").add_commands(sub)
+    assert "receipt" in sub.choices
+    src = _file(tmp_path, [VECTORS[0]["receipt"]])
+    assert run(capsys, "receipt", "encode", "--protocol", "remp", src)[0] == 0
+    with pytest.raises(SystemExit) as exit_:
+        main(["receipt", "encode", "--protocol", "rmb", str(src)])
+    assert exit_.value.code == 2 and "--protocol: invalid choice: 'rmb'" in capsys.readouterr().err
