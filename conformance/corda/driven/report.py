@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 
 from rmkit.protocols.corda.model import corda_spec
-from rmkit.render.junit import Case, Suite, render_suites
 from rmkit.rules import OFF
 
 FAIL, FINDING, PASS, OFF_HERE, NOT_EXERCISED = "fail", "finding", "pass", "off", "not exercised"
@@ -214,36 +213,61 @@ def reproduce(result, impl: list[str]) -> str:
                        *(impl or ["--impl-cmd", "CMD"])])
 
 
-def junit(results, breakdown, impl: list[str] | None = None) -> str:
+def core_report(results, breakdown, impl: list[str], outcome_text):
+    """The run as every protocol's conform report is typed (:mod:`rmkit.conformreport`): per role,
+    one judge with a row per rule it judges (what the role does not judge is its note), the named
+    scenarios played and each role's failure with the command that reproduces it.
+    ``breakdown(result)``: that failure's breakdown text, or None; ``outcome_text(result)``: the
+    failing scenario's steps, problems and exchange."""
+    from pathlib import Path
+
+    from rmkit import conformreport as core
+
+    from .judge import failed
+
+    groups, scenarios = [], []
+    for r in results:
+        again = reproduce(r, impl)
+        rows = []
+        for row in rule_rows(r):
+            rule = core.RuleResult(row["id"], row["title"], row["mode"], row["verdict"], covered_by=row["covered_by"],
+                                   evidence=row["evidence"], why=row["why"])
+            if row["verdict"] == FAIL:
+                rule.detail = (f"{row['evidence']}\nwhat to do: {corda_spec(r.profile).rules[row['id']].advice}\n"
+                               f"reproduce: {again}")
+            rows.append(rule)
+        broke = breakdown(r)
+        others = "; ".join(f"{rule}: {where}" for rule, where in not_judged(r.role, r.profile).items())
+        groups.append(core.RuleGroup(r.role, rows, core.Failure(broke, "breakdown", f"{broke}\nreproduce: {again}")
+                                     if broke else None, note=f"not judged as {r.role}: {others}", elapsed_s=r.seconds))
+        scenarios += [core.ScenarioResult(name, r.role, "catalogue", "", "fail" if failed(o) else "pass", len(o.actions))
+                      for name, o in r.played]
+        if r.failure is not None:
+            f = r.failure
+            first = headline(r)
+            name = Path(r.saved or r.regression).stem if (r.saved or r.regression) else f"{r.role}-{r.profile}"
+            origin = "regression" if r.regression else "catalogue" if r.named_failure else "generated"
+            text = ([f"first rule broken: {first}"] if first else []) + outcome_text(r)
+            scenarios.append(core.ScenarioResult(
+                name, r.role, origin, f"{len(f.actions)} steps" + (f" ({r.named_failure})" if r.named_failure else ""),
+                "fail", len(f.actions), failure=core.Failure(first or broke or "failed", "rule" if first else "breakdown",
+                                                             "\n".join(text)), reproduce=again))
+    verdict = "fail" if any(r.verdict == "fail" for r in results) else \
+        "nothing checked" if any(r.verdict == "nothing checked" for r in results) else "pass"
+    return core.ConformReport(
+        "corda", "Corda P2P", ", ".join(sorted({r.profile for r in results})), " ".join(impl), impl,
+        [r.role for r in results], verdict, sum(r.seconds for r in results), groups=groups, scenarios=scenarios,
+        summary="; ".join(f"{r.role}: {r.verdict} ({r.examples} scenarios, {r.seconds:.1f} s)" for r in results),
+        matrix_note=LEGEND, saved=[r.saved for r in results if r.saved])
+
+
+def junit(results, breakdown, impl: list[str] | None = None, outcome_text=lambda r: []) -> str:
     """One test suite per role, one test case per rule it judges: fail is a failure (its evidence,
     what to do and the command that reproduces it), a finding passes with the violation in
     system-out, a pass names the scenarios behind it in system-out, off and not exercised are
     skipped with why. An implementation that broke down adds a failing ``implementation`` case (its
-    scenario broke no rule). What the role does not judge is in the suite's system-out.
-    ``breakdown(result)``: that failure's text, or None."""
-    suites = []
-    for r in results:
-        cls = f"rmkit.conform.corda.{r.role}"
-        cases = []
-        for row in rule_rows(r):
-            case = Case(cls, row["id"])
-            if row["verdict"] == FAIL:
-                advice = corda_spec(r.profile).rules[row["id"]].advice
-                case.failure = (row["evidence"], "rule", f"{row['evidence']}\nwhat to do: {advice}\n"
-                                                         f"reproduce: {reproduce(r, impl or [])}")
-            elif row["verdict"] == FINDING:
-                case.out = f"finding (non-strict in profile {r.profile}): {row['evidence']}"
-            elif row["verdict"] == DEPARTURE:
-                case.out = f"known departure of profile {r.profile}: {row['evidence']}"
-            elif row["verdict"] == PASS:
-                case.out = f"pass, covered by {len(row['covered_by'])}: {', '.join(row['covered_by'])}"
-            else:
-                case.skipped = row["why"] if row["verdict"] == OFF_HERE else f"{row['verdict']}: {row['why']}"
-            cases.append(case)
-        broke = breakdown(r)
-        if broke:
-            cases.append(Case(cls, "implementation", failure=(broke, "breakdown", f"{broke}\nreproduce: {reproduce(r, impl or [])}")))
-        others = "; ".join(f"{rule}: {where}" for rule, where in not_judged(r.role, r.profile).items())
-        suites.append(Suite(f"rmkit conform corda {r.role}, profile {r.profile}", cases,
-                            out=f"not judged as {r.role}: {others}", time=r.seconds))
-    return render_suites(suites)
+    scenario broke no rule). What the role does not judge is in the suite's system-out
+    (:func:`rmkit.render.conform.render_junit`)."""
+    from rmkit.render.conform import render_junit
+
+    return render_junit(core_report(results, breakdown, impl or [], outcome_text))

@@ -475,50 +475,29 @@ def _named_source(name: str) -> str:
     return f"conformance/corda/driven/{FILE.name}" if name in load()["scenarios"] else "spec/corda/catalogue.yaml"
 
 
+def _breakdown(r: SearchResult) -> str | None:
+    return f"the implementation failed {r.failure.cause}" if isinstance(r.failure, Stopped) else None
+
+
+def _outcome_text(r: SearchResult) -> list[str]:
+    """A role's failing scenario for a report: its steps, its problems, its exchange."""
+    f = r.failure
+    return [f"steps: {steps_text(f.actions)}", *problems(r.profile, f), "exchange:", *exchange(f)]
+
+
 def to_html(results: list[SearchResult], impl: list[str]) -> str:
     """A standalone page: the verdict and the rules broken first, each role's failing scenario
-    with the command that reproduces it, its problems and exchange, then the per-rule matrix."""
-    from rmkit.render.html import e, page, status_cell, table
+    with the command that reproduces it, its problems and exchange, then the per-rule matrix
+    (:func:`rmkit.render.conform.render_html`)."""
+    from rmkit.render.conform import render_html
 
-    verdict = overall(results)
-    rows = [(r, row) for r in results for row in report.rule_rows(r)]
-    broken = [(r, row) for r, row in rows if row["verdict"] == report.FAIL]
-    sections = []
-    if broken:
-        sections.append(("failing", "Rules broken", table(
-            ["role", "rule", "title", "evidence"],
-            [[e(r.role), f"<code>{e(row['id'])}</code>", e(row["title"]), e(row["evidence"])] for r, row in broken], "failing")))
-    fails = []
-    for r in results:
-        if not r.failure:
-            continue
-        again = report.reproduce(r, impl)
-        f = r.failure
-        first = report.headline(r)
-        fails.append(f"<h3>{e(r.role)}, profile {e(r.profile)}: {len(f.actions)} steps"
-                     f"{' (' + e(r.named_failure) + ')' if r.named_failure else ''}</h3>"
-                     + (f"<p>First rule broken: <code>{e(first)}</code></p>" if first else "") + "<p>Reproduce:</p>"
-                     f"<code class='reproduce'>{e(again)}</code><p>Steps: <code>{e(steps_text(f.actions))}</code></p>"
-                     f"<pre>{e(chr(10).join(problems(r.profile, f)))}</pre><p>Exchange:</p><pre>{e(chr(10).join(exchange(f)))}</pre>")
-    if fails:
-        sections.append(("scenarios-failed", "Failing scenarios", "\n".join(fails)))
-    sections.append(("rules", "Per-rule matrix", f"<p>{e(report.LEGEND)}</p>" + table(
-        ["role", "rule", "title", "mode", "status", "covered by / why", "evidence"],
-        [[e(r.role), f"<code>{e(row['id'])}</code>", e(row["title"]), e(row["mode"]),
-          status_cell(row["verdict"]),
-          e(f"covered by {len(row['covered_by'])}: {', '.join(row['covered_by'])}" if row["covered_by"] else row["why"]),
-          e(row["evidence"])] for r, row in rows], "matrix")))
-    facts = [("run with", f"<code>{e(' '.join(impl))}</code>"),
-             ("protocol / profile", e(f"corda / {', '.join(sorted({r.profile for r in results}))}")),
-             ("roles", e(", ".join(f"{r.role}: {r.verdict} ({r.examples} scenarios, {r.seconds:.1f} s)" for r in results)))]
-    return page("rmkit conform: Corda P2P", verdict, facts, sections)
+    return render_html(report.core_report(results, _breakdown, impl, _outcome_text))
 
 
 def to_junit(results: list[SearchResult], impl: list[str] | None = None) -> str:
     """JUnit XML: per role, one test case per rule it judges (see :mod:`.report`); ``impl`` is the
     implementation as given, for the command that reproduces a failure."""
-    return report.junit(results, lambda r: (f"the implementation failed {r.failure.cause}"
-                                            if isinstance(r.failure, Stopped) else None), impl)
+    return report.junit(results, _breakdown, impl, _outcome_text)
 
 
 def overall(results: list[SearchResult]) -> str:

@@ -205,78 +205,58 @@ def _case_name(r: ScenarioResult, profile: str) -> str:
     return f"{r.scenario.id} [{NO_RULE}]" if r.scenario.checks else r.scenario.id
 
 
-def render_junit(rep: ConformReport) -> str:
-    """One test case per scenario (named with the rules it is measured to catch), grouped by origin."""
-    from rmkit.render.junit import Case, Suite, render_suites
+def core_report(rep: ConformReport):
+    """The run as every protocol's conform report is typed (:mod:`rmkit.conformreport`): the
+    per-rule table as one judge's, every scenario (each a JUnit case, named with the rules it is
+    measured to catch)."""
+    from rmkit import conformreport as core
+    from rmkit.protocols.remp.model import model_for
 
-    suites = []
-    by_origin: dict = {}
-    for r in rep.results:
-        by_origin.setdefault(r.scenario.origin, []).append(r)
-    for origin, rs in by_origin.items():
-        cases = [Case(f"rmkit.conform.{origin}.{r.scenario.role}", _case_name(r, rep.profile), time=r.elapsed_s,
-                      failure=(r.failure.summary, r.failure.kind, f"{explain_failure(r)}\n  reproduce: {rep.reproduce(r)}")
-                      if r.failure else None)
-                 for r in rs]
-        suites.append(Suite(f"rmkit conform {origin}", cases, time=sum(r.elapsed_s for r in rs)))
+    model_rules = model_for(rep.profile).rules
+    by_id = {r.scenario.id: r for r in rep.results}
     rows = rep.table()
-    if rows:
-        suites.append(Suite("rmkit conform rules", [
-            Case("rmkit.conform.rules", f"{row['id']} (covered by {len(row['covered_by'])})",
-                 failure=("broken in " + ", ".join(row["failed"]), "rule", "") if row["status"] == FAIL else None,
-                 skipped=row["why"] if row["status"] in (NOT_COVERED, NOT_REACHED) else None)
-            for row in rows]))
-    return render_suites(suites, time=rep.elapsed_s)
+    rules = []
+    for row in rows:
+        rule = model_rules[row["id"]] if row["id"] in model_rules else None
+        evidence = "broken in " + ", ".join(row["failed"]) if row["failed"] else ""
+        first = by_id.get(row["failed"][0]) if row["failed"] else None
+        rules.append(core.RuleResult(
+            row["id"], row["title"], rule.mode(rep.profile) if rule else "driven", row["status"],
+            covered_by=row["covered_by"], evidence=evidence, why=row["why"],
+            detail=f"{evidence}\nreproduce: {rep.reproduce(first)}" if first is not None else evidence))
+    scenarios = [core.ScenarioResult(
+        r.scenario.id, r.scenario.role, r.scenario.origin, r.scenario.title, r.verdict, r.steps, r.elapsed_s,
+        core.Failure(r.failure.summary, r.failure.kind, explain_failure(r)) if r.failure else None,
+        rep.reproduce(r), _case_name(r, rep.profile)) for r in rep.results]
+    covered = sum(1 for r in rows if r["covered_by"])
+    undrivable = sum(1 for r in rows if not r["covered_by"] and r["why"].startswith("not drivable"))
+    unexplained = sum(1 for r in rows if r["status"] == NOT_COVERED and not r["why"].startswith("not drivable"))
+    judged = [r for r in rep.results if r.verdict == FAIL and not unreached(r)]
+    return core.ConformReport(
+        "remp", "REMP", rep.profile, rep.implementation, rep.impl_argv, rep.roles,
+        core.NO_VERDICT if rep.not_driven and not judged and not rep.kit_errors else rep.verdict, rep.elapsed_s,
+        groups=[core.RuleGroup("", rules)] if rules else [], scenarios=scenarios, scenario_cases=True,
+        summary=f"{len(rep.results)} ({sum(1 for r in rep.results if r.verdict == FAIL)} failed), {rep.elapsed_s:.1f} s",
+        matrix_note=(f"Coverage: {covered} of {len(rows)} rules in scope are covered by a scenario (catalogue or generated) "
+                     f"that catches their mutant (a reference that breaks exactly that rule) with a failure attributed to "
+                     f"the rule; {undrivable} are listed as not drivable, with the reason; {unexplained} are neither (see "
+                     f"why). A rule passes only when a covering scenario ran clean."),
+        not_driven=rep.not_driven, kit_errors=rep.kit_errors, saved=[str(p) for p in rep.saved])
+
+
+def render_junit(rep: ConformReport) -> str:
+    """One test case per scenario (named with the rules it is measured to catch), grouped by
+    origin, and one per rule (:func:`rmkit.render.conform.render_junit`)."""
+    from rmkit.render.conform import render_junit as junit
+
+    return junit(core_report(rep))
 
 
 def render_html(rep: ConformReport) -> str:
-    """A standalone page: the verdict and the rules broken first, then each failing scenario with
-    the command that reproduces it and the whole scenario, then the per-rule matrix and every
-    scenario run."""
-    from rmkit.render.html import e, page, status_cell, table
+    """The standalone page every protocol's run has (:func:`rmkit.render.conform.render_html`)."""
+    from rmkit.render.conform import render_html as html
 
-    rows_of = rep.table()
-    broken = [r for r in rows_of if r["status"] == FAIL]
-    covered = sum(1 for r in rows_of if r["covered_by"])
-    undrivable = sum(1 for r in rows_of if not r["covered_by"] and r["why"].startswith("not drivable"))
-    unexplained = sum(1 for r in rows_of if r["status"] == NOT_COVERED and not r["why"].startswith("not drivable"))
-    judged = [r for r in rep.results if r.verdict == FAIL and not unreached(r)]
-    verdict = "no verdict" if rep.not_driven and not judged and not rep.kit_errors else rep.verdict
-    sections = []
-    if broken:
-        sections.append(("failing", "Rules broken", table(
-            ["rule", "title", "broken in"],
-            [[f"<code>{e(r['id'])}</code>", e(r["title"]), e(", ".join(r["failed"]))] for r in broken], "failing")))
-    if rep.not_driven:
-        sections.append(("not-driven", "Not driven", "<ul>" + "".join(
-            f"<li>role <b>{e(role)}</b>: the implementation never got past the hello ({e(why)}); no verdict on it</li>"
-            for role, why in rep.not_driven.items()) + "</ul>"))
-    fails = [f"<h3 id='{e(r.scenario.id)}'>{e(r.scenario.id)} <span class='dim'>({e(r.scenario.role)}, {e(r.scenario.origin)})"
-             f"</span></h3><p>Reproduce:</p><code class='reproduce'>{e(rep.reproduce(r))}</code>"
-             f"<pre>{e(explain_failure(r))}</pre>" for r in rep.results if r.failure]
-    if fails:
-        sections.append(("scenarios-failed", "Failing scenarios", "\n".join(fails)))
-    sections.append(("rules", "Per-rule matrix", (
-        f"<p>Coverage: {covered} of {len(rows_of)} rules in scope are covered by a scenario (catalogue or generated) "
-        f"that catches their mutant (a reference that breaks exactly that rule) with a failure attributed to the rule; "
-        f"{undrivable} are listed as not drivable, with the reason; {unexplained} are neither (see \"why not covered\"). "
-        f"A rule passes only when a covering scenario ran clean.</p>")
-        + table(["rule", "title", "status", "covered by", "scenarios that catch its mutant", "why not covered"],
-                [[f"<code>{e(r['id'])}</code>", e(r["title"]), status_cell(r["status"]), str(len(r["covered_by"])),
-                  e(", ".join(r["covered_by"][:6]) + (" …" if len(r["covered_by"]) > 6 else "")), e(r["why"])]
-                 for r in rows_of], "matrix")))
-    sections.append(("scenarios", "Every scenario run", table(
-        ["id", "origin", "role", "title", "verdict", "steps", "s"],
-        [[f"<code>{e(r.scenario.id)}</code>", e(r.scenario.origin), e(r.scenario.role), e(r.scenario.title),
-          status_cell(r.verdict), str(r.steps), f"{r.elapsed_s:.2f}"] for r in rep.results])))
-    if rep.kit_errors:
-        sections.append(("kit-errors", "Kit errors (please report)", "".join(f"<pre>{e(x)}</pre>" for x in rep.kit_errors)))
-    facts = [("implementation", f"<code>{e(rep.implementation)}</code>"),
-             ("run with", f"<code>{e(' '.join(rep.impl_argv))}</code>"),
-             ("protocol / profile", e(f"remp / {rep.profile}")), ("roles", e(", ".join(rep.roles))),
-             ("scenarios", f"{len(rep.results)} ({sum(1 for r in rep.results if r.verdict == FAIL)} failed), "
-                           f"{rep.elapsed_s:.1f} s")]
-    return page("rmkit conform: REMP", verdict, facts, sections)
+    return html(core_report(rep))
 
 
 RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}

@@ -37,6 +37,11 @@ def write(rules: dict) -> None:
 def rule_verdicts(report, rules) -> dict:
     """rule -> ("fail", n failed checks) | ("pass", n scenarios that catch its mutant and ran
     clean) | ("not exercised", why), for the rules ``rules`` (a judge.Rules) judges."""
+    return {rid: (what, len(n) if what == "pass" else n) for rid, (what, n) in rule_evidence(report, rules).items()}
+
+
+def rule_evidence(report, rules) -> dict:
+    """As :func:`rule_verdicts`, a pass with the ids of the scenarios behind it."""
     from rmkit.conformance.rmb.driven.scenario import NOT_DRIVEN
 
     cov = load()
@@ -54,7 +59,7 @@ def rule_verdicts(report, rules) -> dict:
         clean = [run for run in runs if run.scenario.title in titles and not run.crashed
                  and any(c.rule == rid for a in run.acts for c in a.checks)]
         if clean:
-            out[rid] = ("pass", len(clean))
+            out[rid] = ("pass", [run.scenario.id for run in clean])
         elif rid in NOT_DRIVEN:
             out[rid] = ("not exercised", NOT_DRIVEN[rid])
         elif titles:

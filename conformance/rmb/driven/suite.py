@@ -377,95 +377,78 @@ def render_replay_json(run: ScenarioRun, rules: Rules) -> str:
                        "failures": failure_dicts(run, rules)}, indent=2) + "\n"
 
 
-def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
-    """JUnit XML for CI: one test case per rule the profile judges. A strict rule some check broke
-    fails, with its first finding as the message and, in the text, what to do, every finding and the
-    first failing act's exchanges and Redis operations; a non-strict finding passes with it in
-    system-out; a rule no scenario reached is skipped with why (never passed). A daemon that exited
-    under test adds a failing ``implementation`` case."""
-    from rmkit.render.junit import Case, Suite, render_suites
+def core_report(rep: ConformReport, evidence_lines: int = 30):
+    """The run as every protocol's conform report is typed (:mod:`rmkit.conformreport`): one
+    judge (the daemon's) with a row per rule the profile judges. A strict rule some check broke
+    fails, with its first finding, what to do, every finding and the first failing act's exchanges
+    and Redis operations; a non-strict one is a finding; a rule no scenario reached has no verdict,
+    with why. A daemon that exited under test is the judge's breakdown."""
+    from rmkit import conformreport as core
+    from rmkit.conformance.rmb.driven.coverage import rule_evidence
 
     rules = Rules(rep.profile)
-    verdicts = rule_verdicts(rep, rules)
+    verdicts = rule_evidence(rep, rules)
+    every = rep.runs + ([rep.final] if rep.final else [])
     failed: dict[str, list[tuple[ActResult, object]]] = {}
     first_run: dict[str, ScenarioRun] = {}  # rule -> the first scenario that broke it (its reproduce command)
-    for run in rep.runs + ([rep.final] if rep.final else []):
+    for run in every:
         for a, c in run.failures(rules, strict_only=False):
             failed.setdefault(c.rule, []).append((a, c))
             first_run.setdefault(c.rule, run)
-    classname = f"rmkit.conform.rmb.{rep.profile}"
-    cases = []
+    rows = []
     for r in rules.spec.rules:
         mode = rules.mode(r.id)
         if mode == "off":
             continue
-        case = Case(classname, r.id)
-        cases.append(case)
-        what, why = verdicts[r.id]
+        what, n = verdicts[r.id]
+        row = core.RuleResult(r.id, r.title, mode, core.NOT_EXERCISED if what == "not exercised" else core.PASS)
+        rows.append(row)
         if what == "not exercised":
-            case.skipped = f"not exercised: {why}"
+            row.why = n
             continue
         found = failed.get(r.id)
         if not found:
+            row.covered_by = n if what == "pass" else []
             continue
         lines = [f"{r.id} ({rules.severity(r.id)}, {mode}) {r.title}", f"what to do: {r.advice}"]
         lines += [f"{c.detail}  [act {json.dumps(a.act)}]" for a, c in found]
         lines += ["exchanges and Redis operations of the first failing act:"] + found[0][0].evidence[:evidence_lines]
         lines.append(f"reproduce: {rep.reproduce(first_run[r.id])}")
-        if mode == "strict":
-            case.failure = (found[0][1].detail, "rule", "\n".join(lines))
-        else:
-            case.out = "finding (non-strict in this profile):\n" + "\n".join(lines)
-    crashed = [run for run in rep.runs + ([rep.final] if rep.final else []) if run.crashed]
-    if crashed:
-        cases.append(Case(classname, "implementation", failure=(
-            crashed[0].crashed, "crash",
-            f"in scenario {crashed[0].scenario.id}: {crashed[0].crashed}\nwhat to do: find why the daemon exited in its own output")))
-    return render_suites([Suite(f"rmkit conform rmb, profile {rep.profile}", cases, time=rep.seconds)])
+        row.status = core.FAIL if mode == "strict" else core.FINDING
+        row.evidence, row.detail = found[0][1].detail, "\n".join(lines)
+    crashed = [run for run in every if run.crashed]
+    breakdown = core.Failure(crashed[0].crashed, "crash", f"in scenario {crashed[0].scenario.id}: {crashed[0].crashed}\n"
+                             "what to do: find why the daemon exited in its own output") if crashed else None
+    scenarios = []
+    for run in every:
+        bad = run.failed(rules)
+        first = next((c.detail for _, c in run.failures(rules, strict_only=False)), run.crashed or "")
+        scenarios.append(core.ScenarioResult(
+            run.scenario.id, "daemon", run.scenario.origin, run.scenario.title, "fail" if bad else "pass",
+            len(run.scenario.acts), failure=core.Failure(first, "crash" if run.crashed else "rule",
+                                                         "\n".join(describe_run(run, rules))) if bad else None,
+            reproduce=rep.reproduce(run)))
+    g = rep.generated
+    return core.ConformReport(
+        "rmb", "RMB v1", rep.profile, rep.implementation, rep.impl_argv, ["daemon"], rep.verdict(rules), rep.seconds,
+        groups=[core.RuleGroup("", rows, breakdown, elapsed_s=rep.seconds)], scenarios=scenarios,
+        summary=f"{len(rep.runs)} besides generation, {rep.seconds:.1f} s" + (f"; {g.examples} generated" if g is not None else ""),
+        saved=[str(p) for p in rep.saved])
+
+
+def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
+    """JUnit XML for CI: one test case per rule the profile judges (:func:`core_report`,
+    :func:`rmkit.render.conform.render_junit`)."""
+    from rmkit.render.conform import render_junit as junit
+
+    return junit(core_report(rep, evidence_lines))
 
 
 def render_html(rep: ConformReport) -> str:
-    """A standalone page: the verdict and the rules broken first, each failing scenario with the
-    command that reproduces it and its acts' checks and exchanges, then the per-rule matrix."""
-    from rmkit.render.html import e, page, status_cell, table
+    """The standalone page every protocol's run has (:func:`rmkit.render.conform.render_html`)."""
+    from rmkit.render.conform import render_html as html
 
-    rules = Rules(rep.profile)
-    counts = rep.per_rule(rules)
-    verdict = rep.verdict(rules)
-    active = [r for r in rules.spec.rules if rules.mode(r.id) != "off"]
-    broken = [r for r in active if counts.get(r.id, [0, 0])[1] and rules.mode(r.id) == "strict"]
-    sections = []
-    if broken:
-        sections.append(("failing", "Rules broken", table(
-            ["rule", "title", "failed checks", "what to do"],
-            [[f"<code>{e(r.id)}</code>", e(r.title), str(counts[r.id][1]), e(r.advice)] for r in broken], "failing")))
-    fails = rep.failing_runs(rules)
-    if fails:
-        sections.append(("scenarios-failed", f"Failing scenarios ({len(fails)})", "\n".join(
-            f"<h3 id='{e(run.scenario.id)}'>{e(run.scenario.id)}</h3><p>Reproduce:</p>"
-            f"<code class='reproduce'>{e(rep.reproduce(run))}</code><pre>{e(chr(10).join(describe_run(run, rules)))}</pre>"
-            for run in fails)))
-    verdicts = rule_verdicts(rep, rules)  # from evidence: a pass needs a scenario that catches the rule's mutant
-    matrix = []
-    for r in active:
-        what, n = verdicts.get(r.id, ("not exercised", "no scenario of this run reached it"))
-        ok, bad = counts.get(r.id, (0, 0))
-        status = ("fail" if rules.mode(r.id) == "strict" else "non-strict") if what == "fail" else what
-        note = f"covered by {n}" if what == "pass" else (n if what == "not exercised" else "")
-        matrix.append([f"<code>{e(r.id)}</code>", e(r.title), e(rules.mode(r.id)), status_cell(status),
-                       str(ok + bad), str(bad), e(note)])
-    sections.append(("rules", "Per-rule matrix", table(["rule", "title", "mode", "status", "checks", "failed", "note"],
-                                                        matrix, "matrix")))
-    sections.append(("scenarios", "Every scenario run", table(
-        ["scenario", "verdict"], [[f"<code>{e(run.scenario.id)}</code>", status_cell("fail" if run.failed(rules) else "pass")]
-                                  for run in rep.runs + ([rep.final] if rep.final else [])])))
-    g = rep.generated
-    facts = [("implementation", f"<code>{e(rep.implementation)}</code>"),
-             ("run with", f"<code>{e(' '.join(rep.impl_argv))}</code>"),
-             ("protocol / profile", e(f"rmb / {rep.profile}")),
-             ("scenarios", f"{len(rep.runs)} besides generation, {rep.seconds:.1f} s"
-                           + (f"; {g.examples} generated" if g is not None else ""))]
-    return page("rmkit conform: RMB v1", verdict, facts, sections)
+    return html(core_report(rep))
 
 
 def render_json(rep: ConformReport) -> str:
