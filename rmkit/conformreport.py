@@ -25,6 +25,10 @@ UNJUDGED = (NOT_EXERCISED, NOT_COVERED, NOT_REACHED, OFF)  # no verdict on the r
 
 NO_VERDICT = "no verdict"  # the run's verdict when the implementation could not be driven
 
+LEGEND = ("per rule: fail; finding (non-strict in this profile); known departure (broken the way the profile's "
+          "reference facts are, reported as the finding named); pass, covered by N (N scenarios that catch the "
+          "rule's mutant ran clean); not exercised, not covered, not reached (why); off")
+
 
 @dataclass
 class RuleResult:

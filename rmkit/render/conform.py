@@ -13,7 +13,7 @@ reproduces it, then the per-rule matrix, then every scenario run.
 
 from __future__ import annotations
 
-from rmkit.conformreport import DEPARTURE, FAIL, FINDING, OFF, PASS, UNJUDGED, ConformReport, RuleResult
+from rmkit.conformreport import DEPARTURE, FAIL, FINDING, LEGEND, OFF, PASS, UNJUDGED, ConformReport, RuleGroup, RuleResult
 from rmkit.render.junit import Case, Suite, render_suites
 
 
@@ -30,6 +30,25 @@ def _case(classname: str, rule: RuleResult, profile: str) -> Case:
     elif rule.status in UNJUDGED:
         case.skipped = rule.why if rule.status == OFF else f"{rule.status}: {rule.why}"
     return case
+
+
+def shown(rule: RuleResult) -> str:
+    """A rule's status as the text and HTML reports word it."""
+    return f"pass, covered by {len(rule.covered_by)}" if rule.status == PASS else rule.status
+
+
+def rule_table_lines(group: RuleGroup, indent: str = "", legend: bool = True) -> list[str]:
+    """The text report's per-rule table of one judge: the legend, a row per rule (its status, id
+    and title; why, for a rule without a verdict; the evidence, for one broken), and what the
+    judge does not judge."""
+    out = [f"{indent}{LEGEND}"] if legend else []
+    out.append(f"{indent}rules judged as {group.name}:" if group.name else f"{indent}per-rule table:")
+    for r in group.rules:
+        said = f": {r.why}" if r.status in UNJUDGED else f": {r.evidence[:160]}" if r.evidence else ""
+        out.append(f"{indent}  {shown(r):<20} {r.id:<17} {r.title}{said}")
+    if group.note:
+        out.append(f"{indent}{group.note}")
+    return out
 
 
 def render_junit(rep: ConformReport) -> str:

@@ -66,3 +66,17 @@ def test_the_page_puts_the_verdict_the_broken_rule_and_the_reproduce_command_fir
     html = render_html(rep)
     assert "<td>covered by 2: S-1, S-2</td>" in html
     assert ("<th>role</th><th>rule</th>" in html) is roles  # a column for the judge only where there are several
+
+
+def test_the_text_table_says_each_rules_status_and_why_there_is_none():
+    from rmkit.render.conform import rule_table_lines
+
+    rep = _report()
+    rep.groups[0].name, rep.groups[0].note = "node", "not judged as node: X-B-001 (rmkit check)"
+    lines = rule_table_lines(rep.groups[0], "  ")
+    assert lines[0].startswith("  per rule: fail; finding") and lines[1] == "  rules judged as node:"
+    rows = [line.strip() for line in lines[2:]]
+    assert any(r.startswith("fail") and "X-A-001" in r and r.endswith(": lost at step 3") for r in rows)
+    assert any(r.startswith("pass, covered by 2") and "X-A-003" in r for r in rows)
+    assert any(r.startswith("not exercised") and r.endswith("Unreached: no scenario reached it") for r in rows)
+    assert lines[-1] == "  not judged as node: X-B-001 (rmkit check)"

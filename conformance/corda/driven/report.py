@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import re
 
+from rmkit.conformreport import LEGEND
 from rmkit.protocols.corda.model import corda_spec
 from rmkit.rules import OFF
 
 FAIL, FINDING, PASS, OFF_HERE, NOT_EXERCISED = "fail", "finding", "pass", "off", "not exercised"
 DEPARTURE = "known departure"
-LEGEND = ("per rule: fail; finding (non-strict in this profile); known departure (broken the way the profile's "
-          "reference facts are, reported as the finding named); pass, covered by N (N scenarios that catch the "
-          "rule's mutant ran clean); not exercised (why); off")
+LEGEND = LEGEND  # the legend every protocol's per-rule table has
 
 
 def judged_rules(role: str, profile: str) -> list:
@@ -159,19 +158,18 @@ def headline(result) -> str | None:
     return None if v is None else f"{v.rule} at {v.where or f'step {v.step}'}"
 
 
-def text_lines(result) -> list[str]:
-    """The per-rule table of one role, and the one line naming what the role does not judge."""
-    out = []
+def text_lines(result, group) -> list[str]:
+    """The per-rule table of one role (``group``: its judge's part of :func:`core_report`), and the
+    one line naming what the role does not judge."""
+    from rmkit.render.conform import rule_table_lines
+
     first = headline(result)
-    if first:
-        out.append(f"  first rule broken: {first}")
-    out += [f"  {LEGEND}", f"  rules judged as {result.role}:"]
-    for row in rule_rows(result):
-        why = f": {row['why']}" if row["verdict"] in (NOT_EXERCISED, OFF_HERE) else ""
-        out.append(f"    {shown(row):<20} {row['id']:<17} {row['title']}{why}")
-    out.append(f"  not judged as {result.role}: " + "; ".join(
-        f"{', '.join(ids)} ({where})" for where, ids in _grouped(not_judged(result.role, result.profile)).items()))
-    return out
+    return ([f"  first rule broken: {first}"] if first else []) + rule_table_lines(group, "  ")
+
+
+def _not_judged_line(result) -> str:
+    return f"not judged as {result.role}: " + "; ".join(
+        f"{', '.join(ids)} ({where})" for where, ids in _grouped(not_judged(result.role, result.profile)).items())
 
 
 def _grouped(where_by_rule: dict[str, str]) -> dict[str, list[str]]:
@@ -237,9 +235,8 @@ def core_report(results, breakdown, impl: list[str], outcome_text):
                                f"reproduce: {again}")
             rows.append(rule)
         broke = breakdown(r)
-        others = "; ".join(f"{rule}: {where}" for rule, where in not_judged(r.role, r.profile).items())
         groups.append(core.RuleGroup(r.role, rows, core.Failure(broke, "breakdown", f"{broke}\nreproduce: {again}")
-                                     if broke else None, note=f"not judged as {r.role}: {others}", elapsed_s=r.seconds))
+                                     if broke else None, note=_not_judged_line(r), elapsed_s=r.seconds))
         scenarios += [core.ScenarioResult(name, r.role, "catalogue", "", "fail" if failed(o) else "pass", len(o.actions))
                       for name, o in r.played]
         if r.failure is not None:

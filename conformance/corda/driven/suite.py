@@ -441,9 +441,10 @@ def outcome_json(profile: str, out: Outcome) -> dict:
             "exchange": list(out.log)}
 
 
-def render(results: list[SearchResult]) -> str:
+def render(results: list[SearchResult], impl: list[str] | None = None) -> str:
     out = []
-    for r in results:
+    groups = report.core_report(results, _breakdown, impl or [], _outcome_text).groups
+    for r, group in zip(results, groups):
         named = f"{len(r.named)} named scenario{'' if len(r.named) == 1 else 's'}"
         ran = ("a saved scenario, nothing generated" if r.regression else
                f"{named}, nothing generated" if r.named_failure or not r.examples else
@@ -451,7 +452,7 @@ def render(results: list[SearchResult]) -> str:
         ran += ", stopped by --time-budget" if r.budget_spent else ""
         ran += ", no message reached the implementation" if r.verdict == "nothing checked" else ""
         out.append(f"corda {r.role}, profile {r.profile}: {r.verdict.upper()} ({ran}, {r.seconds:.1f} s)")
-        out += report.text_lines(r)
+        out += report.text_lines(r, group)
         for rule, f in sorted(r.findings.items()):
             v = next(v for v in f.violations if v.rule == rule)
             out.append(f"  finding {rule} ({v.mode}, allowed to pass in this profile), shortest seen in {len(f.actions)} steps: "

@@ -148,12 +148,11 @@ def render_text(rep: ConformReport) -> str:
             out.append(f"  {sid} step {d.step}: {d.summary[:160]}")
         if len(info) > 5:
             out.append(f"  ... {len(info) - 5} more (JSON report: scenarios[].informational)")
+    from rmkit.render.conform import rule_table_lines
+
     out.append("")
-    out.append("per-rule table:")
-    for row in rep.table():
-        out.append(f"  {row['status']:<12} {row['id']:<16} covered by {len(row['covered_by']):>2}  {row['title'][:56]}"
-                   + (f"  (failed: {', '.join(row['failed'][:3])})" if row["failed"] else "")
-                   + (f"  ({row['why']})" if row["why"] else ""))
+    for group in core_report(rep).groups:
+        out += rule_table_lines(group)
     failures = [r for r in rep.results if r.verdict == FAIL]
     if failures:
         out.append("")

@@ -330,15 +330,11 @@ def render_text(rep: ConformReport) -> str:
     if g is not None:
         out.append(f"  generated: {g.examples} scenario(s) in {g.seconds:.1f} s"
                    + (f"; first failure after {g.found_after_s:.1f} s, {g.shrink_runs} shrink run(s)" if g.found_after_s is not None else ""))
-    verdicts = rule_verdicts(rep, rules)
-    out += ["", "per rule: fail; pass, covered by N (N scenarios that catch the rule's mutant ran clean); not exercised (why)",
-            "rule            mode        verdict                  title"]
-    for r in rules.spec.rules:
-        if r.id not in verdicts:
-            continue
-        what, n = verdicts[r.id]
-        shown = {"fail": f"fail ({n} check(s))", "pass": f"pass, covered by {n}"}.get(what, "not exercised")
-        out.append(f"{r.id:<15} {rules.mode(r.id):<11} {shown:<24} {r.title}" + (f": {n}" if what == "not exercised" else ""))
+    from rmkit.render.conform import rule_table_lines
+
+    out.append("")
+    for group in core_report(rep).groups:
+        out += rule_table_lines(group)
     fails = rep.failing_runs(rules)
     findings = [(run, a, c) for run in rep.runs for a, c in run.failures(rules, strict_only=False) if rules.mode(c.rule) != "strict"]
     if findings:
