@@ -129,13 +129,14 @@ class Requests:
 
     def judge(self, recs: list, keep=None) -> None:
         """Judge one request's records (``keep``: which findings to report, by their records)."""
+        from rmkit.conformance.rmb import handlers
         from rmkit.conformance.rmb.logjudge import Group
 
         share = self.share
         recs.sort(key=_time_ref)
         uid = next((r.uid if r.uid is not None else r.msg.get("uid") for r in recs
                     if r.uid is not None or isinstance(r.msg, dict)), None)
-        out = Group(self.ctx, recs).judge()
+        out = Group(self.ctx, recs).judge(handlers.JUDGES)
         for rule, why, evid in out.found:
             if keep is None or keep(evid):
                 share.found.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid]))
@@ -145,11 +146,12 @@ class Requests:
 
     def _late(self, key, t, rec: Rec, memo) -> None:
         """A record of a request judged already: the rules of the message it carries."""
+        from rmkit.conformance.rmb.handlers import messages
         from rmkit.conformance.rmb.logjudge import Group
 
         self.late += 1
         g = Group(self.ctx, [rec])
-        g.messages()
+        messages(g)
         uid = rec.uid if rec.uid is not None else rec.msg.get("uid") if isinstance(rec.msg, dict) else None
         for rule, why, evid in g.out.found:
             self.share.found.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid]))
@@ -327,9 +329,10 @@ class RmbShards:
         times = [s.max_time for s in shares if s.max_time is not None]
         end = max(times) if times else None
         found = [f for s in shares for f in s.found]
-        from rmkit.conformance.rmb.sigreuse import reused
+        from rmkit.conformance.rmb.handlers import ACROSS_LOG
 
-        found += [(rule, None, why, evid) for rule, why, evid in reused(s.signed for s in shares if s.signed is not None)]
+        for handler in ACROSS_LOG:  # the rules judged over the whole log (a signature reused anywhere)
+            found += [(rule, None, why, evid) for rule, why, evid in handler(shares)]
         waited: Counter[str] = Counter()
         for s in shares:
             for rule, uid, why, evid, due in s.pending:
