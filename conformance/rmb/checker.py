@@ -71,9 +71,12 @@ class Requests:
 
     def __init__(self, ctx, share: Share):
         from rmkit.conformance.rmb.logjudge import backlog_ttl
+        from rmkit.conformance.rmb.state import LineTexts, Request
         from rmkit.subjects import SubjectEngine
 
+        self.new_request = Request
         self.backlog_ttl = backlog_ttl
+        self.share_texts = LineTexts().share
         self.ctx, self.share = ctx, share
         self.grace = ctx.horizon + ctx.tol
         sc = ctx.b["scrubber"] or {}
@@ -84,13 +87,13 @@ class Requests:
         self.loose = {None: Loose(self), "": Loose(self)}  # no uid, an empty uid: two groups, as before
         self.next_roll = math.inf
         self.late = 0
-        self.min_time = self.max_time = None
+        self.min_time, self.max_time = math.inf, -math.inf
 
     def feed(self, key: str | None, rec: Rec) -> None:
         t = rec.time
-        if self.max_time is None or t > self.max_time:
+        if t > self.max_time:
             self.max_time = t
-        if self.min_time is None or t < self.min_time:
+        if t < self.min_time:
             self.min_time = t
         engine = self.engine
         if key:
@@ -108,11 +111,12 @@ class Requests:
                     loose.roll(now)
             self.next_roll = min(loose.next_roll for loose in self.loose.values())
 
-    def _open(self, key, t, rec) -> list:
-        return []
+    def _open(self, key, t, rec):
+        return self.new_request()
 
-    def _add(self, recs: list, t: float, rec: Rec) -> float:
-        recs.append(rec)
+    def _add(self, request, t: float, rec: Rec) -> float:
+        self.share_texts(rec)
+        request.add(rec)
         msg = rec.msg
         life = 0.0
         if type(msg) is dict:
@@ -124,8 +128,8 @@ class Requests:
                 life = ttl
         return t + life + self.interval + self.grace
 
-    def _judge(self, key, recs: list, at_end: bool) -> None:
-        self.judge(recs)
+    def _judge(self, key, request, at_end: bool) -> None:
+        self.judge(request.recs)
 
     def judge(self, recs: list, keep=None) -> None:
         """Judge one request's records (``keep``: which findings to report, by their records)."""
@@ -163,7 +167,8 @@ class Requests:
             loose.roll(None)
         share = self.share
         share.groups = engine.opened + self.loose[""].seen  # (records without a uid are no group)
-        share.min_time, share.max_time = self.min_time, self.max_time
+        if self.max_time >= self.min_time:  # (a record was read)
+            share.min_time, share.max_time = self.min_time, self.max_time
         share.open_peak = engine.peak_open
         share.late = self.late
 

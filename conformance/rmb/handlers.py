@@ -63,8 +63,8 @@ def messages(g) -> None:
     """The messages daemons put on the wire (MSG-*, SIG-*, NODE-001), each judged once."""
     c, seen = g.c, set()
     low, ahead = c.settings["plausible_unix_s"]
-    for r in g.recs:
-        if r.event not in ("http-post", "recorded-request") or not isinstance(r.msg, dict):
+    for r in g.events("http-post", "recorded-request"):
+        if type(r.msg) is not dict:
             continue
         msg = r.msg
         fp = g.fp(msg)
@@ -99,7 +99,7 @@ def _answers(g, remote: bool):
     distinct one once: (record, twin answering or None for a recorder)."""
     c, seen = g.c, set()
     endpoint = c.remote if remote else c.reply
-    for r in g.recs:
+    for r in g.events("http-answer", "recorded-response"):
         if r.event == "http-answer":
             twin = r.twin
         elif r.event == "recorded-response" and r.status != 502:  # 502: the recorder's own "unreachable"
@@ -229,7 +229,8 @@ def _reply_expectation(g, r: Rec, twin: int | None, allowed: set) -> str:
 def sender(g) -> None:
     """A daemon's requests: backlog, forward jobs, POSTs, attempts and the error on ret."""
     c, b = g.c, g.c.b
-    twins = {r.twin for r in g.recs if r.twin is not None and r.event in ("backlog-set", "forward-job", "http-post")}
+    ev = g.ev
+    twins = {r.twin for e in ("backlog-set", "forward-job", "http-post") for r in ev.get(e, ()) if r.twin is not None}
     for w in sorted(twins):
         backlog = next((r for r in g.ev.get("backlog-set", ()) if r.twin == w), None)
         life = g.life(w)
@@ -293,11 +294,12 @@ def _jobs(g, w: int, jobs: list[Rec], dsts: list | None, backlog: Rec | None) ->
         seen[d] = j
         if dsts is not None and d not in dsts:
             g.out.add("RMB-FANOUT-001", f"a forward job for twin {d}, which is not a destination of {dsts}", j)
-        done = any((r.event == "http-post" and r.twin == w and isinstance(r.msg, dict) and r.msg.get("dst") == [d]
-                    and r.endpoint != c.reply)
-                   or (r.event == "forward-expired-skipped" and r.twin == w and r.note == j.note)
-                   or (r.event == "error-to-ret" and r.twin == w and isinstance(r.msg, dict) and r.msg.get("src") == d)
-                   for r in g.recs if r.time >= j.time - c.tol)
+        since, ev = j.time - c.tol, g.ev
+        done = (any(r.twin == w and r.time >= since and type(r.msg) is dict and r.msg.get("dst") == [d] and r.endpoint != c.reply
+                    for r in ev.get("http-post", ()))
+                or any(r.twin == w and r.time >= since and r.note == j.note for r in ev.get("forward-expired-skipped", ()))
+                or any(r.twin == w and r.time >= since and type(r.msg) is dict and r.msg.get("src") == d
+                       for r in ev.get("error-to-ret", ())))
         if not done:
             g.out.later("RMB-FWD-001", f"forward job {j.note!r} never led to a POST, a skip or an error", j.time + c.horizon, j)
     if dsts is not None and backlog is not None:
@@ -513,10 +515,13 @@ def local(g) -> None:
         if not problems:
             continue
         ret = msg.get("ret") if isinstance(msg, dict) else None
-        answered = any(x.twin == r.twin and x.time >= r.time - c.tol and
-                       ((x.event == "error-to-ret" and ret and x.queue == ret) or
-                        (x.event == "local-invalid-dropped" and not (isinstance(ret, str) and ret)))
-                       for x in g.recs)
+        since = r.time - c.tol
+        if ret:
+            answered = any(x.twin == r.twin and x.time >= since and x.queue == ret for x in g.ev.get("error-to-ret", ()))
+        else:
+            answered = False
+        if not answered and not (isinstance(ret, str) and ret):
+            answered = any(x.twin == r.twin and x.time >= since for x in g.ev.get("local-invalid-dropped", ()))
         if not answered:
             g.out.later("RMB-LOCAL-002", f"invalid local message ({problems[0][0]}: field {problems[0][1]}) "
                            + (f"got no error on its ret {ret!r}" if ret else "was neither answered nor logged as dropped"),

@@ -13,8 +13,9 @@ without the directory), both outcomes are allowed: the checker stays quiet on le
 from __future__ import annotations
 
 import math
+import operator
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -40,11 +41,25 @@ def ttl_note_problem(note: str | None) -> str | None:
             f"found {shown(note)}")
 
 
+# a log's notes and peers are few distinct strings on many lines: each is read once (up to a bound)
+_KNOWN_TEXTS = 10_000
+_TTLS: dict[str, int | None] = {}
+_PEERS: dict[str, int | None] = {}
+
+
 def backlog_ttl(note: str | None) -> int | None:
     """The TTL a backlog-set's note states (None: no note). Lines whose note
     :func:`ttl_note_problem` refuses never reach the judgments."""
-    m = TTL_NOTE.fullmatch(note) if note is not None else None
-    return int(m.group(1)) if m else None
+    if note is None:
+        return None
+    try:
+        return _TTLS[note]
+    except KeyError:
+        m = TTL_NOTE.fullmatch(note)
+        ttl = int(m.group(1)) if m else None
+        if len(_TTLS) < _KNOWN_TEXTS:
+            _TTLS[note] = ttl
+        return ttl
 
 
 def open_refusals(profile: str) -> tuple[float | None, bool]:
@@ -82,6 +97,7 @@ class Ctx:
         sep = b["forward_job"].replace("{uid}", "\x00").replace("{dst}", "\x01")
         self.job_re = re.compile("^" + re.escape(sep).replace("\x00", "(.+)").replace("\x01", r"(\d+)") + "$")
         self.open_age_limit, self.open_expired = open_refusals(self.profile)
+        self.well_formed_sig = well_formed_sig()
 
 
     def line_problem(self, obj: dict) -> tuple[str, str] | None:
@@ -131,16 +147,32 @@ class Ctx:
         return self.b["command_queue"].format(cmd=cmd)
 
 
-@dataclass
 class Findings:
-    found: list[tuple] = field(default_factory=list)  # (rule, explanation, [recs])
-    pending: list[tuple] = field(default_factory=list)  # (rule, explanation, [recs], due time)
+    __slots__ = ("found", "pending")
+
+    def __init__(self):
+        self.found: list[tuple] = []  # (rule, explanation, [recs])
+        self.pending: list[tuple] = []  # (rule, explanation, [recs], due time)
 
     def add(self, rule: str, why: str, *recs: Rec) -> None:
         self.found.append((rule, why, [r for r in recs if r is not None]))
 
     def later(self, rule: str, why: str, due: float, *recs: Rec) -> None:
         self.pending.append((rule, why, [r for r in recs if r is not None], due))
+
+
+def well_formed_sig():
+    """``fullmatch`` of a sig :func:`parse_sig` takes (signature.yaml: lower-case hex of a known
+    key type's prefix byte and the signature): the common case, told without decoding the hex."""
+    from rmkit.protocols.rmb.signing import _sig_spec
+
+    spec = _sig_spec()
+    digits = re.escape(spec["sig_text"]["digits"])
+    prefixes = "|".join(kt["prefix"].encode("ascii").hex() for kt in spec["key_types"].values())
+    return re.compile(f"(?:{prefixes})[{digits}]{{{2 * (spec['signature_hex_bytes'] - 1)}}}").fullmatch
+
+
+_time_ref = operator.attrgetter("time", "ref")  # a record's place in the log: time, then position
 
 
 def fingerprint(msg: Any) -> bytes:
@@ -165,19 +197,27 @@ def _twins(value: Any) -> list | None:
 
 def _peer_twin(peer: Any) -> int | None:
     """The twin a POST went to, from a peer ``N@address`` (decode refused an N that is no twin id)."""
-    if isinstance(peer, str) and "@" in peer:
-        return twin_number(peer.split("@", 1)[0])
-    return None
+    if type(peer) is not str:
+        return None
+    try:
+        return _PEERS[peer]
+    except KeyError:
+        twin = twin_number(peer.split("@", 1)[0]) if "@" in peer else None
+        if len(_PEERS) < _KNOWN_TEXTS:
+            _PEERS[peer] = twin
+        return twin
 
 
 class Group:
     """Every record of one uid (sorted by time, then position) and the judgments over them."""
 
+    __slots__ = ("c", "recs", "out", "_sig", "_problems", "_fps", "_lives", "ev")
+
     def __init__(self, ctx: Ctx, recs: list[Rec]):
         self.c = ctx
         self.recs = recs
         self.out = Findings()
-        self._sig: dict[bytes, tuple] = {}
+        self._sig: dict = {}  # a message's fingerprint (without the directory: its sig) -> its verdict
         self._problems: dict[bytes, list] = {}
         self._fps: dict[int, bytes] = {}  # id of a message of the group -> its fingerprint
         self._lives: dict = {}
@@ -207,6 +247,14 @@ class Group:
         return got
 
     # -- helpers ----------------------------------------------------------------------------
+    def events(self, *events: str) -> list[Rec]:
+        """The records of ``events``, in the group's order (time, then position)."""
+        ev = self.ev
+        lists = [ev[e] for e in events if e in ev]
+        if len(lists) == 1:
+            return lists[0]
+        return sorted([r for rs in lists for r in rs], key=_time_ref) if lists else []
+
     def of(self, event: str, twin: int | None = None) -> list[Rec]:
         recs = self.ev.get(event, ())
         return list(recs) if twin is None else [r for r in recs if r.twin == twin]
@@ -214,11 +262,18 @@ class Group:
     def sig_verdict(self, msg: dict) -> tuple[str | None, str]:
         """(rule, why) of a message's signature: RMB-SIG-001 without a key; with the directory
         RMB-SIG-002, or -003 / -004 when the signature verifies over a known wrong challenge."""
-        fp = self.fp(msg)
-        if fp in self._sig:
-            return self._sig[fp]
-        self._sig[fp] = out = self._sig_verdict(msg)
-        return out
+        c = self.c
+        if c.directory is None:  # the verdict is the sig's form alone
+            sig = msg.get("sig")
+            if type(sig) is str and c.well_formed_sig(sig):
+                return None, ""
+            key = sig if type(sig) is str else None
+        else:
+            key = self.fp(msg)
+        got = self._sig.get(key)
+        if got is None:
+            got = self._sig[key] = self._sig_verdict(msg)
+        return got
 
     def _sig_verdict(self, msg: dict) -> tuple[str | None, str]:
         try:
@@ -248,16 +303,16 @@ class Group:
             return None
         c = self.c
         if not c.after_post:
-            for r in self.recs:
-                if r.event == "backlog-set" and r.twin == twin and isinstance(r.msg, dict):
+            for r in self.ev.get("backlog-set", ()):
+                if r.twin == twin and isinstance(r.msg, dict):
                     ttl, exp = backlog_ttl(r.note), r.msg.get("exp")
                     if ttl is None:  # no note: the TTL is taken as the rule wants it
                         ttl = max(exp, 1) if _int(exp) else None
                     return (r.time, r.time + ttl, r, r.msg) if ttl is not None else None
             return None
         sc = c.b["scrubber"] or {}
-        for r in self.recs:
-            if r.event == "http-post" and r.twin == twin and r.endpoint == c.remote and r.status == c.accepted and isinstance(r.msg, dict):
+        for r in self.ev.get("http-post", ()):
+            if r.twin == twin and r.endpoint == c.remote and r.status == c.accepted and isinstance(r.msg, dict):
                 exp = r.msg.get("exp") if _int(r.msg.get("exp")) else 0
                 return r.time, r.time + (exp or sc.get("default_exp_s", 3600)) + sc.get("interval_s", 0), r, r.msg
         return None

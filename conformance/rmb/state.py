@@ -1,0 +1,87 @@
+"""What the RMB log checker keeps of a request while it is open (:class:`Request`), and the text
+its records share.
+
+Memory follows the requests still open (:mod:`.checker`): a request whose TTL is long is held
+for as long, every record of it decoded. Most of a record is text that other records repeat: a
+log has few writers, events, endpoints and peers, and the lines of one request carry the
+same uid, signature, ret queue, command and payload again and again (the sender's copy, the
+receiver's, the handler's). Each distinct text is kept once, so that an open request costs about
+half what its records would decoded one by one. Sharing a string never changes what the rules
+see: a value is replaced only by an equal value of the same type (a str).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# the message fields whose text the records of one request repeat (the longest first: the signature
+# alone is 130 characters); dst is a list and not shared (equal lists may hold ints and floats)
+SHARED_FIELDS = ("sig", "ret", "uid", "cmd", "dat", "shm")
+
+# a log's writers, events, endpoints and peers: few distinct texts on many lines (notes and queues
+# name a request: "backlog.$uid", its ret, "$uid:$dst"; they are shared within the request).
+# The table is bounded: past it a text is kept as read (a log of many peers costs only memory).
+LINE_TEXTS_MAX = 50_000
+
+
+class LineTexts:
+    """One copy of each text of the record fields many lines repeat."""
+
+    __slots__ = ("texts", "get")
+
+    def __init__(self):
+        self.texts: dict[str, str] = {}
+        self.get = self.texts.get
+
+    def _hold(self, v):
+        if v is not None and len(self.texts) < LINE_TEXTS_MAX:
+            self.texts[v] = v
+        return v
+
+    def share(self, rec) -> None:
+        """Replace ``rec``'s line texts by the copies already held (and hold the new ones)."""
+        get, hold = self.get, self._hold
+        rec.who = get(rec.who) or hold(rec.who)
+        rec.event = get(rec.event) or hold(rec.event)
+        rec.endpoint = get(rec.endpoint) or hold(rec.endpoint)
+        rec.peer = get(rec.peer) or hold(rec.peer)
+
+
+class Request:
+    """The records of one open request (one uid), in the order read, and the message texts they
+    share (:data:`SHARED_FIELDS`: the first record's values, to which later equal ones are
+    replaced)."""
+
+    __slots__ = ("recs", "shared")
+
+    def __init__(self):
+        self.recs: list = []
+        self.shared: dict[str, Any] | None = None
+
+    def add(self, rec) -> None:
+        self.recs.append(rec)
+        msg = rec.msg
+        shared = self.shared
+        if type(msg) is dict:
+            if shared is None:
+                shared = self.shared = {k: v for k in SHARED_FIELDS if type(v := msg.get(k)) is str}
+            else:
+                for k in SHARED_FIELDS:
+                    v = msg.get(k)
+                    if type(v) is str:
+                        kept = shared.get(k)
+                        if kept is None:
+                            shared[k] = v
+                        elif kept is not v and kept == v:
+                            msg[k] = kept
+        if shared is not None:
+            uid = rec.uid
+            if uid is not None:
+                kept = shared.get("uid")
+                if kept is not None and kept is not uid and kept == uid:
+                    rec.uid = kept
+            queue = rec.queue
+            if queue is not None:
+                kept = shared.get("ret")
+                if kept is not None and kept is not queue and kept == queue:
+                    rec.queue = kept
