@@ -180,10 +180,12 @@ class SubjectEngine:
         """One record, in log order: it joins (or opens) its subject; the clock takes its time and
         what the clock passed is judged."""
         entry = self.subjects.get(key)
-        if entry is not None and t is not None and entry[1] is not None and t > entry[1]:
-            del self.subjects[key]  # the record comes after its subject's horizon: the subject is judged now
-            self._close(key, entry[0], False, entry[1])
-            entry = None
+        if entry is not None and t is not None:
+            h = entry[1]
+            if h is not None and t > h:
+                del self.subjects[key]  # the record comes after its subject's horizon: the subject is judged now
+                self._close(key, entry[0], False, h)
+                entry = None
         if entry is None:
             memo = self.memos.get(key) if self.memos else None
             if memo is not None:
@@ -200,29 +202,34 @@ class SubjectEngine:
             if len(self.subjects) > self.peak_open:
                 self.peak_open = len(self.subjects)
         h = self.add(entry[0], t, record)
-        if h is not None and (entry[1] is None or h > entry[1]):
-            if entry[1] is None and h != math.inf:
-                self._order += 1
-                heapq.heappush(self._due, (h, self._order, key))
-            entry[1] = h
-        if t is not None:
-            self.tick(t, source, partition)
+        if h is not None:
+            was = entry[1]
+            if was is None or h > was:
+                if was is None and h != math.inf:
+                    self._order += 1
+                    heapq.heappush(self._due, (h, self._order, key))
+                entry[1] = h
+        if t is not None and self.clock.advance(t, source, partition):  # (tick, inline: once per record)
+            self._passed(self.clock.now)
 
     def tick(self, t, source: Hashable = None, partition: Hashable = None) -> None:
         """The clock takes a record's time (a record of a subject, through :meth:`feed`, or one that
         belongs to none); what it passed is judged, and memos past ``remember_s`` forgotten."""
         clock = self.clock
         if clock.advance(t, source, partition):
-            now = clock.now
-            due = self._due
-            if due and due[0][0] < now:
-                self._sweep(now)
-            forget = self._forget
-            while forget and forget[0][0] < now:
-                when, _, key = heapq.heappop(forget)
-                memo = self.memos.get(key)
-                if memo is not None and memo[0] + self.remember_s <= when:  # (not a later memo of that key)
-                    del self.memos[key]
+            self._passed(clock.now)
+
+    def _passed(self, now) -> None:
+        """The clock moved to ``now``: judge what it passed, forget memos past ``remember_s``."""
+        due = self._due
+        if due and due[0][0] < now:
+            self._sweep(now)
+        forget = self._forget
+        while forget and forget[0][0] < now:
+            when, _, key = heapq.heappop(forget)
+            memo = self.memos.get(key)
+            if memo is not None and memo[0] + self.remember_s <= when:  # (not a later memo of that key)
+                del self.memos[key]
 
     def _sweep(self, now) -> None:
         due, subjects = self._due, self.subjects

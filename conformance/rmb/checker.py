@@ -282,24 +282,33 @@ class RmbShards:
 
     def _read(self, batches: Iterable, requests: Requests, share: Share) -> int:
         """Every line into its request: the records read."""
+        from rmkit.conformance.rmb.logjudge import backlog_ttl
+        from rmkit.conformance.rmb.sigreuse import SIGNED_EVENTS
+
         ctx = self.ctx()
         feed = requests.feed
-        events, add_signed, problems = share.events, share.signed.add, share.problems
-        line_problem, time_ok, note_problem = ctx.line_problem, ctx.time_ok, ctx.note_problem
+        add_signed, problems = share.signed.add, share.problems
+        line_problem, note_problem = ctx.line_problem, ctx.note_problem
+        low, ahead = ctx.settings["plausible_unix_s"]
+        high = ctx.started + ahead  # (Ctx.time_ok)
         typed = typed_lines().decode
         from_typed = Rec.from_typed
-        noted = NOTED_EVENTS
         key_of = record_key
+        signed = frozenset(SIGNED_EVENTS)
+        events: dict[str, int] = {}
+        count = events.get
         records = 0
         for refs, lines in batches:
             for ref, line in zip(refs, lines):
                 # the common case: typed at C speed (logrecords.TypedLines), its few checks here
                 got = typed(line) if type(line) is bytes else None
-                if got is not None and time_ok(got.time) and (got.event not in noted or note_problem(got.event, got.note) is None):
+                if got is not None and low <= got.time <= high and (
+                        (event := got.event) not in NOTED_EVENTS
+                        or (event == "backlog-set" and (got.note is None or backlog_ttl(got.note) is not None))
+                        or note_problem(event, got.note) is None):
                     rec = from_typed(ref, got)
                     uid = rec.uid
-                    msg = rec.msg
-                    key = uid.lower() if uid is not None else key_of_message(msg)
+                    key = uid.lower() if uid is not None else key_of_message(rec.msg)
                 else:
                     if not line.strip():
                         continue
@@ -314,9 +323,12 @@ class RmbShards:
                     rec = Rec(ref, obj)
                     key = key_of(obj)
                 records += 1
-                events[rec.event] += 1
-                add_signed(ref, rec.event, rec.msg)
+                event = rec.event
+                events[event] = count(event, 0) + 1
+                if event in signed:
+                    add_signed(ref, event, rec.msg)
                 feed(key, rec)
+        share.events.update(events)
         return records
 
     # -- the report -------------------------------------------------------------------------

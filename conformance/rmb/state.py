@@ -18,7 +18,7 @@ from typing import Any
 # alone is 130 characters); dst is a list and not shared (equal lists may hold ints and floats)
 SHARED_FIELDS = ("sig", "ret", "uid", "cmd", "dat", "shm")
 
-# a log's writers, events, endpoints and peers: few distinct texts on many lines (notes and queues
+# a log's writers, endpoints and peers: few distinct texts on many lines (notes and queues
 # name a request: "backlog.$uid", its ret, "$uid:$dst"; they are shared within the request).
 # The table is bounded: past it a text is kept as read (a log of many peers costs only memory).
 LINE_TEXTS_MAX = 50_000
@@ -41,8 +41,7 @@ class LineTexts:
     def share(self, rec) -> None:
         """Replace ``rec``'s line texts by the copies already held (and hold the new ones)."""
         get, hold = self.get, self._hold
-        rec.who = get(rec.who) or hold(rec.who)
-        rec.event = get(rec.event) or hold(rec.event)
+        rec.who = get(rec.who) or hold(rec.who)  # (the event is one of the schema's: held once already)
         rec.endpoint = get(rec.endpoint) or hold(rec.endpoint)
         rec.peer = get(rec.peer) or hold(rec.peer)
 
