@@ -26,7 +26,7 @@ from typing import Any, Iterable, Optional
 import orjson
 
 from rmkit.gctune import paused_collections
-from rmkit.logread import auto_jobs, numbered_batches
+from rmkit.logread import auto_jobs, numbered_batches, usable_cores
 from rmkit.processes import key_share, run_in_processes
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
@@ -410,7 +410,7 @@ class RmbLogChecker:
 
     def run(self, inputs: list[str]) -> Report:
         started = time.perf_counter()
-        jobs = auto_jobs(inputs) if self.jobs is None else self.jobs
+        jobs = default_jobs(inputs) if self.jobs is None else self.jobs
         if jobs > 1 and "-" not in inputs:
             shares = _run_processes(self.shards, inputs, jobs)
         else:
@@ -423,6 +423,18 @@ class RmbLogChecker:
         rep.metrics["elapsed_s"] = round(elapsed, 3)
         rep.metrics["records_per_s"] = round(rep.records / elapsed) if elapsed > 0 else None
         return rep
+
+
+def default_jobs(inputs: list[str]) -> int:
+    """The processes ``rmkit check --protocol rmb`` uses when ``--jobs`` is not given: as
+    :func:`rmkit.logread.auto_jobs` decides, but one on a machine of two cores or fewer. Every
+    share reads and keys every line of the log before it checks its own (bench_rmb_check.py: two
+    shares spend 1.1 to 1.2 times one process's CPU), so on two cores a second process wins only
+    while both cores are idle, and loses its start and merge, and the first process's core, the
+    moment other work runs."""
+    if usable_cores() <= 2:
+        return 1
+    return auto_jobs(inputs)
 
 
 def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
