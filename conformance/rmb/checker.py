@@ -115,8 +115,6 @@ class Requests:
         return self.new_request()
 
     def _add(self, request, t: float, rec: Rec) -> float:
-        self.share_texts(rec)
-        request.add(rec)
         msg = rec.msg
         life = 0.0
         if type(msg) is dict:
@@ -126,18 +124,25 @@ class Requests:
             ttl = self.backlog_ttl(rec.note)
             if ttl is not None and ttl > life:
                 life = ttl
+        if life > SHARE_AFTER_S:  # a record held long: its texts shared with the log's and the request's others
+            self.share_texts(rec)
+            request.add(rec)
+        else:
+            request.append(rec)
         return t + life + self.interval + self.grace
 
     def _judge(self, key, request, at_end: bool) -> None:
-        self.judge(request.recs)
+        self.judge(request.recs, ordered=request.ordered)
 
-    def judge(self, recs: list, keep=None) -> None:
-        """Judge one request's records (``keep``: which findings to report, by their records)."""
+    def judge(self, recs: list, keep=None, ordered: bool = False) -> None:
+        """Judge one request's records (``keep``: which findings to report, by their records;
+        ``ordered``: they are in time order already)."""
         from rmkit.conformance.rmb import handlers
         from rmkit.conformance.rmb.logjudge import Group
 
         share = self.share
-        recs.sort(key=_time_ref)
+        if not ordered:
+            recs.sort(key=_time_ref)
         uid = next((r.uid if r.uid is not None else r.msg.get("uid") for r in recs
                     if r.uid is not None or isinstance(r.msg, dict)), None)
         out = Group(self.ctx, recs).judge(handlers.JUDGES)
@@ -189,6 +194,13 @@ def key_of_message(msg) -> str | None:
 
 
 _time_ref = operator.attrgetter("time", "ref")  # a record's place in the log: time, then position
+
+
+# A record whose request's life (its TTL or exp) is longer than this shares its texts with the other
+# records (state.py): the memory an open request holds grows with how long it is held, the cost of
+# sharing (a few look-ups a record) does not; requests answered and judged within a minute or two
+# are left as read.
+SHARE_AFTER_S = 120.0
 
 
 # how long a judged request's uid is remembered (in its grace periods): a record of it within that

@@ -94,25 +94,38 @@ def messages(g) -> None:
                     g.out.add("RMB-MSG-005", f"twin {r.twin} posted a message with src {src!r}, not its own twin", r)
 
 
-def _answers(g, remote: bool):
+def _answers(g, remote: bool) -> list[tuple[Rec, int | None]]:
     """The exchanges at one endpoint (http-answer, or a recorder's recorded-response), each
     distinct one once: (record, twin answering or None for a recorder)."""
-    c, seen = g.c, set()
-    endpoint = c.remote if remote else c.reply
+    got = g.memo.get("answers")
+    if got is None:
+        got = g.memo["answers"] = _all_answers(g)
+    return got[0] if remote else got[1]
+
+
+def _all_answers(g) -> tuple[list, list]:
+    c = g.c
+    out: tuple[list, list] = ([], [])
+    seen: tuple[set, set] = (set(), set())
     for r in g.events("http-answer", "recorded-response"):
         if r.event == "http-answer":
             twin = r.twin
-        elif r.event == "recorded-response" and r.status != 502:  # 502: the recorder's own "unreachable"
+        elif r.status != 502:  # 502: the recorder's own "unreachable"
             twin = None
         else:
             continue
-        if r.endpoint != endpoint:
+        if r.endpoint == c.remote:
+            side = 0
+        elif r.endpoint == c.reply:
+            side = 1
+        else:
             continue
         key = (g.fp(r.msg), r.status)
-        if key in seen:
+        if key in seen[side]:
             continue
-        seen.add(key)
-        yield r, twin
+        seen[side].add(key)
+        out[side].append((r, twin))
+    return out
 
 
 def _bad_body(g, msg) -> bool:

@@ -98,6 +98,10 @@ class Ctx:
         self.job_re = re.compile("^" + re.escape(sep).replace("\x00", "(.+)").replace("\x01", r"(\d+)") + "$")
         self.open_age_limit, self.open_expired = open_refusals(self.profile)
         self.well_formed_sig = well_formed_sig()
+        bounds = b["try_bounds"]
+        self.try_min, self.try_max = bounds["min"], bounds["max"]
+        self.retry_any = b["retry_on"] == "any"
+        self._queues: dict = {}
 
 
     def line_problem(self, obj: dict) -> tuple[str, str] | None:
@@ -135,16 +139,22 @@ class Ctx:
 
     def attempts(self, msg: dict) -> int:
         """The attempts a worker makes for ``msg``: try clamped to the profile's bounds."""
-        bounds = self.b["try_bounds"]
         t = msg.get("try")
-        n = max(t if isinstance(t, int) and not isinstance(t, bool) else 0, bounds["min"])
-        return min(n, bounds["max"]) if bounds["max"] else n
+        n = max(t if type(t) is int else 0, self.try_min)
+        return min(n, self.try_max) if self.try_max else n
 
     def retryable(self, status: int | None) -> bool:
-        return status is None or self.b["retry_on"] == "any"
+        return status is None or self.retry_any
 
     def command_queue(self, cmd: Any) -> str:
-        return self.b["command_queue"].format(cmd=cmd)
+        if type(cmd) is not str:
+            return self.b["command_queue"].format(cmd=cmd)
+        got = self._queues.get(cmd)
+        if got is None:
+            got = self.b["command_queue"].format(cmd=cmd)
+            if len(self._queues) < 10_000:  # (a log's commands are few)
+                self._queues[cmd] = got
+        return got
 
 
 class Findings:
@@ -182,7 +192,10 @@ def fingerprint(msg: Any) -> bytes:
 def _reply_key(msg: dict) -> bytes:
     """What tells one reply from another: its fields but the signature and src (the posting
     daemon signs the reply and sets src to itself; a retry carries the same reply)."""
-    return fingerprint({k: v for k, v in msg.items() if k not in ("sig", "src")})
+    rest = dict(msg)
+    rest.pop("sig", None)
+    rest.pop("src", None)
+    return fingerprint(rest)
 
 
 def _int(v: Any) -> bool:
@@ -211,7 +224,7 @@ def _peer_twin(peer: Any) -> int | None:
 class Group:
     """Every record of one uid (sorted by time, then position) and the judgments over them."""
 
-    __slots__ = ("c", "recs", "out", "_sig", "_problems", "_fps", "_lives", "ev")
+    __slots__ = ("c", "recs", "out", "_sig", "_problems", "_fps", "_lives", "ev", "memo")
 
     def __init__(self, ctx: Ctx, recs: list[Rec]):
         self.c = ctx
@@ -221,6 +234,7 @@ class Group:
         self._problems: dict[bytes, list] = {}
         self._fps: dict[int, bytes] = {}  # id of a message of the group -> its fingerprint
         self._lives: dict = {}
+        self.memo: dict = {}  # what several handlers read of the group, taken once (by the handlers' names)
         ev: dict[str, list[Rec]] = {}  # the records of each event, in order: the judgments ask by event
         for r in recs:
             got = ev.get(r.event)

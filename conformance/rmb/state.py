@@ -12,6 +12,7 @@ see: a value is replaced only by an equal value of the same type (a str).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 # the message fields whose text the records of one request repeat (the longest first: the signature
@@ -47,18 +48,33 @@ class LineTexts:
 
 
 class Request:
-    """The records of one open request (one uid), in the order read, and the message texts they
-    share (:data:`SHARED_FIELDS`: the first record's values, to which later equal ones are
-    replaced)."""
+    """The records of one open request (one uid), in the order read, whether that is their order
+    in the log (time, then position: a reader in position order sees them so unless a time goes
+    back), and the message texts they share (:data:`SHARED_FIELDS`: the first record's
+    values, to which later equal ones are replaced)."""
 
-    __slots__ = ("recs", "shared")
+    __slots__ = ("recs", "shared", "last", "last_ref", "ordered")
 
     def __init__(self):
         self.recs: list = []
         self.shared: dict[str, Any] | None = None
+        self.last, self.last_ref = -math.inf, -1  # the place of the last record read
+        self.ordered = True
+
+    def append(self, rec) -> None:
+        """Add ``rec`` as read."""
+        self.recs.append(rec)
+        t = rec.time
+        if t > self.last:
+            self.last, self.last_ref = t, rec.ref
+        elif t == self.last and rec.ref > self.last_ref:
+            self.last_ref = rec.ref
+        else:
+            self.ordered = False
 
     def add(self, rec) -> None:
-        self.recs.append(rec)
+        """Add ``rec``, its texts shared with the request's other records."""
+        self.append(rec)
         msg = rec.msg
         shared = self.shared
         if type(msg) is dict:
