@@ -115,6 +115,17 @@ class Requests:
         return self.new_request()
 
     def _add(self, request, t: float, rec: Rec) -> float:
+        life = self.life_of(rec)
+        if life > SHARE_AFTER_S:  # a record held long: its texts shared with the log's and the request's others
+            self.share_texts(rec)
+            request.add(rec)
+        else:
+            request.append(rec)
+        return t + life + self.interval + self.grace
+
+    def life_of(self, rec: Rec) -> float:
+        """How long ``rec``'s request lives from it: its message's exp (else the scrubber's
+        default), or the TTL its backlog-set states, whichever is longer."""
         msg = rec.msg
         life = 0.0
         if type(msg) is dict:
@@ -124,18 +135,14 @@ class Requests:
             ttl = self.backlog_ttl(rec.note)
             if ttl is not None and ttl > life:
                 life = ttl
-        if life > SHARE_AFTER_S:  # a record held long: its texts shared with the log's and the request's others
-            self.share_texts(rec)
-            request.add(rec)
-        else:
-            request.append(rec)
-        return t + life + self.interval + self.grace
+        return life
 
     def _judge(self, key, request, at_end: bool) -> None:
         self.judge(request.recs, ordered=request.ordered)
 
-    def judge(self, recs: list, keep=None, ordered: bool = False) -> None:
+    def judge(self, recs: list, keep=None, ordered: bool = False, keep_pending=None) -> None:
         """Judge one request's records (``keep``: which findings to report, by their records;
+        ``keep_pending``: which of those waiting for a follow-up, when not as ``keep``;
         ``ordered``: they are in time order already)."""
         from rmkit.conformance.rmb import handlers
         from rmkit.conformance.rmb.logjudge import Group
@@ -149,8 +156,10 @@ class Requests:
         for rule, why, evid in out.found:
             if keep is None or keep(evid):
                 share.found.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid]))
+        if keep_pending is None:
+            keep_pending = keep
         for rule, why, evid, due in out.pending:
-            if keep is None or keep(evid):
+            if keep_pending is None or keep_pending(evid):
                 share.pending.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid], due))
 
     def _late(self, key, t, rec: Rec, memo) -> None:
@@ -212,16 +221,23 @@ class Loose:
     """The records that name no request (no uid, or an empty one: a client's local message before
     the daemon gives it a uid, the error answering it on ret, a POST without uid), judged together
     as one group, in a window that follows the clock. A record is *settled* once the clock is a
-    grace period past its time (what answers it has come); each judgment covers the window and
-    reports the findings whose first record (by time, then position) was settled since the last
-    judgment; records a grace period older than the cut are then dropped, the rest kept as the
-    next judgment's context. Every follow-up the rules read comes within a grace period of its
-    cause, so the findings do not depend on when the judgments run (one process or shares)."""
+    grace period past its time; each judgment covers the window and reports the findings whose
+    first record (by time, then position) was settled since the last judgment; records a grace
+    period older than the cut are then dropped, the rest kept as the next judgment's context.
+
+    A finding that waits for a follow-up (an error on a bad local message's ret) waits as long as a
+    request's would: until its first record's horizon (its exp, or the scrubber's default, and the
+    grace; as :class:`Requests` holds a request). Its record is kept with what came a grace period
+    before it and every record after it up to that horizon (not in the window, which moves on), and
+    judged again with them once the clock has passed the horizon: the finding stands if no
+    follow-up within the horizon answers it. So a follow-up is read whenever it comes within its
+    cause's horizon, and one after it is late, whether the log is judged in one process or in shares."""
 
     def __init__(self, owner: Requests):
         self.owner = owner
         self.recs: list[Rec] = []
         self.done: set[int] = set()  # refs of the window's records settled at an earlier judgment
+        self.waiting: dict[int, tuple[float, list[Rec]]] = {}  # first record's ref -> (its horizon, its records)
         self.next_roll = math.inf
         self.seen = 0  # 1 once a record of this key was read
 
@@ -230,26 +246,50 @@ class Loose:
         self.seen = 1
         if self.next_roll == math.inf:
             self.next_roll = rec.time + 2 * self.owner.grace
+        if self.waiting:
+            t = rec.time
+            for until, recs in self.waiting.values():  # (few: the findings that wait)
+                if t <= until:
+                    recs.append(rec)
 
     def roll(self, now) -> None:
         """Judge what is settled at clock ``now`` (None: the end of the log, everything is)."""
-        grace = self.owner.grace
+        owner = self.owner
+        grace = owner.grace
         recs = self.recs
-        if not recs:
-            self.next_roll = math.inf
-            return
-        cut = math.inf if now is None else now - grace
-        done = self.done
+        final = now is None
+        cut = math.inf if final else now - grace
+        done, waiting = self.done, self.waiting
         settled = {r.ref for r in recs if r.time < cut and r.ref not in done}
         if settled:
-            def keep(evid, final=now is None) -> bool:
+            def keep(evid) -> bool:
                 return min(evid, key=_time_ref).ref in settled if evid else final
 
-            self.owner.judge(recs, keep)  # (sorts them)
+            def keep_pending(evid) -> bool:
+                if not evid:
+                    return final
+                first = min(evid, key=_time_ref)
+                if first.ref not in settled:
+                    return False
+                until = first.time + owner.life_of(first) + owner.interval + grace
+                if final:
+                    return True
+                if first.ref not in waiting:  # judged again once the clock has passed its horizon
+                    waiting[first.ref] = (until, [r for r in recs if r.time >= first.time - grace and r.time <= until])
+                return False
+
+            owner.judge(recs, keep, keep_pending=keep_pending)  # (sorts them)
             done |= settled
+        for ref in [ref for ref, (until, _) in waiting.items() if final or until < cut]:
+            _, context = waiting.pop(ref)
+            owner.judge(context, _never, keep_pending=lambda evid, ref=ref: bool(evid) and min(evid, key=_time_ref).ref == ref)
         self.recs = [r for r in recs if r.time >= cut - grace or r.ref not in done]
         self.done = {r.ref for r in self.recs if r.ref in done}
-        self.next_roll = (now + grace) if self.recs and now is not None else math.inf
+        self.next_roll = (now + grace) if (self.recs or waiting) and not final else math.inf
+
+
+def _never(evid) -> bool:
+    return False
 
 
 class RmbShards:
