@@ -231,7 +231,9 @@ class Loose:
     before it and every record after it up to that horizon (not in the window, which moves on), and
     judged again with them once the clock has passed the horizon: the finding stands if no
     follow-up within the horizon answers it. So a follow-up is read whenever it comes within its
-    cause's horizon, and one after it is late, whether the log is judged in one process or in shares."""
+    cause's horizon, in one process or in shares. (One after the horizon is late, but where the
+    horizon is shorter than two grace periods the window may still hold it when the cause
+    settles: a follow-up within two grace periods of its cause is read, as before the wait.)"""
 
     def __init__(self, owner: Requests):
         self.owner = owner

@@ -133,7 +133,8 @@ def test_a_message_without_uid_answered_after_a_grace_period_is_answered(tmp_pat
 
 
 def test_an_answer_after_the_messages_horizon_comes_too_late(tmp_path):
-    """Past its exp and the grace an answer is late, as a keyed request's record would be."""
+    """Past its exp and the grace (and the two grace periods the window holds) an answer is late,
+    as a keyed request's record would be."""
     path = tmp_path / "too-late.jsonl"
     _local_log(path, exp=10, answer_after=120.0)
     assert check(path).counts.get("RMB-LOCAL-002") == 1
