@@ -74,9 +74,9 @@ def messages(g) -> None:
         for rule, fld, what in g.problems(msg):
             g.out.add(rule, f"{r.event} {r.endpoint}: field {fld or '(message)'}: {what}", r)
         now, exp = msg.get("now"), msg.get("exp")
-        if _int(now) and not (low <= now <= r.time + ahead):
+        if type(now) is int and not (low <= now <= r.time + ahead):  # (type: a bool is no int here)
             g.out.add("RMB-MSG-003", f"now {now} is not Unix seconds near the line's time {int(r.time)}", r)
-        if _int(exp) and exp >= low:
+        if type(exp) is int and exp >= low:
             g.out.add("RMB-MSG-004", f"exp {exp} is a Unix time, not seconds relative to now", r)
         rule, why = g.sig_verdict(msg)
         if rule:
@@ -263,6 +263,8 @@ def sender(g) -> None:
         jobs = [r for r in g.ev.get("forward-job", ()) if r.twin == w]
         posts = [r for r in g.ev.get("http-post", ()) if r.twin == w and isinstance(r.msg, dict)
                  and r.msg.get("src") == w and r.endpoint != c.reply and (jobs or backlog or r.endpoint == c.remote)]
+        if backlog is None and not jobs and not posts:
+            continue  # (a twin that only answered: it sent no request of this uid)
         if not c.after_post:
             for r in jobs + posts:
                 if backlog is None or r.ref < backlog.ref and r.time <= backlog.time:
