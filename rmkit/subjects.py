@@ -149,6 +149,16 @@ class LogClock:
         return end
 
 
+class _Open:
+    """An open subject and its horizon as it stands (None: not told yet)."""
+
+    __slots__ = ("subject", "horizon")
+
+    def __init__(self, subject):
+        self.subject = subject
+        self.horizon = None
+
+
 class SubjectEngine:
     """Subjects keyed by id, judged once the clock passes their horizon (see the module's text).
 
@@ -165,7 +175,7 @@ class SubjectEngine:
         self.open_subject, self.add, self.judge, self.on_late = open_subject, add, judge, on_late
         self.clock = clock if clock is not None else LogClock()
         self.remember_s = remember_s
-        self.subjects: dict = {}      # key -> [subject, horizon]
+        self.subjects: dict = {}      # key -> _Open (the subject and its horizon)
         self.memos: dict = {}         # key -> (horizon, memo) of a judged subject, while remembered
         self._due: list = []          # heap of (horizon, order, key): a subject's horizon when queued
         self._forget: list = []       # heap of (time to forget, order, key)
@@ -181,10 +191,10 @@ class SubjectEngine:
         what the clock passed is judged."""
         entry = self.subjects.get(key)
         if entry is not None and t is not None:
-            h = entry[1]
+            h = entry.horizon
             if h is not None and t > h:
                 del self.subjects[key]  # the record comes after its subject's horizon: the subject is judged now
-                self._close(key, entry[0], False, h)
+                self._close(key, entry.subject, False, h)
                 entry = None
         if entry is None:
             memo = self.memos.get(key) if self.memos else None
@@ -197,18 +207,18 @@ class SubjectEngine:
                         self.tick(t, source, partition)
                     return
                 del self.memos[key]  # long after: a new subject of that key
-            entry = self.subjects[key] = [self.open_subject(key, t, record), None]
+            entry = self.subjects[key] = _Open(self.open_subject(key, t, record))
             self.opened += 1
             if len(self.subjects) > self.peak_open:
                 self.peak_open = len(self.subjects)
-        h = self.add(entry[0], t, record)
+        h = self.add(entry.subject, t, record)
         if h is not None:
-            was = entry[1]
+            was = entry.horizon
             if was is None or h > was:
                 if was is None and h != math.inf:
                     self._order += 1
                     heapq.heappush(self._due, (h, self._order, key))
-                entry[1] = h
+                entry.horizon = h
         if t is not None and self.clock.advance(t, source, partition):  # (tick, inline: once per record)
             self._passed(self.clock.now)
 
@@ -238,14 +248,14 @@ class SubjectEngine:
             entry = subjects.get(key)
             if entry is None:
                 continue
-            h = entry[1]
+            h = entry.horizon
             if h is not None and h >= now:  # its horizon moved on since it was queued (or a new subject of the key)
                 if h != math.inf:
                     self._order += 1
                     heapq.heappush(due, (h, self._order, key))
                 continue
             del subjects[key]
-            self._close(key, entry[0], False, h)
+            self._close(key, entry.subject, False, h)
 
     def _close(self, key, subject, at_end: bool, horizon) -> None:
         self.judged += 1
@@ -260,8 +270,9 @@ class SubjectEngine:
         ``at_end`` for those whose horizon the final clock (:meth:`LogClock.final`) has not passed."""
         end = self.clock.final()
         subjects, self.subjects = self.subjects, {}
-        for key, (subject, h) in subjects.items():
-            self._close(key, subject, end is None or h is None or not h < end, None)
+        for key, entry in subjects.items():
+            h = entry.horizon
+            self._close(key, entry.subject, end is None or h is None or not h < end, None)
         self._due.clear()
         self.memos.clear()
         self._forget.clear()
