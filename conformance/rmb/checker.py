@@ -140,10 +140,11 @@ class Requests:
     def _judge(self, key, request, at_end: bool) -> None:
         self.judge(request.recs, ordered=request.ordered)
 
-    def judge(self, recs: list, keep=None, ordered: bool = False, keep_pending=None) -> None:
+    def judge(self, recs: list, keep=None, ordered: bool = False, keep_pending=None, lasting: dict | None = None) -> None:
         """Judge one request's records (``keep``: which findings to report, by their records;
         ``keep_pending``: which of those waiting for a follow-up, when not as ``keep``;
-        ``ordered``: they are in time order already)."""
+        ``ordered``: they are in time order already; ``lasting``: what holds of a record across
+        its judgments, :attr:`.logjudge.Group.lasting`)."""
         from rmkit.conformance.rmb import handlers
         from rmkit.conformance.rmb.logjudge import Group
 
@@ -152,7 +153,7 @@ class Requests:
             recs.sort(key=_time_ref)
         uid = next((r.uid if r.uid is not None else r.msg.get("uid") for r in recs
                     if r.uid is not None or isinstance(r.msg, dict)), None)
-        out = Group(self.ctx, recs).judge(handlers.JUDGES)
+        out = Group(self.ctx, recs, lasting).judge(handlers.JUDGES)
         for rule, why, evid in out.found:
             if keep is None or keep(evid):
                 share.found.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid]))
@@ -240,6 +241,7 @@ class Loose:
         self.recs: list[Rec] = []
         self.done: set[int] = set()  # refs of the window's records settled at an earlier judgment
         self.waiting: dict[int, tuple[float, list[Rec]]] = {}  # first record's ref -> (its horizon, its records)
+        self.lasting: dict = {}  # (what, ref) -> what holds of a record of the window across judgments
         self.next_roll = math.inf
         self.seen = 0  # 1 once a record of this key was read
 
@@ -280,13 +282,16 @@ class Loose:
                     waiting[first.ref] = (until, [r for r in recs if r.time >= first.time - grace and r.time <= until])
                 return False
 
-            owner.judge(recs, keep, keep_pending=keep_pending)  # (sorts them)
+            owner.judge(recs, keep, keep_pending=keep_pending, lasting=self.lasting)  # (sorts them)
             done |= settled
         for ref in [ref for ref, (until, _) in waiting.items() if final or until < cut]:
             _, context = waiting.pop(ref)
             owner.judge(context, _never, keep_pending=lambda evid, ref=ref: bool(evid) and min(evid, key=_time_ref).ref == ref)
         self.recs = [r for r in recs if r.time >= cut - grace or r.ref not in done]
         self.done = {r.ref for r in self.recs if r.ref in done}
+        if self.lasting:
+            kept = {r.ref for r in self.recs}
+            self.lasting = {k: v for k, v in self.lasting.items() if k[1] in kept}
         self.next_roll = (now + grace) if (self.recs or waiting) and not final else math.inf
 
 

@@ -522,11 +522,13 @@ def _open(g, last: Rec, n: int, total: int) -> bool:
 @handles("RMB-LOCAL-002")
 def local(g) -> None:
     """A client's message that breaks the schema is answered on its ret (RMB-LOCAL-002)."""
-    c = g.c
+    c, lasting = g.c, g.lasting
     for r in g.of("local-request"):
         msg = r.msg
-        probe = {**msg, "uid": msg.get("uid") or "", "src": 0} if isinstance(msg, dict) else msg
-        problems = message_problems(probe)
+        problems = lasting.get(("local", r.ref))
+        if problems is None:
+            probe = {**msg, "uid": msg.get("uid") or "", "src": 0} if isinstance(msg, dict) else msg
+            problems = lasting[("local", r.ref)] = message_problems(probe)
         if not problems:
             continue
         ret = msg.get("ret") if isinstance(msg, dict) else None

@@ -224,11 +224,14 @@ def _peer_twin(peer: Any) -> int | None:
 class Group:
     """Every record of one uid (sorted by time, then position) and the judgments over them."""
 
-    __slots__ = ("c", "recs", "out", "_sig", "_problems", "_fps", "_lives", "ev", "memo")
+    __slots__ = ("c", "recs", "out", "_sig", "_problems", "_fps", "_lives", "ev", "memo", "lasting")
 
-    def __init__(self, ctx: Ctx, recs: list[Rec]):
+    def __init__(self, ctx: Ctx, recs: list[Rec], lasting: dict | None = None):
         self.c = ctx
         self.recs = recs
+        # what a handler found of one record that holds for every judgment of it (by the record's
+        # ref): records without a uid are judged again as their window moves (checker.Loose)
+        self.lasting = lasting if lasting is not None else {}
         self.out = Findings()
         self._sig: dict = {}  # a message's fingerprint (without the directory: its sig) -> its verdict
         self._problems: dict[bytes, list] = {}
