@@ -14,8 +14,11 @@ profile, signed with the kit's test keys by the per-rule fixtures' builder):
 
 RMB logs have no envelope (rmkit-rmb-log/1 is one record a line, Kafka or not), so there is no
 Kafka shape. Printed per shape: the parse's CPU time, the check's at the default jobs and with
-``--jobs 1`` / ``--jobs 2``, their ratios, and the peak memory. ``RESULT`` lines carry the figures
-``bench/record_results.py`` writes down.
+``--jobs 1`` / ``--jobs 2``, their ratios, wall times and peak memory, and what an open request
+costs: the peak memory less that of a check of a one-line log (the interpreter and the spec),
+over the most requests open at once. Memory follows the requests open, not the log's length (a
+request is judged and forgotten once its horizon has passed), so a longer log of the same shape
+needs about as much: ``RESULT`` lines carry the figures ``bench/record_results.py`` writes down.
 
 Usage: python bench/bench_rmb_check.py [--records N] [--repeat K] [--shapes short,long,fanout]
 """
@@ -118,22 +121,38 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def timed_check(path: Path, jobs: int | None, directory: Path | None = None) -> tuple[float, int, dict]:
-    """(CPU seconds of the check and its workers, peak RSS summed over its processes, JSON report)."""
+def timed_check(path: Path, jobs: int | None, directory: Path | None = None) -> tuple[float, int, dict, float]:
+    """(CPU seconds of the check and its workers, peak RSS summed over its processes, JSON report,
+    wall seconds)."""
     args = [sys.executable, "-m", "rmkit", "check", "--protocol", "rmb", "--format", "json", str(path)]
     if jobs is not None:
         args += ["--jobs", str(jobs)]
     if directory is not None:
         args += ["--directory", str(directory)]
     c = _children_cpu()
+    wall = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     sampler = TreeMemory(proc.pid, every=0.1)
     out, err = proc.communicate()
     sampler.stop()
+    wall = time.perf_counter() - wall
     cpu = _children_cpu() - c
     if proc.returncode not in (0, 1):
         sys.exit(f"rmkit check failed ({proc.returncode}): {err.decode()[-2000:]}")
-    return cpu, sampler.peak_rss, orjson.loads(out)
+    return cpu, sampler.peak_rss, orjson.loads(out), wall
+
+
+def result_line(shape: str, ratio: float, mb: float) -> str:
+    """The figures of one shape that bench/record_results.py reads."""
+    return f"RESULT rmb {shape} ratio(default jobs) = {ratio:.2f}; memory {mb:.0f} MB"
+
+
+def base_memory(log: Path) -> int:
+    """Peak RSS of a one-process check of the first line of ``log``: what no open request costs."""
+    one = OUT / "rmb-one-line.jsonl"
+    with open(log, "rb") as f:
+        one.write_bytes(f.readline())
+    return timed_check(one, 1)[1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,8 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     worst = 0.0
     print(f"{os.cpu_count()} cores; CPU time (the check's processes summed), best of {args.repeat}")
+    base = None
     for shape in args.shapes.split(","):
         log, directory = shape_log(shape, args.records)
+        if base is None:
+            base = base_memory(log)
+            print(f"a check of one line: memory {base / 1e6:.0f} MB (RSS)")
         parse = min(bare_parse(log) for _ in range(args.repeat))
         rows = [("default jobs", None, None), ("--jobs 1", 1, None), ("--jobs 2", 2, None)]
         if args.directory:
@@ -157,21 +180,25 @@ def main(argv: list[str] | None = None) -> int:
             if jobs is not None and jobs == default_jobs and d is None:
                 print(f"  {name:13} (the default ran with {jobs} job(s): above)")
                 continue
-            best = peak = None
+            best = peak = wall = None
             for _ in range(args.repeat):
                 parse = min(parse, bare_parse(log))  # the baseline kept fresh: noise hits both alike
-                cpu, rss, report = timed_check(log, jobs, d)
+                cpu, rss, report, took = timed_check(log, jobs, d)
                 best = cpu if best is None else min(best, cpu)
+                wall = took if wall is None else min(wall, took)
                 peak = rss if peak is None else max(peak, rss)
             if report["verdict"] != "pass":
                 sys.exit(f"{shape}: the clean log was judged {report['verdict']}: {report['counts']}")
             m = report["metrics"]
-            print(f"  {name:13} CPU {best:7.2f} s  ratio {best / parse:5.2f}  {report['receipts'] / best:9,.0f} records/s  "
-                  f"jobs {m.get('jobs')}  peak open {m.get('peak_open_requests', '-')}  memory {peak / 1e6:5.0f} MB (RSS summed)")
+            n_jobs, open_peak = m.get("jobs") or 1, m.get("peak_open_requests") or 0
+            per_open = (peak - n_jobs * base) / open_peak / 1e3 if open_peak else 0.0
+            print(f"  {name:13} CPU {best:7.2f} s  ratio {best / parse:5.2f}  wall {wall:6.2f} s  "
+                  f"{report['receipts'] / best:9,.0f} records/s  jobs {n_jobs}  peak open {open_peak}  "
+                  f"memory {peak / 1e6:5.0f} MB (RSS summed), {per_open:4.1f} KB per open request")
             if jobs is None and d is None:
                 default_jobs = m.get("jobs")
                 worst = max(worst, best / parse)
-                print(f"RESULT rmb {shape} ratio(default jobs) = {best / parse:.2f}; memory {peak / 1e6:.0f} MB")
+                print(result_line(shape, best / parse, peak / 1e6))
     print(f"RESULT rmb worst ratio(default jobs) = {worst:.2f} (target <= 3)")
     return 0
 

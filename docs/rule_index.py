@@ -4,8 +4,8 @@ For every rule id of ``spec/<protocol>/rules.yaml`` it lists the functions that 
 the modules that judge: the log checkers (what ``rmkit check`` and ``rmkit audit`` run) and the
 driven judges (what ``rmkit conform`` runs). A rule is found where its id is written as a string
 in code (not in a docstring or comment); a module-level name bound to an id counts where the
-name is used. Where a protocol's log rules have a registry of handlers (REMP's
-``conformance/remp/handlers.py``), the index names each rule's registered handler instead. Run by ``make docs``; ``tests/core/test_docs.py`` holds the committed index current and
+name is used. Where a protocol's log rules have a registry of handlers (REMP's and RMB's
+``conformance/<p>/handlers.py``), the index names each rule's registered handler instead. Run by ``make docs``; ``tests/core/test_docs.py`` holds the committed index current and
 every rule in it.
 
     python docs/rule_index.py            # rewrite the index in ARCHITECTURE.md
@@ -40,7 +40,8 @@ JUDGES = {
 
 # protocol -> (module of its registry of rule handlers, its file): the handler registered for a rule
 # is where ``rmkit check`` judges it (the engine around it names rules only to read their modes)
-REGISTRIES = {"remp": ("rmkit.conformance.remp.handlers", "conformance/remp/handlers.py")}
+REGISTRIES = {"remp": ("rmkit.conformance.remp.handlers", "conformance/remp/handlers.py"),
+              "rmb": ("rmkit.conformance.rmb.handlers", "conformance/rmb/handlers.py")}
 
 
 def registered(protocol: str) -> dict[str, tuple[str, list[str]]]:

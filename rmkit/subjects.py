@@ -149,6 +149,16 @@ class LogClock:
         return end
 
 
+class _Open:
+    """An open subject and its horizon as it stands (None: not told yet)."""
+
+    __slots__ = ("subject", "horizon")
+
+    def __init__(self, subject):
+        self.subject = subject
+        self.horizon = None
+
+
 class SubjectEngine:
     """Subjects keyed by id, judged once the clock passes their horizon (see the module's text).
 
@@ -165,7 +175,7 @@ class SubjectEngine:
         self.open_subject, self.add, self.judge, self.on_late = open_subject, add, judge, on_late
         self.clock = clock if clock is not None else LogClock()
         self.remember_s = remember_s
-        self.subjects: dict = {}      # key -> [subject, horizon]
+        self.subjects: dict = {}      # key -> _Open (the subject and its horizon)
         self.memos: dict = {}         # key -> (horizon, memo) of a judged subject, while remembered
         self._due: list = []          # heap of (horizon, order, key): a subject's horizon when queued
         self._forget: list = []       # heap of (time to forget, order, key)
@@ -180,10 +190,12 @@ class SubjectEngine:
         """One record, in log order: it joins (or opens) its subject; the clock takes its time and
         what the clock passed is judged."""
         entry = self.subjects.get(key)
-        if entry is not None and t is not None and entry[1] is not None and t > entry[1]:
-            del self.subjects[key]  # the record comes after its subject's horizon: the subject is judged now
-            self._close(key, entry[0], False, entry[1])
-            entry = None
+        if entry is not None and t is not None:
+            h = entry.horizon
+            if h is not None and t > h:
+                del self.subjects[key]  # the record comes after its subject's horizon: the subject is judged now
+                self._close(key, entry.subject, False, h)
+                entry = None
         if entry is None:
             memo = self.memos.get(key) if self.memos else None
             if memo is not None:
@@ -195,34 +207,39 @@ class SubjectEngine:
                         self.tick(t, source, partition)
                     return
                 del self.memos[key]  # long after: a new subject of that key
-            entry = self.subjects[key] = [self.open_subject(key, t, record), None]
+            entry = self.subjects[key] = _Open(self.open_subject(key, t, record))
             self.opened += 1
             if len(self.subjects) > self.peak_open:
                 self.peak_open = len(self.subjects)
-        h = self.add(entry[0], t, record)
-        if h is not None and (entry[1] is None or h > entry[1]):
-            if entry[1] is None and h != math.inf:
-                self._order += 1
-                heapq.heappush(self._due, (h, self._order, key))
-            entry[1] = h
-        if t is not None:
-            self.tick(t, source, partition)
+        h = self.add(entry.subject, t, record)
+        if h is not None:
+            was = entry.horizon
+            if was is None or h > was:
+                if was is None and h != math.inf:
+                    self._order += 1
+                    heapq.heappush(self._due, (h, self._order, key))
+                entry.horizon = h
+        if t is not None and self.clock.advance(t, source, partition):  # (tick, inline: once per record)
+            self._passed(self.clock.now)
 
     def tick(self, t, source: Hashable = None, partition: Hashable = None) -> None:
         """The clock takes a record's time (a record of a subject, through :meth:`feed`, or one that
         belongs to none); what it passed is judged, and memos past ``remember_s`` forgotten."""
         clock = self.clock
         if clock.advance(t, source, partition):
-            now = clock.now
-            due = self._due
-            if due and due[0][0] < now:
-                self._sweep(now)
-            forget = self._forget
-            while forget and forget[0][0] < now:
-                when, _, key = heapq.heappop(forget)
-                memo = self.memos.get(key)
-                if memo is not None and memo[0] + self.remember_s <= when:  # (not a later memo of that key)
-                    del self.memos[key]
+            self._passed(clock.now)
+
+    def _passed(self, now) -> None:
+        """The clock moved to ``now``: judge what it passed, forget memos past ``remember_s``."""
+        due = self._due
+        if due and due[0][0] < now:
+            self._sweep(now)
+        forget = self._forget
+        while forget and forget[0][0] < now:
+            when, _, key = heapq.heappop(forget)
+            memo = self.memos.get(key)
+            if memo is not None and memo[0] + self.remember_s <= when:  # (not a later memo of that key)
+                del self.memos[key]
 
     def _sweep(self, now) -> None:
         due, subjects = self._due, self.subjects
@@ -231,14 +248,14 @@ class SubjectEngine:
             entry = subjects.get(key)
             if entry is None:
                 continue
-            h = entry[1]
+            h = entry.horizon
             if h is not None and h >= now:  # its horizon moved on since it was queued (or a new subject of the key)
                 if h != math.inf:
                     self._order += 1
                     heapq.heappush(due, (h, self._order, key))
                 continue
             del subjects[key]
-            self._close(key, entry[0], False, h)
+            self._close(key, entry.subject, False, h)
 
     def _close(self, key, subject, at_end: bool, horizon) -> None:
         self.judged += 1
@@ -253,8 +270,9 @@ class SubjectEngine:
         ``at_end`` for those whose horizon the final clock (:meth:`LogClock.final`) has not passed."""
         end = self.clock.final()
         subjects, self.subjects = self.subjects, {}
-        for key, (subject, h) in subjects.items():
-            self._close(key, subject, end is None or h is None or not h < end, None)
+        for key, entry in subjects.items():
+            h = entry.horizon
+            self._close(key, entry.subject, end is None or h is None or not h < end, None)
         self._due.clear()
         self.memos.clear()
         self._forget.clear()

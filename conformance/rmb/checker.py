@@ -26,7 +26,7 @@ from typing import Any, Iterable, Optional
 import orjson
 
 from rmkit.gctune import paused_collections
-from rmkit.logread import auto_jobs, numbered_batches
+from rmkit.logread import auto_jobs, numbered_batches, usable_cores
 from rmkit.processes import key_share, run_in_processes
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
@@ -71,9 +71,12 @@ class Requests:
 
     def __init__(self, ctx, share: Share):
         from rmkit.conformance.rmb.logjudge import backlog_ttl
+        from rmkit.conformance.rmb.state import LineTexts, Request
         from rmkit.subjects import SubjectEngine
 
+        self.new_request = Request
         self.backlog_ttl = backlog_ttl
+        self.share_texts = LineTexts().share
         self.ctx, self.share = ctx, share
         self.grace = ctx.horizon + ctx.tol
         sc = ctx.b["scrubber"] or {}
@@ -84,13 +87,13 @@ class Requests:
         self.loose = {None: Loose(self), "": Loose(self)}  # no uid, an empty uid: two groups, as before
         self.next_roll = math.inf
         self.late = 0
-        self.min_time = self.max_time = None
+        self.min_time, self.max_time = math.inf, -math.inf
 
     def feed(self, key: str | None, rec: Rec) -> None:
         t = rec.time
-        if self.max_time is None or t > self.max_time:
+        if t > self.max_time:
             self.max_time = t
-        if self.min_time is None or t < self.min_time:
+        if t < self.min_time:
             self.min_time = t
         engine = self.engine
         if key:
@@ -108,11 +111,21 @@ class Requests:
                     loose.roll(now)
             self.next_roll = min(loose.next_roll for loose in self.loose.values())
 
-    def _open(self, key, t, rec) -> list:
-        return []
+    def _open(self, key, t, rec):
+        return self.new_request()
 
-    def _add(self, recs: list, t: float, rec: Rec) -> float:
-        recs.append(rec)
+    def _add(self, request, t: float, rec: Rec) -> float:
+        life = self.life_of(rec)
+        if life > SHARE_AFTER_S:  # a record held long: its texts shared with the log's and the request's others
+            self.share_texts(rec)
+            request.add(rec)
+        else:
+            request.append(rec)
+        return t + life + self.interval + self.grace
+
+    def life_of(self, rec: Rec) -> float:
+        """How long ``rec``'s request lives from it: its message's exp (else the scrubber's
+        default), or the TTL its backlog-set states, whichever is longer."""
         msg = rec.msg
         life = 0.0
         if type(msg) is dict:
@@ -122,34 +135,42 @@ class Requests:
             ttl = self.backlog_ttl(rec.note)
             if ttl is not None and ttl > life:
                 life = ttl
-        return t + life + self.interval + self.grace
+        return life
 
-    def _judge(self, key, recs: list, at_end: bool) -> None:
-        self.judge(recs)
+    def _judge(self, key, request, at_end: bool) -> None:
+        self.judge(request.recs, ordered=request.ordered)
 
-    def judge(self, recs: list, keep=None) -> None:
-        """Judge one request's records (``keep``: which findings to report, by their records)."""
+    def judge(self, recs: list, keep=None, ordered: bool = False, keep_pending=None, lasting: dict | None = None) -> None:
+        """Judge one request's records (``keep``: which findings to report, by their records;
+        ``keep_pending``: which of those waiting for a follow-up, when not as ``keep``;
+        ``ordered``: they are in time order already; ``lasting``: what holds of a record across
+        its judgments, :attr:`.logjudge.Group.lasting`)."""
+        from rmkit.conformance.rmb import handlers
         from rmkit.conformance.rmb.logjudge import Group
 
         share = self.share
-        recs.sort(key=_time_ref)
+        if not ordered:
+            recs.sort(key=_time_ref)
         uid = next((r.uid if r.uid is not None else r.msg.get("uid") for r in recs
                     if r.uid is not None or isinstance(r.msg, dict)), None)
-        out = Group(self.ctx, recs).judge()
+        out = Group(self.ctx, recs, lasting).judge(handlers.JUDGES)
         for rule, why, evid in out.found:
             if keep is None or keep(evid):
                 share.found.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid]))
+        if keep_pending is None:
+            keep_pending = keep
         for rule, why, evid, due in out.pending:
-            if keep is None or keep(evid):
+            if keep_pending is None or keep_pending(evid):
                 share.pending.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid], due))
 
     def _late(self, key, t, rec: Rec, memo) -> None:
         """A record of a request judged already: the rules of the message it carries."""
+        from rmkit.conformance.rmb.handlers import messages
         from rmkit.conformance.rmb.logjudge import Group
 
         self.late += 1
         g = Group(self.ctx, [rec])
-        g.messages()
+        messages(g)
         uid = rec.uid if rec.uid is not None else rec.msg.get("uid") if isinstance(rec.msg, dict) else None
         for rule, why, evid in g.out.found:
             self.share.found.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid]))
@@ -161,7 +182,8 @@ class Requests:
             loose.roll(None)
         share = self.share
         share.groups = engine.opened + self.loose[""].seen  # (records without a uid are no group)
-        share.min_time, share.max_time = self.min_time, self.max_time
+        if self.max_time >= self.min_time:  # (a record was read)
+            share.min_time, share.max_time = self.min_time, self.max_time
         share.open_peak = engine.peak_open
         share.late = self.late
 
@@ -184,6 +206,13 @@ def key_of_message(msg) -> str | None:
 _time_ref = operator.attrgetter("time", "ref")  # a record's place in the log: time, then position
 
 
+# A record whose request's life (its TTL or exp) is longer than this shares its texts with the other
+# records (state.py): the memory an open request holds grows with how long it is held, the cost of
+# sharing (a few look-ups a record) does not; requests answered and judged within a minute or two
+# are left as read.
+SHARE_AFTER_S = 120.0
+
+
 # how long a judged request's uid is remembered (in its grace periods): a record of it within that
 # time is late (judged alone), after it a new request of that uid
 REMEMBER_HORIZONS = 10
@@ -193,16 +222,26 @@ class Loose:
     """The records that name no request (no uid, or an empty one: a client's local message before
     the daemon gives it a uid, the error answering it on ret, a POST without uid), judged together
     as one group, in a window that follows the clock. A record is *settled* once the clock is a
-    grace period past its time (what answers it has come); each judgment covers the window and
-    reports the findings whose first record (by time, then position) was settled since the last
-    judgment; records a grace period older than the cut are then dropped, the rest kept as the
-    next judgment's context. Every follow-up the rules read comes within a grace period of its
-    cause, so the findings do not depend on when the judgments run (one process or shares)."""
+    grace period past its time; each judgment covers the window and reports the findings whose
+    first record (by time, then position) was settled since the last judgment; records a grace
+    period older than the cut are then dropped, the rest kept as the next judgment's context.
+
+    A finding that waits for a follow-up (an error on a bad local message's ret) waits as long as a
+    request's would: until its first record's horizon (its exp, or the scrubber's default, and the
+    grace; as :class:`Requests` holds a request). Its record is kept with what came a grace period
+    before it and every record after it up to that horizon (not in the window, which moves on), and
+    judged again with them once the clock has passed the horizon: the finding stands if no
+    follow-up within the horizon answers it. So a follow-up is read whenever it comes within its
+    cause's horizon, in one process or in shares. (One after the horizon is late, but where the
+    horizon is shorter than two grace periods the window may still hold it when the cause
+    settles: a follow-up within two grace periods of its cause is read, as before the wait.)"""
 
     def __init__(self, owner: Requests):
         self.owner = owner
         self.recs: list[Rec] = []
         self.done: set[int] = set()  # refs of the window's records settled at an earlier judgment
+        self.waiting: dict[int, tuple[float, list[Rec]]] = {}  # first record's ref -> (its horizon, its records)
+        self.lasting: dict = {}  # (what, ref) -> what holds of a record of the window across judgments
         self.next_roll = math.inf
         self.seen = 0  # 1 once a record of this key was read
 
@@ -211,26 +250,53 @@ class Loose:
         self.seen = 1
         if self.next_roll == math.inf:
             self.next_roll = rec.time + 2 * self.owner.grace
+        if self.waiting:
+            t = rec.time
+            for until, recs in self.waiting.values():  # (few: the findings that wait)
+                if t <= until:
+                    recs.append(rec)
 
     def roll(self, now) -> None:
         """Judge what is settled at clock ``now`` (None: the end of the log, everything is)."""
-        grace = self.owner.grace
+        owner = self.owner
+        grace = owner.grace
         recs = self.recs
-        if not recs:
-            self.next_roll = math.inf
-            return
-        cut = math.inf if now is None else now - grace
-        done = self.done
+        final = now is None
+        cut = math.inf if final else now - grace
+        done, waiting = self.done, self.waiting
         settled = {r.ref for r in recs if r.time < cut and r.ref not in done}
         if settled:
-            def keep(evid, final=now is None) -> bool:
+            def keep(evid) -> bool:
                 return min(evid, key=_time_ref).ref in settled if evid else final
 
-            self.owner.judge(recs, keep)  # (sorts them)
+            def keep_pending(evid) -> bool:
+                if not evid:
+                    return final
+                first = min(evid, key=_time_ref)
+                if first.ref not in settled:
+                    return False
+                until = first.time + owner.life_of(first) + owner.interval + grace
+                if final:
+                    return True
+                if first.ref not in waiting:  # judged again once the clock has passed its horizon
+                    waiting[first.ref] = (until, [r for r in recs if r.time >= first.time - grace and r.time <= until])
+                return False
+
+            owner.judge(recs, keep, keep_pending=keep_pending, lasting=self.lasting)  # (sorts them)
             done |= settled
+        for ref in [ref for ref, (until, _) in waiting.items() if final or until < cut]:
+            _, context = waiting.pop(ref)
+            owner.judge(context, _never, keep_pending=lambda evid, ref=ref: bool(evid) and min(evid, key=_time_ref).ref == ref)
         self.recs = [r for r in recs if r.time >= cut - grace or r.ref not in done]
         self.done = {r.ref for r in self.recs if r.ref in done}
-        self.next_roll = (now + grace) if self.recs and now is not None else math.inf
+        if self.lasting:
+            kept = {r.ref for r in self.recs}
+            self.lasting = {k: v for k, v in self.lasting.items() if k[1] in kept}
+        self.next_roll = (now + grace) if (self.recs or waiting) and not final else math.inf
+
+
+def _never(evid) -> bool:
+    return False
 
 
 class RmbShards:
@@ -275,24 +341,33 @@ class RmbShards:
 
     def _read(self, batches: Iterable, requests: Requests, share: Share) -> int:
         """Every line into its request: the records read."""
+        from rmkit.conformance.rmb.logjudge import backlog_ttl
+        from rmkit.conformance.rmb.sigreuse import SIGNED_EVENTS
+
         ctx = self.ctx()
         feed = requests.feed
-        events, add_signed, problems = share.events, share.signed.add, share.problems
-        line_problem, time_ok, note_problem = ctx.line_problem, ctx.time_ok, ctx.note_problem
+        add_signed, problems = share.signed.add, share.problems
+        line_problem, note_problem = ctx.line_problem, ctx.note_problem
+        low, ahead = ctx.settings["plausible_unix_s"]
+        high = ctx.started + ahead  # (Ctx.time_ok)
         typed = typed_lines().decode
         from_typed = Rec.from_typed
-        noted = NOTED_EVENTS
         key_of = record_key
+        signed = frozenset(SIGNED_EVENTS)
+        events: dict[str, int] = {}
+        count = events.get
         records = 0
         for refs, lines in batches:
             for ref, line in zip(refs, lines):
                 # the common case: typed at C speed (logrecords.TypedLines), its few checks here
                 got = typed(line) if type(line) is bytes else None
-                if got is not None and time_ok(got.time) and (got.event not in noted or note_problem(got.event, got.note) is None):
+                if got is not None and low <= got.time <= high and (
+                        (event := got.event) not in NOTED_EVENTS
+                        or (event == "backlog-set" and (got.note is None or backlog_ttl(got.note) is not None))
+                        or note_problem(event, got.note) is None):
                     rec = from_typed(ref, got)
                     uid = rec.uid
-                    msg = rec.msg
-                    key = uid.lower() if uid is not None else key_of_message(msg)
+                    key = uid.lower() if uid is not None else key_of_message(rec.msg)
                 else:
                     if not line.strip():
                         continue
@@ -307,9 +382,12 @@ class RmbShards:
                     rec = Rec(ref, obj)
                     key = key_of(obj)
                 records += 1
-                events[rec.event] += 1
-                add_signed(ref, rec.event, rec.msg)
+                event = rec.event
+                events[event] = count(event, 0) + 1
+                if event in signed:
+                    add_signed(ref, event, rec.msg)
                 feed(key, rec)
+        share.events.update(events)
         return records
 
     # -- the report -------------------------------------------------------------------------
@@ -327,9 +405,10 @@ class RmbShards:
         times = [s.max_time for s in shares if s.max_time is not None]
         end = max(times) if times else None
         found = [f for s in shares for f in s.found]
-        from rmkit.conformance.rmb.sigreuse import reused
+        from rmkit.conformance.rmb.handlers import ACROSS_LOG
 
-        found += [(rule, None, why, evid) for rule, why, evid in reused(s.signed for s in shares if s.signed is not None)]
+        for handler in ACROSS_LOG:  # the rules judged over the whole log (a signature reused anywhere)
+            found += [(rule, None, why, evid) for rule, why, evid in handler(shares)]
         waited: Counter[str] = Counter()
         for s in shares:
             for rule, uid, why, evid, due in s.pending:
@@ -390,7 +469,7 @@ class RmbLogChecker:
 
     def run(self, inputs: list[str]) -> Report:
         started = time.perf_counter()
-        jobs = auto_jobs(inputs) if self.jobs is None else self.jobs
+        jobs = default_jobs(inputs) if self.jobs is None else self.jobs
         if jobs > 1 and "-" not in inputs:
             shares = _run_processes(self.shards, inputs, jobs)
         else:
@@ -403,6 +482,18 @@ class RmbLogChecker:
         rep.metrics["elapsed_s"] = round(elapsed, 3)
         rep.metrics["records_per_s"] = round(rep.records / elapsed) if elapsed > 0 else None
         return rep
+
+
+def default_jobs(inputs: list[str]) -> int:
+    """The processes ``rmkit check --protocol rmb`` uses when ``--jobs`` is not given: as
+    :func:`rmkit.logread.auto_jobs` decides, but one on a machine of two cores or fewer. Every
+    share reads and keys every line of the log before it checks its own (bench_rmb_check.py: two
+    shares spend 1.1 to 1.2 times one process's CPU), so on two cores a second process wins only
+    while both cores are idle, and loses its start and merge, and the first process's core, the
+    moment other work runs."""
+    if usable_cores() <= 2:
+        return 1
+    return auto_jobs(inputs)
 
 
 def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):

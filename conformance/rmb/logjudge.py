@@ -1,4 +1,5 @@
-"""The RMB log rules: one judgment of every record of one request (one uid), in time order.
+"""The RMB log rules' common ground: one request (the records of one uid, in time order) as the
+handlers judge it (:mod:`.handlers`, one per rule id), and the profile's values they read.
 
 Each check names its rule (spec/rmb/logcheck.yaml lists what each rule reads); values come from
 the profile's behaviour (behaviour.yaml). A finding is ``(rule, explanation, records)``; a finding
@@ -11,11 +12,10 @@ without the directory), both outcomes are allowed: the checker stays quiet on le
 
 from __future__ import annotations
 
-import base64
-import binascii
 import math
+import operator
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -41,11 +41,25 @@ def ttl_note_problem(note: str | None) -> str | None:
             f"found {shown(note)}")
 
 
+# a log's notes and peers are few distinct strings on many lines: each is read once (up to a bound)
+_KNOWN_TEXTS = 10_000
+_TTLS: dict[str, int | None] = {}
+_PEERS: dict[str, int | None] = {}
+
+
 def backlog_ttl(note: str | None) -> int | None:
     """The TTL a backlog-set's note states (None: no note). Lines whose note
     :func:`ttl_note_problem` refuses never reach the judgments."""
-    m = TTL_NOTE.fullmatch(note) if note is not None else None
-    return int(m.group(1)) if m else None
+    if note is None:
+        return None
+    try:
+        return _TTLS[note]
+    except KeyError:
+        m = TTL_NOTE.fullmatch(note)
+        ttl = int(m.group(1)) if m else None
+        if len(_TTLS) < _KNOWN_TEXTS:
+            _TTLS[note] = ttl
+        return ttl
 
 
 def open_refusals(profile: str) -> tuple[float | None, bool]:
@@ -83,6 +97,11 @@ class Ctx:
         sep = b["forward_job"].replace("{uid}", "\x00").replace("{dst}", "\x01")
         self.job_re = re.compile("^" + re.escape(sep).replace("\x00", "(.+)").replace("\x01", r"(\d+)") + "$")
         self.open_age_limit, self.open_expired = open_refusals(self.profile)
+        self.well_formed_sig = well_formed_sig()
+        bounds = b["try_bounds"]
+        self.try_min, self.try_max = bounds["min"], bounds["max"]
+        self.retry_any = b["retry_on"] == "any"
+        self._queues: dict = {}
 
 
     def line_problem(self, obj: dict) -> tuple[str, str] | None:
@@ -120,28 +139,50 @@ class Ctx:
 
     def attempts(self, msg: dict) -> int:
         """The attempts a worker makes for ``msg``: try clamped to the profile's bounds."""
-        bounds = self.b["try_bounds"]
         t = msg.get("try")
-        n = max(t if isinstance(t, int) and not isinstance(t, bool) else 0, bounds["min"])
-        return min(n, bounds["max"]) if bounds["max"] else n
+        n = max(t if type(t) is int else 0, self.try_min)
+        return min(n, self.try_max) if self.try_max else n
 
     def retryable(self, status: int | None) -> bool:
-        return status is None or self.b["retry_on"] == "any"
+        return status is None or self.retry_any
 
     def command_queue(self, cmd: Any) -> str:
-        return self.b["command_queue"].format(cmd=cmd)
+        if type(cmd) is not str:
+            return self.b["command_queue"].format(cmd=cmd)
+        got = self._queues.get(cmd)
+        if got is None:
+            got = self.b["command_queue"].format(cmd=cmd)
+            if len(self._queues) < 10_000:  # (a log's commands are few)
+                self._queues[cmd] = got
+        return got
 
 
-@dataclass
 class Findings:
-    found: list[tuple] = field(default_factory=list)  # (rule, explanation, [recs])
-    pending: list[tuple] = field(default_factory=list)  # (rule, explanation, [recs], due time)
+    __slots__ = ("found", "pending")
+
+    def __init__(self):
+        self.found: list[tuple] = []  # (rule, explanation, [recs])
+        self.pending: list[tuple] = []  # (rule, explanation, [recs], due time)
 
     def add(self, rule: str, why: str, *recs: Rec) -> None:
         self.found.append((rule, why, [r for r in recs if r is not None]))
 
     def later(self, rule: str, why: str, due: float, *recs: Rec) -> None:
         self.pending.append((rule, why, [r for r in recs if r is not None], due))
+
+
+def well_formed_sig():
+    """``fullmatch`` of a sig :func:`parse_sig` takes (signature.yaml: lower-case hex of a known
+    key type's prefix byte and the signature): the common case, told without decoding the hex."""
+    from rmkit.protocols.rmb.signing import _sig_spec
+
+    spec = _sig_spec()
+    digits = re.escape(spec["sig_text"]["digits"])
+    prefixes = "|".join(kt["prefix"].encode("ascii").hex() for kt in spec["key_types"].values())
+    return re.compile(f"(?:{prefixes})[{digits}]{{{2 * (spec['signature_hex_bytes'] - 1)}}}").fullmatch
+
+
+_time_ref = operator.attrgetter("time", "ref")  # a record's place in the log: time, then position
 
 
 def fingerprint(msg: Any) -> bytes:
@@ -151,7 +192,10 @@ def fingerprint(msg: Any) -> bytes:
 def _reply_key(msg: dict) -> bytes:
     """What tells one reply from another: its fields but the signature and src (the posting
     daemon signs the reply and sets src to itself; a retry carries the same reply)."""
-    return fingerprint({k: v for k, v in msg.items() if k not in ("sig", "src")})
+    rest = dict(msg)
+    rest.pop("sig", None)
+    rest.pop("src", None)
+    return fingerprint(rest)
 
 
 def _int(v: Any) -> bool:
@@ -166,22 +210,34 @@ def _twins(value: Any) -> list | None:
 
 def _peer_twin(peer: Any) -> int | None:
     """The twin a POST went to, from a peer ``N@address`` (decode refused an N that is no twin id)."""
-    if isinstance(peer, str) and "@" in peer:
-        return twin_number(peer.split("@", 1)[0])
-    return None
+    if type(peer) is not str:
+        return None
+    try:
+        return _PEERS[peer]
+    except KeyError:
+        twin = twin_number(peer.split("@", 1)[0]) if "@" in peer else None
+        if len(_PEERS) < _KNOWN_TEXTS:
+            _PEERS[peer] = twin
+        return twin
 
 
 class Group:
     """Every record of one uid (sorted by time, then position) and the judgments over them."""
 
-    def __init__(self, ctx: Ctx, recs: list[Rec]):
+    __slots__ = ("c", "recs", "out", "_sig", "_problems", "_fps", "_lives", "ev", "memo", "lasting")
+
+    def __init__(self, ctx: Ctx, recs: list[Rec], lasting: dict | None = None):
         self.c = ctx
         self.recs = recs
+        # what a handler found of one record that holds for every judgment of it (by the record's
+        # ref): records without a uid are judged again as their window moves (checker.Loose)
+        self.lasting = lasting if lasting is not None else {}
         self.out = Findings()
-        self._sig: dict[bytes, tuple] = {}
+        self._sig: dict = {}  # a message's fingerprint (without the directory: its sig) -> its verdict
         self._problems: dict[bytes, list] = {}
         self._fps: dict[int, bytes] = {}  # id of a message of the group -> its fingerprint
         self._lives: dict = {}
+        self.memo: dict = {}  # what several handlers read of the group, taken once (by the handlers' names)
         ev: dict[str, list[Rec]] = {}  # the records of each event, in order: the judgments ask by event
         for r in recs:
             got = ev.get(r.event)
@@ -208,6 +264,14 @@ class Group:
         return got
 
     # -- helpers ----------------------------------------------------------------------------
+    def events(self, *events: str) -> list[Rec]:
+        """The records of ``events``, in the group's order (time, then position)."""
+        ev = self.ev
+        lists = [ev[e] for e in events if e in ev]
+        if len(lists) == 1:
+            return lists[0]
+        return sorted([r for rs in lists for r in rs], key=_time_ref) if lists else []
+
     def of(self, event: str, twin: int | None = None) -> list[Rec]:
         recs = self.ev.get(event, ())
         return list(recs) if twin is None else [r for r in recs if r.twin == twin]
@@ -215,11 +279,18 @@ class Group:
     def sig_verdict(self, msg: dict) -> tuple[str | None, str]:
         """(rule, why) of a message's signature: RMB-SIG-001 without a key; with the directory
         RMB-SIG-002, or -003 / -004 when the signature verifies over a known wrong challenge."""
-        fp = self.fp(msg)
-        if fp in self._sig:
-            return self._sig[fp]
-        self._sig[fp] = out = self._sig_verdict(msg)
-        return out
+        c = self.c
+        if c.directory is None:  # the verdict is the sig's form alone
+            sig = msg.get("sig")
+            if type(sig) is str and c.well_formed_sig(sig):
+                return None, ""
+            key = sig if type(sig) is str else None
+        else:
+            key = self.fp(msg)
+        got = self._sig.get(key)
+        if got is None:
+            got = self._sig[key] = self._sig_verdict(msg)
+        return got
 
     def _sig_verdict(self, msg: dict) -> tuple[str | None, str]:
         try:
@@ -249,550 +320,24 @@ class Group:
             return None
         c = self.c
         if not c.after_post:
-            for r in self.recs:
-                if r.event == "backlog-set" and r.twin == twin and isinstance(r.msg, dict):
+            for r in self.ev.get("backlog-set", ()):
+                if r.twin == twin and isinstance(r.msg, dict):
                     ttl, exp = backlog_ttl(r.note), r.msg.get("exp")
                     if ttl is None:  # no note: the TTL is taken as the rule wants it
                         ttl = max(exp, 1) if _int(exp) else None
                     return (r.time, r.time + ttl, r, r.msg) if ttl is not None else None
             return None
         sc = c.b["scrubber"] or {}
-        for r in self.recs:
-            if r.event == "http-post" and r.twin == twin and r.endpoint == c.remote and r.status == c.accepted and isinstance(r.msg, dict):
+        for r in self.ev.get("http-post", ()):
+            if r.twin == twin and r.endpoint == c.remote and r.status == c.accepted and isinstance(r.msg, dict):
                 exp = r.msg.get("exp") if _int(r.msg.get("exp")) else 0
                 return r.time, r.time + (exp or sc.get("default_exp_s", 3600)) + sc.get("interval_s", 0), r, r.msg
         return None
 
     # -- every judgment ---------------------------------------------------------------------
-    def judge(self) -> Findings:
-        self.messages()
-        self.exchanges()
-        self.handed()
-        self.sender()
-        self.replies()
-        self.local()
-        self.proxy()
-        self.scrubber()
+    def judge(self, judges) -> Findings:
+        """Every handler's judgment of the request (``judges``: :data:`.handlers.JUDGES`, one
+        handler per rule id)."""
+        for handler in judges:
+            handler(self)
         return self.out
-
-    def messages(self) -> None:
-        """The messages daemons put on the wire (MSG-*, SIG-*, NODE-001), each judged once."""
-        c, seen = self.c, set()
-        low, ahead = c.settings["plausible_unix_s"]
-        for r in self.recs:
-            if r.event not in ("http-post", "recorded-request") or not isinstance(r.msg, dict):
-                continue
-            msg = r.msg
-            fp = self.fp(msg)
-            if fp in seen:
-                continue
-            seen.add(fp)
-            for rule, fld, what in self.problems(msg):
-                self.out.add(rule, f"{r.event} {r.endpoint}: field {fld or '(message)'}: {what}", r)
-            now, exp = msg.get("now"), msg.get("exp")
-            if _int(now) and not (low <= now <= r.time + ahead):
-                self.out.add("RMB-MSG-003", f"now {now} is not Unix seconds near the line's time {int(r.time)}", r)
-            if _int(exp) and exp >= low:
-                self.out.add("RMB-MSG-004", f"exp {exp} is a Unix time, not seconds relative to now", r)
-            rule, why = self.sig_verdict(msg)
-            if rule:
-                self.out.add(rule, f"{r.event} {r.endpoint}: {why}", r)
-            if r.event == "http-post" and r.twin is not None:
-                uid, src = msg.get("uid"), msg.get("src")
-                if not isinstance(uid, str) or not uid:
-                    self.out.add("RMB-MSG-005", f"twin {r.twin} posted a message without a uid", r)
-                elif src != r.twin:
-                    owner = next((b for b in self.recs if b.event in ("backlog-set", "forward-job") and b.twin == src and src != r.twin), None)
-                    if owner is not None:
-                        self.out.add("RMB-NODE-001", f"twin {r.twin} posted request {uid}, which twin {src} stored in its backlog: "
-                                     "two daemons share one Redis", owner, r)
-                    else:
-                        self.out.add("RMB-MSG-005", f"twin {r.twin} posted a message with src {src!r}, not its own twin", r)
-
-    def exchanges(self) -> None:
-        """What an endpoint answered (http-answer, or a recorder's recorded-response), against
-        the statuses the profile allows for that message at that time."""
-        c, seen = self.c, set()
-        for r in self.recs:
-            if r.event == "http-answer":
-                twin = r.twin
-            elif r.event == "recorded-response" and r.status != 502:  # 502: the recorder's own "unreachable"
-                twin = None
-            else:
-                continue
-            kind = "remote" if r.endpoint == c.remote else "reply" if r.endpoint == c.reply else None
-            if kind is None:
-                continue
-            key = (r.endpoint, self.fp(r.msg), r.status)
-            if key in seen:
-                continue
-            seen.add(key)
-            self._exchange(r, kind, twin)
-
-    def handed(self) -> None:
-        """An accepted request is pushed to its command queue with ret the reply queue (RMB-REMOTE-005)."""
-        c, b = self.c, self.c.b
-        px = b["proxy"]
-        for a in self.of("http-answer"):
-            if a.endpoint != c.remote or a.status != c.accepted or a.twin is None or not isinstance(a.msg, dict):
-                continue
-            if self.problems(a.msg) or a.msg["dst"][0] != a.twin:
-                continue
-            pushed = [h for h in self.ev.get("to-handler", ()) if h.twin == a.twin and abs(h.time - a.time) <= c.tol + 1
-                      and isinstance(h.msg, dict) and h.msg.get("sig") == a.msg.get("sig")]
-            if not pushed:
-                self.out.add("RMB-REMOTE-005", "request accepted but never pushed to a command queue", a)
-                continue
-            h = pushed[0]
-            cmd = a.msg.get("cmd")
-            want = px["request_queue"] if px and cmd == px["cmd"] else c.command_queue(cmd)
-            bad = []
-            if h.queue != want and not (px and cmd == px["cmd"]):  # a wrong proxy queue is RMB-PROXY-001
-                bad.append(f"queue {h.queue!r}, expected {want!r}")
-            if not isinstance(h.msg, dict) or h.msg.get("ret") != b["reply_queue"]:
-                bad.append(f"ret {h.msg.get('ret') if isinstance(h.msg, dict) else None!r}, expected {b['reply_queue']!r}")
-            if bad:
-                self.out.add("RMB-REMOTE-005", "accepted request pushed with " + "; ".join(bad), h)
-
-    def _exchange(self, r: Rec, kind: str, twin: int | None) -> None:
-        c, b, msg, t = self.c, self.c.b, r.msg, r.time
-        remote = kind == "remote"
-        reasons: list[tuple[str, set]] = []  # refusals that apply: (rule, statuses)
-        maybe: set = {b["status_storage_failure"]}  # statuses the log cannot rule out
-        problems = self.problems(msg) if msg is not None else [("RMB-MSG-001", "", "body is not JSON")]
-        if problems:
-            reasons.append(("RMB-REMOTE-002", {b["status_bad_body"]}))
-        else:
-            if twin is not None and msg["dst"][0] != twin:
-                reasons.append(("RMB-REMOTE-004" if remote else "RMB-REPLY-003", {b["status_wrong_destination"]}))
-            elif twin is None:
-                maybe.add(b["status_wrong_destination"])  # a recorder does not know whose door it is
-            rule, _ = self.sig_verdict(msg)
-            if c.directory is None:
-                maybe.add(b["status_bad_signature"])
-            elif rule is not None:
-                reasons.append(("RMB-REMOTE-003" if remote else "RMB-REPLY-007", {b["status_bad_signature"]}))
-            if remote:
-                for rule_id, limit in (("RMB-REMOTE-006", b["age_limit_s"] is not None and msg["now"] + b["age_limit_s"]),
-                                       ("RMB-REMOTE-007", b["refuse_expired"] and msg["now"] + msg["exp"])):
-                    if limit is False or limit is None:
-                        continue
-                    if t > limit + c.tol:
-                        reasons.append((rule_id, {b["status_bad_body"]}))
-                    elif t > limit - c.tol:
-                        maybe.add(b["status_bad_body"])
-                if (c.open_age_limit is not None and t > msg["now"] + c.open_age_limit - c.tol) or \
-                        (c.open_expired and t > msg["now"] + msg["exp"] - c.tol):
-                    maybe.add(b["status_bad_body"])  # a refusal the profile leaves open (open_refusals)
-        allowed = set(maybe).union(*(s for _, s in reasons)) if reasons else set(maybe)
-        default = "RMB-REMOTE-001"
-        if not reasons:
-            if remote:
-                allowed.add(c.accepted)
-            else:
-                default = self._reply_expectation(r, twin, allowed)
-        if r.status in allowed:
-            return
-        rule = reasons[0][0] if reasons else default
-        want = " or ".join(str(s) for s in sorted(allowed - maybe) or sorted(allowed))
-        why = (f"{r.endpoint} answered {r.status} where the profile answers {want}"
-               + (f" ({', '.join(x for x, _ in reasons)})" if reasons else ""))
-        self.out.add(rule, why, self.life(twin)[2] if rule == "RMB-REPLY-006" and self.life(twin) else None, r)
-
-    def _reply_expectation(self, r: Rec, twin: int | None, allowed: set) -> str:
-        """Fill the statuses allowed for a valid reply by whether its request is live; return the
-        rule a different answer breaks."""
-        c, b = self.c, self.c.b
-        life = self.life(twin)
-        if life is None:
-            allowed.update({c.accepted, b["reply_without_backlog"]})
-            return "RMB-REPLY-005"
-        start, end, _, _ = life
-        if start + (c.tol if c.after_post else 0) < r.time < end - c.tol:  # rmb-go: a reply may outrun its backlog write
-            allowed.add(c.accepted)
-            routed = any(x.twin == twin and x.time < r.time for x in self.ev.get("reply-to-ret", ()))
-            return "RMB-REPLY-006" if routed and r.status == b["reply_without_backlog"] else "RMB-REPLY-005"
-        if r.time > end + c.tol or r.time < start - c.tol:
-            allowed.add(b["reply_without_backlog"])
-            return "RMB-REPLY-004"
-        allowed.update({c.accepted, b["reply_without_backlog"]})
-        return "RMB-REPLY-005"
-
-    def sender(self) -> None:
-        """A daemon's requests: backlog, forward jobs, POSTs, attempts and the error on ret."""
-        c, b = self.c, self.c.b
-        twins = {r.twin for r in self.recs if r.twin is not None and r.event in ("backlog-set", "forward-job", "http-post")}
-        for w in sorted(twins):
-            backlog = next((r for r in self.ev.get("backlog-set", ()) if r.twin == w), None)
-            life = self.life(w)
-            request = backlog.msg if backlog is not None and isinstance(backlog.msg, dict) else None
-            dsts = _twins(request.get("dst")) if request else None  # (a malformed dst is RMB-MSG-006's)
-            if backlog is not None and request is not None:
-                ttl, exp = backlog_ttl(backlog.note), request.get("exp")
-                if ttl is not None and _int(exp) and ttl != max(exp, 1):
-                    self.out.add("RMB-BACKLOG-001", f"backlog TTL {ttl} s, but exp is {exp}", backlog)
-                if dsts == [w]:
-                    self.out.add("RMB-LOCAL-003", f"a request for twin {w} itself went to the backlog instead of msgbus.$cmd", backlog)
-                if c.directory is not None and dsts:
-                    unknown = [d for d in dsts if c.directory.get(d) is None]
-                    if unknown:
-                        self.out.add("RMB-DIR-001", f"destination twin(s) {unknown} are not in the directory, yet the request was stored "
-                                     "for forwarding instead of answered with an error", backlog)
-            jobs = [r for r in self.ev.get("forward-job", ()) if r.twin == w]
-            posts = [r for r in self.ev.get("http-post", ()) if r.twin == w and isinstance(r.msg, dict)
-                     and r.msg.get("src") == w and r.endpoint != c.reply and (jobs or backlog or r.endpoint == c.remote)]
-            if not c.after_post:
-                for r in jobs + posts:
-                    if backlog is None or r.ref < backlog.ref and r.time <= backlog.time:
-                        self.out.add("RMB-BACKLOG-001", f"{r.event} for request {r.uid} with no backlog entry stored before it", r)
-                        break
-            self._jobs(w, jobs, dsts, backlog)
-            by_dst: dict[Any, list[Rec]] = {}
-            for p in posts:
-                d = p.msg.get("dst")
-                if p.endpoint != c.remote:
-                    self.out.add("RMB-FWD-001", f"request posted to {p.endpoint}, the profile's remote endpoint is {c.remote}", p)
-                if _twins(d) is None or len(d) != 1 or (dsts is not None and d[0] not in dsts):
-                    self.out.add("RMB-FANOUT-001", f"a POST carries dst {d!r}, expected one destination of the request's {dsts}", p)
-                    continue
-                peer = _peer_twin(p.peer)
-                if peer is not None and peer != d[0]:
-                    self.out.add("RMB-FWD-001", f"the copy for twin {d[0]} was posted to twin {peer}", p)
-                elif c.directory is not None and c.directory.get(d[0]) is not None and isinstance(p.peer, str) \
-                        and p.peer.split("@", 1)[-1] != c.directory.get(d[0]).address:
-                    self.out.add("RMB-FWD-001", f"posted to {p.peer}, the directory gives twin {d[0]} {c.directory.get(d[0]).address}", p)
-                if life is not None and not c.after_post and p.time > life[1] + c.tol:
-                    self.out.add("RMB-BACKLOG-002", f"request posted {p.time - life[1]:.1f} s after its backlog TTL ran out", life[2], p)
-                by_dst.setdefault(d[0], []).append(p)
-            for d, attempts in by_dst.items():
-                self._attempts(w, d, attempts, request)
-
-    def _jobs(self, w: int, jobs: list[Rec], dsts: list | None, backlog: Rec | None) -> None:
-        c, seen = self.c, {}
-        for j in jobs:
-            m = c.job_re.match(j.note or "")
-            if m is None:
-                self.out.add("RMB-FANOUT-001", f"forward job {j.note!r} is not of the profile's form {c.b['forward_job']!r}", j)
-                continue
-            d = int(m.group(2))
-            if c.directory is not None and c.directory.get(d) is None and not (backlog is not None and dsts and d in dsts):
-                self.out.add("RMB-DIR-001", f"a forward job for twin {d}, which the directory does not know: the request should have "
-                             "been answered with an error", j)
-            if d in seen:
-                self.out.add("RMB-FANOUT-001", f"a second forward job for twin {d}", seen[d], j)
-                continue
-            seen[d] = j
-            if dsts is not None and d not in dsts:
-                self.out.add("RMB-FANOUT-001", f"a forward job for twin {d}, which is not a destination of {dsts}", j)
-            done = any((r.event == "http-post" and r.twin == w and isinstance(r.msg, dict) and r.msg.get("dst") == [d]
-                        and r.endpoint != c.reply)
-                       or (r.event == "forward-expired-skipped" and r.twin == w and r.note == j.note)
-                       or (r.event == "error-to-ret" and r.twin == w and isinstance(r.msg, dict) and r.msg.get("src") == d)
-                       for r in self.recs if r.time >= j.time - c.tol)
-            if not done:
-                self.out.later("RMB-FWD-001", f"forward job {j.note!r} never led to a POST, a skip or an error", j.time + c.horizon, j)
-        if dsts is not None and backlog is not None:
-            for d in dsts:
-                if d not in seen and not (c.b["local_shortcut"] and dsts == [w]):
-                    self.out.add("RMB-FANOUT-001", f"no forward job for destination twin {d} of {dsts}", backlog)
-
-    def _attempts(self, w: int, d: int, attempts: list[Rec], request: dict | None) -> None:
-        c, b = self.c, self.c.b
-        first = attempts[0]
-        total = c.attempts(first.msg)
-        if len(attempts) > total:
-            self.out.add("RMB-RETRY-001", f"{len(attempts)} attempts to twin {d}, try allows {total}", *attempts[total:total + 1], first)
-        for a, nxt in zip(attempts, attempts[1:]):
-            if a.status == c.accepted or (a.status is not None and 200 <= a.status < 300):
-                self.out.add("RMB-RETRY-003", f"posted again after twin {d} accepted it ({a.status})", a, nxt)
-                break
-            if not c.retryable(a.status):
-                self.out.add("RMB-RETRY-003", f"retried after HTTP {a.status}; the profile retries {b['retry_on']} failures only", a, nxt)
-                break
-        if b["restamp_per_attempt"]:
-            deadline = (request["now"] + request["exp"]) if request and _int(request.get("now")) and _int(request.get("exp")) else None
-            for a in attempts:
-                now, exp = a.msg.get("now"), a.msg.get("exp")
-                if not (_int(now) and _int(exp)):
-                    continue
-                late = a.time - now > float(c.settings["restamp_tolerance_s"]) + 1
-                moved = deadline is not None and now + exp != deadline
-                if late or moved:
-                    self.out.add("RMB-RETRY-004", f"attempt with now {now}, exp {exp} at {a.time:.0f}: "
-                                 + ("not re-stamped" if late else f"deadline {now + exp} is not the request's {deadline}"), a)
-                    break
-        last = attempts[-1]
-        if last.status in (c.accepted, 200, 202):
-            return
-        deadline = None
-        if _int(last.msg.get("now")) and _int(last.msg.get("exp")):
-            deadline = last.msg["now"] + last.msg["exp"]
-        errors = [r for r in self.ev.get("error-to-ret", ()) if r.twin == w and isinstance(r.msg, dict)
-                  and r.msg.get("src") == d and r.time >= last.time - c.tol]
-        until = errors[0].time if errors else last.time
-        final = not c.retryable(last.status) or len(attempts) >= total or (deadline is not None and until >= deadline - c.tol)
-        if not final:
-            if errors:
-                self.out.add("RMB-RETRY-003", f"gave up on twin {d} after {len(attempts)} of {total} attempts on a retryable failure",
-                             last, errors[0])
-            return
-        if not errors:
-            self.out.later("RMB-RETRY-002", f"the request failed for twin {d} (status {last.status}) but no error reached its ret",
-                           last.time + c.horizon, last)
-            return
-        e = errors[0]
-        ret = request.get("ret") if request else last.msg.get("ret")
-        bad = []
-        if not (isinstance(e.msg.get("err"), str) and e.msg["err"]):
-            bad.append("err is empty")
-        if e.msg.get("dat") not in ("", None):
-            bad.append("dat is not empty")
-        if ret and e.queue != ret:
-            bad.append(f"pushed to {e.queue!r}, the request's ret is {ret!r}")
-        if bad:
-            self.out.add("RMB-RETRY-002", "the error message for twin {}: {}".format(d, "; ".join(bad)), e)
-
-    def replies(self) -> None:
-        """Receiver side of replies: routed to the request's ret (REPLY-005), never after the TTL
-        (REPLY-004); sender side: every handler reply posted (REPLY-001) and its attempts (REPLY-002)."""
-        c, b = self.c, self.c.b
-        for r in self.of("reply-to-ret"):
-            life = self.life(r.twin)
-            if life is None:
-                self.out.add("RMB-REPLY-004", f"twin {r.twin} pushed a reply for {r.uid} with no request of its own in the log", r)
-                continue
-            start, end, rec, req = life
-            if r.time > end + c.tol:
-                self.out.add("RMB-REPLY-004", f"reply pushed to ret {r.time - end:.1f} s after the request's backlog TTL ran out", rec, r)
-            ret = req.get("ret")
-            if ret and r.queue != ret:
-                self.out.add("RMB-REPLY-005", f"reply pushed to {r.queue!r}, the request's ret is {ret!r}", rec, r)
-            elif b["reply_ret_restored"] and isinstance(r.msg, dict):
-                # the profile's facts restore the reply's ret and tag fields (rmb-rs-v1); document 004
-                # names the queue only and has no tag (behaviour.yaml reply_ret_restored)
-                if ret and r.msg.get("ret") != ret:
-                    self.out.add("RMB-REPLY-005", f"reply ret field {r.msg.get('ret')!r}, the request's ret is {ret!r}", rec, r)
-                elif "tag" in req and r.msg.get("tag") != req["tag"]:
-                    self.out.add("RMB-REPLY-005", f"reply tag {r.msg.get('tag')!r}, the request's is {req['tag']!r}", rec, r)
-        for a in self.of("http-answer"):
-            if a.endpoint != c.reply or a.status != c.accepted or not isinstance(a.msg, dict) or self.problems(a.msg):
-                continue
-            life = self.life(a.twin)
-            if life is None or not life[0] + (c.tol if c.after_post else 0) < a.time < life[1] - c.tol or a.msg["dst"][0] != a.twin:
-                continue
-            if self.sig_verdict(a.msg)[0] is not None:
-                continue  # a forged reply accepted is RMB-REPLY-007
-            src = a.msg.get("src")
-            routes = [r for r in self.ev.get("reply-to-ret", ()) if r.twin == a.twin]
-            if not any(isinstance(r.msg, dict) and r.msg.get("src") == src and abs(r.time - a.time) <= c.tol + 1 for r in routes):
-                routed = any(r.time < a.time for r in routes)
-                if routed:
-                    self.out.add("RMB-REPLY-006", "a reply accepted while the request's TTL runs was dropped after an earlier reply "
-                                 "was routed: the backlog entry was removed", life[2], a)
-                else:
-                    self.out.add("RMB-REPLY-005", "a reply to a live request was accepted but never pushed to the request's ret", life[2], a)
-        for (w, _), replies in self._handler_replies().items():
-            if not self._reply_attempts(w, replies):
-                return
-
-    def _handler_replies(self) -> dict[tuple, list[Rec]]:
-        """The handler replies of the group by (twin, dst): the replies one twin posts to one
-        destination, whose attempts :meth:`_reply_attempts` tells apart."""
-        out: dict[tuple, list[Rec]] = {}
-        for h in self.of("handler-reply"):
-            if h.twin is None or not isinstance(h.msg, dict):
-                continue
-            d = h.msg.get("dst")
-            if isinstance(d, list) and d:
-                out.setdefault((h.twin, fingerprint(d)), []).append(h)
-        return out
-
-    def _reply_attempts(self, w: int, replies: list[Rec]) -> bool:
-        """RMB-REPLY-001 / 002 for the replies twin ``w`` pushed to one destination (False: judged
-        no further, a reply went to a wrong endpoint).
-
-        A request may reach a receiver twice and both copies be accepted (a sender retries after a
-        connection error though the first copy arrived; document 004 has no deduplication at the
-        receiver): the handler then pushes a reply per copy, and each is posted. So attempts are
-        told apart by the reply they carry (its fields but sig and src, which the sender signs and
-        sets): a POST after HTTP 202 is a fault only when it carries a reply already accepted, with
-        no pushed reply left for it. Identical replies (one handler answering both copies alike)
-        are counted: as many may be posted as were pushed. A POST carrying no pushed reply's
-        fields (a daemon that re-stamps its replies) is counted with the replies no POST carries."""
-        c = self.c
-        first = replies[0]
-        d = first.msg["dst"]
-        posts = [p for p in self.ev.get("http-post", ()) if p.twin == w and isinstance(p.msg, dict)
-                 and p.msg.get("dst") == d and p.time >= first.time - c.tol and p.endpoint != c.remote]
-        for p in posts:
-            if p.endpoint != c.reply:
-                self.out.add("RMB-REPLY-001", f"reply posted to {p.endpoint}, the profile's reply endpoint is {c.reply}", p)
-                return False
-        pushed: dict[bytes, list[Rec]] = {}
-        for h in replies:
-            pushed.setdefault(_reply_key(h.msg), []).append(h)
-        carried: dict[bytes, list[Rec]] = {}
-        for p in posts:
-            k = _reply_key(p.msg)
-            carried.setdefault(k if k in pushed else b"", []).append(p)
-        ev = self.ev
-        dropped = any(r.twin == w for e in ("reply-unknown-twin-dropped", "reply-invalid-dropped") for r in ev.get(e, ()))
-        lost = any(r.twin == w for r in ev.get("reply-lost", ()))
-        loose = sorted((h for k, hs in pushed.items() if k not in carried for h in hs), key=lambda h: h.time)
-        for k, hs in pushed.items():
-            if k in carried:
-                self._judge_attempts(hs, carried[k], dropped, lost)
-        if loose:
-            self._judge_attempts(loose, carried.get(b"", []), dropped, lost)
-        return True
-
-    def _judge_attempts(self, replies: list[Rec], posts: list[Rec], dropped: bool, lost: bool) -> None:
-        """The attempts of one reply, or of alike replies: in time order an attempt goes on an
-        attempt sequence still open, else starts the next pushed reply's; an attempt with neither
-        is a retry the profile does not make (RMB-REPLY-002, once)."""
-        c = self.c
-        total = c.attempts(replies[0].msg)
-        runs: list[list[Rec]] = []
-        retried = False
-        for p in posts:
-            run = next((r for r in runs if self._open(r[-1], len(r), total)), None)
-            if run is not None:
-                run.append(p)
-            elif len(runs) < len(replies):
-                runs.append([p])
-            elif not retried:
-                retried = True
-                prev = max(runs, key=lambda r: r[-1].time)
-                a = prev[-1]
-                if c.retryable(a.status) and a.status not in (c.accepted, 200, 202):
-                    self.out.add("RMB-REPLY-002", f"{len(prev) + 1} reply attempts, try allows {total}", p)
-                else:
-                    self.out.add("RMB-REPLY-002", f"reply retried after HTTP {a.status}; replies are retried on connection errors only", a, p)
-        for h in replies[len(runs):]:
-            if not dropped:
-                self.out.later("RMB-REPLY-001", f"handler reply for twin {h.msg['dst'][0]} was never posted", h.time + c.horizon, h)
-        for run in runs:
-            last = run[-1]
-            if last.status not in (c.accepted, 200, 202) and (not c.retryable(last.status) or len(run) >= total) and not lost:
-                self.out.later("RMB-REPLY-002", "a reply lost for good was not logged (reply-lost)", last.time + c.horizon, last)
-
-    def _open(self, last: Rec, n: int, total: int) -> bool:
-        """Whether an attempt sequence may go on: its last attempt failed in a way the profile
-        retries, and try allows more."""
-        return last.status not in (self.c.accepted, 200, 202) and self.c.retryable(last.status) and n < total
-
-    def local(self) -> None:
-        """A client's message that breaks the schema is answered on its ret (RMB-LOCAL-002)."""
-        c = self.c
-        for r in self.of("local-request"):
-            msg = r.msg
-            probe = {**msg, "uid": msg.get("uid") or "", "src": 0} if isinstance(msg, dict) else msg
-            problems = message_problems(probe)
-            if not problems:
-                continue
-            ret = msg.get("ret") if isinstance(msg, dict) else None
-            answered = any(x.twin == r.twin and x.time >= r.time - c.tol and
-                           ((x.event == "error-to-ret" and ret and x.queue == ret) or
-                            (x.event == "local-invalid-dropped" and not (isinstance(ret, str) and ret)))
-                           for x in self.recs)
-            if not answered:
-                self.out.later("RMB-LOCAL-002", f"invalid local message ({problems[0][0]}: field {problems[0][1]}) "
-                               + (f"got no error on its ret {ret!r}" if ret else "was neither answered nor logged as dropped"),
-                               r.time + c.horizon, r)
-
-    def proxy(self) -> None:
-        """Envelopes (RMB-PROXY-001..005): the payload validated, handed over, answered back."""
-        c, b = self.c, self.c.b
-        px = b["proxy"]
-        if not px:
-            return
-        for h in self.of("to-handler"):
-            if isinstance(h.msg, dict) and h.msg.get("cmd") == px["cmd"] and h.queue != px["request_queue"]:
-                self.out.add("RMB-PROXY-001", f"an envelope went to {h.queue!r}, the profile's proxy queue is {px['request_queue']!r}", h)
-        for e in self.of("proxy-envelope"):
-            env, w = e.msg, e.twin
-            if not isinstance(env, dict):
-                continue
-            why = self._payload_problem(env, w, e.time)
-            handed = [r for r in self.recs if r.event == "proxy-payload-to-handler" and r.twin == w and r.time >= e.time - c.tol]
-            refused = [r for r in self.recs if r.event == "proxy-refused" and r.twin == w and r.time >= e.time - c.tol]
-            if why and handed:
-                self.out.add("RMB-PROXY-002", f"payload handed to a command though {why}", e, handed[0])
-            elif why is None and refused and c.directory is not None:
-                self.out.add("RMB-PROXY-002", f"a valid payload was refused: {refused[0].msg.get('err') if isinstance(refused[0].msg, dict) else ''}",
-                             e, refused[0])
-            elif not handed and not refused:
-                self.out.later("RMB-PROXY-002" if why else "RMB-PROXY-004", "envelope neither refused nor handed to a command",
-                               e.time + c.horizon, e)
-            for hd in handed[:1]:
-                payload = hd.msg if isinstance(hd.msg, dict) else {}
-                bad = []
-                if hd.queue != c.command_queue(payload.get("cmd")):
-                    bad.append(f"queue {hd.queue!r}, expected {c.command_queue(payload.get('cmd'))!r}")
-                if payload.get("ret") != px["reply_queue"]:
-                    bad.append(f"ret {payload.get('ret')!r}, expected {px['reply_queue']!r}")
-                if payload.get("uid") != env.get("uid"):
-                    bad.append(f"uid {payload.get('uid')!r}, the envelope's is {env.get('uid')!r}")
-                if bad:
-                    self.out.add("RMB-PROXY-004", "payload handed over with " + "; ".join(bad), hd)
-            for rf in refused[:1]:
-                if isinstance(rf.msg, dict) and (rf.msg.get("dst") != [env.get("src")] or not rf.msg.get("err")):
-                    self.out.add("RMB-PROXY-002", f"the refusal goes to {rf.msg.get('dst')!r}, not the envelope's sender {env.get('src')!r}", rf)
-            for ans in [r for r in self.recs if r.event == "proxy-answer" and r.twin == w]:
-                replies = [r for r in self.recs if r.event == "proxy-reply" and r.twin == w and r.time >= ans.time - c.tol]
-                dropped = [r for r in self.recs if r.event == "proxy-answer-dropped" and r.twin == w and r.time >= ans.time - c.tol]
-                if dropped and handed and _int(env.get("exp")) and dropped[0].time < handed[0].time + max(env["exp"], 1) - c.tol:
-                    self.out.add("RMB-PROXY-003", f"answer dropped as expired {dropped[0].time - handed[0].time:.1f} s after the envelope "
-                                 f"was parked with TTL {env['exp']} s", handed[0], dropped[0])
-                if not replies:
-                    if not dropped:
-                        self.out.later("RMB-PROXY-005", "a proxied answer was never wrapped back", ans.time + c.horizon, ans)
-                    continue
-                rp = replies[0]
-                want_q = env.get("ret") if px["reply_to"] == "envelope-ret" else b["reply_queue"]
-                bad = []
-                if not isinstance(rp.msg, dict) or rp.msg.get("dst") != [env.get("src")] or rp.msg.get("src") != w:
-                    bad.append(f"src/dst {rp.msg.get('src') if isinstance(rp.msg, dict) else None}/"
-                               f"{rp.msg.get('dst') if isinstance(rp.msg, dict) else None}, expected {w}/[{env.get('src')}]")
-                if rp.queue != want_q:
-                    bad.append(f"pushed to {rp.queue!r}, expected {want_q!r}")
-                if bad:
-                    self.out.add("RMB-PROXY-005", "the wrapped answer: " + "; ".join(bad), rp)
-
-    def _payload_problem(self, env: dict, w: int | None, t: float) -> str | None:
-        """Why an envelope's payload must be refused, or None when it is valid (as far as the log
-        and the directory tell). orjson reads it as the log's lines are read: an integer beyond 64
-        bits comes as a float and nesting past its depth limit is no JSON, where the json module
-        gives an integer no fingerprint can hold and recurses without bound."""
-        try:
-            payload = orjson.loads(base64.b64decode(env.get("dat") or "", validate=True))
-        except (ValueError, binascii.Error, TypeError):
-            return "the payload is not base64 JSON"
-        problems = message_problems(payload)
-        if problems:
-            return f"the payload breaks the schema ({problems[0][0]}: field {problems[0][1]})"
-        if w is not None and w not in payload["dst"]:
-            return f"the payload is not for twin {w}"
-        rule, why = self.sig_verdict(payload)
-        if rule:
-            return f"the payload's signature fails ({why})"
-        age = self.c.b["age_limit_s"]
-        if age is not None and payload["now"] < t - age - self.c.tol:
-            return "the payload is too old"
-        return None
-
-    def scrubber(self) -> None:
-        """rmb-go: a request's timeout comes at epoch + exp (0: the default), not before (RMB-BACKLOG-003)."""
-        c, sc = self.c, self.c.b["scrubber"]
-        if not sc:
-            return
-        for s in self.of("scrubber-timeout"):
-            life = self.life(s.twin)
-            if life is not None and s.time < life[1] - sc.get("interval_s", 0) - c.tol:
-                self.out.add("RMB-BACKLOG-003", f"request timed out {life[1] - s.time:.1f} s before epoch + exp", life[2], s)
-            if isinstance(s.msg, dict) and s.msg.get("err") != sc["error"]:
-                self.out.add("RMB-BACKLOG-003", f"scrubber error {s.msg.get('err')!r}, expected {sc['error']!r}", s)
-        for w in {r.twin for r in self.recs if r.twin is not None}:
-            life = self.life(w)
-            if life is not None and not any(s.twin == w for s in self.of("scrubber-timeout")):
-                self.out.later("RMB-BACKLOG-003", "no request timeout after epoch + exp", life[1] + c.horizon, life[2])

@@ -100,3 +100,41 @@ def test_the_typed_reading_gives_the_reports_of_the_general_reading(profile, mon
     for p, a, b in zip(paths, typed, general):
         assert findings(a) == findings(b), p.name
         assert (a.counts, a.records, a.subjects, a.unreadable) == (b.counts, b.records, b.subjects, b.unreadable), p.name
+
+
+def _local_log(path: Path, exp: int, answer_after: float | None) -> None:
+    """A client's message that breaks the schema (an empty dst; no uid: its daemon gives it none),
+    with ``exp``, answered on its ret ``answer_after`` seconds later (None: never), among clean
+    requests every 5 s for 400 s (the log's clock moves on past every horizon)."""
+    mk = _builder()
+    log = mk.Log("spec")
+    bad = {**log.request("", t=1.0, exp=exp), "dst": [], "src": 0}
+    lines = []
+    for i in range(80):
+        log.exchange(f"{i:08x}-0000-4000-8000-0000000000aa", t=i * 5.0)
+    log.rec(1.0, 1, "local-request", "in", queue=log.b["local_queue"], msg=bad)
+    if answer_after is not None:
+        log.rec(1.0 + answer_after, 1, "error-to-ret", "out", queue=bad["ret"],
+                msg={**bad, "src": 1, "dst": [0], "dat": "", "err": "dst: empty", "sig": ""})
+    lines = sorted(log.lines, key=lambda x: x["time"])  # in time order, as the daemon writes it
+    path.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines), encoding="utf-8")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_message_without_uid_answered_after_a_grace_period_is_answered(tmp_path, jobs):
+    """A record that names no request waits for its answer as long as a request's would (its exp
+    and the grace), not only for the grace period the window of such records keeps."""
+    path = tmp_path / "late-answer.jsonl"
+    _local_log(path, exp=300, answer_after=100.0)
+    rep = check(path, jobs=jobs)
+    assert "RMB-LOCAL-002" not in rep.counts, findings(rep)
+    _local_log(path, exp=300, answer_after=None)
+    assert check(path, jobs=jobs).counts.get("RMB-LOCAL-002") == 1
+
+
+def test_an_answer_after_the_messages_horizon_comes_too_late(tmp_path):
+    """Past its exp and the grace (and the two grace periods the window holds) an answer is late,
+    as a keyed request's record would be."""
+    path = tmp_path / "too-late.jsonl"
+    _local_log(path, exp=10, answer_after=120.0)
+    assert check(path).counts.get("RMB-LOCAL-002") == 1
