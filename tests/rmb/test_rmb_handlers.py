@@ -3,8 +3,8 @@ stated reason.
 
 - the handler: ``conformance/rmb/handlers.py`` registers exactly one handler per rule id of
   ``spec/rmb/rules.yaml`` that a log can show, none for an id the spec does not have, and none
-  for a rule ``spec/rmb/logcheck.yaml`` lists under ``not_loggable`` (its reason is the stated
-  reason: no log line shows it); a handler reports findings on its own rules only;
+  for a rule whose ``not_loggable`` in ``spec/rmb/rules.yaml`` says why no log line shows it (the
+  stated reason); a handler reports findings on its own rules only;
 - the fixture: ``fixtures/rmb/rules/manifest.json`` names a fixture that breaks the rule;
 - the injector: ``fixtures/rmb/make_rule_fixtures.py`` ``plants()`` plants the rule into a log
   of the reference daemons' lines (the fixtures are written from it).
@@ -23,8 +23,10 @@ from rmkit.conformance.rmb import handlers
 from rmkit.conformance.rmb.checker import RmbLogChecker, RmbShards
 
 REPO = Path(__file__).resolve().parents[2]
-RULE_IDS = [r["id"] for r in yaml.safe_load((REPO / "spec" / "rmb" / "rules.yaml").read_text(encoding="utf-8"))["rules"]]
+RULES = yaml.safe_load((REPO / "spec" / "rmb" / "rules.yaml").read_text(encoding="utf-8"))["rules"]
+RULE_IDS = [r["id"] for r in RULES]
 LOGCHECK = yaml.safe_load((REPO / "spec" / "rmb" / "logcheck.yaml").read_text(encoding="utf-8"))
+LOGCHECK["not_loggable"] = {r["id"]: r["not_loggable"] for r in RULES if r.get("not_loggable")}  # as the model reads it
 FIXTURES = REPO / "fixtures" / "rmb" / "rules"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text(encoding="utf-8"))
 
