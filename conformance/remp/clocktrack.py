@@ -1,0 +1,157 @@
+"""The log's clock for the shares of a REMP check: what each record of a log tells the clock.
+
+Why: a share of ``rmkit check --jobs`` or of ``rmkit audit`` judges the records of some messages
+only, but the checker's decisions follow the *log's* clock (the latest time two different sources
+reached, held back to the slowest Kafka partition still delivering): when a message closes, when a
+receipt is late, when a judged message's tomb is forgotten. A share whose clock were computed from
+its own records would lag the log's, and judge a receipt appended late as one of a message still
+open. So every share is given, besides its own lines, the *clock events* of the others' lines, and
+runs the one checker's clock over all of them in log order (:meth:`RempLogChecker.feed`): its
+clock is then the log's at every record.
+
+A clock event is what the checker reads of a record for its clock alone, no more: ``(line, time,
+who, partition)`` for every line the checker counts as a record (a receipt, or a Kafka record
+holding one): the time it uses (the receipt's ``timestamp`` when usable, else the Kafka record's),
+who wrote it (the source id as the checker compares it, or the message id where a receipt names no
+source) and its Kafka partition ((topic, partition), or None). A line that is no record (blank, not
+JSON, not an object, a tombstone, an envelope whose value is broken, an object with no field of a
+receipt) gives no event, as the checker does not count it. The reading is the checker's own
+(:mod:`rmkit.logread`'s Kafka rules, the same tests of a usable time), with a decoder that reads
+those few fields and skips the rest.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import msgspec
+import orjson
+
+from rmkit.logread import kafka_value_field, unwrap_kafka
+
+_UNSET = msgspec.UNSET
+# orjson reads an integer literal beyond 64 unsigned bits as a float: no usable time, as the checker finds
+_INT_END = 1 << 64
+
+
+class _Fields(msgspec.Struct, gc=False):
+    """A line's fields the clock reads (any other field is skipped); absent ones UNSET."""
+
+    kind: Any = _UNSET
+    message_id: Any = _UNSET
+    source_id: Any = _UNSET
+    timestamp: Any = _UNSET
+    signature: Any = _UNSET
+    # a Kafka record (or kcat -J envelope): its receipt, time and partition
+    value: msgspec.Raw = _UNSET
+    payload: msgspec.Raw = _UNSET
+    ts: Any = _UNSET
+    topic: Any = _UNSET
+    partition: Any = _UNSET
+
+
+_decode = msgspec.json.Decoder(_Fields).decode
+_RECEIPT_FIELDS = ("kind", "message_id", "source_id", "timestamp", "signature")  # a record has at least one
+
+
+def _usable(ts) -> bool:
+    return type(ts) is int and 0 <= ts < _INT_END
+
+
+def _receipt_event(f: _Fields, kts, fold: bool):
+    """(time, who) of a receipt read as :class:`_Fields`, None when it has no field of a receipt."""
+    if f.kind is _UNSET and f.message_id is _UNSET and f.source_id is _UNSET and f.timestamp is _UNSET \
+            and f.signature is _UNSET:
+        return None
+    ts = f.timestamp
+    t = (ts if _usable(ts) else 0) or kts  # (0 or unusable: the Kafka record's time, if any)
+    src = f.source_id
+    if type(src) is str:
+        who = src.lower() if fold else src
+    else:
+        mid = f.message_id
+        who = None if mid is _UNSET else mid
+    return t, who
+
+
+def line_event(line: bytes, fold: bool):
+    """(time, who, partition) of one line, or None when the checker counts no record on it."""
+    body = line[:-1] if line[-1:] == b"\n" else line
+    try:
+        f = _decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return _general_event(body, fold)
+    if f.kind is _UNSET and (f.value is not _UNSET or f.payload is not _UNSET):  # a Kafka record or kcat envelope
+        raw = f.value if f.value is not _UNSET else f.payload
+        head = bytes(raw)[:1]
+        if head != b"{":  # a value held as a string, null, or broken: the general reading's rules
+            return _general_event(body, fold)
+        try:
+            inner = _decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return _general_event(body, fold)
+        ktime = f.timestamp if f.timestamp is not _UNSET else f.ts if f.ts is not _UNSET else None
+        kts = ktime if type(ktime) is int and 0 < ktime < _INT_END else None
+        got = _receipt_event(inner, kts, fold)
+        if got is None:
+            return None
+        part = f.partition
+        return got + (((None if f.topic is _UNSET else f.topic), part) if type(part) is int else None,)
+    got = _receipt_event(f, None, fold)
+    return None if got is None else got + (None,)
+
+
+def _general_event(body: bytes, fold: bool):
+    """The reading of :meth:`RempLogChecker._feed`'s general path (orjson into a dict)."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict:
+        return None
+    kts = part = None
+    if kafka_value_field(obj) is not None:
+        rec = obj
+        obj, kts, _, err, _ = unwrap_kafka(rec)
+        if err or obj is None:
+            return None
+        part = rec.get("partition")
+        part = (rec.get("topic"), part) if type(part) is int else None
+    if obj.keys().isdisjoint(_RECEIPT_FIELDS):
+        return None
+    ts = obj.get("timestamp")
+    t = (ts if type(ts) is int and ts >= 0 else 0) or kts
+    src = obj.get("source_id")
+    who = (src.lower() if fold else src) if type(src) is str else obj.get("message_id")
+    return t, who, part
+
+
+def chunk_events(lines: list, fold: bool) -> list[tuple]:
+    """The clock events of a chunk's lines: (index of the line, time, who, partition) for each
+    line that holds a record. Equal ids are one string (they travel pickled: each once)."""
+    out = []
+    names: dict = {}
+    intern = names.setdefault
+    for i, line in enumerate(lines):
+        ev = line_event(line, fold)
+        if ev is not None:
+            who = ev[1]
+            if type(who) is str:
+                who = intern(who, who)
+            out.append((i, ev[0], who, ev[2]))
+    return out
+
+
+def pack(events: list[tuple]) -> bytes:
+    return pickle.dumps(events, pickle.HIGHEST_PROTOCOL)
+
+
+def others(events: list[tuple], first: int, pick) -> list[tuple]:
+    """The events of the lines that are not this share's (``pick``: a byte per line, 1 where the
+    line is its own), each with its line's reference (``first``: the chunk's first line's)."""
+    return [(first + i, t, who, part) for i, t, who, part in events if not pick[i]]
+
+
+def unpack_others(data: bytes, first: int, pick) -> list[tuple]:
+    return others(pickle.loads(data), first, pick) if data else []
