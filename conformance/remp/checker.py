@@ -274,7 +274,8 @@ class RempLogChecker:
         self._envelopes = False  # the typed decoder reads Kafka records (the log is a Kafka dump)
         # a share's clock: the clock events of the other shares' lines (clocktrack.py), (ref, time,
         # who, partition) in log order, applied before each own record that follows them
-        self._others: deque[tuple] = deque()
+        self._others: list[tuple] = []
+        self._others_at = 0  # the first of them not yet applied
         self.others_seen = 0  # those applied (counted in seq, the log's record number, not in this share's records)
         self.hooks = Hooks(self)  # the rules' handlers, bound to this run
 
@@ -450,10 +451,10 @@ class RempLogChecker:
             from rmkit.conformance.remp.shares import own_lines
 
             batches = (own_lines(refs, batch, part_k, part_n) for refs, batch in batches)
-        others = self._others
         batches = self._own_batches(batches)
+        next_other_ref = self._next_other
         for refs, batch in _pieces(batches) if typed is not None else batches:
-            next_other = others[0][0] if others else NO_REF  # the next other share's record to take the time of
+            next_other = next_other_ref()  # the next other share's record to take the time of
             if typed is not None:  # the well-formed receipts of known kinds, typed (records.py); None for the others
                 # receipts, or Kafka records holding them: a piece is read as the last one was,
                 # and as the other when that types more of its lines (a log is one or the other)
@@ -506,7 +507,7 @@ class RempLogChecker:
                     self._clock_others(ref)
                     seq, pair, (low, holder), top, hwm = self.seq, self._pair, self._part_low, self._top, self.hwm
                     clock = hwm if hwm is not None else -NEVER
-                    next_other = others[0][0] if others else NO_REF
+                    next_other = next_other_ref()
                 kts = part = None
                 text = line
                 near = None
@@ -855,7 +856,7 @@ class RempLogChecker:
         self._top = top
         self._pair = pair
         self._part_low = (low, holder)
-        if others:  # the other shares' records after this share's last one
+        if self._others:  # the other shares' records after this share's last one
             self._clock_others(NO_REF)
         rep.records = self.seq - self.others_seen
         self.kind_counts.update(per_kind)
@@ -874,22 +875,30 @@ class RempLogChecker:
             else:
                 yield batch
 
+    def _next_other(self) -> int:
+        """The reference of the next other share's record whose time the clock has not taken."""
+        others, at = self._others, self._others_at
+        return others[at][0] if at < len(others) else NO_REF
+
     def _clock_others(self, before: int) -> None:
         """The clock takes the times of the other shares' records before reference ``before``, in
         log order, as the feed loop takes its own records' (the same steps, on the same state: a
         share's clock is then the log's at each of its records), and judges what it passes."""
-        others = self._others
+        others, at = self._others, self._others_at
         seq, pair, top, hwm = self.seq, self._pair, self._top, self.hwm
         low, holder = self._part_low
         clock = hwm if hwm is not None else -NEVER
         part_wm, part_seen, part_idle = self._part_wm, self._part_seen, self.partition_idle_receipts
         sweep_mask = SWEEP_EVERY - 1
-        taken = 0
-        while others and others[0][0] < before:
-            ref, t, key, part = others.popleft()
+        next_sweep = self._next_sweep_t
+        start, end = at, len(others)
+        while at < end:
+            ref, t, key, part = others[at]
+            if ref >= before:
+                break
+            at += 1
             seq += 1
-            taken += 1
-            if t is not None:
+            if t is not None and (t > clock or part is not None):
                 if part is not None:
                     w = part_wm.get(part)
                     if w is None or seq - part_seen[part] > part_idle:
@@ -920,15 +929,19 @@ class RempLogChecker:
                         now = low if low is not None and pair is not None and low < pair else pair
                     if now is not None and now > clock:
                         hwm = clock = self.hwm = now
-                        if hwm >= self._next_sweep_t:
+                        if hwm >= next_sweep:
                             self.seq = seq
                             self._sweep()
-                            self._next_sweep_t = hwm + 1000
+                            next_sweep = self._next_sweep_t = hwm + 1000
             if not seq & sweep_mask:
                 self.seq = seq
                 self._sweep()
         self.seq, self._pair, self._top, self._part_low = seq, pair, top, (low, holder)
-        self.others_seen += taken
+        self.others_seen += at - start
+        if at > 65536:  # (the applied ones are dropped now and then, not one at a time)
+            del others[:at]
+            at = 0
+        self._others_at = at
 
     # ------------------------------------------------------------------------------------------
     def _final_role(self, src: str, seen: str) -> str:

@@ -23,6 +23,7 @@ those few fields and skips the rest.
 from __future__ import annotations
 
 import pickle
+from itertools import compress
 from typing import Any
 
 import msgspec
@@ -127,31 +128,66 @@ def _general_event(body: bytes, fold: bool):
     return t, who, part
 
 
-def chunk_events(lines: list, fold: bool) -> list[tuple]:
-    """The clock events of a chunk's lines: (index of the line, time, who, partition) for each
-    line that holds a record. Equal ids are one string (they travel pickled: each once)."""
-    out = []
+def _decode_all(lines: list) -> list:
+    """Each line read as :class:`_Fields`, None where it is not a JSON object (one C loop that goes
+    on after a refused line)."""
+    out: list = []
+    fields = map(_decode, lines)
+    while True:
+        try:
+            out.extend(fields)
+            return out
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            out.append(None)
+
+
+def chunk_events(lines: list, fold: bool) -> tuple[bytes, list, list, list]:
+    """The clock events of a chunk's lines, one per line: (a byte per line, 1 where the line holds
+    a record; each line's time, writer and partition, None where it holds none). Equal writers are
+    one string (they travel pickled: each once)."""
+    counted = bytearray(len(lines))
+    ts: list = [None] * len(lines)
+    whos: list = [None] * len(lines)
+    parts: list = [None] * len(lines)
     names: dict = {}
     intern = names.setdefault
-    for i, line in enumerate(lines):
-        ev = line_event(line, fold)
-        if ev is not None:
-            who = ev[1]
-            if type(who) is str:
-                who = intern(who, who)
-            out.append((i, ev[0], who, ev[2]))
-    return out
+    for i, f in enumerate(_decode_all(lines)):
+        if f is not None and f.kind is not _UNSET and type(f.source_id) is str:  # a receipt named by its source: most lines
+            ts_ = f.timestamp
+            t = ts_ if type(ts_) is int and 0 < ts_ < _INT_END else None
+            who = f.source_id.lower() if fold else f.source_id
+        else:
+            ev = line_event(lines[i], fold)
+            if ev is None:
+                continue
+            t, who, parts[i] = ev
+        counted[i] = 1
+        ts[i] = t
+        whos[i] = intern(who, who) if type(who) is str else who
+    return bytes(counted), ts, whos, parts
 
 
-def pack(events: list[tuple]) -> bytes:
+def numbered(events: tuple, first: int) -> list[tuple]:
+    """The events of the lines that hold a record, each (its line's reference, time, writer,
+    partition); ``first``: the reference of the events' first line."""
+    counted, ts, whos, parts = events
+    return list(compress(zip(range(first, first + len(counted)), ts, whos, parts), counted))
+
+
+def pack(events: tuple) -> bytes:
     return pickle.dumps(events, pickle.HIGHEST_PROTOCOL)
 
 
-def others(events: list[tuple], first: int, pick) -> list[tuple]:
-    """The events of the lines that are not this share's (``pick``: a byte per line, 1 where the
-    line is its own), each with its line's reference (``first``: the chunk's first line's)."""
-    return [(first + i, t, who, part) for i, t, who, part in events if not pick[i]]
+def others(events: tuple, first: int, pick: bytes) -> list[tuple]:
+    """The events (:func:`numbered`) of the lines that hold a record and are not this share's
+    (``pick``: a byte per line, 1 where the line is its own)."""
+    counted, ts, whos, parts = events
+    n = len(counted)
+    if not n:
+        return []
+    theirs = (int.from_bytes(counted, "little") & ~int.from_bytes(pick, "little")).to_bytes(n, "little")
+    return list(compress(zip(range(first, first + n), ts, whos, parts), theirs))
 
 
-def unpack_others(data: bytes, first: int, pick) -> list[tuple]:
+def unpack_others(data: bytes, first: int, pick: bytes) -> list[tuple]:
     return others(pickle.loads(data), first, pick) if data else []

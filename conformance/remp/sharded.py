@@ -14,7 +14,7 @@ from rmkit.protocol import RecordKey
 from rmkit.verdict import Report
 
 from rmkit.conformance.remp.checker import RempLogChecker
-from rmkit.conformance.remp.clocktrack import chunk_events
+from rmkit.conformance.remp.clocktrack import chunk_events, numbered
 from rmkit.conformance.remp.figures import latest_receipt
 from rmkit.conformance.remp.parallel import _merge, first_roles
 
@@ -37,7 +37,10 @@ class RempShards:
         fold = RempLogChecker(**self.kwargs).model.ids_fold_case
         out: list[tuple] = []
         for refs, lines in batches:
-            out += [(refs[i], t, who, part) for i, t, who, part in chunk_events(lines, fold)]
+            if len(refs) and refs[-1] - refs[0] == len(refs) - 1:  # (consecutive lines, as a log's are read)
+                out += numbered(chunk_events(lines, fold), refs[0])
+            else:
+                out += [(refs[i], t, who, part) for i, t, who, part in numbered(chunk_events(lines, fold), 0)]
         return out
 
     def check_share(self, inputs: list[str], batches, clock: list[tuple] | None = None) -> RempLogChecker:
