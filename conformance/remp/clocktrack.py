@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import pickle
 from itertools import compress
-from typing import Any
+from typing import Any, Optional
 
 import msgspec
 import orjson
@@ -128,11 +128,35 @@ def _general_event(body: bytes, fold: bool):
     return t, who, part
 
 
-def _decode_all(lines: list) -> list:
-    """Each line read as :class:`_Fields`, None where it is not a JSON object (one C loop that goes
-    on after a refused line)."""
+class _Plain(msgspec.Struct, gc=False):
+    """A receipt as nearly every line holds one: a kind, a source id, a time that is an integer
+    within 64 bits, or none (any other line is read by :func:`line_event`)."""
+
+    kind: str
+    source_id: str
+    timestamp: Optional[int] = None
+
+
+class _Record(msgspec.Struct, gc=False):
+    """A Kafka record as nearly every line of a dump holds one: its receipt a :class:`_Plain`."""
+
+    value: _Plain
+    kind: Any = _UNSET  # (a line with a kind is a receipt, not a record: read by line_event)
+    timestamp: Any = _UNSET
+    ts: Any = _UNSET
+    topic: Any = None
+    partition: Any = None
+
+
+_decode_plain = msgspec.json.Decoder(_Plain).decode
+_decode_record = msgspec.json.Decoder(_Record).decode
+
+
+def _decode_all(decode, lines: list) -> list:
+    """Each line decoded, None where ``decode`` refuses it (one C loop that goes on after a
+    refused line)."""
     out: list = []
-    fields = map(_decode, lines)
+    fields = map(decode, lines)
     while True:
         try:
             out.extend(fields)
@@ -145,25 +169,51 @@ def chunk_events(lines: list, fold: bool) -> tuple[bytes, list, list, list]:
     """The clock events of a chunk's lines, one per line: (a byte per line, 1 where the line holds
     a record; each line's time, writer and partition, None where it holds none). Equal writers are
     one string (they travel pickled: each once)."""
-    counted = bytearray(len(lines))
-    ts: list = [None] * len(lines)
-    whos: list = [None] * len(lines)
-    parts: list = [None] * len(lines)
-    names: dict = {}
-    intern = names.setdefault
-    for i, f in enumerate(_decode_all(lines)):
-        if f is not None and f.kind is not _UNSET and type(f.source_id) is str:  # a receipt named by its source: most lines
-            ts_ = f.timestamp
-            t = ts_ if type(ts_) is int and 0 < ts_ < _INT_END else None
-            who = f.source_id.lower() if fold else f.source_id
-        else:
+    n = len(lines)
+    counted = bytearray(n)
+    ts: list = [None] * n
+    whos: list = [None] * n
+    parts: list = [None] * n
+    if not n:
+        return b"", ts, whos, parts
+    names: dict = {}  # source id -> as compared (one string each)
+    try:  # a Kafka dump's chunk, or receipts: as its first line
+        records = _decode_record(lines[0]).kind is _UNSET
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        records = False
+    held: dict = {}  # (topic, partition) -> one tuple each
+    for i, f in enumerate(_decode_all(_decode_record if records else _decode_plain, lines)):
+        if f is not None and records:
+            if f.kind is not _UNSET:
+                f = None
+            else:
+                ktime = f.timestamp if f.timestamp is not _UNSET else f.ts if f.ts is not _UNSET else None
+                part = f.partition
+                if type(part) is int:
+                    part = (f.topic, part)
+                    parts[i] = held.setdefault(part, part)
+                f = f.value
+        if f is None:
             ev = line_event(lines[i], fold)
             if ev is None:
                 continue
-            t, who, parts[i] = ev
+            t, who, part = ev
+            parts[i] = part if part is None else held.setdefault(part, part)
+            if type(who) is str:
+                who = names.setdefault(who, who)
+        else:
+            t = f.timestamp
+            if t is None or not 0 < t < _INT_END:
+                t = None
+            if records and t is None and type(ktime) is int and 0 < ktime < _INT_END:
+                t = ktime  # (a receipt stamped 0, or not at all: the Kafka record's time)
+            src = f.source_id
+            who = names.get(src)
+            if who is None:
+                who = names[src] = src.lower() if fold else src
         counted[i] = 1
         ts[i] = t
-        whos[i] = intern(who, who) if type(who) is str else who
+        whos[i] = who
     return bytes(counted), ts, whos, parts
 
 

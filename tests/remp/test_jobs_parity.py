@@ -15,6 +15,7 @@ log with planted violations: every other message's findings are one process's.
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -72,6 +73,17 @@ def late(tmp_path_factory):
 def test_jobs_report_what_one_process_reports(late, jobs):
     path, want = late
     got = RempLogChecker("spec", lifetime_s=60, jobs=jobs, max_examples=0).run([str(path)])
+    assert got.metrics["jobs"] == jobs
+    assert findings(got) == want
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_jobs_dealt_by_one_reader_report_what_one_process_reports(late, jobs, tmp_path):
+    """A gzip input is read once and dealt to the shares, with every line's clock event."""
+    path, want = late
+    packed = tmp_path / "late.jsonl.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    got = RempLogChecker("spec", lifetime_s=60, jobs=jobs, max_examples=0).run([str(packed)])
     assert got.metrics["jobs"] == jobs
     assert findings(got) == want
 
