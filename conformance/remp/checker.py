@@ -453,6 +453,8 @@ class RempLogChecker:
             batches = (own_lines(refs, batch, part_k, part_n) for refs, batch in batches)
         batches = self._own_batches(batches)
         next_other_ref = self._next_other
+        others = self._others
+        counted_here = 0  # the other shares' records counted in the loop below (the rest: by _clock_others)
         for refs, batch in _pieces(batches) if typed is not None else batches:
             next_other = next_other_ref()  # the next other share's record to take the time of
             if typed is not None:  # the well-formed receipts of known kinds, typed (records.py); None for the others
@@ -503,11 +505,26 @@ class RempLogChecker:
             # each line's hash, by which a redelivered (identical) receipt is known: one C loop per piece
             for ref, line, obj, ki, act, h, rec in zip(refs, batch, objs, infos, acts, hashes, recs):
                 if ref > next_other:  # (a share: the clock takes the other shares' records before this one)
-                    self.seq, self._pair, self._part_low, self._top = seq, pair, (low, holder), top
-                    self._clock_others(ref)
-                    seq, pair, (low, holder), top, hwm = self.seq, self._pair, self._part_low, self._top, self.hwm
-                    clock = hwm if hwm is not None else -NEVER
-                    next_other = next_other_ref()
+                    # most of them leave the clock as it is (no later time, no partition, no sweep
+                    # due): counted here; from the first that may move it, _clock_others takes them
+                    at = self._others_at
+                    while at < len(others):
+                        e = others[at]
+                        if e[0] >= ref:
+                            break
+                        if e[3] is not None or (e[1] is not None and e[1] > clock) or not (seq + 1) & sweep_mask:
+                            self._others_at = at
+                            self.seq, self._pair, self._part_low, self._top = seq, pair, (low, holder), top
+                            self._clock_others(ref)
+                            seq, pair, (low, holder), top, hwm = self.seq, self._pair, self._part_low, self._top, self.hwm
+                            clock = hwm if hwm is not None else -NEVER
+                            at = self._others_at
+                            break
+                        seq += 1
+                        at += 1
+                        counted_here += 1
+                    self._others_at = at
+                    next_other = others[at][0] if at < len(others) else NO_REF
                 kts = part = None
                 text = line
                 near = None
@@ -856,6 +873,7 @@ class RempLogChecker:
         self._top = top
         self._pair = pair
         self._part_low = (low, holder)
+        self.others_seen += counted_here
         if self._others:  # the other shares' records after this share's last one
             self._clock_others(NO_REF)
         rep.records = self.seq - self.others_seen
