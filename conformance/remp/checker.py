@@ -512,7 +512,11 @@ class RempLogChecker:
                         e = others[at]
                         if e[0] >= ref:
                             break
-                        if e[3] is not None or (e[1] is not None and e[1] > clock) or not (seq + 1) & sweep_mask:
+                        t = e[1]
+                        other_part = e[3]
+                        if t is not None and (t > clock or other_part is not None and (
+                                (w := part_wm.get(other_part)) is None or t > w or seq + 1 - part_seen[other_part] > part_idle)) \
+                                or not (seq + 1) & sweep_mask:
                             self._others_at = at
                             self.seq, self._pair, self._part_low, self._top = seq, pair, (low, holder), top
                             self._clock_others(ref)
@@ -520,6 +524,8 @@ class RempLogChecker:
                             clock = hwm if hwm is not None else -NEVER
                             at = self._others_at
                             break
+                        if other_part is not None and t is not None:
+                            part_seen[other_part] = seq + 1  # (a record that moves no watermark: its partition's last)
                         seq += 1
                         at += 1
                         counted_here += 1

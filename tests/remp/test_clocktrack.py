@@ -54,7 +54,7 @@ EDGES = [json.dumps(x) for x in [
 
 def clock_state(c: RempLogChecker) -> tuple:
     top = c._top
-    return c.hwm, c._pair, c.end_mark, top and (top[0], top[4]), dict(c._part_wm), c._part_low[0]
+    return c.hwm, c._pair, c.end_mark, top and (top[0], top[4]), dict(c._part_wm), dict(c._part_seen), c._part_low[0]
 
 
 def one_process(path: Path, profile: str, lines: list[bytes]) -> RempLogChecker:
@@ -64,9 +64,13 @@ def one_process(path: Path, profile: str, lines: list[bytes]) -> RempLogChecker:
     return c
 
 
-def clock_only(path: Path, profile: str, lines: list[bytes]) -> RempLogChecker:
+def clock_only(path: Path, profile: str, lines: list[bytes], every: int = 0) -> RempLogChecker:
+    """A share given the log's clock events, holding no line of it (``every`` 0) or every
+    ``every``-th line (its feed loop then takes the others' events between its own records)."""
     shards = RempShards(RempLogChecker(profile, max_examples=0, partition_idle_receipts=7)._kwargs)
-    return shards.check_share([str(path)], [], clock=shards.clock_events([(range(1, len(lines) + 1), lines)]))
+    own = [(i, line) for i, line in enumerate(lines, start=1) if every and i % every == 0]
+    return shards.check_share([str(path)], [([i for i, _ in own], [x for _, x in own])],
+                              clock=shards.clock_events([(range(1, len(lines) + 1), lines)]))
 
 
 def logs(tmp: Path):
@@ -90,6 +94,10 @@ def test_a_share_given_every_lines_clock_events_keeps_the_one_process_clock(tmp_
         assert share.others_seen == share.seq == one.seq == one._rep.records, path.name  # the records counted
         assert share._rep.records == 0
         assert clock_state(share) == clock_state(one), path.name
+        for every in (2, 3, 11):  # (11: its own records further apart than a partition may idle, 7)
+            holding = clock_only(path, profile, lines, every)
+            assert holding.seq == one.seq and holding._rep.records + holding.others_seen == one.seq, path.name
+            assert clock_state(holding) == clock_state(one), path.name
         seen += bool(one._part_wm)
     assert seen >= 2  # Kafka partitions among the logs
 
@@ -118,3 +126,49 @@ def test_a_share_is_given_the_events_of_the_lines_that_are_not_its_own():
     pick = bytes(i % 3 == 1 for i in range(len(lines)))
     assert others(events, 100, pick) == [e for e in every if not pick[e[0] - 100]]
     assert others(events, 100, bytes(len(lines))) == every and others(events, 100, b"\1" * len(lines)) == []
+
+
+def partitioned(n: int = 900) -> list[bytes]:
+    """A Kafka dump of three partitions read in bursts of 10 records each (a partition idle for
+    more than 7 records between its bursts), every fourth record an older time than its partition's
+    latest (a watermark it does not move), receipts stamped 0 (the record's time counts)."""
+    lines, marks = [], [T0, T0, T0]
+    for i in range(n):
+        p = (i // 10) % 3
+        t = marks[p] - 5 if i % 4 == 3 else T0 + 10 * i + 700 * p
+        marks[p] = max(marks[p], t)
+        lines.append(json.dumps(kafka(receipt(0, src="%064x" % (0xB0 + i % 4), mid="%064x" % (i // 3)), t=t, partition=p))
+                     .encode() + b"\n")
+    return lines
+
+
+@pytest.mark.parametrize("every", [2, 5, 11])
+def test_a_shares_clock_is_the_logs_at_each_of_its_records(every, tmp_path):
+    """On a dump whose partitions idle and whose records often move no watermark: at each of a
+    share's own records its clock, and the record each partition last delivered, are one
+    process's at that line."""
+    lines = partitioned()
+    path = tmp_path / "parts.jsonl"
+    one = RempLogChecker("ever-node", max_examples=0, partition_idle_receipts=7)
+    one.begin([str(path)], shared=True)
+    want = {}
+    for i, line in enumerate(lines, start=1):
+        one.feed([([i], [line])])
+        want[i] = one.hwm, dict(one._part_seen)
+    shards = RempShards(one._kwargs)
+    share = RempLogChecker(**one._kwargs)
+    share.begin([str(path)], shared=True)
+    got = {}
+
+    def batches():  # one own line a batch: the share's clock is read before the next is handed over
+        for i in range(every, len(lines) + 1, every):
+            yield [i], [lines[i - 1]]
+            got[i] = share.hwm, dict(share._part_seen)  # (kept on the checker as they move; the record count at the end)
+
+    from rmkit.conformance.remp.sharded import _with_others
+
+    share.feed(_with_others(batches(), shards.clock_events([(range(1, len(lines) + 1), lines)])))
+    assert len(got) == len(lines) // every
+    assert got == {i: want[i] for i in got}
+    assert len({h for h, _ in got.values()}) > 20  # the clock moved all along
+    assert share.seq == one.seq and clock_state(share) == clock_state(one)
