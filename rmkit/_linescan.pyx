@@ -18,7 +18,7 @@ from libc.string cimport memchr, memcmp, memcpy
 cdef Py_ssize_t _pivot(const unsigned char* line, Py_ssize_t size, const unsigned char* k, Py_ssize_t klen):
     """The index in the key of its byte that is rarest in ``line`` (the batch's first): every
     occurrence of the key holds that byte at that index, so the key is looked for only where it
-    is found (receipt keys share quotes with every field, but a letter with few)."""
+    is found (a record's keys share quotes with every field, but a letter with few)."""
     cdef Py_ssize_t best = 0, best_count = size + 1, i, count, at
     cdef const unsigned char* p
     for i in range(klen):

@@ -1,4 +1,4 @@
-"""Read receipt logs as a stream: JSONL of receipts, or a Kafka dump (one record per line with
+"""Read record logs as a stream: JSONL of records, or a Kafka dump (one record per line with
 ``topic, partition, offset, timestamp, key, value``, or ``kcat -C -J`` envelopes), plain or ``.gz``, a file or ``-`` (stdin).
 
 Nothing is held beyond the current chunk of lines; the caller decodes each line and reports the
@@ -38,7 +38,7 @@ class BrokenLine(str):
 GZIP_MAGIC = b"\x1f\x8b"
 # A chunk read at a time: large enough that a read and a split cost little per line, small
 # enough that its lines are still in the processor's cache when they are checked (1 MB chunks
-# read and split a receipt log a quarter faster than 4 MB ones).
+# read and split a log of records a few hundred bytes long a quarter faster than 4 MB ones).
 CHUNK_BYTES = 1 << 20
 UTF8_BOM = b"\xef\xbb\xbf"
 # The longest line any command reads (a record, a message, a scenario line): 16 MiB, a thousand
@@ -81,7 +81,7 @@ def open_input(path: str) -> IO[bytes]:
 def iter_line_batches(path: str, chunk_bytes: int = CHUNK_BYTES, on_error=None) -> Iterator[list[bytes]]:
     """Every line of one input, in batches (blank lines included, so that the caller can number
     lines by counting). Reading in chunks (:data:`CHUNK_BYTES`) and splitting is several times
-    faster than iterating a file line by line, which matters at millions of receipts.
+    faster than iterating a file line by line, which matters at millions of records.
 
     When the input breaks off (a truncated or corrupt gzip, a read error) after it was opened,
     the lines read so far have been yielded; with ``on_error`` the break is reported as
@@ -137,7 +137,7 @@ def split_lines(text: bytes, terminated: bool = False) -> tuple[list[bytes], byt
     """(the complete lines of ``text``, without their newlines unless ``terminated``; what follows
     the last newline): ``text.split(b"\\n")`` with the last piece apart. The lines are found by
     the C library's memchr (BytesIO's readlines, which shares ``text`` instead of copying it)
-    instead of bytes.split's byte-by-byte loop: a third of the time on receipt-sized lines, and
+    instead of bytes.split's byte-by-byte loop: a third of the time on lines a record long, and
     half of that again for lines that keep their newlines."""
     lines = BytesIO(text).readlines()
     rest = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
@@ -231,7 +231,7 @@ def kafka_time_field(rec: dict[str, Any]) -> str | None:
 
 def kafka_time_problem(rec: dict[str, Any]) -> str | None:
     """What is wrong with a Kafka record's time (:func:`kafka_time_field`: unix ms, an integer),
-    or None when it is usable or absent (0: no time, as the receipt's own 0). A damaged one is an
+    or None when it is usable or absent (0: no time, as a record's own 0). A damaged one is an
     input problem, not a silent "no time": rules that need time would otherwise pass unjudged."""
     name = kafka_time_field(rec)
     if name is None:
@@ -243,15 +243,15 @@ def kafka_time_problem(rec: dict[str, Any]) -> str | None:
 
 
 def kafka_value_field(rec: dict[str, Any]) -> str | None:
-    """The field holding a receipt when ``rec`` is a Kafka record (``value``) or a ``kcat -C -J``
-    envelope (``payload``) rather than a receipt (which has a ``kind``); None for a receipt."""
+    """The field holding the log's record when ``rec`` is a Kafka record (``value``) or a ``kcat -C -J``
+    envelope (``payload``) rather than the record itself (which has a ``kind``); None for the record itself."""
     if "kind" in rec:
         return None
     return "value" if "value" in rec else "payload" if "payload" in rec else None
 
 
 def unwrap_kafka(rec: dict[str, Any]):
-    """(receipt, record time, receipt text, error, field) of a Kafka record; ``kcat -C -J`` names
+    """(the record it holds, the Kafka record's time, the held record's text, error, field) of a Kafka record; ``kcat -C -J`` names
     the value ``payload`` and the time ``ts``."""
     field = kafka_value_field(rec) or "value"
     value = rec.get(field)
@@ -266,7 +266,7 @@ def unwrap_kafka(rec: dict[str, Any]):
     elif type(value) is dict:
         inner, text = value, orjson.dumps(value)
     elif value is None:
-        return None, ts, None, None, None  # a tombstone: the caller counts it, it is no receipt
+        return None, ts, None, None, None  # a tombstone: the caller counts it, it holds no record
     else:
         found = type(value).__name__
         return None, ts, None, f"Kafka record {field}: expected a JSON object or a string holding one, found {found}", field

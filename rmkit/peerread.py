@@ -40,13 +40,13 @@ from typing import Callable, Iterator
 
 from rmkit.logread import CHUNK_BYTES, GZIP_MAGIC, MAX_LINE_BYTES, UTF8_BOM, line_too_long, split_lines  # (the one reader's chunk size)
 
-# how far past a chunk's end its last line is first looked for (receipt lines are far shorter)
+# how far past a chunk's end its last line is first looked for (a log's record lines are far shorter)
 _TAIL_BYTES = 1 << 16
 # Linux: a pipe's buffer can be raised to hold a whole chunk's message (fcntl's F_SETPIPE_SZ)
 _F_SETPIPE_SZ = 1031
-# a chunk's message: chunk, lines, length of the lines' text, length of a break's reason; then one
-# byte per line (1: the receiver's), the text, the reason
-_HEADER = struct.Struct("<qqqq")
+# a chunk's message: chunk, lines, length of the lines' text, length of a break's reason, length of
+# the chunk's summary; then one byte per line (1: the receiver's), the text, the reason, the summary
+_HEADER = struct.Struct("<qqqqq")
 
 
 class PeerStopped(RuntimeError):
@@ -259,11 +259,11 @@ class PeerNet:
                 return
 
     def recv(self, j: int):
-        """Peer j's next chunk message: (chunk, lines, pick, text, break reason or None). Each
-        part is read from the pipe as it is (one copy)."""
-        chunk, nlines, ntext, nerror = _HEADER.unpack(self._read(j, _HEADER.size))
-        pick, text, reason = self._read(j, nlines), self._read(j, ntext), self._read(j, nerror)
-        return chunk, nlines, pick, text, reason.decode() or None
+        """Peer j's next chunk message: (chunk, lines, pick, text, break reason or None, summary).
+        Each part is read from the pipe as it is (one copy)."""
+        chunk, nlines, ntext, nerror, nsummary = _HEADER.unpack(self._read(j, _HEADER.size))
+        pick, text, reason, summary = self._read(j, nlines), self._read(j, ntext), self._read(j, nerror), self._read(j, nsummary)
+        return chunk, nlines, pick, text, reason.decode() or None, summary
 
     def _read(self, j: int, size: int) -> bytes:
         """``size`` bytes from peer j, writing to the others meanwhile whatever they can take."""
@@ -292,14 +292,15 @@ class PeerNet:
                 self._flush(self.peer_of_fd[w])
 
 
-def message(chunk: int, nlines: int, pick: bytes, text: bytes, error: str | None = None) -> tuple:
+def message(chunk: int, nlines: int, pick: bytes, text: bytes, error: str | None = None, summary: bytes = b"") -> tuple:
     reason = (error or "").encode()
-    return (_HEADER.pack(chunk, nlines, len(text), len(reason)), pick, text, reason)
+    return (_HEADER.pack(chunk, nlines, len(text), len(reason), len(summary)), pick, text, reason, summary)
 
 
 def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable, ref_bits: int,
                  on_break: Callable[[int, int, str], None], on_read: Callable[[int, int], None] | None = None,
-                 chunk_bytes: int = CHUNK_BYTES, deal_text: Callable | None = None) -> Iterator[tuple[list, list]]:
+                 chunk_bytes: int = CHUNK_BYTES, deal_text: Callable | None = None,
+                 summary: tuple[Callable, Callable] | None = None) -> Iterator[tuple]:
     """Worker k's (refs, lines) batches of its share, in log order, numbered as the one reader's
     :func:`rmkit.logread.numbered_chunks` numbers them (refs: ``input index << ref_bits | line
     number``), each with its newline. ``deal(refs, lines, n, text)`` gives, per worker, a byte
@@ -309,7 +310,14 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
     ``on_read(idx, its span)`` after each own chunk is read. ``deal_text(text, n)``, when given,
     deals a chunk's text at once: (the picks ``deal`` would give, each worker's lines one after the
     other), or None to have the chunk split and dealt by ``deal``; the owner then splits only its
-    own lines."""
+    own lines.
+
+    ``summary``: (make, take), when every worker needs something of every line besides its own
+    lines (a protocol's clock, say, which every record moves): ``make(lines)`` is called by a
+    chunk's owner on all the chunk's lines and returns bytes, sent to every worker with its lines;
+    ``take(those bytes, the chunk's first ref, this worker's pick)`` gives what each worker's batch
+    of the chunk then carries as a third part, (refs, lines, taken). With it, a worker gets a batch
+    for every chunk that holds a line, its own lines or none."""
     chunks = plan(inputs, chunk_bytes)
     fds: dict[int, int] = {}
     ahead: dict[int, tuple] = {}  # own chunks read ahead: chunk -> (how many lines it holds, this worker's pick and lines of it, break reason)
@@ -338,14 +346,17 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
             nlines = len(lines)
             picks = deal(range(1, nlines + 1), lines, n, text) if lines else [b""] * n
             texts = {j: b"".join(compress(lines, picks[j])) for j in net.outs}
+        made = b""
+        if summary is not None and nlines:
+            made = summary[0](lines if lines is not None else split_lines(text, terminated=True)[0])
         for j in net.outs:
-            net.send(j, message(c, nlines, picks[j], texts[j], error))
+            net.send(j, message(c, nlines, picks[j], texts[j], error, made))
         # this worker's lines, split after the peers have theirs (or kept from the split above)
         if lines is None:
             mine = split_lines(texts[k], terminated=True)[0] if texts[k] else []
         else:
             mine = list(compress(lines, picks[k]))
-        ahead[c] = (nlines, picks[k], mine, error, longs)
+        ahead[c] = (nlines, picks[k], mine, error, longs, made)
         if on_read is not None and ch.span:
             on_read(ch.idx, ch.span)
 
@@ -354,10 +365,10 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
         load(k)
         for c, ch in enumerate(chunks):
             if c % n == k:
-                nlines, pick, mine, error, longs = ahead.pop(c)
+                nlines, pick, mine, error, longs, made = ahead.pop(c)
                 load(c + n)  # read ahead: the others get it while this worker checks this one
             else:
-                got, nlines, pick, text, error = net.recv(c % n)
+                got, nlines, pick, text, error, made = net.recv(c % n)
                 if got != c:
                     raise RuntimeError(f"worker {c % n} sent chunk {got} where chunk {c} was due")
                 mine = split_lines(text, terminated=True)[0] if text else []
@@ -373,8 +384,11 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
                     on_break(ch.idx, before + 1, f"cannot read input {inputs[ch.idx]!r} after {ch.start:,} bytes "
                                                  f"({before:,} complete lines): {error}")
                 continue
-            if mine:
-                first = (ch.idx << ref_bits) | (before + 1)
+            first = (ch.idx << ref_bits) | (before + 1)
+            if summary is not None:
+                if nlines:
+                    yield list(compress(range(first, first + nlines), pick)), mine, summary[1](made, first, pick)
+            elif mine:
                 yield list(compress(range(first, first + nlines), pick)), mine
             base[ch.idx] = before + nlines
         net.drain()

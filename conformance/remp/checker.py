@@ -66,6 +66,8 @@ LINE_BITS = REF_LINE_BITS  # a receipt reference is (input index << LINE_BITS) |
 LINE_MASK = (1 << LINE_BITS) - 1
 SWEEP_EVERY = 4096
 NEWLINE = b"\n"
+NO_REF = 1 << 126  # beyond every record's reference
+OTHERS = object()  # the message of the latest time when another share's record reached it (see _clock_others)
 # messages a share holds back for roles it has not seen (beyond: judged on the share's roles)
 MAX_DEFERRED = 20_000  # a few KB each: memory stays bounded when a source never shows its role
 # Kinds that open a message's life: one arriving later than the expiry bound after the first
@@ -270,6 +272,11 @@ class RempLogChecker:
         self._first_roles: dict[str, tuple] | None = None
         self._before = 1 << 62
         self._envelopes = False  # the typed decoder reads Kafka records (the log is a Kafka dump)
+        # a share's clock: the clock events of the other shares' lines (clocktrack.py), (ref, time,
+        # who, partition) in log order, applied before each own record that follows them
+        self._others: list[tuple] = []
+        self._others_at = 0  # the first of them not yet applied
+        self.others_seen = 0  # those applied (counted in seq, the log's record number, not in this share's records)
         self.hooks = Hooks(self)  # the rules' handlers, bound to this run
 
     def finish(self, end_hwm: int | None, latest_ref: int | None = None) -> Report:
@@ -279,7 +286,7 @@ class RempLogChecker:
         if end_hwm is not None and (self.hwm is None or end_hwm > self.hwm):
             self.hwm = end_hwm
         if self._top is not None and self.hwm is not None and self._top[0] - self.hwm > self.clock_jump_ms \
-                and (latest_ref is None or self._top[1] == latest_ref):
+                and (latest_ref is None or self._top[1] == latest_ref) and self._top[2] is not OTHERS:
             self.hooks.clock_outlier(self._top, self.hwm)
         with paused_collections():  # judging holds no cycles either; a collection here would walk every tomb
             for mid in list(self._order):
@@ -444,7 +451,12 @@ class RempLogChecker:
             from rmkit.conformance.remp.shares import own_lines
 
             batches = (own_lines(refs, batch, part_k, part_n) for refs, batch in batches)
+        batches = self._own_batches(batches)
+        next_other_ref = self._next_other
+        others = self._others
+        counted_here = 0  # the other shares' records counted in the loop below (the rest: by _clock_others)
         for refs, batch in _pieces(batches) if typed is not None else batches:
+            next_other = next_other_ref()  # the next other share's record to take the time of
             if typed is not None:  # the well-formed receipts of known kinds, typed (records.py); None for the others
                 # receipts, or Kafka records holding them: a piece is read as the last one was,
                 # and as the other when that types more of its lines (a log is one or the other)
@@ -492,6 +504,33 @@ class RempLogChecker:
                 hashes = map(hash, batch)
             # each line's hash, by which a redelivered (identical) receipt is known: one C loop per piece
             for ref, line, obj, ki, act, h, rec in zip(refs, batch, objs, infos, acts, hashes, recs):
+                if ref > next_other:  # (a share: the clock takes the other shares' records before this one)
+                    # most of them leave the clock as it is (no later time, no partition, no sweep
+                    # due): counted here; from the first that may move it, _clock_others takes them
+                    at = self._others_at
+                    while at < len(others):
+                        e = others[at]
+                        if e[0] >= ref:
+                            break
+                        t = e[1]
+                        other_part = e[3]
+                        if t is not None and (t > clock or other_part is not None and (
+                                (w := part_wm.get(other_part)) is None or t > w or seq + 1 - part_seen[other_part] > part_idle)) \
+                                or not (seq + 1) & sweep_mask:
+                            self._others_at = at
+                            self.seq, self._pair, self._part_low, self._top = seq, pair, (low, holder), top
+                            self._clock_others(ref)
+                            seq, pair, (low, holder), top, hwm = self.seq, self._pair, self._part_low, self._top, self.hwm
+                            clock = hwm if hwm is not None else -NEVER
+                            at = self._others_at
+                            break
+                        if other_part is not None and t is not None:
+                            part_seen[other_part] = seq + 1  # (a record that moves no watermark: its partition's last)
+                        seq += 1
+                        at += 1
+                        counted_here += 1
+                    self._others_at = at
+                    next_other = others[at][0] if at < len(others) else NO_REF
                 kts = part = None
                 text = line
                 near = None
@@ -631,6 +670,9 @@ class RempLogChecker:
                         min_t = t
                 else:
                     self.no_time += 1
+                if not seq & sweep_mask:  # for logs whose receipts carry no time (every record counts, a share's others too)
+                    self.seq = seq
+                    self._sweep()
                 if validate is not None:
                     problems = validate(obj)
                     if problems:
@@ -831,20 +873,99 @@ class RempLogChecker:
                                 msg.blk = [kind, block, t, ref, src]
                             else:
                                 msg.blk.extend((kind, block, t, ref, src))
-                if not seq & sweep_mask:  # for logs whose receipts carry no time
-                    self.seq = seq
-                    self._sweep()
 
         self.seq = seq
         self._envelopes = envelopes
-        rep.records = seq
         self._top = top
         self._pair = pair
         self._part_low = (low, holder)
+        self.others_seen += counted_here
+        if self._others:  # the other shares' records after this share's last one
+            self._clock_others(NO_REF)
+        rep.records = self.seq - self.others_seen
         self.kind_counts.update(per_kind)
-        if top is not None and top[0] < min_t:
+        if top is not None and top[0] < min_t and top[2] is not OTHERS:
             min_t = top[0]
         self.min_t = min_t if min_t != 1 << 62 else None
+
+    def _own_batches(self, batches):
+        """The (refs, lines) of ``batches``; a batch of a share may carry a third part, the clock
+        events of the other shares' lines up to its end (clocktrack.py), kept for :meth:`_clock_others`."""
+        others = self._others
+        for batch in batches:
+            if len(batch) > 2:
+                others.extend(batch[2])
+                yield batch[0], batch[1]
+            else:
+                yield batch
+
+    def _next_other(self) -> int:
+        """The reference of the next other share's record whose time the clock has not taken."""
+        others, at = self._others, self._others_at
+        return others[at][0] if at < len(others) else NO_REF
+
+    def _clock_others(self, before: int) -> None:
+        """The clock takes the times of the other shares' records before reference ``before``, in
+        log order, as the feed loop takes its own records' (the same steps, on the same state: a
+        share's clock is then the log's at each of its records), and judges what it passes."""
+        others, at = self._others, self._others_at
+        seq, pair, top, hwm = self.seq, self._pair, self._top, self.hwm
+        low, holder = self._part_low
+        clock = hwm if hwm is not None else -NEVER
+        part_wm, part_seen, part_idle = self._part_wm, self._part_seen, self.partition_idle_receipts
+        sweep_mask = SWEEP_EVERY - 1
+        next_sweep = self._next_sweep_t
+        start, end = at, len(others)
+        while at < end:
+            ref, t, key, part = others[at]
+            if ref >= before:
+                break
+            at += 1
+            seq += 1
+            if t is not None and (t > clock or part is not None):
+                if part is not None:
+                    w = part_wm.get(part)
+                    if w is None or seq - part_seen[part] > part_idle:
+                        if w is None or t > w:
+                            part_wm[part] = t
+                        holder = None
+                    elif t > w:
+                        part_wm[part] = t
+                        if part == holder:
+                            if len(part_wm) == 1:
+                                low = t
+                            else:
+                                holder = None
+                    part_seen[part] = seq
+                if t > clock:
+                    if top is None or t > top[0]:
+                        now = top[0] if top is not None and top[4] != key else None
+                        top = (t, ref, OTHERS, None, key)
+                    else:
+                        now = t if top[4] != key else None
+                    if part_wm:
+                        if pair is None:
+                            pair = hwm
+                        if now is not None and (pair is None or now > pair):
+                            pair = now
+                        if holder is None or seq - part_seen[holder] > part_idle:
+                            low, holder = slowest_partition(part_wm, part_seen, seq - part_idle)
+                        now = low if low is not None and pair is not None and low < pair else pair
+                    if now is not None and now > clock:
+                        hwm = clock = self.hwm = now
+                        if hwm >= next_sweep:
+                            self.seq = seq
+                            self._sweep()
+                            next_sweep = self._next_sweep_t = hwm + 1000
+            if not seq & sweep_mask:
+                self.seq = seq
+                self._sweep()
+        self.seq, self._pair, self._top, self._part_low = seq, pair, top, (low, holder)
+        self.others_seen += at - start
+        if at > 65536:  # (the applied ones are dropped now and then, not one at a time)
+            del others[:at]
+            at = 0
+        self._others_at = at
 
     # ------------------------------------------------------------------------------------------
     def _final_role(self, src: str, seen: str) -> str:

@@ -4,7 +4,12 @@ Plain files are read by the shares themselves, chunk by chunk, each chunk's read
 others their lines of it (:mod:`rmkit.peerread`); standard input and gzip are read once by this
 process, which deals each share its lines. Either way no share decodes another's lines.
 
-Only three things are global and are reconciled here: the log's clock at the end (workers agree
+The log's clock is global too: every share is given, with its lines, the clock events of the
+others' lines (:mod:`rmkit.conformance.remp.clocktrack`: a line's time, writer and Kafka
+partition, read by whoever reads the line), and runs the one process's clock over them, so that
+it judges every record on the log's clock as one process does (docs/check-jobs.md).
+
+Three more things are global and are reconciled here: the log's clock at the end (workers agree
 on it before judging the messages still open), the role each source plays (the role it showed
 first in the whole log judges the messages a share held back for a role it had not seen; a source
 seen as a full node by one worker and as a validator by another is a REMP-ROLE-001 violation),
@@ -33,6 +38,7 @@ from rmkit.verdict import Evidence, Report, Violation
 
 from rmkit.conformance.remp.figures import latency_entry, latest_receipt, per_source_metrics, violation_order
 
+from rmkit.conformance.remp.clocktrack import chunk_events, others, pack, unpack_others
 from rmkit.conformance.remp.shares import LINE_MASK, deal_text, share_picks
 from rmkit.logread import REF_LINE_BITS as LINE_BITS
 from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, numbered_chunks, split_lines  # noqa: F401 (one rule for every protocol's --jobs)
@@ -66,9 +72,10 @@ def _received(conn, checker):
     an input that broke off is reported where it broke, in log order."""
     while True:
         msg = conn.recv()
-        if msg[0] == "lines":  # the batch's first ref, which of its lines are this share's, those lines
-            _, first, pick, joined = msg
-            yield list(compress(range(first, first + len(pick)), pick)), split_lines(joined, terminated=True)[0]
+        if msg[0] == "lines":  # the batch's first ref, which of its lines are this share's, those lines, every line's clock event
+            _, first, pick, joined, events = msg
+            yield (list(compress(range(first, first + len(pick)), pick)), split_lines(joined, terminated=True)[0] if joined else [],
+                   others(events, first, pick))
         elif msg[0] == "read_error":
             checker._read_error(*msg[1:])
         else:
@@ -80,8 +87,10 @@ def _read_by_peers(conn, checker, inputs: list[str], k: int, links, counting: bo
     each chunk it read go to the parent's progress when ``counting``."""
     net = links.keep(k)
     on_read = (lambda idx, nbytes: conn.send(("read", idx, nbytes))) if counting else None
+    fold = checker.model.ids_fold_case
     yield from peer_batches(k, links.n, inputs, net, partial(share_picks, terminated=True), LINE_BITS,
-                            on_break=checker._read_error, on_read=on_read, deal_text=deal_text)
+                            on_break=checker._read_error, on_read=on_read, deal_text=deal_text,
+                            summary=(lambda lines: pack(chunk_events(lines, fold)), unpack_others))
 
 
 # the batches dealt to the shares: small, so that little waits in memory, large enough that a
@@ -89,9 +98,10 @@ def _read_by_peers(conn, checker, inputs: list[str], k: int, links, counting: bo
 DEAL_BYTES = 1 << 20
 
 
-def _deal(out: "_Outbox", inputs: list[str], progress) -> None:
+def _deal(out: "_Outbox", inputs: list[str], progress, fold: bool) -> None:
     """Read every input once and send each share its lines (by :func:`shares.share_picks`, the
-    message id's share), batch by batch."""
+    message id's share) and every line's clock event (``fold``: whether ids are compared
+    case-folded), batch by batch."""
     n = len(out.pipes)
     for idx, path in enumerate(inputs):
 
@@ -103,10 +113,9 @@ def _deal(out: "_Outbox", inputs: list[str], progress) -> None:
             # a share gets its lines one after the other (each ends with its newline) and a byte
             # per line of the batch to number them by: a few large objects to pickle instead of
             # two per line
+            events = chunk_events(batch, fold)
             for k, pick in enumerate(share_picks(refs, batch, n, text, terminated=True)):
-                own = b"".join(compress(batch, pick))
-                if own:
-                    out.put(k, ("lines", refs.start, pick, own))
+                out.put(k, ("lines", refs.start, pick, b"".join(compress(batch, pick)), events))
     out.close()
 
 
@@ -205,7 +214,7 @@ def run_parallel(checker_class, kwargs: dict[str, Any], inputs: list[str], jobs:
         if links is None:
             out = _Outbox(pipes)
             with paused_collections():  # the batches hold no cycles (see rmkit.gctune)
-                _deal(out, inputs, progress)
+                _deal(out, inputs, progress, checker_class(**kwargs).model.ids_fold_case)
         first = _first_messages(pipes, progress, sizes)
         end = checker_class(**kwargs).end_clock([m[1] for m in first], [m[2] for m in first])
         latest_ref = latest_receipt([m[2] for m in first])

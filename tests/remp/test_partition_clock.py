@@ -134,6 +134,11 @@ def test_jobs_and_the_audits_shares_judge_the_backlog_as_one_process(dump):
     inputs = [str(behind)]
     merged = shards.merge(inputs, [shards.check_share(inputs, [rows]) for rows in own.values() if rows[0]])
     assert findings(merged) == one
+    # given the log's clock events, each share's clock is the log's at every record
+    lines = [line + b"\n" for line in behind.read_bytes().splitlines()]
+    clock = shards.clock_events([(range(1, len(lines) + 1), lines)])
+    merged = shards.merge(inputs, [shards.check_share(inputs, [rows], clock) for rows in own.values() if rows[0]])
+    assert findings(merged) == one
 
 
 # -- the rule itself, record by record ----------------------------------------------------------

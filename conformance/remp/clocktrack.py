@@ -1,0 +1,243 @@
+"""The log's clock for the shares of a REMP check: what each record of a log tells the clock.
+
+Why: a share of ``rmkit check --jobs`` or of ``rmkit audit`` judges the records of some messages
+only, but the checker's decisions follow the *log's* clock (the latest time two different sources
+reached, held back to the slowest Kafka partition still delivering): when a message closes, when a
+receipt is late, when a judged message's tomb is forgotten. A share whose clock were computed from
+its own records would lag the log's, and judge a receipt appended late as one of a message still
+open. So every share is given, besides its own lines, the *clock events* of the others' lines, and
+runs the one checker's clock over all of them in log order (:meth:`RempLogChecker.feed`): its
+clock is then the log's at every record.
+
+A clock event is what the checker reads of a record for its clock alone, no more: ``(line, time,
+who, partition)`` for every line the checker counts as a record (a receipt, or a Kafka record
+holding one): the time it uses (the receipt's ``timestamp`` when usable, else the Kafka record's),
+who wrote it (the source id as the checker compares it, or the message id where a receipt names no
+source) and its Kafka partition ((topic, partition), or None). A line that is no record (blank, not
+JSON, not an object, a tombstone, an envelope whose value is broken, an object with no field of a
+receipt) gives no event, as the checker does not count it. The reading is the checker's own
+(:mod:`rmkit.logread`'s Kafka rules, the same tests of a usable time), with a decoder that reads
+those few fields and skips the rest.
+"""
+
+from __future__ import annotations
+
+import pickle
+from itertools import compress
+from typing import Any, Optional
+
+import msgspec
+import orjson
+
+from rmkit.logread import kafka_value_field, unwrap_kafka
+
+_UNSET = msgspec.UNSET
+# orjson reads an integer literal beyond 64 unsigned bits as a float: no usable time, as the checker finds
+_INT_END = 1 << 64
+
+
+class _Fields(msgspec.Struct, gc=False):
+    """A line's fields the clock reads (any other field is skipped); absent ones UNSET."""
+
+    kind: Any = _UNSET
+    message_id: Any = _UNSET
+    source_id: Any = _UNSET
+    timestamp: Any = _UNSET
+    signature: Any = _UNSET
+    # a Kafka record (or kcat -J envelope): its receipt, time and partition
+    value: msgspec.Raw = _UNSET
+    payload: msgspec.Raw = _UNSET
+    ts: Any = _UNSET
+    topic: Any = _UNSET
+    partition: Any = _UNSET
+
+
+_decode = msgspec.json.Decoder(_Fields).decode
+_RECEIPT_FIELDS = ("kind", "message_id", "source_id", "timestamp", "signature")  # a record has at least one
+
+
+def _usable(ts) -> bool:
+    return type(ts) is int and 0 <= ts < _INT_END
+
+
+def _receipt_event(f: _Fields, kts, fold: bool):
+    """(time, who) of a receipt read as :class:`_Fields`, None when it has no field of a receipt."""
+    if f.kind is _UNSET and f.message_id is _UNSET and f.source_id is _UNSET and f.timestamp is _UNSET \
+            and f.signature is _UNSET:
+        return None
+    ts = f.timestamp
+    t = (ts if _usable(ts) else 0) or kts  # (0 or unusable: the Kafka record's time, if any)
+    src = f.source_id
+    if type(src) is str:
+        who = src.lower() if fold else src
+    else:
+        mid = f.message_id
+        who = None if mid is _UNSET else mid
+    return t, who
+
+
+def line_event(line: bytes, fold: bool):
+    """(time, who, partition) of one line, or None when the checker counts no record on it."""
+    body = line[:-1] if line[-1:] == b"\n" else line
+    try:
+        f = _decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return _general_event(body, fold)
+    if f.kind is _UNSET and (f.value is not _UNSET or f.payload is not _UNSET):  # a Kafka record or kcat envelope
+        raw = f.value if f.value is not _UNSET else f.payload
+        head = bytes(raw)[:1]
+        if head != b"{":  # a value held as a string, null, or broken: the general reading's rules
+            return _general_event(body, fold)
+        try:
+            inner = _decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return _general_event(body, fold)
+        ktime = f.timestamp if f.timestamp is not _UNSET else f.ts if f.ts is not _UNSET else None
+        kts = ktime if type(ktime) is int and 0 < ktime < _INT_END else None
+        got = _receipt_event(inner, kts, fold)
+        if got is None:
+            return None
+        part = f.partition
+        return got + (((None if f.topic is _UNSET else f.topic), part) if type(part) is int else None,)
+    got = _receipt_event(f, None, fold)
+    return None if got is None else got + (None,)
+
+
+def _general_event(body: bytes, fold: bool):
+    """The reading of :meth:`RempLogChecker._feed`'s general path (orjson into a dict)."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict:
+        return None
+    kts = part = None
+    if kafka_value_field(obj) is not None:
+        rec = obj
+        obj, kts, _, err, _ = unwrap_kafka(rec)
+        if err or obj is None:
+            return None
+        part = rec.get("partition")
+        part = (rec.get("topic"), part) if type(part) is int else None
+    if obj.keys().isdisjoint(_RECEIPT_FIELDS):
+        return None
+    ts = obj.get("timestamp")
+    t = (ts if type(ts) is int and ts >= 0 else 0) or kts
+    src = obj.get("source_id")
+    who = (src.lower() if fold else src) if type(src) is str else obj.get("message_id")
+    return t, who, part
+
+
+class _Plain(msgspec.Struct, gc=False):
+    """A receipt as nearly every line holds one: a kind, a source id, a time that is an integer
+    within 64 bits, or none (any other line is read by :func:`line_event`)."""
+
+    kind: str
+    source_id: str
+    timestamp: Optional[int] = None
+
+
+class _Record(msgspec.Struct, gc=False):
+    """A Kafka record as nearly every line of a dump holds one: its receipt a :class:`_Plain`."""
+
+    value: _Plain
+    kind: Any = _UNSET  # (a line with a kind is a receipt, not a record: read by line_event)
+    timestamp: Any = _UNSET
+    ts: Any = _UNSET
+    topic: Any = None
+    partition: Any = None
+
+
+_decode_plain = msgspec.json.Decoder(_Plain).decode
+_decode_record = msgspec.json.Decoder(_Record).decode
+
+
+def _decode_all(decode, lines: list) -> list:
+    """Each line decoded, None where ``decode`` refuses it (one C loop that goes on after a
+    refused line)."""
+    out: list = []
+    fields = map(decode, lines)
+    while True:
+        try:
+            out.extend(fields)
+            return out
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            out.append(None)
+
+
+def chunk_events(lines: list, fold: bool) -> tuple[bytes, list, list, list]:
+    """The clock events of a chunk's lines, one per line: (a byte per line, 1 where the line holds
+    a record; each line's time, writer and partition, None where it holds none). Equal writers are
+    one string (they travel pickled: each once)."""
+    n = len(lines)
+    counted = bytearray(n)
+    ts: list = [None] * n
+    whos: list = [None] * n
+    parts: list = [None] * n
+    if not n:
+        return b"", ts, whos, parts
+    names: dict = {}  # source id -> as compared (one string each)
+    try:  # a Kafka dump's chunk, or receipts: as its first line
+        records = _decode_record(lines[0]).kind is _UNSET
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        records = False
+    held: dict = {}  # (topic, partition) -> one tuple each
+    for i, f in enumerate(_decode_all(_decode_record if records else _decode_plain, lines)):
+        if f is not None and records:
+            if f.kind is not _UNSET:
+                f = None
+            else:
+                ktime = f.timestamp if f.timestamp is not _UNSET else f.ts if f.ts is not _UNSET else None
+                part = f.partition
+                if type(part) is int:
+                    part = (f.topic, part)
+                    parts[i] = held.setdefault(part, part)
+                f = f.value
+        if f is None:
+            ev = line_event(lines[i], fold)
+            if ev is None:
+                continue
+            t, who, part = ev
+            parts[i] = part if part is None else held.setdefault(part, part)
+            if type(who) is str:
+                who = names.setdefault(who, who)
+        else:
+            t = f.timestamp
+            if t is None or not 0 < t < _INT_END:
+                t = None
+            if records and t is None and type(ktime) is int and 0 < ktime < _INT_END:
+                t = ktime  # (a receipt stamped 0, or not at all: the Kafka record's time)
+            src = f.source_id
+            who = names.get(src)
+            if who is None:
+                who = names[src] = src.lower() if fold else src
+        counted[i] = 1
+        ts[i] = t
+        whos[i] = who
+    return bytes(counted), ts, whos, parts
+
+
+def numbered(events: tuple, first: int) -> list[tuple]:
+    """The events of the lines that hold a record, each (its line's reference, time, writer,
+    partition); ``first``: the reference of the events' first line."""
+    counted, ts, whos, parts = events
+    return list(compress(zip(range(first, first + len(counted)), ts, whos, parts), counted))
+
+
+def pack(events: tuple) -> bytes:
+    return pickle.dumps(events, pickle.HIGHEST_PROTOCOL)
+
+
+def others(events: tuple, first: int, pick: bytes) -> list[tuple]:
+    """The events (:func:`numbered`) of the lines that hold a record and are not this share's
+    (``pick``: a byte per line, 1 where the line is its own)."""
+    counted, ts, whos, parts = events
+    n = len(counted)
+    if not n:
+        return []
+    theirs = (int.from_bytes(counted, "little") & ~int.from_bytes(pick, "little")).to_bytes(n, "little")
+    return list(compress(zip(range(first, first + n), ts, whos, parts), theirs))
+
+
+def unpack_others(data: bytes, first: int, pick: bytes) -> list[tuple]:
+    return others(pickle.loads(data), first, pick) if data else []
