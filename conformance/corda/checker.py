@@ -42,61 +42,20 @@ from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 
 from rmkit.conformance.corda.decode import TypedRecords
+from rmkit.conformance.corda.handlers import Hooks, not_in_records
+from rmkit.conformance.corda.state import Ack, Commit, Copy, NewAnswer, Track
 from rmkit.protocols.corda.records import EVENT, ROW, record_format
 from rmkit.protocols.corda.model import corda_spec
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
-# Rules a node's records cannot show (no bridge, queue or sender-replay events): listed as not
-# checked, never as passing; where each is judged instead: its `driven` and `judged_elsewhere` in spec/corda/rules.yaml.
-NOT_IN_RECORDS = {
-    "CORDA-ID-002": "the records do not say which flow replay produced a send",
-    "CORDA-BRIDGE-001": "the records hold no bridge events",
-    "CORDA-BRIDGE-002": "the records hold no bridge events",
-    "CORDA-BRIDGE-003": "the records hold no bridge events",
-    "CORDA-QUEUE-001": "the records hold no queue names",
-}
+# Rules a node's records cannot show (no bridge, queue or sender-replay events), with why: listed as
+# not checked, never as passing (records.yaml ``not_in_records``; where each is judged instead: its
+# `driven` and `judged_elsewhere` in spec/corda/rules.yaml).
+NOT_IN_RECORDS = not_in_records()
 # Rules that judge what never happened: only when the log ends after everything settled.
 SETTLED_RULES = ("CORDA-DEDUP-002", "CORDA-REDELIVER-001")
 NOT_SETTLED = ("the log may end while messages are still in transit: give --settled when every node's "
                "records were taken after all sent messages had time to arrive")
-
-
-class _Copy(msgspec.Struct, gc=False):
-    """One copy of a message a node received (a delivery), and what the node did with it. (A Struct:
-    there is one per delivery, made faster than a class instance; it holds no cycles.)"""
-
-    ref: int
-    delivery: str | None
-    sender: str | None
-    seq: int | None
-    session: str | None
-    verdict: str | None = None   # the spec's answer: NEW, DUPLICATE, IN_FLIGHT
-    vref: int = 0
-    vt: int = 0
-    done: str | None = None      # acked | discarded | committed
-    unread: bool = False         # its received line was unreadable: what it carries is partly unknown
-
-
-class _Track(msgspec.Struct, gc=False):
-    """One message id on one node (one per message: a Struct, its lists made when first needed)."""
-
-    node: str
-    mid: str
-    first: int                     # the ref of the record that opened it (its place at the share's end)
-    copies: list                   # of _Copy
-    commits: Sequence = ()         # (ref, tx, t)
-    rows: Sequence = ()            # (ref, tx, t)
-    acks: Sequence = ()            # acks with no commit before: (ref, t, answer, copy ref, verdict ref)
-    new_after: Sequence = ()       # NEW answers with no commit before: (ref, t, sender, seq)
-    acked: int = 0                 # the ref of the last acknowledgement (0: none)
-    gap: bool = False              # a line of it was unreadable: what follows may lack its cause
-
-    def copy(self, delivery: str) -> _Copy | None:
-        """The latest copy of this delivery (a redelivery may carry the broker's message-id again)."""
-        for c in reversed(self.copies):
-            if c.delivery == delivery:
-                return c
-        return None
 
 
 @dataclass
@@ -180,7 +139,7 @@ class CordaLogChecker:
 
     # -- step 2: merge ---------------------------------------------------------------------------
     def merge(self, inputs: list[str], shares: list[Share]) -> Report:
-        from rmkit.conformance.corda.spanning import judge_spanning
+        from rmkit.conformance.corda.handlers import judge_spanning
 
         started = time.perf_counter()
         modes = self.modes
@@ -281,8 +240,8 @@ class _Unreadable(msgspec.Struct, gc=False):
 
 
 class _ShareRun:
-    """Step 1 over the records of one share: per (node, id) a :class:`_Track`, judged as records come
-    and at the end."""
+    """Step 1 over the records of one share: per (node, id) a :class:`Track`, judged as records come
+    and at the end; the judgements are the rule handlers' (:mod:`.handlers`, called through ``hooks``)."""
 
     def __init__(self, checker: CordaLogChecker, inputs: list[str]):
         self.c = checker
@@ -293,18 +252,17 @@ class _ShareRun:
         self.out = Share()
         # the open tracks: by id (most ids are received by one node), and by (node, id) for the
         # tracks of an id on a node other than its first
-        self.tracks: dict[str, _Track] = {}
-        self.more_tracks: dict[tuple[str, str], _Track] = {}
+        self.tracks: dict[str, Track] = {}
+        self.more_tracks: dict[tuple[str, str], Track] = {}
         self.ids: dict[str, str] = {}      # every id of the share, to its one string (kept once, however many records name it)
         self.sent: dict[str, tuple] = {}   # id -> its first send
         self.unsent_commits: list[int] = []  # the commit facts whose id had no send yet when they were made
-        # an id in any of the spec's formats (messages.yaml dedup_ids): one match instead of one per format
-        self.known_id = re.compile("|".join(f"(?:{f.pattern.pattern})" for f in self.spec.id_formats.values())).fullmatch
         self.received: set[str] = set()    # ids some node received
         self.stored: Counter = Counter()
         # where a finding is made, in the order one process makes them: (0, line) while reading,
         # (1, a track's first line) at the share's end, (2, a send's line) for the sends never received
         self.phase, self.ref = 0, 0
+        self.hooks = Hooks(self)
 
     # findings --------------------------------------------------------------------------------
     def find(self, rule: str, mid: str, why: str, refs) -> None:
@@ -371,9 +329,7 @@ class _ShareRun:
         if known is not None:
             return known
         self.ids[mid] = mid
-        if not self.known_id(mid):
-            self.find("CORDA-ID-001", mid, f"id {mid!r} is in none of the formats R-, N-, E- "
-                      "(spec/corda/messages.yaml dedup_ids)", [(ref, kind, node)])
+        self.hooks.new_id(mid, ref, kind, node)
         return mid
 
     def general(self, refs, lines, recs: list, typed: TypedRecords) -> list:
@@ -422,10 +378,10 @@ class _ShareRun:
                 v = obj.get(name)
                 return v if type(v) is str and v else None
             seq = obj.get("seq")
-            tr.copies.append(_Copy(ref, text("delivery"), text("sender"), seq if type(seq) is int and seq >= 0 else None,
+            tr.copies.append(Copy(ref, text("delivery"), text("sender"), seq if type(seq) is int and seq >= 0 else None,
                                    text("session"), unread=True))
 
-    def track(self, r, ref: int, kind: str) -> _Track:
+    def track(self, r, ref: int, kind: str) -> Track:
         """The track of the record's message on its node (opened by this record if there is none;
         ``kind``: the record's, for the evidence of a finding about the id)."""
         t = self.tracks.get(r.id)
@@ -433,15 +389,15 @@ class _ShareRun:
             return t
         return self._track(intern(r.node), self.new_id(r.id, ref, kind, r.node), ref)
 
-    def _track(self, node: str, mid: str, ref: int) -> _Track:
+    def _track(self, node: str, mid: str, ref: int) -> Track:
         """The track of ``mid`` on ``node``, opened at ``ref`` if there is none."""
         t = self.tracks.get(mid)
         if t is None:
-            t = self.tracks[mid] = _Track(node, mid, ref, [])
+            t = self.tracks[mid] = Track(node, mid, ref, [])
         elif t.node != node:
             t = self.more_tracks.get((node, mid))
             if t is None:
-                t = self.more_tracks[(node, mid)] = _Track(node, mid, ref, [])
+                t = self.more_tracks[(node, mid)] = Track(node, mid, ref, [])
         return t
 
     # events (``r``: a typed record, :mod:`rmkit.conformance.corda.decode`; an optional field it
@@ -460,7 +416,7 @@ class _ShareRun:
 
     def ev_received(self, r, ref: int) -> None:
         tr = self.track(r, ref, "received")
-        c = _Copy(ref, r.delivery, intern(r.sender), r.seq, intern(r.session))
+        c = Copy(ref, r.delivery, intern(r.sender), r.seq, intern(r.session))
         tr.copies.append(c)
         self.received.add(tr.mid)
         if len(tr.copies) == 1 and c.seq is not None:
@@ -496,9 +452,9 @@ class _ShareRun:
         self.out.verdicts[answer] += 1
         if answer == "NEW":
             if tr.commits:
-                self.out.renewed.append((ref, intern(node), mid, c.sender, c.seq, tr.commits[0][0], None))
+                self.out.renewed.append((ref, intern(node), mid, c.sender, c.seq, tr.commits[0].ref, None))
             else:
-                tr.new_after = (*tr.new_after, (ref, r.t, c.sender, c.seq))
+                tr.new_after = (*tr.new_after, NewAnswer(ref, r.t, c.sender, c.seq))
 
     def ev_committed(self, r, ref: int) -> None:
         tr = self.track(r, ref, "committed")
@@ -510,9 +466,7 @@ class _ShareRun:
         if c is None:
             other = next((c for c in reversed(copies) if c.verdict is not None and c.done != "committed"), None)
             if other is not None:
-                self.find("CORDA-DEDUP-003", mid, f"node {node} committed {mid} from a copy its deduplicator answered "
-                          f"{other.verdict}: a copy that is not NEW was handed to its flow",
-                          [(other.vref, "dedup", node), (ref, "committed", node)])
+                self.hooks.commit_not_new(tr, other, ref)
                 c = other
             elif tr.commits:  # a copy committed a second time: the effect happened twice (CORDA-DEDUP-001 below)
                 c = next((c for c in reversed(copies) if c.done == "committed"), None)
@@ -526,10 +480,7 @@ class _ShareRun:
         if c is not None:
             c.done = "committed"
         if tr.commits:
-            self.find("CORDA-DEDUP-001", mid, f"node {node} committed {mid} again (transaction {r.tx}; "
-                      f"first in transaction {tr.commits[0][1]}): its effect happened twice",
-                      [(tr.commits[0][0], "committed", node), (c.vref or None if c is not None else None, "dedup", node),
-                       (ref, "committed", node)])
+            self.hooks.second_commit(tr, c, r, ref)
         else:
             session = r.session if r.session is not UNSET else c.session if c is not None else None
             sender = r.sender if r.sender is not UNSET else c.sender if c is not None else None
@@ -540,9 +491,9 @@ class _ShareRun:
                     self.unsent_commits.append(len(self.out.commits))
                 self.out.commits.append((ref, intern(node), mid, intern(session), intern(sender), seq,
                                          sent[0] if sent is not None else None))
-        tr.commits = (*tr.commits, (ref, r.tx, r.t))
+        tr.commits = (*tr.commits, Commit(ref, r.tx, r.t))
 
-    def _settle_copy(self, r, ref: int, done: str) -> tuple[_Track, str, str, _Copy | None, str | None]:
+    def _settle_copy(self, r, ref: int, done: str) -> tuple[Track, str, str, Copy | None, str | None]:
         """(track, node, id, the copy the event's delivery names, its answer) of an acked or discarded
         event; the copy is marked with what was done to it."""
         tr = self.track(r, ref, done)
@@ -555,14 +506,13 @@ class _ShareRun:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "acked")
         tr.acked = ref
         if answer is not None and self.spec.consequence[answer] == "discard":
-            self.find("CORDA-DEDUP-004", mid, f"node {node} acknowledged delivery {r.delivery} of {mid}, which its "
-                      f"deduplicator answered {answer} (another copy was being processed): if that copy's commit "
-                      "fails, no copy is left", [(c.ref, "received", node), (c.vref, "dedup", node), (ref, "acked", node)])
+            self.hooks.discardable_acked(tr, c, answer, r, ref)
             return
         if answer == "IN_FLIGHT":
             return  # acknowledged now by the profile's choice (corda-os-2021): CORDA-ACK-001 holds for other copies
         if not tr.commits:
-            tr.acks = (*tr.acks, (ref, r.t, answer or "no answer", c.ref if c is not None else None, c.vref if c is not None else None))
+            tr.acks = (*tr.acks, Ack(ref, r.t, answer or "no answer", c.ref if c is not None else None,
+                                     c.vref if c is not None else None))
 
     def ev_discarded(self, r, ref: int) -> None:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "discarded")
@@ -570,13 +520,9 @@ class _ShareRun:
             return
         refs = [(c.ref, "received", node), (c.vref or None, "dedup", node)] if c is not None else []
         if answer == "DUPLICATE":
-            self.find("CORDA-DEDUP-003", mid, f"node {node} dropped delivery {r.delivery} of {mid} without "
-                      "acknowledging it although it was a DUPLICATE: the broker keeps redelivering it",
-                      refs + [(ref, "discarded", node)])
+            self.hooks.duplicate_dropped(tr, refs, r, ref)
         else:
-            self.find("CORDA-DEDUP-008", mid, f"node {node} dropped delivery {r.delivery} of {mid} without "
-                      f"acknowledgement after the answer {answer or '(none)'}: only an IN_FLIGHT copy is dropped so",
-                      refs + [(ref, "discarded", node)])
+            self.hooks.answered_dropped(tr, refs, answer, r, ref)
 
     def row(self, r, ref: int) -> None:
         out = self.out
@@ -584,9 +530,8 @@ class _ShareRun:
         out.export_nodes.add(r.node)
         tr = self.track(r, ref, "row")
         if tr.rows:
-            self.find("CORDA-DEDUP-001", r.id, f"the processed-ids table of node {r.node} holds {r.id} "
-                      "twice: it was processed twice", [(tr.rows[0][0], "row", r.node), (ref, "row", r.node)])
-        tr.rows = (*tr.rows, (ref, r.tx, r.t))
+            self.hooks.second_row(tr, r, ref)
+        tr.rows = (*tr.rows, Commit(ref, r.tx, r.t))
 
     # end of the share --------------------------------------------------------------------------
     def finish(self) -> Share:
@@ -603,61 +548,47 @@ class _ShareRun:
         # in the order the tracks were opened (one dict of them is in that order already)
         tracks = sorted((*self.tracks.values(), *self.more_tracks.values()), key=_FIRST) if self.more_tracks else self.tracks.values()
         for tr in tracks:
-            commits, rows, na = tr.commits, tr.rows, tr.new_after
-            if len(commits) == 1 and rows and commits[0][1] == rows[0][1] and not tr.acks \
-                    and (not na or (len(na) == 1 and na[0][1] <= rows[0][2])):
-                # committed once, the row of that transaction inserted no earlier than its NEW answer:
-                # nothing below applies
+            if self.judge_track(tr, settled):
                 committed_ids.add(tr.mid)
-                continue
-            node, mid = tr.node, tr.mid
-            self.ref = tr.first
-            if tr.commits or tr.rows:
-                committed_ids.add(mid)
-            row = tr.rows[0] if tr.rows else None
-            # the row excuses an ack only when its own transaction's commit left no record (a kill
-            # between the commit and its record): a row is inserted before its commit, so an ack
-            # recorded before the row's committed record came before the commit, whatever the clock says
-            row_commit_unrecorded = row is not None and all(tx != row[1] for _, tx, _ in tr.commits)
-            for ref, t, answer, cref, vref in tr.acks:
-                if row_commit_unrecorded and row[2] <= t:
-                    continue  # committed before the ack: the commit's event was lost in a crash (the row shows it)
-                later = next((r for r, _, _ in tr.commits if r > ref), None)
-                self.find("CORDA-ACK-001", mid, f"node {node} acknowledged a copy of {mid} (answer {answer}) "
-                          + ("before its commit (the committed line below)" if later else "and never committed it")
-                          + ": a crash in between loses the message",
-                          [(cref, "received", node), (vref, "dedup", node), (ref, "acked", node)]
-                          + ([(later, "committed", node)] if later else []))
-            for ref, t, sender, seq in tr.new_after:
-                if row is not None and row[2] < t and not (tr.commits and tr.commits[0][0] < ref):
-                    out.renewed.append((ref, node, mid, sender, seq, None, row[0]))
-            if tr.commits and row is not None and all(tx != row[1] for _, tx, _ in tr.commits):
-                self.find("CORDA-ACK-002", mid, f"the processed-ids row of {mid} on node {node} was written by transaction "
-                          f"{row[1]}, its commit was transaction {tr.commits[0][1]}: the id was not persisted in the "
-                          "checkpoint's transaction", [(tr.commits[0][0], "committed", node), (row[0], "row", node)])
-            if tr.commits and row is None:
-                self.find_if("export", node, "CORDA-DEDUP-005", mid, f"node {node} committed {mid} but its processed-ids "
-                             "export has no row for it: a redelivered copy would be processed again",
-                             [(tr.commits[0][0], "committed", node)])
-            if row is not None and not tr.commits and not tr.copies and not tr.gap:
-                self.find_if("events", node, "CORDA-ACK-002", mid, f"the processed-ids table of node {node} holds {mid}, "
-                             "which the node never received: the id was persisted outside a transaction that processed it",
-                             [(row[0], "row", node)])
-            if settled and tr.copies and not tr.commits and row is None and not tr.gap:
-                last = tr.copies[-1]
-                refs = [(last.ref, "received", node)] + ([(last.vref, "dedup", node)] if last.vref else [])
-                if tr.acked:
-                    self.find("CORDA-DEDUP-002", mid, f"node {node} acknowledged {mid} and never committed it: the broker "
-                              "forgot the message, its effect never happened", refs + [(tr.acked, "acked", node)])
-                else:
-                    self.find("CORDA-REDELIVER-001", mid, f"node {node} received {mid} ({len(tr.copies)} cop"
-                              f"{'y' if len(tr.copies) == 1 else 'ies'}), never acknowledged nor committed it, and no "
-                              "copy came again", refs)
         if settled:
             self.phase = 2
             for mid, fact in self.sent.items():
                 self.ref = fact[0]
                 if mid not in self.received and mid not in committed_ids:
-                    self.find("CORDA-DEDUP-002", mid, f"{mid}, sent by node {fact[1]} on session {fact[3]}, never reached "
-                              "a node whose records were given: lost on the way", [(fact[0], "sent", fact[1])])
+                    self.hooks.never_received(mid, fact)
         return out
+
+    def judge_track(self, tr: Track, settled: bool) -> bool:
+        """What one message's records on one node show once all of them are read: its acknowledgements
+        against its commits, its row against its commits, its NEW answers against its row, and (on
+        settled records) whether it was lost or left unredelivered. True if the node committed it
+        (a committed event or a row)."""
+        commits, rows, na = tr.commits, tr.rows, tr.new_after
+        if len(commits) == 1 and rows and commits[0].tx == rows[0].tx and not tr.acks \
+                and (not na or (len(na) == 1 and na[0].t <= rows[0].t)):
+            # committed once, the row of that transaction inserted no earlier than its NEW answer:
+            # nothing below applies
+            return True
+        hooks = self.hooks
+        self.ref = tr.first
+        row = rows[0] if rows else None
+        row_commit_unrecorded = row is not None and all(c.tx != row.tx for c in commits)
+        if tr.acks:
+            hooks.acks_before_commit(tr, row, row_commit_unrecorded)
+        for a in na:
+            if row is not None and row.t < a.t and not (commits and commits[0].ref < a.ref):
+                self.out.renewed.append((a.ref, tr.node, tr.mid, a.sender, a.seq, None, row.ref))
+        if commits and row is not None and row_commit_unrecorded:
+            hooks.row_of_other_tx(tr, row)
+        if commits and row is None:
+            hooks.committed_without_row(tr)
+        if row is not None and not commits and not tr.copies and not tr.gap:
+            hooks.row_never_received(tr, row)
+        if settled and tr.copies and not commits and row is None and not tr.gap:
+            last = tr.copies[-1]
+            refs = [(last.ref, "received", tr.node)] + ([(last.vref, "dedup", tr.node)] if last.vref else [])
+            if tr.acked:
+                hooks.acked_never_committed(tr, refs)
+            else:
+                hooks.never_settled(tr, refs)
+        return bool(commits or rows)
