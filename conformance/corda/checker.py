@@ -22,7 +22,6 @@ that line could show is not judged either way.
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from sys import intern
@@ -80,16 +79,25 @@ class Share:
     sent_seqs: list[tuple] = field(default_factory=list)   # (ref, sender, seq, id) of every send with a seq
     renewed: list[tuple] = field(default_factory=list)     # (verdict ref, node, id, sender, seq, commit ref or None, row ref or None)
     pending: list[tuple] = field(default_factory=list)     # (needs "events"|"export", node, Violation)
+    spanned: list = field(default_factory=list)   # findings across ids already judged (one process under a bound)
+    # under a declared bound (stream.py): records that came after their message was judged; the most
+    # tracks and ids open at once (per node engine, summed)
+    late: int = 0
+    peak_open: int = 0
 
 
 class CordaLogChecker:
     """Check a Corda node's records against one profile. ``settled``: the records were taken after
     every sent message had time to arrive, so what never happened (a loss, a missing redelivery) is
-    judged (otherwise those rules are listed as not checked)."""
+    judged (otherwise those rules are listed as not checked). ``horizon_s``: the deployment's declared
+    bound, in seconds, on how far apart a message's records come (:mod:`.stream`); None takes
+    records.yaml ``horizon`` (the documents set none: everything is kept to the end of the log)."""
 
-    def __init__(self, profile: str = "spec", *, settled: bool = False, max_examples: int = 1000, jobs: int | None = 1):
+    def __init__(self, profile: str = "spec", *, settled: bool = False, max_examples: int = 1000, jobs: int | None = 1,
+                 horizon_s: float | None = None):
         self.profile = profile
         self.settled = settled
+        self.horizon_s = spec_horizon_s() if horizon_s is None else horizon_s
         self.max_examples = max_examples
         self.jobs = jobs
         self.key = RecordKey(((record_format().key,),), fold_case=False)
@@ -120,22 +128,54 @@ class CordaLogChecker:
         if jobs > 1 and "-" not in inputs:
             return run_parallel(self, inputs, jobs)
         with paused_collections():  # from the first record to the report: nothing in between makes cycles
+            if self.bound_ms is not None:
+                streams = [self.input_batches(i, p) for i, p in enumerate(inputs)]
+                return self.merge(inputs, [self.check_streams(inputs, streams, spanning=True)])
             return self.merge(inputs, [self.check_share(inputs, self.file_batches(inputs))])
+
+    @property
+    def bound_ms(self) -> int | None:
+        """The declared bound in the records' unit (milliseconds), None without one."""
+        return None if self.horizon_s is None else int(round(self.horizon_s * 1000))
 
     def file_batches(self, inputs: list[str]):
         """Every line of ``inputs`` as (refs, lines) batches; where an input breaks off (a truncated
         gzip), a :class:`BrokenLine` at the line that could not be read, which the share reports."""
         for idx, path in enumerate(inputs):
-            base = idx << REF_LINE_BITS
-            broken = []
-            yield from numbered_batches(idx, path, on_error=lambda n, why: broken.append((base | n, why)), progress=self.progress)
-            for ref, why in broken:
-                yield [ref], [BrokenLine(why)]
+            yield from self.input_batches(idx, path)
+
+    def input_batches(self, idx: int, path: str):
+        """:meth:`file_batches` of one input."""
+        base = idx << REF_LINE_BITS
+        broken = []
+        yield from numbered_batches(idx, path, on_error=lambda n, why: broken.append((base | n, why)), progress=self.progress)
+        for ref, why in broken:
+            yield [ref], [BrokenLine(why)]
 
     # -- step 1: one share ---------------------------------------------------------------------
     def check_share(self, inputs: list[str], batches: Iterable[tuple[Sequence[int], Sequence[bytes | str]]]) -> Share:
+        if self.bound_ms is not None:
+            # under a bound the inputs are read in step (merged by time), which needs each input's
+            # records apart: a share given them one input after another (``rmkit audit``) holds its
+            # lines until the last input comes
+            per: dict[int, list] = {}
+            for refs, lines in batches:
+                for ref, line in zip(refs, lines):
+                    got = per.setdefault(ref >> REF_LINE_BITS, ([], []))
+                    got[0].append(ref)
+                    got[1].append(line)
+            return self.check_streams(inputs, [[per[i]] for i in sorted(per)], spanning=False)
         with paused_collections():  # the tracks hold no reference cycles (see rmkit.gctune)
             return _ShareRun(self, inputs).feed(batches)
+
+    def check_streams(self, inputs: list[str], streams: list, spanning: bool) -> Share:
+        """A share under the declared bound: ``streams`` holds each input's (refs, lines) batches,
+        read in step by time (:mod:`.stream`); ``spanning``: judge the checks across ids in the
+        share (one process), else leave their facts to the merge."""
+        from rmkit.conformance.corda.stream import bounded_run
+
+        with paused_collections():
+            return bounded_run(self, inputs, self.bound_ms, spanning).feed_inputs(streams)
 
     # -- step 2: merge ---------------------------------------------------------------------------
     def merge(self, inputs: list[str], shares: list[Share]) -> Report:
@@ -181,7 +221,7 @@ class CordaLogChecker:
             if node in (event_nodes if need == "events" else export_nodes):
                 rep.count(v.rule, v.mode)
                 found.append(v)
-        for v in judge_spanning(self, inputs, shares):
+        for v in [*judge_spanning(self, inputs, shares), *(v for s in shares for v in s.spanned)]:
             rep.count(v.rule, v.mode)
             found.append(v)
         kept: Counter = Counter()
@@ -197,6 +237,8 @@ class CordaLogChecker:
         rep.metrics = {"receipts_per_kind": per_kind, "verdicts": dict(sorted(verdicts.items())),
                        "nodes_with_events": sorted(event_nodes), "nodes_with_export": sorted(export_nodes),
                        "shares": len(shares), "elapsed_s": round(elapsed, 3),
+                       **({"horizon_s": self.horizon_s, "late_records": sum(s.late for s in shares),
+                           "peak_open": sum(s.peak_open for s in shares)} if self.horizon_s is not None else {}),
                        "receipts_per_s": round(rep.records / elapsed) if elapsed > 0 else None}
         rep.decide()
         return rep
@@ -210,6 +252,18 @@ class CordaLogChecker:
                 seen[ref] = (kind, node)
         ev = [Evidence(ref & LINE_MASK, kind, node, inputs[ref >> REF_LINE_BITS]) for ref, (kind, node) in sorted(seen.items())]
         return Violation(rule, self.spec.rules[rule].severity, self.modes[rule], mid, explanation, ev)
+
+
+def spec_horizon_s() -> float | None:
+    """records.yaml ``horizon.bound`` in seconds where it declares one kept until the horizon, else None."""
+    h = corda_spec_records()["horizon"]
+    return float(h["bound"]) if h["kept_until"] == "horizon" and h["bound"] != "none" else None
+
+
+def corda_spec_records() -> dict:
+    from rmkit.specload import load_protocol_spec
+
+    return load_protocol_spec("corda")["records"]
 
 
 def default_jobs(inputs: list[str]) -> int:
@@ -249,6 +303,7 @@ class _ShareRun:
         self.modes = checker.modes
         self.spec = checker.spec
         self.fmt = record_format()
+        self.typed = TypedRecords(self.fmt)
         self.out = Share()
         # the open tracks: by id (most ids are received by one node), and by (node, id) for the
         # tracks of an id on a node other than its first
@@ -256,7 +311,7 @@ class _ShareRun:
         self.more_tracks: dict[tuple[str, str], Track] = {}
         self.ids: dict[str, str] = {}      # every id of the share, to its one string (kept once, however many records name it)
         self.sent: dict[str, tuple] = {}   # id -> its first send
-        self.unsent_commits: list[int] = []  # the commit facts whose id had no send yet when they were made
+        self.unsent_commits: dict[str, list] = {}  # id -> its commit facts (indexes) made while its send was not yet read
         self.received: set[str] = set()    # ids some node received
         self.stored: Counter = Counter()
         # where a finding is made, in the order one process makes them: (0, line) while reading,
@@ -289,38 +344,52 @@ class _ShareRun:
 
     # reading ---------------------------------------------------------------------------------
     def feed(self, batches) -> Share:
+        """Every record of ``batches`` in log order, then the end of the share."""
         started = time.perf_counter()
-        typed = TypedRecords(self.fmt)
+        handlers = self.handlers()
+        for refs, recs in self.decoded(batches):
+            for ref, r in zip(refs, recs):
+                if r is not None:
+                    self.ref = ref
+                    handlers[type(r)](r, ref)
+        self.finish()
+        self.out.seconds = time.perf_counter() - started
+        return self.out
+
+    def handlers(self) -> dict:
+        """The typed record's class -> its handler (``ev_<event>``, ``row``, ``unreadable``)."""
+        out = {cls: getattr(self, "ev_" + ev) if ev else self.row for cls, (_, ev) in self.typed.kind.items()}
+        out[_Unreadable] = self.unreadable
+        return out
+
+    def decoded(self, batches):
+        """(refs, typed records) per batch (None for a blank line, an :class:`_Unreadable` in place of
+        a line that could not be read); counts the records per kind and the nodes with events."""
+        typed = self.typed
         decode, kinds = typed.decode_batch, typed.kind
         out = self.out
         per_type: Counter = Counter()
         nodes: set = set()
         node_of = attrgetter("node")
-        handlers = {cls: getattr(self, "ev_" + ev) if ev else self.row for cls, (_, ev) in kinds.items()}
-        handlers[_Unreadable] = self.unreadable
-        for refs, lines in batches:
-            recs = decode(lines)
-            if None in recs:
-                recs = self.general(refs, lines, recs, typed)
-                seen = {r.node for r in recs if kinds.get(type(r), _NO_KIND)[0] == EVENT}
-            else:  # (every record typed: their nodes are gathered in C; most batches name one or two)
-                seen = set(map(node_of, recs)) - nodes
-                if seen:  # a node not seen before: only its events count (an export names nodes too)
-                    seen = {r.node for r in recs if r.node in seen and kinds[type(r)][0] == EVENT}
-            nodes |= seen
-            per_type.update(map(type, recs))
-            for ref, r in zip(refs, recs):
-                if r is not None:
-                    self.ref = ref
-                    handlers[type(r)](r, ref)
-        per_type.pop(type(None), None)
-        per_type.pop(_Unreadable, None)
-        out.records += sum(per_type.values())
-        out.events.update({kinds[cls][1]: n for cls, n in per_type.items() if kinds[cls][0] == EVENT})
-        out.event_nodes |= nodes
-        self.finish()
-        out.seconds = time.perf_counter() - started
-        return out
+        try:
+            for refs, lines in batches:
+                recs = decode(lines)
+                if None in recs:
+                    recs = self.general(refs, lines, recs, typed)
+                    seen = {r.node for r in recs if kinds.get(type(r), _NO_KIND)[0] == EVENT}
+                else:  # (every record typed: their nodes are gathered in C; most batches name one or two)
+                    seen = set(map(node_of, recs)) - nodes
+                    if seen:  # a node not seen before: only its events count (an export names nodes too)
+                        seen = {r.node for r in recs if r.node in seen and kinds[type(r)][0] == EVENT}
+                nodes |= seen
+                per_type.update(map(type, recs))
+                yield refs, recs
+        finally:
+            per_type.pop(type(None), None)
+            per_type.pop(_Unreadable, None)
+            out.records += sum(per_type.values())
+            out.events.update({kinds[cls][1]: n for cls, n in per_type.items() if kinds[cls][0] == EVENT})
+            out.event_nodes |= nodes
 
     def new_id(self, mid: str, ref: int, kind: str, node: str) -> str:
         """The id's one string; judged at its first record in this share (each record that may open
@@ -488,7 +557,7 @@ class _ShareRun:
                 seq = r.seq if r.seq is not UNSET else c.seq if c is not None else None
                 sent = self.sent.get(mid)
                 if sent is None:  # (its send may come later in the log: looked for again at the end)
-                    self.unsent_commits.append(len(self.out.commits))
+                    self.unsent_commits.setdefault(mid, []).append(len(self.out.commits))
                 self.out.commits.append((ref, intern(node), mid, intern(session), intern(sender), seq,
                                          sent[0] if sent is not None else None))
         tr.commits = (*tr.commits, Commit(ref, r.tx, r.t))
@@ -536,11 +605,8 @@ class _ShareRun:
     # end of the share --------------------------------------------------------------------------
     def finish(self) -> Share:
         out = self.out
-        for i in self.unsent_commits:
-            c = out.commits[i]
-            sent = self.sent.get(c[2])
-            if sent is not None:
-                out.commits[i] = (*c[:6], sent[0])
+        for mid, idxs in self.unsent_commits.items():
+            self.sent_found(mid, idxs)
         out.ids = len(self.ids)
         settled = self.c.settled
         committed_ids = set()
@@ -592,3 +658,11 @@ class _ShareRun:
             else:
                 hooks.never_settled(tr, refs)
         return bool(commits or rows)
+
+    def sent_found(self, mid: str, idxs: list) -> None:
+        """The commit facts ``idxs`` of ``mid``, made before its send was read, with its send's ref."""
+        sent = self.sent.get(mid)
+        if sent is not None:
+            commits = self.out.commits
+            for i in idxs:
+                commits[i] = (*commits[i][:6], sent[0])

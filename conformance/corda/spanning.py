@@ -40,23 +40,33 @@ def renewed(checker, inputs, shares, commits) -> Iterable[Violation]:
                 refs, top = marks[(node, sender)]
                 refs.append(ref)
                 top.append(max(seq, top[-1]) if top else seq)
-    for vref, node, mid, sender, seq, cref, rref in sorted(r for s in shares for r in s.renewed):
-        shown = f"committed before (line {(cref or rref) & ((1 << 40) - 1)})"
-        rule, why = "CORDA-DEDUP-005", f"the deduplicator of node {node} answered NEW for {mid}, {shown}: the processed id was not found"
-        if fast and seq is not None:
-            refs, top = marks.get((node, sender), ([], []))
-            i = bisect.bisect_left(refs, vref)
-            if i == 0:
-                rule, why = "CORDA-DEDUP-006", (f"node {node} answered NEW for {mid} ({shown}) with no high-water mark for "
-                                                f"sender {sender}: the fast path skipped the database")
-            elif seq > top[i - 1]:
-                rule, why = "CORDA-DEDUP-007", (f"node {node} answered NEW for {mid} ({shown}): its sequence number {seq} is "
-                                                f"above sender {sender}'s mark {top[i - 1]}, but the id was committed under another key")
-        if checker.modes[rule] == OFF:
-            continue
-        refs = [(vref, "dedup", node)] + [(r, kind, node) for r, kind in ((cref, "committed"), (rref, "row")) if r is not None]
-        out = checker.violation(inputs, rule, mid, why, refs)
-        yield out
+    for r in sorted(r for s in shares for r in s.renewed):
+        refs, top = marks.get((r[1], r[3]), ([], [])) if fast and r[4] is not None else ([], [])
+        v = classify_renewed(checker, inputs, r, refs, top)
+        if v is not None:
+            yield v
+
+
+def classify_renewed(checker, inputs, r: tuple, refs: list, top: list) -> Violation | None:
+    """One NEW answer for a processed id, ``r`` = (verdict ref, node, id, sender, seq, commit ref,
+    row ref), classified by its sender key's marks (``refs``: the refs of that key's commits at the
+    node, in log order; ``top``: the running highest number at each)."""
+    vref, node, mid, sender, seq, cref, rref = r
+    fast = checker.spec.fast_path
+    shown = f"committed before (line {(cref or rref) & ((1 << 40) - 1)})"
+    rule, why = "CORDA-DEDUP-005", f"the deduplicator of node {node} answered NEW for {mid}, {shown}: the processed id was not found"
+    if fast and seq is not None:
+        i = bisect.bisect_left(refs, vref)
+        if i == 0:
+            rule, why = "CORDA-DEDUP-006", (f"node {node} answered NEW for {mid} ({shown}) with no high-water mark for "
+                                            f"sender {sender}: the fast path skipped the database")
+        elif seq > top[i - 1]:
+            rule, why = "CORDA-DEDUP-007", (f"node {node} answered NEW for {mid} ({shown}): its sequence number {seq} is "
+                                            f"above sender {sender}'s mark {top[i - 1]}, but the id was committed under another key")
+    if checker.modes[rule] == OFF:
+        return None
+    refs = [(vref, "dedup", node)] + [(r, kind, node) for r, kind in ((cref, "committed"), (rref, "row")) if r is not None]
+    return checker.violation(inputs, rule, mid, why, refs)
 
 
 def _number(digits: str) -> tuple[int, str]:

@@ -1,0 +1,411 @@
+"""The Corda log check under a declared bound (docs/corda-check-streaming.md): messages judged and
+forgotten once the log's clock has passed their horizon, on the core's streaming engine
+(:class:`rmkit.subjects.SubjectEngine`), so that memory follows what is open, not the log.
+
+The bound (records.yaml ``horizon``, or the deployment's ``--horizon``) says that a message's
+successive records, on any node and in the processed-ids export, come within that many seconds
+of each other. Then:
+
+- **The inputs are read in step**, merged by their records' times (each input in its own order: a
+  node's events as it wrote them, its export in insertion order), so that a row comes within the
+  bound of its message's other records.
+- **Per node, one engine** of that node's tracks (a message id on the node, :class:`.state.Track`),
+  clocked by that node's records: a track is judged (:meth:`_ShareRun.judge_track`, as the exact
+  check judges it at the end) once its node's clock passes its last record plus the bound, and its
+  memo (first commit, first row: :class:`.state.Memo`) is kept for one more bound: a record that
+  comes after its message was judged is late, judged against the memo (a second commit:
+  CORDA-DEDUP-001; a NEW answer for a committed id: CORDA-DEDUP-005/006/007; a row of another
+  transaction: CORDA-ACK-002, a second row: CORDA-DEDUP-001) and counted (``late_records``).
+- **One engine of ids** over all nodes, clocked by all records: the id's one string, its first send,
+  whether a node received or committed it (CORDA-ID-001 at its first record, CORDA-DEDUP-002 "never
+  received" at its judgement), kept for two bounds after its last record, so that the send of an id
+  is still known when its commit's facts are judged.
+- **Across ids** (:class:`SpanningStream`): the facts the exact check hands to the merge (commits,
+  sequence-number uses, sends, NEW answers for processed ids) are judged one bound after they come
+  (their send then known), in the order they came, by the checks of :mod:`.spanning` made
+  incrementally; what they keep (a session's latest sends, a sender key's marks and numbers) is
+  forgotten once unused for a few bounds.
+
+With one process the whole check streams. With ``--jobs``/``rmkit audit`` each share streams its
+tracks and ids alike; the facts across ids travel to the merge, which judges them as the exact
+check does (the same findings; their memory is the facts', a few tuples per message).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import time
+from collections import deque
+from operator import itemgetter
+
+from msgspec import UNSET
+
+from rmkit.rules import OFF
+from rmkit.subjects import LogClock, SubjectEngine
+
+from rmkit.conformance.corda.spanning import N_ID, _number
+from rmkit.conformance.corda.state import Commit, Memo, Track
+
+
+_T = itemgetter(0)
+
+
+class SpanningStream:
+    """The checks of :mod:`.spanning` made as the facts come (in the order they came, each judged one
+    bound after it came), keeping what they need for a few bounds only. Its findings are
+    :class:`Violation` objects, as the merge's are."""
+
+    KEEP = 4  # bounds an unused session, sender key or sequence number is kept
+
+    def __init__(self, checker, inputs, bound: int, sent_of):
+        self.c, self.inputs, self.bound = checker, inputs, bound
+        self.sent_of = sent_of          # id -> its first send's fact, while the id is open
+        modes = checker.modes
+        self.order1 = modes["CORDA-ORDER-001"] != OFF
+        self.order2 = modes["CORDA-ORDER-002"] != OFF
+        self.id3 = modes["CORDA-ID-003"] != OFF
+        self.fast = checker.spec.fast_path
+        self.pending: deque = deque()   # (t, kind, fact), in the order they came
+        self.found: list = []
+        self.sessions: dict = {}        # (node, session) -> [last t, top_sent, top_flow, top_seq]
+        self.sender_top: dict = {}      # (node, sender) -> [last t, (seq, commit)]  (CORDA-ORDER-002)
+        self.marks: dict = {}           # (node, sender) -> [last t, refs, running max]  (fast path)
+        self.uses: dict = {}            # (sender, seq) -> [last t, first id, its ref, {other id: ref}]
+        self.sends: dict = {}           # sender -> [last t, (seq, ref, id)]
+
+    def add(self, t: int, kind: str, fact: tuple) -> None:
+        self.pending.append((t, kind, fact))
+
+    def advance(self, now) -> None:
+        """Judge the facts the clock has passed by one bound."""
+        pending = self.pending
+        if now is None or not pending or pending[0][0] + self.bound >= now:
+            return
+        while pending and pending[0][0] + self.bound < now:
+            t, kind, fact = pending.popleft()
+            getattr(self, kind)(t, fact)
+        self._forget(now - self.KEEP * self.bound)
+
+    def finish(self) -> None:
+        while self.pending:
+            t, kind, fact = self.pending.popleft()
+            getattr(self, kind)(t, fact)
+
+    @staticmethod
+    def _touch(d: dict, key, t):
+        """``d[key]`` moved to the end (the dicts are kept in the order of last use), its time ``t``."""
+        v = d.pop(key, None)
+        if v is not None:
+            v[0] = t
+            d[key] = v
+        return v
+
+    def _forget(self, before) -> None:
+        for d in (self.sessions, self.sender_top, self.uses, self.sends):
+            while d:
+                key = next(iter(d))
+                if d[key][0] >= before:
+                    break
+                del d[key]
+        for key, m in list(self.marks.items()):  # (a sender key's marks: the latest stays as its baseline)
+            refs, ts = m[1], m[3]
+            cut = bisect.bisect_left(ts, before)
+            if cut > 0:
+                cut = min(cut, len(refs) - 1)
+                del refs[:cut], m[2][:cut], ts[:cut]
+
+    # -- the facts ------------------------------------------------------------------------------
+    def commit(self, t, c) -> None:
+        ref, node, mid, session, sender, seq, sent = c
+        if sent is None:
+            s = self.sent_of(mid)
+            if s is not None:
+                c = (*c[:6], s[0])
+        if self.fast and seq is not None:
+            m = self.marks.get((node, sender))
+            if m is None:
+                m = self.marks[(node, sender)] = [t, [], [], []]
+            m[1].append(ref)
+            m[2].append(max(seq, m[2][-1]) if m[2] else seq)
+            m[3].append(t)
+        if self.order1:
+            self._session(t, c)
+        if self.order2 and seq is not None:
+            self._sender(t, c)
+
+    def _session(self, t, c) -> None:
+        """spanning.session_order, one commit at a time."""
+        ref, node, mid, session, sender, seq, s = c
+        st = self._touch(self.sessions, (node, session), t)
+        if st is None:
+            st = self.sessions[(node, session)] = [t, None, {}, {}]
+        ahead = None
+        if s is not None:
+            top_sent = st[1]
+            if top_sent is not None and top_sent[0] > s:
+                ahead = top_sent[1]
+            if top_sent is None or s > top_sent[0]:
+                st[1] = (s, c)
+        m = N_ID.match(mid)
+        if m is not None:
+            pos = (_number(m.group(2)), _number(m.group(3)))
+            prev = st[2].get(m.group(1))
+            if ahead is None and prev is not None and prev[0] > pos and (s is None or prev[1][6] is None):
+                ahead = prev[1]
+            if prev is None or pos > prev[0]:
+                st[2][m.group(1)] = (pos, c)
+        if seq is not None:
+            prev = st[3].get(sender)
+            if ahead is None and prev is not None and prev[0] > seq and (s is None or prev[1][6] is None):
+                ahead = prev[1]
+            if prev is None or seq > prev[0]:
+                st[3][sender] = (seq, c)
+        if ahead is not None:
+            refs = [(ahead[0], "committed", node), (ref, "committed", node)]
+            refs += [(x[6], "sent", None) for x in (c, ahead) if x[6] is not None]
+            self.found.append(self.c.violation(self.inputs, "CORDA-ORDER-001", mid, f"session {session} on node {node}: "
+                                               f"{mid} was consumed after {ahead[2]}, which was sent after it", refs))
+
+    def _sender(self, t, c) -> None:
+        """spanning.sender_order, one commit at a time."""
+        ref, node, mid, _, sender, seq, _ = c
+        st = self._touch(self.sender_top, (node, sender), t)
+        prev = st[1] if st is not None else None
+        if prev is not None and prev[0] > seq:
+            self.found.append(self.c.violation(
+                self.inputs, "CORDA-ORDER-002", mid, f"node {node} committed {mid} (sequence number {seq} of "
+                f"sender {sender}) after {prev[1][2]} (number {prev[0]}): the mark had passed it",
+                [(prev[1][0], "committed", node), (ref, "committed", node)]))
+        if prev is None or seq > prev[0]:
+            if st is None:
+                self.sender_top[(node, sender)] = [t, (seq, c)]
+            else:
+                st[1] = (seq, c)
+
+    def seq(self, t, u) -> None:
+        """spanning.sequence_numbers' reuse, one use at a time: (sender, seq, id, ref)."""
+        if not self.id3:
+            return
+        sender, seq, mid, ref = u
+        key = (sender, seq)
+        got = self._touch(self.uses, key, t)
+        if got is None:
+            self.uses[key] = [t, mid, ref, None]
+        elif got[1] != mid and (got[3] is None or mid not in got[3]):
+            if got[3] is None:
+                got[3] = {}
+            got[3][mid] = ref
+            self.found.append(self.c.violation(self.inputs, "CORDA-ID-003", mid, f"sender {sender} used sequence number "
+                                               f"{seq} for {mid} and for {got[1]}", [(got[2], None, None), (ref, None, None)]))
+
+    def sent(self, t, u) -> None:
+        """spanning.sequence_numbers' order of one sender's sends: (ref, sender, seq, id)."""
+        if not self.id3:
+            return
+        ref, sender, seq, mid = u
+        st = self._touch(self.sends, sender, t)
+        prev = st[1] if st is not None else None
+        if prev is not None and seq < prev[0]:
+            self.found.append(self.c.violation(self.inputs, "CORDA-ID-003", mid, f"sender {sender} sent {mid} with sequence "
+                                               f"number {seq} after {prev[2]} with {prev[0]}: one sender UUID's numbers "
+                                               "only increase", [(prev[1], "sent", None), (ref, "sent", None)]))
+        if prev is None or seq > prev[0]:
+            if st is None:
+                self.sends[sender] = [t, (seq, ref, mid)]
+            else:
+                st[1] = (seq, ref, mid)
+
+    def renewed(self, t, r) -> None:
+        """spanning.renewed, one NEW answer at a time: (verdict ref, node, id, sender, seq, commit ref, row ref)."""
+        from rmkit.conformance.corda.spanning import classify_renewed
+
+        vref, node, mid, sender, seq, cref, rref = r
+        refs, top = [], []
+        if self.fast and seq is not None:
+            m = self.marks.get((node, sender))
+            if m is not None:
+                refs, top = m[1], m[2]
+        v = classify_renewed(self.c, self.inputs, r, refs, top)
+        if v is not None:
+            self.found.append(v)
+
+
+class _Facts:
+    """Stands for one of a share's lists of facts across ids (``out.commits``, ...): what is appended
+    goes to the :class:`SpanningStream`, with the time of the record being read."""
+
+    __slots__ = ("run", "kind")
+
+    def __init__(self, run, kind: str):
+        self.run, self.kind = run, kind
+
+    def append(self, fact: tuple) -> None:
+        self.run.span.add(self.run.t, self.kind, fact)
+
+    def __len__(self) -> int:
+        return 0
+
+
+def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool):
+    """A share run under the bound (``stream_spanning``: judge the facts across ids in the share, as
+    one process does; else hand them to the merge)."""
+    from rmkit.conformance.corda.checker import Share, _ShareRun, _Unreadable
+
+    class BoundedRun(_ShareRun):
+        """Step 1 of :mod:`.checker` with each track and id judged once the clock passes its horizon."""
+
+        def __init__(self):
+            super().__init__(checker, inputs)
+            self.bound = bound_ms
+            self.engines: dict[str, SubjectEngine] = {}
+            self.id_clock = LogClock()
+            self.ids_engine = SubjectEngine(self._open_id, self._add_id, self._judge_id, clock=self.id_clock)
+            self.committed_ids: set = set()
+            self.cur = None
+            self.t = 0
+            # the ev_* handlers ask for their record's track: under the bound it is the subject being fed
+            self.track = lambda r, ref, kind: self.cur
+            self._track = lambda node, mid, ref: self.cur
+            self.span = None
+            if stream_spanning:
+                self.span = SpanningStream(checker, inputs, bound_ms, self.sent.get)
+                out = self.out
+                out.commits, out.seqs, out.sent_seqs, out.renewed = (
+                    _Facts(self, "commit"), _Facts(self, "seq"), _Facts(self, "sent"), _Facts(self, "renewed"))
+
+        # -- the ids ------------------------------------------------------------------------------
+        def _open_id(self, mid, t, rec):
+            self.out.ids += 1
+            r, ref, kind = rec
+            self.new_id(mid, ref, kind, r.node)
+            return True
+
+        def _add_id(self, _subject, t, rec):
+            return t + 2 * self.bound
+
+        def _judge_id(self, mid, _subject, at_end):
+            sent = self.sent.pop(mid, None)
+            if sent is not None and self.c.settled and mid not in self.received and mid not in self.committed_ids:
+                phase, ref = self.phase, self.ref
+                self.phase, self.ref = 2, sent[0]
+                self.hooks.never_received(mid, sent)
+                self.phase, self.ref = phase, ref
+            idxs = self.unsent_commits.pop(mid, None)
+            if idxs and sent is not None and self.span is None:
+                self.sent[mid] = sent
+                self.sent_found(mid, idxs)
+                del self.sent[mid]
+            self.received.discard(mid)
+            self.committed_ids.discard(mid)
+            self.ids.pop(mid, None)
+
+        # -- the tracks ---------------------------------------------------------------------------
+        def engine(self, node: str) -> SubjectEngine:
+            e = self.engines.get(node)
+            if e is None:
+                e = self.engines[node] = SubjectEngine(
+                    lambda mid, t, rec: Track(node, self.ids.get(mid, mid), rec[3], []),
+                    self._add_track, self._judge_track, on_late=lambda mid, t, rec, memo: self._late(node, mid, rec, memo),
+                    clock=LogClock(), remember_s=self.bound)
+            return e
+
+        def _add_track(self, tr, t, rec):
+            kind, handler, r, ref = rec
+            self.cur = tr
+            handler(r, ref)
+            if (kind == "committed" or kind is None) and (tr.commits or tr.rows):
+                self.committed_ids.add(tr.mid)
+            return t + self.bound if t is not None else None
+
+        def _judge_track(self, mid, tr, at_end):
+            phase, ref = self.phase, self.ref
+            self.phase = 1
+            self.judge_track(tr, self.c.settled)
+            self.phase, self.ref = phase, ref
+            return Memo(tr.node, tr.commits[0] if tr.commits else None, tr.rows[0] if tr.rows else None)
+
+        def _late(self, node, mid, rec, memo):
+            """A record of a message its node already judged: what it alone still shows, against the memo."""
+            kind, _handler, r, ref = rec
+            if memo is True or kind == "unread":
+                return
+            tr = Track(node, mid, ref, [], commits=(memo.commit,) if memo.commit else (),
+                       rows=(memo.row,) if memo.row else ())
+            if kind == "committed" and memo.commit is not None:
+                self.hooks.second_commit(tr, None, r, ref)
+            elif kind is None:  # a row
+                if memo.row is not None:
+                    self.hooks.second_row(tr, r, ref)
+                elif memo.commit is not None and r.tx != memo.commit.tx:
+                    self.hooks.row_of_other_tx(tr, Commit(ref, r.tx, r.t))
+            elif kind == "dedup" and (memo.commit or memo.row) and self.fmt.verdicts[r.verdict] == "NEW":
+                sender = r.sender if r.sender is not UNSET else None
+                seq = r.seq if r.seq is not UNSET else None
+                self.out.renewed.append((ref, node, mid, sender, seq, memo.commit.ref if memo.commit else None,
+                                         None if memo.commit else memo.row.ref))
+
+        # -- reading ------------------------------------------------------------------------------
+        def feed_inputs(self, streams) -> Share:
+            started = time.perf_counter()
+            handlers = self.handlers()
+            kinds = self.typed.kind
+            timed = [_timed(self.decoded(b)) for b in streams]
+            merged = timed[0] if len(timed) == 1 else heapq.merge(*timed, key=_T)
+            ids_feed, ev_sent, span = self.ids_engine.feed, self.ev_sent, self.span
+            engines = self.engines
+            for t, ref, r in merged:
+                self.ref, self.t = ref, t
+                if span is not None:
+                    span.advance(self.id_clock.now)
+                cls = type(r)
+                if cls is _Unreadable:
+                    self.problem(ref, r.why, r.field)
+                    ev = r.event
+                    node, mid = (ev.get("node"), ev.get("id")) if ev is not None else (None, None)
+                    if type(node) is str and type(mid) is str and node and mid:
+                        (engines.get(node) or self.engine(node)).feed(t, mid, ("unread", self.unread, ev, ref))
+                    continue
+                kind = kinds[cls][1]
+                ids_feed(t, r.id, (r, ref, kind or "row"))
+                if kind == "sent":
+                    ev_sent(r, ref)
+                else:
+                    (engines.get(r.node) or self.engine(r.node)).feed(t, r.id, (kind, handlers[cls], r, ref))
+            self.finish()
+            self.out.seconds = time.perf_counter() - started
+            return self.out
+
+        def finish(self) -> Share:
+            out = self.out
+            for e in self.engines.values():
+                e.finish()
+                out.late += e.late
+                out.peak_open += e.peak_open
+            self.ids_engine.finish()
+            out.peak_open += self.ids_engine.peak_open
+            if self.span is not None:
+                self.span.finish()
+                out.spanned = self.span.found
+                out.commits, out.seqs, out.sent_seqs, out.renewed = [], [], [], []
+            return out
+
+    return BoundedRun()
+
+
+def _timed(decoded):
+    """(time, ref, record) of every record of one input, in its order (a line without a time takes the
+    time of the line before it, so that it keeps its place)."""
+    t = 0
+    for refs, recs in decoded:
+        for ref, r in zip(refs, recs):
+            if r is None:
+                continue
+            rt = getattr(r, "t", None)
+            if type(rt) is int:
+                t = rt
+            else:
+                ev = getattr(r, "event", None)
+                if type(ev) is dict and type(ev.get("t")) is int and ev["t"] >= 0:
+                    t = ev["t"]
+            yield t, ref, r
