@@ -109,6 +109,10 @@ def test_where_the_bound_holds_the_bounded_check_finds_what_the_exact_one_finds(
     shares = CordaLogChecker(profile, settled=settled, horizon_s=bound, jobs=2).run(inputs)
     assert findings(shares) == findings(exact)
     assert shares.counts == exact.counts
+    # as `rmkit audit` hands a share its records: one input after another
+    audit = CordaLogChecker(profile, settled=settled, horizon_s=bound)
+    audited = audit.merge(inputs, [audit.check_share(inputs, audit.file_batches(inputs))])
+    assert findings(audited) == findings(exact)
 
 
 def test_memory_follows_the_open_messages_not_the_log(tmp_path):
