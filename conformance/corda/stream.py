@@ -34,10 +34,8 @@ check does (the same findings; their memory is the facts', a few tuples per mess
 from __future__ import annotations
 
 import bisect
-import heapq
 import time
-from collections import deque
-from operator import itemgetter
+from collections import OrderedDict, deque
 
 from msgspec import UNSET
 
@@ -48,7 +46,6 @@ from rmkit.conformance.corda.spanning import N_ID, _number
 from rmkit.conformance.corda.state import Commit, Memo, Track
 
 
-_T = itemgetter(0)
 
 
 class SpanningStream:
@@ -68,11 +65,13 @@ class SpanningStream:
         self.fast = checker.spec.fast_path
         self.pending: deque = deque()   # (t, kind, fact), in the order they came
         self.found: list = []
-        self.sessions: dict = {}        # (node, session) -> [last t, top_sent, top_flow, top_seq]
-        self.sender_top: dict = {}      # (node, sender) -> [last t, (seq, commit)]  (CORDA-ORDER-002)
-        self.marks: dict = {}           # (node, sender) -> [last t, refs, running max]  (fast path)
-        self.uses: dict = {}            # (sender, seq) -> [last t, first id, its ref, {other id: ref}]
-        self.sends: dict = {}           # sender -> [last t, (seq, ref, id)]
+        # each kept in the order of last use (OrderedDict: its front is found at once, however many
+        # entries were taken from it)
+        self.sessions = OrderedDict()   # (node, session) -> [last t, top_sent, top_flow, top_seq]
+        self.sender_top = OrderedDict() # (node, sender) -> [last t, (seq, commit)]  (CORDA-ORDER-002)
+        self.marks: dict = {}           # (node, sender) -> [last t, refs, running max, times]  (fast path)
+        self.uses = OrderedDict()       # (sender, seq) -> [last t, first id, its ref, {other id: ref}]
+        self.sends = OrderedDict()      # sender -> [last t, (seq, ref, id)]
 
     def add(self, t: int, kind: str, fact: tuple) -> None:
         self.pending.append((t, kind, fact))
@@ -95,10 +94,10 @@ class SpanningStream:
     @staticmethod
     def _touch(d: dict, key, t):
         """``d[key]`` moved to the end (the dicts are kept in the order of last use), its time ``t``."""
-        v = d.pop(key, None)
+        v = d.get(key)
         if v is not None:
             v[0] = t
-            d[key] = v
+            d.move_to_end(key)
         return v
 
     def _forget(self, before) -> None:
@@ -259,8 +258,10 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
             super().__init__(checker, inputs)
             self.bound = bound_ms
             self.engines: dict[str, SubjectEngine] = {}
-            self.id_clock = LogClock()
-            self.ids_engine = SubjectEngine(self._open_id, self._add_id, self._judge_id, clock=self.id_clock)
+            # the open ids: id -> the time of its latest record, in the order of those times (an id
+            # whose record comes is moved to the end), so the ids to forget are at the front
+            self.id_last: OrderedDict[str, int] = OrderedDict()
+            self.peak_ids = 0
             self.committed_ids: set = set()
             self.cur = None
             self.t = 0
@@ -275,16 +276,19 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
                     _Facts(self, "commit"), _Facts(self, "seq"), _Facts(self, "sent"), _Facts(self, "renewed"))
 
         # -- the ids ------------------------------------------------------------------------------
-        def _open_id(self, mid, t, rec):
-            self.out.ids += 1
-            r, ref, kind = rec
-            self.new_id(mid, ref, kind, r.node)
-            return True
+        def _forget_ids(self, before: int) -> None:
+            """Judge and forget the ids whose latest record came before ``before``."""
+            last = self.id_last
+            if len(last) > self.peak_ids:
+                self.peak_ids = len(last)
+            while last:
+                mid = next(iter(last))
+                if last[mid] >= before:
+                    return
+                del last[mid]
+                self._judge_id(mid)
 
-        def _add_id(self, _subject, t, rec):
-            return t + 2 * self.bound
-
-        def _judge_id(self, mid, _subject, at_end):
+        def _judge_id(self, mid: str) -> None:
             sent = self.sent.pop(mid, None)
             if sent is not None and self.c.settled and mid not in self.received and mid not in self.committed_ids:
                 phase, ref = self.phase, self.ref
@@ -349,29 +353,46 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
         def feed_inputs(self, streams) -> Share:
             started = time.perf_counter()
             handlers = self.handlers()
-            kinds = self.typed.kind
-            timed = [_timed(self.decoded(b)) for b in streams]
-            merged = timed[0] if len(timed) == 1 else heapq.merge(*timed, key=_T)
-            ids_feed, ev_sent, span = self.ids_engine.feed, self.ev_sent, self.span
-            engines = self.engines
-            for t, ref, r in merged:
-                self.ref, self.t = ref, t
-                if span is not None:
-                    span.advance(self.id_clock.now)
-                cls = type(r)
-                if cls is _Unreadable:
-                    self.problem(ref, r.why, r.field)
-                    ev = r.event
-                    node, mid = (ev.get("node"), ev.get("id")) if ev is not None else (None, None)
-                    if type(node) is str and type(mid) is str and node and mid:
-                        (engines.get(node) or self.engine(node)).feed(t, mid, ("unread", self.unread, ev, ref))
-                    continue
-                kind = kinds[cls][1]
-                ids_feed(t, r.id, (r, ref, kind or "row"))
-                if kind == "sent":
-                    ev_sent(r, ref)
-                else:
-                    (engines.get(r.node) or self.engine(r.node)).feed(t, r.id, (kind, handlers[cls], r, ref))
+            kinds = {cls: ev for cls, (_, ev) in self.typed.kind.items()}
+            ev_sent, span, engines, id_last, new_id = self.ev_sent, self.span, self.engines, self.id_last, self.new_id
+            out = self.out
+            bound = self.bound
+            # the ids and the facts across ids are swept each time the clock (the latest time read)
+            # passes a step of an eighth of the bound
+            step = max(1, bound // 8)
+            now, due = -1, 0
+            for refs, recs, times in _in_step([self.decoded(b) for b in streams]):
+                for ref, r, t in zip(refs, recs, times):
+                    if r is None:
+                        continue
+                    self.ref, self.t = ref, t
+                    if t > now:
+                        now = t
+                        if now >= due:
+                            due = now + step
+                            self._forget_ids(now - 2 * bound)
+                            if span is not None:
+                                span.advance(now)
+                    cls = type(r)
+                    kind = kinds.get(cls, cls)
+                    if kind is _Unreadable:
+                        self.problem(ref, r.why, r.field)
+                        ev = r.event
+                        node, mid = (ev.get("node"), ev.get("id")) if ev is not None else (None, None)
+                        if type(node) is str and type(mid) is str and node and mid:
+                            (engines.get(node) or self.engine(node)).feed(t, mid, ("unread", self.unread, ev, ref))
+                        continue
+                    mid = r.id
+                    if mid in id_last:
+                        id_last.move_to_end(mid)
+                    else:
+                        out.ids += 1
+                        mid = new_id(mid, ref, kind or "row", r.node)
+                    id_last[mid] = t
+                    if kind == "sent":
+                        ev_sent(r, ref)
+                    else:
+                        (engines.get(r.node) or self.engine(r.node)).feed(t, mid, (kind, handlers[cls], r, ref))
             self.finish()
             self.out.seconds = time.perf_counter() - started
             return self.out
@@ -382,8 +403,8 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
                 e.finish()
                 out.late += e.late
                 out.peak_open += e.peak_open
-            self.ids_engine.finish()
-            out.peak_open += self.ids_engine.peak_open
+            self._forget_ids(float("inf"))
+            out.peak_open += self.peak_ids
             if self.span is not None:
                 self.span.finish()
                 out.spanned = self.span.found
@@ -393,19 +414,67 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
     return BoundedRun()
 
 
-def _timed(decoded):
-    """(time, ref, record) of every record of one input, in its order (a line without a time takes the
-    time of the line before it, so that it keeps its place)."""
-    t = 0
-    for refs, recs in decoded:
-        for ref, r in zip(refs, recs):
-            if r is None:
-                continue
-            rt = getattr(r, "t", None)
-            if type(rt) is int:
-                t = rt
-            else:
-                ev = getattr(r, "event", None)
-                if type(ev) is dict and type(ev.get("t")) is int and ev["t"] >= 0:
-                    t = ev["t"]
-            yield t, ref, r
+def _times(recs: list, t: int) -> list:
+    """The time of each record (a line without one: the time of the line before it, so that it keeps
+    its place; ``t``: the time before the first)."""
+    try:
+        return [r.t for r in recs]  # (every record typed: most batches)
+    except AttributeError:
+        pass
+    out = []
+    for r in recs:
+        rt = getattr(r, "t", None)
+        if type(rt) is int:
+            t = rt
+        else:
+            ev = getattr(r, "event", None)
+            if type(ev) is dict and type(ev.get("t")) is int and ev["t"] >= 0:
+                t = ev["t"]
+        out.append(t)
+    return out
+
+
+def _in_step(streams):
+    """(refs, records, times) of every input's decoded batches, merged by time: each input in its own
+    order, a run of one input's records given while its times are at most the others' next time (so
+    a node's events and its export, read together, come mostly in long runs)."""
+    if len(streams) == 1:
+        t = 0
+        for refs, recs in streams[0]:
+            times = _times(recs, t)
+            if times:
+                t = times[-1]
+            yield refs, recs, times
+        return
+    heads = []  # per input: [refs, recs, times, position, its iterator, last time]
+    for it in streams:
+        head = [None, None, None, 0, iter(it), 0]
+        if _refill(head):
+            heads.append(head)
+    while heads:
+        if len(heads) == 1:
+            h = heads[0]
+            while True:
+                i = h[3]
+                yield h[0][i:], h[1][i:], h[2][i:]
+                if not _refill(h):
+                    return
+        heads.sort(key=lambda h: h[2][h[3]])
+        first, limit = heads[0], heads[1][2][heads[1][3]]
+        i, times = first[3], first[2]
+        n = len(times)
+        j = max(i + 1, bisect.bisect_right(times, limit, i))  # (an input's times increase; where they do not, its order still holds)
+        yield first[0][i:j], first[1][i:j], times[i:j]
+        first[3] = j
+        if j == n and not _refill(first):
+            heads.remove(first)
+
+
+def _refill(h) -> bool:
+    """The input's next non-empty batch into ``h``; False at its end."""
+    for refs, recs in h[4]:
+        if refs:
+            times = _times(recs, h[5])
+            h[0], h[1], h[2], h[3], h[5] = refs, recs, times, 0, times[-1]
+            return True
+    return False
