@@ -174,3 +174,17 @@ def test_a_bound_the_spec_declares_is_the_default(monkeypatch):
     monkeypatch.setattr(checker, "corda_spec_records", lambda: records)
     assert checker.CordaLogChecker("spec").bound_ms == 30_000
     assert checker.CordaLogChecker("spec", horizon_s=5).bound_ms == 5000
+
+
+def test_the_command_line_declares_the_bound(tmp_path, capsys):
+    from rmkit.cli import main
+
+    lines = _log("spec", 3, 5, "ack_before_commit", None, runs=3)
+    inputs = _split(lines, tmp_path)
+    bound = tightest_bound_ms(lines) / 1000
+    code = main(["check", "--protocol", "corda", "--settled", "--horizon", str(bound), "--format", "json", *inputs])
+    report = json.loads(capsys.readouterr().out)
+    exact = CordaLogChecker("spec", settled=True).run(inputs)
+    assert code == (1 if exact.verdict == "fail" else 0)
+    assert report["metrics"]["horizon_s"] == bound
+    assert sorted((v["rule"], v["message_id"]) for v in report["violations"]) == findings(exact)
