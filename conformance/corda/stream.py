@@ -42,6 +42,7 @@ from msgspec import UNSET
 from rmkit.rules import OFF
 from rmkit.subjects import LogClock, SubjectEngine
 
+from rmkit.conformance.corda.share import Share, _ShareRun, _Unreadable
 from rmkit.conformance.corda.spanning import N_ID, _number
 from rmkit.conformance.corda.state import Commit, Memo, Track
 
@@ -249,7 +250,6 @@ class _Facts:
 def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool):
     """A share run under the bound (``stream_spanning``: judge the facts across ids in the share, as
     one process does; else hand them to the merge)."""
-    from rmkit.conformance.corda.checker import Share, _ShareRun, _Unreadable
 
     class BoundedRun(_ShareRun):
         """Step 1 of :mod:`.checker` with each track and id judged once the clock passes its horizon."""
@@ -265,6 +265,7 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
             self.committed_ids: set = set()
             self.cur = None
             self.t = 0
+            self.kind = self.handler = None  # the record being fed: its kind and handler
             # the ev_* handlers ask for their record's track: under the bound it is the subject being fed
             self.track = lambda r, ref, kind: self.cur
             self._track = lambda node, mid, ref: self.cur
@@ -309,18 +310,18 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
             e = self.engines.get(node)
             if e is None:
                 e = self.engines[node] = SubjectEngine(
-                    lambda mid, t, rec: Track(node, self.ids.get(mid, mid), rec[3], []),
-                    self._add_track, self._judge_track, on_late=lambda mid, t, rec, memo: self._late(node, mid, rec, memo),
+                    lambda mid, t, r: Track(node, self.ids.get(mid, mid), self.ref, []),
+                    self._add_track, self._judge_track, on_late=lambda mid, t, r, memo: self._late(node, mid, r, memo),
                     clock=LogClock(), remember_s=self.bound)
             return e
 
-        def _add_track(self, tr, t, rec):
-            kind, handler, r, ref = rec
+        def _add_track(self, tr, _t, r):
+            kind = self.kind
             self.cur = tr
-            handler(r, ref)
+            self.handler(r, self.ref)
             if (kind == "committed" or kind is None) and (tr.commits or tr.rows):
                 self.committed_ids.add(tr.mid)
-            return t + self.bound if t is not None else None
+            return self.t + self.bound
 
         def _judge_track(self, mid, tr, at_end):
             phase, ref = self.phase, self.ref
@@ -329,9 +330,9 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
             self.phase, self.ref = phase, ref
             return Memo(tr.node, tr.commits[0] if tr.commits else None, tr.rows[0] if tr.rows else None)
 
-        def _late(self, node, mid, rec, memo):
+        def _late(self, node, mid, r, memo):
             """A record of a message its node already judged: what it alone still shows, against the memo."""
-            kind, _handler, r, ref = rec
+            kind, ref = self.kind, self.ref
             if memo is True or kind == "unread":
                 return
             tr = Track(node, mid, ref, [], commits=(memo.commit,) if memo.commit else (),
@@ -357,10 +358,14 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
             ev_sent, span, engines, id_last, new_id = self.ev_sent, self.span, self.engines, self.id_last, self.new_id
             out = self.out
             bound = self.bound
-            # the ids and the facts across ids are swept each time the clock (the latest time read)
-            # passes a step of an eighth of the bound
+            # The clocks move in steps of an eighth of the bound: each time the latest time read passes
+            # one, the ids and the facts across ids are swept, and each node's engine is given its
+            # node's latest time (its records join their tracks as records without a time, so that
+            # the engine's clock is not asked to move per record; a track is so judged up to a step
+            # after its horizon, never before).
             step = max(1, bound // 8)
             now, due = -1, 0
+            node_now: dict[str, int] = {}
             for refs, recs, times in _in_step([self.decoded(b) for b in streams]):
                 for ref, r, t in zip(refs, recs, times):
                     if r is None:
@@ -370,6 +375,8 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
                         now = t
                         if now >= due:
                             due = now + step
+                            for node, e in engines.items():
+                                e.tick(node_now[node])
                             self._forget_ids(now - 2 * bound)
                             if span is not None:
                                 span.advance(now)
@@ -380,7 +387,10 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
                         ev = r.event
                         node, mid = (ev.get("node"), ev.get("id")) if ev is not None else (None, None)
                         if type(node) is str and type(mid) is str and node and mid:
-                            (engines.get(node) or self.engine(node)).feed(t, mid, ("unread", self.unread, ev, ref))
+                            self.kind, self.handler = "unread", self.unread
+                            if node_now.get(node, -1) < t:
+                                node_now[node] = t
+                            (engines.get(node) or self.engine(node)).feed(None, mid, ev)
                         continue
                     mid = r.id
                     if mid in id_last:
@@ -391,8 +401,16 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
                     id_last[mid] = t
                     if kind == "sent":
                         ev_sent(r, ref)
-                    else:
-                        (engines.get(r.node) or self.engine(r.node)).feed(t, mid, (kind, handlers[cls], r, ref))
+                        continue
+                    self.kind, self.handler = kind, handlers[cls]
+                    node = r.node
+                    e = engines.get(node)
+                    if e is None:
+                        e = self.engine(node)
+                        node_now[node] = t
+                    elif node_now[node] < t:
+                        node_now[node] = t
+                    e.feed(None, mid, r)
             self.finish()
             self.out.seconds = time.perf_counter() - started
             return self.out

@@ -75,10 +75,11 @@ def test_a_rule_registered_twice_is_refused():
 
 
 def _events_raised() -> set[str]:
-    """Every ``hooks.<event>`` the checker reads (the engine's events)."""
-    tree = ast.parse((REPO / "conformance" / "corda" / "checker.py").read_text(encoding="utf-8"))
+    """Every ``hooks.<event>`` the checker reads (the engine's events, raised by the exact and the
+    bounded reading of a share)."""
     out = set()
-    for node in ast.walk(tree):
+    trees = [ast.parse((REPO / "conformance" / "corda" / f).read_text(encoding="utf-8")) for f in ("share.py", "stream.py")]
+    for node in (n for tree in trees for n in ast.walk(tree)):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "hooks":
             out.add(node.attr)
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "hooks":
@@ -87,7 +88,7 @@ def _events_raised() -> set[str]:
 
 
 def test_every_event_the_checker_raises_has_a_listener():
-    from rmkit.conformance.corda.checker import _ShareRun
+    from rmkit.conformance.corda.share import _ShareRun
 
     run = _ShareRun(CordaLogChecker("spec"), ["-"])
     events = _events_raised()
