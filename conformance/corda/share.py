@@ -209,7 +209,7 @@ class _ShareRun:
         if u.event is not None:
             self.unread(u.event, ref)
 
-    def unread(self, obj: dict, ref: int) -> None:
+    def unread(self, obj: dict, ref: int, _tr: Track | None = None) -> None:
         """An event line that is unreadable but names its node and message: the line is reported and
         not judged, and it affects only itself. Its message's track is marked (a follow-up whose cause
         was that line is read without it), and an unreadable received line still stands for a copy,
@@ -260,8 +260,9 @@ class _ShareRun:
             out.sent_seqs.append((ref, sender, seq, mid))
             out.seqs.append((sender, seq, mid, ref))
 
-    def ev_received(self, r, ref: int) -> None:
-        tr = self.track(r, ref, "received")
+    def ev_received(self, r, ref: int, tr: Track | None = None) -> None:
+        if tr is None:
+            tr = self.track(r, ref, "received")
         c = Copy(ref, r.delivery, intern(r.sender), r.seq, intern(r.session))
         tr.copies.append(c)
         self.received.add(tr.mid)
@@ -272,8 +273,9 @@ class _ShareRun:
             if sent is None or sent[5] != c.seq or sent[4] != c.sender or sent[0] > ref:
                 self.out.seqs.append((c.sender, c.seq, tr.mid, ref))
 
-    def ev_dedup(self, r, ref: int) -> None:
-        tr = self.track(r, ref, "dedup")
+    def ev_dedup(self, r, ref: int, tr: Track | None = None) -> None:
+        if tr is None:
+            tr = self.track(r, ref, "dedup")
         node, mid = tr.node, tr.mid
         delivery = r.delivery
         copies = tr.copies
@@ -302,8 +304,9 @@ class _ShareRun:
             else:
                 tr.new_after = (*tr.new_after, NewAnswer(ref, r.t, c.sender, c.seq))
 
-    def ev_committed(self, r, ref: int) -> None:
-        tr = self.track(r, ref, "committed")
+    def ev_committed(self, r, ref: int, tr: Track | None = None) -> None:
+        if tr is None:
+            tr = self.track(r, ref, "committed")
         node, mid = tr.node, tr.mid
         copies = tr.copies
         c = copies[-1] if copies else None  # most often the copy the commit is for
@@ -339,17 +342,18 @@ class _ShareRun:
                                          sent[0] if sent is not None else None))
         tr.commits = (*tr.commits, Commit(ref, r.tx, r.t))
 
-    def _settle_copy(self, r, ref: int, done: str) -> tuple[Track, str, str, Copy | None, str | None]:
+    def _settle_copy(self, r, ref: int, done: str, tr: Track | None) -> tuple[Track, str, str, Copy | None, str | None]:
         """(track, node, id, the copy the event's delivery names, its answer) of an acked or discarded
         event; the copy is marked with what was done to it."""
-        tr = self.track(r, ref, done)
+        if tr is None:
+            tr = self.track(r, ref, done)
         c = tr.copy(r.delivery)
         if c is not None:
             c.done = c.done or done
         return tr, r.node, r.id, c, c.verdict if c is not None else None
 
-    def ev_acked(self, r, ref: int) -> None:
-        tr, node, mid, c, answer = self._settle_copy(r, ref, "acked")
+    def ev_acked(self, r, ref: int, tr: Track | None = None) -> None:
+        tr, node, mid, c, answer = self._settle_copy(r, ref, "acked", tr)
         tr.acked = ref
         if answer is not None and self.spec.consequence[answer] == "discard":
             self.hooks.discardable_acked(tr, c, answer, r, ref)
@@ -360,8 +364,8 @@ class _ShareRun:
             tr.acks = (*tr.acks, Ack(ref, r.t, answer or "no answer", c.ref if c is not None else None,
                                      c.vref if c is not None else None))
 
-    def ev_discarded(self, r, ref: int) -> None:
-        tr, node, mid, c, answer = self._settle_copy(r, ref, "discarded")
+    def ev_discarded(self, r, ref: int, tr: Track | None = None) -> None:
+        tr, node, mid, c, answer = self._settle_copy(r, ref, "discarded", tr)
         if answer == "IN_FLIGHT" or (answer is None and tr.gap):  # no answer known: its line was unreadable
             return
         refs = [(c.ref, "received", node), (c.vref or None, "dedup", node)] if c is not None else []
@@ -370,11 +374,12 @@ class _ShareRun:
         else:
             self.hooks.answered_dropped(tr, refs, answer, r, ref)
 
-    def row(self, r, ref: int) -> None:
+    def row(self, r, ref: int, tr: Track | None = None) -> None:
         out = self.out
         out.rows += 1
         out.export_nodes.add(r.node)
-        tr = self.track(r, ref, "row")
+        if tr is None:
+            tr = self.track(r, ref, "row")
         if tr.rows:
             self.hooks.second_row(tr, r, ref)
         tr.rows = (*tr.rows, Commit(ref, r.tx, r.t))

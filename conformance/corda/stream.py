@@ -65,6 +65,7 @@ class SpanningStream:
         self.id3 = modes["CORDA-ID-003"] != OFF
         self.fast = checker.spec.fast_path
         self.pending: deque = deque()   # (t, kind, fact), in the order they came
+        self.judge = {kind: getattr(self, kind) for kind in ("commit", "seq", "sent", "renewed")}
         self.found: list = []
         # each kept in the order of last use (OrderedDict: its front is found at once, however many
         # entries were taken from it)
@@ -82,9 +83,10 @@ class SpanningStream:
         pending = self.pending
         if now is None or not pending or pending[0][0] + self.bound >= now:
             return
+        judge = self.judge
         while pending and pending[0][0] + self.bound < now:
             t, kind, fact = pending.popleft()
-            getattr(self, kind)(t, fact)
+            judge[kind](t, fact)
         self._forget(now - self.KEEP * self.bound)
 
     def finish(self) -> None:
@@ -235,13 +237,13 @@ class _Facts:
     """Stands for one of a share's lists of facts across ids (``out.commits``, ...): what is appended
     goes to the :class:`SpanningStream`, with the time of the record being read."""
 
-    __slots__ = ("run", "kind")
+    __slots__ = ("run", "kind", "pending")
 
     def __init__(self, run, kind: str):
-        self.run, self.kind = run, kind
+        self.run, self.kind, self.pending = run, kind, run.span.pending
 
     def append(self, fact: tuple) -> None:
-        self.run.span.add(self.run.t, self.kind, fact)
+        self.pending.append((self.run.t, self.kind, fact))
 
     def __len__(self) -> int:
         return 0
@@ -318,7 +320,7 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
         def _add_track(self, tr, _t, r):
             kind = self.kind
             self.cur = tr
-            self.handler(r, self.ref)
+            self.handler(r, self.ref, tr)
             if (kind == "committed" or kind is None) and (tr.commits or tr.rows):
                 self.committed_ids.add(tr.mid)
             return self.t + self.bound
