@@ -95,8 +95,8 @@ class CordaLogChecker:
 
     @property
     def bound_ms(self) -> int | None:
-        """The declared bound in the records' unit (milliseconds), None without one."""
-        return None if self.horizon_s is None else int(round(self.horizon_s * 1000))
+        """The declared bound in the records' unit (milliseconds, at least one), None without one."""
+        return None if self.horizon_s is None else max(1, int(round(self.horizon_s * 1000)))
 
     def file_batches(self, inputs: list[str]):
         """Every line of ``inputs`` as (refs, lines) batches; where an input breaks off (a truncated
