@@ -131,7 +131,16 @@ class _ShareRun:
                     handlers[type(r)](r, ref)
         self.finish()
         self.out.seconds = time.perf_counter() - started
-        return self.out
+        return self.release()
+
+    def release(self) -> Share:
+        """The share's result; the run forgets everything else. Its handlers (and, under a bound, its
+        engines) refer back to it, and the collector is paused while a share is read
+        (:func:`rmkit.gctune.paused_collections`): emptied, the tracks and facts it holds are freed
+        by reference counting at once rather than by a later collection over all of them."""
+        out = self.out
+        self.__dict__.clear()
+        return out
 
     def handlers(self) -> dict:
         """The typed record's class -> its handler (``ev_<event>``, ``row``, ``unreadable``)."""

@@ -415,7 +415,7 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
                     e.feed(None, mid, r)
             self.finish()
             self.out.seconds = time.perf_counter() - started
-            return self.out
+            return self.release()
 
         def finish(self) -> Share:
             out = self.out
