@@ -259,6 +259,7 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
         def __init__(self):
             super().__init__(checker, inputs)
             self.bound = bound_ms
+            self.step = max(1, bound_ms // 8)  # the clocks' step (feed_inputs)
             self.engines: dict[str, SubjectEngine] = {}
             # the open ids: id -> the time of its latest record, in the order of those times (an id
             # whose record comes is moved to the end), so the ids to forget are at the front
@@ -285,10 +286,11 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
             if len(last) > self.peak_ids:
                 self.peak_ids = len(last)
             while last:
-                mid = next(iter(last))
-                if last[mid] >= before:
+                mid, t = last.popitem(last=False)
+                if t >= before:
+                    last[mid] = t
+                    last.move_to_end(mid, last=False)
                     return
-                del last[mid]
                 self._judge_id(mid)
 
         def _judge_id(self, mid: str) -> None:
@@ -323,7 +325,7 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
             self.handler(r, self.ref, tr)
             if (kind == "committed" or kind is None) and (tr.commits or tr.rows):
                 self.committed_ids.add(tr.mid)
-            return self.t + self.bound
+            return self.t + self.bound + self.step  # (read in step within a step: judged a step later)
 
         def _judge_track(self, mid, tr, at_end):
             phase, ref = self.phase, self.ref
@@ -365,34 +367,47 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
             # node's latest time (its records join their tracks as records without a time, so that
             # the engine's clock is not asked to move per record; a track is so judged up to a step
             # after its horizon, never before).
-            step = max(1, bound // 8)
+            step = self.step
             now, due = -1, 0
             node_now: dict[str, int] = {}
-            for refs, recs, times in _in_step([self.decoded(b) for b in streams]):
+            for refs, recs, times in _in_step([self.decoded(b) for b in streams], step):
                 for ref, r, t in zip(refs, recs, times):
                     if r is None:
                         continue
                     self.ref, self.t = ref, t
+                    cls = type(r)
+                    kind = kinds.get(cls, cls)
+                    if kind is _Unreadable:
+                        ev = r.event
+                        node, mid = (ev.get("node"), ev.get("id")) if ev is not None else (None, None)
+                        if not (type(node) is str and type(mid) is str and node and mid):
+                            node = None
+                    elif kind != "sent":
+                        node = r.node
+                    else:
+                        node = None
+                    e = None
+                    if node is not None:  # (its node's clock takes its time before the clocks move)
+                        e = engines.get(node)
+                        if e is None:
+                            e = self.engine(node)
+                            node_now[node] = t
+                        elif node_now[node] < t:
+                            node_now[node] = t
                     if t > now:
                         now = t
                         if now >= due:
                             due = now + step
-                            for node, e in engines.items():
-                                e.tick(node_now[node])
+                            for n, engine in engines.items():
+                                engine.tick(node_now[n])
                             self._forget_ids(now - 2 * bound)
                             if span is not None:
                                 span.advance(now)
-                    cls = type(r)
-                    kind = kinds.get(cls, cls)
                     if kind is _Unreadable:
                         self.problem(ref, r.why, r.field)
-                        ev = r.event
-                        node, mid = (ev.get("node"), ev.get("id")) if ev is not None else (None, None)
-                        if type(node) is str and type(mid) is str and node and mid:
+                        if e is not None:
                             self.kind, self.handler = "unread", self.unread
-                            if node_now.get(node, -1) < t:
-                                node_now[node] = t
-                            (engines.get(node) or self.engine(node)).feed(None, mid, ev)
+                            e.feed(None, mid, ev)
                         continue
                     mid = r.id
                     if mid in id_last:
@@ -401,17 +416,10 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
                         out.ids += 1
                         mid = new_id(mid, ref, kind or "row", r.node)
                     id_last[mid] = t
-                    if kind == "sent":
+                    if e is None:
                         ev_sent(r, ref)
                         continue
                     self.kind, self.handler = kind, handlers[cls]
-                    node = r.node
-                    e = engines.get(node)
-                    if e is None:
-                        e = self.engine(node)
-                        node_now[node] = t
-                    elif node_now[node] < t:
-                        node_now[node] = t
                     e.feed(None, mid, r)
             self.finish()
             self.out.seconds = time.perf_counter() - started
@@ -454,10 +462,11 @@ def _times(recs: list, t: int) -> list:
     return out
 
 
-def _in_step(streams):
+def _in_step(streams, slack: int = 0):
     """(refs, records, times) of every input's decoded batches, merged by time: each input in its own
-    order, a run of one input's records given while its times are at most the others' next time (so
-    a node's events and its export, read together, come mostly in long runs)."""
+    order, a run of one input's records given while its times are at most the others' next time plus
+    ``slack`` (so that a node's events and its export, read together, come in runs of a step, not of
+    a few records; the tracks are judged ``slack`` later to match)."""
     if len(streams) == 1:
         t = 0
         for refs, recs in streams[0]:
@@ -480,7 +489,7 @@ def _in_step(streams):
                 if not _refill(h):
                     return
         heads.sort(key=lambda h: h[2][h[3]])
-        first, limit = heads[0], heads[1][2][heads[1][3]]
+        first, limit = heads[0], heads[1][2][heads[1][3]] + slack
         i, times = first[3], first[2]
         n = len(times)
         j = max(i + 1, bisect.bisect_right(times, limit, i))  # (an input's times increase; where they do not, its order still holds)
