@@ -22,18 +22,9 @@ that line could show is not judged either way.
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
-from sys import intern
-from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Iterable, Sequence
-
-import msgspec
-import orjson
-
-from msgspec import UNSET
 
 from rmkit.gctune import paused_collections
 from rmkit.logread import BrokenLine, auto_jobs, numbered_batches, usable_cores
@@ -41,96 +32,32 @@ from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 
-from rmkit.conformance.corda.decode import TypedRecords
-from rmkit.protocols.corda.records import EVENT, ROW, record_format
+from rmkit.conformance.corda.handlers import not_in_records
+from rmkit.conformance.corda.share import LINE_MASK, Share, _ShareRun
+from rmkit.protocols.corda.records import record_format
 from rmkit.protocols.corda.model import corda_spec
-
-LINE_MASK = (1 << REF_LINE_BITS) - 1
-# Rules a node's records cannot show (no bridge, queue or sender-replay events): listed as not
-# checked, never as passing; where each is judged instead: its `driven` and `judged_elsewhere` in spec/corda/rules.yaml.
-NOT_IN_RECORDS = {
-    "CORDA-ID-002": "the records do not say which flow replay produced a send",
-    "CORDA-BRIDGE-001": "the records hold no bridge events",
-    "CORDA-BRIDGE-002": "the records hold no bridge events",
-    "CORDA-BRIDGE-003": "the records hold no bridge events",
-    "CORDA-QUEUE-001": "the records hold no queue names",
-}
+# Rules a node's records cannot show (no bridge, queue or sender-replay events), with why: listed as
+# not checked, never as passing (records.yaml ``not_in_records``; where each is judged instead: its
+# `driven` and `judged_elsewhere` in spec/corda/rules.yaml).
+NOT_IN_RECORDS = not_in_records()
 # Rules that judge what never happened: only when the log ends after everything settled.
 SETTLED_RULES = ("CORDA-DEDUP-002", "CORDA-REDELIVER-001")
 NOT_SETTLED = ("the log may end while messages are still in transit: give --settled when every node's "
                "records were taken after all sent messages had time to arrive")
 
 
-class _Copy(msgspec.Struct, gc=False):
-    """One copy of a message a node received (a delivery), and what the node did with it. (A Struct:
-    there is one per delivery, made faster than a class instance; it holds no cycles.)"""
-
-    ref: int
-    delivery: str | None
-    sender: str | None
-    seq: int | None
-    session: str | None
-    verdict: str | None = None   # the spec's answer: NEW, DUPLICATE, IN_FLIGHT
-    vref: int = 0
-    vt: int = 0
-    done: str | None = None      # acked | discarded | committed
-    unread: bool = False         # its received line was unreadable: what it carries is partly unknown
-
-
-class _Track(msgspec.Struct, gc=False):
-    """One message id on one node (one per message: a Struct, its lists made when first needed)."""
-
-    node: str
-    mid: str
-    first: int                     # the ref of the record that opened it (its place at the share's end)
-    copies: list                   # of _Copy
-    commits: Sequence = ()         # (ref, tx, t)
-    rows: Sequence = ()            # (ref, tx, t)
-    acks: Sequence = ()            # acks with no commit before: (ref, t, answer, copy ref, verdict ref)
-    new_after: Sequence = ()       # NEW answers with no commit before: (ref, t, sender, seq)
-    acked: int = 0                 # the ref of the last acknowledgement (0: none)
-    gap: bool = False              # a line of it was unreadable: what follows may lack its cause
-
-    def copy(self, delivery: str) -> _Copy | None:
-        """The latest copy of this delivery (a redelivery may carry the broker's message-id again)."""
-        for c in reversed(self.copies):
-            if c.delivery == delivery:
-                return c
-        return None
-
-
-@dataclass
-class Share:
-    """What one share hands to :meth:`CordaLogChecker.merge` (picklable, compact)."""
-
-    records: int = 0
-    ids: int = 0
-    seconds: float = 0.0   # spent checking this share
-    unreadable: int = 0
-    counts: Counter = field(default_factory=Counter)
-    violations: list[tuple] = field(default_factory=list)  # (found at, Violation): the first max_examples per rule
-    problems: list[InputProblem] = field(default_factory=list)
-    events: Counter = field(default_factory=Counter)
-    verdicts: Counter = field(default_factory=Counter)
-    rows: int = 0
-    event_nodes: set = field(default_factory=set)
-    export_nodes: set = field(default_factory=set)
-    # facts for the checks that span ids
-    commits: list[tuple] = field(default_factory=list)     # (ref, node, id, session, sender, seq, its first send's ref or None), first commit per node and id
-    seqs: list[tuple] = field(default_factory=list)        # (sender, seq, id, ref), one per (sender, seq, id)
-    sent_seqs: list[tuple] = field(default_factory=list)   # (ref, sender, seq, id) of every send with a seq
-    renewed: list[tuple] = field(default_factory=list)     # (verdict ref, node, id, sender, seq, commit ref or None, row ref or None)
-    pending: list[tuple] = field(default_factory=list)     # (needs "events"|"export", node, Violation)
-
-
 class CordaLogChecker:
     """Check a Corda node's records against one profile. ``settled``: the records were taken after
     every sent message had time to arrive, so what never happened (a loss, a missing redelivery) is
-    judged (otherwise those rules are listed as not checked)."""
+    judged (otherwise those rules are listed as not checked). ``horizon_s``: the deployment's declared
+    bound, in seconds, on how far apart a message's records come (:mod:`.stream`); None takes
+    records.yaml ``horizon`` (the documents set none: everything is kept to the end of the log)."""
 
-    def __init__(self, profile: str = "spec", *, settled: bool = False, max_examples: int = 1000, jobs: int | None = 1):
+    def __init__(self, profile: str = "spec", *, settled: bool = False, max_examples: int = 1000, jobs: int | None = 1,
+                 horizon_s: float | None = None):
         self.profile = profile
         self.settled = settled
+        self.horizon_s = spec_horizon_s() if horizon_s is None else horizon_s
         self.max_examples = max_examples
         self.jobs = jobs
         self.key = RecordKey(((record_format().key,),), fold_case=False)
@@ -161,26 +88,58 @@ class CordaLogChecker:
         if jobs > 1 and "-" not in inputs:
             return run_parallel(self, inputs, jobs)
         with paused_collections():  # from the first record to the report: nothing in between makes cycles
+            if self.bound_ms is not None:
+                streams = [self.input_batches(i, p) for i, p in enumerate(inputs)]
+                return self.merge(inputs, [self.check_streams(inputs, streams, spanning=True)])
             return self.merge(inputs, [self.check_share(inputs, self.file_batches(inputs))])
+
+    @property
+    def bound_ms(self) -> int | None:
+        """The declared bound in the records' unit (milliseconds, at least one), None without one."""
+        return None if self.horizon_s is None else max(1, int(round(self.horizon_s * 1000)))
 
     def file_batches(self, inputs: list[str]):
         """Every line of ``inputs`` as (refs, lines) batches; where an input breaks off (a truncated
         gzip), a :class:`BrokenLine` at the line that could not be read, which the share reports."""
         for idx, path in enumerate(inputs):
-            base = idx << REF_LINE_BITS
-            broken = []
-            yield from numbered_batches(idx, path, on_error=lambda n, why: broken.append((base | n, why)), progress=self.progress)
-            for ref, why in broken:
-                yield [ref], [BrokenLine(why)]
+            yield from self.input_batches(idx, path)
+
+    def input_batches(self, idx: int, path: str):
+        """:meth:`file_batches` of one input."""
+        base = idx << REF_LINE_BITS
+        broken = []
+        yield from numbered_batches(idx, path, on_error=lambda n, why: broken.append((base | n, why)), progress=self.progress)
+        for ref, why in broken:
+            yield [ref], [BrokenLine(why)]
 
     # -- step 1: one share ---------------------------------------------------------------------
     def check_share(self, inputs: list[str], batches: Iterable[tuple[Sequence[int], Sequence[bytes | str]]]) -> Share:
+        if self.bound_ms is not None:
+            # under a bound the inputs are read in step (merged by time), which needs each input's
+            # records apart: a share given them one input after another (``rmkit audit``) holds its
+            # lines until the last input comes
+            per: dict[int, list] = {}
+            for refs, lines in batches:
+                for ref, line in zip(refs, lines):
+                    got = per.setdefault(ref >> REF_LINE_BITS, ([], []))
+                    got[0].append(ref)
+                    got[1].append(line)
+            return self.check_streams(inputs, [[per[i]] for i in sorted(per)], spanning=False)
         with paused_collections():  # the tracks hold no reference cycles (see rmkit.gctune)
             return _ShareRun(self, inputs).feed(batches)
 
+    def check_streams(self, inputs: list[str], streams: list, spanning: bool) -> Share:
+        """A share under the declared bound: ``streams`` holds each input's (refs, lines) batches,
+        read in step by time (:mod:`.stream`); ``spanning``: judge the checks across ids in the
+        share (one process), else leave their facts to the merge."""
+        from rmkit.conformance.corda.stream import bounded_run
+
+        with paused_collections():
+            return bounded_run(self, inputs, self.bound_ms, spanning).feed_inputs(streams)
+
     # -- step 2: merge ---------------------------------------------------------------------------
     def merge(self, inputs: list[str], shares: list[Share]) -> Report:
-        from rmkit.conformance.corda.spanning import judge_spanning
+        from rmkit.conformance.corda.handlers import judge_spanning
 
         started = time.perf_counter()
         modes = self.modes
@@ -222,7 +181,7 @@ class CordaLogChecker:
             if node in (event_nodes if need == "events" else export_nodes):
                 rep.count(v.rule, v.mode)
                 found.append(v)
-        for v in judge_spanning(self, inputs, shares):
+        for v in [*judge_spanning(self, inputs, shares), *(v for s in shares for v in s.spanned)]:
             rep.count(v.rule, v.mode)
             found.append(v)
         kept: Counter = Counter()
@@ -238,6 +197,8 @@ class CordaLogChecker:
         rep.metrics = {"receipts_per_kind": per_kind, "verdicts": dict(sorted(verdicts.items())),
                        "nodes_with_events": sorted(event_nodes), "nodes_with_export": sorted(export_nodes),
                        "shares": len(shares), "elapsed_s": round(elapsed, 3),
+                       **({"horizon_s": self.horizon_s, "late_records": sum(s.late for s in shares),
+                           "peak_open": sum(s.peak_open for s in shares)} if self.horizon_s is not None else {}),
                        "receipts_per_s": round(rep.records / elapsed) if elapsed > 0 else None}
         rep.decide()
         return rep
@@ -253,6 +214,18 @@ class CordaLogChecker:
         return Violation(rule, self.spec.rules[rule].severity, self.modes[rule], mid, explanation, ev)
 
 
+def spec_horizon_s() -> float | None:
+    """records.yaml ``horizon.bound`` in seconds where it declares one kept until the horizon, else None."""
+    h = corda_spec_records()["horizon"]
+    return float(h["bound"]) if h["kept_until"] == "horizon" and h["bound"] != "none" else None
+
+
+def corda_spec_records() -> dict:
+    from rmkit.specload import load_protocol_spec
+
+    return load_protocol_spec("corda")["records"]
+
+
 def default_jobs(inputs: list[str]) -> int:
     """The processes ``rmkit check --protocol corda`` uses when ``--jobs`` is not given: as
     :func:`rmkit.logread.auto_jobs` decides, but one on a machine of two cores or fewer. Every
@@ -265,399 +238,3 @@ def default_jobs(inputs: list[str]) -> int:
 
 def _first(v: Violation, inputs: list[str]) -> tuple:
     return min(((inputs.index(e.file) if e.file in inputs else 0, e.line) for e in v.evidence), default=(0, 0))
-
-
-_FIRST = attrgetter("first")
-_NO_KIND = (None, None)
-
-
-class _Unreadable(msgspec.Struct, gc=False):
-    """A line that could not be read, in its place among a batch's records: the problem to report
-    and, for an event that names its node and message, the line as read (see ``unread``)."""
-
-    why: str
-    field: str | None = None
-    event: dict | None = None
-
-
-class _ShareRun:
-    """Step 1 over the records of one share: per (node, id) a :class:`_Track`, judged as records come
-    and at the end."""
-
-    def __init__(self, checker: CordaLogChecker, inputs: list[str]):
-        self.c = checker
-        self.inputs = inputs
-        self.modes = checker.modes
-        self.spec = checker.spec
-        self.fmt = record_format()
-        self.out = Share()
-        # the open tracks: by id (most ids are received by one node), and by (node, id) for the
-        # tracks of an id on a node other than its first
-        self.tracks: dict[str, _Track] = {}
-        self.more_tracks: dict[tuple[str, str], _Track] = {}
-        self.ids: dict[str, str] = {}      # every id of the share, to its one string (kept once, however many records name it)
-        self.sent: dict[str, tuple] = {}   # id -> its first send
-        self.unsent_commits: list[int] = []  # the commit facts whose id had no send yet when they were made
-        # an id in any of the spec's formats (messages.yaml dedup_ids): one match instead of one per format
-        self.known_id = re.compile("|".join(f"(?:{f.pattern.pattern})" for f in self.spec.id_formats.values())).fullmatch
-        self.received: set[str] = set()    # ids some node received
-        self.stored: Counter = Counter()
-        # where a finding is made, in the order one process makes them: (0, line) while reading,
-        # (1, a track's first line) at the share's end, (2, a send's line) for the sends never received
-        self.phase, self.ref = 0, 0
-
-    # findings --------------------------------------------------------------------------------
-    def find(self, rule: str, mid: str, why: str, refs) -> None:
-        mode = self.modes[rule]
-        if mode == OFF:
-            return
-        out = self.out
-        out.counts[rule] += 1
-        if self.c.max_examples and self.stored[rule] >= self.c.max_examples:
-            return
-        self.stored[rule] += 1
-        out.violations.append(((self.phase, self.ref), self.c.violation(self.inputs, rule, mid, why, refs)))
-
-    def find_if(self, need: str, node: str, rule: str, mid: str, why: str, refs) -> None:
-        """A finding that holds only if the node's events (or export) were given at all: decided at the merge."""
-        if self.modes[rule] != OFF:
-            self.out.pending.append((need, node, self.c.violation(self.inputs, rule, mid, why, refs)))
-
-    def problem(self, ref: int, error: str, fld: str | None = None) -> None:
-        out = self.out
-        out.unreadable += 1
-        if not self.c.max_examples or len(out.problems) < self.c.max_examples:
-            out.problems.append(InputProblem(self.inputs[ref >> REF_LINE_BITS], ref & LINE_MASK, error, fld))
-
-    # reading ---------------------------------------------------------------------------------
-    def feed(self, batches) -> Share:
-        started = time.perf_counter()
-        typed = TypedRecords(self.fmt)
-        decode, kinds = typed.decode_batch, typed.kind
-        out = self.out
-        per_type: Counter = Counter()
-        nodes: set = set()
-        node_of = attrgetter("node")
-        handlers = {cls: getattr(self, "ev_" + ev) if ev else self.row for cls, (_, ev) in kinds.items()}
-        handlers[_Unreadable] = self.unreadable
-        for refs, lines in batches:
-            recs = decode(lines)
-            if None in recs:
-                recs = self.general(refs, lines, recs, typed)
-                seen = {r.node for r in recs if kinds.get(type(r), _NO_KIND)[0] == EVENT}
-            else:  # (every record typed: their nodes are gathered in C; most batches name one or two)
-                seen = set(map(node_of, recs)) - nodes
-                if seen:  # a node not seen before: only its events count (an export names nodes too)
-                    seen = {r.node for r in recs if r.node in seen and kinds[type(r)][0] == EVENT}
-            nodes |= seen
-            per_type.update(map(type, recs))
-            for ref, r in zip(refs, recs):
-                if r is not None:
-                    self.ref = ref
-                    handlers[type(r)](r, ref)
-        per_type.pop(type(None), None)
-        per_type.pop(_Unreadable, None)
-        out.records += sum(per_type.values())
-        out.events.update({kinds[cls][1]: n for cls, n in per_type.items() if kinds[cls][0] == EVENT})
-        out.event_nodes |= nodes
-        self.finish()
-        out.seconds = time.perf_counter() - started
-        return out
-
-    def new_id(self, mid: str, ref: int, kind: str, node: str) -> str:
-        """The id's one string; judged at its first record in this share (each record that may open
-        an id asks)."""
-        known = self.ids.get(mid)
-        if known is not None:
-            return known
-        self.ids[mid] = mid
-        if not self.known_id(mid):
-            self.find("CORDA-ID-001", mid, f"id {mid!r} is in none of the formats R-, N-, E- "
-                      "(spec/corda/messages.yaml dedup_ids)", [(ref, kind, node)])
-        return mid
-
-    def general(self, refs, lines, recs: list, typed: TypedRecords) -> list:
-        """``recs`` with each line the typed decoding refused read the general way: its typed record
-        where it is usable, else an :class:`_Unreadable` that reports it in its place among the
-        records (so that what it does to its message's track comes in log order)."""
-        out = list(recs)
-        for i, r in enumerate(recs):
-            if r is not None:
-                continue
-            line = lines[i]
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                if isinstance(line, BrokenLine):
-                    out[i] = _Unreadable(str(line))
-                elif line and not line.isspace():
-                    out[i] = _Unreadable(f"not JSON: {exc}")
-                continue
-            kind, problems = self.fmt.read(obj)
-            if problems:
-                fld, why = problems[0]
-                more = f" (and {len(problems) - 1} more: {', '.join(str(p[0]) for p in problems[1:])})" if len(problems) > 1 else ""
-                out[i] = _Unreadable(why + more, fld, obj if kind is not None and kind != ROW else None)
-                continue
-            out[i] = typed.from_dict(obj, kind)
-        return out
-
-    def unreadable(self, u: "_Unreadable", ref: int) -> None:
-        self.problem(ref, u.why, u.field)
-        if u.event is not None:
-            self.unread(u.event, ref)
-
-    def unread(self, obj: dict, ref: int) -> None:
-        """An event line that is unreadable but names its node and message: the line is reported and
-        not judged, and it affects only itself. Its message's track is marked (a follow-up whose cause
-        was that line is read without it), and an unreadable received line still stands for a copy,
-        with what of it can be read, so that its dedup, commit and acknowledgement find it."""
-        node, mid = obj.get("node"), obj.get("id")
-        if type(node) is not str or type(mid) is not str or not node or not mid:
-            return
-        tr = self._track(node, mid, ref)
-        tr.gap = True
-        if obj.get("event") == "received":
-            def text(name):
-                v = obj.get(name)
-                return v if type(v) is str and v else None
-            seq = obj.get("seq")
-            tr.copies.append(_Copy(ref, text("delivery"), text("sender"), seq if type(seq) is int and seq >= 0 else None,
-                                   text("session"), unread=True))
-
-    def track(self, r, ref: int, kind: str) -> _Track:
-        """The track of the record's message on its node (opened by this record if there is none;
-        ``kind``: the record's, for the evidence of a finding about the id)."""
-        t = self.tracks.get(r.id)
-        if t is not None and t.node == r.node and not t.gap:
-            return t
-        return self._track(intern(r.node), self.new_id(r.id, ref, kind, r.node), ref)
-
-    def _track(self, node: str, mid: str, ref: int) -> _Track:
-        """The track of ``mid`` on ``node``, opened at ``ref`` if there is none."""
-        t = self.tracks.get(mid)
-        if t is None:
-            t = self.tracks[mid] = _Track(node, mid, ref, [])
-        elif t.node != node:
-            t = self.more_tracks.get((node, mid))
-            if t is None:
-                t = self.more_tracks[(node, mid)] = _Track(node, mid, ref, [])
-        return t
-
-    # events (``r``: a typed record, :mod:`rmkit.conformance.corda.decode`; an optional field it
-    # does not carry is UNSET) ------------------------------------------------------------------
-    def ev_sent(self, r, ref: int) -> None:
-        mid, seq = r.id, r.seq
-        sender = intern(r.sender)
-        if mid not in self.sent:
-            mid = self.new_id(mid, ref, "sent", r.node)
-            fact = (ref, intern(r.node), mid, intern(r.session), sender, seq)
-            self.sent[mid] = fact
-        if seq is not None:
-            out = self.out
-            out.sent_seqs.append((ref, sender, seq, mid))
-            out.seqs.append((sender, seq, mid, ref))
-
-    def ev_received(self, r, ref: int) -> None:
-        tr = self.track(r, ref, "received")
-        c = _Copy(ref, r.delivery, intern(r.sender), r.seq, intern(r.session))
-        tr.copies.append(c)
-        self.received.add(tr.mid)
-        if len(tr.copies) == 1 and c.seq is not None:
-            # a use of the number, unless the id's send (before it) used it already: the merge keeps
-            # one use per sender, number and id, the first
-            sent = self.sent.get(r.id)
-            if sent is None or sent[5] != c.seq or sent[4] != c.sender or sent[0] > ref:
-                self.out.seqs.append((c.sender, c.seq, tr.mid, ref))
-
-    def ev_dedup(self, r, ref: int) -> None:
-        tr = self.track(r, ref, "dedup")
-        node, mid = tr.node, tr.mid
-        delivery = r.delivery
-        copies = tr.copies
-        if delivery is not UNSET:
-            c = tr.copy(delivery)
-        elif copies and copies[-1].verdict is None:
-            c = copies[-1]  # the copy last received, most often
-        else:
-            c = next((c for c in reversed(copies) if c.verdict is None), None)
-        if c is None and tr.gap:  # the copy's received line was unreadable (its delivery too, or the copy unnamed)
-            c = next((c for c in reversed(tr.copies) if c.unread and c.verdict is None), None)
-            if c is None:
-                return
-        if c is None:
-            self.problem(ref, f"a dedup verdict for {mid} on node {node} with no received copy "
-                              + (f"of delivery {delivery!r} " if delivery is not UNSET else "awaiting one ")
-                              + "before it (records.yaml: received is written before its dedup)", "event")
-            self.out.records -= 1
-            return
-        answer = self.fmt.verdicts[r.verdict]
-        c.verdict, c.vref, c.vt = answer, ref, r.t
-        self.out.verdicts[answer] += 1
-        if answer == "NEW":
-            if tr.commits:
-                self.out.renewed.append((ref, intern(node), mid, c.sender, c.seq, tr.commits[0][0], None))
-            else:
-                tr.new_after = (*tr.new_after, (ref, r.t, c.sender, c.seq))
-
-    def ev_committed(self, r, ref: int) -> None:
-        tr = self.track(r, ref, "committed")
-        node, mid = tr.node, tr.mid
-        copies = tr.copies
-        c = copies[-1] if copies else None  # most often the copy the commit is for
-        if c is None or c.verdict != "NEW" or c.done == "committed":
-            c = next((c for c in reversed(copies) if c.verdict == "NEW" and c.done != "committed"), None)
-        if c is None:
-            other = next((c for c in reversed(copies) if c.verdict is not None and c.done != "committed"), None)
-            if other is not None:
-                self.find("CORDA-DEDUP-003", mid, f"node {node} committed {mid} from a copy its deduplicator answered "
-                          f"{other.verdict}: a copy that is not NEW was handed to its flow",
-                          [(other.vref, "dedup", node), (ref, "committed", node)])
-                c = other
-            elif tr.commits:  # a copy committed a second time: the effect happened twice (CORDA-DEDUP-001 below)
-                c = next((c for c in reversed(copies) if c.done == "committed"), None)
-            elif tr.gap:  # the copy's received or dedup line was unreadable: the commit is read without it
-                c = next((c for c in reversed(copies) if c.done != "committed"), None)
-            else:
-                self.problem(ref, f"{mid} committed on node {node} with no received copy answered before it "
-                                  "(records.yaml: received and dedup come before the commit)", "event")
-                self.out.records -= 1
-                return
-        if c is not None:
-            c.done = "committed"
-        if tr.commits:
-            self.find("CORDA-DEDUP-001", mid, f"node {node} committed {mid} again (transaction {r.tx}; "
-                      f"first in transaction {tr.commits[0][1]}): its effect happened twice",
-                      [(tr.commits[0][0], "committed", node), (c.vref or None if c is not None else None, "dedup", node),
-                       (ref, "committed", node)])
-        else:
-            session = r.session if r.session is not UNSET else c.session if c is not None else None
-            sender = r.sender if r.sender is not UNSET else c.sender if c is not None else None
-            if session is not None and sender is not None:  # else unknown (an unreadable line held it): not ordered
-                seq = r.seq if r.seq is not UNSET else c.seq if c is not None else None
-                sent = self.sent.get(mid)
-                if sent is None:  # (its send may come later in the log: looked for again at the end)
-                    self.unsent_commits.append(len(self.out.commits))
-                self.out.commits.append((ref, intern(node), mid, intern(session), intern(sender), seq,
-                                         sent[0] if sent is not None else None))
-        tr.commits = (*tr.commits, (ref, r.tx, r.t))
-
-    def _settle_copy(self, r, ref: int, done: str) -> tuple[_Track, str, str, _Copy | None, str | None]:
-        """(track, node, id, the copy the event's delivery names, its answer) of an acked or discarded
-        event; the copy is marked with what was done to it."""
-        tr = self.track(r, ref, done)
-        c = tr.copy(r.delivery)
-        if c is not None:
-            c.done = c.done or done
-        return tr, r.node, r.id, c, c.verdict if c is not None else None
-
-    def ev_acked(self, r, ref: int) -> None:
-        tr, node, mid, c, answer = self._settle_copy(r, ref, "acked")
-        tr.acked = ref
-        if answer is not None and self.spec.consequence[answer] == "discard":
-            self.find("CORDA-DEDUP-004", mid, f"node {node} acknowledged delivery {r.delivery} of {mid}, which its "
-                      f"deduplicator answered {answer} (another copy was being processed): if that copy's commit "
-                      "fails, no copy is left", [(c.ref, "received", node), (c.vref, "dedup", node), (ref, "acked", node)])
-            return
-        if answer == "IN_FLIGHT":
-            return  # acknowledged now by the profile's choice (corda-os-2021): CORDA-ACK-001 holds for other copies
-        if not tr.commits:
-            tr.acks = (*tr.acks, (ref, r.t, answer or "no answer", c.ref if c is not None else None, c.vref if c is not None else None))
-
-    def ev_discarded(self, r, ref: int) -> None:
-        tr, node, mid, c, answer = self._settle_copy(r, ref, "discarded")
-        if answer == "IN_FLIGHT" or (answer is None and tr.gap):  # no answer known: its line was unreadable
-            return
-        refs = [(c.ref, "received", node), (c.vref or None, "dedup", node)] if c is not None else []
-        if answer == "DUPLICATE":
-            self.find("CORDA-DEDUP-003", mid, f"node {node} dropped delivery {r.delivery} of {mid} without "
-                      "acknowledging it although it was a DUPLICATE: the broker keeps redelivering it",
-                      refs + [(ref, "discarded", node)])
-        else:
-            self.find("CORDA-DEDUP-008", mid, f"node {node} dropped delivery {r.delivery} of {mid} without "
-                      f"acknowledgement after the answer {answer or '(none)'}: only an IN_FLIGHT copy is dropped so",
-                      refs + [(ref, "discarded", node)])
-
-    def row(self, r, ref: int) -> None:
-        out = self.out
-        out.rows += 1
-        out.export_nodes.add(r.node)
-        tr = self.track(r, ref, "row")
-        if tr.rows:
-            self.find("CORDA-DEDUP-001", r.id, f"the processed-ids table of node {r.node} holds {r.id} "
-                      "twice: it was processed twice", [(tr.rows[0][0], "row", r.node), (ref, "row", r.node)])
-        tr.rows = (*tr.rows, (ref, r.tx, r.t))
-
-    # end of the share --------------------------------------------------------------------------
-    def finish(self) -> Share:
-        out = self.out
-        for i in self.unsent_commits:
-            c = out.commits[i]
-            sent = self.sent.get(c[2])
-            if sent is not None:
-                out.commits[i] = (*c[:6], sent[0])
-        out.ids = len(self.ids)
-        settled = self.c.settled
-        committed_ids = set()
-        self.phase = 1
-        # in the order the tracks were opened (one dict of them is in that order already)
-        tracks = sorted((*self.tracks.values(), *self.more_tracks.values()), key=_FIRST) if self.more_tracks else self.tracks.values()
-        for tr in tracks:
-            commits, rows, na = tr.commits, tr.rows, tr.new_after
-            if len(commits) == 1 and rows and commits[0][1] == rows[0][1] and not tr.acks \
-                    and (not na or (len(na) == 1 and na[0][1] <= rows[0][2])):
-                # committed once, the row of that transaction inserted no earlier than its NEW answer:
-                # nothing below applies
-                committed_ids.add(tr.mid)
-                continue
-            node, mid = tr.node, tr.mid
-            self.ref = tr.first
-            if tr.commits or tr.rows:
-                committed_ids.add(mid)
-            row = tr.rows[0] if tr.rows else None
-            # the row excuses an ack only when its own transaction's commit left no record (a kill
-            # between the commit and its record): a row is inserted before its commit, so an ack
-            # recorded before the row's committed record came before the commit, whatever the clock says
-            row_commit_unrecorded = row is not None and all(tx != row[1] for _, tx, _ in tr.commits)
-            for ref, t, answer, cref, vref in tr.acks:
-                if row_commit_unrecorded and row[2] <= t:
-                    continue  # committed before the ack: the commit's event was lost in a crash (the row shows it)
-                later = next((r for r, _, _ in tr.commits if r > ref), None)
-                self.find("CORDA-ACK-001", mid, f"node {node} acknowledged a copy of {mid} (answer {answer}) "
-                          + ("before its commit (the committed line below)" if later else "and never committed it")
-                          + ": a crash in between loses the message",
-                          [(cref, "received", node), (vref, "dedup", node), (ref, "acked", node)]
-                          + ([(later, "committed", node)] if later else []))
-            for ref, t, sender, seq in tr.new_after:
-                if row is not None and row[2] < t and not (tr.commits and tr.commits[0][0] < ref):
-                    out.renewed.append((ref, node, mid, sender, seq, None, row[0]))
-            if tr.commits and row is not None and all(tx != row[1] for _, tx, _ in tr.commits):
-                self.find("CORDA-ACK-002", mid, f"the processed-ids row of {mid} on node {node} was written by transaction "
-                          f"{row[1]}, its commit was transaction {tr.commits[0][1]}: the id was not persisted in the "
-                          "checkpoint's transaction", [(tr.commits[0][0], "committed", node), (row[0], "row", node)])
-            if tr.commits and row is None:
-                self.find_if("export", node, "CORDA-DEDUP-005", mid, f"node {node} committed {mid} but its processed-ids "
-                             "export has no row for it: a redelivered copy would be processed again",
-                             [(tr.commits[0][0], "committed", node)])
-            if row is not None and not tr.commits and not tr.copies and not tr.gap:
-                self.find_if("events", node, "CORDA-ACK-002", mid, f"the processed-ids table of node {node} holds {mid}, "
-                             "which the node never received: the id was persisted outside a transaction that processed it",
-                             [(row[0], "row", node)])
-            if settled and tr.copies and not tr.commits and row is None and not tr.gap:
-                last = tr.copies[-1]
-                refs = [(last.ref, "received", node)] + ([(last.vref, "dedup", node)] if last.vref else [])
-                if tr.acked:
-                    self.find("CORDA-DEDUP-002", mid, f"node {node} acknowledged {mid} and never committed it: the broker "
-                              "forgot the message, its effect never happened", refs + [(tr.acked, "acked", node)])
-                else:
-                    self.find("CORDA-REDELIVER-001", mid, f"node {node} received {mid} ({len(tr.copies)} cop"
-                              f"{'y' if len(tr.copies) == 1 else 'ies'}), never acknowledged nor committed it, and no "
-                              "copy came again", refs)
-        if settled:
-            self.phase = 2
-            for mid, fact in self.sent.items():
-                self.ref = fact[0]
-                if mid not in self.received and mid not in committed_ids:
-                    self.find("CORDA-DEDUP-002", mid, f"{mid}, sent by node {fact[1]} on session {fact[3]}, never reached "
-                              "a node whose records were given: lost on the way", [(fact[0], "sent", fact[1])])
-        return out

@@ -3,7 +3,9 @@
 Each worker reads every input and keeps the records whose message id hashes into its share (as
 Spark's shuffle by key does for ``rmkit audit``, by the same :class:`RecordKey`); a line that is
 not JSON, or has no id, goes to share 0, so every record is read by exactly one share. The parent merges the shares' results
-with the same :meth:`CordaLogChecker.merge` the audit uses.
+with the same :meth:`CordaLogChecker.merge` the audit uses. Under a declared bound each share reads
+the inputs in step (one reader per input) and judges its tracks as the clock passes them; the facts
+across ids go to the merge.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ def share_of(line, n: int, key: RecordKey) -> int:
     return key_share(key.of_line(line), n)
 
 
-def _own_batches(checker, inputs: list[str], k: int, n: int):
+def _own_batches(checker, inputs: list[str], k: int, n: int, batches=None):
     key = checker.key
-    for refs, lines in checker.file_batches(inputs):
+    for refs, lines in checker.file_batches(inputs) if batches is None else batches:
         mine_refs, mine = [], []
         for ref, line in zip(refs, lines):
             if isinstance(line, BrokenLine):  # an input that broke off: share 0 reports it
@@ -42,6 +44,9 @@ def _own_batches(checker, inputs: list[str], k: int, n: int):
 
 
 def _check_share(checker, inputs: list[str], k: int, n: int):
+    if checker.bound_ms is not None:  # under a declared bound: each input apart, read in step (stream.py)
+        streams = [_own_batches(checker, inputs, k, n, checker.input_batches(i, p)) for i, p in enumerate(inputs)]
+        return checker.check_streams(inputs, streams, spanning=False)
     return checker.check_share(inputs, _own_batches(checker, inputs, k, n))
 
 

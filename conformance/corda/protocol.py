@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rmkit.guard import positive_seconds
 from rmkit.protocol import ChecksLogs, DrivesImplementations, Protocol
 from rmkit.rules import RuleSet
 from rmkit.specload import load_protocol_spec
@@ -54,13 +55,21 @@ class Corda(ChecksLogs, DrivesImplementations, Protocol):
                            help="corda: the records were taken after every sent message had time to arrive (e.g. at the "
                                 "end of a torture run), so losses and missing redeliveries are judged "
                                 "(CORDA-DEDUP-002, CORDA-REDELIVER-001; otherwise listed as not checked)")
+        group.add_argument("--horizon", type=positive_seconds, metavar="S",
+                           help="corda: the deployment's bound: a message's successive records (on any node, and its "
+                                "processed-ids row) come at most S seconds apart. Each message is then judged and forgotten "
+                                "once the log's clock has passed it, so memory follows the open messages; the inputs are "
+                                "read in step by time (give each export as its own file, in insertion order). Default: "
+                                "spec/corda/records.yaml's horizon (the documents set none: everything kept to the end; "
+                                "docs/corda-check-streaming.md)")
 
     def make_checker(self, profile: str, args: argparse.Namespace):
         """The checker of a node's records (spec/corda/records.yaml: events files and processed-ids exports)."""
         from rmkit.conformance.corda.checker import CordaLogChecker
 
         return CordaLogChecker(self.check_profile(profile), settled=bool(getattr(args, "settled", False)),
-                               max_examples=getattr(args, "max_examples", 1000), jobs=getattr(args, "jobs", None))
+                               max_examples=getattr(args, "max_examples", 1000), jobs=getattr(args, "jobs", None),
+                               horizon_s=getattr(args, "horizon", None))
 
     def sharded_checker(self, profile: str, args: argparse.Namespace):
         """The same checker: it is sharded by message id itself (``rmkit audit`` runs it on Spark)."""

@@ -1,5 +1,5 @@
 """The checks that span message ids, run once over the facts every share kept (see
-:mod:`rmkit.conformance.corda.checker`): a sender's sequence numbers, the order of a session, and the
+:mod:`rmkit.conformance.corda.checker`; the handlers of :mod:`.handlers` call them): a sender's sequence numbers, the order of a session, and the
 deduplicator's wrong NEW answers classified by what the fast path's high-water mark was then.
 
 The facts are compact tuples (one per commit, per send and per distinct sequence number), so the
@@ -21,21 +21,12 @@ _REF3 = itemgetter(3)
 N_ID = re.compile(r"^N-([0-9A-Za-z]+)-([0-9]+)-([0-9]+)$")
 
 
-def judge_spanning(checker, inputs: list[str], shares) -> list[Violation]:
-    modes = checker.modes
-    commits = sorted(c for s in shares for c in s.commits)
-    out: list[Violation] = []
-    out += _renewed(checker, inputs, shares, commits)
-    if modes["CORDA-ORDER-001"] != OFF:
-        out += _session_order(checker, inputs, shares, commits)
-    if modes["CORDA-ORDER-002"] != OFF:
-        out += _sender_order(checker, inputs, commits)
-    if modes["CORDA-ID-003"] != OFF:
-        out += _sequence_numbers(checker, inputs, shares)
-    return out
+def sorted_commits(shares) -> list[tuple]:
+    """Every share's commit facts, in log order."""
+    return sorted(c for s in shares for c in s.commits)
 
 
-def _renewed(checker, inputs, shares, commits) -> Iterable[Violation]:
+def renewed(checker, inputs, shares, commits) -> Iterable[Violation]:
     """A NEW answer for an id the node had committed: which mechanism failed. Without a fast path the
     database of processed ids did (CORDA-DEDUP-005). With it, the mark of the copy's sender key at
     that moment (the highest committed sequence number) decides: none yet, so the database should
@@ -49,23 +40,33 @@ def _renewed(checker, inputs, shares, commits) -> Iterable[Violation]:
                 refs, top = marks[(node, sender)]
                 refs.append(ref)
                 top.append(max(seq, top[-1]) if top else seq)
-    for vref, node, mid, sender, seq, cref, rref in sorted(r for s in shares for r in s.renewed):
-        shown = f"committed before (line {(cref or rref) & ((1 << 40) - 1)})"
-        rule, why = "CORDA-DEDUP-005", f"the deduplicator of node {node} answered NEW for {mid}, {shown}: the processed id was not found"
-        if fast and seq is not None:
-            refs, top = marks.get((node, sender), ([], []))
-            i = bisect.bisect_left(refs, vref)
-            if i == 0:
-                rule, why = "CORDA-DEDUP-006", (f"node {node} answered NEW for {mid} ({shown}) with no high-water mark for "
-                                                f"sender {sender}: the fast path skipped the database")
-            elif seq > top[i - 1]:
-                rule, why = "CORDA-DEDUP-007", (f"node {node} answered NEW for {mid} ({shown}): its sequence number {seq} is "
-                                                f"above sender {sender}'s mark {top[i - 1]}, but the id was committed under another key")
-        if checker.modes[rule] == OFF:
-            continue
-        refs = [(vref, "dedup", node)] + [(r, kind, node) for r, kind in ((cref, "committed"), (rref, "row")) if r is not None]
-        out = checker.violation(inputs, rule, mid, why, refs)
-        yield out
+    for r in sorted(r for s in shares for r in s.renewed):
+        refs, top = marks.get((r[1], r[3]), ([], [])) if fast and r[4] is not None else ([], [])
+        v = classify_renewed(checker, inputs, r, refs, top)
+        if v is not None:
+            yield v
+
+
+def classify_renewed(checker, inputs, r: tuple, refs: list, top: list) -> Violation | None:
+    """One NEW answer for a processed id, ``r`` = (verdict ref, node, id, sender, seq, commit ref,
+    row ref), classified by its sender key's marks (``refs``: the refs of that key's commits at the
+    node, in log order; ``top``: the running highest number at each)."""
+    vref, node, mid, sender, seq, cref, rref = r
+    fast = checker.spec.fast_path
+    shown = f"committed before (line {(cref or rref) & ((1 << 40) - 1)})"
+    rule, why = "CORDA-DEDUP-005", f"the deduplicator of node {node} answered NEW for {mid}, {shown}: the processed id was not found"
+    if fast and seq is not None:
+        i = bisect.bisect_left(refs, vref)
+        if i == 0:
+            rule, why = "CORDA-DEDUP-006", (f"node {node} answered NEW for {mid} ({shown}) with no high-water mark for "
+                                            f"sender {sender}: the fast path skipped the database")
+        elif seq > top[i - 1]:
+            rule, why = "CORDA-DEDUP-007", (f"node {node} answered NEW for {mid} ({shown}): its sequence number {seq} is "
+                                            f"above sender {sender}'s mark {top[i - 1]}, but the id was committed under another key")
+    if checker.modes[rule] == OFF:
+        return None
+    refs = [(vref, "dedup", node)] + [(r, kind, node) for r, kind in ((cref, "committed"), (rref, "row")) if r is not None]
+    return checker.violation(inputs, rule, mid, why, refs)
 
 
 def _number(digits: str) -> tuple[int, str]:
@@ -75,7 +76,7 @@ def _number(digits: str) -> tuple[int, str]:
     return len(digits), digits
 
 
-def _session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
+def session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
     """FIFO per session: a message committed after one of its session sent later. The send order comes
     from the sender's ``sent`` events where both were given, else from two N- ids of one flow (seed,
     suspends, index), else from one sender key's sequence numbers. (A commit's fact carries the ref
@@ -134,7 +135,7 @@ def _sent_order(checker, inputs, node, session, items) -> Iterable[Violation]:
             top_ref, top = s, c
 
 
-def _sender_order(checker, inputs, commits) -> Iterable[Violation]:
+def sender_order(checker, inputs, commits) -> Iterable[Violation]:
     """Where the fast path trusts a sender key's mark, that key's messages must be committed in
     increasing sequence numbers at each node."""
     top: dict[tuple, tuple] = {}
@@ -151,7 +152,7 @@ def _sender_order(checker, inputs, commits) -> Iterable[Violation]:
             top[(node, sender)] = (seq, c)
 
 
-def _sequence_numbers(checker, inputs, shares) -> Iterable[Violation]:
+def sequence_numbers(checker, inputs, shares) -> Iterable[Violation]:
     """One sender key's sequence numbers are never reused for another id, and its sends carry them
     in increasing order."""
     first: dict[tuple, tuple] = {}              # (sender, seq) -> (id, ref) of its first use

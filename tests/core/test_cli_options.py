@@ -37,7 +37,7 @@ def _help(capsys, *argv) -> str:
     (["check", "--protocol", "rmb", "--settled", "--lifetime", "5", "--validators", "/nonexistent", RMB_LOG],
      [("--settled", "corda"), ("--lifetime", "remp"), ("--validators", "remp")]),
     (["check", "--protocol", "corda", "--directory", "/nonexistent", CORDA_LOG], [("--directory", "rmb")]),
-    (["check", "--protocol", "corda", "--horizon", "5", CORDA_LOG], [("--horizon", "remp and rmb")]),
+    (["check", "--protocol", "corda", "--lifetime", "5", CORDA_LOG], [("--lifetime", "remp")]),
     (["check", "--settled", REMP_LOG], [("--settled", "corda")]),  # the default protocol (remp)
     (["audit", "--protocol", "corda", "--directory", "/nonexistent", CORDA_LOG], [("--directory", "rmb")]),
     (["simulate", "--protocol", "corda", "--messages", "5", "-o", "-"], [("--messages", "remp")]),
