@@ -37,7 +37,7 @@ from rmkit.conformance.corda.share import LINE_MASK, Share, _ShareRun
 from rmkit.protocols.corda.records import record_format
 from rmkit.protocols.corda.model import corda_spec
 # Rules a node's records cannot show (no bridge, queue or sender-replay events), with why: listed as
-# not checked, never as passing (records.yaml ``not_in_records``; where each is judged instead: its
+# not checked, never as passing (their ``not_loggable`` in rules.yaml; where each is judged instead: its
 # `driven` and `judged_elsewhere` in spec/corda/rules.yaml).
 NOT_IN_RECORDS = not_in_records()
 # Rules that judge what never happened: only when the log ends after everything settled.

@@ -6,7 +6,7 @@ A planter picks a message the receiver handled plainly (one copy, answered NEW, 
 acknowledged, its row exported) and changes what the rule is about, leaving everything else as it
 was; it returns None where the log (or the profile) offers nothing to plant into, e.g. CORDA-DEDUP-004
 where the profile acknowledges an IN_FLIGHT copy on purpose. The rules no planter plants, and why,
-are records.yaml ``not_planted``.
+are each rule's ``not_planted`` in rules.yaml.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ finding in the profile's mode, nothing when the rule is off). The rules that spa
 judged when the shares merge: a handler's ``span`` yields their findings from the facts every
 share kept (:mod:`.spanning` holds those checks).
 
-Every rule id of spec/corda/rules.yaml has exactly one handler, or records.yaml ``not_in_records``
+Every rule id of spec/corda/rules.yaml has exactly one handler, or its ``not_loggable`` in rules.yaml
 says why a node's records cannot show it (``tests/corda/test_corda_handlers.py``). One handler
 judges the few rules one moment decides together (CORDA-DEDUP-005/006/007: a NEW answer for a
 processed id, classified by what failed).
@@ -26,7 +26,7 @@ import functools
 import re
 
 from rmkit.rules import OFF
-from rmkit.specload import load_protocol_spec
+from rmkit.protocols.corda.model import corda_spec
 
 REGISTRY: dict[str, type] = {}  # rule id -> the handler class that judges it
 
@@ -47,8 +47,8 @@ def handles(*rules: str):
 
 @functools.lru_cache(maxsize=None)
 def not_in_records() -> dict[str, str]:
-    """Rule id -> why a node's records cannot show it (records.yaml ``not_in_records``)."""
-    return dict(load_protocol_spec("corda")["records"]["not_in_records"])
+    """Rule id -> why a node's records cannot show it (its ``not_loggable`` in rules.yaml)."""
+    return {r.id: r.not_loggable for r in corda_spec("spec").rules if r.not_loggable}
 
 
 class Handler:

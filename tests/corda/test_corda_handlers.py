@@ -1,15 +1,15 @@
 """Every Corda rule lives in a known set of places: one handler, a fixture, and an injector, or a
-reason stated in spec/corda/records.yaml.
+reason stated in the rule's entry of spec/corda/rules.yaml.
 
 - the handler: ``conformance/corda/handlers.py`` registers exactly one handler per rule id of
   ``spec/corda/rules.yaml`` that a node's records can show (none for an id the spec does not have),
-  every event the checker raises has a listener, and a rule without a handler is one records.yaml
-  ``not_in_records`` says the records cannot show;
+  every event the checker raises has a listener, and a rule without a handler is one whose
+  ``not_loggable`` says the records cannot show it;
 - the fixture: ``fixtures/corda/rules/manifest.json`` names a fixture that breaks the rule, or the
   records cannot show it;
 - the injector: ``conformance/corda/faults.py`` ``PLANTERS`` plants the rule into a simulated log
-  (and the checker finds exactly what was planted), or records.yaml ``not_planted`` (or
-  ``not_in_records``) says why nothing does.
+  (and the checker finds exactly what was planted), or its ``not_planted`` (or
+  ``not_loggable``) says why nothing does.
 """
 
 from __future__ import annotations
@@ -32,9 +32,8 @@ import corda_records_sim as sim
 REPO = Path(__file__).resolve().parents[2]
 RULES = yaml.safe_load((REPO / "spec" / "corda" / "rules.yaml").read_text(encoding="utf-8"))["rules"]
 RULE_IDS = [r["id"] for r in RULES]
-RECORDS = yaml.safe_load((REPO / "spec" / "corda" / "records.yaml").read_text(encoding="utf-8"))
-NOT_IN_RECORDS = RECORDS["not_in_records"]
-NOT_PLANTED = RECORDS["not_planted"]
+NOT_IN_RECORDS = {r["id"]: r["not_loggable"] for r in RULES if r.get("not_loggable")}
+NOT_PLANTED = {r["id"]: r["not_planted"] for r in RULES if r.get("not_planted")}
 MANIFEST = json.loads((REPO / "fixtures" / "corda" / "rules" / "manifest.json").read_text(encoding="utf-8"))["fixtures"]
 PROFILES = ("spec", "corda-os", "corda-os-2021", "corda-ent-fastpath")
 
@@ -50,7 +49,7 @@ def _handler_classes() -> list[type]:
 def test_every_rule_has_exactly_one_handler_or_the_records_cannot_show_it(rule):
     owners = [cls.__name__ for cls in _handler_classes() if rule in cls.rules and handlers.REGISTRY.get(rule) is cls]
     if rule in NOT_IN_RECORDS:
-        assert not owners, f"{rule} has a handler ({owners}): drop it from records.yaml not_in_records"
+        assert not owners, f"{rule} has a handler ({owners}): drop it from its not_loggable in rules.yaml"
     else:
         assert len(owners) == 1, f"{rule}: handlers {owners} (register one with @handles({rule!r}))"
 
@@ -110,7 +109,7 @@ def test_every_rule_has_an_injector_or_says_why_not(rule):
     if rid in PLANTERS:
         assert not reason, f"{rid} has an injector ({PLANTERS[rid].__name__}): drop its not_planted"
     else:
-        assert reason, f"{rid}: add an injector to faults.PLANTERS, or say in records.yaml (not_planted) why none"
+        assert reason, f"{rid}: add an injector to faults.PLANTERS, or say in rules.yaml (not_planted) why none"
 
 
 def _pairs(report) -> set:
