@@ -15,6 +15,7 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from key_edge_lines import EDGE_LINES  # (REMP's one-pass audit tests read them too)
 
 REPO = Path(__file__).resolve().parents[2]
 RMB_SPEC = REPO / "fixtures" / "rmb" / "logs" / "spec"
@@ -326,22 +327,6 @@ def test_no_charts_no_matplotlib_needed(spark, tmp_path, capsys, monkeypatch):
 
 
 # -- the plain key: Spark keys the lines that hold it plainly, the checkers' reading the others -------
-EDGE_LINES = [
-    b'{"kind":"Finalized","message_id":"AbC1","timestamp":1}',  # plain, folded
-    b'{"kind":"Finalized","message_id": "abc2"}',  # spaced: parsed
-    b'{"message_id":"x1","message_id":"x2"}',  # given twice: parsed (the last counts)
-    b'{"meta":{"message_id":"n1"}}',  # not at a path: placed by its value, named by no key
-    b'{"value":{"message_id":"Kv"}}',  # a Kafka record's value
-    b'{"value":"{\\"message_id\\":\\"kt\\"}"}',  # a value held as text: parsed
-    b'{"message_id":"a\\u0062c"}',  # an escape: parsed
-    b'{"message_id":"\xc3\x84b"}',  # not ASCII: parsed
-    b'{"message_id":""}',  # empty: parsed
-    b'{"message_id":17}',  # a number: parsed
-    b'{"a\\"message_id":"q1"}',  # the name inside another key
-    b'not json "message_id":"nj"',
-    b'\xff{"message_id":"bad-utf8"}',
-    b'{"message_id":"sp ace-#!~[]"}',
-]
 
 
 def test_the_plain_key_is_the_checkers_key_wherever_the_checker_finds_one(spark):

@@ -111,7 +111,7 @@ def test_the_placement_the_shares_judge_is_sparks(spark):
     from pyspark.sql import functions as F
 
     from rmkit.spark_checks.inputs import Placement, spark_placed_key
-    from test_audit_parity import EDGE_LINES
+    from key_edge_lines import EDGE_LINES
 
     key = RempShards.key
     df = spark.createDataFrame([(x,) for x in EDGE_LINES], "line binary")
