@@ -4,8 +4,8 @@ For every rule id of ``spec/<protocol>/rules.yaml`` it lists the functions that 
 the modules that judge: the log checkers (what ``rmkit check`` and ``rmkit audit`` run) and the
 driven judges (what ``rmkit conform`` runs). A rule is found where its id is written as a string
 in code (not in a docstring or comment); a module-level name bound to an id counts where the
-name is used. Where a protocol's log rules have a registry of handlers (REMP's and RMB's
-``conformance/<p>/handlers.py``), the index names each rule's registered handler instead. Run by ``make docs``; ``tests/core/test_docs.py`` holds the committed index current and
+name is used. Where a protocol's log rules have a registry of handlers (``conformance/<p>/handlers.py``,
+every protocol's), the index names each rule's registered handler instead. Run by ``make docs``; ``tests/core/test_docs.py`` holds the committed index current and
 every rule in it.
 
     python docs/rule_index.py            # rewrite the index in ARCHITECTURE.md
@@ -39,9 +39,10 @@ JUDGES = {
 
 
 # protocol -> (module of its registry of rule handlers, its file): the handler registered for a rule
-# is where ``rmkit check`` judges it (the engine around it names rules only to read their modes)
-REGISTRIES = {"remp": ("rmkit.conformance.remp.handlers", "conformance/remp/handlers.py"),
-              "rmb": ("rmkit.conformance.rmb.handlers", "conformance/rmb/handlers.py")}
+# is where ``rmkit check`` judges it (the engine around it names rules only to read their modes);
+# every protocol keeps its registry in the same place
+REGISTRIES = {p: (f"rmkit.conformance.{p}.handlers", f"conformance/{p}/handlers.py") for p in JUDGES
+              if (REPO / "conformance" / p / "handlers.py").exists()}
 
 
 def registered(protocol: str) -> dict[str, tuple[str, list[str]]]:
