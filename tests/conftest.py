@@ -31,12 +31,21 @@ def spark():
     s.stop()
 
 
-# Modules that run for minutes (TLC, Spark, large simulations). `make test` spreads modules over two
-# worker processes (pytest-xdist, one module per worker at a time so that a module's server or
-# session starts once); handing out the longest first keeps one worker from finishing minutes
-# before the other.
-LONG_MODULES = ("test_tla_model", "test_spark_audit", "test_tla_agreement", "test_simulate_scale",
-                "test_tla_corda", "test_driven", "test_corda_agreement", "test_rmb_e2e")
+# Modules that run for minutes (TLC, Spark, the driven suite's runs). `make test` spreads modules over
+# two worker processes (pytest-xdist's loadfile: one module per worker at a time, so that a module's
+# server or session starts once); handing out the longest first (as measured on two
+# cores) keeps one worker from running a long module alone at the end while the other idles.
+LONG_MODULES = ("test_tla_model", "test_audit_parity", "test_tla_mutations", "test_tla_corda", "test_driven",
+                "test_spark_audit", "test_rmb_conform", "test_tla_rmb", "test_pytest_plugin_protocols",
+                "test_tla_agreement", "test_rmb_conform_reach")
+
+
+def pytest_configure(config):
+    # xdist hands out modules by their number of tests unless told to keep the collection's order;
+    # that order is the one set below (longest first), not the count of tests, which says little
+    # of a module's time (a TLC module has few tests, each of seconds)
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(session, config, items):
