@@ -48,6 +48,27 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
 
 
+# Modules that use the `spark` fixture: one worker runs them all, one after the other, so that one
+# Spark session (a JVM, ~12 s of CPU to start and warm) serves them instead of one per worker.
+SPARK_MODULES = ("test_audit_parity", "test_spark_audit", "test_corda_checker", "test_rmb_audit",
+                 "test_audit_one_pass")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` with the Spark modules as one unit of work (the others one per module)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedSparkScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "spark-session" if Path(scope).stem in SPARK_MODULES else scope
+
+    return SharedSparkScheduling(config, log)
+
+
 def pytest_collection_modifyitems(session, config, items):
     def rank(item) -> int:
         name = item.path.stem if hasattr(item, "path") else ""
