@@ -48,25 +48,33 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
 
 
-# Modules that use the `spark` fixture: one worker runs them all, one after the other, so that one
-# Spark session (a JVM, ~12 s of CPU to start and warm) serves them instead of one per worker.
-SPARK_MODULES = ("test_audit_parity", "test_spark_audit", "test_corda_checker", "test_rmb_audit",
-                 "test_audit_one_pass")
+# Modules that share a costly set-up are one unit of work, run by one xdist worker one after the
+# other (every other module is a unit of its own): the `spark` fixture's modules
+# share one Spark session (a JVM: ~12 s of CPU to start and warm) instead of one per worker; the
+# modules that run `rmkit conform` on REMP share its coverage measure (tens of seconds per profile,
+# kept in memory and in .rmkit/coverage), which two workers would otherwise measure at once.
+SHARED_SETUP = {
+    "spark-session": ("test_audit_parity", "test_spark_audit", "test_corda_checker", "test_rmb_audit",
+                      "test_audit_one_pass"),
+    "remp-coverage": ("test_driven", "test_pytest_plugin_protocols", "test_driven_harness", "test_exit_contract",
+                      "test_conform_coverage"),
+}
+_UNIT_OF = {module: unit for unit, modules in SHARED_SETUP.items() for module in modules}
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadfile` with the Spark modules as one unit of work (the others one per module)."""
+    """`--dist loadfile`, with each group of SHARED_SETUP as one unit of work."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    class SharedSparkScheduling(LoadFileScheduling):
+    class SharedSetupScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             scope = super()._split_scope(nodeid)
-            return "spark-session" if Path(scope).stem in SPARK_MODULES else scope
+            return _UNIT_OF.get(Path(scope).stem, scope)
 
-    return SharedSparkScheduling(config, log)
+    return SharedSetupScheduling(config, log)
 
 
 def pytest_collection_modifyitems(session, config, items):
