@@ -31,12 +31,50 @@ def spark():
     s.stop()
 
 
-# Modules that run for minutes (TLC, Spark, large simulations). `make test` spreads modules over two
-# worker processes (pytest-xdist, one module per worker at a time so that a module's server or
-# session starts once); handing out the longest first keeps one worker from finishing minutes
-# before the other.
-LONG_MODULES = ("test_tla_model", "test_spark_audit", "test_tla_agreement", "test_simulate_scale",
-                "test_tla_corda", "test_driven", "test_corda_agreement", "test_rmb_e2e")
+# Modules that run for minutes (TLC, Spark, the driven suite's runs). `make test` spreads modules over
+# two worker processes (pytest-xdist's loadfile: one module per worker at a time, so that a module's
+# server or session starts once); handing out the longest first (as measured on two
+# cores) keeps one worker from running a long module alone at the end while the other idles.
+LONG_MODULES = ("test_tla_model", "test_audit_parity", "test_tla_mutations", "test_tla_corda", "test_driven",
+                "test_spark_audit", "test_rmb_conform", "test_tla_rmb", "test_pytest_plugin_protocols",
+                "test_tla_agreement", "test_rmb_conform_reach")
+
+
+def pytest_configure(config):
+    # xdist hands out modules by their number of tests unless told to keep the collection's order;
+    # that order is the one set below (longest first), not the count of tests, which says little
+    # of a module's time (a TLC module has few tests, each of seconds)
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+# Modules that share a costly set-up are one unit of work, run by one xdist worker one after the
+# other (every other module is a unit of its own): the `spark` fixture's modules
+# share one Spark session (a JVM: ~12 s of CPU to start and warm) instead of one per worker; the
+# modules that run `rmkit conform` on REMP share its coverage measure (tens of seconds per profile,
+# kept in memory and in .rmkit/coverage), which two workers would otherwise measure at once.
+SHARED_SETUP = {
+    "spark-session": ("test_audit_parity", "test_spark_audit", "test_corda_checker", "test_rmb_audit",
+                      "test_audit_one_pass"),
+    "remp-coverage": ("test_driven", "test_pytest_plugin_protocols", "test_driven_harness", "test_exit_contract",
+                      "test_conform_coverage"),
+}
+_UNIT_OF = {module: unit for unit, modules in SHARED_SETUP.items() for module in modules}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, with each group of SHARED_SETUP as one unit of work."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedSetupScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return _UNIT_OF.get(Path(scope).stem, scope)
+
+    return SharedSetupScheduling(config, log)
 
 
 def pytest_collection_modifyitems(session, config, items):

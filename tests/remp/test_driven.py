@@ -27,6 +27,7 @@ from rmkit.conformance.remp.driven.scenario import read_scenario, write_scenario
 from rmkit.conformance.remp.driven.suite import rules_in_scope
 from rmkit.specload import load_protocol_spec
 from rmkit.protocols.remp import events as ev
+from remp_coverage_support import seed_coverage
 
 PROFILES = ("spec", "ever-node")
 REFERENCE = "rmkit.reference_impl.remp.adapter:factory"
@@ -229,7 +230,18 @@ def _fake(tmp_path, body: str) -> str:
     return f"{PY} {script}"
 
 
-STEP_TIMEOUT = 15  # a Python process must start and answer its hello within it, on a busy machine too
+START_TIMEOUT = 15  # a Python process must start and answer its hello within it, on a busy machine too
+STEP_TIMEOUT = 1  # the timeout of the steps after the hello: the one the test waits out
+
+
+class _StepTimeout(ProcessImplementation):
+    """The process form with a generous timeout for its start and hello and a short one for each
+    step after it: a step that never answers is cut at the step's timeout without the test
+    waiting out the start's."""
+
+    def start(self, hello: dict) -> None:
+        super().start(hello)
+        self.timeout = STEP_TIMEOUT
 
 
 @pytest.mark.parametrize("body,kind,detail", [
@@ -241,7 +253,7 @@ STEP_TIMEOUT = 15  # a Python process must start and answer its hello within it,
     ("print(json.dumps({'type': 'outputs', 'seq': msg['seq'], 'outputs': [{'type': 'Outcome'}]}), flush=True)\n", "malformed", "Outcome"),
 ])
 def test_process_failures_are_reported_with_step_and_bytes(tmp_path, body, kind, detail):
-    impl = ProcessImplementation(_fake(tmp_path, body), "validator", timeout=STEP_TIMEOUT)
+    impl = _StepTimeout(_fake(tmp_path, body), "validator", timeout=START_TIMEOUT)
     sc = catalogue("spec", ["validator"])[0]
     res = run_scenario(sc, impl)
     impl.close()
@@ -379,6 +391,7 @@ def test_a_run_that_checked_nothing_fails():
 def test_pytest_plugin_runs_the_suite_and_prints_one_paste_to_reproduce(tmp_path):
     (tmp_path / "test_nothing.py").write_text("def test_own():\n    pass\n")
     impl = "rmkit.conformance.remp.examples.no_replay_protection:factory"
+    seed_coverage(tmp_path)
     r = subprocess.run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "--rmkit-role", "validator",
                         "--rmkit-impl", impl, "--rmkit-max-examples", "60", "--rmkit-regressions", str(tmp_path / "regs")],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -414,6 +427,7 @@ def test_pytest_plugin_options_and_an_implementation_it_cannot_drive(tmp_path, a
         (tmp_path / "regs").mkdir()
         (tmp_path / "regs" / "x.jsonl").write_text("not json\n")
         args = [str(tmp_path / "regs") if a == "CORRUPT" else a for a in args]
+    seed_coverage(tmp_path)
     r = subprocess.run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "--rmkit-role", "consumer", *args],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == code, (r.stdout + r.stderr)[-2000:]

@@ -18,6 +18,7 @@ import pytest
 from rmkit.cli import main
 from rmkit.conformance.remp.driven.catalogue import catalogue
 from rmkit.reference_impl.remp.adapter import ReferenceAdapter
+from remp_coverage_support import seed_coverage
 
 PY = sys.executable
 REFERENCE = "rmkit.reference_impl.remp.adapter:factory"
@@ -263,19 +264,9 @@ def test_a_process_that_prints_and_exits_is_reported_with_what_it_printed(capsys
 
 
 # -- the pytest plugin ------------------------------------------------------------------------------
-def _seed_coverage(folder, profile: str = "spec") -> None:
-    """The measured coverage, computed once here, put where a pytest run in ``folder`` looks for it
-    (the plugin names its tests from it; measuring it again in each run would take seconds)."""
-    from rmkit.conformance.remp.driven import coverage as cov
-
-    cache = folder / cov.CACHE_DIR
-    cache.mkdir(parents=True, exist_ok=True)
-    (cache / f"{cov.key(profile)}-{profile}.json").write_bytes(orjson.dumps(cov._measured(profile)))
-
-
 def _pytest(tmp_path, *args, timeout: float = 300) -> subprocess.CompletedProcess:
     (tmp_path / "test_nothing.py").write_text("def test_own():\n    pass\n")
-    _seed_coverage(tmp_path)
+    seed_coverage(tmp_path)
     return subprocess.run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", *args], cwd=tmp_path,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -312,7 +303,7 @@ def test_plugin_gives_each_catalogue_test_a_node_id_and_the_rules_it_was_measure
 
     from rmkit.conformance.remp.driven.coverage import coverage
 
-    _seed_coverage(tmp_path, profile)
+    seed_coverage(tmp_path, profile)
     collected = _pytest(tmp_path, "--collect-only", "--rmkit-impl", REFERENCE, "--rmkit-profile", profile)
     scenarios = catalogue(profile, ["validator", "fullnode", "consumer"])
     ids = set(re.findall(r"rmkit/spec/remp/conformance\.yaml::(?:validator|fullnode|consumer)::(CAT-[A-Z]+-\d+)",
