@@ -156,11 +156,12 @@ class _Budget:
         return self.used <= self.plays and time.process_time() < self.cpu and time.perf_counter() < self.wall
 
 
-def drop_steps(world: type, made: list, spans: list, steps: int, wanted, budget_s: float) -> tuple[list, list]:
+def drop_steps(world: type, made: list, spans: list, steps: int, wanted, budget_s: float,
+               plays: int = DROP_PLAYS) -> tuple[list, list]:
     """A first, cheap shrink: delete whole steps (runs of them, then one at a time, from the last)
     while the scenario still fails as ``wanted`` says; returns the shorter choice sequence and its
     steps. Hypothesis then simplifies what is left (deleting steps is where it spends most runs)."""
-    left = _Budget(budget_s, DROP_PLAYS)
+    left = _Budget(budget_s, plays)
     changed = True
     while changed and left():
         changed = False
@@ -181,7 +182,8 @@ class _OutOfTime(BaseException):
     instead of taking it for another failure)."""
 
 
-def shrink(world: type, made: list, steps: int, wanted, budget_s: float = SHRINK_BUDGET_S) -> Played | None:
+def shrink(world: type, made: list, steps: int, wanted, budget_s: float = SHRINK_BUDGET_S,
+           plays: int = SHRINK_PLAYS) -> Played | None:
     """The simplest scenario Hypothesis finds that still fails as ``wanted`` says, starting from the
     choice sequence ``made`` (put into its example database, so that it is replayed first and then
     simplified); when time runs out, the shortest failing one seen so far; None when Hypothesis
@@ -194,7 +196,7 @@ def shrink(world: type, made: list, steps: int, wanted, budget_s: float = SHRINK
     key = b"rmkit-driven-shrink"
     # the secondary corpus holds failures not yet shrunk; one in the primary would be taken as shrunk already
     db.save(key + b".secondary", choices_to_bytes(made))
-    left = _Budget(budget_s, SHRINK_PLAYS)
+    left = _Budget(budget_s, plays)
     best: list = []
 
     def failing(p: Played) -> bool:
@@ -228,9 +230,12 @@ def _failing(p: Played) -> bool:
 
 def run_generated(role: str, profile: str, params: dict, impl, *, max_examples: int = 100, seed: int | None = None,
                   derandomize: bool = False, time_budget: float | None = None,
-                  steps: int = STEPS_PER_SCENARIO, wanted=_failing, shrink_budget: float = SHRINK_BUDGET_S) -> Generated:
+                  steps: int = STEPS_PER_SCENARIO, wanted=_failing, shrink_budget: float = SHRINK_BUDGET_S,
+                  shrink_plays: tuple[int, int] = (DROP_PLAYS, SHRINK_PLAYS)) -> Generated:
     """Up to ``max_examples`` scenarios (fewer when ``time_budget`` runs out); the first that fails
-    as ``wanted`` says (by default: at all) is shrunk and returned. Derandomized runs start from seed 0."""
+    as ``wanted`` says (by default: at all) is shrunk, within ``shrink_plays`` replays (deleting
+    steps, then Hypothesis's simplification) and ``shrink_budget`` s of CPU, and returned.
+    Derandomized runs start from seed 0."""
     trace = Trace()
     world = bind(WORLDS[role], role, profile, params, impl, trace)
     started = time.perf_counter()
@@ -246,8 +251,11 @@ def run_generated(role: str, profile: str, params: dict, impl, *, max_examples: 
             return Generated(role, done, trace.steps, time.perf_counter() - started, kit_error=p.kit_error)
         if p.failure is not None and wanted(p):
             found = time.perf_counter() - started
-            made, _ = drop_steps(world, choices.made, choices.steps, steps, wanted, shrink_budget / 3)
-            small = shrink(world, made, steps, wanted, shrink_budget * 2 / 3) or p
+            made, _ = drop_steps(world, choices.made, choices.steps, steps, wanted, shrink_budget / 3, shrink_plays[0])
+            if shrink_plays[1]:
+                small = shrink(world, made, steps, wanted, shrink_budget * 2 / 3, shrink_plays[1]) or p
+            else:  # deleting steps alone: the same scenario on every run (Hypothesis's shrink draws at random)
+                small = play(world, ReplayChoices(made), steps)
             failing = Scenario(id=f"generated-{role}", role=role, profile=profile, params=small.params or p.params,
                                events=small.events, origin="generated")
             failing.id = f"generated-{role}-{failing.digest()}"
