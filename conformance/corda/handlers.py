@@ -25,24 +25,12 @@ from __future__ import annotations
 import functools
 import re
 
+from rmkit.rulehandlers import EventHooks, RuleRegistry
 from rmkit.rules import OFF
 from rmkit.protocols.corda.model import corda_spec
 
-REGISTRY: dict[str, type] = {}  # rule id -> the handler class that judges it
-
-
-def handles(*rules: str):
-    """Register the decorated handler class as the one judge of ``rules``."""
-
-    def register(cls: type) -> type:
-        for rule in rules:
-            if rule in REGISTRY:
-                raise ValueError(f"{rule} has two handlers: {REGISTRY[rule].__name__} and {cls.__name__}")
-            REGISTRY[rule] = cls
-        cls.rules = rules
-        return cls
-
-    return register
+REGISTRY = RuleRegistry()  # rule id -> the handler class that judges it
+handles = REGISTRY.handles
 
 
 @functools.lru_cache(maxsize=None)
@@ -62,24 +50,11 @@ class Handler:
         self.find_if = run.find_if
 
 
-class Hooks:
-    """The engine's events, each bound to the one handler method that listens to it (``on_<event>``),
-    or None where no handler does."""
+class Hooks(EventHooks):
+    """The engine's events bound to this protocol's handlers (:class:`rmkit.rulehandlers.EventHooks`)."""
 
     def __init__(self, run):
-        self.handlers = {}
-        for cls in dict.fromkeys(REGISTRY.values()):  # (in registration order)
-            h = self.handlers[cls] = cls(run)
-            for name in dir(cls):
-                if name.startswith("on_"):
-                    event = name[3:]
-                    if getattr(self, event, None) is not None:
-                        raise ValueError(f"event {event!r} has two listeners: {getattr(self, event).__qualname__} "
-                                         f"and {cls.__name__}.{name}")
-                    setattr(self, event, getattr(h, name))
-
-    def __getattr__(self, event: str):
-        return None  # an event nobody listens to
+        super().__init__(REGISTRY, run)
 
 
 def judge_spanning(checker, inputs: list[str], shares) -> list:

@@ -25,26 +25,14 @@ from __future__ import annotations
 import time
 
 from rmkit.protocols.remp.model import VALIDATOR
+from rmkit.rulehandlers import EventHooks, RuleRegistry
 from rmkit.rules import OFF
 
-REGISTRY: dict[str, type] = {}  # rule id -> the handler class that judges it
+REGISTRY = RuleRegistry()  # rule id -> the handler class that judges it
+handles = REGISTRY.handles
 INCLUSION_KINDS = ("IncludedIntoBlock", "IncludedIntoAcceptedBlock")
 RELEASE_KINDS = ("IgnoredByMasterchain", "RejectedByMasterchain")  # the masterchain frees an accepted block's messages
 REJECT_POSITIONS = ("rejected", "timed_out")
-
-
-def handles(*rules: str):
-    """Register the decorated handler class as the one judge of ``rules``."""
-
-    def register(cls: type) -> type:
-        for rule in rules:
-            if rule in REGISTRY:
-                raise ValueError(f"{rule} has two handlers: {REGISTRY[rule].__name__} and {cls.__name__}")
-            REGISTRY[rule] = cls
-        cls.rules = rules
-        return cls
-
-    return register
 
 
 class Handler:
@@ -59,24 +47,11 @@ class Handler:
         self.violate = ck._violate
 
 
-class Hooks:
-    """The engine's events, each bound to the one handler method that listens to it (``on_<event>``),
-    or None where no handler does."""
+class Hooks(EventHooks):
+    """The engine's events bound to this protocol's handlers (:class:`rmkit.rulehandlers.EventHooks`)."""
 
     def __init__(self, ck):
-        self.handlers = {}
-        for cls in dict.fromkeys(REGISTRY.values()):  # (in registration order)
-            h = self.handlers[cls] = cls(ck)
-            for name in dir(cls):
-                if name.startswith("on_"):
-                    event = name[3:]
-                    if getattr(self, event, None) is not None:
-                        raise ValueError(f"event {event!r} has two listeners: {getattr(self, event).__qualname__} "
-                                         f"and {cls.__name__}.{name}")
-                    setattr(self, event, getattr(h, name))
-
-    def __getattr__(self, event: str):
-        return None  # an event nobody listens to
+        super().__init__(REGISTRY, ck)
 
 
 def _name(kind) -> str | None:

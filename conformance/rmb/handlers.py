@@ -24,10 +24,11 @@ import orjson
 
 from rmkit.protocols.rmb.model import message_problems
 from rmkit.protocols.rmb.records import Rec
+from rmkit.rulehandlers import RuleRegistry
 
 from rmkit.conformance.rmb.logjudge import _int, _peer_twin, _reply_key, _twins, backlog_ttl, fingerprint
 
-REGISTRY: dict[str, Callable] = {}  # rule id -> the handler that judges it
+REGISTRY = RuleRegistry()  # rule id -> the handler that judges it
 JUDGES: list[Callable] = []  # the handlers a request is judged by, in registration order
 ACROSS_LOG: list[Callable] = []  # the handlers that judge the whole log at the merge of the shares
 
@@ -37,10 +38,7 @@ def handles(*rules: str, across_log: bool = False):
     group (:class:`.logjudge.Group`), or at the merge with every share (``across_log``)."""
 
     def register(fn: Callable) -> Callable:
-        for rule in rules:
-            if rule in REGISTRY:
-                raise ValueError(f"{rule} has two handlers: {REGISTRY[rule].__name__} and {fn.__name__}")
-            REGISTRY[rule] = fn
+        REGISTRY.handles(*rules)(fn)
         fn.rules = frozenset(rules)
         (ACROSS_LOG if across_log else JUDGES).append(fn)
         return fn
