@@ -15,7 +15,6 @@ from rmkit.errors import UsageError
 from rmkit.guard import (CONTRACT, check_exit_code, check_writable_dir, check_writable_file, decided, emit_report, positive_seconds,
                          run_command_line, write_output)
 from rmkit.protocol import capable, default_protocol, get_protocol, protocol_names, require
-from rmkit.verdict import FAIL, NON_STRICT
 
 EXIT_PASS, EXIT_VIOLATIONS, EXIT_USAGE = 0, 1, 2
 MAX_JOBS = 256  # processes of `rmkit check --jobs`: beyond, a typo, not a machine

@@ -15,7 +15,6 @@ import json
 import random
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from rmkit.conformance.corda.checker import CordaLogChecker
