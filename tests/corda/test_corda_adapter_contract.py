@@ -157,7 +157,7 @@ def test_the_minimal_receiver_acknowledging_before_its_commit_fails_ack_001(tmp_
     assert main(["conform", "--protocol", "corda", "--role", "receiver", "--catalogue-only", "--format", "json",
                  "--impl-cmd", f"{sys.executable} {path} ROLE", "--regressions", str(tmp_path / "regs")]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert doc["profiles"][0]["failure"]["violations"][0]["rule"] == "CORDA-ACK-001"
+    assert next(s for s in doc["scenarios"] if s["failure"])["rules"][0] == "CORDA-ACK-001"
 
 
 def test_conform_help_points_to_every_protocols_contract(capsys):

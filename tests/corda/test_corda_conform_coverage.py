@@ -17,7 +17,8 @@ import pytest
 from rmkit.cli import main
 from rmkit.conformance.corda.driven import coverage, measure, mutants, report
 from rmkit.conformance.corda.driven.judge import Violation
-from rmkit.conformance.corda.driven.suite import Outcome, SearchResult, failed, render
+from rmkit.conformance.corda.driven.suite import Outcome, SearchResult, failed, typed
+from rmkit.render.conform import render_text
 from rmkit.protocols.corda.model import corda_spec, profiles
 
 ROLES = ("receiver", "bridge")
@@ -99,7 +100,7 @@ def test_a_rule_passes_only_where_a_scenario_that_catches_its_mutant_ran_clean()
     assert (only_other["verdict"], only_other["why"]) == ("not exercised", "no scenario that catches its mutant ran clean in this run")
     clean = _row(_result([(catching[0], _clean())]), rule)
     assert (clean["verdict"], clean["covered_by"]) == ("pass", [catching[0]])
-    assert re.search(r"\n    pass, covered by 1 +CORDA-DEDUP-005 ", render([_result([(catching[0], _clean())])]))
+    assert re.search(r"\n  pass, covered by 1 +CORDA-DEDUP-005 ", render_text(typed([_result([(catching[0], _clean())])], [])))
     lost = Outcome("spec", [("crash",)], [Violation(rule, "strict", 1, "the restart lost it", "step 1")], [])
     broken = _row(_result([(catching[0], lost)], failure=lost), rule)
     assert broken["verdict"] == "fail" and broken["evidence"].startswith(f"{rule} (strict) at step 1")
@@ -162,14 +163,14 @@ def test_every_report_shows_the_per_rule_verdicts_from_evidence(tmp_path, capsys
     html = tmp_path / "report.html"
     assert main(["conform", "--protocol", "corda", *ref, "--format", "json", "--html", str(html)]) == 0
     doc = json.loads(capsys.readouterr().out)
-    for entry in doc["profiles"]:
-        for rule, v in entry["rules"].items():
-            assert v["verdict"] in ("pass", "not exercised", "off"), (rule, v)
-            if v["verdict"] == "pass":
-                assert v["covered_by"] == len(v["scenarios"]) >= 1
-                assert set(v["scenarios"]) <= set(coverage.caught_by(rule, entry["role"], "spec"))
-            else:
-                assert v["why"], rule
+    assert {r["group"] for r in doc["rules"]} == {"receiver", "bridge"}
+    for v in doc["rules"]:
+        assert v["status"] in ("pass", "not exercised", "off"), v
+        if v["status"] == "pass":
+            assert len(v["covered_by"]) >= 1
+            assert set(v["covered_by"]) <= set(coverage.caught_by(v["id"], v["group"], "spec"))
+        else:
+            assert v["why"], v["id"]
     page = html.read_text()
     assert re.search(r"<td>covered by [1-9]\d*: [^<]+</td>", page)
     assert "<td class='status' style='background:#2e7d32'>pass</td>" in page
@@ -209,7 +210,7 @@ def test_a_second_commit_is_a_known_departure_only_where_the_profile_names_it():
     seen.findings["CORDA-DEDUP-007"] = Outcome("corda-ent-fastpath", [("tick",)], [trusted], [])
     row = _row(seen, "CORDA-DEDUP-001")
     assert row["verdict"] == "known departure" and "reported as CORDA-DEDUP-007" in row["evidence"]
-    assert re.search(r"known departure +CORDA-DEDUP-001 ", render([seen]))
+    assert re.search(r"known departure +CORDA-DEDUP-001 ", render_text(typed([seen], [])))
     twice = Outcome("corda-ent-fastpath", [("tick",)], [Violation("CORDA-DEDUP-001", "strict", 3, "N-1 committed a second time", "step 3")], [])
     failed_run = _result([(name, twice)], failure=twice, profile="corda-ent-fastpath")
     failed_run.findings["CORDA-DEDUP-007"] = seen.findings["CORDA-DEDUP-007"]

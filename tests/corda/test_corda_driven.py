@@ -75,7 +75,9 @@ def test_cli_drives_processes_and_replays_saved_scenarios(tmp_path, capsys):
     assert main(["conform", "--protocol", "corda", "--profile", "corda-os", "--role", "receiver", "--impl-cmd", bad, "--max-examples", "100",
                  "--derandomize", "--regressions", str(tmp_path), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert doc["verdict"] == "fail" and doc["profiles"][0]["failure"]["violations"][0]["rule"] == "CORDA-ACK-001"
+    failed = next(s for s in doc["scenarios"] if s["failure"])
+    assert doc["verdict"] == "fail" and doc["exit"] == 1 and failed["rules"][0] == "CORDA-ACK-001"
+    assert failed["extras"]["violations"][0]["rule"] == "CORDA-ACK-001"
     saved = next(tmp_path.glob("*.json"))
     assert main(["replay", "--protocol", "corda", str(saved), "--impl", "rmkit.conformance.corda.driven.examples:AckBeforeCommit"]) == 1
     assert main(["replay", "--protocol", "corda", str(saved), "--impl", "rmkit.conformance.corda.driven.adapters:reference_factory"]) == 0
@@ -236,13 +238,15 @@ def test_a_failure_is_saved_by_default_and_replayed_first(tmp_path, monkeypatch,
     assert main(argv + ["--impl", ACK_BEFORE_COMMIT]) == 1
     saved = sorted((tmp_path / regressions_of(DEFAULT_REGRESSIONS, ACK_BEFORE_COMMIT)).glob("corda-receiver-spec-*.json"))
     assert len(saved) == 1 and len(saved[0].stem.rsplit("-", 1)[1]) == 12, saved
-    assert f"saved to {saved[0].relative_to(tmp_path)}" in capsys.readouterr().out
+    assert f"saved failing scenario: {saved[0].relative_to(tmp_path)}" in capsys.readouterr().out
     assert main(argv + ["--impl", ACK_BEFORE_COMMIT, "--format", "json"]) == 1
-    prof = json.loads(capsys.readouterr().out)["profiles"][0]
-    assert prof["scenarios"] == 0 and prof["failure"]["regression"] == str(saved[0].relative_to(tmp_path))
-    assert prof["failure"]["violations"][0]["rule"] == "CORDA-ACK-001"
+    doc = json.loads(capsys.readouterr().out)
+    failed = next(s for s in doc["scenarios"] if s["failure"])
+    assert doc["groups"][0]["extras"]["generated"] == 0 and failed["origin"] == "regression"
+    assert failed["extras"]["regression"] == str(saved[0].relative_to(tmp_path))
+    assert failed["extras"]["violations"][0]["rule"] == "CORDA-ACK-001"
     assert main(argv + ["--impl", REFERENCE, "--format", "json"]) == 0   # not replayed: another implementation's
-    assert json.loads(capsys.readouterr().out)["profiles"][0]["scenarios"] == 50
+    assert json.loads(capsys.readouterr().out)["groups"][0]["extras"]["generated"] == 50
     assert main(argv + ["--impl", REFERENCE, "--regressions", str(saved[0].parent)]) == 0   # named: replayed, passed, then generated
     assert "and 50 generated scenarios" in capsys.readouterr().out
 

@@ -111,8 +111,8 @@ def test_catalogue_only_runs_the_named_scenarios_alone(tmp_path, capsys):
     assert main(["conform", "--protocol", "corda", "--impl", REFERENCE, "--catalogue-only", "--format", "json",
                  "--regressions", str(tmp_path)]) == 0
     doc = json.loads(capsys.readouterr().out)
-    for entry in doc["profiles"]:
-        assert entry["scenarios"] == 0 and entry["named"] == [sc.id for sc in cat.catalogue(entry["role"], "spec")]
+    for group in doc["groups"]:
+        assert group["extras"]["generated"] == 0 and group["extras"]["named"] == [sc.id for sc in cat.catalogue(group["name"], "spec")]
     assert main(["conform", "--protocol", "corda", "--role", "receiver", "--catalogue-only", "--impl",
                  "rmkit.conformance.corda.driven.examples:IdsWrittenLater", "--regressions", str(tmp_path)]) == 1
     out = capsys.readouterr().out

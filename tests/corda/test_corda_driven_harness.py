@@ -371,7 +371,7 @@ def test_replay_text_says_what_to_do(tmp_path, capsys):
 def test_a_json_conform_report_carries_the_advice_and_the_exchange(tmp_path, capsys):
     assert main(conform(tmp_path, "--role", "receiver", "--impl", ACK_BEFORE_COMMIT, "--max-examples", "50",
                         "--format", "json")) == 1
-    failure = json.loads(capsys.readouterr().out)["profiles"][0]["failure"]
+    failure = next(s for s in json.loads(capsys.readouterr().out)["scenarios"] if s["failure"])["extras"]
     assert failure["violations"][0]["advice"], failure
     assert failure["exchange"] and any("deliver" in line for line in failure["exchange"]), failure
 

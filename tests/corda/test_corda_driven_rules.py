@@ -83,7 +83,7 @@ def test_text_report_of_a_pass_lists_judged_rules_with_their_evidence_and_names_
 
     code, out = conform(capsys, "--impl", REF, "--regressions", str(tmp_path))
     assert code == 0
-    receiver, bridge_part = out.split("corda bridge, profile spec")
+    receiver, bridge_part = out.split("\nbridge: profile spec")
     for rule in listed("receiver"):
         verdict = "off" if corda_spec("spec").mode(rule) == "off" else r"pass, covered by [1-9]\d*"
         assert re.search(rf"{verdict} +{rule} ", receiver), rule
@@ -101,12 +101,14 @@ def test_json_report_carries_a_verdict_per_judged_rule(capsys, tmp_path):
     code, out = conform(capsys, "--impl", REF, "--regressions", str(tmp_path), "--profile", "corda-os", "--format", "json",
                         examples=100)   # enough for the bridge's as-built finding
     assert code == 0
-    by_role = {p["role"]: p for p in json.loads(out)["profiles"]}
-    assert set(by_role["receiver"]["rules"]) == listed("receiver")
-    dedup = by_role["receiver"]["rules"]["CORDA-DEDUP-001"]
-    assert dedup["verdict"] == "pass" and dedup["covered_by"] == len(dedup["scenarios"]) >= 1
-    assert by_role["receiver"]["rules"]["CORDA-DEDUP-006"]["verdict"] == "off"        # no fast path in corda-os
-    assert by_role["bridge"]["rules"]["CORDA-BRIDGE-003"]["verdict"] == "finding"     # oversize dropped, as built
+    doc = json.loads(out)
+    by_role = {g["name"]: g["extras"] for g in doc["groups"]}
+    rules = {(r["group"], r["id"]): r for r in doc["rules"]}
+    assert {rid for group, rid in rules if group == "receiver"} == listed("receiver")
+    dedup = rules["receiver", "CORDA-DEDUP-001"]
+    assert dedup["status"] == "pass" and len(dedup["covered_by"]) >= 1
+    assert rules["receiver", "CORDA-DEDUP-006"]["status"] == "off"        # no fast path in corda-os
+    assert rules["bridge", "CORDA-BRIDGE-003"]["status"] == "finding"     # oversize dropped, as built
     assert by_role["receiver"]["first_broken"] is None
     assert set(by_role["receiver"]["not_judged"]) == set(corda_spec("spec").rules.ids()) - listed("receiver")
     assert "rmkit check" in by_role["receiver"]["not_judged"]["CORDA-ID-001"]
@@ -119,12 +121,14 @@ def test_failing_run_shows_the_rule_failed(capsys, tmp_path):
     code, out = conform(capsys, *bad)
     assert code == 1
     assert "first rule broken: CORDA-ACK-001 at " in out
-    assert "    fail                 CORDA-ACK-001 " in out and "    fail                 CORDA-DEDUP-002 " not in out
+    assert "\n  fail                 CORDA-ACK-001 " in out and "  fail                 CORDA-DEDUP-002 " not in out
     # the measured scenario that failed ended the run: the others did not run clean, so no pass
     assert "not exercised        CORDA-DEDUP-001   Effect committed more than once: no scenario that catches its mutant ran clean in this run (it ended at the failure of RCV-" in out
     code, out = conform(capsys, *bad, "--format", "json")
-    prof = json.loads(out)["profiles"][0]
-    assert code == 1 and prof["rules"]["CORDA-ACK-001"]["verdict"] == "fail" and prof["first_broken"] == "CORDA-ACK-001"
+    doc = json.loads(out)
+    rules = {r["id"]: r for r in doc["rules"]}
+    assert code == 1 and doc["exit"] == 1 and rules["CORDA-ACK-001"]["status"] == "fail"
+    assert doc["groups"][0]["extras"]["first_broken"] == "CORDA-ACK-001"
 
 
 def test_junit_report_has_one_case_per_judged_rule(capsys, tmp_path):

@@ -17,7 +17,8 @@ from rmkit.conformance.remp.driven.adapters import InProcessImplementation
 from rmkit.conformance.remp.driven.catalogue import catalogue
 from rmkit.conformance.remp.driven.coverage import _Impl
 from rmkit.conformance.remp.driven.mutants import every_mutant
-from rmkit.conformance.remp.driven.report import ConformReport, render_text
+from rmkit.conformance.remp.driven.report import ConformReport, core_report
+from rmkit.render.conform import render_text
 from rmkit.conformance.remp.driven.runner import FAIL, run_scenario
 from rmkit.specload import load_protocol_spec
 from rmkit.traceability import source_forces
@@ -50,7 +51,7 @@ def _failing_rules(profile: str, role: str, make) -> dict:
         results.append(res)
         if res.verdict == FAIL and res.failure is not None:
             out[sc.id] = {r for r, _ in res.failure.rules}
-    text = render_text(ConformReport("x", profile, [role], results))
+    text = render_text(core_report(ConformReport("x", profile, [role], results)))
     assert "EXACT" not in text and "catch-all" not in text
     return out
 

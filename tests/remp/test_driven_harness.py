@@ -122,7 +122,7 @@ def test_a_failing_hello_stops_the_run_at_once_with_one_copy_of_its_error(capsys
     assert out.count("RuntimeError: my adapter is broken") == 1 and "as above" not in out, out
     assert "catalogue: 0/1 scenarios passed" in out   # the first scenario: its hello failed, nothing after it
     assert ("verdict: NO VERDICT: the implementation could not be driven as validator (1 scenarios" in out
-            and "the run stopped there, fullnode, consumer not tried)" in out), out
+            and "exit 2)" in out and "the run stopped at a role not driven: fullnode, consumer not tried" in out), out
     assert "verdict: FAIL" not in out and err.count("could not be driven") == 1, err
 
 

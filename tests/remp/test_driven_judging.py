@@ -282,15 +282,16 @@ def test_a_receipt_naming_another_block_fails_incl_001():
 
 def test_a_difference_no_requirement_names_passes_and_is_reported_as_informational():
     """A receipt sent twice breaks no requirement: the report lists it as informational."""
-    from rmkit.conformance.remp.driven.report import ConformReport, render_text
+    from rmkit.conformance.remp.driven.report import ConformReport, core_report
+    from rmkit.render.conform import report_dict, render_text
 
     def rewrite(outs):
         return outs + [o for o in outs if o["type"] == "Receipt" and o["receipt"]["kind"] == "PutIntoQueue"]
 
     res = run_scenario(_catalogue_case("spec", "validator", "CAT-VAL-003"), _Impl(_rewriting("validator", rewrite)))
     assert res.verdict == PASS and res.differences, res.failure and res.failure.summary
-    rep = ConformReport("x", "spec", ["validator"], [res])
-    assert "informational: 1 step(s)" in render_text(rep) and rep.as_dict()["scenarios"][0]["informational"]
+    rep = core_report(ConformReport("x", "spec", ["validator"], [res]))
+    assert "informational: 1 difference(s)" in render_text(rep) and report_dict(rep)["scenarios"][0]["informational"]
 
 
 def test_a_validator_that_sends_no_reject_record_passes_and_a_false_record_fails_vote_001():

@@ -10,7 +10,8 @@ import pytest
 from rmkit.conformance.rmb.driven import coverage
 from rmkit.conformance.rmb.driven.judge import ActResult, Check, Rules
 from rmkit.conformance.rmb.driven.scenario import NOT_DRIVEN, Scenario, catalogue
-from rmkit.conformance.rmb.driven.suite import ConformReport, ScenarioRun, render_text
+from rmkit.conformance.rmb.driven.suite import ConformReport, ScenarioRun, core_report
+from rmkit.render.conform import render_text
 from rmkit.conformance.rmb.examples.mutants import RULE_MUTANTS
 from rmkit.conformance.rmb.examples.variants import VARIANTS
 from rmkit.protocols.rmb.model import rmb_spec
@@ -56,7 +57,7 @@ def test_a_rule_passes_only_where_a_scenario_that_catches_its_mutant_ran_clean()
     assert coverage.rule_verdicts(only_other, rules)[rule] == ("not exercised", "no scenario that catches its mutant ran in this run")
     clean = ConformReport("impl", "spec", runs=[_run(catching, [Check(rule, True, "held")])])
     assert coverage.rule_verdicts(clean, rules)[rule] == ("pass", 1)
-    assert "pass, covered by 1" in render_text(clean)
+    assert "pass, covered by 1" in render_text(core_report(clean))
     broken = ConformReport("impl", "spec", runs=[_run(catching, [Check(rule, False, "retried a 400")])])
     assert coverage.rule_verdicts(broken, rules)[rule] == ("fail", 1)
     assert coverage.rule_verdicts(clean, rules)["RMB-REMOTE-009"] == ("not exercised", NOT_DRIVEN["RMB-REMOTE-009"])

@@ -15,6 +15,7 @@ from rmb_support import redis_server_or_skip
 from rmkit.conformance.rmb.driven import suite
 from rmkit.conformance.rmb.driven.harness import Harness
 from rmkit.conformance.rmb.driven.judge import Rules
+from rmkit.render.conform import render_json, render_text
 
 SERVE = "--twin {twin} --directory {directory} --seed {seed} --redis {redis} --listen {listen} --profile {profile}"
 REFERENCE = "{python} -m rmkit.reference_impl.rmb.cli serve " + SERVE
@@ -72,7 +73,7 @@ def test_a_crash_during_generation_is_reported_and_saved_as_it_happened(started,
     assert rep.verdict(Rules("spec")) == "fail"
     assert rep.final is rep.generated.failing and rep.final.crashed
     assert rep.final.scenario.title.startswith("the implementation exited during this scenario"), rep.final.scenario.title
-    text = suite.render_text(rep)
+    text = render_text(suite.core_report(rep))
     assert "the implementation exited" in text
     assert len(rep.saved) == 1
 
@@ -92,8 +93,10 @@ def _failing_report():
 def test_the_json_report_gives_each_failure_its_title_and_what_to_do():
     import json
 
-    doc = json.loads(suite.render_json(_failing_report()))
-    failure = doc["failures"][0]["failures"][0]
+    doc = json.loads(render_json(suite.core_report(_failing_report())))
+    [scenario] = doc["scenarios"]
+    assert scenario["verdict"] == "fail" and scenario["rules"] == ["RMB-RETRY-003"] and doc["exit"] == 1
+    failure = scenario["extras"]["failures"][0]
     rules = Rules("spec")
     assert failure["rule"] == "RMB-RETRY-003" and failure["evidence"]
     assert failure["title"] == rules.title("RMB-RETRY-003")

@@ -12,8 +12,8 @@ import json
 import sys
 import time
 
-from rmkit.cli_options import (derandomize_wanted, hypothesis_data_in, impl_argv, implementation_regressions,
-                               replay_command)
+from rmkit.cli_options import derandomize_wanted, hypothesis_data_in, impl_argv, implementation_regressions
+from rmkit.conformreport import settings_of
 from rmkit.errors import NothingChecked, RmkitError, UsageError
 from rmkit.guard import OutputError, decided, emit_report
 from rmkit.interrupts import signals_interrupt
@@ -21,7 +21,7 @@ from rmkit.interrupts import signals_interrupt
 from .adapters import ROLES, ImplementationFailed, open_factory
 from .bridge import run_bridge
 from .suite import (close, exchange, failed, load_regressions, outcome_json, overall, play_once, problems, read_saved,
-                    render, run, save, search, steps_text, to_json, to_junit)
+                    run, save, search, steps_text, typed)
 
 
 class ImplementationError(RmkitError):
@@ -55,24 +55,22 @@ def _conform(profile: str, roles: list[str], args: argparse.Namespace) -> int:
                                   seed=args.seed, role=role, regressions=mine, time_budget=budget))
         except ImplementationFailed as exc:
             raise ImplementationError(f"the implementation could not be driven as {role}: {exc}") from None
-    notes = ""
     for result in results:
         if result.failure and not result.regression:
             try:
                 result.saved = str(save(result, folder))
             except OSError as exc:
                 raise OutputError(f"regressions folder {folder}: cannot save the failure ({exc.strerror or exc})") from None
-            notes += f"saved to {result.saved}\n  reproduce: {replay_command('corda', result.saved, impl_argv(args))}\n"
-    text = {"json": to_json, "junit": lambda rs: to_junit(rs, impl_argv(args))}.get(args.format,
-                                                                                 lambda rs: render(rs) + notes)(results)
     verdict = overall(results)
     code = decided({"fail": 1, "nothing checked": 2}.get(verdict, 0))
-    emit_report(text, verdict, args.out)
+    rep = typed(results, impl_argv(args), settings_of(args), code)
+    from rmkit.render.conform import render, render_html
+
+    emit_report(render(rep, args.format), verdict, args.out)
     if getattr(args, "html", None):
-        from rmkit.conformance.corda.driven.suite import to_html
         from rmkit.guard import write_output
 
-        write_output(args.html, to_html(results, impl_argv(args)), "--html")
+        write_output(args.html, render_html(rep), "--html")
         print(f"HTML report written to {args.html}", file=sys.stderr)
     more = ("only the saved and the named scenarios ran; drop --catalogue-only, or give --max-examples 1 or more"
             if args.max_examples == 0 or args.catalogue_only else "raise --max-examples or --time-budget")

@@ -158,15 +158,6 @@ def headline(result) -> str | None:
     return None if v is None else f"{v.rule} at {v.where or f'step {v.step}'}"
 
 
-def text_lines(result, group) -> list[str]:
-    """The per-rule table of one role (``group``: its judge's part of :func:`core_report`), and the
-    one line naming what the role does not judge."""
-    from rmkit.render.conform import rule_table_lines
-
-    first = headline(result)
-    return ([f"  first rule broken: {first}"] if first else []) + rule_table_lines(group, "  ")
-
-
 def _not_judged_line(result) -> str:
     return f"not judged as {result.role}: " + "; ".join(
         f"{', '.join(ids)} ({where})" for where, ids in _grouped(not_judged(result.role, result.profile)).items())
@@ -177,24 +168,6 @@ def _grouped(where_by_rule: dict[str, str]) -> dict[str, list[str]]:
     for rule, where in where_by_rule.items():
         out.setdefault(where, []).append(rule)
     return out
-
-
-def json_fields(result) -> dict:
-    """What a role's entry of the JSON report says per rule (mode, verdict and its evidence), the
-    first rule broken, and rule -> where judged for the others."""
-    rules = {}
-    for row in rule_rows(result):
-        entry = {"mode": row["mode"], "verdict": row["verdict"]}
-        if row["verdict"] == PASS:
-            entry.update(covered_by=len(row["covered_by"]), scenarios=row["covered_by"])
-        elif row["verdict"] in (NOT_EXERCISED, OFF_HERE):
-            entry["why"] = row["why"]
-        else:
-            entry["evidence"] = row["evidence"]
-        rules[row["id"]] = entry
-    v = first_broken(result.failure.violations, result.failure.log) if result.failure else None
-    return {"rules": rules, "first_broken": None if v is None else v.rule,
-            "not_judged": not_judged(result.role, result.profile)}
 
 
 def reproduce(result, impl: list[str]) -> str:
@@ -211,17 +184,35 @@ def reproduce(result, impl: list[str]) -> str:
                        *(impl or ["--impl-cmd", "CMD"])])
 
 
-def core_report(results, breakdown, impl: list[str], outcome_text):
+def ran_text(result) -> str:
+    """A role's run in one line: its verdict, the scenarios played, the time."""
+    named = f"{len(result.named)} named scenario{'' if len(result.named) == 1 else 's'}"
+    ran = ("a saved scenario, nothing generated" if result.regression else
+           f"{named}, nothing generated" if result.named_failure or not result.examples else
+           f"{len(result.named)} named and {result.examples} generated scenarios")
+    ran += ", stopped by --time-budget" if result.budget_spent else ""
+    ran += ", no message reached the implementation" if result.verdict == "nothing checked" else ""
+    return f"profile {result.profile}: {result.verdict.upper()} ({ran}, {result.seconds:.1f} s)"
+
+
+def core_report(results, breakdown, impl: list[str], outcome_text, settings: dict | None = None, exit: int | None = None,
+                failure_parts=None):
     """The run as every protocol's conform report is typed (:mod:`rmkit.conformreport`): per role,
     one judge with a row per rule it judges (what the role does not judge is its note), the named
     scenarios played and each role's failure with the command that reproduces it.
     ``breakdown(result)``: that failure's breakdown text, or None; ``outcome_text(result)``: the
-    failing scenario's steps, problems and exchange."""
+    failing scenario's steps, problems and exchange; ``failure_parts``: the suite's
+    (:func:`.suite.typed`) ``steps_text(actions)``, ``what(result)`` (which failing scenario this is)
+    and ``outcome_json(profile, outcome)``. Corda's own fields are ``extras``: per role
+    the first rule broken, where the rules it does not judge are judged, the shortest scenario
+    showing each finding, the deliveries answered; per failing scenario its steps, violations
+    (with what to do), the breakdown and the exchange."""
     from pathlib import Path
 
     from rmkit import conformreport as core
 
     from .judge import failed
+    steps_text, what_failed, outcome_json = failure_parts or (lambda actions: "", lambda r: "failing", lambda p, o: {})
 
     groups, scenarios = [], []
     for r in results:
@@ -233,38 +224,40 @@ def core_report(results, breakdown, impl: list[str], outcome_text):
             if row["verdict"] == FAIL:
                 rule.detail = (f"{row['evidence']}\nwhat to do: {corda_spec(r.profile).rules[row['id']].advice}\n"
                                f"reproduce: {again}")
+            elif row["verdict"] == FINDING and row["id"] in r.findings:
+                f = r.findings[row["id"]]
+                rule.detail = f"{row['evidence']}\nshortest seen in {len(f.actions)} steps: {steps_text(f.actions)}"
             rows.append(rule)
         broke = breakdown(r)
-        groups.append(core.RuleGroup(r.role, rows, core.Failure(broke, "breakdown", f"{broke}\nreproduce: {again}")
-                                     if broke else None, note=_not_judged_line(r), elapsed_s=r.seconds))
-        scenarios += [core.ScenarioResult(name, r.role, "catalogue", "", "fail" if failed(o) else "pass", len(o.actions))
+        v = first_broken(r.failure.violations, r.failure.log) if r.failure else None
+        groups.append(core.RuleGroup(
+            r.role, rows, core.Failure(broke, "breakdown", f"{broke}\nreproduce: {again}") if broke else None,
+            note=_not_judged_line(r), elapsed_s=r.seconds, verdict=r.verdict, summary=ran_text(r),
+            extras={"profile": r.profile, "generated": r.examples, "named": list(r.named), "named_failure": r.named_failure,
+                    "time_budget_spent": r.budget_spent, "deliveries": r.delivered,
+                    "first_broken": None if v is None else v.rule, "not_judged": not_judged(r.role, r.profile),
+                    "findings": {rule: [list(a) for a in f.actions] for rule, f in r.findings.items()}}))
+        scenarios += [core.ScenarioResult(name, r.role, "catalogue", "", "fail" if failed(o) else "pass", len(o.actions),
+                                          rules=list(dict.fromkeys(x.rule for x in ordered(o.violations, o.log))),
+                                          extras={"steps": [list(a) for a in o.actions]})
                       for name, o in r.played]
         if r.failure is not None:
             f = r.failure
             first = headline(r)
             name = Path(r.saved or r.regression).stem if (r.saved or r.regression) else f"{r.role}-{r.profile}"
             origin = "regression" if r.regression else "catalogue" if r.named_failure else "generated"
+            what = what_failed(r)
             text = ([f"first rule broken: {first}"] if first else []) + outcome_text(r)
             scenarios.append(core.ScenarioResult(
-                name, r.role, origin, f"{len(f.actions)} steps" + (f" ({r.named_failure})" if r.named_failure else ""),
-                "fail", len(f.actions), failure=core.Failure(first or broke or "failed", "rule" if first else "breakdown",
-                                                             "\n".join(text)), reproduce=again))
+                name, r.role, origin, f"{what}: {len(f.actions)} steps", "fail", len(f.actions),
+                failure=core.Failure(first or broke or "failed", "rule" if first else "breakdown", "\n".join(text)),
+                reproduce=again, rules=list(dict.fromkeys(x.rule for x in ordered(f.violations, f.log))),
+                extras={"regression": r.regression, "saved": r.saved, "reproducible": r.reproducible,
+                        **outcome_json(r.profile, f)}))
     verdict = "fail" if any(r.verdict == "fail" for r in results) else \
         "nothing checked" if any(r.verdict == "nothing checked" for r in results) else "pass"
     return core.ConformReport(
         "corda", "Corda P2P", ", ".join(sorted({r.profile for r in results})), " ".join(impl), impl,
         [r.role for r in results], verdict, sum(r.seconds for r in results), groups=groups, scenarios=scenarios,
         summary="; ".join(f"{r.role}: {r.verdict} ({r.examples} scenarios, {r.seconds:.1f} s)" for r in results),
-        matrix_note=LEGEND, saved=[r.saved for r in results if r.saved])
-
-
-def junit(results, breakdown, impl: list[str] | None = None, outcome_text=lambda r: []) -> str:
-    """One test suite per role, one test case per rule it judges: fail is a failure (its evidence,
-    what to do and the command that reproduces it), a finding passes with the violation in
-    system-out, a pass names the scenarios behind it in system-out, off and not exercised are
-    skipped with why. An implementation that broke down adds a failing ``implementation`` case (its
-    scenario broke no rule). What the role does not judge is in the suite's system-out
-    (:func:`rmkit.render.conform.render_junit`)."""
-    from rmkit.render.conform import render_junit
-
-    return render_junit(core_report(results, breakdown, impl or [], outcome_text))
+        saved=[r.saved for r in results if r.saved], settings=settings or {}, exit=exit)

@@ -441,35 +441,6 @@ def outcome_json(profile: str, out: Outcome) -> dict:
             "exchange": list(out.log)}
 
 
-def render(results: list[SearchResult], impl: list[str] | None = None) -> str:
-    out = []
-    groups = report.core_report(results, _breakdown, impl or [], _outcome_text).groups
-    for r, group in zip(results, groups):
-        named = f"{len(r.named)} named scenario{'' if len(r.named) == 1 else 's'}"
-        ran = ("a saved scenario, nothing generated" if r.regression else
-               f"{named}, nothing generated" if r.named_failure or not r.examples else
-               f"{len(r.named)} named and {r.examples} generated scenarios")
-        ran += ", stopped by --time-budget" if r.budget_spent else ""
-        ran += ", no message reached the implementation" if r.verdict == "nothing checked" else ""
-        out.append(f"corda {r.role}, profile {r.profile}: {r.verdict.upper()} ({ran}, {r.seconds:.1f} s)")
-        out += report.text_lines(r, group)
-        for rule, f in sorted(r.findings.items()):
-            v = next(v for v in f.violations if v.rule == rule)
-            out.append(f"  finding {rule} ({v.mode}, allowed to pass in this profile), shortest seen in {len(f.actions)} steps: "
-                       + steps_text(f.actions))
-            out.append(f"    {v.explanation}")
-        if r.failure:
-            f = r.failure
-            what = (f"saved scenario {r.regression} fails again" if r.regression
-                    else f"named scenario {r.named_failure} of {_named_source(r.named_failure)}, shrunk" if r.named_failure
-                    else "shrunk scenario" if r.reproducible else f"failing scenario ({FLAKY_NOTE})")
-            out.append(f"  {what} ({len(f.actions)} steps): " + steps_text(f.actions))
-            out += [f"  {line}" for line in problems(r.profile, f)]
-            out.append("  exchange:")
-            out += [f"    {line}" for line in exchange(f)]
-    return "\n".join(out) + "\n"
-
-
 def _named_source(name: str) -> str:
     from .coverage import FILE, load
 
@@ -486,39 +457,42 @@ def _outcome_text(r: SearchResult) -> list[str]:
     return [f"steps: {steps_text(f.actions)}", *problems(r.profile, f), "exchange:", *exchange(f)]
 
 
+def typed(results: list[SearchResult], impl: list[str], settings: dict | None = None, exit: int | None = None):
+    """The run as every protocol's conform report is typed (:func:`.report.core_report`), which
+    :mod:`rmkit.render.conform` writes as text, JSON, JUnit and HTML."""
+    return report.core_report(results, _breakdown, impl, _outcome_text, settings, exit,
+                              failure_parts=(steps_text, _what_failed, outcome_json))
+
+
+def _what_failed(r: SearchResult) -> str:
+    """Which failing scenario a role's failure is: a saved one again, a named one shrunk, a
+    generated one shrunk, or one not reproducible (shown as first found)."""
+    return (f"saved scenario {r.regression}, failing again" if r.regression
+            else f"named scenario {r.named_failure} of {_named_source(r.named_failure)}, shrunk" if r.named_failure
+            else "shrunk" if r.reproducible else f"first found ({FLAKY_NOTE})")
+
+
 def to_html(results: list[SearchResult], impl: list[str]) -> str:
     """A standalone page: the verdict and the rules broken first, each role's failing scenario
     with the command that reproduces it, its problems and exchange, then the per-rule matrix
     (:func:`rmkit.render.conform.render_html`)."""
     from rmkit.render.conform import render_html
 
-    return render_html(report.core_report(results, _breakdown, impl, _outcome_text))
+    return render_html(typed(results, impl))
 
 
 def to_junit(results: list[SearchResult], impl: list[str] | None = None) -> str:
     """JUnit XML: per role, one test case per rule it judges (see :mod:`.report`); ``impl`` is the
     implementation as given, for the command that reproduces a failure."""
-    return report.junit(results, _breakdown, impl, _outcome_text)
+    from rmkit.render.conform import render_junit
+
+    return render_junit(typed(results, impl or []))
 
 
 def overall(results: list[SearchResult]) -> str:
     """fail if any role failed, else "nothing checked" if a role checked nothing, else pass."""
     verdicts = {r.verdict for r in results}
     return next((v for v in ("fail", "nothing checked") if v in verdicts), "pass")
-
-
-def to_json(results: list[SearchResult]) -> str:
-    return json.dumps({"protocol": "corda", "roles": sorted({r.role for r in results}), "verdict": overall(results),
-                       "profiles": [{"profile": r.profile, "role": r.role, "verdict": r.verdict, "scenarios": r.examples,
-                                     "named": list(r.named), "named_failure": r.named_failure,
-                                     "seconds": round(r.seconds, 2), "time_budget_spent": r.budget_spent,
-                                     "deliveries": r.delivered,
-                                     **report.json_fields(r),
-                                     "findings": {rule: [list(a) for a in f.actions] for rule, f in r.findings.items()},
-                                     "failure": None if not r.failure else {
-                                         "regression": r.regression, "saved": r.saved, "reproducible": r.reproducible,
-                                         **outcome_json(r.profile, r.failure)}}
-                                    for r in results]}, indent=2) + "\n"
 
 
 def save(result: SearchResult, folder: Path) -> Path:

@@ -6,12 +6,13 @@ import argparse
 import sys
 
 from rmkit.conformance.remp.driven.adapters import open_implementation
-from rmkit.conformance.remp.driven.report import RENDERERS, render_html, unreached
+from rmkit.conformance.remp.driven.report import core_report, unreached
 from rmkit.conformance.remp.driven.runner import PASS, explain_failure, run_scenario
 from rmkit.conformance.remp.driven.scenario import read_scenario
 from rmkit.conformance.remp.driven.scenario_text import scenario_lines
 from rmkit.conformance.remp.driven.suite import ROLES, run_suite
 from rmkit.errors import UsageError
+from rmkit.conformreport import settings_of
 from rmkit.cli_options import (derandomize_wanted, hypothesis_data_in, impl_argv, implementation_regressions,
                                stderr_progress)
 from rmkit.guard import decided, emit_report, write_output
@@ -27,12 +28,15 @@ def conform(profile: str, args: argparse.Namespace) -> int:
         rep = run_suite(profile, roles, lambda role: open_implementation(args, role), max_examples=args.max_examples,
                         seed=args.seed, derandomize=derandomize_wanted(args.derandomize), time_budget=args.time_budget,
                         catalogue_only=args.catalogue_only, regressions=folder, progress=stderr_progress(args))
-    rep.impl_argv = impl_argv(args)
+    rep.impl_argv, rep.settings = impl_argv(args), settings_of(args)
     kit_failed = rep.kit_errors and not any(r.verdict != PASS for r in rep.results)
-    code = decided(2 if kit_failed or rep.not_driven else 0 if rep.verdict == PASS else 1)
-    emit_report(RENDERERS[args.format](rep), rep.verdict, args.out)
+    rep.exit = code = decided(2 if kit_failed or rep.not_driven else 0 if rep.verdict == PASS else 1)
+    from rmkit.render.conform import render, render_html
+
+    typed = core_report(rep)
+    emit_report(render(typed, args.format), rep.verdict, args.out)
     if args.html:
-        write_output(args.html, render_html(rep), "--html")
+        write_output(args.html, render_html(typed), "--html")
         print(f"HTML report written to {args.html}", file=sys.stderr)
     for role, why in rep.not_driven.items():
         print(f"rmkit conform: the implementation could not be driven as {role} (its first scenario failed at "

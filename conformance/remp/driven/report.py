@@ -1,4 +1,6 @@
-"""The result of a conformance run, as a typed value, and its renderings: text, JSON, JUnit, HTML.
+"""The result of a REMP conformance run, as a typed value, and the run as every protocol's conform
+report is typed (:func:`core_report`; :mod:`rmkit.render.conform` writes it as text, JSON, JUnit and
+HTML).
 
 The per-rule table (the matrix): every rule of the log rule set that the roles run can break, and
 every driven requirement of ``spec/remp/conformance.yaml``, with its status from evidence: fail (the
@@ -9,8 +11,6 @@ clean), or not covered (with the reason; never shown as passing).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import orjson
 
 from rmkit.conformance.remp.driven.runner import FAIL, PASS, ScenarioResult, explain_failure
 
@@ -40,6 +40,8 @@ class ConformReport:
     elapsed_s: float = 0.0
     saved_for: dict = field(default_factory=dict)  # scenario id -> its file (a regression read, a failure saved)
     impl_argv: list = field(default_factory=list)  # --impl-cmd CMD or --impl M:F as given: what a rerun repeats
+    settings: dict = field(default_factory=dict)  # the run's options (rmkit.conformreport.settings_of)
+    exit: int | None = None  # the command's exit code, once decided
 
     def reproduce(self, r: ScenarioResult) -> str:
         """One paste that reproduces ``r``: ``rmkit replay`` of its saved file, else the catalogue
@@ -100,85 +102,6 @@ class ConformReport:
         return {role: {k: sorted(v) for k, v in g.exercised.items()}
                 for role, g in self.generated.items() if getattr(g, "exercised", None)}
 
-    def as_dict(self) -> dict:
-        return {
-            "verdict": self.verdict, "implementation": self.implementation, "profile": self.profile, "roles": self.roles,
-            "elapsed_s": round(self.elapsed_s, 3),
-            "rules": self.table(),
-            "scenarios": [{"id": r.scenario.id, "role": r.scenario.role, "origin": r.scenario.origin, "title": r.scenario.title,
-                           "checks": list(r.scenario.checks), "verdict": r.verdict, "steps": r.steps,
-                           "failure": r.failure.as_dict() if r.failure else None,
-                           "informational": [d.as_dict() for d in r.differences]} for r in self.results],
-            "exercised": self.exercised(),
-            "generated": {role: {"examples": g.examples, "steps": g.steps, "elapsed_s": round(g.elapsed_s, 3),
-                                 "failed": g.failing is not None, "message": g.message}
-                          for role, g in self.generated.items()},
-            "saved": [str(p) for p in self.saved],
-            "kit_errors": self.kit_errors,
-            "not_driven": self.not_driven,
-            "not_tried": self.not_tried,
-        }
-
-
-def render_text(rep: ConformReport) -> str:
-    out = [f"rmkit conform: {rep.implementation} | profile {rep.profile} | roles {', '.join(rep.roles)}", ""]
-    by_origin: dict = {}
-    for r in rep.results:
-        by_origin.setdefault(r.scenario.origin, []).append(r)
-    for origin in ("regression", "catalogue", "generated"):
-        rs = by_origin.get(origin, [])
-        if not rs:
-            continue
-        failed = [r for r in rs if r.verdict == FAIL]
-        out.append(f"{origin}: {len(rs) - len(failed)}/{len(rs)} scenarios passed")
-        for r in rs:
-            mark = "ok  " if r.verdict == PASS else "FAIL"
-            out.append(f"  {mark} {r.scenario.id:<34} {r.scenario.role:<9} {r.scenario.title[:70]}")
-    for role, g in rep.generated.items():
-        out.append(f"generated {role}: {g.examples} scenarios, {g.steps} steps in {g.elapsed_s:.1f} s"
-                   + (" - FAILED, shrunk to %d steps" % len(g.failing.events) if g.failing else ""))
-    for role, ex in rep.exercised().items():
-        out.append(f"exercised ({role}): " + "; ".join(f"{k} {_range_text(v)}" for k, v in ex.items()))
-    info = rep.informational()
-    if info:
-        out.append("")
-        out.append(f"informational: {len(info)} step(s) whose outputs differ from the reference's where no requirement "
-                   "of the documents names the difference (not failures):")
-        for sid, d in info[:5]:
-            out.append(f"  {sid} step {d.step}: {d.summary[:160]}")
-        if len(info) > 5:
-            out.append(f"  ... {len(info) - 5} more (JSON report: scenarios[].informational)")
-    from rmkit.render.conform import rule_table_lines
-
-    out.append("")
-    for group in core_report(rep).groups:
-        out += rule_table_lines(group)
-    failures = [r for r in rep.results if r.verdict == FAIL]
-    if failures:
-        out.append("")
-        out.append("failures:")
-        shown = set()  # an implementation's stderr, printed once however many scenarios end with it
-        for r in failures:
-            err = r.failure.stderr.strip() if r.failure else ""
-            out.append(explain_failure(r, stderr=err not in shown))
-            shown.add(err)
-            out.append(f"  reproduce: {rep.reproduce(r)}")
-            out.append("")
-    for p in rep.saved:
-        out.append(f"saved failing scenario: {p}")
-    for e in rep.kit_errors:
-        out.append(f"kit error (please report): {e}")
-    for role, why in rep.not_driven.items():
-        out.append(f"not driven: role {role}: the implementation never got past the hello ({why}); "
-                   "no verdict on it for this role")
-    judged = [r for r in rep.results if r.verdict == FAIL and not unreached(r)]
-    if rep.not_driven and not judged and not rep.kit_errors:
-        out.append(f"verdict: NO VERDICT: the implementation could not be driven as {', '.join(rep.not_driven)} "
-                   f"({len(rep.results)} scenarios, {rep.elapsed_s:.1f} s"
-                   + (f"; the run stopped there, {', '.join(rep.not_tried)} not tried)" if rep.not_tried else ")"))
-    else:
-        out.append(f"verdict: {rep.verdict.upper()} ({len(rep.results)} scenarios, {rep.elapsed_s:.1f} s)")
-    return "\n".join(out) + "\n"
 
 
 def _range_text(values) -> str:
@@ -187,10 +110,6 @@ def _range_text(values) -> str:
     if len(vs) > 4 and all(isinstance(v, int) for v in vs) and vs == list(range(vs[0], vs[-1] + 1)):
         return f"{vs[0]}-{vs[-1]} ({len(vs)} values)"
     return "{" + ", ".join(str(v) for v in vs) + "}"
-
-
-def render_json(rep: ConformReport) -> str:
-    return orjson.dumps(rep.as_dict(), option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
 def _case_name(r: ScenarioResult, profile: str) -> str:
@@ -204,10 +123,26 @@ def _case_name(r: ScenarioResult, profile: str) -> str:
     return f"{r.scenario.id} [{NO_RULE}]" if r.scenario.checks else r.scenario.id
 
 
+def notes(rep: ConformReport) -> list[str]:
+    """REMP's own lines under the report's header: each role's generated search, what it drew of
+    each parameter the documents leave open, and the roles a run that stopped early did not try."""
+    out = [f"generated {role}: {g.examples} scenarios, {g.steps} steps in {g.elapsed_s:.1f} s"
+           + (" - FAILED, shrunk to %d steps" % len(g.failing.events) if g.failing else "")
+           for role, g in rep.generated.items()]
+    out += [f"exercised ({role}): " + "; ".join(f"{k} {_range_text(v)}" for k, v in ex.items())
+            for role, ex in rep.exercised().items()]
+    if rep.not_tried:
+        out.append(f"the run stopped at a role not driven: {', '.join(rep.not_tried)} not tried")
+    return out
+
+
 def core_report(rep: ConformReport):
     """The run as every protocol's conform report is typed (:mod:`rmkit.conformreport`): the
     per-rule table as one judge's, every scenario (each a JUnit case, named with the rules it is
-    measured to catch)."""
+    measured to catch). REMP's own fields are its ``extras``: per scenario the checks the catalogue
+    declares and the failure in full (step, event, expected and actual outputs); per rule the
+    scenarios that broke it and those that ran clean; for the run the generated search per role,
+    what it drew (``exercised``) and the roles not tried."""
     from rmkit import conformreport as core
     from rmkit.protocols.remp.model import model_for
 
@@ -222,11 +157,21 @@ def core_report(rep: ConformReport):
         rules.append(core.RuleResult(
             row["id"], row["title"], rule.mode(rep.profile) if rule else "driven", row["status"],
             covered_by=row["covered_by"], evidence=evidence, why=row["why"],
-            detail=f"{evidence}\nreproduce: {rep.reproduce(first)}" if first is not None else evidence))
-    scenarios = [core.ScenarioResult(
-        r.scenario.id, r.scenario.role, r.scenario.origin, r.scenario.title, r.verdict, r.steps, r.elapsed_s,
-        core.Failure(r.failure.summary, r.failure.kind, explain_failure(r)) if r.failure else None,
-        rep.reproduce(r), _case_name(r, rep.profile)) for r in rep.results]
+            detail=f"{evidence}\nreproduce: {rep.reproduce(first)}" if first is not None else evidence,
+            extras={"failed": row["failed"], "clean": row["clean"]}))
+    scenarios, shown = [], set()  # an implementation's stderr, shown once however many scenarios end with it
+    for r in rep.results:
+        failure = None
+        if r.failure is not None:
+            err = r.failure.stderr.strip()
+            failure = core.Failure(r.failure.summary, r.failure.kind, explain_failure(r, stderr=err not in shown))
+            shown.add(err)
+        scenarios.append(core.ScenarioResult(
+            r.scenario.id, r.scenario.role, r.scenario.origin, r.scenario.title, r.verdict, r.steps, r.elapsed_s, failure,
+            rep.reproduce(r), _case_name(r, rep.profile),
+            rules=[rid for rid, _ in r.failure.rules] if r.failure else [],
+            informational=[d.as_dict() for d in r.differences],
+            extras={"checks": list(r.scenario.checks), "failure": r.failure.as_dict() if r.failure else None}))
     covered = sum(1 for r in rows if r["covered_by"])
     undrivable = sum(1 for r in rows if not r["covered_by"] and r["why"].startswith("not drivable"))
     unexplained = sum(1 for r in rows if r["status"] == NOT_COVERED and not r["why"].startswith("not drivable"))
@@ -240,7 +185,13 @@ def core_report(rep: ConformReport):
                      f"that catches their mutant (a reference that breaks exactly that rule) with a failure attributed to "
                      f"the rule; {undrivable} are listed as not drivable, with the reason; {unexplained} are neither (see "
                      f"why). A rule passes only when a covering scenario ran clean."),
-        not_driven=rep.not_driven, kit_errors=rep.kit_errors, saved=[str(p) for p in rep.saved])
+        not_driven=rep.not_driven, kit_errors=rep.kit_errors, saved=[str(p) for p in rep.saved],
+        settings=rep.settings, exit=rep.exit, notes=notes(rep),
+        extras={"exercised": rep.exercised(),
+                "generated": {role: {"examples": g.examples, "steps": g.steps, "elapsed_s": round(g.elapsed_s, 3),
+                                     "failed": g.failing is not None, "message": g.message}
+                              for role, g in rep.generated.items()},
+                "not_tried": list(rep.not_tried)})
 
 
 def render_junit(rep: ConformReport) -> str:
@@ -257,5 +208,3 @@ def render_html(rep: ConformReport) -> str:
 
     return html(core_report(rep))
 
-
-RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}

@@ -128,7 +128,9 @@ def regressions_for(folder: Path, profile: str) -> list:
 
 def conform(profile: str, args: argparse.Namespace) -> int:
     from rmkit.conformance.rmb.driven.judge import Rules
-    from rmkit.conformance.rmb.driven.suite import render_json, render_junit, render_text, run_suite
+    from rmkit.conformance.rmb.driven.suite import core_report, run_suite
+    from rmkit.conformreport import settings_of
+    from rmkit.render.conform import render, render_html
     from rmkit.cli_options import (derandomize_wanted, hypothesis_data_in, impl_argv,
                                    implementation_regressions, stderr_progress)
     from rmkit.guard import decided, emit_report, write_output
@@ -145,17 +147,15 @@ def conform(profile: str, args: argparse.Namespace) -> int:
                             save_dir=folder, progress=stderr_progress(args))
         finally:
             _close(h, loop)
-    rep.impl_argv = impl_argv(args)
-    text = {"json": render_json, "junit": render_junit}.get(args.format, render_text)(rep)
+    rep.impl_argv, rep.settings = impl_argv(args), settings_of(args)
     verdict = rep.verdict(Rules(profile))
     if verdict == "pass" and not _checks(rep.runs + ([rep.final] if rep.final else [])):
         raise NothingChecked(f"no scenario checked anything against profile {profile}: no verdict")
-    code = decided(0 if verdict == "pass" else 1)
-    emit_report(text, verdict, args.out)
+    rep.exit = code = decided(0 if verdict == "pass" else 1)
+    typed = core_report(rep)
+    emit_report(render(typed, args.format), verdict, args.out)
     if args.html:
-        from rmkit.conformance.rmb.driven.suite import render_html
-
-        write_output(args.html, render_html(rep), "--html")
+        write_output(args.html, render_html(typed), "--html")
         print(f"HTML report written to {args.html}", file=sys.stderr)
     return code
 

@@ -1,5 +1,6 @@
 """One conformance run against a daemon: saved regressions, the catalogue, then generated
-scenarios with shrinking; per-rule verdicts from the checks that ran; text and JSON reports.
+scenarios with shrinking; per-rule verdicts from the checks that ran; the run as every
+protocol's conform report is typed (:func:`core_report`).
 
 A failing generated scenario is shrunk by Hypothesis (fewer acts, simpler answers), run once more
 on its own for the report, and saved so that ``rmkit replay`` reruns it.
@@ -14,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rmkit.conformance.rmb.driven.acts import Ctx, run_act
-from rmkit.conformance.rmb.driven.coverage import rule_verdicts
 from rmkit.conformance.rmb.driven.daemons import Daemons, daemons_of
 from rmkit.conformance.rmb.driven.harness import Harness
 from rmkit.conformance.rmb.driven.judge import ActResult, Rules
@@ -222,6 +222,8 @@ class ConformReport:
     saved: list[Path] = field(default_factory=list)
     seconds: float = 0.0
     impl_argv: list = field(default_factory=list)  # --impl-cmd CMD as given: what a rerun repeats
+    settings: dict = field(default_factory=dict)  # the run's options (rmkit.conformreport.settings_of)
+    exit: int | None = None  # the command's exit code, once decided
 
     def per_rule(self, rules: Rules) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
@@ -321,39 +323,6 @@ def describe_run(run: ScenarioRun, rules: Rules, evidence_lines: int = 30) -> li
     return out
 
 
-def render_text(rep: ConformReport) -> str:
-    rules = Rules(rep.profile)
-    out = [f"rmkit conform --protocol rmb, profile {rep.profile}: {rep.verdict(rules).upper()}",
-           f"  implementation: {rep.implementation}",
-           f"  {len(rep.runs)} scenario(s) run besides generation, {rep.seconds:.1f} s, on {rep.jobs} daemon(s) side by side"]
-    g = rep.generated
-    if g is not None:
-        out.append(f"  generated: {g.examples} scenario(s) in {g.seconds:.1f} s"
-                   + (f"; first failure after {g.found_after_s:.1f} s, {g.shrink_runs} shrink run(s)" if g.found_after_s is not None else ""))
-    from rmkit.render.conform import rule_table_lines
-
-    out.append("")
-    for group in core_report(rep).groups:
-        out += rule_table_lines(group)
-    fails = rep.failing_runs(rules)
-    findings = [(run, a, c) for run in rep.runs for a, c in run.failures(rules, strict_only=False) if rules.mode(c.rule) != "strict"]
-    if findings:
-        out += ["", "findings (non-strict in this profile, reported but not failing):"]
-        for run, a, c in findings[:10]:
-            out.append(f"  {c.rule} in {run.scenario.id}: {c.detail}")
-        if len(findings) > 10:
-            out.append(f"  ... {len(findings) - 10} more (--format json lists all)")
-    for run in fails[:5]:
-        out += [""] + describe_run(run, rules) + [f"  reproduce: {rep.reproduce(run)}"]
-    if len(fails) > 5:
-        out += ["", f"... {len(fails) - 5} more failing scenario(s) (--format json or --html lists all)"]
-    from rmkit.cli_options import replay_command
-
-    for p in rep.saved:
-        out.append(f"\nsaved to {p}\n  reproduce: {replay_command('rmb', p, rep.impl_argv)}")
-    return "\n".join(out) + "\n"
-
-
 def failure_dicts(run: ScenarioRun, rules: Rules) -> list[dict]:
     """Each failed check of ``run`` (strict or not) as the JSON reports give it: the act, the rule
     with its title, mode and what to do, what was found, and the act's exchanges and Redis
@@ -412,24 +381,40 @@ def core_report(rep: ConformReport, evidence_lines: int = 30):
         lines.append(f"reproduce: {rep.reproduce(first_run[r.id])}")
         row.status = core.FAIL if mode == "strict" else core.FINDING
         row.evidence, row.detail = found[0][1].detail, "\n".join(lines)
+    checks = rep.per_rule(rules)
+    for row in rows:
+        held, broke = checks.get(row.id, [0, 0])
+        row.extras = {"checks": held + broke, "failed_checks": broke}
     crashed = [run for run in every if run.crashed]
     breakdown = core.Failure(crashed[0].crashed, "crash", f"in scenario {crashed[0].scenario.id}: {crashed[0].crashed}\n"
                              "what to do: find why the daemon exited in its own output") if crashed else None
     scenarios = []
     for run in every:
         bad = run.failed(rules)
-        first = next((c.detail for _, c in run.failures(rules, strict_only=False)), run.crashed or "")
+        found = run.failures(rules, strict_only=False)
+        first = next((c.detail for _, c in found), run.crashed or "")
         scenarios.append(core.ScenarioResult(
             run.scenario.id, "daemon", run.scenario.origin, run.scenario.title, "fail" if bad else "pass",
-            len(run.scenario.acts), failure=core.Failure(first, "crash" if run.crashed else "rule",
-                                                         "\n".join(describe_run(run, rules))) if bad else None,
-            reproduce=rep.reproduce(run)))
+            len(run.scenario.acts), run.seconds,
+            failure=core.Failure(first, "crash" if run.crashed else "rule",
+                                 "\n".join(describe_run(run, rules, evidence_lines)[1:])) if bad else None,
+            reproduce=rep.reproduce(run), rules=list(dict.fromkeys(c.rule for _, c in found)),
+            extras={"key_type": run.scenario.key_type, "acts": run.scenario.acts, "crashed": run.crashed,
+                    "failures": failure_dicts(run, rules)}))
     g = rep.generated
+    generated = None if g is None else {"examples": g.examples, "seconds": round(g.seconds, 2),
+                                        "found_after_s": g.found_after_s, "shrink_runs": g.shrink_runs}
+    notes = [f"{len(rep.runs)} scenario(s) run besides generation, {rep.seconds:.1f} s, on {rep.jobs} daemon(s) side by side"]
+    if g is not None:
+        notes.append(f"generated: {g.examples} scenario(s) in {g.seconds:.1f} s"
+                     + (f"; first failure after {g.found_after_s:.1f} s, {g.shrink_runs} shrink run(s)"
+                        if g.found_after_s is not None else ""))
     return core.ConformReport(
         "rmb", "RMB v1", rep.profile, rep.implementation, rep.impl_argv, ["daemon"], rep.verdict(rules), rep.seconds,
         groups=[core.RuleGroup("", rows, breakdown, elapsed_s=rep.seconds)], scenarios=scenarios,
         summary=f"{len(rep.runs)} besides generation, {rep.seconds:.1f} s" + (f"; {g.examples} generated" if g is not None else ""),
-        saved=[str(p) for p in rep.saved])
+        saved=[str(p) for p in rep.saved], settings=rep.settings, exit=rep.exit, notes=notes,
+        extras={"jobs": rep.jobs, "generated": generated})
 
 
 def render_junit(rep: ConformReport, evidence_lines: int = 30) -> str:
@@ -445,25 +430,3 @@ def render_html(rep: ConformReport) -> str:
     from rmkit.render.conform import render_html as html
 
     return html(core_report(rep))
-
-
-def render_json(rep: ConformReport) -> str:
-    rules = Rules(rep.profile)
-    table = rep.per_rule(rules)
-    g = rep.generated
-
-    def run_dict(run: ScenarioRun) -> dict:
-        return {"id": run.scenario.id, "origin": run.scenario.origin, "title": run.scenario.title, "key_type": run.scenario.key_type,
-                "acts": run.scenario.acts,
-                "crashed": run.crashed, "failures": failure_dicts(run, rules)}
-    doc = {"protocol": "rmb", "profile": rep.profile, "implementation": rep.implementation, "verdict": rep.verdict(rules),
-           "seconds": round(rep.seconds, 2), "scenarios": len(rep.runs),
-           "generated": None if g is None else {"examples": g.examples, "seconds": round(g.seconds, 2),
-                                                "found_after_s": g.found_after_s, "shrink_runs": g.shrink_runs},
-           "rules": {rid: {"mode": rules.mode(rid), "verdict": what,
-                           **({"checks": sum(table[rid])} if rid in table else {}),
-                           **({"failed": n} if what == "fail" else {"covered_by": n} if what == "pass" else {"why": n})}
-                     for rid, (what, n) in rule_verdicts(rep, rules).items()},
-           "failures": [run_dict(r) for r in rep.failing_runs(rules)],
-           "saved": [str(p) for p in rep.saved]}
-    return json.dumps(doc, indent=2) + "\n"
