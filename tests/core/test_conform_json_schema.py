@@ -128,3 +128,16 @@ def test_the_text_report_has_one_layout(capsys, tmp_path, argv):
     assert any(line.startswith("catalogue: ") and line.endswith(" scenarios passed") for line in lines)
     assert any(line.startswith("per rule: fail; finding") for line in lines)
     assert lines[-1].startswith("verdict: PASS (") and lines[-1].endswith("; exit 0)")
+
+
+# ---- the documented example -----------------------------------------------------------------------
+def test_the_documented_json_example_holds_to_the_schema():
+    """docs/reports.md shows the JSON report shortened: it stays a report the schema accepts."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "reports.md").read_text(encoding="utf-8")
+    [block] = re.findall(r"Shortened, from a Corda run:\n\n```json\n(.*?)\n```", text, re.S)
+    doc = json.loads(block)
+    assert schema_problem(doc, SCHEMA) is None, schema_problem(doc, SCHEMA)
+    assert doc["exit"] == 0 and doc["verdict"] == "pass"
