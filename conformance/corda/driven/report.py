@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import re
 
-from rmkit.conformreport import LEGEND
 from rmkit.protocols.corda.model import corda_spec
 from rmkit.rules import OFF
 
 FAIL, FINDING, PASS, OFF_HERE, NOT_EXERCISED = "fail", "finding", "pass", "off", "not exercised"
 DEPARTURE = "known departure"
-LEGEND = LEGEND  # the legend every protocol's per-rule table has
 
 
 def judged_rules(role: str, profile: str) -> list:
@@ -141,13 +139,6 @@ def rule_rows(result) -> list[dict]:
                            or "no scenario catches its mutant")
         rows.append(row)
     return rows
-
-
-def shown(row: dict) -> str:
-    """The verdict as the text and HTML reports word it."""
-    if row["verdict"] == PASS:
-        return f"pass, covered by {len(row['covered_by'])}"
-    return row["verdict"]
 
 
 def headline(result) -> str | None:

@@ -92,11 +92,6 @@ class ConformReport:
                          "failed": failed, "why": why, "scenarios": covered_by})
         return rows
 
-    def informational(self) -> list:
-        """(scenario id, difference) of every informational difference: outputs that differ from
-        the reference's where no requirement of the documents names the difference."""
-        return [(r.scenario.id, d) for r in self.results for d in r.differences]
-
     def exercised(self) -> dict:
         """role -> what the generated scenarios drew of each parameter the documents leave open."""
         return {role: {k: sorted(v) for k, v in g.exercised.items()}
