@@ -21,6 +21,7 @@ from rmkit.rules import OFF
 from rmkit.verdict import InputProblem
 
 from rmkit.conformance.corda.decode import TypedRecords
+from rmkit.conformance.corda.facts import Facts
 from rmkit.conformance.corda.handlers import Hooks
 from rmkit.conformance.corda.state import Ack, Commit, Copy, NewAnswer, Track
 from rmkit.protocols.corda.records import EVENT, ROW, record_format
@@ -44,10 +45,10 @@ class Share:
     rows: int = 0
     event_nodes: set = field(default_factory=set)
     export_nodes: set = field(default_factory=set)
-    # facts for the checks that span ids
-    commits: list[tuple] = field(default_factory=list)     # (ref, node, id, session, sender, seq, its first send's ref or None), first commit per node and id
-    seqs: list[tuple] = field(default_factory=list)        # (sender, seq, id, ref), one per (sender, seq, id)
-    sent_seqs: list[tuple] = field(default_factory=list)   # (ref, sender, seq, id) of every send with a seq
+    # facts for the checks that span ids (kept as columns, :mod:`.facts`)
+    commits: Facts = field(default_factory=lambda: Facts("issssii"))  # (ref, node, id, session, sender, seq, its first send's ref or None), first commit per node and id
+    seqs: Facts = field(default_factory=lambda: Facts("sisi", 3))     # (sender, seq, id, ref): a received copy's number, where its id's send did not carry it
+    sent_seqs: Facts = field(default_factory=lambda: Facts("isis"))   # (ref, sender, seq, id) of every send with a seq (each also a use of the number)
     renewed: list[tuple] = field(default_factory=list)     # (verdict ref, node, id, sender, seq, commit ref or None, row ref or None)
     pending: list[tuple] = field(default_factory=list)     # (needs "events"|"export", node, Violation)
     spanned: list = field(default_factory=list)   # findings across ids already judged (one process under a bound)
@@ -265,9 +266,7 @@ class _ShareRun:
             fact = (ref, intern(r.node), mid, intern(r.session), sender, seq)
             self.sent[mid] = fact
         if seq is not None:
-            out = self.out
-            out.sent_seqs.append((ref, sender, seq, mid))
-            out.seqs.append((sender, seq, mid, ref))
+            self.out.sent_seqs.append((ref, sender, seq, mid))
 
     def ev_received(self, r, ref: int, tr: Track | None = None) -> None:
         if tr is None:
@@ -305,7 +304,7 @@ class _ShareRun:
             self.out.records -= 1
             return
         answer = self.fmt.verdicts[r.verdict]
-        c.verdict, c.vref, c.vt = answer, ref, r.t
+        c.verdict, c.vref = answer, ref
         self.out.verdicts[answer] += 1
         if answer == "NEW":
             if tr.commits:

@@ -25,7 +25,6 @@ class Copy(msgspec.Struct, gc=False):
     session: str | None
     verdict: str | None = None   # the spec's answer: NEW, DUPLICATE, IN_FLIGHT
     vref: int = 0                # the ref of its dedup line (0: none yet)
-    vt: int = 0                  # that line's time
     done: str | None = None      # acked | discarded | committed
     unread: bool = False         # its received line was unreadable: what it carries is partly unknown
 
