@@ -23,6 +23,7 @@ from rmkit.verdict import InputProblem
 from rmkit.conformance.corda.decode import TypedRecords
 from rmkit.conformance.corda.facts import Facts
 from rmkit.conformance.corda.handlers import Hooks
+from rmkit.conformance.corda.packing import Settled, pack, packable, unpack
 from rmkit.conformance.corda.state import Ack, Commit, Copy, NewAnswer, Track
 from rmkit.protocols.corda.records import EVENT, ROW, record_format
 
@@ -85,7 +86,7 @@ class _ShareRun:
         self.out = Share()
         # the open tracks: by id (most ids are received by one node), and by (node, id) for the
         # tracks of an id on a node other than its first
-        self.tracks: dict[str, Track] = {}
+        self.tracks: dict[str, Track | Settled] = {}   # (a settled track packed, :mod:`.packing`)
         self.more_tracks: dict[tuple[str, str], Track] = {}
         self.ids: dict[str, str] = {}      # every id of the share, to its one string (kept once, however many records name it)
         self.sent: dict[str, tuple] = {}   # id -> its first send
@@ -254,6 +255,8 @@ class _ShareRun:
             t = self.more_tracks.get((node, mid))
             if t is None:
                 t = self.more_tracks[(node, mid)] = Track(node, mid, ref, [])
+        elif type(t) is Settled:
+            t = self.tracks[mid] = unpack(t, mid)
         return t
 
     # events (``r``: a typed record, :mod:`rmkit.conformance.corda.decode`; an optional field it
@@ -361,16 +364,27 @@ class _ShareRun:
         return tr, r.node, r.id, c, c.verdict if c is not None else None
 
     def ev_acked(self, r, ref: int, tr: Track | None = None) -> None:
+        if tr is not None:  # (the bounded check's: its tracks are its engines')
+            self._acked(r, ref, tr)
+            return
+        tr = self._acked(r, ref, None)
+        # an acknowledgement most often ends its message's records on the node (but for its row):
+        # a settled track is packed
+        mid = tr.mid
+        if packable(tr) and self.tracks.get(mid) is tr:
+            self.tracks[mid] = pack(tr)
+
+    def _acked(self, r, ref: int, tr: Track | None) -> Track:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "acked", tr)
         tr.acked = ref
         if answer is not None and self.spec.consequence[answer] == "discard":
             self.hooks.discardable_acked(tr, c, answer, r, ref)
-            return
-        if answer == "IN_FLIGHT":
-            return  # acknowledged now by the profile's choice (corda-os-2021): CORDA-ACK-001 holds for other copies
-        if not tr.commits:
+        elif answer == "IN_FLIGHT":
+            pass  # acknowledged now by the profile's choice (corda-os-2021): CORDA-ACK-001 holds for other copies
+        elif not tr.commits:
             tr.acks = (*tr.acks, Ack(ref, r.t, answer or "no answer", c.ref if c is not None else None,
                                      c.vref if c is not None else None))
+        return tr
 
     def ev_discarded(self, r, ref: int, tr: Track | None = None) -> None:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "discarded", tr)
@@ -387,7 +401,10 @@ class _ShareRun:
         out.rows += 1
         out.export_nodes.add(r.node)
         if tr is None:
-            tr = self.track(r, ref, "row")
+            tr = self.tracks.get(r.id)
+            if tr is None or tr.node != r.node or (tr.gap and type(tr) is not Settled):
+                tr = self.track(r, ref, "row")
+            # (a settled track, packed, takes its row as it is: :mod:`.packing`)
         if tr.rows:
             self.hooks.second_row(tr, r, ref)
         tr.rows = (*tr.rows, Commit(ref, r.tx, r.t))
@@ -402,10 +419,23 @@ class _ShareRun:
         committed_ids = set()
         self.phase = 1
         # in the order the tracks were opened (one dict of them is in that order already)
-        tracks = sorted((*self.tracks.values(), *self.more_tracks.values()), key=_FIRST) if self.more_tracks else self.tracks.values()
+        received = self.received
+        if self.more_tracks:
+            tracks = sorted((*(unpack(t, mid) if type(t) is Settled else t for mid, t in self.tracks.items()),
+                             *self.more_tracks.values()), key=_FIRST)
+        else:
+            tracks = self.tracks.items()
         for tr in tracks:
-            if self.judge_track(tr, settled):
-                committed_ids.add(tr.mid)
+            if type(tr) is tuple:
+                mid, tr = tr
+                if type(tr) is Settled:
+                    if tr.fast_judged():  # (nothing judge_track judges applies)
+                        if mid not in received:
+                            committed_ids.add(mid)
+                        continue
+                    tr = unpack(tr, mid)
+            if self.judge_track(tr, settled) and tr.mid not in received:
+                committed_ids.add(tr.mid)  # (needed only for an id no node received: never_received below)
         if settled:
             self.phase = 2
             for mid, fact in self.sent.items():
