@@ -22,61 +22,88 @@ _NONE = -1  # an absent number (None) in an int column: the columns hold refs an
 class Facts:
     """A list of fact tuples whose fields are ``shape`` ("i": an int >= 0 or None; "s": anything,
     most often an interned string), appended in order; iterated as the same tuples. Field
-    ``ref_at`` is the fact's ref (its place in the log)."""
+    ``ref_at`` is the fact's ref (its place in the log).
 
-    __slots__ = ("shape", "ref_at", "cols", "in_order", "_last")
+    Facts are appended to a short list of tuples and moved to the columns a chunk at a time (a
+    column's values in one call), which costs a fraction of moving each as it comes."""
+
+    __slots__ = ("shape", "ref_at", "cols", "pending", "_in_order", "_last")
+
+    CHUNK = 4096
 
     def __init__(self, shape: str, ref_at: int = 0):
         self.shape, self.ref_at = shape, ref_at
         self.cols = [array("q") if k == "i" else [] for k in shape]
-        self.in_order = True   # every ref appended so far was above the one before (log order)
+        self.pending: list[tuple] = []   # appended, not yet in the columns
+        self._in_order = True  # every ref appended so far was above the one before (log order)
         self._last = -1
 
-    def append(self, fact: tuple) -> None:
-        ref = fact[self.ref_at]
-        if ref <= self._last:
-            self.in_order = False
-        self._last = ref
-        for col, v in zip(self.cols, fact):
-            if type(col) is list:
-                col.append(v)
-            elif v is None:
-                col.append(_NONE)
-            elif type(v) is int and 0 <= v:
-                col.append(v)
-            else:  # (a number the column cannot hold: the column becomes a list, exact as ever)
-                self._widen(col).append(v)
+    @property
+    def in_order(self) -> bool:
+        """Every ref appended was above the one before: the facts are in log order."""
+        self._flush()
+        return self._in_order
 
-    def _widen(self, col: array) -> list:
-        i = next(k for k, c in enumerate(self.cols) if c is col)
-        self.cols[i] = wide = [None if v == _NONE else v for v in col]
-        return wide
+    def append(self, fact: tuple) -> None:
+        pending = self.pending
+        pending.append(fact)
+        if len(pending) >= self.CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        chunk, self.pending = self.pending, []
+        if not chunk:
+            return
+        refs = [f[self.ref_at] for f in chunk]
+        if self._in_order and not (refs[0] > self._last and all(a < b for a, b in zip(refs, refs[1:]))):
+            self._in_order = False
+        self._last = refs[-1]
+        for k, col in enumerate(self.cols):
+            values = [f[k] for f in chunk]
+            if type(col) is list:
+                col.extend(values)
+                continue
+            values = [_NONE if v is None else v for v in values]
+            try:
+                if min(values) >= 0:
+                    col.extend(values)
+                    continue
+            except (TypeError, OverflowError):
+                pass
+            # (a number the column cannot hold: the column becomes a list, exact as ever)
+            self.cols[k] = wide = [None if v == _NONE else v for v in col]
+            wide.extend(None if v == _NONE else v for v in values)
 
     def __len__(self) -> int:
-        return len(self.cols[0])
+        return len(self.cols[0]) + len(self.pending)
 
-    def _col(self, col):
+    @staticmethod
+    def _col(col):
         if type(col) is list:
             return col
         return (None if v == _NONE else v for v in col)
 
     def __iter__(self):
+        self._flush()
         return zip(*map(self._col, self.cols))
 
     def __getitem__(self, i: int) -> tuple:
+        self._flush()
         return tuple(None if type(c) is not list and c[i] == _NONE else c[i] for c in self.cols)
 
     def __setitem__(self, i: int, fact: tuple) -> None:
+        self._flush()
         for k, v in enumerate(fact):
             col = self.cols[k]
             if type(col) is list:
                 col[i] = v
             elif v is None:
                 col[i] = _NONE
-            elif type(v) is int and 0 <= v:
+            elif type(v) is int and 0 <= v < 1 << 63:
                 col[i] = v
             else:
-                self._widen(col)[i] = v
+                self.cols[k] = wide = [None if x == _NONE else x for x in col]
+                wide[i] = v
 
     def __eq__(self, other) -> bool:
         return list(self) == list(other)
@@ -85,10 +112,12 @@ class Facts:
         return f"Facts({list(self)!r})"
 
     def __getstate__(self):
-        return {"shape": self.shape, "ref_at": self.ref_at, "cols": self.cols, "in_order": self.in_order,
+        self._flush()
+        return {"shape": self.shape, "ref_at": self.ref_at, "cols": self.cols, "_in_order": self._in_order,
                 "_last": self._last}
 
     def __setstate__(self, state) -> None:
+        self.pending = []
         for k, v in state.items():
             setattr(self, k, v)
 
