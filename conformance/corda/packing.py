@@ -19,9 +19,11 @@ else. Anything else unpacks it.
 
 from __future__ import annotations
 
+import struct
+
 import msgspec
 
-from rmkit.conformance.corda.state import Track
+from rmkit.conformance.corda.state import Commit, Track
 
 
 class Settled(msgspec.Struct, gc=False):
@@ -29,17 +31,40 @@ class Settled(msgspec.Struct, gc=False):
 
     blob: bytes                    # the track, its rows (and node, id) left out
     node: str
-    tx: int                        # its one commit's transaction
-    na_t: int                      # the time of its one NEW answer before the commit (-1: none)
-    rows: tuple = ()               # of Commit, as :attr:`Track.rows`
+    nums: bytes                    # its one commit's transaction and the time of its one NEW answer before
+    #                                the commit (plus one; 0: none), then each row's ref, transaction, time
     gap = True                     # (class attribute: the share's fast lookup, ``not t.gap``, passes it by)
+
+    @property
+    def rows(self) -> tuple:
+        """Its rows, as :attr:`Track.rows`."""
+        nums = self.nums
+        return tuple(Commit(*_ROW.unpack_from(nums, i)) for i in range(_HEAD.size, len(nums), _ROW.size))
+
+    @property
+    def nrows(self) -> int:
+        return (len(self.nums) - _HEAD.size) // _ROW.size
+
+    def add_row(self, ref: int, tx: int, t: int) -> bool:
+        """Take a row; False where its numbers do not pack (then unpack the track and add it there)."""
+        try:
+            self.nums += _ROW.pack(ref, tx, t)
+        except struct.error:
+            return False
+        return True
 
     def fast_judged(self) -> bool:
         """judge_track's fast case: nothing it judges applies."""
-        rows = self.rows
-        return bool(rows) and self.tx == rows[0].tx and self.na_t <= rows[0].t
+        nums = self.nums
+        if len(nums) == _HEAD.size:
+            return False
+        tx, na_t = _HEAD.unpack_from(nums)
+        _ref, row_tx, row_t = _ROW.unpack_from(nums, _HEAD.size)
+        return tx == row_tx and na_t - 1 <= row_t
 
 
+_HEAD = struct.Struct("<QQ")
+_ROW = struct.Struct("<QQQ")
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(Track).decode
 
@@ -57,12 +82,18 @@ def packable(tr: Track) -> bool:
             and len(copies) <= MAX_COPIES and all(c.done for c in copies))
 
 
-def pack(tr: Track) -> Settled:
-    """``tr`` packed (it is emptied of its node, id and rows: the caller drops it)."""
-    node, rows, na = tr.node, tr.rows, tr.new_after
+def pack(tr: Track) -> Settled | None:
+    """``tr`` packed (emptied of its node, id and rows: the caller drops it), or None where a number
+    of it does not pack (more than 64 bits: it stays a Track)."""
+    na = tr.new_after
+    try:
+        nums = _HEAD.pack(tr.commits[0].tx, na[0].t + 1 if na else 0) + b"".join(_ROW.pack(r.ref, r.tx, r.t) for r in tr.rows)
+    except struct.error:
+        return None
+    node = tr.node
     tr.node = tr.mid = ""
     tr.rows = ()
-    return Settled(_encode(tr), node, tr.commits[0].tx, na[0].t if na else -1, rows)
+    return Settled(_encode(tr), node, nums)
 
 
 def unpack(s: Settled, mid: str) -> Track:

@@ -372,7 +372,9 @@ class _ShareRun:
         # a settled track is packed
         mid = tr.mid
         if packable(tr) and self.tracks.get(mid) is tr:
-            self.tracks[mid] = pack(tr)
+            packed = pack(tr)
+            if packed is not None:
+                self.tracks[mid] = packed
 
     def _acked(self, r, ref: int, tr: Track | None) -> Track:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "acked", tr)
@@ -402,9 +404,13 @@ class _ShareRun:
         out.export_nodes.add(r.node)
         if tr is None:
             tr = self.tracks.get(r.id)
-            if tr is None or tr.node != r.node or (tr.gap and type(tr) is not Settled):
+            if type(tr) is Settled and tr.node == r.node and tr.add_row(ref, r.tx, r.t):
+                # (a settled track, packed, takes its row as it is: :mod:`.packing`)
+                if tr.nrows > 1:
+                    self.hooks.second_row(tr, r, ref)
+                return
+            if tr is None or tr.node != r.node or tr.gap:
                 tr = self.track(r, ref, "row")
-            # (a settled track, packed, takes its row as it is: :mod:`.packing`)
         if tr.rows:
             self.hooks.second_row(tr, r, ref)
         tr.rows = (*tr.rows, Commit(ref, r.tx, r.t))

@@ -22,8 +22,26 @@ def test_a_packed_track_unpacks_to_the_same_track():
     before = copy.deepcopy(tr)
     assert packing.packable(tr)
     packed = packing.pack(tr)
-    assert (packed.node, packed.tx, packed.na_t, packed.rows) == ("bob", 101, T0 + 8, before.rows)
+    assert (packed.node, packed.rows, packed.nrows) == ("bob", before.rows, 1)
+    assert packed.fast_judged()  # (committed once; the row of that transaction, inserted after its NEW answer)
     assert packing.unpack(packed, "N-f1-1-0") == before
+    assert packed.add_row(41, 101, T0 + 20) and packed.nrows == 2 and packed.rows[1] == Commit(41, 101, T0 + 20)
+    assert not packed.add_row(42, 1 << 64, T0)  # (a number beyond 64 bits: the track is unpacked to take it)
+
+
+def test_the_fast_judgement_is_judge_tracks():
+    tr = Track("bob", "N-f1-1-0", 7, [Copy(7, "ID:b-1", "6f1c", 1, "s1", "NEW", 8, "committed")],
+               commits=(Commit(9, 101, T0 + 9),), new_after=(NewAnswer(8, T0 + 8, "6f1c", 1),))
+    packed = packing.pack(copy.deepcopy(tr))
+    assert not packed.fast_judged()                # no row yet
+    other = packing.pack(copy.deepcopy(tr))
+    other.add_row(40, 102, T0 + 9)
+    assert not other.fast_judged()                 # the row of another transaction
+    early = packing.pack(copy.deepcopy(tr))
+    early.add_row(40, 101, T0 + 7)
+    assert not early.fast_judged()                 # a row inserted before the NEW answer
+    packed.add_row(40, 101, T0 + 8)
+    assert packed.fast_judged()
 
 
 def test_a_track_not_settled_is_not_packed():
