@@ -31,8 +31,11 @@ class Settled(msgspec.Struct, gc=False):
 
     blob: bytes                    # the track, its rows (and node, id) left out
     node: str
-    nums: bytes                    # its one commit's transaction and the time of its one NEW answer before
-    #                                the commit (plus one; 0: none), then each row's ref, transaction, time
+    nums: bytes                    # its one commit's transaction, the time of its one NEW answer before the
+    #                                commit, its id's first send's ref and seq (each plus one; 0: none), then
+    #                                each row's ref, transaction, time
+    sent_names: tuple | None = None  # (node, session, sender) of its id's first send, where the share's
+    #                                  send of the id is kept here (:func:`sent_fact`)
     gap = True                     # (class attribute: the share's fast lookup, ``not t.gap``, passes it by)
 
     @property
@@ -58,12 +61,21 @@ class Settled(msgspec.Struct, gc=False):
         nums = self.nums
         if len(nums) == _HEAD.size:
             return False
-        tx, na_t = _HEAD.unpack_from(nums)
+        tx, na_t, _sref, _sseq = _HEAD.unpack_from(nums)
         _ref, row_tx, row_t = _ROW.unpack_from(nums, _HEAD.size)
         return tx == row_tx and na_t - 1 <= row_t
 
+    def sent_fact(self, mid: str) -> tuple | None:
+        """The share's fact of its id's first send, (ref, node, id, session, sender, seq), where it is
+        kept here."""
+        names = self.sent_names
+        if names is None:
+            return None
+        _tx, _na, ref, seq = _HEAD.unpack_from(self.nums)
+        return (ref - 1, names[0], mid, names[1], names[2], seq - 1 if seq else None)
 
-_HEAD = struct.Struct("<QQ")
+
+_HEAD = struct.Struct("<QQQQ")
 _ROW = struct.Struct("<QQQ")
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(Track).decode
@@ -82,18 +94,21 @@ def packable(tr: Track) -> bool:
             and len(copies) <= MAX_COPIES and all(c.done for c in copies))
 
 
-def pack(tr: Track) -> Settled | None:
-    """``tr`` packed (emptied of its node, id and rows: the caller drops it), or None where a number
-    of it does not pack (more than 64 bits: it stays a Track)."""
+def pack(tr: Track, sent: tuple | None = None) -> Settled | None:
+    """``tr`` packed (emptied of its node, id and rows: the caller drops it), with its id's send
+    (``sent``, the share's fact) where given; None where a number does not pack (more than 64 bits:
+    it stays a Track)."""
     na = tr.new_after
     try:
-        nums = _HEAD.pack(tr.commits[0].tx, na[0].t + 1 if na else 0) + b"".join(_ROW.pack(r.ref, r.tx, r.t) for r in tr.rows)
+        head = _HEAD.pack(tr.commits[0].tx, na[0].t + 1 if na else 0, sent[0] + 1 if sent else 0,
+                          sent[5] + 1 if sent and sent[5] is not None else 0)
+        nums = head + b"".join(_ROW.pack(r.ref, r.tx, r.t) for r in tr.rows)
     except struct.error:
         return None
     node = tr.node
     tr.node = tr.mid = ""
     tr.rows = ()
-    return Settled(_encode(tr), node, nums)
+    return Settled(_encode(tr), node, nums, (sent[1], sent[3], sent[4]) if sent else None)
 
 
 def unpack(s: Settled, mid: str) -> Track:

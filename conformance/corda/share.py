@@ -88,8 +88,12 @@ class _ShareRun:
         # tracks of an id on a node other than its first
         self.tracks: dict[str, Track | Settled] = {}   # (a settled track packed, :mod:`.packing`)
         self.more_tracks: dict[tuple[str, str], Track] = {}
-        self.ids: dict[str, str] = {}      # every id of the share, to its one string (kept once, however many records name it)
-        self.sent: dict[str, tuple] = {}   # id -> its first send
+        # every id of the share, to its one string (kept once, however many records name it); an id
+        # whose track is packed (:mod:`.packing`) is known by its entry in ``tracks`` instead, and its
+        # send and its reception are kept there too
+        self.ids: dict[str, str] = {}
+        self.packed_ids = 0
+        self.sent: dict[str, tuple] = {}   # id -> its first send (:meth:`sent_of`)
         self.unsent_commits: dict[str, list] = {}  # id -> its commit facts (indexes) made while its send was not yet read
         self.received: set[str] = set()    # ids some node received
         self.stored: Counter = Counter()
@@ -185,6 +189,8 @@ class _ShareRun:
         known = self.ids.get(mid)
         if known is not None:
             return known
+        if type(self.tracks.get(mid)) is Settled:
+            return mid
         self.ids[mid] = mid
         self.hooks.new_id(mid, ref, kind, node)
         return mid
@@ -256,15 +262,35 @@ class _ShareRun:
             if t is None:
                 t = self.more_tracks[(node, mid)] = Track(node, mid, ref, [])
         elif type(t) is Settled:
-            t = self.tracks[mid] = unpack(t, mid)
+            t = self.tracks[mid] = self.unpacked(t, mid)
         return t
+
+    def unpacked(self, s: Settled, mid: str) -> Track:
+        """A packed track unpacked, its id's send, reception and string kept by the share again."""
+        sent = s.sent_fact(mid)
+        if sent is not None:
+            self.sent[mid] = sent
+        self.received.add(mid)
+        self.ids[mid] = mid
+        self.packed_ids -= 1
+        return unpack(s, mid)
+
+    def sent_of(self, mid: str) -> tuple | None:
+        """The fact of ``mid``'s first send, (ref, node, id, session, sender, seq); None where none
+        was read."""
+        sent = self.sent.get(mid)
+        if sent is None:
+            t = self.tracks.get(mid)
+            if type(t) is Settled:
+                return t.sent_fact(mid)
+        return sent
 
     # events (``r``: a typed record, :mod:`rmkit.conformance.corda.decode`; an optional field it
     # does not carry is UNSET) ------------------------------------------------------------------
     def ev_sent(self, r, ref: int) -> None:
         mid, seq = r.id, r.seq
         sender = intern(r.sender)
-        if mid not in self.sent:
+        if mid not in self.sent and self.sent_of(mid) is None:
             mid = self.new_id(mid, ref, "sent", r.node)
             fact = (ref, intern(r.node), mid, intern(r.session), sender, seq)
             self.sent[mid] = fact
@@ -280,7 +306,7 @@ class _ShareRun:
         if len(tr.copies) == 1 and c.seq is not None:
             # a use of the number, unless the id's send (before it) used it already: the merge keeps
             # one use per sender, number and id, the first
-            sent = self.sent.get(r.id)
+            sent = self.sent_of(r.id)
             if sent is None or sent[5] != c.seq or sent[4] != c.sender or sent[0] > ref:
                 self.out.seqs.append((c.sender, c.seq, tr.mid, ref))
 
@@ -346,7 +372,7 @@ class _ShareRun:
             sender = r.sender if r.sender is not UNSET else c.sender if c is not None else None
             if session is not None and sender is not None:  # else unknown (an unreadable line held it): not ordered
                 seq = r.seq if r.seq is not UNSET else c.seq if c is not None else None
-                sent = self.sent.get(mid)
+                sent = self.sent_of(mid)
                 if sent is None:  # (its send may come later in the log: looked for again at the end)
                     self.unsent_commits.setdefault(mid, []).append(len(self.out.commits))
                 self.out.commits.append((ref, intern(node), mid, intern(session), intern(sender), seq,
@@ -372,9 +398,15 @@ class _ShareRun:
         # a settled track is packed
         mid = tr.mid
         if packable(tr) and self.tracks.get(mid) is tr:
-            packed = pack(tr)
+            sent = self.sent.get(mid)
+            packed = pack(tr, sent)
             if packed is not None:
                 self.tracks[mid] = packed
+                if sent is not None:
+                    del self.sent[mid]
+                self.received.discard(mid)  # (a packed track has a copy: its id was received)
+                if self.ids.pop(mid, None) is not None:
+                    self.packed_ids += 1
 
     def _acked(self, r, ref: int, tr: Track | None) -> Track:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "acked", tr)
@@ -420,7 +452,7 @@ class _ShareRun:
         out = self.out
         for mid, idxs in self.unsent_commits.items():
             self.sent_found(mid, idxs)
-        out.ids = len(self.ids)
+        out.ids = len(self.ids) + self.packed_ids
         settled = self.c.settled
         committed_ids = set()
         self.phase = 1
@@ -487,7 +519,7 @@ class _ShareRun:
 
     def sent_found(self, mid: str, idxs: list) -> None:
         """The commit facts ``idxs`` of ``mid``, made before its send was read, with its send's ref."""
-        sent = self.sent.get(mid)
+        sent = self.sent_of(mid)
         if sent is not None:
             commits = self.out.commits
             for i in idxs:

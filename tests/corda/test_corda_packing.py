@@ -53,15 +53,18 @@ def test_a_track_not_settled_is_not_packed():
 class _Log:
     def __init__(self):
         self.lines, self.rows, self.t = [], [], T0
+        self.sends: dict[str, int] = {}
 
-    def ev(self, event, mid, **kw):
+    def ev(self, event, mid, node="bob", **kw):
         self.t += 7
-        self.lines.append({"t": self.t, "node": "bob", "event": event, "id": mid, **kw})
+        self.lines.append({"t": self.t, "node": node, "event": event, "id": mid, **kw})
         return len(self.lines)
 
     def settled(self, mid, seq, tx):
-        """Received, answered NEW, committed, acknowledged: packed after its acknowledgement."""
+        """Sent, received, answered NEW, committed, acknowledged: packed after its acknowledgement
+        (with its send)."""
         who = {"sender": "6f1c2a80-a1", "seq": seq, "session": "s1"}
+        self.sends[mid] = self.ev("sent", mid, node="alice", **who)
         self.ev("received", mid, delivery=f"ID:bob-{mid}", **who)
         self.ev("dedup", mid, verdict="NEW")
         line = self.ev("committed", mid, tx=tx)
@@ -89,6 +92,16 @@ def _planted(tmp_path):
     renewed = log.ev("dedup", "N-f1-5-0", verdict="NEW")
     expect.append(("CORDA-DEDUP-005", "N-f1-5-0", "events", renewed))
     log.ev("acked", "N-f1-5-0", delivery="ID:bob-N-f1-5-0")
+    # another node consumes two of the packed messages against their send order: judged by their sends,
+    # which the packed tracks keep
+    commits = {}
+    for mid, seq in (("N-f1-3-0", 3), ("N-f1-2-0", 2)):
+        log.ev("received", mid, node="carol", delivery=f"ID:carol-{mid}", sender="6f1c2a80-a1", seq=seq, session="s1")
+        log.ev("dedup", mid, node="carol", verdict="NEW")
+        commits[mid] = log.ev("committed", mid, node="carol", tx=seq)
+        log.ev("acked", mid, node="carol", delivery=f"ID:carol-{mid}")
+    expect += [("CORDA-ORDER-001", "N-f1-2-0", "events", line)
+               for line in (commits["N-f1-3-0"], commits["N-f1-2-0"], log.sends["N-f1-2-0"], log.sends["N-f1-3-0"])]
     for mid, seq, tx in (("N-f1-1-0", 1, 101), ("N-f1-2-0", 2, 102), ("N-f1-5-0", 5, 105)):
         log.row(mid, seq, tx)
     other = log.row("N-f1-3-0", 3, 199)
@@ -104,9 +117,10 @@ def _planted(tmp_path):
 def _found(paths, monkeypatch, pack: bool) -> tuple[set, int]:
     packed = []
     real = packing.pack
-    monkeypatch.setattr(share, "pack", lambda tr: packed.append(tr.mid) or real(tr))
+    monkeypatch.setattr(share, "pack", lambda tr, sent=None: packed.append(tr.mid) or real(tr, sent))
     monkeypatch.setattr(share, "packable", packing.packable if pack else (lambda tr: False))
-    report = CordaLogChecker("spec", max_examples=0).run(paths)
+    report = CordaLogChecker("spec", max_examples=0, settled=True).run(paths)
+    assert report.subjects == 5
     names = {paths[0]: "events", paths[1]: "export"}
     return {(v.rule, v.subject, names[e.file], e.line) for v in report.violations for e in v.evidence}, len(packed)
 
