@@ -29,6 +29,17 @@ def test_a_packed_track_unpacks_to_the_same_track():
     assert not packed.add_row(42, 1 << 64, T0)  # (a number beyond 64 bits: the track is unpacked to take it)
 
 
+def test_a_track_whose_numbers_do_not_pack_stays_as_it_was():
+    tr = Track("bob", "N-f1-1-0", 7, [Copy(7, "ID:b-1", "6f1c", 1, "s1", "NEW", 8, "committed")],
+               commits=(Commit(9, 1 << 64, T0 + 9),))
+    before = copy.deepcopy(tr)
+    assert packing.pack(tr) is None and tr == before
+    sent = (3, "alice", "N-f1-1-0", "s1", "6f1c", 1)
+    tr.commits = (Commit(9, 101, T0 + 9),)
+    packed = packing.pack(tr, sent)
+    assert packed.sent_fact("N-f1-1-0") == sent and packing.pack(copy.deepcopy(before)) is None
+
+
 def test_the_fast_judgement_is_judge_tracks():
     tr = Track("bob", "N-f1-1-0", 7, [Copy(7, "ID:b-1", "6f1c", 1, "s1", "NEW", 8, "committed")],
                commits=(Commit(9, 101, T0 + 9),), new_after=(NewAnswer(8, T0 + 8, "6f1c", 1),))
