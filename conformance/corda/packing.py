@@ -51,13 +51,14 @@ class Settled(msgspec.Struct, gc=False):
     def nrows(self) -> int:
         return (len(self.data) - self._rows_at()) // _ROW.size
 
-    def add_row(self, ref: int, tx: int, t: int) -> bool:
-        """Take a row; False where its numbers do not pack (then unpack the track and add it there)."""
+    def add_row(self, ref: int, tx: int, t: int) -> int:
+        """Take a row: how many it has now; 0 where its numbers do not pack (then unpack the track and
+        add it there)."""
         try:
-            self.data += _ROW.pack(ref, tx, t)
+            data = self.data = self.data + _ROW.pack(ref, tx, t)
         except struct.error:
-            return False
-        return True
+            return 0
+        return (len(data) - _HEAD.size - _SIZE.unpack_from(data, _SIZE_AT)[0]) // _ROW.size
 
     def fast_judged(self) -> bool:
         """judge_track's fast case: nothing it judges applies."""
@@ -82,6 +83,7 @@ class Settled(msgspec.Struct, gc=False):
 # send's ref and seq (each plus one; 0: none), the length of the track's bytes
 _HEAD = struct.Struct("<QQQQI")
 _ROW = struct.Struct("<QQQ")
+_SIZE, _SIZE_AT = struct.Struct("<I"), 32  # (the last field of _HEAD alone)
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(Track).decode
 

@@ -290,7 +290,8 @@ class _ShareRun:
     def ev_sent(self, r, ref: int) -> None:
         mid, seq = r.id, r.seq
         sender = intern(r.sender)
-        if mid not in self.sent and self.sent_of(mid) is None:
+        if mid not in self.sent and (type(t := self.tracks.get(mid)) is not Settled or t.sent_node is None):
+            # (a packed track keeps its id's send: :meth:`sent_of`)
             mid = self.new_id(mid, ref, "sent", r.node)
             fact = (ref, intern(r.node), mid, intern(r.session), sender, seq)
             self.sent[mid] = fact
@@ -436,11 +437,12 @@ class _ShareRun:
         out.export_nodes.add(r.node)
         if tr is None:
             tr = self.tracks.get(r.id)
-            if type(tr) is Settled and tr.node == r.node and tr.add_row(ref, r.tx, r.t):
-                # (a settled track, packed, takes its row as it is: :mod:`.packing`)
-                if tr.nrows > 1:
+            if type(tr) is Settled and tr.node == r.node:
+                rows = tr.add_row(ref, r.tx, r.t)  # (a packed track takes its row as it is: :mod:`.packing`)
+                if rows > 1:
                     self.hooks.second_row(tr, r, ref)
-                return
+                if rows:
+                    return
             if tr is None or tr.node != r.node or tr.gap:
                 tr = self.track(r, ref, "row")
         if tr.rows:

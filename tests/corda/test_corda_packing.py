@@ -25,7 +25,7 @@ def test_a_packed_track_unpacks_to_the_same_track():
     assert (packed.node, packed.rows, packed.nrows) == ("bob", before.rows, 1)
     assert packed.fast_judged()  # (committed once; the row of that transaction, inserted after its NEW answer)
     assert packing.unpack(packed, "N-f1-1-0") == before
-    assert packed.add_row(41, 101, T0 + 20) and packed.nrows == 2 and packed.rows[1] == Commit(41, 101, T0 + 20)
+    assert packed.add_row(41, 101, T0 + 20) == 2 and packed.nrows == 2 and packed.rows[1] == Commit(41, 101, T0 + 20)
     assert not packed.add_row(42, 1 << 64, T0)  # (a number beyond 64 bits: the track is unpacked to take it)
 
 
