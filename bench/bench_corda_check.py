@@ -26,11 +26,17 @@ bounded (``--horizon``, a deployment's declared bound, ``--bound`` seconds: mess
 forgotten as the clock passes them; docs/corda-check-streaming.md). ``--ten-million`` checks a
 10,000,000-record log of the short shape with the default jobs in the bounded mode, and in the
 exact mode unless ``--no-exact-ten-million``, and reports peak memory summed over the processes
-(target <= 300 MB); without it the exact mode's memory at ten million is extrapolated from the
-shapes' memory per message id.
+(target <= 300 MB), on a ``RESULT corda 10M`` line per mode; without it the exact mode's memory at
+ten million is extrapolated from the shapes' memory per message id.
+
+``--against DIR`` times a second build of the kit in the same run, on the same logs, against the
+same baseline, at the default jobs: DIR holds its ``rmkit`` package (``pip install --no-deps
+--target DIR .`` in a checkout of another commit); each shape and mode then prints the two builds'
+wall and CPU ratios and memory side by side (``AGAINST`` lines), and their findings must agree.
 
 Usage: python bench/bench_corda_check.py [--records N] [--repeat K] [--shapes short,long,peers] [--bound S]
                                         [--modes exact,bounded] [--ten-million [--no-exact-ten-million]]
+                                        [--against DIR]
 """
 
 from __future__ import annotations
@@ -168,13 +174,15 @@ def parse_both(paths: list[Path]) -> tuple[float, float]:
     return sum(g[0] for g in got), sum(g[1] for g in got)
 
 
-def bench_shape(shape: str, records: int, repeat: int, modes: list[tuple[str, float | None]]) -> dict:
+def bench_shape(shape: str, records: int, repeat: int, modes: list[tuple[str, float | None]],
+                against: str | None = None) -> dict:
     paths = write_log(shape, records)
     size_mb = sum(p.stat().st_size for p in paths) / 1e6
     parse, parse_cpu = (min(x) for x in zip(*(parse_both(paths) for _ in range(repeat))))
     from rmkit.conformance.corda.checker import default_jobs as corda_default
     default_jobs = corda_default([str(p) for p in paths])
     rows = []
+    others = {}  # mode -> (best wall, best CPU, peak RSS) of the other build at the default jobs
     for mode, bound in modes:
         for jobs in sorted({1, os.cpu_count() or 1}):
             best = best_cpu = None
@@ -187,6 +195,14 @@ def bench_shape(shape: str, records: int, repeat: int, modes: list[tuple[str, fl
                 best = wall if best is None else min(best, wall)
                 best_cpu = cpu if best_cpu is None else min(best_cpu, cpu)
                 peak = (max(peak[0], tree[0]), max(peak[1], tree[1]))
+                if against and jobs == default_jobs:  # the other build, between the same baselines
+                    tree = []
+                    wall, _me, _kids, other, cpu = timed_check(check_args(paths, jobs, bound), tree=tree, against=against)
+                    if (other["counts"], other["receipts"], other["messages"]) != \
+                            (report["counts"], report["receipts"], report["messages"]):
+                        sys.exit(f"the build in {against} finds otherwise on {shape} ({mode})")
+                    was = others.get(mode, (wall, cpu, 0))
+                    others[mode] = (min(was[0], wall), min(was[1], cpu), max(was[2], tree[0]))
             rows.append((mode, jobs, best, best_cpu, report, peak))
     first = rows[0][4]
     print(f"shape {shape}: {size_mb:.0f} MB, {first['receipts']:,} records, {first['messages']:,} message ids; "
@@ -206,6 +222,11 @@ def bench_shape(shape: str, records: int, repeat: int, modes: list[tuple[str, fl
         print(f"RESULT corda {name} ratio(default jobs={default_jobs}) = {best / parse:.2f} (target <= 3); "
               f"CPU ratio {cpu / parse_cpu:.2f}; peak memory {peak[0] / 1e6:.0f} MB" + (f"; bound {bound:g} s" if bound else ""))
         out[mode] = peak[0]
+        if mode in others:
+            o_wall, o_cpu, o_rss = others[mode]
+            print(f"AGAINST corda {name} (default jobs={default_jobs}): this build ratio {best / parse:.2f}, CPU ratio "
+                  f"{cpu / parse_cpu:.2f}, {peak[0] / 1e6:.0f} MB; {against}: ratio {o_wall / parse:.2f}, CPU ratio "
+                  f"{o_cpu / parse_cpu:.2f}, {o_rss / 1e6:.0f} MB")
     return out
 
 
@@ -218,12 +239,13 @@ def main() -> int:
     ap.add_argument("--modes", default="exact,bounded")
     ap.add_argument("--ten-million", action="store_true")
     ap.add_argument("--no-exact-ten-million", action="store_true", help="at ten million, the bounded mode only")
+    ap.add_argument("--against", metavar="DIR", help="also time the rmkit package in DIR (another build), same run")
     args = ap.parse_args()
     modes = [(m, args.bound if m == "bounded" else None) for m in args.modes.split(",")]
     print(f"{os.cpu_count()} cores")
     bad, per_id = [], []
     for shape in args.shapes.split(","):
-        got = bench_shape(shape, args.records, args.repeat, modes)
+        got = bench_shape(shape, args.records, args.repeat, modes, args.against)
         if got.get("bad"):
             bad.append(shape)
         if shape == "short" and "exact" in got:
@@ -244,6 +266,7 @@ def main() -> int:
             print(f"10M records (short shape, {mode}, jobs {jobs}): {report['receipts']:,} records, {report['messages']:,} "
                   f"message ids, memory summed over the processes RSS {tree[0] / 1e6:.0f} MB, PSS {tree[1] / 1e6:.0f} MB "
                   f"(target <= 300), {wall:.0f} s wall, verdict {report['verdict']}")
+            print(f"RESULT corda 10M short {mode} memory(default jobs={jobs}) = {tree[0] / 1e6:.0f} MB (target <= 300)")
     if bad:
         print(f"the clean logs of {', '.join(bad)} did not pass")
     return 1 if bad else 0

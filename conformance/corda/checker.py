@@ -230,7 +230,8 @@ def default_jobs(inputs: list[str]) -> int:
     """The processes ``rmkit check --protocol corda`` uses when ``--jobs`` is not given: as
     :func:`rmkit.logread.auto_jobs` decides, but one on a machine of two cores or fewer. Every
     share reads and keys every line of the log before it checks its own (bench_corda_check.py: two
-    shares spend 1.7 times one process's CPU), so two cores gain nothing from a second process."""
+    shares spend about 1.9 times one process's CPU, and take longer on two busy cores), so two cores
+    gain nothing from a second process."""
     if usable_cores() <= 2:
         return 1
     return auto_jobs(inputs)

@@ -2,7 +2,8 @@
 
 Each worker reads every input and keeps the records whose message id hashes into its share (as
 Spark's shuffle by key does for ``rmkit audit``, by the same :class:`RecordKey`); a line that is
-not JSON, or has no id, goes to share 0, so every record is read by exactly one share. The parent merges the shares' results
+not JSON, or has no id, goes to share 0, so every record is read by exactly one share. A line is
+keyed without parsing it where it can be (:func:`share_of`). The parent merges the shares' results
 with the same :meth:`CordaLogChecker.merge` the audit uses. Under a declared bound each share reads
 the inputs in step (one reader per input) and judges its tracks as the clock passes them; the facts
 across ids go to the merge.
@@ -11,6 +12,7 @@ across ids go to the merge.
 from __future__ import annotations
 
 import time
+import zlib
 
 from rmkit.logread import BrokenLine
 from rmkit.processes import key_share, run_in_processes
@@ -21,11 +23,56 @@ from rmkit.verdict import Report
 def share_of(line, n: int, key: RecordKey) -> int:
     """Which of ``n`` shares a raw record belongs to: by the checker's record key, read as
     ``rmkit audit`` reads it (:meth:`RecordKey.of_line`), so both deal records out alike."""
-    return key_share(key.of_line(line), n)
+    return keyer(key, n)(line)
+
+
+def keyer(key: RecordKey, n: int):
+    """:func:`share_of` for many lines: line -> its share.
+
+    Parsing every line for its key cost each share about as much as checking its own records, so a
+    line is keyed without parsing where its text settles the key: the quoted key name occurs in it
+    once, as ``"id":"<value>"``, the value without a backslash (so its bytes are the key's UTF-8).
+    A line whose top-level object has the key then gets the parsed key's share; any other line is
+    parsed. (A line that matches so but has no top-level key, such as a nested one, is unreadable
+    without an id: it is reported by whichever share gets it, and nothing else depends on where.)"""
+    def parsed(line) -> int:
+        return key_share(key.of_line(line), n)
+
+    fast = _fast_key(key)
+    if fast is None:
+        return parsed
+    name, needle = fast
+    skip = len(needle)
+    crc = zlib.crc32
+
+    def share(line) -> int:
+        if type(line) is bytes and line.count(name) == 1:
+            i = line.find(needle)
+            if i >= 0:
+                i += skip
+                j = line.find(b'"', i)
+                if j >= 0:
+                    value = line[i:j]
+                    if b"\\" not in value:
+                        return crc(value) % n
+        return parsed(line)
+
+    return share
+
+
+def _fast_key(key: RecordKey) -> tuple[bytes, bytes] | None:
+    """(the quoted key name, ``"name":"``) where a line's text can settle ``key``: one top-level
+    name, no case folding, no values read as text; else None."""
+    if len(key.paths) == 1 and len(key.paths[0]) == 1 and not key.fold_case and not key.text_values:
+        name = key.paths[0][0]
+        if '"' not in name and "\\" not in name:
+            quoted = b'"' + name.encode() + b'"'
+            return quoted, quoted + b':"'
+    return None
 
 
 def _own_batches(checker, inputs: list[str], k: int, n: int, batches=None):
-    key = checker.key
+    share = keyer(checker.key, n)
     for refs, lines in checker.file_batches(inputs) if batches is None else batches:
         mine_refs, mine = [], []
         for ref, line in zip(refs, lines):
@@ -34,9 +81,9 @@ def _own_batches(checker, inputs: list[str], k: int, n: int, batches=None):
                     mine_refs.append(ref)
                     mine.append(line)
                 continue
-            if not line.strip():
+            if not line or line.isspace():
                 continue
-            if share_of(line, n, key) == k:
+            if share(line) == k:
                 mine_refs.append(ref)
                 mine.append(line)
         if mine:

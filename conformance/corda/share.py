@@ -21,7 +21,9 @@ from rmkit.rules import OFF
 from rmkit.verdict import InputProblem
 
 from rmkit.conformance.corda.decode import TypedRecords
+from rmkit.conformance.corda.facts import Facts
 from rmkit.conformance.corda.handlers import Hooks
+from rmkit.conformance.corda.packing import Settled, pack, packable, unpack
 from rmkit.conformance.corda.state import Ack, Commit, Copy, NewAnswer, Track
 from rmkit.protocols.corda.records import EVENT, ROW, record_format
 
@@ -44,10 +46,10 @@ class Share:
     rows: int = 0
     event_nodes: set = field(default_factory=set)
     export_nodes: set = field(default_factory=set)
-    # facts for the checks that span ids
-    commits: list[tuple] = field(default_factory=list)     # (ref, node, id, session, sender, seq, its first send's ref or None), first commit per node and id
-    seqs: list[tuple] = field(default_factory=list)        # (sender, seq, id, ref), one per (sender, seq, id)
-    sent_seqs: list[tuple] = field(default_factory=list)   # (ref, sender, seq, id) of every send with a seq
+    # facts for the checks that span ids (kept as columns, :mod:`.facts`)
+    commits: Facts = field(default_factory=lambda: Facts("issssii"))  # (ref, node, id, session, sender, seq, its first send's ref or None), first commit per node and id
+    seqs: Facts = field(default_factory=lambda: Facts("sisi", 3))     # (sender, seq, id, ref): a received copy's number, where its id's send did not carry it
+    sent_seqs: Facts = field(default_factory=lambda: Facts("isis"))   # (ref, sender, seq, id) of every send with a seq (each also a use of the number)
     renewed: list[tuple] = field(default_factory=list)     # (verdict ref, node, id, sender, seq, commit ref or None, row ref or None)
     pending: list[tuple] = field(default_factory=list)     # (needs "events"|"export", node, Violation)
     spanned: list = field(default_factory=list)   # findings across ids already judged (one process under a bound)
@@ -84,10 +86,14 @@ class _ShareRun:
         self.out = Share()
         # the open tracks: by id (most ids are received by one node), and by (node, id) for the
         # tracks of an id on a node other than its first
-        self.tracks: dict[str, Track] = {}
+        self.tracks: dict[str, Track | Settled] = {}   # (a settled track packed, :mod:`.packing`)
         self.more_tracks: dict[tuple[str, str], Track] = {}
-        self.ids: dict[str, str] = {}      # every id of the share, to its one string (kept once, however many records name it)
-        self.sent: dict[str, tuple] = {}   # id -> its first send
+        # every id of the share, to its one string (kept once, however many records name it); an id
+        # whose track is packed (:mod:`.packing`) is known by its entry in ``tracks`` instead, and its
+        # send and its reception are kept there too
+        self.ids: dict[str, str] = {}
+        self.packed_ids = 0
+        self.sent: dict[str, tuple] = {}   # id -> its first send (:meth:`sent_of`)
         self.unsent_commits: dict[str, list] = {}  # id -> its commit facts (indexes) made while its send was not yet read
         self.received: set[str] = set()    # ids some node received
         self.stored: Counter = Counter()
@@ -183,6 +189,8 @@ class _ShareRun:
         known = self.ids.get(mid)
         if known is not None:
             return known
+        if type(self.tracks.get(mid)) is Settled:
+            return mid
         self.ids[mid] = mid
         self.hooks.new_id(mid, ref, kind, node)
         return mid
@@ -253,21 +261,42 @@ class _ShareRun:
             t = self.more_tracks.get((node, mid))
             if t is None:
                 t = self.more_tracks[(node, mid)] = Track(node, mid, ref, [])
+        elif type(t) is Settled:
+            t = self.tracks[mid] = self.unpacked(t, mid)
         return t
+
+    def unpacked(self, s: Settled, mid: str) -> Track:
+        """A packed track unpacked, its id's send, reception and string kept by the share again."""
+        sent = s.sent_fact(mid)
+        if sent is not None:
+            self.sent[mid] = sent
+        self.received.add(mid)
+        self.ids[mid] = mid
+        self.packed_ids -= 1
+        return unpack(s, mid)
+
+    def sent_of(self, mid: str) -> tuple | None:
+        """The fact of ``mid``'s first send, (ref, node, id, session, sender, seq); None where none
+        was read."""
+        sent = self.sent.get(mid)
+        if sent is None:
+            t = self.tracks.get(mid)
+            if type(t) is Settled:
+                return t.sent_fact(mid)
+        return sent
 
     # events (``r``: a typed record, :mod:`rmkit.conformance.corda.decode`; an optional field it
     # does not carry is UNSET) ------------------------------------------------------------------
     def ev_sent(self, r, ref: int) -> None:
         mid, seq = r.id, r.seq
         sender = intern(r.sender)
-        if mid not in self.sent:
+        if mid not in self.sent and (type(t := self.tracks.get(mid)) is not Settled or t.sent_node is None):
+            # (a packed track keeps its id's send: :meth:`sent_of`)
             mid = self.new_id(mid, ref, "sent", r.node)
             fact = (ref, intern(r.node), mid, intern(r.session), sender, seq)
             self.sent[mid] = fact
         if seq is not None:
-            out = self.out
-            out.sent_seqs.append((ref, sender, seq, mid))
-            out.seqs.append((sender, seq, mid, ref))
+            self.out.sent_seqs.append((ref, sender, seq, mid))
 
     def ev_received(self, r, ref: int, tr: Track | None = None) -> None:
         if tr is None:
@@ -278,7 +307,7 @@ class _ShareRun:
         if len(tr.copies) == 1 and c.seq is not None:
             # a use of the number, unless the id's send (before it) used it already: the merge keeps
             # one use per sender, number and id, the first
-            sent = self.sent.get(r.id)
+            sent = self.sent_of(r.id)
             if sent is None or sent[5] != c.seq or sent[4] != c.sender or sent[0] > ref:
                 self.out.seqs.append((c.sender, c.seq, tr.mid, ref))
 
@@ -305,7 +334,7 @@ class _ShareRun:
             self.out.records -= 1
             return
         answer = self.fmt.verdicts[r.verdict]
-        c.verdict, c.vref, c.vt = answer, ref, r.t
+        c.verdict, c.vref = answer, ref
         self.out.verdicts[answer] += 1
         if answer == "NEW":
             if tr.commits:
@@ -344,7 +373,7 @@ class _ShareRun:
             sender = r.sender if r.sender is not UNSET else c.sender if c is not None else None
             if session is not None and sender is not None:  # else unknown (an unreadable line held it): not ordered
                 seq = r.seq if r.seq is not UNSET else c.seq if c is not None else None
-                sent = self.sent.get(mid)
+                sent = self.sent_of(mid)
                 if sent is None:  # (its send may come later in the log: looked for again at the end)
                     self.unsent_commits.setdefault(mid, []).append(len(self.out.commits))
                 self.out.commits.append((ref, intern(node), mid, intern(session), intern(sender), seq,
@@ -362,16 +391,35 @@ class _ShareRun:
         return tr, r.node, r.id, c, c.verdict if c is not None else None
 
     def ev_acked(self, r, ref: int, tr: Track | None = None) -> None:
+        if tr is not None:  # (the bounded check's: its tracks are its engines')
+            self._acked(r, ref, tr)
+            return
+        tr = self._acked(r, ref, None)
+        # an acknowledgement most often ends its message's records on the node (but for its row):
+        # a settled track is packed
+        mid = tr.mid
+        if packable(tr) and self.tracks.get(mid) is tr:
+            sent = self.sent.get(mid)
+            packed = pack(tr, sent)
+            if packed is not None:
+                self.tracks[mid] = packed
+                if sent is not None:
+                    del self.sent[mid]
+                self.received.discard(mid)  # (a packed track has a copy: its id was received)
+                if self.ids.pop(mid, None) is not None:
+                    self.packed_ids += 1
+
+    def _acked(self, r, ref: int, tr: Track | None) -> Track:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "acked", tr)
         tr.acked = ref
         if answer is not None and self.spec.consequence[answer] == "discard":
             self.hooks.discardable_acked(tr, c, answer, r, ref)
-            return
-        if answer == "IN_FLIGHT":
-            return  # acknowledged now by the profile's choice (corda-os-2021): CORDA-ACK-001 holds for other copies
-        if not tr.commits:
+        elif answer == "IN_FLIGHT":
+            pass  # acknowledged now by the profile's choice (corda-os-2021): CORDA-ACK-001 holds for other copies
+        elif not tr.commits:
             tr.acks = (*tr.acks, Ack(ref, r.t, answer or "no answer", c.ref if c is not None else None,
                                      c.vref if c is not None else None))
+        return tr
 
     def ev_discarded(self, r, ref: int, tr: Track | None = None) -> None:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "discarded", tr)
@@ -388,7 +436,15 @@ class _ShareRun:
         out.rows += 1
         out.export_nodes.add(r.node)
         if tr is None:
-            tr = self.track(r, ref, "row")
+            tr = self.tracks.get(r.id)
+            if type(tr) is Settled and tr.node == r.node:
+                rows = tr.add_row(ref, r.tx, r.t)  # (a packed track takes its row as it is: :mod:`.packing`)
+                if rows > 1:
+                    self.hooks.second_row(tr, r, ref)
+                if rows:
+                    return
+            if tr is None or tr.node != r.node or tr.gap:
+                tr = self.track(r, ref, "row")
         if tr.rows:
             self.hooks.second_row(tr, r, ref)
         tr.rows = (*tr.rows, Commit(ref, r.tx, r.t))
@@ -398,15 +454,28 @@ class _ShareRun:
         out = self.out
         for mid, idxs in self.unsent_commits.items():
             self.sent_found(mid, idxs)
-        out.ids = len(self.ids)
+        out.ids = len(self.ids) + self.packed_ids
         settled = self.c.settled
         committed_ids = set()
         self.phase = 1
         # in the order the tracks were opened (one dict of them is in that order already)
-        tracks = sorted((*self.tracks.values(), *self.more_tracks.values()), key=_FIRST) if self.more_tracks else self.tracks.values()
+        received = self.received
+        if self.more_tracks:
+            tracks = sorted((*(unpack(t, mid) if type(t) is Settled else t for mid, t in self.tracks.items()),
+                             *self.more_tracks.values()), key=_FIRST)
+        else:
+            tracks = self.tracks.items()
         for tr in tracks:
-            if self.judge_track(tr, settled):
-                committed_ids.add(tr.mid)
+            if type(tr) is tuple:
+                mid, tr = tr
+                if type(tr) is Settled:
+                    if tr.fast_judged():  # (nothing judge_track judges applies)
+                        if mid not in received:
+                            committed_ids.add(mid)
+                        continue
+                    tr = unpack(tr, mid)
+            if self.judge_track(tr, settled) and tr.mid not in received:
+                committed_ids.add(tr.mid)  # (needed only for an id no node received: never_received below)
         if settled:
             self.phase = 2
             for mid, fact in self.sent.items():
@@ -452,7 +521,7 @@ class _ShareRun:
 
     def sent_found(self, mid: str, idxs: list) -> None:
         """The commit facts ``idxs`` of ``mid``, made before its send was read, with its send's ref."""
-        sent = self.sent.get(mid)
+        sent = self.sent_of(mid)
         if sent is not None:
             commits = self.out.commits
             for i in idxs:

@@ -2,14 +2,18 @@
 :mod:`rmkit.conformance.corda.checker`; the handlers of :mod:`.handlers` call them): a sender's sequence numbers, the order of a session, and the
 deduplicator's wrong NEW answers classified by what the fast path's high-water mark was then.
 
-The facts are compact tuples (one per commit, per send and per distinct sequence number), so the
-merge holds a few tuples per message, never the records themselves.
+The facts are one per commit, per send and per sequence number a copy carried without its send
+(:mod:`.facts`: kept as columns); each check reads them once or twice in log order, as they stream
+from the shares, and keeps only what it judges by (a session's latest commits, a sender key's
+numbers), never the records themselves.
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
 import re
+from array import array
 from collections import defaultdict
 from operator import itemgetter
 from typing import Iterable
@@ -17,13 +21,20 @@ from typing import Iterable
 from rmkit.rules import OFF
 from rmkit.verdict import Violation
 
+from rmkit.conformance.corda.facts import in_log_order
+
 _REF3 = itemgetter(3)
 N_ID = re.compile(r"^N-([0-9A-Za-z]+)-([0-9]+)-([0-9]+)$")
 
 
-def sorted_commits(shares) -> list[tuple]:
-    """Every share's commit facts, in log order."""
-    return sorted(c for s in shares for c in s.commits)
+class sorted_commits:
+    """Every share's commit facts, in log order: each iteration streams them afresh."""
+
+    def __init__(self, shares):
+        self.shares = shares
+
+    def __iter__(self):
+        return in_log_order(s.commits for s in self.shares)
 
 
 def renewed(checker, inputs, shares, commits) -> Iterable[Violation]:
@@ -33,7 +44,7 @@ def renewed(checker, inputs, shares, commits) -> Iterable[Violation]:
     have been read (CORDA-DEDUP-006); below the copy's number, so the fast path trusted a mark the
     sender's order does not uphold (CORDA-DEDUP-007); else the database answered wrong (005)."""
     fast = checker.spec.fast_path
-    marks: dict[tuple, list] = defaultdict(lambda: ([], []))  # (node, sender) -> (refs, running max seq)
+    marks: dict[tuple, tuple] = defaultdict(lambda: (array("q"), []))  # (node, sender) -> (refs, running max seq)
     if fast:
         for ref, node, _mid, _session, sender, seq, _sent in commits:
             if seq is not None:
@@ -80,59 +91,83 @@ def session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
     """FIFO per session: a message committed after one of its session sent later. The send order comes
     from the sender's ``sent`` events where both were given, else from two N- ids of one flow (seed,
     suspends, index), else from one sender key's sequence numbers. (A commit's fact carries the ref
-    of its id's first send, None where none was given.)"""
-    sessions: dict[tuple, list] = defaultdict(list)
+    of its id's first send, None where none was given.)
+
+    The commits are read twice in log order: first to learn which sessions have every send, then to
+    judge each commit against what its session kept (the findings given per session, in the order
+    the sessions first commit)."""
+    all_sent: dict[tuple, bool] = {}    # (node, session) -> every message of it has its send
     for c in commits:
-        sessions[(c[1], c[3])].append(c)
-    for (node, session), items in sessions.items():
-        if all(c[6] is not None for c in items):
+        key = (c[1], c[3])
+        if c[6] is None:
+            all_sent[key] = False
+        elif key not in all_sent:
+            all_sent[key] = True
+    state: dict[tuple, list] = {}
+    found: dict[tuple, list] = {}
+    for c in commits:
+        key = (c[1], c[3])
+        st = state.get(key)
+        if st is None:
             # every message of the session has its send: the send order decides alone (the
-            # fallbacks below apply only to a message without one, or after one)
-            yield from _sent_order(checker, inputs, node, session, items)
-            continue
-        top_sent = None                     # (send ref, commit)
-        top_flow: dict[str, tuple] = {}     # seed -> ((suspends, index), commit)
-        top_seq: dict[str, tuple] = {}      # sender -> (seq, commit)
-        for c in items:
-            ref, _, mid, _, sender, seq, s = c
-            ahead = None
-            if s is not None:
-                if top_sent is not None and top_sent[0] > s:
-                    ahead = top_sent[1]
-                if top_sent is None or s > top_sent[0]:
-                    top_sent = (s, c)
-            m = N_ID.match(mid)
-            if m is not None:
-                pos = (_number(m.group(2)), _number(m.group(3)))
-                prev = top_flow.get(m.group(1))
-                if ahead is None and prev is not None and prev[0] > pos and (s is None or prev[1][6] is None):
-                    ahead = prev[1]
-                if prev is None or pos > prev[0]:
-                    top_flow[m.group(1)] = (pos, c)
-            if seq is not None:
-                prev = top_seq.get(sender)
-                if ahead is None and prev is not None and prev[0] > seq and (s is None or prev[1][6] is None):
-                    ahead = prev[1]
-                if prev is None or seq > prev[0]:
-                    top_seq[sender] = (seq, c)
-            if ahead is not None:
-                refs = [(ahead[0], "committed", node), (ref, "committed", node)]
-                refs += [(x[6], "sent", None) for x in (c, ahead) if x[6] is not None]
-                yield checker.violation(inputs, "CORDA-ORDER-001", mid, f"session {session} on node {node}: {mid} was "
-                                        f"consumed after {ahead[2]}, which was sent after it", refs)
+            # fallbacks apply only to a message without one, or after one)
+            st = state[key] = [None, None] if all_sent[key] else [None, {}, {}]
+        v = _sent_order(checker, inputs, key, st, c) if len(st) == 2 else _session_step(checker, inputs, key, st, c)
+        if v is not None:
+            found.setdefault(key, []).append(v)
+    for vs in found.values():
+        yield from vs
 
 
-def _sent_order(checker, inputs, node, session, items) -> Iterable[Violation]:
-    """:func:`_session_order` for a session whose every message has its send."""
-    top_ref = top = None
-    for c in items:
-        s = c[6]
-        if top_ref is not None and top_ref > s:
-            refs = [(top[0], "committed", node), (c[0], "committed", node), (s, "sent", None), (top_ref, "sent", None)]
-            yield checker.violation(inputs, "CORDA-ORDER-001", c[2], f"session {session} on node {node}: {c[2]} was "
-                                    f"consumed after {top[2]}, which was sent after it", refs)
-        if top_ref is None or s > top_ref:
-            top_ref, top = s, c
+def _session_step(checker, inputs, key: tuple, st: list, c: tuple) -> Violation | None:
+    """One commit of a session some of whose messages have no send: ``st`` holds the session's
+    latest send (send ref, commit), and per flow seed and per sender key their highest commit
+    ((suspends, index) or seq, commit)."""
+    node, session = key
+    top_sent, top_flow, top_seq = st
+    ref, _, mid, _, sender, seq, s = c
+    ahead = None
+    if s is not None:
+        if top_sent is not None and top_sent[0] > s:
+            ahead = top_sent[1]
+        if top_sent is None or s > top_sent[0]:
+            st[0] = (s, c)
+    m = N_ID.match(mid)
+    if m is not None:
+        pos = (_number(m.group(2)), _number(m.group(3)))
+        prev = top_flow.get(m.group(1))
+        if ahead is None and prev is not None and prev[0] > pos and (s is None or prev[1][6] is None):
+            ahead = prev[1]
+        if prev is None or pos > prev[0]:
+            top_flow[m.group(1)] = (pos, c)
+    if seq is not None:
+        prev = top_seq.get(sender)
+        if ahead is None and prev is not None and prev[0] > seq and (s is None or prev[1][6] is None):
+            ahead = prev[1]
+        if prev is None or seq > prev[0]:
+            top_seq[sender] = (seq, c)
+    if ahead is not None:
+        refs = [(ahead[0], "committed", node), (ref, "committed", node)]
+        refs += [(x[6], "sent", None) for x in (c, ahead) if x[6] is not None]
+        return checker.violation(inputs, "CORDA-ORDER-001", mid, f"session {session} on node {node}: {mid} was "
+                                 f"consumed after {ahead[2]}, which was sent after it", refs)
+    return None
+
+
+def _sent_order(checker, inputs, key: tuple, st: list, c: tuple) -> Violation | None:
+    """:func:`_session_step` for a session whose every message has its send: ``st`` holds the latest
+    send's ref and its commit."""
+    node, session = key
+    top_ref, top = st
+    s = c[6]
+    v = None
+    if top_ref is not None and top_ref > s:
+        refs = [(top[0], "committed", node), (c[0], "committed", node), (s, "sent", None), (top_ref, "sent", None)]
+        v = checker.violation(inputs, "CORDA-ORDER-001", c[2], f"session {session} on node {node}: {c[2]} was "
+                              f"consumed after {top[2]}, which was sent after it", refs)
+    if top_ref is None or s > top_ref:
+        st[0], st[1] = s, c
+    return v
 
 
 def sender_order(checker, inputs, commits) -> Iterable[Violation]:
@@ -154,11 +189,23 @@ def sender_order(checker, inputs, commits) -> Iterable[Violation]:
 
 def sequence_numbers(checker, inputs, shares) -> Iterable[Violation]:
     """One sender key's sequence numbers are never reused for another id, and its sends carry them
-    in increasing order."""
+    in increasing order.
+
+    The uses are read in log order once to find the numbers used for two ids (keeping per sender key
+    each number's first id), and, where there are any, once more to gather those numbers' uses."""
+    ids: dict[str, dict] = {}                   # sender -> seq -> the id of its first use
+    reused: set = set()                         # (sender, seq) used for several ids
+    for sender, seq, mid, _ref in _uses(shares):
+        got = ids.setdefault(sender, {}).setdefault(seq, mid)
+        if got != mid:
+            reused.add((sender, seq))
+    del ids
     first: dict[tuple, tuple] = {}              # (sender, seq) -> (id, ref) of its first use
     more: dict[tuple, dict] = {}                # (sender, seq) -> id -> its first use's ref, where several ids used it
-    for sender, seq, mid, ref in sorted((x for s in shares for x in s.seqs), key=_REF3):
+    for sender, seq, mid, ref in _uses(shares) if reused else ():
         key = (sender, seq)
+        if key not in reused:
+            continue
         got = first.get(key)
         if got is None:
             first[key] = (mid, ref)
@@ -170,7 +217,7 @@ def sequence_numbers(checker, inputs, shares) -> Iterable[Violation]:
             yield checker.violation(inputs, "CORDA-ID-003", mid, f"sender {sender} used sequence number {seq} for {mid} "
                                     f"and for {uses[0][0]}", [(uses[0][1], None, None), (ref, None, None)])
     top: dict[str, tuple] = {}
-    for ref, sender, seq, mid in sorted(x for s in shares for x in s.sent_seqs):
+    for ref, sender, seq, mid in in_log_order(s.sent_seqs for s in shares):
         prev = top.get(sender)
         if prev is not None and seq < prev[0]:
             yield checker.violation(inputs, "CORDA-ID-003", mid, f"sender {sender} sent {mid} with sequence number {seq} "
@@ -178,3 +225,10 @@ def sequence_numbers(checker, inputs, shares) -> Iterable[Violation]:
                                     [(prev[1], "sent", None), (ref, "sent", None)])
         if prev is None or seq > prev[0]:
             top[sender] = (seq, ref, mid)
+
+
+def _uses(shares) -> Iterable[tuple]:
+    """Every use of a sequence number, in log order: (sender, seq, id, ref) of each send that carries
+    one and of each received copy whose send did not carry it."""
+    sends = ((sender, seq, mid, ref) for ref, sender, seq, mid in in_log_order(s.sent_seqs for s in shares))
+    return heapq.merge(sends, in_log_order((s.seqs for s in shares), key=_REF3), key=_REF3)

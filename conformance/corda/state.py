@@ -5,17 +5,16 @@ Why msgspec Structs with ``gc=False``: they are slotted classes (no ``__dict__``
 read as ``tr.commits``, not ``tr[3]``) that Python makes faster than a plain ``__slots__`` class,
 and there is one per delivery and per commit; they hold no reference cycles, so the collector
 need not track them; and they pickle, as a share travels between processes (``--jobs``,
-``rmkit audit``).
+``rmkit audit``). They are ``array_like``: a track packed (:mod:`.packing`) is its fields' values in
+order, without their names.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import msgspec
 
 
-class Copy(msgspec.Struct, gc=False):
+class Copy(msgspec.Struct, gc=False, array_like=True):
     """One copy of a message a node received (a delivery), and what the node did with it."""
 
     ref: int
@@ -25,12 +24,11 @@ class Copy(msgspec.Struct, gc=False):
     session: str | None
     verdict: str | None = None   # the spec's answer: NEW, DUPLICATE, IN_FLIGHT
     vref: int = 0                # the ref of its dedup line (0: none yet)
-    vt: int = 0                  # that line's time
     done: str | None = None      # acked | discarded | committed
     unread: bool = False         # its received line was unreadable: what it carries is partly unknown
 
 
-class Commit(msgspec.Struct, gc=False):
+class Commit(msgspec.Struct, gc=False, array_like=True):
     """A committed event, or a processed-ids row (the transaction that inserted the id): where, which
     transaction, when."""
 
@@ -39,7 +37,7 @@ class Commit(msgspec.Struct, gc=False):
     t: int
 
 
-class Ack(msgspec.Struct, gc=False):
+class Ack(msgspec.Struct, gc=False, array_like=True):
     """An acknowledgement that came before any commit of its message (CORDA-ACK-001 judges it at the
     message's end, when the row that may excuse it is known)."""
 
@@ -50,7 +48,7 @@ class Ack(msgspec.Struct, gc=False):
     verdict_ref: int | None      # its dedup line
 
 
-class NewAnswer(msgspec.Struct, gc=False):
+class NewAnswer(msgspec.Struct, gc=False, array_like=True):
     """A NEW answer that came before any commit of its message: a row inserted before it shows the
     deduplicator answered NEW for a processed id (CORDA-DEDUP-005/006/007)."""
 
@@ -60,17 +58,17 @@ class NewAnswer(msgspec.Struct, gc=False):
     seq: int | None
 
 
-class Track(msgspec.Struct, gc=False):
+class Track(msgspec.Struct, gc=False, array_like=True):
     """One message id on one node (its lists made when first needed)."""
 
     node: str
     mid: str
     first: int                     # the ref of the record that opened it (its place at the share's end)
-    copies: list                   # of Copy
-    commits: Sequence = ()         # of Commit, committed events in log order
-    rows: Sequence = ()            # of Commit, processed-ids rows in log order
-    acks: Sequence = ()            # of Ack
-    new_after: Sequence = ()       # of NewAnswer
+    copies: list[Copy]
+    commits: tuple[Commit, ...] = ()       # committed events in log order
+    rows: tuple[Commit, ...] = ()          # processed-ids rows in log order
+    acks: tuple[Ack, ...] = ()
+    new_after: tuple[NewAnswer, ...] = ()
     acked: int = 0                 # the ref of the last acknowledgement (0: none)
     gap: bool = False              # a line of it was unreadable: what follows may lack its cause
 
@@ -82,7 +80,7 @@ class Track(msgspec.Struct, gc=False):
         return None
 
 
-class Memo(msgspec.Struct, gc=False):
+class Memo(msgspec.Struct, gc=False, array_like=True):
     """What stays of a judged message for the declared bound (streaming mode): its first commit and
     first row, against which a record that comes after its judgement is still judged."""
 

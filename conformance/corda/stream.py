@@ -202,7 +202,8 @@ class SpanningStream:
                                                f"{seq} for {mid} and for {got[1]}", [(got[2], None, None), (ref, None, None)]))
 
     def sent(self, t, u) -> None:
-        """spanning.sequence_numbers' order of one sender's sends: (ref, sender, seq, id)."""
+        """spanning.sequence_numbers' order of one sender's sends, and the use of the send's number:
+        (ref, sender, seq, id)."""
         if not self.id3:
             return
         ref, sender, seq, mid = u
@@ -217,6 +218,7 @@ class SpanningStream:
                 self.sends[sender] = [t, (seq, ref, mid)]
             else:
                 st[1] = (seq, ref, mid)
+        self.seq(t, (sender, seq, mid, ref))  # (a send is also a use of its number)
 
     def renewed(self, t, r) -> None:
         """spanning.renewed, one NEW answer at a time: (verdict ref, node, id, sender, seq, commit ref, row ref)."""

@@ -1,0 +1,47 @@
+"""A share's facts across ids kept as columns (conformance/corda/facts.py) read back as the tuples
+appended, in their order, and say whether that order is the log's."""
+
+from __future__ import annotations
+
+import pickle
+
+from rmkit.conformance.corda.facts import Facts, in_log_order
+
+
+def _commits(n: int, step: int = 3) -> list[tuple]:
+    return [(i * step, "bob", f"N-f1-{i}-0", "s1", "6f1c", None if i % 3 else i, None if i % 2 else i + 1)
+            for i in range(n)]
+
+
+def test_columns_read_back_as_the_tuples_appended():
+    rows = _commits(3 * Facts.CHUNK + 5)  # (several chunks moved to the columns, and some not yet)
+    facts = Facts("issssii")
+    for r in rows:
+        facts.append(r)
+    assert len(facts) == len(rows) and list(facts) == rows and facts.in_order
+    facts[5] = (*rows[5][:6], 77)
+    rows[5] = (*rows[5][:6], 77)
+    assert facts[5] == rows[5] and list(facts) == rows
+    again = pickle.loads(pickle.dumps(facts))
+    assert list(again) == rows and again.in_order
+
+
+def test_a_number_a_column_cannot_hold_is_kept_exactly():
+    facts = Facts("isis")
+    for f in [(5, "a", 2 ** 64, "m"), (3, "a", -5, "m"), (9, "a", None, "m")]:
+        facts.append(f)
+    assert list(facts) == [(5, "a", 2 ** 64, "m"), (3, "a", -5, "m"), (9, "a", None, "m")]
+
+
+def test_order_is_told_and_merged_or_sorted_accordingly():
+    ordered, shuffled = Facts("sisi", 3), Facts("sisi", 3)
+    for f in [("a", 1, "m", 4), ("a", 2, "m", 8)]:
+        ordered.append(f)
+    for f in [("b", 1, "n", 9), ("b", 2, "n", 2)]:
+        shuffled.append(f)
+    assert ordered.in_order and not shuffled.in_order
+    ref = lambda f: f[3]  # noqa: E731
+    assert list(in_log_order([ordered, shuffled], key=ref)) == sorted([*ordered, *shuffled], key=ref)
+    other = Facts("sisi", 3)
+    other.append(("c", 1, "o", 5))
+    assert [f[3] for f in in_log_order([ordered, other], key=ref)] == [4, 5, 8]

@@ -1,0 +1,65 @@
+"""A ``--jobs`` share keys a line without parsing it where the line's text settles its id
+(conformance/corda/parallel.py ``share_of``): every line whose record has an id goes where the
+parsed id sends it (``rmkit audit``'s rule), so the records of one message meet in one share."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+
+from rmkit.conformance.corda.checker import CordaLogChecker
+from rmkit.conformance.corda.parallel import share_of
+from rmkit.processes import key_share
+
+KEY = CordaLogChecker().key
+
+LINES = [
+    b'{"t":1,"node":"bob","event":"committed","id":"N-f1-1-0","tx":1}',   # the usual line: not parsed
+    b'{"t":1,"node":"bob","event":"committed","id": "N-f1-2-0","tx":1}',  # spaced: parsed
+    b'{"id":"R-1","node":"bob","id":"R-2"}',                              # given twice: the last counts
+    b'{"node":"bob","id":"R-\\u0041"}',                                   # an escape
+    b'{"node":"bob","id":"R-\\"q"}',                                      # an escaped quote
+    b'{"node":"bob","id":"R-\xc3\x84"}',                                  # not ASCII
+    b'{"node":"bob","id":""}',                                            # empty
+    b'{"node":"bob","id":17}',                                            # a number
+    b'\xef\xbb\xbf{"node":"bob","id":"R-bom"}',                           # a byte order mark
+    b'{"node":"bob","delivery":"id","id":"R-3"}',                         # the name as a value too
+    b'{"node":"bob","delivery":"x\\"id\\":\\"R-9","id":"R-4"}',            # the name inside a value
+    b'{"node":"bob","x":{"id":"R-5"},"id":"R-6"}',                        # a nested key besides
+    b'{"sender":"6f1c","xid":"R-7","id":"R-8"}',                          # a longer name ending in it
+]
+# lines with no top-level id: unreadable without one, reported by whichever share gets them
+NO_ID = [
+    b'{"node":"bob","x":{"id":"R-5"}}',
+    b'{"a\\"id":"q1"}',
+    b'not json "id":"nj"',
+    b'\xff{"id":"bad-utf8"}',
+]
+
+
+@pytest.mark.parametrize("n", [2, 3, 7])
+def test_a_line_with_an_id_goes_where_its_parsed_id_sends_it(n):
+    for line in LINES:
+        assert KEY.of_line(line) is not None, line
+        assert share_of(line, n, KEY) == key_share(KEY.of_line(line), n), line
+
+
+def test_lines_without_an_id_go_to_some_share():
+    for line in NO_ID:
+        assert KEY.of_line(line) is None
+        assert 0 <= share_of(line, 3, KEY) < 3
+
+
+def test_a_log_checked_in_shares_finds_what_one_process_finds(tmp_path):
+    lines = [json.dumps({"t": 1 + k, "node": "bob", "event": ev, "id": f"N-f{k % 7}-{k}-0", **extra})
+             for k in range(60) for ev, extra in (("received", {"delivery": f"ID:{k}", "sender": "s", "seq": k, "session": "s1"}),
+                                                 ("dedup", {"verdict": "NEW"}), ("committed", {"tx": k}))]
+    lines += [orjson.dumps({"t": 99, "node": "bob", "event": "committed", "id": "N-f1-1-0", "tx": 5}).decode()]  # again
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    one = CordaLogChecker(jobs=1, max_examples=0).run([str(log)])
+    two = CordaLogChecker(jobs=2, max_examples=0).run([str(log)])
+    assert one.counts == two.counts and "CORDA-DEDUP-001" in one.counts
+    assert [(v.rule, v.subject) for v in one.violations] == [(v.rule, v.subject) for v in two.violations]
