@@ -14,7 +14,7 @@ import pytest
 
 from rmkit.conformance.remp.bulk_sim import BulkConfig, generate
 from rmkit.conformance.remp.checker import RempLogChecker
-from rmkit.conformance.remp.clocktrack import chunk_events, numbered, others
+from rmkit.conformance.remp.clocktrack import block, chunk_events, numbered, others
 from rmkit.conformance.remp.sharded import RempShards
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "remp" / "logs"
@@ -53,8 +53,8 @@ EDGES = [json.dumps(x) for x in [
 
 
 def clock_state(c: RempLogChecker) -> tuple:
-    top = c._top
-    return c.hwm, c._pair, c.end_mark, top and (top[0], top[4]), dict(c._part_wm), dict(c._part_seen), c._part_low[0]
+    k = c.clock
+    return c.hwm, k.pair, c.end_mark, k.top and (k.top, k.top_who), dict(k.part_wm), dict(k.part_seen), k.low
 
 
 def one_process(path: Path, profile: str, lines: list[bytes]) -> RempLogChecker:
@@ -98,7 +98,7 @@ def test_a_share_given_every_lines_clock_events_keeps_the_one_process_clock(tmp_
             holding = clock_only(path, profile, lines, every)
             assert holding.seq == one.seq and holding._rep.records + holding.others_seen == one.seq, path.name
             assert clock_state(holding) == clock_state(one), path.name
-        seen += bool(one._part_wm)
+        seen += bool(one.clock.part_wm)
     assert seen >= 2  # Kafka partitions among the logs
 
 
@@ -124,8 +124,15 @@ def test_a_share_is_given_the_events_of_the_lines_that_are_not_its_own():
     events = chunk_events(lines, True)
     every = numbered(events, 100)
     pick = bytes(i % 3 == 1 for i in range(len(lines)))
-    assert others(events, 100, pick) == [e for e in every if not pick[e[0] - 100]]
-    assert others(events, 100, bytes(len(lines))) == every and others(events, 100, b"\1" * len(lines)) == []
+    assert taken(others(events, 100, pick)) == [e for e in every if not pick[e[0] - 100]]
+    assert taken(others(events, 100, bytes(len(lines)))) == every and taken(others(events, 100, b"\1" * len(lines))) == []
+    assert taken(block(every)) == every
+
+
+def taken(block: tuple) -> list[tuple]:
+    """The events of a block (rmkit.logclock.RecordClock.queue) the clock takes, (ref, time, writer, partition)."""
+    refs, take, ts, whos, parts = block
+    return [(refs + i if type(refs) is int else refs[i], ts[i], whos[i], parts[i]) for i in range(len(take)) if take[i]]
 
 
 def partitioned(n: int = 900) -> list[bytes]:
@@ -154,7 +161,7 @@ def test_a_shares_clock_is_the_logs_at_each_of_its_records(every, tmp_path):
     want = {}
     for i, line in enumerate(lines, start=1):
         one.feed([([i], [line])])
-        want[i] = one.hwm, dict(one._part_seen)
+        want[i] = one.hwm, dict(one.clock.part_seen)
     shards = RempShards(one._kwargs)
     share = RempLogChecker(**one._kwargs)
     share.begin([str(path)], shared=True)
@@ -163,7 +170,7 @@ def test_a_shares_clock_is_the_logs_at_each_of_its_records(every, tmp_path):
     def batches():  # one own line a batch: the share's clock is read before the next is handed over
         for i in range(every, len(lines) + 1, every):
             yield [i], [lines[i - 1]]
-            got[i] = share.hwm, dict(share._part_seen)  # (kept on the checker as they move; the record count at the end)
+            got[i] = share.hwm, dict(share.clock.part_seen)  # (kept on the checker as they move; the record count at the end)
 
     from rmkit.conformance.remp.sharded import _with_others
 
