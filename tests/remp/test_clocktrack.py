@@ -14,7 +14,7 @@ import pytest
 
 from rmkit.conformance.remp.bulk_sim import BulkConfig, generate
 from rmkit.conformance.remp.checker import RempLogChecker
-from rmkit.conformance.remp.clocktrack import block, chunk_events, numbered, others
+from rmkit.conformance.remp.clocktrack import block, chunk_events, line_event, numbered, others
 from rmkit.conformance.remp.sharded import RempShards
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "remp" / "logs"
@@ -179,3 +179,24 @@ def test_a_shares_clock_is_the_logs_at_each_of_its_records(every, tmp_path):
     assert got == {i: want[i] for i in got}
     assert len({h for h, _ in got.values()}) > 20  # the clock moved all along
     assert share.seq == one.seq and clock_state(share) == clock_state(one)
+
+
+@pytest.mark.parametrize("fold", [True, False])
+def test_a_chunk_s_events_are_each_lines_own_reading(tmp_path, fold):
+    """Chunks of receipts, and of Kafka records holding them, are read by a decoder of the common
+    line; each line's event is still what the reading of that line alone gives."""
+    chunks = 0
+    for path, _ in logs(tmp_path):
+        lines = path.read_bytes().split(b"\n")[:-1]
+        for at in range(0, len(lines), 64):
+            chunk = lines[at:at + 64]
+            counted, ts, whos, parts = chunk_events(chunk, fold)
+            alone = [line_event(line, fold) for line in chunk]
+            assert [bool(c) for c in counted] == [e is not None for e in alone], path.name
+            assert [(t, w, p) for c, t, w, p in zip(counted, ts, whos, parts) if c] == [e for e in alone if e is not None]
+            chunks += 1
+    upper = [json.dumps(receipt(T0 + i, src=A.upper() if i % 2 else B)).encode() for i in range(5)]
+    stamped = [json.dumps(kafka(receipt(0 if i % 2 else T0 + i, src=C), t=T0 + 10 * i, partition=i % 2)).encode() for i in range(5)]
+    for chunk in (upper, stamped):
+        assert list(zip(*chunk_events(chunk, fold)[1:])) == [line_event(line, fold) for line in chunk]
+    assert chunks > 10
