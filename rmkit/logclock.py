@@ -61,7 +61,14 @@ class RecordClock:
 
     The caller numbers the records (``seq``: the log's record number, every record counted, those
     without a time too: partitions' idleness is counted in it) and gives each its reference
-    (``ref``, kept for the latest record: :attr:`top_ref`)."""
+    (``ref``, kept for the latest record: :attr:`top_ref`).
+
+    Two settings: ``single_writer``, one writer's time counts while the log has shown no other (a
+    daemon's own log has one writer); ``idle_every_record``, where records name partitions, every
+    record (not only one whose time passes the clock) looks again for the slowest partition still
+    delivering, so that one that went idle lets the clock move on at that record.
+    :class:`rmkit.subjects.LogClock` steps as ``RecordClock(single_writer=True,
+    idle_every_record=True)`` numbering only records with a time (``tests/core/test_logclock.py``)."""
 
     now = cython.declare(object, visibility="public")       # the clock (None until a time is known)
     top = cython.declare(object, visibility="public")       # the latest time any writer reached,
@@ -75,11 +82,13 @@ class RecordClock:
     holder = cython.declare(object, visibility="public")    # and that partition (None: to be found again)
     partition_idle = cython.declare(cython.longlong, visibility="public")
     single_writer = cython.declare(cython.bint, visibility="public")
+    idle_every_record = cython.declare(cython.bint, visibility="public")
     pending = cython.declare(list, visibility="public")     # blocks of records queued (see queue)
     _block = cython.declare(cython.Py_ssize_t)              # the first block not wholly taken,
     _line = cython.declare(cython.Py_ssize_t)               # and its first line not taken
 
-    def __init__(self, partition_idle: int = PARTITION_IDLE_RECORDS, single_writer: bool = False):
+    def __init__(self, partition_idle: int = PARTITION_IDLE_RECORDS, single_writer: bool = False,
+                 idle_every_record: bool = False):
         self.now = self.top = self.top_who = self.top_ref = self.pair = None
         self.sources = 0
         self.part_wm = {}
@@ -87,11 +96,12 @@ class RecordClock:
         self.low = self.holder = None
         self.partition_idle = partition_idle
         self.single_writer = single_writer
+        self.idle_every_record = idle_every_record
         self.pending = []
         self._block = self._line = 0
 
     def __reduce__(self):  # (a share's state travels between processes)
-        return _rebuilt, (self.partition_idle, self.single_writer, (
+        return _rebuilt, (self.partition_idle, self.single_writer, self.idle_every_record, (
             self.now, self.top, self.top_who, self.top_ref, self.pair, self.sources, self.part_wm, self.part_seen,
             self.low, self.holder, self.pending[self._block:], self._line))
 
@@ -104,7 +114,8 @@ class RecordClock:
         if part is not None:
             self._partition(t, part, seq)
         now = self.now
-        if now is not None and not t > now and not (self.single_writer and self.sources < 2 and who != self.top_who):
+        if now is not None and not t > now and not (self.single_writer and self.sources < 2 and who != self.top_who) \
+                and not (self.idle_every_record and self.part_wm):
             return 0  # (neither the latest time nor the two-writer time can move)
         top = self.top
         if top is None or t > top:
@@ -228,8 +239,8 @@ class RecordClock:
         return end
 
 
-def _rebuilt(partition_idle, single_writer, state) -> RecordClock:
-    c = RecordClock(partition_idle, single_writer)
+def _rebuilt(partition_idle, single_writer, idle_every_record, state) -> RecordClock:
+    c = RecordClock(partition_idle, single_writer, idle_every_record)
     (c.now, c.top, c.top_who, c.top_ref, c.pair, c.sources, c.part_wm, c.part_seen, c.low, c.holder, c.pending,
      line) = state
     c.restart(line)

@@ -48,7 +48,7 @@ def state(c) -> tuple:
 
 
 def stepped(module, records, idle: int, single: bool = False) -> list[tuple]:
-    c = module.RecordClock(idle, single)
+    c = module.RecordClock(idle, single, idle_every_record=single)
     out = []
     for seq, (t, who, part) in enumerate(records, 1):
         got = c.advance(t, who, part, seq, seq) if t is not None else 0
@@ -87,14 +87,16 @@ def test_the_slowest_partition_holds_the_clock_until_it_goes_idle():
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_the_core_engines_clock_is_the_single_writer_setting_on_a_log_without_partitions(seed):
-    """rmkit.subjects.LogClock (the SubjectEngine's) counts only records with a time, and lets one
-    writer's time count while the log has shown no other: RecordClock(single_writer=True) so fed
-    steps as it does."""
-    core, ours = LogClock(), RecordClock(single_writer=True)
-    for seq, (t, who, _) in enumerate((r for r in stream(seed, partitions=False) if r[0] is not None), 1):
-        assert core.advance(t, who) == bool(ours.advance(t, who, None, seq, seq) & MOVED)
-        assert (core.now, core.top, core.final()) == (ours.now, ours.top, ours.final())
+@pytest.mark.parametrize("partitions", [False, True])
+def test_the_core_engines_clock_is_one_setting_of_the_one_clock(seed, partitions):
+    """rmkit.subjects.LogClock (the SubjectEngine's) counts only records with a time, lets one
+    writer's time count while the log has shown no other, and looks for the slowest partition at
+    every record: RecordClock so set and so fed steps as it does."""
+    core = LogClock(partition_idle_records=30)
+    ours = RecordClock(30, single_writer=True, idle_every_record=True)
+    for seq, (t, who, part) in enumerate((r for r in stream(seed, partitions=partitions) if r[0] is not None), 1):
+        assert core.advance(t, who, part) == bool(ours.advance(t, who, part, seq, seq) & MOVED)
+        assert (core.now, core.top, core.pair, core.final()) == (ours.now, ours.top, ours.pair, ours.final())
 
 
 def queued(module, records, before_every: int, idle: int) -> list[tuple]:
