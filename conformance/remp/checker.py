@@ -866,7 +866,7 @@ class RempLogChecker:
             self._clock_passed(why)
 
     def _clock_passed(self, why: int) -> None:
-        """What is due after another share's record (:meth:`RecordClock.advance_events` says why it
+        """What is due after another share's record (:meth:`RecordClock.advance_queued` says why it
         stopped): a sweep when the clock moved on, and every SWEEP_EVERY records."""
         if why & PASSED:  # the clock moved on: judge what is due
             self._sweep()
