@@ -8,6 +8,8 @@ later; which data files ship is still chosen by ``package-data`` in pyproject.to
 
 ``rmkit._linescan`` is optional: where no C compiler is found the build goes on without it and
 the ``--jobs`` readers deal their chunks in Python (:mod:`rmkit.linescan`), with the same results.
+So is the compiled :mod:`rmkit.logclock` (the log's clock, written for Cython's pure Python mode:
+the same file runs as Python where it is not compiled).
 """
 
 from setuptools import Extension, find_namespace_packages, setup
@@ -35,5 +37,6 @@ def packages() -> list[str]:
 setup(
     package_dir=ROOTS,
     packages=packages(),
-    ext_modules=[Extension("rmkit._linescan", ["rmkit/_linescan.pyx"], optional=True)],
+    ext_modules=[Extension("rmkit._linescan", ["rmkit/_linescan.pyx"], optional=True),
+                 Extension("rmkit.logclock", ["rmkit/logclock.py"], optional=True)],
 )

@@ -31,7 +31,7 @@ from rmkit.logread import (auto_jobs, kafka_time_field, kafka_time_problem, kafk
 from rmkit.conformance.remp.metrics import LatencyHistogram
 from rmkit.conformance.remp.figures import latency_entry, per_source_metrics, violation_order
 from rmkit.protocol import REF_LINE_BITS
-from rmkit.subjects import PARTITION_IDLE_RECORDS, slowest_partition
+from rmkit.logclock import COUNTED, MOVED, PARTITION_IDLE_RECORDS, PASSED, TOP, RecordClock
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 from rmkit.conformance.remp.handlers import INCLUSION_KINDS, RELEASE_KINDS, Hooks
@@ -67,7 +67,6 @@ LINE_MASK = (1 << LINE_BITS) - 1
 SWEEP_EVERY = 4096
 NEWLINE = b"\n"
 NO_REF = 1 << 126  # beyond every record's reference
-OTHERS = object()  # the message of the latest time when another share's record reached it (see _clock_others)
 # messages a share holds back for roles it has not seen (beyond: judged on the share's roles)
 MAX_DEFERRED = 20_000  # a few KB each: memory stays bounded when a source never shows its role
 # Kinds that open a message's life: one arriving later than the expiry bound after the first
@@ -199,15 +198,15 @@ class RempLogChecker:
     def top_mark(self) -> tuple | None:
         """(time, ref, source) of the latest receipt seen (the source: the message id when the
         receipt names none), which the final clock of a sharded run is reconciled from."""
-        return self._top[:2] + self._top[4:] if self._top is not None else None
+        c = self.clock
+        return (c.top, c.top_ref, c.top_who) if c.top is not None else None
 
     @property
     def end_mark(self) -> int | None:
         """This run's clock as the log's end is judged by it (:meth:`end_clock`): the two-source
-        time. Where Kafka partitions held the running clock back (:func:`slowest_partition`), the
-        hold ends with the log: every partition has delivered all it will."""
-        pair = self._pair
-        return pair if pair is not None and (self.hwm is None or pair > self.hwm) else self.hwm
+        time. Where Kafka partitions held the running clock back (:func:`rmkit.logclock.slowest_partition`),
+        the hold ends with the log: every partition has delivered all it will."""
+        return self.clock.final()
 
     def end_clock(self, clocks: list, tops: list) -> int | None:
         return final_clock(clocks, tops, self.clock_jump_ms)
@@ -242,13 +241,11 @@ class RempLogChecker:
         self._tomb_order: deque[tuple[int, str]] = deque()
         self._roles: dict[str, tuple[str, int, str]] = {}  # inferred source -> (role, ref, message)
         self._src_names: dict[str, str] = {}
+        # the log's clock (rmkit.logclock: the latest time two sources reached, held back to the
+        # slowest Kafka partition still delivering), a writer being the source id (the message id
+        # for a receipt that names none); hwm: its time, as the judging reads it
+        self.clock = RecordClock(self.partition_idle_receipts)
         self.hwm: int | None = None
-        # Kafka partitions (see slowest_partition): (topic, partition) -> its watermark (the latest
-        # time it delivered) and the receipt count at its last record; the two-source clock apart
-        self._part_wm: dict[tuple, int] = {}
-        self._part_seen: dict[tuple, int] = {}
-        self._pair: int | None = None
-        self._part_low: tuple = (None, None)
         self.min_t: int | None = None
         self.seq = 0
         self.kind_counts: Counter[str] = Counter()
@@ -262,7 +259,7 @@ class RempLogChecker:
         self.peak_open = 0
         self.kafka_tombstones = 0
         self._next_sweep_t = 0
-        self._top: tuple | None = None  # the latest time seen: (t, ref, message, kind, source or message)
+        self._own_top: tuple | None = None  # (ref, message, kind) of this run's latest receipt by time
         self.lat = {name: LatencyHistogram() for name in self.model.latency}
         self._outcome_of: dict[tuple, tuple] = {}  # (kinds seen, queued validators' positions) -> outcome
         self.per_source: dict[str, list] = {}  # source -> SourceFigures fields (see _source_figures)
@@ -272,10 +269,8 @@ class RempLogChecker:
         self._first_roles: dict[str, tuple] | None = None
         self._before = 1 << 62
         self._envelopes = False  # the typed decoder reads Kafka records (the log is a Kafka dump)
-        # a share's clock: the clock events of the other shares' lines (clocktrack.py), (ref, time,
-        # who, partition) in log order, applied before each own record that follows them
-        self._others: list[tuple] = []
-        self._others_at = 0  # the first of them not yet applied
+        # a share's clock also takes the other shares' records (clocktrack.py: queued on it in log
+        # order, taken before each own record that follows them)
         self.others_seen = 0  # those applied (counted in seq, the log's record number, not in this share's records)
         self.hooks = Hooks(self)  # the rules' handlers, bound to this run
 
@@ -285,9 +280,10 @@ class RempLogChecker:
         one that can be the log's clock outlier."""
         if end_hwm is not None and (self.hwm is None or end_hwm > self.hwm):
             self.hwm = end_hwm
-        if self._top is not None and self.hwm is not None and self._top[0] - self.hwm > self.clock_jump_ms \
-                and (latest_ref is None or self._top[1] == latest_ref) and self._top[2] is not OTHERS:
-            self.hooks.clock_outlier(self._top, self.hwm)
+        c, own = self.clock, self._own_top
+        if c.top is not None and self.hwm is not None and c.top - self.hwm > self.clock_jump_ms \
+                and (latest_ref is None or c.top_ref == latest_ref) and own is not None and own[0] == c.top_ref:
+            self.hooks.clock_outlier((c.top, c.top_ref, own[1], own[2], c.top_who), self.hwm)
         with paused_collections():  # judging holds no cycles either; a collection here would walk every tomb
             for mid in list(self._order):
                 msg = self._msgs.pop(mid, None)
@@ -419,14 +415,11 @@ class RempLogChecker:
         close_after_ms = self.close_after_ms
         hwm = self.hwm
         clock = hwm if hwm is not None else -NEVER  # hwm as a number (before any time: below every close_t)
-        part_wm, part_seen = self._part_wm, self._part_seen  # (empty unless the records name Kafka partitions)
-        pair = self._pair
-        low, holder = self._part_low  # the slowest partition's watermark, and that partition (None: to be found)
-        part_idle = self.partition_idle_receipts
+        advance = self.clock.advance  # the log's clock takes a record's time (rmkit.logclock)
         good_src: dict[str, str] = {}  # source ids found good -> as compared (case-folded when the profile folds)
         part_k, part_n = self.partition or (0, 0)
         seq = self.seq
-        top = self._top  # the latest time seen: (t, ref, message, kind, source or message)
+        own_top = self._own_top
         min_t = self.min_t if self.min_t is not None else 1 << 62
         queued_mask = m.queued_mask
         known_fields = self.known_fields
@@ -453,8 +446,7 @@ class RempLogChecker:
             batches = (own_lines(refs, batch, part_k, part_n) for refs, batch in batches)
         batches = self._own_batches(batches)
         next_other_ref = self._next_other
-        others = self._others
-        counted_here = 0  # the other shares' records counted in the loop below (the rest: by _clock_others)
+        advance_others = self.clock.advance_queued
         for refs, batch in _pieces(batches) if typed is not None else batches:
             next_other = next_other_ref()  # the next other share's record to take the time of
             if typed is not None:  # the well-formed receipts of known kinds, typed (records.py); None for the others
@@ -505,32 +497,17 @@ class RempLogChecker:
             # each line's hash, by which a redelivered (identical) receipt is known: one C loop per piece
             for ref, line, obj, ki, act, h, rec in zip(refs, batch, objs, infos, acts, hashes, recs):
                 if ref > next_other:  # (a share: the clock takes the other shares' records before this one)
-                    # most of them leave the clock as it is (no later time, no partition, no sweep
-                    # due): counted here; from the first that may move it, _clock_others takes them
-                    at = self._others_at
-                    while at < len(others):
-                        e = others[at]
-                        if e[0] >= ref:
-                            break
-                        t = e[1]
-                        other_part = e[3]
-                        if t is not None and (t > clock or other_part is not None and (
-                                (w := part_wm.get(other_part)) is None or t > w or seq + 1 - part_seen[other_part] > part_idle)) \
-                                or not (seq + 1) & sweep_mask:
-                            self._others_at = at
-                            self.seq, self._pair, self._part_low, self._top = seq, pair, (low, holder), top
-                            self._clock_others(ref)
-                            seq, pair, (low, holder), top, hwm = self.seq, self._pair, self._part_low, self._top, self.hwm
-                            clock = hwm if hwm is not None else -NEVER
-                            at = self._others_at
-                            break
-                        if other_part is not None and t is not None:
-                            part_seen[other_part] = seq + 1  # (a record that moves no watermark: its partition's last)
-                        seq += 1
-                        at += 1
-                        counted_here += 1
-                    self._others_at = at
-                    next_other = others[at][0] if at < len(others) else NO_REF
+                    seq, why, taken, next_other = advance_others(ref, seq, self._next_sweep_t, SWEEP_EVERY)
+                    self.others_seen += taken
+                    hwm = self.hwm = self.clock.now
+                    if why:  # a sweep is due (now and then): judged, and the rest taken
+                        self.seq = seq
+                        self._clock_passed(why)
+                        next_other = self._clock_others(ref)
+                        seq, hwm = self.seq, self.hwm
+                    clock = hwm if hwm is not None else -NEVER
+                    if next_other is None:
+                        next_other = NO_REF
                 kts = part = None
                 text = line
                 near = None
@@ -629,43 +606,17 @@ class RempLogChecker:
                         ts = 0
                     t = ts or kts
                 if t is not None:
-                    if part is not None:  # a Kafka record: its partition's watermark
-                        w = part_wm.get(part)
-                        if w is None or seq - part_seen[part] > part_idle:  # a partition new, or back from idle
-                            if w is None or t > w:
-                                part_wm[part] = t
-                            holder = None  # (the slowest is found again)
-                        elif t > w:
-                            part_wm[part] = t
-                            if part == holder:  # the slowest moved on
-                                if len(part_wm) == 1:
-                                    low = t
-                                else:
-                                    holder = None
-                        part_seen[part] = seq
-                    if t > clock:  # (the clock is below every time until there is one)
-                        # The log's clock is the latest time two different sources have reached, so
-                        # that one wrong timestamp cannot close every open message early.
-                        key = src if src is not None else mid
-                        if top is None or t > top[0]:
-                            now = top[0] if top is not None and top[4] != key else None
-                            top = (t, ref, mid, kind, key)
-                        else:
-                            now = t if top[4] != key else None
-                        if part_wm:  # ...and no later than the slowest Kafka partition still delivering
-                            if pair is None:
-                                pair = hwm  # (until the first partition, the clock was the two-source time)
-                            if now is not None and (pair is None or now > pair):
-                                pair = now
-                            if holder is None or seq - part_seen[holder] > part_idle:
-                                low, holder = slowest_partition(part_wm, part_seen, seq - part_idle)
-                            now = low if low is not None and pair is not None and low < pair else pair
-                        if now is not None and now > clock:
-                            hwm = clock = self.hwm = now
-                            if hwm >= self._next_sweep_t:  # the clock moved on: judge what is due
-                                self.seq = seq
-                                self._sweep()
-                                self._next_sweep_t = hwm + 1000
+                    if t > clock or part is not None:  # (a record whose time passes no clock, of no partition, moves nothing)
+                        moved = advance(t, src if src is not None else mid, part, seq, ref)
+                        if moved:
+                            if moved & TOP:
+                                own_top = (ref, mid, kind)
+                            if moved & MOVED:
+                                hwm = clock = self.hwm = self.clock.now
+                                if hwm >= self._next_sweep_t:  # the clock moved on: judge what is due
+                                    self.seq = seq
+                                    self._sweep()
+                                    self._next_sweep_t = hwm + 1000
                     if t < min_t:
                         min_t = t
                 else:
@@ -876,96 +827,52 @@ class RempLogChecker:
 
         self.seq = seq
         self._envelopes = envelopes
-        self._top = top
-        self._pair = pair
-        self._part_low = (low, holder)
-        self.others_seen += counted_here
-        if self._others:  # the other shares' records after this share's last one
+        self._own_top = own_top
+        if self.clock.next_queued() is not None:  # the other shares' records after this share's last one
             self._clock_others(NO_REF)
         rep.records = self.seq - self.others_seen
         self.kind_counts.update(per_kind)
-        if top is not None and top[0] < min_t and top[2] is not OTHERS:
-            min_t = top[0]
         self.min_t = min_t if min_t != 1 << 62 else None
 
     def _own_batches(self, batches):
         """The (refs, lines) of ``batches``; a batch of a share may carry a third part, the clock
-        events of the other shares' lines up to its end (clocktrack.py), kept for :meth:`_clock_others`."""
-        others = self._others
+        events of the other shares' lines up to its end (clocktrack.py: a block of them), queued
+        on the clock for :meth:`_clock_others`."""
+        queue = self.clock.queue
         for batch in batches:
             if len(batch) > 2:
-                others.extend(batch[2])
+                queue(*batch[2])
                 yield batch[0], batch[1]
             else:
                 yield batch
 
     def _next_other(self) -> int:
         """The reference of the next other share's record whose time the clock has not taken."""
-        others, at = self._others, self._others_at
-        return others[at][0] if at < len(others) else NO_REF
+        ref = self.clock.next_queued()
+        return NO_REF if ref is None else ref
 
-    def _clock_others(self, before: int) -> None:
+    def _clock_others(self, before: int):
         """The clock takes the times of the other shares' records before reference ``before``, in
-        log order, as the feed loop takes its own records' (the same steps, on the same state: a
-        share's clock is then the log's at each of its records), and judges what it passes."""
-        others, at = self._others, self._others_at
-        seq, pair, top, hwm = self.seq, self._pair, self._top, self.hwm
-        low, holder = self._part_low
-        clock = hwm if hwm is not None else -NEVER
-        part_wm, part_seen, part_idle = self._part_wm, self._part_seen, self.partition_idle_receipts
-        sweep_mask = SWEEP_EVERY - 1
-        next_sweep = self._next_sweep_t
-        start, end = at, len(others)
-        while at < end:
-            ref, t, key, part = others[at]
-            if ref >= before:
-                break
-            at += 1
-            seq += 1
-            if t is not None and (t > clock or part is not None):
-                if part is not None:
-                    w = part_wm.get(part)
-                    if w is None or seq - part_seen[part] > part_idle:
-                        if w is None or t > w:
-                            part_wm[part] = t
-                        holder = None
-                    elif t > w:
-                        part_wm[part] = t
-                        if part == holder:
-                            if len(part_wm) == 1:
-                                low = t
-                            else:
-                                holder = None
-                    part_seen[part] = seq
-                if t > clock:
-                    if top is None or t > top[0]:
-                        now = top[0] if top is not None and top[4] != key else None
-                        top = (t, ref, OTHERS, None, key)
-                    else:
-                        now = t if top[4] != key else None
-                    if part_wm:
-                        if pair is None:
-                            pair = hwm
-                        if now is not None and (pair is None or now > pair):
-                            pair = now
-                        if holder is None or seq - part_seen[holder] > part_idle:
-                            low, holder = slowest_partition(part_wm, part_seen, seq - part_idle)
-                        now = low if low is not None and pair is not None and low < pair else pair
-                    if now is not None and now > clock:
-                        hwm = clock = self.hwm = now
-                        if hwm >= next_sweep:
-                            self.seq = seq
-                            self._sweep()
-                            next_sweep = self._next_sweep_t = hwm + 1000
-            if not seq & sweep_mask:
-                self.seq = seq
-                self._sweep()
-        self.seq, self._pair, self._top, self._part_low = seq, pair, top, (low, holder)
-        self.others_seen += at - start
-        if at > 65536:  # (the applied ones are dropped now and then, not one at a time)
-            del others[:at]
-            at = 0
-        self._others_at = at
+        log order, as the feed loop takes its own records' (the same clock, stepped by the same
+        rule: a share's clock is then the log's at each of its records), and what it passes is
+        judged when one process would judge it. Returns the reference of the next (None: none known)."""
+        clock = self.clock
+        while True:
+            seq, why, taken, after = clock.advance_queued(before, self.seq, self._next_sweep_t, SWEEP_EVERY)
+            self.others_seen += taken
+            self.hwm, self.seq = clock.now, seq
+            if not why:
+                return after
+            self._clock_passed(why)
+
+    def _clock_passed(self, why: int) -> None:
+        """What is due after another share's record (:meth:`RecordClock.advance_queued` says why it
+        stopped): a sweep when the clock moved on, and every SWEEP_EVERY records."""
+        if why & PASSED:  # the clock moved on: judge what is due
+            self._sweep()
+            self._next_sweep_t = self.hwm + 1000
+        if why & COUNTED:  # (for logs whose receipts carry no time: every record counts, the others' too)
+            self._sweep()
 
     # ------------------------------------------------------------------------------------------
     def _final_role(self, src: str, seen: str) -> str:

@@ -228,16 +228,26 @@ def pack(events: tuple) -> bytes:
     return pickle.dumps(events, pickle.HIGHEST_PROTOCOL)
 
 
-def others(events: tuple, first: int, pick: bytes) -> list[tuple]:
-    """The events (:func:`numbered`) of the lines that hold a record and are not this share's
-    (``pick``: a byte per line, 1 where the line is its own)."""
+def others(events: tuple, first: int, pick: bytes) -> tuple:
+    """The events (:func:`chunk_events`) of the lines that hold a record and are not this share's
+    (``pick``: a byte per line, 1 where the line is its own), as a block the share's clock takes
+    (:meth:`rmkit.logclock.RecordClock.queue`; ``first``: the reference of the events' first line)."""
     counted, ts, whos, parts = events
     n = len(counted)
-    if not n:
-        return []
-    theirs = (int.from_bytes(counted, "little") & ~int.from_bytes(pick, "little")).to_bytes(n, "little")
-    return list(compress(zip(range(first, first + n), ts, whos, parts), theirs))
+    theirs = (int.from_bytes(counted, "little") & ~int.from_bytes(pick, "little")).to_bytes(n, "little") if n else b""
+    return first, theirs, ts, whos, parts
 
 
-def unpack_others(data: bytes, first: int, pick: bytes) -> list[tuple]:
-    return others(pickle.loads(data), first, pick) if data else []
+def block(events: list[tuple]) -> tuple:
+    """Events (ref, time, writer, partition) as one block for :meth:`RecordClock.queue`."""
+    if not events:
+        return [], b"", [], [], []
+    refs, ts, whos, parts = map(list, zip(*events))
+    return refs, b"\x01" * len(refs), ts, whos, parts
+
+
+_NOTHING = (0, b"", [], [], [])
+
+
+def unpack_others(data: bytes, first: int, pick: bytes) -> tuple:
+    return others(pickle.loads(data), first, pick) if data else _NOTHING

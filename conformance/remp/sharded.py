@@ -14,7 +14,7 @@ from rmkit.protocol import RecordKey
 from rmkit.verdict import Report
 
 from rmkit.conformance.remp.checker import RempLogChecker
-from rmkit.conformance.remp.clocktrack import chunk_events, numbered
+from rmkit.conformance.remp.clocktrack import block, chunk_events, numbered
 from rmkit.conformance.remp.figures import latest_receipt
 from rmkit.conformance.remp.parallel import _merge, first_roles
 
@@ -77,6 +77,6 @@ def _with_others(batches, clock: list[tuple]):
             keys = [e[0] for e in clock]
         end = bisect_right(keys, refs[-1], at)
         own = set(refs)
-        yield refs, lines, [e for e in clock[at:end] if e[0] not in own]
+        yield refs, lines, block([e for e in clock[at:end] if e[0] not in own])
         at = end
-    yield [], [], clock[at:]
+    yield [], [], block(clock[at:])

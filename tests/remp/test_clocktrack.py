@@ -14,7 +14,7 @@ import pytest
 
 from rmkit.conformance.remp.bulk_sim import BulkConfig, generate
 from rmkit.conformance.remp.checker import RempLogChecker
-from rmkit.conformance.remp.clocktrack import chunk_events, numbered, others
+from rmkit.conformance.remp.clocktrack import block, chunk_events, line_event, numbered, others
 from rmkit.conformance.remp.sharded import RempShards
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "remp" / "logs"
@@ -53,8 +53,8 @@ EDGES = [json.dumps(x) for x in [
 
 
 def clock_state(c: RempLogChecker) -> tuple:
-    top = c._top
-    return c.hwm, c._pair, c.end_mark, top and (top[0], top[4]), dict(c._part_wm), dict(c._part_seen), c._part_low[0]
+    k = c.clock
+    return c.hwm, k.pair, c.end_mark, k.top and (k.top, k.top_who), dict(k.part_wm), dict(k.part_seen), k.low
 
 
 def one_process(path: Path, profile: str, lines: list[bytes]) -> RempLogChecker:
@@ -98,7 +98,7 @@ def test_a_share_given_every_lines_clock_events_keeps_the_one_process_clock(tmp_
             holding = clock_only(path, profile, lines, every)
             assert holding.seq == one.seq and holding._rep.records + holding.others_seen == one.seq, path.name
             assert clock_state(holding) == clock_state(one), path.name
-        seen += bool(one._part_wm)
+        seen += bool(one.clock.part_wm)
     assert seen >= 2  # Kafka partitions among the logs
 
 
@@ -124,8 +124,15 @@ def test_a_share_is_given_the_events_of_the_lines_that_are_not_its_own():
     events = chunk_events(lines, True)
     every = numbered(events, 100)
     pick = bytes(i % 3 == 1 for i in range(len(lines)))
-    assert others(events, 100, pick) == [e for e in every if not pick[e[0] - 100]]
-    assert others(events, 100, bytes(len(lines))) == every and others(events, 100, b"\1" * len(lines)) == []
+    assert taken(others(events, 100, pick)) == [e for e in every if not pick[e[0] - 100]]
+    assert taken(others(events, 100, bytes(len(lines)))) == every and taken(others(events, 100, b"\1" * len(lines))) == []
+    assert taken(block(every)) == every
+
+
+def taken(block: tuple) -> list[tuple]:
+    """The events of a block (rmkit.logclock.RecordClock.queue) the clock takes, (ref, time, writer, partition)."""
+    refs, take, ts, whos, parts = block
+    return [(refs + i if type(refs) is int else refs[i], ts[i], whos[i], parts[i]) for i in range(len(take)) if take[i]]
 
 
 def partitioned(n: int = 900) -> list[bytes]:
@@ -154,7 +161,7 @@ def test_a_shares_clock_is_the_logs_at_each_of_its_records(every, tmp_path):
     want = {}
     for i, line in enumerate(lines, start=1):
         one.feed([([i], [line])])
-        want[i] = one.hwm, dict(one._part_seen)
+        want[i] = one.hwm, dict(one.clock.part_seen)
     shards = RempShards(one._kwargs)
     share = RempLogChecker(**one._kwargs)
     share.begin([str(path)], shared=True)
@@ -163,7 +170,7 @@ def test_a_shares_clock_is_the_logs_at_each_of_its_records(every, tmp_path):
     def batches():  # one own line a batch: the share's clock is read before the next is handed over
         for i in range(every, len(lines) + 1, every):
             yield [i], [lines[i - 1]]
-            got[i] = share.hwm, dict(share._part_seen)  # (kept on the checker as they move; the record count at the end)
+            got[i] = share.hwm, dict(share.clock.part_seen)  # (kept on the checker as they move; the record count at the end)
 
     from rmkit.conformance.remp.sharded import _with_others
 
@@ -172,3 +179,24 @@ def test_a_shares_clock_is_the_logs_at_each_of_its_records(every, tmp_path):
     assert got == {i: want[i] for i in got}
     assert len({h for h, _ in got.values()}) > 20  # the clock moved all along
     assert share.seq == one.seq and clock_state(share) == clock_state(one)
+
+
+@pytest.mark.parametrize("fold", [True, False])
+def test_a_chunk_s_events_are_each_lines_own_reading(tmp_path, fold):
+    """Chunks of receipts, and of Kafka records holding them, are read by a decoder of the common
+    line; each line's event is still what the reading of that line alone gives."""
+    chunks = 0
+    for path, _ in logs(tmp_path):
+        lines = path.read_bytes().split(b"\n")[:-1]
+        for at in range(0, len(lines), 64):
+            chunk = lines[at:at + 64]
+            counted, ts, whos, parts = chunk_events(chunk, fold)
+            alone = [line_event(line, fold) for line in chunk]
+            assert [bool(c) for c in counted] == [e is not None for e in alone], path.name
+            assert [(t, w, p) for c, t, w, p in zip(counted, ts, whos, parts) if c] == [e for e in alone if e is not None]
+            chunks += 1
+    upper = [json.dumps(receipt(T0 + i, src=A.upper() if i % 2 else B)).encode() for i in range(5)]
+    stamped = [json.dumps(kafka(receipt(0 if i % 2 else T0 + i, src=C), t=T0 + 10 * i, partition=i % 2)).encode() for i in range(5)]
+    for chunk in (upper, stamped):
+        assert list(zip(*chunk_events(chunk, fold)[1:])) == [line_event(line, fold) for line in chunk]
+    assert chunks > 10
