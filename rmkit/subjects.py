@@ -174,6 +174,7 @@ class SubjectEngine:
                  clock: LogClock | None = None, remember_s: float = 0.0):
         self.open_subject, self.add, self.judge, self.on_late = open_subject, add, judge, on_late
         self.clock = clock if clock is not None else LogClock()
+        self._plain_clock = type(self.clock) is LogClock  # (feed may take its early return inline)
         self.remember_s = remember_s
         self.subjects: dict = {}      # key -> _Open (the subject and its horizon)
         self.memos: dict = {}         # key -> (horizon, memo) of a judged subject, while remembered
@@ -190,9 +191,9 @@ class SubjectEngine:
         """One record, in log order: it joins (or opens) its subject; the clock takes its time and
         what the clock passed is judged."""
         entry = self.subjects.get(key)
-        if entry is not None and t is not None:
+        if entry is not None:
             h = entry.horizon
-            if h is not None and t > h:
+            if h is not None and t is not None and t > h:
                 del self.subjects[key]  # the record comes after its subject's horizon: the subject is judged now
                 self._close(key, entry.subject, False, h)
                 entry = None
@@ -219,8 +220,16 @@ class SubjectEngine:
                     self._order += 1
                     heapq.heappush(self._due, (h, self._order, key))
                 entry.horizon = h
-        if t is not None and self.clock.advance(t, source, partition):  # (tick, inline: once per record)
-            self._passed(self.clock.now)
+        if t is None:
+            return
+        clock = self.clock
+        if self._plain_clock and partition is None and clock.sources > 1 and t <= clock.now and not clock.part_wm:
+            clock.seq += 1  # (LogClock.advance's early return, inline: the clock cannot move)
+        elif clock.advance(t, source, partition):  # (tick, inline: once per record)
+            now = clock.now
+            due, forget = self._due, self._forget
+            if (due and due[0][0] < now) or (forget and forget[0][0] < now):
+                self._passed(now)
 
     def tick(self, t, source: Hashable = None, partition: Hashable = None) -> None:
         """The clock takes a record's time (a record of a subject, through :meth:`feed`, or one that

@@ -32,7 +32,9 @@ from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 
-from rmkit.protocols.rmb.records import RECORD_KEY, Rec, decode, record_key, typed_lines
+from rmkit.protocols.rmb.records import RECORD_KEY, Rec, decode, record_key
+
+from rmkit.conformance.rmb.typedread import typed_records
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
 NO_DIRECTORY = "no --directory file: give the twin directory (its public keys) to verify signatures"
@@ -71,17 +73,19 @@ class Requests:
 
     def __init__(self, ctx, share: Share):
         from rmkit.conformance.rmb.logjudge import backlog_ttl
-        from rmkit.conformance.rmb.state import LineTexts, Request
+        from rmkit.conformance.rmb.state import Request
         from rmkit.subjects import SubjectEngine
 
         self.new_request = Request
         self.backlog_ttl = backlog_ttl
-        self.share_texts = LineTexts().share
+        self.decode_again = typed_records().decode
+        self.line = None  # the line the record being fed was decoded from by the typed reading (None: another reading)
         self.ctx, self.share = ctx, share
         self.grace = ctx.horizon + ctx.tol
         sc = ctx.b["scrubber"] or {}
         self.interval = float(sc.get("interval_s", 0))
         self.default_life = float(sc["default_exp_s"]) if sc else 0.0
+        self.tail = self.interval + self.grace  # what a request's horizon adds to its latest record's life
         self.engine = SubjectEngine(self._open, self._add, self._judge, self._late,
                                     remember_s=REMEMBER_HORIZONS * self.grace)
         self.loose = {None: Loose(self), "": Loose(self)}  # no uid, an empty uid: two groups, as before
@@ -95,16 +99,25 @@ class Requests:
             self.max_time = t
         if t < self.min_time:
             self.min_time = t
-        engine = self.engine
         if key:
-            engine.feed(t, key, rec, rec.who)
+            self.engine.feed(t, key, rec, rec.who)
+            if self.next_roll != math.inf:
+                self.roll_loose()
         else:
-            loose = self.loose[key]
-            loose.add(rec)
-            if loose.next_roll < self.next_roll:
-                self.next_roll = loose.next_roll
-            engine.tick(t, rec.who)
-        now = engine.clock.now
+            self.feed_loose(key, rec)
+
+    def feed_loose(self, key: str | None, rec: Rec) -> None:
+        """A record that names no request (:class:`Loose`); the clock takes its time."""
+        loose = self.loose[key]
+        loose.add(rec)
+        if loose.next_roll < self.next_roll:
+            self.next_roll = loose.next_roll
+        self.engine.tick(rec.time, rec.who)
+        self.roll_loose()
+
+    def roll_loose(self) -> None:
+        """Judge what the clock has settled of the records that name no request."""
+        now = self.engine.clock.now
         if now is not None and now >= self.next_roll:
             for loose in self.loose.values():
                 if now >= loose.next_roll:
@@ -115,13 +128,22 @@ class Requests:
         return self.new_request()
 
     def _add(self, request, t: float, rec: Rec) -> float:
-        life = self.life_of(rec)
-        if life > SHARE_AFTER_S:  # a record held long: its texts shared with the log's and the request's others
-            self.share_texts(rec)
-            request.add(rec)
+        msg = rec.msg  # (life_of, inline: once per record)
+        if type(msg) is dict:
+            exp = msg.get("exp")
+            life = exp if type(exp) is int and exp > 0 else self.default_life
+        else:
+            life = 0.0
+        if rec.event == "backlog-set":
+            ttl = self.backlog_ttl(rec.note)
+            if ttl is not None and ttl > life:
+                life = ttl
+        line = self.line
+        if line is not None and (life > HOLD_LINES_AFTER_S or request.lines is not None):
+            request.hold(rec.ref, line)  # a record held long (or one of a request held long): kept as its line
         else:
             request.append(rec)
-        return t + life + self.interval + self.grace
+        return t + life + self.tail
 
     def life_of(self, rec: Rec) -> float:
         """How long ``rec``'s request lives from it: its message's exp (else the scrubber's
@@ -138,7 +160,8 @@ class Requests:
         return life
 
     def _judge(self, key, request, at_end: bool) -> None:
-        self.judge(request.recs, ordered=request.ordered)
+        recs, ordered = request.records(self.decode_again)
+        self.judge(recs, ordered=ordered)
 
     def judge(self, recs: list, keep=None, ordered: bool = False, keep_pending=None, lasting: dict | None = None) -> None:
         """Judge one request's records (``keep``: which findings to report, by their records;
@@ -206,11 +229,11 @@ def key_of_message(msg) -> str | None:
 _time_ref = operator.attrgetter("time", "ref")  # a record's place in the log: time, then position
 
 
-# A record whose request's life (its TTL or exp) is longer than this shares its texts with the other
-# records (state.py): the memory an open request holds grows with how long it is held, the cost of
-# sharing (a few look-ups a record) does not; requests answered and judged within a minute or two
-# are left as read.
-SHARE_AFTER_S = 120.0
+# A record whose request's life (its TTL or exp) is longer than this is kept as its line and decoded
+# again when its request is judged (state.py): the memory an open request holds grows with how long
+# it is held, the cost of the second decode does not; requests answered and judged within a minute or
+# two are kept decoded.
+HOLD_LINES_AFTER_S = 120.0
 
 
 # how long a judged request's uid is remembered (in its grace periods): a record of it within that
@@ -345,13 +368,13 @@ class RmbShards:
         from rmkit.conformance.rmb.sigreuse import SIGNED_EVENTS
 
         ctx = self.ctx()
-        feed = requests.feed
+        feed, engine_feed, clock, INF = requests.feed, requests.engine.feed, requests.engine.clock, math.inf
+        min_time, max_time = requests.min_time, requests.max_time
         add_signed, problems = share.signed.add, share.problems
         line_problem, note_problem = ctx.line_problem, ctx.note_problem
         low, ahead = ctx.settings["plausible_unix_s"]
         high = ctx.started + ahead  # (Ctx.time_ok)
-        typed = typed_lines().decode
-        from_typed = Rec.from_typed
+        typed = typed_records().decode
         key_of = record_key
         signed = frozenset(SIGNED_EVENTS)
         events: dict[str, int] = {}
@@ -359,15 +382,15 @@ class RmbShards:
         records = 0
         for refs, lines in batches:
             for ref, line in zip(refs, lines):
-                # the common case: typed at C speed (logrecords.TypedLines), its few checks here
-                got = typed(line) if type(line) is bytes else None
-                if got is not None and low <= got.time <= high and (
-                        (event := got.event) not in NOTED_EVENTS
-                        or (event == "backlog-set" and (got.note is None or backlog_ttl(got.note) is not None))
-                        or note_problem(event, got.note) is None):
-                    rec = from_typed(ref, got)
+                # the common case: decoded at C speed into the record (typedread), its few checks here
+                rec = typed(line, ref) if type(line) is bytes else None
+                if rec is not None and low <= rec.time <= high and (
+                        (event := rec.event) not in NOTED_EVENTS
+                        or (event == "backlog-set" and (rec.note is None or backlog_ttl(rec.note) is not None))
+                        or note_problem(event, rec.note) is None):
                     uid = rec.uid
                     key = uid.lower() if uid is not None else key_of_message(rec.msg)
+                    requests.line = line
                 else:
                     if not line.strip():
                         continue
@@ -381,12 +404,25 @@ class RmbShards:
                         continue
                     rec = Rec(ref, obj)
                     key = key_of(obj)
+                    requests.line = None
                 records += 1
                 event = rec.event
                 events[event] = count(event, 0) + 1
                 if event in signed:
                     add_signed(ref, event, rec.msg)
-                feed(key, rec)
+                if key:  # (Requests.feed, inline)
+                    t = rec.time
+                    if t > max_time:
+                        max_time = t
+                    if t < min_time:
+                        min_time = t
+                    engine_feed(t, key, rec, rec.who)
+                    if requests.next_roll != INF and clock.now >= requests.next_roll:
+                        requests.roll_loose()
+                else:
+                    feed(key, rec)
+                    min_time, max_time = min(min_time, requests.min_time), max(max_time, requests.max_time)
+        requests.min_time, requests.max_time = min(min_time, requests.min_time), max(max_time, requests.max_time)
         share.events.update(events)
         return records
 
