@@ -541,17 +541,45 @@ def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
             if k == 0:
                 problems.append((base | line, why, None))
 
+        shares_of: dict[str, int] = {}
         for refs, batch in numbered_batches(idx, path, on_error=broke):
             if n == 1:
                 yield refs, batch
-                continue
-            keep_refs, keep = [], []
-            for ref, line in zip(refs, batch):
-                key = line_key(line)
-                if key_share(key, n) == k:
-                    keep_refs.append(ref)
-                    keep.append(line)
-            yield keep_refs, keep
+            else:
+                yield _own_lines(refs, batch, k, n, shares_of)
+
+
+# the uids whose share a --jobs reader remembers (a request's lines come close together in a log)
+SHARES_REMEMBERED = 4096
+
+
+def _own_lines(refs, batch: list, k: int, n: int, shares_of: dict) -> tuple[list, list]:
+    """The (refs, lines) of a batch that are share ``k``'s of ``n``: each line's share by
+    :func:`key_share` of its :func:`line_key`, which this loop takes apart for the common line
+    (a uid of its own, read by msgspec alone; the share of each uid as read, case and all, kept
+    in ``shares_of`` for the next lines of its request)."""
+    decode, errors = _key_decoder(), _KEY_ERRORS
+    remembered = shares_of.get
+    keep_refs, keep = [], []
+    for ref, line in zip(refs, batch):
+        try:
+            got = decode(line)
+        except errors:
+            got = None
+        uid = got.uid if got is not None else None
+        if type(uid) is str:  # (line_key's first case)
+            share = remembered(uid)
+            if share is None:
+                share = key_share(uid.lower(), n)
+                if len(shares_of) >= SHARES_REMEMBERED:
+                    shares_of.clear()
+                shares_of[uid] = share
+        else:
+            share = key_share(line_key(line), n)
+        if share == k:
+            keep_refs.append(ref)
+            keep.append(line)
+    return keep_refs, keep
 
 
 def line_key(line: bytes | str) -> str | None:
