@@ -39,7 +39,9 @@ Usage: python bench/bench_rmb_check.py [--records N] [--repeat K] [--shapes shor
 from __future__ import annotations
 
 import argparse
+import heapq
 import importlib.util
+import json
 import os
 import resource
 import subprocess
@@ -73,13 +75,16 @@ def builder():
     return mk
 
 
-def _request(mk, f, shape: str, i: int) -> int:
+def _request(mk, shape: str, i: int) -> tuple[float, list]:
+    """(the request's time, its lines: (time, text) in the order the builder wrote them)."""
     uid = f"{i:08x}-0000-4000-8000-000000000000"
     log = mk.Log("spec")
     if shape == "short":
-        log.exchange(uid, t=i * 0.05)
+        t = i * 0.05
+        log.exchange(uid, t=t)
     elif shape == "fanout":
-        log.exchange(uid, t=i * 0.5, dst=FANOUT)
+        t = i * 0.5
+        log.exchange(uid, t=t, dst=FANOUT)
     else:  # long: TTL 900 s, the answer 300 s after the request
         t = i * 0.05
         req = log.request(uid, t=t, exp=900)
@@ -88,13 +93,14 @@ def _request(mk, f, shape: str, i: int) -> int:
         log.accepted(s, t + 0.035)
         log.post(s, t + 0.04, log.b["accepted"]["status"])
         log.answer(req, 2, t + 300)
-    f.write(log.text())
-    return len(log.lines)
+    return t, [(x["time"], json.dumps(x, ensure_ascii=False, separators=(",", ":")) + "\n") for x in log.lines]
 
 
 def shape_log(shape: str, records: int) -> tuple[Path, Path]:
     """(log, directory) of about ``records`` lines of ``shape``, cached in bench/out. A long-lived
-    shape's lines are written in time order (its answers come long after their requests)."""
+    shape's lines are written in time order (its answers come long after their requests; lines of
+    one time in the order they were built), held back in a heap until no later request can come
+    before them: memory follows the requests open, as the check's does."""
     OUT.mkdir(exist_ok=True)
     path = OUT / f"rmb-{shape}-{records}.jsonl"
     directory = OUT / "rmb-directory.json"
@@ -105,18 +111,32 @@ def shape_log(shape: str, records: int) -> tuple[Path, Path]:
     if not path.exists():
         started = time.perf_counter()
         part = path.with_name(path.name + ".part")
-        n = i = 0
+        n = i = seq = 0
+        held: list = []  # (time, order built, text) of the long shape's lines not yet written
         with open(part, "w", encoding="utf-8") as f:
             while n < records:
-                n += _request(mk, f, shape, i)
+                t, lines = _request(mk, shape, i)
+                n += len(lines)
                 i += 1
-        if shape == "long":  # in time order, as a daemon writes it
-            lines = part.read_bytes().splitlines(keepends=True)
-            lines.sort(key=lambda line: orjson.loads(line)["time"])
-            part.write_bytes(b"".join(lines))
+                if shape != "long":
+                    f.writelines(text for _, text in lines)
+                    continue
+                for when, text in lines:
+                    seq += 1
+                    heapq.heappush(held, (when, seq, text))
+                upto = round(mk.T0 + _request_time(shape, i), 6)  # no later request has a line before it (Log.rec's time)
+                while held and held[0][0] < upto:
+                    f.write(heapq.heappop(held)[2])
+            while held:
+                f.write(heapq.heappop(held)[2])
         part.rename(path)
         print(f"generated {path.name} ({n:,} lines, {i:,} requests) in {time.perf_counter() - started:.0f} s")
     return path, directory
+
+
+def _request_time(shape: str, i: int) -> float:
+    """The log time (from the builder's start) of request ``i``: its earliest line's."""
+    return i * (0.5 if shape == "fanout" else 0.05)
 
 
 def bare_parse(path: Path) -> tuple[float, float]:
