@@ -174,8 +174,14 @@ class Requests:
         share = self.share
         if not ordered:
             recs.sort(key=_time_ref)
-        uid = next((r.uid if r.uid is not None else r.msg.get("uid") for r in recs
-                    if r.uid is not None or isinstance(r.msg, dict)), None)
+        uid = None  # the first record's that names one: its uid, else its message's
+        for r in recs:
+            if r.uid is not None:
+                uid = r.uid
+                break
+            if isinstance(r.msg, dict):
+                uid = r.msg.get("uid")
+                break
         out = Group(self.ctx, recs, lasting).judge(handlers.JUDGES)
         for rule, why, evid in out.found:
             if keep is None or keep(evid):

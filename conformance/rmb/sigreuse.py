@@ -13,6 +13,7 @@ bytes per message, not the message.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from array import array
 from typing import Any, Iterable
@@ -24,8 +25,17 @@ SIGNED_EVENTS = ("http-post", "recorded-request")
 RULE = "RMB-SIG-007"
 
 
-def _digest(data: bytes) -> int:
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+def _digest(data: bytes, blake2b=hashlib.blake2b, from_bytes=int.from_bytes) -> int:
+    return from_bytes(blake2b(data, digest_size=8).digest(), "little")
+
+
+_EVENT_NUMBER = {e: i for i, e in enumerate(SIGNED_EVENTS)}  # (SIGNED_EVENTS.index)
+
+
+@functools.lru_cache(maxsize=None)
+def _absent(pieces: tuple) -> tuple:
+    """(piece, its value where the message lacks it) of each signed field: pxy absent = false."""
+    return tuple((k, False if k == "pxy" else None) for k in pieces)
 
 
 class SignatureIndex:
@@ -42,14 +52,15 @@ class SignatureIndex:
         self.__dict__.update(state)
 
     def add(self, ref: int, event: str, msg: Any) -> None:
-        if event not in SIGNED_EVENTS or not isinstance(msg, dict):
+        if event not in _EVENT_NUMBER or not isinstance(msg, dict):
             return
         sig = msg.get("sig")
         if not isinstance(sig, str) or not sig:
             return
         # the signed fields as values (dst a list, pxy absent = false): two messages differ here
         # even where their concatenated challenge is the same
-        values = [msg.get(k, False if k == "pxy" else None) for k in self.pieces]
+        get = msg.get
+        values = [get(k, d) for k, d in _absent(self.pieces)]
         try:
             fields = orjson.dumps(values)
         except TypeError:  # a value JSON cannot hold (a huge integer): judged by the schema rules, not here
@@ -57,7 +68,7 @@ class SignatureIndex:
         self.sig.append(_digest(sig.encode("utf-8", "surrogatepass")))
         self.fields.append(_digest(fields))
         self.ref.append(ref)
-        self.event.append(SIGNED_EVENTS.index(event))
+        self.event.append(_EVENT_NUMBER[event])
 
     def __len__(self) -> int:
         return len(self.ref)

@@ -87,6 +87,7 @@ class TypedRecords:
         self._errors = (msgspec.ValidationError, msgspec.DecodeError)
         self._who_problem, self._peer_problem, self._twin_of = _who_problem, _peer_problem, twin_of
         self._twins: dict[str, Any] = {}  # writer -> its twin (None: a recorder), UNREAD: no twin id
+        self._peers_ok: dict[str, bool] = {}  # a peer N@address -> whether N is a twin id (a log has few peers)
 
     def decode(self, line: bytes, ref: int):
         try:
@@ -104,8 +105,14 @@ class TypedRecords:
         if twin is UNREAD:
             return None
         peer = rec.peer
-        if peer is not None and "@" in peer and self._peer_problem(peer) is not None:
-            return None
+        if peer is not None and "@" in peer:
+            ok = self._peers_ok.get(peer)
+            if ok is None:
+                ok = self._peer_problem(peer) is None
+                if len(self._peers_ok) < 100_000:
+                    self._peers_ok[peer] = ok
+            if not ok:
+                return None
         rec.ref, rec.twin = ref, twin
         return rec
 
