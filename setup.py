@@ -35,5 +35,6 @@ def packages() -> list[str]:
 setup(
     package_dir=ROOTS,
     packages=packages(),
-    ext_modules=[Extension("rmkit._linescan", ["rmkit/_linescan.pyx"], optional=True)],
+    ext_modules=[Extension("rmkit._linescan", ["rmkit/_linescan.pyx"], optional=True),
+                 Extension("rmkit.conformance.rmb._uidscan", ["conformance/rmb/_uidscan.pyx"], optional=True)],
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+from itertools import compress
 import operator
 import os
 import time
@@ -27,6 +28,7 @@ import orjson
 
 from rmkit.gctune import paused_collections
 from rmkit.logread import auto_jobs, numbered_batches
+from rmkit.linescan import pick_table
 from rmkit.processes import key_share, run_in_processes
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
@@ -561,31 +563,60 @@ SHARES_REMEMBERED = 4096
 
 def _own_lines(refs, batch: list, k: int, n: int, shares_of: dict) -> tuple[list, list]:
     """The (refs, lines) of a batch that are share ``k``'s of ``n``: each line's share by
-    :func:`key_share` of its :func:`line_key`, which this loop takes apart for the common line
-    (a uid of its own, read by msgspec alone; the share of each uid as read, case and all, kept
-    in ``shares_of`` for the next lines of its request)."""
-    decode, errors = _key_decoder(), _KEY_ERRORS
-    remembered = shares_of.get
-    keep_refs, keep = [], []
-    for ref, line in zip(refs, batch):
-        try:
-            got = decode(line)
-        except errors:
-            got = None
-        uid = got.uid if got is not None else None
-        if type(uid) is str:  # (line_key's first case)
-            share = remembered(uid)
-            if share is None:
-                share = key_share(uid.lower(), n)
-                if len(shares_of) >= SHARES_REMEMBERED:
-                    shares_of.clear()
-                shares_of[uid] = share
-        else:
-            share = key_share(line_key(line), n)
-        if share == k:
-            keep_refs.append(ref)
-            keep.append(line)
-    return keep_refs, keep
+    :func:`key_share` of its :func:`line_key`. The compiled scanner (``_uidscan``, where it was
+    built) finds the share of every line with a uid of its own in one pass; the others, and every
+    line where it was not built, take :func:`_line_share`."""
+    shares = _uid_shares(batch, n) if _uid_shares is not None else None
+    if shares is None:
+        keep_refs, keep = [], []
+        for ref, line in zip(refs, batch):
+            if _line_share(line, n, shares_of) == k:
+                keep_refs.append(ref)
+                keep.append(line)
+        return keep_refs, keep
+    if UNSETTLED in shares:
+        shares = bytearray(shares)
+        at = shares.find(UNSETTLED)
+        while at >= 0:
+            shares[at] = _line_share(batch[at], n, shares_of)
+            at = shares.find(UNSETTLED, at + 1)
+    pick = shares.translate(pick_table(k))
+    return list(compress(refs, pick)), list(compress(batch, pick))
+
+
+def _line_share(line: bytes | str, n: int, shares_of: dict) -> int:
+    """:func:`key_share` of the line's :func:`line_key`, for the common line (a uid of its own)
+    read by msgspec alone, the share of each uid as read (case and all) kept in ``shares_of``
+    for the next lines of its request."""
+    try:
+        got = _key_decoder()(line)
+    except _KEY_ERRORS:
+        got = None
+    uid = got.uid if got is not None else None
+    if type(uid) is not str:
+        return key_share(line_key(line), n)
+    share = shares_of.get(uid)  # (line_key's first case)
+    if share is None:
+        share = key_share(uid.lower(), n)
+        if len(shares_of) >= SHARES_REMEMBERED:
+            shares_of.clear()
+        shares_of[uid] = share
+    return share
+
+
+def _compiled_uid_shares():
+    """``_uidscan.uid_shares``, or None where it was not built (or RMKIT_PURE_PYTHON is set)."""
+    if os.environ.get("RMKIT_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from rmkit.conformance.rmb._uidscan import uid_shares
+    except ImportError:  # not built (no C compiler at install): every line is read in Python
+        return None
+    return uid_shares
+
+
+_uid_shares = _compiled_uid_shares()
+UNSETTLED = 255  # _uidscan's share of a line it leaves to the Python reading
 
 
 def line_key(line: bytes | str) -> str | None:
