@@ -19,6 +19,7 @@ import math
 from itertools import compress
 import operator
 import os
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -515,13 +516,14 @@ class RmbLogChecker:
         started = time.perf_counter()
         jobs = default_jobs(inputs) if self.jobs is None else self.jobs
         if jobs > 1 and "-" not in inputs:
-            shares = _run_processes(self.shards, inputs, jobs)
+            with tempfile.TemporaryDirectory(prefix="rmkit-rmb-") as spill:  # (the shares' signature indexes)
+                shares = _run_processes(self.shards, inputs, jobs, spill)
+                rep = self.shards.merge(inputs, shares)
         else:
             problems: list[tuple] = []
             share = self.shards.check_share(inputs, _file_batches(inputs, problems))
             share.problems += problems
-            shares = [share]
-        rep = self.shards.merge(inputs, shares)
+            rep = self.shards.merge(inputs, [share])
         elapsed = time.perf_counter() - started
         rep.metrics["elapsed_s"] = round(elapsed, 3)
         rep.metrics["records_per_s"] = round(rep.records / elapsed) if elapsed > 0 else None
@@ -657,15 +659,19 @@ def _key_errors() -> tuple:
 _KEY_ERRORS = _key_errors()
 
 
-def _check_share(shards: RmbShards, inputs: list[str], k: int, n: int) -> Share:
+def _check_share(shards: RmbShards, inputs: list[str], k: int, n: int, spill: str | None = None) -> Share:
+    """Share ``k`` of ``n`` of the check, in its own process; its signature index written to a file
+    in ``spill`` (:meth:`.sigreuse.SignatureIndex.spill`) where given."""
     problems: list[tuple] = []
     share = shards.check_share(inputs, _file_batches(inputs, problems, k, n))
     share.problems += problems
+    if spill is not None and share.signed is not None:
+        share.signed = share.signed.spill(spill)
     return share
 
 
-def _run_processes(shards: RmbShards, inputs: list[str], jobs: int) -> list[Share]:
-    return run_in_processes(_check_share, [(shards, inputs, k, jobs) for k in range(jobs)])
+def _run_processes(shards: RmbShards, inputs: list[str], jobs: int, spill: str | None = None) -> list[Share]:
+    return run_in_processes(_check_share, [(shards, inputs, k, jobs, spill) for k in range(jobs)])
 
 
 def make_checker(profile: str, args: Any) -> RmbLogChecker:

@@ -73,6 +73,47 @@ class SignatureIndex:
     def __len__(self) -> int:
         return len(self.ref)
 
+    def columns(self) -> tuple:
+        """(sig, fields, ref, event) as numpy arrays (read in place, not copied)."""
+        import numpy as np
+
+        return tuple(np.frombuffer(getattr(self, name), dtype=dtype) for name, dtype in _COLUMNS)
+
+    def spill(self, directory: str) -> "SpilledIndex":
+        """This index written to a file in ``directory`` (its arrays as they are, no copy made), as
+        a ``--jobs`` share hands it to the merge: its process need not pickle the arrays (a copy
+        or two of them, at the end of the run, when its memory is at its peak) and the merge reads
+        them once."""
+        import os
+        import tempfile
+
+        fd, path = tempfile.mkstemp(prefix="rmb-signatures-", dir=directory)
+        with os.fdopen(fd, "wb") as f:
+            for name, _ in _COLUMNS:
+                getattr(self, name).tofile(f)
+        return SpilledIndex(path, len(self))
+
+
+# the index's arrays and their element types (array typecodes Q and B: 8 bytes and 1, in the machine's order)
+_COLUMNS = (("sig", "=u8"), ("fields", "=u8"), ("ref", "=u8"), ("event", "u1"))
+
+
+class SpilledIndex:
+    """A :class:`SignatureIndex` written to a file (:meth:`SignatureIndex.spill`): its length and
+    :meth:`columns`, read from the file."""
+
+    def __init__(self, path: str, count: int):
+        self.path, self.count = path, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def columns(self) -> tuple:
+        import numpy as np
+
+        with open(self.path, "rb") as f:
+            return tuple(np.fromfile(f, dtype=dtype, count=self.count) for _, dtype in _COLUMNS)
+
 
 def reused(indices: Iterable[SignatureIndex]) -> list[tuple[str, str, list[tuple[int, str, None]]]]:
     """(rule, why, evidence) for every signature that signs messages with different signed fields:
@@ -82,12 +123,12 @@ def reused(indices: Iterable[SignatureIndex]) -> list[tuple[str, str, list[tuple
     parts = [i for i in indices if len(i)]
     if not parts:
         return []
-    def joined(name: str, dtype) -> Any:  # one share's array is read in place, not copied
-        arrays = [np.frombuffer(getattr(i, name), dtype=dtype) for i in parts]
-        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
-
-    sig, fields, ref, event = joined("sig", np.uint64), joined("fields", np.uint64), joined("ref", np.uint64), \
-        joined("event", np.uint8)
+    if len(parts) == 1:
+        sig, fields, ref, event = parts[0].columns()  # (one share's arrays read in place, not copied)
+    else:
+        columns = [i.columns() for i in parts]
+        sig, fields, ref, event = (np.concatenate([c[j] for c in columns]) for j in range(len(_COLUMNS)))
+        del columns
     order = np.lexsort((ref, fields, sig))
     sig, fields, ref, event = sig[order], fields[order], ref[order], event[order]
     # a signature whose sorted run holds more than one fields digest

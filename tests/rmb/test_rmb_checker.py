@@ -404,3 +404,29 @@ def test_explain_shows_the_signature_reuse_example(capsys):
     code, out, _ = rmkit(capsys, "explain", "RMB-SIG-007")
     assert code == 0 and "severity:  info" in out and "fixture rmb/rules/spec/RMB-SIG-007.jsonl" in out
     assert "-> RMB-SIG-007: one signature on two messages" in out
+
+
+def test_a_shares_signature_index_written_to_a_file_reads_back_alike(tmp_path):
+    """A --jobs share hands its signature index to the merge as a file (sigreuse.SignatureIndex.spill):
+    the merge reads the same columns, and finds the same reuse, as from the index itself."""
+    from rmkit.conformance.rmb.sigreuse import SignatureIndex, reused
+    from rmkit.protocols.rmb.model import rmb_spec
+
+    index = SignatureIndex(rmb_spec().raw["signature"]["challenge"]["pieces"])
+    for ref, rec in enumerate(_sig007_lines(), 1):
+        index.add(ref << 3, rec["event"], rec["message"])
+    spilled = index.spill(str(tmp_path))
+    assert len(spilled) == len(index) > 0
+    assert [c.tolist() for c in spilled.columns()] == [c.tolist() for c in index.columns()]
+    assert reused([spilled]) == reused([index]) != []
+    half = SignatureIndex(index.pieces)
+    assert reused([spilled, half]) == reused([index])
+
+
+def test_a_jobs_run_leaves_no_file_behind(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    path = ROOT / "spec" / "RMB-SIG-007.jsonl"
+    assert check([path], "spec", jobs=2).counts == {"RMB-SIG-007": 1}
+    assert list(tmp_path.iterdir()) == []
