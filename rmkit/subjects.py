@@ -105,11 +105,13 @@ class LogClock:
         top = self.top
         if top is None or t > top:
             if top is not None and self.top_source != source:
-                self._pair(top)
+                if self.pair is None or top > self.pair:  # (_pair, inline: once per record)
+                    self.pair = top
                 self.sources = 2
             self.top, self.top_source = t, source
         elif self.top_source != source:
-            self._pair(t)
+            if self.pair is None or t > self.pair:
+                self.pair = t
             self.sources = 2
         now = self.pair if self.sources > 1 else self.top
         if self.part_wm and now is not None:
@@ -122,10 +124,6 @@ class LogClock:
             self.now = now
             return True
         return False
-
-    def _pair(self, t) -> None:
-        if self.pair is None or t > self.pair:
-            self.pair = t
 
     def _partition(self, t, part: Hashable) -> None:
         wm = self.part_wm

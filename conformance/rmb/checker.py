@@ -75,11 +75,13 @@ class Requests:
     that follows the clock (:class:`Loose`)."""
 
     def __init__(self, ctx, share: Share):
-        from rmkit.conformance.rmb.logjudge import backlog_ttl
+        from rmkit.conformance.rmb import handlers
+        from rmkit.conformance.rmb.logjudge import Group, backlog_ttl
         from rmkit.conformance.rmb.state import Request
         from rmkit.subjects import SubjectEngine
 
         self.new_request = Request
+        self.new_group, self.judges, self.message_rules = Group, handlers.JUDGES, handlers.messages  # (bound once: judge runs per request)
         self.backlog_ttl = backlog_ttl
         self.decode_again = typed_records().decode
         self.line = None  # the line the record being fed was decoded from by the typed reading (None: another reading)
@@ -171,9 +173,6 @@ class Requests:
         ``keep_pending``: which of those waiting for a follow-up, when not as ``keep``;
         ``ordered``: they are in time order already; ``lasting``: what holds of a record across
         its judgments, :attr:`.logjudge.Group.lasting`)."""
-        from rmkit.conformance.rmb import handlers
-        from rmkit.conformance.rmb.logjudge import Group
-
         share = self.share
         if not ordered:
             recs.sort(key=_time_ref)
@@ -185,7 +184,7 @@ class Requests:
             if isinstance(r.msg, dict):
                 uid = r.msg.get("uid")
                 break
-        out = Group(self.ctx, recs, lasting).judge(handlers.JUDGES)
+        out = self.new_group(self.ctx, recs, lasting).judge(self.judges)
         for rule, why, evid in out.found:
             if keep is None or keep(evid):
                 share.found.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid]))
@@ -197,12 +196,9 @@ class Requests:
 
     def _late(self, key, t, rec: Rec, memo) -> None:
         """A record of a request judged already: the rules of the message it carries."""
-        from rmkit.conformance.rmb.handlers import messages
-        from rmkit.conformance.rmb.logjudge import Group
-
         self.late += 1
-        g = Group(self.ctx, [rec])
-        messages(g)
+        g = self.new_group(self.ctx, [rec])
+        self.message_rules(g)
         uid = rec.uid if rec.uid is not None else rec.msg.get("uid") if isinstance(rec.msg, dict) else None
         for rule, why, evid in g.out.found:
             self.share.found.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid]))
@@ -533,9 +529,10 @@ class RmbLogChecker:
 def default_jobs(inputs: list[str]) -> int:
     """The processes ``rmkit check --protocol rmb`` uses when ``--jobs`` is not given: as
     :func:`rmkit.logread.auto_jobs` decides (one per idle core, one where fewer than two are idle).
-    Every share reads and keys every line of the log before it checks its own, so two shares spend
-    1.1 to 1.2 times one process's CPU (bench/bench_rmb_check.py); on two idle cores they still
-    take about 0.6 of one process's wall time, and on a busy machine auto_jobs picks one."""
+    Every share reads every line of the log and finds its share (:func:`_own_lines`) before it
+    checks its own, so two shares spend more CPU than one process (bench/bench_rmb_check.py); on two
+    idle cores they still take about 0.6 of one process's wall time, and on a busy machine
+    auto_jobs picks one."""
     return auto_jobs(inputs)
 
 
