@@ -43,7 +43,16 @@ class SignatureIndex:
 
     def __init__(self, pieces: Iterable[str]):
         self.pieces = tuple(pieces)
+        self.done: list[tuple] = []  # the full chunks: (sig, fields, ref, event) arrays of CHUNK entries
+        self._chunk()
+
+    def _chunk(self) -> None:
+        """Start a chunk. The arrays grow chunk by chunk, not as one array: one that grows by
+        reallocation holds its old and new copies at once, and the holes they leave behind."""
+        if getattr(self, "ref", None):
+            self.done.append((self.sig, self.fields, self.ref, self.event))
         self.sig, self.fields, self.ref, self.event = array("Q"), array("Q"), array("Q"), array("B")
+        self.room = CHUNK
 
     def __getstate__(self):
         return self.__dict__
@@ -69,15 +78,24 @@ class SignatureIndex:
         self.fields.append(_digest(fields))
         self.ref.append(ref)
         self.event.append(_EVENT_NUMBER[event])
+        self.room -= 1
+        if not self.room:
+            self._chunk()
 
     def __len__(self) -> int:
-        return len(self.ref)
+        return CHUNK * len(self.done) + len(self.ref)
+
+    def _chunks(self) -> list[tuple]:
+        return self.done + [(self.sig, self.fields, self.ref, self.event)]
 
     def columns(self) -> tuple:
-        """(sig, fields, ref, event) as numpy arrays (read in place, not copied)."""
+        """(sig, fields, ref, event) as numpy arrays (one chunk read in place, more joined)."""
         import numpy as np
 
-        return tuple(np.frombuffer(getattr(self, name), dtype=dtype) for name, dtype in _COLUMNS)
+        chunks = self._chunks()
+        return tuple(np.frombuffer(chunks[0][j], dtype=dtype) if len(chunks) == 1 else
+                     np.concatenate([np.frombuffer(c[j], dtype=dtype) for c in chunks])
+                     for j, (_, dtype) in enumerate(_COLUMNS))
 
     def spill(self, directory: str) -> "SpilledIndex":
         """This index written to a file in ``directory`` (its arrays as they are, no copy made), as
@@ -89,10 +107,14 @@ class SignatureIndex:
 
         fd, path = tempfile.mkstemp(prefix="rmb-signatures-", dir=directory)
         with os.fdopen(fd, "wb") as f:
-            for name, _ in _COLUMNS:
-                getattr(self, name).tofile(f)
+            for j in range(len(_COLUMNS)):
+                for chunk in self._chunks():
+                    chunk[j].tofile(f)
         return SpilledIndex(path, len(self))
 
+
+# entries of an index's chunk (its arrays: 1.6 MB)
+CHUNK = 1 << 16
 
 # the index's arrays and their element types (array typecodes Q and B: 8 bytes and 1, in the machine's order)
 _COLUMNS = (("sig", "=u8"), ("fields", "=u8"), ("ref", "=u8"), ("event", "u1"))

@@ -406,21 +406,29 @@ def test_explain_shows_the_signature_reuse_example(capsys):
     assert "-> RMB-SIG-007: one signature on two messages" in out
 
 
-def test_a_shares_signature_index_written_to_a_file_reads_back_alike(tmp_path):
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 16])
+def test_a_shares_signature_index_written_to_a_file_reads_back_alike(tmp_path, monkeypatch, chunk):
     """A --jobs share hands its signature index to the merge as a file (sigreuse.SignatureIndex.spill):
-    the merge reads the same columns, and finds the same reuse, as from the index itself."""
-    from rmkit.conformance.rmb.sigreuse import SignatureIndex, reused
+    the merge reads the same columns, and finds the same reuse, as from the index itself, however
+    the index is cut into chunks."""
+    from rmkit.conformance.rmb import sigreuse
     from rmkit.protocols.rmb.model import rmb_spec
 
-    index = SignatureIndex(rmb_spec().raw["signature"]["challenge"]["pieces"])
-    for ref, rec in enumerate(_sig007_lines(), 1):
+    lines = _sig007_lines()
+    pieces = rmb_spec().raw["signature"]["challenge"]["pieces"]
+    whole = sigreuse.SignatureIndex(pieces)
+    for ref, rec in enumerate(lines, 1):
+        whole.add(ref << 3, rec["event"], rec["message"])
+    monkeypatch.setattr(sigreuse, "CHUNK", chunk)
+    index = sigreuse.SignatureIndex(pieces)
+    for ref, rec in enumerate(lines, 1):
         index.add(ref << 3, rec["event"], rec["message"])
     spilled = index.spill(str(tmp_path))
-    assert len(spilled) == len(index) > 0
-    assert [c.tolist() for c in spilled.columns()] == [c.tolist() for c in index.columns()]
-    assert reused([spilled]) == reused([index]) != []
-    half = SignatureIndex(index.pieces)
-    assert reused([spilled, half]) == reused([index])
+    assert len(spilled) == len(index) == len(whole) > 0
+    expected = [c.tolist() for c in whole.columns()]
+    assert [c.tolist() for c in spilled.columns()] == [c.tolist() for c in index.columns()] == expected
+    assert sigreuse.reused([spilled]) == sigreuse.reused([index]) == sigreuse.reused([whole]) != []
+    assert sigreuse.reused([spilled, sigreuse.SignatureIndex(pieces)]) == sigreuse.reused([whole])
 
 
 def test_a_jobs_run_leaves_no_file_behind(tmp_path, monkeypatch):
