@@ -38,5 +38,6 @@ setup(
     package_dir=ROOTS,
     packages=packages(),
     ext_modules=[Extension("rmkit._linescan", ["rmkit/_linescan.pyx"], optional=True),
-                 Extension("rmkit.logclock", ["rmkit/logclock.py"], optional=True)],
+                 Extension("rmkit.logclock", ["rmkit/logclock.py"], optional=True),
+                 Extension("rmkit.conformance.rmb._uidscan", ["conformance/rmb/_uidscan.pyx"], optional=True)],
 )

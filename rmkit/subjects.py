@@ -105,11 +105,13 @@ class LogClock:
         top = self.top
         if top is None or t > top:
             if top is not None and self.top_source != source:
-                self._pair(top)
+                if self.pair is None or top > self.pair:  # (_pair, inline: once per record)
+                    self.pair = top
                 self.sources = 2
             self.top, self.top_source = t, source
         elif self.top_source != source:
-            self._pair(t)
+            if self.pair is None or t > self.pair:
+                self.pair = t
             self.sources = 2
         now = self.pair if self.sources > 1 else self.top
         if self.part_wm and now is not None:
@@ -122,10 +124,6 @@ class LogClock:
             self.now = now
             return True
         return False
-
-    def _pair(self, t) -> None:
-        if self.pair is None or t > self.pair:
-            self.pair = t
 
     def _partition(self, t, part: Hashable) -> None:
         wm = self.part_wm
@@ -174,6 +172,7 @@ class SubjectEngine:
                  clock: LogClock | None = None, remember_s: float = 0.0):
         self.open_subject, self.add, self.judge, self.on_late = open_subject, add, judge, on_late
         self.clock = clock if clock is not None else LogClock()
+        self._plain_clock = type(self.clock) is LogClock  # (feed may take its early return inline)
         self.remember_s = remember_s
         self.subjects: dict = {}      # key -> _Open (the subject and its horizon)
         self.memos: dict = {}         # key -> (horizon, memo) of a judged subject, while remembered
@@ -190,9 +189,9 @@ class SubjectEngine:
         """One record, in log order: it joins (or opens) its subject; the clock takes its time and
         what the clock passed is judged."""
         entry = self.subjects.get(key)
-        if entry is not None and t is not None:
+        if entry is not None:
             h = entry.horizon
-            if h is not None and t > h:
+            if h is not None and t is not None and t > h:
                 del self.subjects[key]  # the record comes after its subject's horizon: the subject is judged now
                 self._close(key, entry.subject, False, h)
                 entry = None
@@ -219,8 +218,16 @@ class SubjectEngine:
                     self._order += 1
                     heapq.heappush(self._due, (h, self._order, key))
                 entry.horizon = h
-        if t is not None and self.clock.advance(t, source, partition):  # (tick, inline: once per record)
-            self._passed(self.clock.now)
+        if t is None:
+            return
+        clock = self.clock
+        if self._plain_clock and partition is None and clock.sources > 1 and t <= clock.now and not clock.part_wm:
+            clock.seq += 1  # (LogClock.advance's early return, inline: the clock cannot move)
+        elif clock.advance(t, source, partition):  # (tick, inline: once per record)
+            now = clock.now
+            due, forget = self._due, self._forget
+            if (due and due[0][0] < now) or (forget and forget[0][0] < now):
+                self._passed(now)
 
     def tick(self, t, source: Hashable = None, partition: Hashable = None) -> None:
         """The clock takes a record's time (a record of a subject, through :meth:`feed`, or one that

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import functools
 import math
+from itertools import compress
 import operator
 import os
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,12 +29,15 @@ import orjson
 
 from rmkit.gctune import paused_collections
 from rmkit.logread import auto_jobs, numbered_batches
+from rmkit.linescan import pick_table
 from rmkit.processes import key_share, run_in_processes
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 
-from rmkit.protocols.rmb.records import RECORD_KEY, Rec, decode, record_key, typed_lines
+from rmkit.protocols.rmb.records import RECORD_KEY, Rec, decode, record_key
+
+from rmkit.conformance.rmb.typedread import typed_records
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
 NO_DIRECTORY = "no --directory file: give the twin directory (its public keys) to verify signatures"
@@ -70,18 +75,22 @@ class Requests:
     that follows the clock (:class:`Loose`)."""
 
     def __init__(self, ctx, share: Share):
-        from rmkit.conformance.rmb.logjudge import backlog_ttl
-        from rmkit.conformance.rmb.state import LineTexts, Request
+        from rmkit.conformance.rmb import handlers
+        from rmkit.conformance.rmb.logjudge import Group, backlog_ttl
+        from rmkit.conformance.rmb.state import Request
         from rmkit.subjects import SubjectEngine
 
         self.new_request = Request
+        self.new_group, self.judges, self.message_rules = Group, handlers.JUDGES, handlers.messages  # (bound once: judge runs per request)
         self.backlog_ttl = backlog_ttl
-        self.share_texts = LineTexts().share
+        self.decode_again = typed_records().decode
+        self.line = None  # the line the record being fed was decoded from by the typed reading (None: another reading)
         self.ctx, self.share = ctx, share
         self.grace = ctx.horizon + ctx.tol
         sc = ctx.b["scrubber"] or {}
         self.interval = float(sc.get("interval_s", 0))
         self.default_life = float(sc["default_exp_s"]) if sc else 0.0
+        self.tail = self.interval + self.grace  # what a request's horizon adds to its latest record's life
         self.engine = SubjectEngine(self._open, self._add, self._judge, self._late,
                                     remember_s=REMEMBER_HORIZONS * self.grace)
         self.loose = {None: Loose(self), "": Loose(self)}  # no uid, an empty uid: two groups, as before
@@ -95,16 +104,25 @@ class Requests:
             self.max_time = t
         if t < self.min_time:
             self.min_time = t
-        engine = self.engine
         if key:
-            engine.feed(t, key, rec, rec.who)
+            self.engine.feed(t, key, rec, rec.who)
+            if self.next_roll != math.inf:
+                self.roll_loose()
         else:
-            loose = self.loose[key]
-            loose.add(rec)
-            if loose.next_roll < self.next_roll:
-                self.next_roll = loose.next_roll
-            engine.tick(t, rec.who)
-        now = engine.clock.now
+            self.feed_loose(key, rec)
+
+    def feed_loose(self, key: str | None, rec: Rec) -> None:
+        """A record that names no request (:class:`Loose`); the clock takes its time."""
+        loose = self.loose[key]
+        loose.add(rec)
+        if loose.next_roll < self.next_roll:
+            self.next_roll = loose.next_roll
+        self.engine.tick(rec.time, rec.who)
+        self.roll_loose()
+
+    def roll_loose(self) -> None:
+        """Judge what the clock has settled of the records that name no request."""
+        now = self.engine.clock.now
         if now is not None and now >= self.next_roll:
             for loose in self.loose.values():
                 if now >= loose.next_roll:
@@ -115,13 +133,22 @@ class Requests:
         return self.new_request()
 
     def _add(self, request, t: float, rec: Rec) -> float:
-        life = self.life_of(rec)
-        if life > SHARE_AFTER_S:  # a record held long: its texts shared with the log's and the request's others
-            self.share_texts(rec)
-            request.add(rec)
+        msg = rec.msg  # (life_of, inline: once per record)
+        if type(msg) is dict:
+            exp = msg.get("exp")
+            life = exp if type(exp) is int and exp > 0 else self.default_life
+        else:
+            life = 0.0
+        if rec.event == "backlog-set":
+            ttl = self.backlog_ttl(rec.note)
+            if ttl is not None and ttl > life:
+                life = ttl
+        line = self.line
+        if line is not None and (life > HOLD_LINES_AFTER_S or request.lines is not None):
+            request.hold(rec.ref, line)  # a record held long (or one of a request held long): kept as its line
         else:
             request.append(rec)
-        return t + life + self.interval + self.grace
+        return t + life + self.tail
 
     def life_of(self, rec: Rec) -> float:
         """How long ``rec``'s request lives from it: its message's exp (else the scrubber's
@@ -138,22 +165,26 @@ class Requests:
         return life
 
     def _judge(self, key, request, at_end: bool) -> None:
-        self.judge(request.recs, ordered=request.ordered)
+        recs, ordered = request.records(self.decode_again)
+        self.judge(recs, ordered=ordered)
 
     def judge(self, recs: list, keep=None, ordered: bool = False, keep_pending=None, lasting: dict | None = None) -> None:
         """Judge one request's records (``keep``: which findings to report, by their records;
         ``keep_pending``: which of those waiting for a follow-up, when not as ``keep``;
         ``ordered``: they are in time order already; ``lasting``: what holds of a record across
         its judgments, :attr:`.logjudge.Group.lasting`)."""
-        from rmkit.conformance.rmb import handlers
-        from rmkit.conformance.rmb.logjudge import Group
-
         share = self.share
         if not ordered:
             recs.sort(key=_time_ref)
-        uid = next((r.uid if r.uid is not None else r.msg.get("uid") for r in recs
-                    if r.uid is not None or isinstance(r.msg, dict)), None)
-        out = Group(self.ctx, recs, lasting).judge(handlers.JUDGES)
+        uid = None  # the first record's that names one: its uid, else its message's
+        for r in recs:
+            if r.uid is not None:
+                uid = r.uid
+                break
+            if isinstance(r.msg, dict):
+                uid = r.msg.get("uid")
+                break
+        out = self.new_group(self.ctx, recs, lasting).judge(self.judges)
         for rule, why, evid in out.found:
             if keep is None or keep(evid):
                 share.found.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid]))
@@ -165,12 +196,9 @@ class Requests:
 
     def _late(self, key, t, rec: Rec, memo) -> None:
         """A record of a request judged already: the rules of the message it carries."""
-        from rmkit.conformance.rmb.handlers import messages
-        from rmkit.conformance.rmb.logjudge import Group
-
         self.late += 1
-        g = Group(self.ctx, [rec])
-        messages(g)
+        g = self.new_group(self.ctx, [rec])
+        self.message_rules(g)
         uid = rec.uid if rec.uid is not None else rec.msg.get("uid") if isinstance(rec.msg, dict) else None
         for rule, why, evid in g.out.found:
             self.share.found.append((rule, uid, why, [(r.ref, r.event, r.who) for r in evid]))
@@ -206,11 +234,11 @@ def key_of_message(msg) -> str | None:
 _time_ref = operator.attrgetter("time", "ref")  # a record's place in the log: time, then position
 
 
-# A record whose request's life (its TTL or exp) is longer than this shares its texts with the other
-# records (state.py): the memory an open request holds grows with how long it is held, the cost of
-# sharing (a few look-ups a record) does not; requests answered and judged within a minute or two
-# are left as read.
-SHARE_AFTER_S = 120.0
+# A record whose request's life (its TTL or exp) is longer than this is kept as its line and decoded
+# again when its request is judged (state.py): the memory an open request holds grows with how long
+# it is held, the cost of the second decode does not; requests answered and judged within a minute or
+# two are kept decoded.
+HOLD_LINES_AFTER_S = 120.0
 
 
 # how long a judged request's uid is remembered (in its grace periods): a record of it within that
@@ -345,13 +373,13 @@ class RmbShards:
         from rmkit.conformance.rmb.sigreuse import SIGNED_EVENTS
 
         ctx = self.ctx()
-        feed = requests.feed
+        feed, engine_feed, clock, INF = requests.feed, requests.engine.feed, requests.engine.clock, math.inf
+        min_time, max_time = requests.min_time, requests.max_time
         add_signed, problems = share.signed.add, share.problems
         line_problem, note_problem = ctx.line_problem, ctx.note_problem
         low, ahead = ctx.settings["plausible_unix_s"]
         high = ctx.started + ahead  # (Ctx.time_ok)
-        typed = typed_lines().decode
-        from_typed = Rec.from_typed
+        typed = typed_records().decode
         key_of = record_key
         signed = frozenset(SIGNED_EVENTS)
         events: dict[str, int] = {}
@@ -359,15 +387,15 @@ class RmbShards:
         records = 0
         for refs, lines in batches:
             for ref, line in zip(refs, lines):
-                # the common case: typed at C speed (logrecords.TypedLines), its few checks here
-                got = typed(line) if type(line) is bytes else None
-                if got is not None and low <= got.time <= high and (
-                        (event := got.event) not in NOTED_EVENTS
-                        or (event == "backlog-set" and (got.note is None or backlog_ttl(got.note) is not None))
-                        or note_problem(event, got.note) is None):
-                    rec = from_typed(ref, got)
+                # the common case: decoded at C speed into the record (typedread), its few checks here
+                rec = typed(line, ref) if type(line) is bytes else None
+                if rec is not None and low <= rec.time <= high and (
+                        (event := rec.event) not in NOTED_EVENTS
+                        or (event == "backlog-set" and (rec.note is None or backlog_ttl(rec.note) is not None))
+                        or note_problem(event, rec.note) is None):
                     uid = rec.uid
                     key = uid.lower() if uid is not None else key_of_message(rec.msg)
+                    requests.line = line
                 else:
                     if not line.strip():
                         continue
@@ -381,12 +409,25 @@ class RmbShards:
                         continue
                     rec = Rec(ref, obj)
                     key = key_of(obj)
+                    requests.line = None
                 records += 1
                 event = rec.event
                 events[event] = count(event, 0) + 1
                 if event in signed:
                     add_signed(ref, event, rec.msg)
-                feed(key, rec)
+                if key:  # (Requests.feed, inline)
+                    t = rec.time
+                    if t > max_time:
+                        max_time = t
+                    if t < min_time:
+                        min_time = t
+                    engine_feed(t, key, rec, rec.who)
+                    if requests.next_roll != INF and clock.now >= requests.next_roll:
+                        requests.roll_loose()
+                else:
+                    feed(key, rec)
+                    min_time, max_time = min(min_time, requests.min_time), max(max_time, requests.max_time)
+        requests.min_time, requests.max_time = min(min_time, requests.min_time), max(max_time, requests.max_time)
         share.events.update(events)
         return records
 
@@ -471,13 +512,14 @@ class RmbLogChecker:
         started = time.perf_counter()
         jobs = default_jobs(inputs) if self.jobs is None else self.jobs
         if jobs > 1 and "-" not in inputs:
-            shares = _run_processes(self.shards, inputs, jobs)
+            with tempfile.TemporaryDirectory(prefix="rmkit-rmb-") as spill:  # (the shares' signature indexes)
+                shares = _run_processes(self.shards, inputs, jobs, spill)
+                rep = self.shards.merge(inputs, shares)
         else:
             problems: list[tuple] = []
             share = self.shards.check_share(inputs, _file_batches(inputs, problems))
             share.problems += problems
-            shares = [share]
-        rep = self.shards.merge(inputs, shares)
+            rep = self.shards.merge(inputs, [share])
         elapsed = time.perf_counter() - started
         rep.metrics["elapsed_s"] = round(elapsed, 3)
         rep.metrics["records_per_s"] = round(rep.records / elapsed) if elapsed > 0 else None
@@ -487,9 +529,10 @@ class RmbLogChecker:
 def default_jobs(inputs: list[str]) -> int:
     """The processes ``rmkit check --protocol rmb`` uses when ``--jobs`` is not given: as
     :func:`rmkit.logread.auto_jobs` decides (one per idle core, one where fewer than two are idle).
-    Every share reads and keys every line of the log before it checks its own, so two shares spend
-    1.1 to 1.2 times one process's CPU (bench/bench_rmb_check.py); on two idle cores they still
-    take about 0.6 of one process's wall time, and on a busy machine auto_jobs picks one."""
+    Every share reads every line of the log and finds its share (:func:`_own_lines`) before it
+    checks its own, so two shares spend more CPU than one process (bench/bench_rmb_check.py); on two
+    idle cores they still take about 0.6 of one process's wall time, and on a busy machine
+    auto_jobs picks one."""
     return auto_jobs(inputs)
 
 
@@ -505,17 +548,74 @@ def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
             if k == 0:
                 problems.append((base | line, why, None))
 
+        shares_of: dict[str, int] = {}
         for refs, batch in numbered_batches(idx, path, on_error=broke):
             if n == 1:
                 yield refs, batch
-                continue
-            keep_refs, keep = [], []
-            for ref, line in zip(refs, batch):
-                key = line_key(line)
-                if key_share(key, n) == k:
-                    keep_refs.append(ref)
-                    keep.append(line)
-            yield keep_refs, keep
+            else:
+                yield _own_lines(refs, batch, k, n, shares_of)
+
+
+# the uids whose share a --jobs reader remembers (a request's lines come close together in a log)
+SHARES_REMEMBERED = 4096
+
+
+def _own_lines(refs, batch: list, k: int, n: int, shares_of: dict) -> tuple[list, list]:
+    """The (refs, lines) of a batch that are share ``k``'s of ``n``: each line's share by
+    :func:`key_share` of its :func:`line_key`. The compiled scanner (``_uidscan``, where it was
+    built) finds the share of every line with a uid of its own in one pass; the others, and every
+    line where it was not built, take :func:`_line_share`."""
+    shares = _uid_shares(batch, n) if _uid_shares is not None else None
+    if shares is None:
+        keep_refs, keep = [], []
+        for ref, line in zip(refs, batch):
+            if _line_share(line, n, shares_of) == k:
+                keep_refs.append(ref)
+                keep.append(line)
+        return keep_refs, keep
+    if UNSETTLED in shares:
+        shares = bytearray(shares)
+        at = shares.find(UNSETTLED)
+        while at >= 0:
+            shares[at] = _line_share(batch[at], n, shares_of)
+            at = shares.find(UNSETTLED, at + 1)
+    pick = shares.translate(pick_table(k))
+    return list(compress(refs, pick)), list(compress(batch, pick))
+
+
+def _line_share(line: bytes | str, n: int, shares_of: dict) -> int:
+    """:func:`key_share` of the line's :func:`line_key`, for the common line (a uid of its own)
+    read by msgspec alone, the share of each uid as read (case and all) kept in ``shares_of``
+    for the next lines of its request."""
+    try:
+        got = _key_decoder()(line)
+    except _KEY_ERRORS:
+        got = None
+    uid = got.uid if got is not None else None
+    if type(uid) is not str:
+        return key_share(line_key(line), n)
+    share = shares_of.get(uid)  # (line_key's first case)
+    if share is None:
+        share = key_share(uid.lower(), n)
+        if len(shares_of) >= SHARES_REMEMBERED:
+            shares_of.clear()
+        shares_of[uid] = share
+    return share
+
+
+def _compiled_uid_shares():
+    """``_uidscan.uid_shares``, or None where it was not built (or RMKIT_PURE_PYTHON is set)."""
+    if os.environ.get("RMKIT_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from rmkit.conformance.rmb._uidscan import uid_shares
+    except ImportError:  # not built (no C compiler at install): every line is read in Python
+        return None
+    return uid_shares
+
+
+_uid_shares = _compiled_uid_shares()
+UNSETTLED = 255  # _uidscan's share of a line it leaves to the Python reading
 
 
 def line_key(line: bytes | str) -> str | None:
@@ -556,15 +656,19 @@ def _key_errors() -> tuple:
 _KEY_ERRORS = _key_errors()
 
 
-def _check_share(shards: RmbShards, inputs: list[str], k: int, n: int) -> Share:
+def _check_share(shards: RmbShards, inputs: list[str], k: int, n: int, spill: str | None = None) -> Share:
+    """Share ``k`` of ``n`` of the check, in its own process; its signature index written to a file
+    in ``spill`` (:meth:`.sigreuse.SignatureIndex.spill`) where given."""
     problems: list[tuple] = []
     share = shards.check_share(inputs, _file_batches(inputs, problems, k, n))
     share.problems += problems
+    if spill is not None and share.signed is not None:
+        share.signed = share.signed.spill(spill)
     return share
 
 
-def _run_processes(shards: RmbShards, inputs: list[str], jobs: int) -> list[Share]:
-    return run_in_processes(_check_share, [(shards, inputs, k, jobs) for k in range(jobs)])
+def _run_processes(shards: RmbShards, inputs: list[str], jobs: int, spill: str | None = None) -> list[Share]:
+    return run_in_processes(_check_share, [(shards, inputs, k, jobs, spill) for k in range(jobs)])
 
 
 def make_checker(profile: str, args: Any) -> RmbLogChecker:

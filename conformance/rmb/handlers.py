@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import operator
 from typing import Any, Callable, Iterable
 
 import orjson
@@ -469,15 +470,29 @@ def _reply_attempts(g, w: int, replies: list[Rec]) -> bool:
         k = _reply_key(p.msg)
         carried.setdefault(k if k in pushed else b"", []).append(p)
     ev = g.ev
-    dropped = any(r.twin == w for e in ("reply-unknown-twin-dropped", "reply-invalid-dropped") for r in ev.get(e, ()))
-    lost = any(r.twin == w for r in ev.get("reply-lost", ()))
-    loose = sorted((h for k, hs in pushed.items() if k not in carried for h in hs), key=lambda h: h.time)
+    dropped = _any_of(ev, ("reply-unknown-twin-dropped", "reply-invalid-dropped"), w)
+    lost = _any_of(ev, ("reply-lost",), w)
+    loose = [h for k, hs in pushed.items() if k not in carried for h in hs]
+    if loose:
+        loose.sort(key=_time)
     for k, hs in pushed.items():
         if k in carried:
             _judge_attempts(g, hs, carried[k], dropped, lost)
     if loose:
         _judge_attempts(g, loose, carried.get(b"", []), dropped, lost)
     return True
+
+
+_time = operator.attrgetter("time")
+
+
+def _any_of(ev: dict, events: tuple, twin) -> bool:
+    """Whether ``twin`` logged one of ``events`` (``ev``: the group's records by event)."""
+    for e in events:
+        recs = ev.get(e)
+        if recs and any(r.twin == twin for r in recs):
+            return True
+    return False
 
 
 def _judge_attempts(g, replies: list[Rec], posts: list[Rec], dropped: bool, lost: bool) -> None:

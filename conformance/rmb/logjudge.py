@@ -224,7 +224,7 @@ def _peer_twin(peer: Any) -> int | None:
 class Group:
     """Every record of one uid (sorted by time, then position) and the judgments over them."""
 
-    __slots__ = ("c", "recs", "out", "_sig", "_problems", "_fps", "_lives", "ev", "memo", "lasting")
+    __slots__ = ("c", "recs", "out", "_sig", "_problems", "_fps", "_lives", "ev", "memo", "lasting", "_msg_problems")
 
     def __init__(self, ctx: Ctx, recs: list[Rec], lasting: dict | None = None):
         self.c = ctx
@@ -235,6 +235,7 @@ class Group:
         self.out = Findings()
         self._sig: dict = {}  # a message's fingerprint (without the directory: its sig) -> its verdict
         self._problems: dict[bytes, list] = {}
+        self._msg_problems: dict[int, list] = {}  # id of a message of the group -> its problems
         self._fps: dict[int, bytes] = {}  # id of a message of the group -> its fingerprint
         self._lives: dict = {}
         self.memo: dict = {}  # what several handlers read of the group, taken once (by the handlers' names)
@@ -257,10 +258,13 @@ class Group:
     def problems(self, msg: Any) -> list[tuple[str, str, str]]:
         """message_problems, once per distinct message of the group (one message is logged by
         its sender, its receiver and a recorder)."""
-        fp = self.fp(msg)
-        got = self._problems.get(fp)
+        got = self._msg_problems.get(id(msg))
         if got is None:
-            got = self._problems[fp] = message_problems(msg)
+            fp = self.fp(msg)
+            got = self._problems.get(fp)
+            if got is None:
+                got = self._problems[fp] = message_problems(msg)
+            self._msg_problems[id(msg)] = got
         return got
 
     # -- helpers ----------------------------------------------------------------------------
@@ -273,8 +277,9 @@ class Group:
         return sorted([r for rs in lists for r in rs], key=_time_ref) if lists else []
 
     def of(self, event: str, twin: int | None = None) -> list[Rec]:
+        """The records of ``event`` (of ``twin``), in the group's order: to read, not to change."""
         recs = self.ev.get(event, ())
-        return list(recs) if twin is None else [r for r in recs if r.twin == twin]
+        return recs if twin is None else [r for r in recs if r.twin == twin]
 
     def sig_verdict(self, msg: dict) -> tuple[str | None, str]:
         """(rule, why) of a message's signature: RMB-SIG-001 without a key; with the directory

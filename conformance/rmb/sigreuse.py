@@ -13,6 +13,7 @@ bytes per message, not the message.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from array import array
 from typing import Any, Iterable
@@ -24,8 +25,17 @@ SIGNED_EVENTS = ("http-post", "recorded-request")
 RULE = "RMB-SIG-007"
 
 
-def _digest(data: bytes) -> int:
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+def _digest(data: bytes, blake2b=hashlib.blake2b, from_bytes=int.from_bytes) -> int:
+    return from_bytes(blake2b(data, digest_size=8).digest(), "little")
+
+
+_EVENT_NUMBER = {e: i for i, e in enumerate(SIGNED_EVENTS)}  # (SIGNED_EVENTS.index)
+
+
+@functools.lru_cache(maxsize=None)
+def _absent(pieces: tuple) -> tuple:
+    """(piece, its value where the message lacks it) of each signed field: pxy absent = false."""
+    return tuple((k, False if k == "pxy" else None) for k in pieces)
 
 
 class SignatureIndex:
@@ -33,7 +43,16 @@ class SignatureIndex:
 
     def __init__(self, pieces: Iterable[str]):
         self.pieces = tuple(pieces)
+        self.done: list[tuple] = []  # the full chunks: (sig, fields, ref, event) arrays of CHUNK entries
+        self._chunk()
+
+    def _chunk(self) -> None:
+        """Start a chunk. The arrays grow chunk by chunk, not as one array: one that grows by
+        reallocation holds its old and new copies at once, and the holes they leave behind."""
+        if getattr(self, "ref", None):
+            self.done.append((self.sig, self.fields, self.ref, self.event))
         self.sig, self.fields, self.ref, self.event = array("Q"), array("Q"), array("Q"), array("B")
+        self.room = CHUNK
 
     def __getstate__(self):
         return self.__dict__
@@ -42,14 +61,15 @@ class SignatureIndex:
         self.__dict__.update(state)
 
     def add(self, ref: int, event: str, msg: Any) -> None:
-        if event not in SIGNED_EVENTS or not isinstance(msg, dict):
+        if event not in _EVENT_NUMBER or not isinstance(msg, dict):
             return
         sig = msg.get("sig")
         if not isinstance(sig, str) or not sig:
             return
         # the signed fields as values (dst a list, pxy absent = false): two messages differ here
         # even where their concatenated challenge is the same
-        values = [msg.get(k, False if k == "pxy" else None) for k in self.pieces]
+        get = msg.get
+        values = [get(k, d) for k, d in _absent(self.pieces)]
         try:
             fields = orjson.dumps(values)
         except TypeError:  # a value JSON cannot hold (a huge integer): judged by the schema rules, not here
@@ -57,10 +77,64 @@ class SignatureIndex:
         self.sig.append(_digest(sig.encode("utf-8", "surrogatepass")))
         self.fields.append(_digest(fields))
         self.ref.append(ref)
-        self.event.append(SIGNED_EVENTS.index(event))
+        self.event.append(_EVENT_NUMBER[event])
+        self.room -= 1
+        if not self.room:
+            self._chunk()
 
     def __len__(self) -> int:
-        return len(self.ref)
+        return CHUNK * len(self.done) + len(self.ref)
+
+    def _chunks(self) -> list[tuple]:
+        return self.done + [(self.sig, self.fields, self.ref, self.event)]
+
+    def columns(self) -> tuple:
+        """(sig, fields, ref, event) as numpy arrays (one chunk read in place, more joined)."""
+        import numpy as np
+
+        chunks = self._chunks()
+        return tuple(np.frombuffer(chunks[0][j], dtype=dtype) if len(chunks) == 1 else
+                     np.concatenate([np.frombuffer(c[j], dtype=dtype) for c in chunks])
+                     for j, (_, dtype) in enumerate(_COLUMNS))
+
+    def spill(self, directory: str) -> "SpilledIndex":
+        """This index written to a file in ``directory`` (its arrays as they are, no copy made), as
+        a ``--jobs`` share hands it to the merge: its process need not pickle the arrays (a copy
+        or two of them, at the end of the run, when its memory is at its peak) and the merge reads
+        them once."""
+        import os
+        import tempfile
+
+        fd, path = tempfile.mkstemp(prefix="rmb-signatures-", dir=directory)
+        with os.fdopen(fd, "wb") as f:
+            for j in range(len(_COLUMNS)):
+                for chunk in self._chunks():
+                    chunk[j].tofile(f)
+        return SpilledIndex(path, len(self))
+
+
+# entries of an index's chunk (its arrays: 1.6 MB)
+CHUNK = 1 << 16
+
+# the index's arrays and their element types (array typecodes Q and B: 8 bytes and 1, in the machine's order)
+_COLUMNS = (("sig", "=u8"), ("fields", "=u8"), ("ref", "=u8"), ("event", "u1"))
+
+
+class SpilledIndex:
+    """A :class:`SignatureIndex` written to a file (:meth:`SignatureIndex.spill`): its length and
+    :meth:`columns`, read from the file."""
+
+    def __init__(self, path: str, count: int):
+        self.path, self.count = path, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def columns(self) -> tuple:
+        import numpy as np
+
+        with open(self.path, "rb") as f:
+            return tuple(np.fromfile(f, dtype=dtype, count=self.count) for _, dtype in _COLUMNS)
 
 
 def reused(indices: Iterable[SignatureIndex]) -> list[tuple[str, str, list[tuple[int, str, None]]]]:
@@ -71,12 +145,12 @@ def reused(indices: Iterable[SignatureIndex]) -> list[tuple[str, str, list[tuple
     parts = [i for i in indices if len(i)]
     if not parts:
         return []
-    def joined(name: str, dtype) -> Any:  # one share's array is read in place, not copied
-        arrays = [np.frombuffer(getattr(i, name), dtype=dtype) for i in parts]
-        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
-
-    sig, fields, ref, event = joined("sig", np.uint64), joined("fields", np.uint64), joined("ref", np.uint64), \
-        joined("event", np.uint8)
+    if len(parts) == 1:
+        sig, fields, ref, event = parts[0].columns()  # (one share's arrays read in place, not copied)
+    else:
+        columns = [i.columns() for i in parts]
+        sig, fields, ref, event = (np.concatenate([c[j] for c in columns]) for j in range(len(_COLUMNS)))
+        del columns
     order = np.lexsort((ref, fields, sig))
     sig, fields, ref, event = sig[order], fields[order], ref[order], event[order]
     # a signature whose sorted run holds more than one fields digest

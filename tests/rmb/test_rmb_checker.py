@@ -404,3 +404,37 @@ def test_explain_shows_the_signature_reuse_example(capsys):
     code, out, _ = rmkit(capsys, "explain", "RMB-SIG-007")
     assert code == 0 and "severity:  info" in out and "fixture rmb/rules/spec/RMB-SIG-007.jsonl" in out
     assert "-> RMB-SIG-007: one signature on two messages" in out
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 16])
+def test_a_shares_signature_index_written_to_a_file_reads_back_alike(tmp_path, monkeypatch, chunk):
+    """A --jobs share hands its signature index to the merge as a file (sigreuse.SignatureIndex.spill):
+    the merge reads the same columns, and finds the same reuse, as from the index itself, however
+    the index is cut into chunks."""
+    from rmkit.conformance.rmb import sigreuse
+    from rmkit.protocols.rmb.model import rmb_spec
+
+    lines = _sig007_lines()
+    pieces = rmb_spec().raw["signature"]["challenge"]["pieces"]
+    whole = sigreuse.SignatureIndex(pieces)
+    for ref, rec in enumerate(lines, 1):
+        whole.add(ref << 3, rec["event"], rec["message"])
+    monkeypatch.setattr(sigreuse, "CHUNK", chunk)
+    index = sigreuse.SignatureIndex(pieces)
+    for ref, rec in enumerate(lines, 1):
+        index.add(ref << 3, rec["event"], rec["message"])
+    spilled = index.spill(str(tmp_path))
+    assert len(spilled) == len(index) == len(whole) > 0
+    expected = [c.tolist() for c in whole.columns()]
+    assert [c.tolist() for c in spilled.columns()] == [c.tolist() for c in index.columns()] == expected
+    assert sigreuse.reused([spilled]) == sigreuse.reused([index]) == sigreuse.reused([whole]) != []
+    assert sigreuse.reused([spilled, sigreuse.SignatureIndex(pieces)]) == sigreuse.reused([whole])
+
+
+def test_a_jobs_run_leaves_no_file_behind(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    path = ROOT / "spec" / "RMB-SIG-007.jsonl"
+    assert check([path], "spec", jobs=2).counts == {"RMB-SIG-007": 1}
+    assert list(tmp_path.iterdir()) == []

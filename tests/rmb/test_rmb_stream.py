@@ -92,10 +92,10 @@ def test_the_typed_reading_gives_the_reports_of_the_general_reading(profile, mon
     typed = [RmbLogChecker(RmbShards(profile, DIRECTORY)).run([str(p)]) for p in paths]
 
     class Untyped:
-        def decode(self, line):
+        def decode(self, line, ref):
             return None
 
-    monkeypatch.setattr(rmb_checker, "typed_lines", lambda: Untyped())
+    monkeypatch.setattr(rmb_checker, "typed_records", lambda: Untyped())
     general = [RmbLogChecker(RmbShards(profile, DIRECTORY)).run([str(p)]) for p in paths]
     for p, a, b in zip(paths, typed, general):
         assert findings(a) == findings(b), p.name
