@@ -38,7 +38,7 @@ FIGURES = {
     "check default jobs / parse, short messages": r"^RESULT\[short\] ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
     "check default jobs / parse, Kafka dump": r"^RESULT\[kafka\] ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
     "check default jobs / parse, ever-node dump": r"^RESULT\[ever-node\] ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
-    # bench_rmb_check.py: CPU time of the check at the default jobs / the orjson parse, per log shape
+    # bench_rmb_check.py: best wall time of the check at the default jobs / best orjson parse, per log shape
     "rmb check short / parse": r"^RESULT rmb short ratio\(default jobs\) = (?P<v>[\d.]+)",
     "rmb check long / parse": r"^RESULT rmb long ratio\(default jobs\) = (?P<v>[\d.]+)",
     "rmb check fanout / parse": r"^RESULT rmb fanout ratio\(default jobs\) = (?P<v>[\d.]+)",
@@ -49,6 +49,8 @@ FIGURES = {
     "corda check short / parse": r"^RESULT corda short ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
     "corda check long / parse": r"^RESULT corda long ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
     "corda check peers / parse": r"^RESULT corda peers ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
+    # ... and its memory at ten million records (bench_corda_check.py --ten-million, run by hand)
+    "corda check 10M exact MB": r"^RESULT corda 10M short exact memory\(default jobs=\d+\) = (?P<v>\d+) MB",
     # bench_sign.py
     "verify rate / bare libsodium": r"^RESULT verify ratio = (?P<v>[\d.]+)",
     "check j1 with / without --validators": r"^RESULT check j1 ratio with/without --validators = (?P<v>[\d.]+)",

@@ -32,8 +32,8 @@ Time is whatever number the protocol's records carry (seconds, milliseconds); a 
 time (``None``) joins its subject without moving the clock. The clock is :class:`LogClock`: the
 latest time two different sources reached (one wrong timestamp cannot close every open subject;
 while the log has shown one source only, its time), held back to the slowest Kafka partition still delivering where records name partitions (a dump
-read from a backlog is judged as one read live); the rule is the one the documents' page on the
-partition clock states, with its idleness counted in records.
+read from a backlog is judged as one read live): the one rule of :mod:`rmkit.logclock`, which every
+checker steps, with a partition's idleness counted in records.
 
 Counters for a report: ``opened``, ``judged``, ``late``, ``open`` (now), ``peak_open``.
 """
@@ -44,107 +44,43 @@ import heapq
 import math
 from typing import Any, Callable, Hashable
 
-# A Kafka partition that delivered nothing while the log delivered this many records is idle: it no
-# longer holds the clock. Far above the records a consumer catching up reads from one partition
-# before it turns to the next (500 a poll by default, times the partitions), small against a day.
-PARTITION_IDLE_RECORDS = 100_000
+from rmkit.logclock import MOVED, PARTITION_IDLE_RECORDS, RecordClock, slowest_partition
 
-
-def slowest_partition(watermarks: dict, last_seen: dict, idle_before: int) -> tuple:
-    """(its watermark, the partition) of the slowest partition still delivering, (None, None) when
-    none is: the least watermark over the partitions whose last record came at or after record
-    number ``idle_before`` (a partition that ended or went quiet holds nothing; it joins again
-    when it delivers, and the clock never goes back). The log's clock is held back to this
-    watermark, as stream processors keep a watermark per partition and take the least (Kafka
-    Streams, Flink): a log read from a backlog (a consumer catching up reads hundreds of records of
-    one partition, then of the next) is so judged as one read live, a partition that runs ahead
-    closing nothing of the others'. Every checker with a partition-held clock uses this one rule."""
-    low = holder = None
-    for p, w in watermarks.items():
-        if last_seen[p] >= idle_before and (low is None or w < low):
-            low, holder = w, p
-    return low, holder
+__all__ = ["LogClock", "SubjectEngine", "PARTITION_IDLE_RECORDS", "slowest_partition"]
 
 
 class LogClock:
     """The log's time as records show it; it never goes back.
 
-    Without partitions: the latest time two different sources have reached (a source whose clock
-    runs ahead moves nothing alone); while the log has shown a single source only, that source's
-    latest time (a daemon's own log has one writer). With partitions (``partition`` given to
-    :meth:`advance`): that time held back to the watermark of the slowest partition still
-    delivering (:func:`slowest_partition`), a partition idle for ``partition_idle_records``
-    records holding nothing until it delivers again. :meth:`final` is the end-of-log reading: the
+    The rule is the one every checker steps (:class:`rmkit.logclock.RecordClock`), in the setting a
+    streaming engine needs: while the log has shown a single source only, that source's latest time
+    counts (a daemon's own log has one writer), and where records name partitions every record looks
+    again for the slowest partition still delivering. Records are numbered here, those with a time
+    only (a partition's idleness is counted in them). :meth:`final` is the end-of-log reading: the
     partitions' hold lifted, every partition having delivered all it will.
     """
 
-    __slots__ = ("now", "top", "top_source", "pair", "sources", "seq", "part_wm", "part_seen", "low", "holder",
-                 "partition_idle")
+    __slots__ = ("rule", "seq")
 
     def __init__(self, partition_idle_records: int = PARTITION_IDLE_RECORDS):
-        self.now: Any = None          # the clock (None until a time is known)
-        self.top: Any = None          # the latest time any source reached, and that source
-        self.top_source: Any = None
-        self.pair: Any = None         # the two-source time
-        self.sources = 0              # distinct sources seen, counted up to 2
-        self.seq = 0                  # records seen (partitions' idleness counts in records)
-        self.part_wm: dict = {}       # partition -> its watermark (the latest time it delivered)
-        self.part_seen: dict = {}     # partition -> self.seq at its last record
-        self.low: Any = None          # the slowest partition's watermark, and that partition
-        self.holder: Any = None       # (None: to be found again)
-        self.partition_idle = partition_idle_records
+        self.rule = RecordClock(partition_idle_records, single_writer=True, idle_every_record=True)
+        self.seq = 0  # records taken
+
+    @property
+    def now(self) -> Any:
+        """The clock (None until a time is known)."""
+        return self.rule.now
 
     def advance(self, t, source: Hashable = None, partition: Hashable = None) -> bool:
         """Take a record's time (``source``: who wrote it; ``partition``: the Kafka partition, or
         any source of order the input names, it came from). True when the clock moved."""
         self.seq += 1
-        if partition is None and self.sources > 1 and t <= self.now and not self.part_wm:
-            return False  # (neither the latest time nor the two-source time can move)
-        if partition is not None:
-            self._partition(t, partition)
-        top = self.top
-        if top is None or t > top:
-            if top is not None and self.top_source != source:
-                if self.pair is None or top > self.pair:  # (_pair, inline: once per record)
-                    self.pair = top
-                self.sources = 2
-            self.top, self.top_source = t, source
-        elif self.top_source != source:
-            if self.pair is None or t > self.pair:
-                self.pair = t
-            self.sources = 2
-        now = self.pair if self.sources > 1 else self.top
-        if self.part_wm and now is not None:
-            seq, idle = self.seq, self.partition_idle
-            if self.holder is None or seq - self.part_seen[self.holder] > idle:
-                self.low, self.holder = slowest_partition(self.part_wm, self.part_seen, seq - idle)
-            if self.low is not None and self.low < now:
-                now = self.low
-        if now is not None and (self.now is None or now > self.now):
-            self.now = now
-            return True
-        return False
-
-    def _partition(self, t, part: Hashable) -> None:
-        wm = self.part_wm
-        w = wm.get(part)
-        if w is None or self.seq - self.part_seen[part] > self.partition_idle:  # new, or back from idle
-            if w is None or t > w:
-                wm[part] = t
-            self.holder = None
-        elif t > w:
-            wm[part] = t
-            if part == self.holder:  # the slowest moved on
-                self.holder = None
-        self.part_seen[part] = self.seq
+        return bool(self.rule.advance(t, source, partition, self.seq, None) & MOVED)
 
     def final(self):
         """The clock at the end of the log: the two-source time (or the one source's), every
         partition's hold lifted; never before :attr:`now`."""
-        end = self.pair if self.sources > 1 else self.top
-        if self.now is not None and (end is None or self.now > end):
-            end = self.now
-        return end
+        return self.rule.final()
 
 
 class _Open:
@@ -172,7 +108,7 @@ class SubjectEngine:
                  clock: LogClock | None = None, remember_s: float = 0.0):
         self.open_subject, self.add, self.judge, self.on_late = open_subject, add, judge, on_late
         self.clock = clock if clock is not None else LogClock()
-        self._plain_clock = type(self.clock) is LogClock  # (feed may take its early return inline)
+        self._rule = self.clock.rule if type(self.clock) is LogClock else None  # (feed takes its early return inline)
         self.remember_s = remember_s
         self.subjects: dict = {}      # key -> _Open (the subject and its horizon)
         self.memos: dict = {}         # key -> (horizon, memo) of a judged subject, while remembered
@@ -220,9 +156,9 @@ class SubjectEngine:
                 entry.horizon = h
         if t is None:
             return
-        clock = self.clock
-        if self._plain_clock and partition is None and clock.sources > 1 and t <= clock.now and not clock.part_wm:
-            clock.seq += 1  # (LogClock.advance's early return, inline: the clock cannot move)
+        clock, rule = self.clock, self._rule
+        if rule is not None and partition is None and rule.sources > 1 and not t > rule.now and not rule.part_wm:
+            clock.seq += 1  # (RecordClock.advance's early return, inline: the clock cannot move)
         elif clock.advance(t, source, partition):  # (tick, inline: once per record)
             now = clock.now
             due, forget = self._due, self._forget

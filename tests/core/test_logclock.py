@@ -89,14 +89,14 @@ def test_the_slowest_partition_holds_the_clock_until_it_goes_idle():
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("partitions", [False, True])
 def test_the_core_engines_clock_is_one_setting_of_the_one_clock(seed, partitions):
-    """rmkit.subjects.LogClock (the SubjectEngine's) counts only records with a time, lets one
-    writer's time count while the log has shown no other, and looks for the slowest partition at
-    every record: RecordClock so set and so fed steps as it does."""
+    """rmkit.subjects.LogClock (the SubjectEngine's) is RecordClock in one setting: it counts only
+    records with a time, lets one writer's time count while the log has shown no other, and looks
+    for the slowest partition at every record; a RecordClock so set and so fed steps as it does."""
     core = LogClock(partition_idle_records=30)
     ours = RecordClock(30, single_writer=True, idle_every_record=True)
     for seq, (t, who, part) in enumerate((r for r in stream(seed, partitions=partitions) if r[0] is not None), 1):
         assert core.advance(t, who, part) == bool(ours.advance(t, who, part, seq, seq) & MOVED)
-        assert (core.now, core.top, core.pair, core.final()) == (ours.now, ours.top, ours.pair, ours.final())
+        assert (core.now, core.rule.top, core.rule.pair, core.final()) == (ours.now, ours.top, ours.pair, ours.final())
 
 
 def queued(module, records, before_every: int, idle: int) -> list[tuple]:
