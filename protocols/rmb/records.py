@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, Literal, Union
+from typing import Any
 
 import orjson
 
@@ -24,9 +24,7 @@ class Rec:
 
     __slots__ = ("ref", "time", "who", "twin", "event", "queue", "endpoint", "status", "peer", "uid", "msg", "note")
 
-    def __init__(self, ref: int, obj: dict[str, Any] | None):
-        if obj is None:  # filled by from_typed
-            return
+    def __init__(self, ref: int, obj: dict[str, Any]):
         self.ref = ref
         self.time = float(obj["time"])
         self.who = obj["who"]
@@ -39,24 +37,6 @@ class Rec:
         self.uid = obj["uid"]
         self.msg = obj["message"]
         self.note = obj["note"]
-
-    @classmethod
-    def from_typed(cls, ref: int, line: Any) -> "Rec":
-        """The record of a line :class:`TypedLines` decoded (and whose checks passed)."""
-        r = cls(ref, None)
-        r.ref = ref
-        r.time = line.time
-        r.who = who = line.who
-        r.twin = twin_of(who)
-        r.event = line.event
-        r.queue = line.queue
-        r.endpoint = line.endpoint
-        r.status = line.status
-        r.peer = line.peer
-        r.uid = line.uid
-        r.msg = line.message
-        r.note = line.note
-        return r
 
     def __getstate__(self):
         return tuple(getattr(self, k) for k in self.__slots__)
@@ -209,76 +189,6 @@ def _plain_message(msg: dict) -> bool:
         elif t is dict:
             return False
     return True
-
-
-class TypedLines:
-    """The common case of :func:`decode` at C speed: a line decoded by msgspec straight into a
-    Struct of the schema's fields (spec/schema/rmb-log.schema.json: types, the format's constant,
-    the enums; no field missing, none else), so the checker need not test them one by one.
-    :meth:`decode` returns the Struct, or None for a line this path does not settle (bad JSON, a
-    field missing, unknown or of another type, a message with an integer beyond 64 bits or an object
-    within it, a writer or peer that names no twin): :func:`decode` then reads it and says what is wrong."""
-
-    def __init__(self):
-        import msgspec
-
-        schema = json.loads((spec_root() / "schema" / "rmb-log.schema.json").read_text(encoding="utf-8"))
-        fields = []
-        for name in schema["required"]:
-            prop = schema["properties"][name]
-            if "const" in prop:
-                kind: Any = Literal[prop["const"]]
-            elif "enum" in prop:
-                kind = Literal[tuple(prop["enum"])]
-            else:
-                kinds = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
-                types = [_msgspec_type(k) for k in kinds]
-                kind = types[0] if len(types) == 1 else Union[tuple(types)]
-            fields.append((name, kind))
-        self.struct = msgspec.defstruct("RmbLine", fields, forbid_unknown_fields=True, gc=False)
-        self._decode = msgspec.json.Decoder(self.struct).decode
-        self._errors = (msgspec.ValidationError, msgspec.DecodeError)
-        self._who_ok: dict[str, bool] = {}
-
-    def decode(self, line: bytes):
-        try:
-            got = self._decode(line)
-        except self._errors:
-            return None
-        msg = got.message
-        if msg is not None and not _plain_message(msg):
-            return None
-        who = got.who
-        ok = self._who_ok.get(who)
-        if ok is None:
-            ok = _who_problem(who) is None
-            if len(self._who_ok) < 100_000:
-                self._who_ok[who] = ok
-        if not ok:
-            return None
-        peer = got.peer
-        if peer is not None and "@" in peer and _peer_problem(peer) is not None:
-            return None
-        return got
-
-
-@functools.lru_cache(maxsize=None)
-def typed_lines() -> TypedLines:
-    return TypedLines()
-
-
-_MSGSPEC_TYPES = {"string": str, "number": float, "null": type(None), "object": dict, "array": list, "boolean": bool}
-
-
-def _msgspec_type(kind: str):
-    """The msgspec type of a JSON Schema type; an integer within 64 signed bits (one beyond takes
-    the general path)."""
-    if kind == "integer":
-        import msgspec
-        from typing import Annotated
-
-        return Annotated[int, msgspec.Meta(ge=_INT_LOW, le=(1 << 63) - 1)]
-    return _MSGSPEC_TYPES[kind]
 
 
 # the request's uid: the line's, else its message's (a line of a request's life names it); lower case.
