@@ -6,7 +6,10 @@ a whole, in time order (:mod:`.logjudge`), once no record can change its verdict
 the groups is checked exactly as the whole log is. The same code runs in one process, in ``--jobs`` processes (each keeps the groups
 whose key hashes into its share) and on Spark (``rmkit audit --protocol rmb``, :class:`RmbShards`):
 the shares' findings merge into one report; a finding that waits for the log to go on is decided
-against the whole log's last time.
+against the whole log's last time. A ``--jobs`` share's clock also takes the other shares' records,
+in log order (:meth:`RmbShards._read`): when a request is judged, when a judged uid is forgotten and
+when the loose records' window rolls are decided by the log's clock, and a share that ran on its own
+records alone would decide them otherwise wherever a line's time jumps back.
 
 Memory follows the requests still open: a request is judged and forgotten once the log's clock has
 passed its horizon (:class:`Requests`, on the core's streaming engine :mod:`rmkit.subjects`).
