@@ -82,3 +82,54 @@ def test_a_line_before_its_requests_horizon_written_after_it_is_judged_alike_in_
     assert shares_found == one_found
     assert dict(shares.counts) == dict(one.counts)
     assert shares.metrics["late_records"] == 1
+
+
+def _faulty_log(path: Path, seed: int) -> None:
+    """Requests every half second, their lines planted with faults as a bad recorder makes them:
+    dropped, written with a time a few seconds back, written again up to 80 s later with a time up
+    to 6 s before the log's (near many a request's horizon)."""
+    import random
+
+    mk = _builder()
+    rnd = random.Random(seed)
+    log = mk.Log("spec")
+    for i in range(240):
+        log.exchange(f"{seed:04x}{i:04x}-0000-4000-8000-000000000000", t=i * 0.5, dst=(2,) if i % 3 else (2, 3))
+    lines, out, later = sorted(log.lines, key=lambda x: x["time"]), [], []
+    for x in lines:
+        t = x["time"]
+        while later and later[0][0] <= t:
+            _, again = later.pop(0)
+            out.append({**again, "time": round(t - rnd.uniform(0, 6), 3)})
+        r = rnd.random()
+        if r < 0.02:
+            continue
+        if r < 0.05:
+            x = {**x, "time": round(t - rnd.uniform(3, 6), 3)}
+        elif r < 0.12:
+            later.append((t + rnd.uniform(20, 80), x))
+            later.sort(key=lambda e: e[0])
+        out.append(x)
+    path.write_text("".join(json.dumps(x) + "\n" for x in out), encoding="utf-8")
+
+
+def _in_shares(path: Path, n: int):
+    """The report of ``n`` shares, each run here in turn (as ``--jobs n`` runs them in processes)."""
+    from rmkit.conformance.rmb import checker
+
+    shards = RmbShards("spec", DIRECTORY, max_examples=0)
+    shares = [checker._check_share(shards, [str(path)], k, n) for k in range(n)]
+    report = shards.merge([str(path)], shares)
+    return report, sorted((v.rule, v.explanation, tuple(sorted(e.line for e in v.evidence))) for v in report.violations)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_shares_report_what_one_process_reports_on_a_log_with_planted_faults(tmp_path, seed):
+    log = tmp_path / "faulty.jsonl"
+    _faulty_log(log, seed)
+    one, one_found = _findings(log, 1)
+    assert one.unreadable == 0 and one_found  # the faults break rules
+    for n in JOBS:
+        shares, found = _in_shares(log, n)
+        assert found == one_found, n
+        assert shares.metrics["late_records"] == one.metrics["late_records"]
