@@ -96,13 +96,14 @@ class _Open:
 class SubjectEngine:
     """Subjects keyed by id, judged once the clock passes their horizon (see the module's text).
 
-    Which subject a record belongs to is decided by the record's own time against the horizon,
-    not by the clock, so that every reading of one log (one process, or shares that each see
-    some subjects and so run clocks of their own) cuts it into the same subjects: a record whose
-    time is past its open subject's horizon closes it (judged at once) and is late; a record of a
-    judged subject is late up to ``remember_s`` after that subject's horizon and opens a new
-    subject of its key after it. The clock only says when a subject no record came to close is
-    judged, and when a memo is forgotten."""
+    A record whose time is past its open subject's horizon closes it (judged at once) and is
+    late; a record of a judged subject is late up to ``remember_s`` after that subject's horizon
+    and opens a new subject of its key after it. The clock says when a subject no record came to
+    close is judged, and when a memo is forgotten: so a record whose time is before its subject's
+    horizon but which comes after the clock passed it (a time that jumps back) is late, and one
+    whose memo the clock forgot opens a new subject. Shares of one log (``--jobs``) therefore cut
+    it into the same subjects only where each share's clock is the log's, record by record: each
+    share steps its clock with the other shares' records too (:meth:`tick`, in log order)."""
 
     def __init__(self, open_subject: Callable, add: Callable, judge: Callable, on_late: Callable | None = None,
                  clock: LogClock | None = None, remember_s: float = 0.0):

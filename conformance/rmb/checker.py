@@ -6,7 +6,10 @@ a whole, in time order (:mod:`.logjudge`), once no record can change its verdict
 the groups is checked exactly as the whole log is. The same code runs in one process, in ``--jobs`` processes (each keeps the groups
 whose key hashes into its share) and on Spark (``rmkit audit --protocol rmb``, :class:`RmbShards`):
 the shares' findings merge into one report; a finding that waits for the log to go on is decided
-against the whole log's last time.
+against the whole log's last time. A ``--jobs`` share's clock also takes the other shares' records,
+in log order (:meth:`RmbShards._read`): when a request is judged, when a judged uid is forgotten and
+when the loose records' window rolls are decided by the log's clock, and a share that ran on its own
+records alone would decide them otherwise wherever a line's time jumps back.
 
 Memory follows the requests still open: a request is judged and forgotten once the log's clock has
 passed its horizon (:class:`Requests`, on the core's streaming engine :mod:`rmkit.subjects`).
@@ -385,9 +388,49 @@ class RmbShards:
         events: dict[str, int] = {}
         count = events.get
         records = 0
-        for refs, lines in batches:
+        tick = requests.engine.tick
+
+        def record_of(line, ref):
+            """The record a line is, as this loop reads it (None: none, or an input problem)."""
+            rec = typed(line, ref) if type(line) is bytes else None
+            if rec is not None and low <= rec.time <= high and (
+                    (event := rec.event) not in NOTED_EVENTS
+                    or (event == "backlog-set" and (rec.note is None or backlog_ttl(rec.note) is not None))
+                    or note_problem(event, rec.note) is None):
+                return rec
+            if not line.strip():
+                return None
+            obj, error, _ = decode(line)
+            if obj is None or (line_problem(obj) or (None,))[0] is not None:
+                return None
+            return Rec(ref, obj)
+
+        def take_others(orefs, olines, i: int, before) -> int:
+            """The clock takes the other shares' records before ``before`` (from the ``i``-th), as
+            one process's clock takes them between this share's: every decision the clock makes
+            (a request judged, a judged one's uid forgotten, the loose records' window) is then
+            made at the same record as in one process. Returns the first not taken."""
+            n = len(orefs)
+            while i < n and orefs[i] < before:
+                rec = record_of(olines[i], orefs[i])
+                if rec is not None:
+                    tick(rec.time, rec.who)
+                    if requests.next_roll != INF and clock.now >= requests.next_roll:
+                        requests.roll_loose()
+                i += 1
+            return i
+
+        for batch in batches:
+            refs, lines = batch[0], batch[1]
+            orefs, olines = (batch[2], batch[3]) if len(batch) > 2 else ((), ())
+            oi = 0
+            next_other = orefs[0] if orefs else INF
             for ref, line in zip(refs, lines):
+                if next_other < ref:
+                    oi = take_others(orefs, olines, oi, ref)
+                    next_other = orefs[oi] if oi < len(orefs) else INF
                 # the common case: decoded at C speed into the record (typedread), its few checks here
+                # (as record_of, inline)
                 rec = typed(line, ref) if type(line) is bytes else None
                 if rec is not None and low <= rec.time <= high and (
                         (event := rec.event) not in NOTED_EVENTS
@@ -427,6 +470,8 @@ class RmbShards:
                 else:
                     feed(key, rec)
                     min_time, max_time = min(min_time, requests.min_time), max(max_time, requests.max_time)
+            if next_other != INF:
+                take_others(orefs, olines, oi, INF)
         requests.min_time, requests.max_time = min(min_time, requests.min_time), max(max_time, requests.max_time)
         share.events.update(events)
         return records
@@ -537,8 +582,9 @@ def default_jobs(inputs: list[str]) -> int:
 
 
 def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
-    """(refs, lines) of every input in order; with a share ``k`` of ``n``, only its groups' lines
-    (a line that is not JSON goes to share 0, which reports it)."""
+    """(refs, lines) of every input in order; with a share ``k`` of ``n``, its groups' lines (a
+    line that is not JSON goes to share 0, which reports it), then the (refs, lines) of the other
+    shares' lines, for its clock (:func:`_dealt`)."""
     import orjson
 
     for idx, path in enumerate(inputs):
@@ -553,7 +599,7 @@ def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
             if n == 1:
                 yield refs, batch
             else:
-                yield _own_lines(refs, batch, k, n, shares_of)
+                yield _dealt(refs, batch, k, n, shares_of)
 
 
 # the uids whose share a --jobs reader remembers (a request's lines come close together in a log)
@@ -565,22 +611,27 @@ def _own_lines(refs, batch: list, k: int, n: int, shares_of: dict) -> tuple[list
     :func:`key_share` of its :func:`line_key`. The compiled scanner (``_uidscan``, where it was
     built) finds the share of every line with a uid of its own in one pass; the others, and every
     line where it was not built, take :func:`_line_share`."""
+    return _dealt(refs, batch, k, n, shares_of)[:2]
+
+
+def _dealt(refs, batch: list, k: int, n: int, shares_of: dict) -> tuple[list, list, list, list]:
+    """:func:`_own_lines`, then the (refs, lines) of the batch that are the other shares': the
+    share's clock takes their times too (:meth:`RmbShards._read`)."""
     shares = _uid_shares(batch, n) if _uid_shares is not None else None
     if shares is None:
-        keep_refs, keep = [], []
-        for ref, line in zip(refs, batch):
-            if _line_share(line, n, shares_of) == k:
-                keep_refs.append(ref)
-                keep.append(line)
-        return keep_refs, keep
-    if UNSETTLED in shares:
+        shares = bytes([_line_share(line, n, shares_of) for line in batch])
+    elif UNSETTLED in shares:
         shares = bytearray(shares)
         at = shares.find(UNSETTLED)
         while at >= 0:
             shares[at] = _line_share(batch[at], n, shares_of)
             at = shares.find(UNSETTLED, at + 1)
     pick = shares.translate(pick_table(k))
-    return list(compress(refs, pick)), list(compress(batch, pick))
+    other = pick.translate(_OTHER)
+    return list(compress(refs, pick)), list(compress(batch, pick)), list(compress(refs, other)), list(compress(batch, other))
+
+
+_OTHER = bytes([1, 0]) + bytes(254)  # (a share's pick turned over: its lines 0, the others' 1)
 
 
 def _line_share(line: bytes | str, n: int, shares_of: dict) -> int:
