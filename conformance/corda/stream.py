@@ -43,7 +43,7 @@ from rmkit.rules import OFF
 from rmkit.subjects import LogClock, SubjectEngine
 
 from rmkit.conformance.corda.share import Share, _ShareRun, _Unreadable
-from rmkit.conformance.corda.spanning import N_ID, _number
+from rmkit.conformance.corda.spanning import _session_step
 from rmkit.conformance.corda.state import Commit, Memo, Track
 
 
@@ -69,7 +69,7 @@ class SpanningStream:
         self.found: list = []
         # each kept in the order of last use (OrderedDict: its front is found at once, however many
         # entries were taken from it)
-        self.sessions = OrderedDict()   # (node, session) -> [last t, top_sent, top_flow, top_seq]
+        self.sessions = OrderedDict()   # (node, session) -> [last t, [top_sent, top_flow, top_seq]] (spanning._session_step's state)
         self.sender_top = OrderedDict() # (node, sender) -> [last t, (seq, commit)]  (CORDA-ORDER-002)
         self.marks: dict = {}           # (node, sender) -> [last t, refs, running max, times]  (fast path)
         self.uses = OrderedDict()       # (sender, seq) -> [last t, first id, its ref, {other id: ref}]
@@ -137,37 +137,14 @@ class SpanningStream:
             self._sender(t, c)
 
     def _session(self, t, c) -> None:
-        """spanning.session_order, one commit at a time."""
-        ref, node, mid, session, sender, seq, s = c
+        """spanning.session_order, one commit at a time (its one step, on this session's state)."""
+        node, session = c[1], c[3]
         st = self._touch(self.sessions, (node, session), t)
         if st is None:
-            st = self.sessions[(node, session)] = [t, None, {}, {}]
-        ahead = None
-        if s is not None:
-            top_sent = st[1]
-            if top_sent is not None and top_sent[0] > s:
-                ahead = top_sent[1]
-            if top_sent is None or s > top_sent[0]:
-                st[1] = (s, c)
-        m = N_ID.match(mid)
-        if m is not None:
-            pos = (_number(m.group(2)), _number(m.group(3)))
-            prev = st[2].get(m.group(1))
-            if ahead is None and prev is not None and prev[0] > pos and (s is None or prev[1][6] is None):
-                ahead = prev[1]
-            if prev is None or pos > prev[0]:
-                st[2][m.group(1)] = (pos, c)
-        if seq is not None:
-            prev = st[3].get(sender)
-            if ahead is None and prev is not None and prev[0] > seq and (s is None or prev[1][6] is None):
-                ahead = prev[1]
-            if prev is None or seq > prev[0]:
-                st[3][sender] = (seq, c)
-        if ahead is not None:
-            refs = [(ahead[0], "committed", node), (ref, "committed", node)]
-            refs += [(x[6], "sent", None) for x in (c, ahead) if x[6] is not None]
-            self.found.append(self.c.violation(self.inputs, "CORDA-ORDER-001", mid, f"session {session} on node {node}: "
-                                               f"{mid} was consumed after {ahead[2]}, which was sent after it", refs))
+            st = self.sessions[(node, session)] = [t, [None, {}, {}]]
+        v = _session_step(self.c, self.inputs, (node, session), st[1], c)
+        if v is not None:
+            self.found.append(v)
 
     def _sender(self, t, c) -> None:
         """spanning.sender_order, one commit at a time."""
