@@ -574,7 +574,7 @@ class RmbLogChecker:
 def default_jobs(inputs: list[str]) -> int:
     """The processes ``rmkit check --protocol rmb`` uses when ``--jobs`` is not given: as
     :func:`rmkit.logread.auto_jobs` decides (one per idle core, one where fewer than two are idle).
-    Every share reads every line of the log and finds its share (:func:`_own_lines`) before it
+    Every share reads every line of the log and finds its share (:func:`_dealt`) before it
     checks its own, so two shares spend more CPU than one process (bench/bench_rmb_check.py); on two
     idle cores they still take about 0.6 of one process's wall time, and on a busy machine
     auto_jobs picks one."""
@@ -606,17 +606,12 @@ def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
 SHARES_REMEMBERED = 4096
 
 
-def _own_lines(refs, batch: list, k: int, n: int, shares_of: dict) -> tuple[list, list]:
-    """The (refs, lines) of a batch that are share ``k``'s of ``n``: each line's share by
+def _dealt(refs, batch: list, k: int, n: int, shares_of: dict) -> tuple[list, list, list, list]:
+    """The (refs, lines) of a batch that are share ``k``'s of ``n``, then those that are the other
+    shares' (the share's clock takes their times too, :meth:`RmbShards._read`): each line's share by
     :func:`key_share` of its :func:`line_key`. The compiled scanner (``_uidscan``, where it was
     built) finds the share of every line with a uid of its own in one pass; the others, and every
     line where it was not built, take :func:`_line_share`."""
-    return _dealt(refs, batch, k, n, shares_of)[:2]
-
-
-def _dealt(refs, batch: list, k: int, n: int, shares_of: dict) -> tuple[list, list, list, list]:
-    """:func:`_own_lines`, then the (refs, lines) of the batch that are the other shares': the
-    share's clock takes their times too (:meth:`RmbShards._read`)."""
     shares = _uid_shares(batch, n) if _uid_shares is not None else None
     if shares is None:
         shares = bytes([_line_share(line, n, shares_of) for line in batch])

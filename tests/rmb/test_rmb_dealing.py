@@ -1,4 +1,4 @@
-"""How an RMB ``--jobs`` share picks its lines (conformance/rmb/checker.py ``_own_lines``): every line
+"""How an RMB ``--jobs`` share picks its lines (conformance/rmb/checker.py ``_dealt``): every line
 goes to the share :func:`rmkit.processes.key_share` gives its :func:`line_key` (its request's uid),
 whether the compiled scanner (``_uidscan``, where it was built) or the Python reading finds it. A
 line that is not JSON may be dealt by its uid instead of to share 0 (whichever share reads it
@@ -65,9 +65,9 @@ def test_the_scanner_deals_every_json_line_as_its_key_says(n):
 def test_a_share_picks_the_same_lines_with_the_scanner_and_without(n, monkeypatch):
     lines = EDGE + FIXTURE_LINES
     refs = list(range(len(lines)))
-    with_scanner = [checker._own_lines(refs, lines, k, n, {}) for k in range(n)]
+    with_scanner = [checker._dealt(refs, lines, k, n, {})[:2] for k in range(n)]
     monkeypatch.setattr(checker, "_uid_shares", None)
-    without = [checker._own_lines(refs, lines, k, n, {}) for k in range(n)]
+    without = [checker._dealt(refs, lines, k, n, {})[:2] for k in range(n)]
     valid = {i for i, line in enumerate(lines) if valid_json(line)}
     for a, b in zip(with_scanner, without):
         assert [r for r in a[0] if r in valid] == [r for r in b[0] if r in valid]
