@@ -12,10 +12,9 @@ across ids go to the merge.
 from __future__ import annotations
 
 import time
-import zlib
 
 from rmkit.logread import BrokenLine
-from rmkit.processes import key_share, run_in_processes
+from rmkit.processes import key_bytes_share, key_share, run_in_processes
 from rmkit.protocol import RecordKey
 from rmkit.verdict import Report
 
@@ -43,7 +42,6 @@ def keyer(key: RecordKey, n: int):
         return parsed
     name, needle = fast
     skip = len(needle)
-    crc = zlib.crc32
 
     def share(line) -> int:
         if type(line) is bytes and line.count(name) == 1:
@@ -54,7 +52,7 @@ def keyer(key: RecordKey, n: int):
                 if j >= 0:
                     value = line[i:j]
                     if b"\\" not in value:
-                        return crc(value) % n
+                        return key_bytes_share(value, n)
         return parsed(line)
 
     return share
