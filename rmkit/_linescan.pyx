@@ -128,3 +128,21 @@ def deal_by_key(bytes text, bytes key, int n, bytes fold):
         free(ends)
         free(total)
         free(dest)
+
+
+def braced_lines(bytes text):
+    """How many lines ``text`` holds (lines, each ending with its newline) when every one starts
+    with "{" and ends with "}", else 0; as :func:`rmkit.linescan.braced_lines`."""
+    cdef const unsigned char* buf = <const unsigned char*> PyBytes_AS_STRING(text)
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(text), start = 0, end, count = 0
+    cdef const unsigned char* nl
+    if size == 0 or buf[size - 1] != 10:
+        return 0
+    while start < size:
+        nl = <const unsigned char*> memchr(buf + start, 10, size - start)
+        end = nl - buf
+        if end - start < 2 or buf[start] != 123 or buf[end - 1] != 125:
+            return 0
+        count += 1
+        start = end + 1
+    return count

@@ -42,16 +42,16 @@ _PICK: dict[int, bytes] = {}
 
 def _compiled():
     if os.environ.get("RMKIT_PURE_PYTHON", "") not in ("", "0"):
-        return None
+        return None, None
     try:
-        from rmkit._linescan import deal_by_key as compiled
+        from rmkit._linescan import braced_lines, deal_by_key
     except ImportError:  # not built (no C compiler at install): the caller deals the chunk's lines itself
-        return None
-    return compiled
+        return None, None
+    return deal_by_key, braced_lines
 
 
-_COMPILED = _compiled()
-COMPILED = _COMPILED is not None  # whether deal_by_key runs the compiled scanner
+_COMPILED, _BRACED = _compiled()
+COMPILED = _COMPILED is not None  # whether deal_by_key and braced_lines run the compiled scanner
 
 
 def pick_table(k: int) -> bytes:
@@ -112,3 +112,18 @@ def deal_by_key(text: bytes, key: bytes, n: int, fold: bytes) -> tuple[list[byte
     each ending with its newline; ``fold``: 256 bytes, the share of each byte a value may end with
     (a byte >= n there: not dealt, None)."""
     return None if _COMPILED is None else _COMPILED(text, key, n, fold)
+
+
+def braced_lines(text: bytes) -> int:
+    """How many lines ``text`` holds (lines, each ending with its newline) when every one starts
+    with "{" and ends with "}" right before its newline, else 0 (and 0 for an empty text). Where
+    they do, no JSON value runs from one line into the next (after a "}" that ends a line inside a
+    value JSON allows only ",", "}" or "]", never "{"), so a decoder of values one after the other
+    (msgspec's ``decode_lines``) finds each line's value, one a line, as decoding each line alone
+    would. A memchr loop where compiled (counting in Python costs as much as the decoding it saves)."""
+    if _BRACED is not None:
+        return _BRACED(text)
+    n = text.count(b"\n")
+    braced = (n > 0 and text[-1] == 0x0A and text[0] == 0x7B and text.count(b"}\n") == n
+              and text.count(b"\n{") == n - 1)
+    return n if braced else 0

@@ -313,8 +313,9 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
     own lines.
 
     ``summary``: (make, take), when every worker needs something of every line besides its own
-    lines (a protocol's clock, say, which every record moves): ``make(lines)`` is called by a
-    chunk's owner on all the chunk's lines and returns bytes, sent to every worker with its lines;
+    lines (a protocol's clock, say, which every record moves): ``make(text, lines)`` is called by a
+    chunk's owner on all the chunk's lines (their text; the lines split, or None where the chunk was
+    dealt from its text and they were not) and returns bytes, sent to every worker with its lines;
     ``take(those bytes, the chunk's first ref, this worker's pick)`` gives what each worker's batch
     of the chunk then carries as a third part, (refs, lines, taken). With it, a worker gets a batch
     for every chunk that holds a line, its own lines or none."""
@@ -346,9 +347,7 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
             nlines = len(lines)
             picks = deal(range(1, nlines + 1), lines, n, text) if lines else [b""] * n
             texts = {j: b"".join(compress(lines, picks[j])) for j in net.outs}
-        made = b""
-        if summary is not None and nlines:
-            made = summary[0](lines if lines is not None else split_lines(text, terminated=True)[0])
+        made = summary[0](text, lines) if summary is not None and nlines else b""
         for j in net.outs:
             net.send(j, message(c, nlines, picks[j], texts[j], error, made))
         # this worker's lines, split after the peers have theirs (or kept from the split above)

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import pickle
 from itertools import compress
+from operator import attrgetter
 from typing import Any, Optional
 
 import msgspec
 import orjson
 
-from rmkit.logread import kafka_value_field, unwrap_kafka
+from rmkit.linescan import braced_lines
+from rmkit.logread import kafka_value_field, split_lines, unwrap_kafka
 
 _UNSET = msgspec.UNSET
 # orjson reads an integer literal beyond 64 unsigned bits as a float: no usable time, as the checker finds
@@ -215,6 +217,83 @@ def chunk_events(lines: list, fold: bool) -> tuple[bytes, list, list, list]:
         ts[i] = t
         whos[i] = who
     return bytes(counted), ts, whos, parts
+
+
+_plain_lines = msgspec.json.Decoder(_Plain).decode_lines
+_record_lines = msgspec.json.Decoder(_Record).decode_lines
+_TIMESTAMP, _SOURCE, _KIND, _VALUE = attrgetter("timestamp"), attrgetter("source_id"), attrgetter("kind"), attrgetter("value")
+_TOPIC, _PARTITION = attrgetter("topic"), attrgetter("partition")
+
+
+def text_events(text: bytes, fold: bool, lines: list | None = None) -> tuple[bytes, list, list, list]:
+    """:func:`chunk_events` of a chunk given as its text (lines, each ending with its newline), as
+    its owner in a ``--jobs`` run has it: ``lines``, the same lines split, when the caller has
+    them. Where every line is one object on a line of its own, the text is decoded at once (one
+    call, no split); any other chunk is split and read line by line."""
+    n = braced_lines(text)  # (then the values decoded one after the other are the lines', one each)
+    if n:
+        events = _whole_text(text, n, fold)
+        if events is not None:
+            return events
+    return chunk_events(lines if lines is not None else split_lines(text, terminated=True)[0], fold)
+
+
+def _whole_text(text: bytes, n: int, fold: bool):
+    """The events of ``n`` lines that are each one object, where every line decodes as the common
+    receipt (:class:`_Plain`) or every line as the common Kafka record (:class:`_Record`); None
+    otherwise. The same values as :func:`chunk_events`' loop, a list at a time."""
+    recs = None
+    try:
+        fs = _plain_lines(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        try:
+            recs = _record_lines(text)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if len(recs) != n or set(map(_KIND, recs)) != {_UNSET}:  # (a line with a kind is a receipt: read by line_event)
+            return None
+        fs = list(map(_VALUE, recs))
+    if len(fs) != n:
+        return None
+    ts = list(map(_TIMESTAMP, fs))
+    try:
+        usable = min(ts) > 0 and max(ts) < _INT_END
+    except TypeError:  # a receipt without one
+        usable = False
+    if not usable:
+        ts = [t if t is not None and 0 < t < _INT_END else None for t in ts]
+        if recs is not None:  # (a receipt stamped 0, or not at all: the Kafka record's time)
+            kts = list(map(_TIMESTAMP, recs))
+            try:
+                whole = set(map(type, kts)) == {int} and min(kts) > 0 and max(kts) < _INT_END
+            except TypeError:
+                whole = False
+            if whole:  # (every record's own time usable: taken where the receipt's is not)
+                ts = [k if t is None else t for t, k in zip(ts, kts)]
+            for i in [] if whole else [i for i, t in enumerate(ts) if t is None]:
+                r = recs[i]
+                ktime = r.timestamp if r.timestamp is not _UNSET else r.ts if r.ts is not _UNSET else None
+                if type(ktime) is int and 0 < ktime < _INT_END:
+                    ts[i] = ktime
+    srcs = list(map(_SOURCE, fs))
+    names: dict = {}  # source id -> as compared (one string each)
+    if fold:
+        get, put = names.get, names.setdefault
+        whos = [get(s) or put(s, s.lower()) for s in srcs]
+    else:
+        whos = list(map(names.setdefault, srcs, srcs))
+    if recs is None:
+        parts = [None] * n
+    else:
+        numbers = list(map(_PARTITION, recs))
+        topics = set(map(_TOPIC, recs))
+        if len(topics) == 1 and set(map(type, numbers)) == {int}:  # (one topic, every partition a number: one tuple each)
+            topic = topics.pop()
+            parts = list(map({p: (topic, p) for p in set(numbers)}.__getitem__, numbers))
+        else:
+            held: dict = {}  # (topic, partition) -> one tuple each
+            parts = [held.setdefault((r.topic, p), (r.topic, p)) if type(p) is int else None for r, p in zip(recs, numbers)]
+    return b"\x01" * n, ts, whos, parts
 
 
 def numbered(events: tuple, first: int) -> list[tuple]:

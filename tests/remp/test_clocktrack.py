@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from rmkit.conformance.remp import clocktrack
 from rmkit.conformance.remp.bulk_sim import BulkConfig, generate
 from rmkit.conformance.remp.checker import RempLogChecker
-from rmkit.conformance.remp.clocktrack import block, chunk_events, line_event, numbered, others
+from rmkit.conformance.remp.clocktrack import block, chunk_events, line_event, numbered, others, text_events
 from rmkit.conformance.remp.sharded import RempShards
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "remp" / "logs"
@@ -200,3 +201,33 @@ def test_a_chunk_s_events_are_each_lines_own_reading(tmp_path, fold):
     for chunk in (upper, stamped):
         assert list(zip(*chunk_events(chunk, fold)[1:])) == [line_event(line, fold) for line in chunk]
     assert chunks > 10
+
+
+def _tricky() -> list[bytes]:
+    """Lines that start with "{" and end with "}" but are not one receipt each: two values on a
+    line, a value whose line is followed by a line holding nothing, a value left open, a receipt
+    with a kind among Kafka records."""
+    a = json.dumps(receipt(T0 + 1)).encode()
+    b = json.dumps(receipt(T0 + 2, src=B)).encode()
+    k = json.dumps(kafka(receipt(0, src=C), t=T0 + 3)).encode()
+    return [[a, a + b" " + b, b], [a + b" " + b, b"{}"], [a, b"{" + a[1:-1] + b"," + b'"x":{}', b"}"], [k, a, k],
+            [k, k.replace(b'"value"', b'"kind":"Timeout","value"'), k], [a, b"{" + b[1:]], [k, b"{}", k]]
+
+
+@pytest.mark.parametrize("fold", [True, False])
+def test_a_chunk_s_events_read_from_its_text_are_its_lines(tmp_path, fold):
+    """The events of a chunk given as its text (what a --jobs share that dealt the chunk from its
+    text has) are those of its lines read one by one, on the fixtures' logs, on Kafka dumps whose
+    receipts are stamped 0, and on texts whose every line looks like one object but is not."""
+    chunks = [[x + b"\n" for x in chunk] for chunk in _tricky()]
+    for path, _ in logs(tmp_path):
+        lines = path.read_bytes().split(b"\n")[:-1]
+        chunks += [[x + b"\n" for x in lines[at:at + 64]] for at in range(0, len(lines), 64)]
+    chunks.append([json.dumps(kafka(receipt(0 if i % 2 else T0 + i, src=C), t=T0 + 10 * i, partition=i % 2)).encode() + b"\n"
+                   for i in range(5)])
+    whole = 0
+    for chunk in chunks:
+        text = b"".join(chunk)
+        assert text_events(text, fold) == chunk_events(chunk, fold) == text_events(text, fold, chunk)
+        whole += clocktrack._whole_text(text, len(chunk), fold) is not None
+    assert 10 < whole < len(chunks)  # (most read at once, the tricky ones line by line)

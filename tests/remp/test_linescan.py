@@ -187,8 +187,39 @@ def test_a_jobs_run_reports_the_same_with_either_scanner(scanner, monkeypatch, t
 
 @needs_compiled
 def test_the_installed_dealer_is_the_compiled_one_unless_told_otherwise(monkeypatch):
-    assert linescan.COMPILED == (linescan._compiled() is not None)
+    assert linescan.COMPILED == (linescan._compiled()[0] is not None)
     monkeypatch.delenv("RMKIT_PURE_PYTHON", raising=False)
-    assert linescan._compiled() is compiled
+    assert linescan._compiled()[0] is compiled
     monkeypatch.setenv("RMKIT_PURE_PYTHON", "1")
-    assert linescan._compiled() is None
+    assert linescan._compiled() == (None, None)
+
+
+def braced_by_hand(text: bytes) -> int:
+    """What braced_lines promises, line by line."""
+    if not text.endswith(b"\n"):
+        return 0
+    lines = text[:-1].split(b"\n")
+    return len(lines) if all(x[:1] == b"{" and x[-1:] == b"}" for x in lines) else 0
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(_piece, max_size=8).map(b"".join), min_size=0, max_size=8), st.booleans())
+def test_braced_lines_counts_the_lines_when_each_is_braced(raw, end_with_newline):
+    """Both ways (compiled, Python) count the lines of a text whose every line starts with "{" and
+    ends with "}", and give 0 for any other text (one line not so, no final newline, empty)."""
+    text = b"\n".join(b"{" + x + b"}" if i % 3 else x for i, x in enumerate(raw)) + (b"\n" if end_with_newline else b"")
+    want = braced_by_hand(text)
+    if compiled is not None:
+        assert linescan.braced_lines(text) == want
+    pure = linescan._BRACED
+    try:
+        linescan._BRACED = None
+        assert linescan.braced_lines(text) == want
+    finally:
+        linescan._BRACED = pure
+
+
+@pytest.mark.parametrize("text, want", [(b"{}\n{}\n", 2), (b"{} {}\n", 1), (b"{}\n\n", 0), (b"{\n}\n", 0), (b"{}", 0), (b"", 0),
+                                        (b"}\n", 0), (b"{\n", 0), (b"{}\r\n", 0), (b"\n", 0)])
+def test_braced_lines_on_edges(text, want):
+    assert linescan.braced_lines(text) == want == braced_by_hand(text)
