@@ -446,7 +446,9 @@ class RempLogChecker:
             batches = (own_lines(refs, batch, part_k, part_n) for refs, batch in batches)
         batches = self._own_batches(batches)
         next_other_ref = self._next_other
-        advance_others = self.clock.advance_queued
+        log_clock = self.clock
+        advance_others = log_clock.advance_queued
+        others_taken = 0  # the other shares' records taken here (added to others_seen at the end)
         for refs, batch in _pieces(batches) if typed is not None else batches:
             next_other = next_other_ref()  # the next other share's record to take the time of
             if typed is not None:  # the well-formed receipts of known kinds, typed (records.py); None for the others
@@ -498,8 +500,8 @@ class RempLogChecker:
             for ref, line, obj, ki, act, h, rec in zip(refs, batch, objs, infos, acts, hashes, recs):
                 if ref > next_other:  # (a share: the clock takes the other shares' records before this one)
                     seq, why, taken, next_other = advance_others(ref, seq, self._next_sweep_t, SWEEP_EVERY)
-                    self.others_seen += taken
-                    hwm = self.hwm = self.clock.now
+                    others_taken += taken
+                    hwm = self.hwm = log_clock.now
                     if why:  # a sweep is due (now and then): judged, and the rest taken
                         self.seq = seq
                         self._clock_passed(why)
@@ -612,7 +614,7 @@ class RempLogChecker:
                             if moved & TOP:
                                 own_top = (ref, mid, kind)
                             if moved & MOVED:
-                                hwm = clock = self.hwm = self.clock.now
+                                hwm = clock = self.hwm = log_clock.now
                                 if hwm >= self._next_sweep_t:  # the clock moved on: judge what is due
                                     self.seq = seq
                                     self._sweep()
@@ -826,6 +828,7 @@ class RempLogChecker:
                                 msg.blk.extend((kind, block, t, ref, src))
 
         self.seq = seq
+        self.others_seen += others_taken
         self._envelopes = envelopes
         self._own_top = own_top
         if self.clock.next_queued() is not None:  # the other shares' records after this share's last one
@@ -1017,6 +1020,8 @@ class RempLogChecker:
         figures = self.per_source
         first_t = msg.first_t
         role_of = self._role_of
+        # the role as _role_of finds it, at once where no roles were declared and the source's was inferred
+        inferred = self._roles.get if self.declared_roles is None else None
         queued = []
         for src, st in msg.srcs.items():
             f = figures.get(src)
@@ -1031,8 +1036,10 @@ class RempLogChecker:
                 f[4] += 1
             if first_t is not None and (t := st.first_t) is not None:
                 f[5].add(t - first_t)
-            if st.queued is not None and role_of(src, st) == VALIDATOR:
-                queued.append((src, st))
+            if st.queued is not None:
+                known = inferred(src) if inferred is not None else None
+                if (known[0] if known is not None else role_of(src, st)) == VALIDATOR:
+                    queued.append((src, st))
         return queued
 
     def _lat(self, name: str, value: int) -> None:
