@@ -300,16 +300,48 @@ def _cpu_ticks(cpus: set[int] | None) -> tuple[int, int] | None:
     return (idle, total) if total else None
 
 
+def _affinity() -> set[int] | None:
+    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+
+
+def _mark() -> tuple | None:
+    """(monotonic time, this process's CPU seconds, the kernel's ticks) now, None where unreadable."""
+    try:
+        return time.monotonic(), time.process_time(), _cpu_ticks(_affinity())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+# Taken when the kit's reading is imported: the window over which idle_cores looks at the cores
+# then starts at the command's start instead of at the decision, so that it is mostly over by then
+# (a default run waited the whole window before its first line).
+_IMPORTED = _mark()
+_MARK_MAX_AGE_S = 2.0  # an older mark says nothing about the cores now (a long-lived process)
+
+
 def idle_cores(cores: int, window_s: float = 0.2) -> float:
     """How many of this process's cores are idle now: the kernel's idle time on them over a short
-    window (Linux), else the cores less the one-minute load average, else ``cores``."""
-    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    window (Linux), else the cores less the one-minute load average, else ``cores``. The window
+    starts when this module was imported, where that was less than a few seconds ago (waiting
+    only for what is left of it); the CPU this process spent meanwhile (its start) is counted as
+    idle, since it is the core the check itself then runs on, not other work."""
+    cpus = _affinity()
     try:
-        before = _cpu_ticks(cpus)
-        time.sleep(window_s)
-        after = _cpu_ticks(cpus)
+        mark = _IMPORTED if window_s > 0 else None
+        if mark is None or mark[2] is None or time.monotonic() - mark[0] > _MARK_MAX_AGE_S:
+            mark = (time.monotonic(), time.process_time(), _cpu_ticks(cpus))
+            own_counts = False
+        else:
+            own_counts = True
+        wait = window_s - (time.monotonic() - mark[0])
+        if wait > 0:
+            time.sleep(wait)
+        before, after = mark[2], _cpu_ticks(cpus)
         if before and after and after[1] > before[1]:
-            return cores * (after[0] - before[0]) / (after[1] - before[1])
+            idle = after[0] - before[0]
+            if own_counts:
+                idle = min(idle + (time.process_time() - mark[1]) * os.sysconf("SC_CLK_TCK"), after[1] - before[1])
+            return cores * idle / (after[1] - before[1])
     except (OSError, ValueError, IndexError):
         pass
     try:

@@ -60,6 +60,23 @@ def test_idle_cores_are_the_kernels_idle_time_on_this_process_cores_else_the_loa
     assert idle_cores(2, window_s=0) == 0.0
 
 
+def test_the_window_starts_at_import_and_the_checks_own_start_counts_as_idle(monkeypatch):
+    """A default run does not wait the whole window at its decision: it began when the kit's
+    reading was imported, and the CPU the command spent since (its own start, on the core the
+    check then runs on) is not other work. A mark too old to tell about now is not used."""
+    now = logread.time.monotonic()
+    monkeypatch.setattr(logread, "_IMPORTED", (now - 1.0, logread.time.process_time() - 0.5, (100, 1000)))
+    monkeypatch.setattr(logread, "_cpu_ticks", lambda cpus: (150, 1200))  # of 200 ticks, 50 idle
+    monkeypatch.setattr(logread.os, "sysconf", lambda name: 100)  # 0.5 s of this process's CPU: 50 ticks
+    slept = []
+    monkeypatch.setattr(logread.time, "sleep", slept.append)
+    assert idle_cores(2) == pytest.approx(1.0, abs=0.02) and not slept
+    monkeypatch.setattr(logread, "_IMPORTED", (now - 10.0, 0.0, (0, 0)))
+    ticks = iter([(100, 1000), (250, 1200)])
+    monkeypatch.setattr(logread, "_cpu_ticks", lambda cpus: next(ticks))
+    assert idle_cores(2) == pytest.approx(1.5) and slept and 0 < slept[0] <= 0.2
+
+
 def test_the_kernels_counters_are_read_per_core():
     got = logread._cpu_ticks(None)
     if got is None:
