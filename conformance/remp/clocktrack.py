@@ -227,15 +227,17 @@ _TOPIC, _PARTITION = attrgetter("topic"), attrgetter("partition")
 
 def text_events(text: bytes, fold: bool, lines: list | None = None) -> tuple[bytes, list, list, list]:
     """:func:`chunk_events` of a chunk given as its text (lines, each ending with its newline), as
-    its owner in a ``--jobs`` run has it: ``lines``, the same lines split, when the caller has
-    them. Where every line is one object on a line of its own, the text is decoded at once (one
-    call, no split); any other chunk is split and read line by line."""
-    n = braced_lines(text)  # (then the values decoded one after the other are the lines', one each)
-    if n:
-        events = _whole_text(text, n, fold)
-        if events is not None:
-            return events
-    return chunk_events(lines if lines is not None else split_lines(text, terminated=True)[0], fold)
+    its owner in a ``--jobs`` run has it; ``lines``: the same lines split, where the caller split
+    them (then they are read). Where it did not and every line is one object on a line of its own,
+    the text is decoded at once (one call, no split); any other chunk is split and read line by line."""
+    if lines is None:
+        n = braced_lines(text)  # (then the values decoded one after the other are the lines', one each)
+        if n:
+            events = _whole_text(text, n, fold)
+            if events is not None:
+                return events
+        lines = split_lines(text, terminated=True)[0]
+    return chunk_events(lines, fold)
 
 
 def _whole_text(text: bytes, n: int, fold: bool):
