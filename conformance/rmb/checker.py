@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """``rmkit check --protocol rmb``: the RMB log rules over message logs (a daemon's own log, or a
 recorder's between daemons; several files are one log).
 
