@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """``rmkit check --protocol rmb``: the RMB log rules over message logs (a daemon's own log, or a
 recorder's between daemons; several files are one log).
 
@@ -17,6 +18,7 @@ passed its horizon (:class:`Requests`, on the core's streaming engine :mod:`rmki
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from itertools import compress
@@ -339,6 +341,7 @@ class RmbShards:
                  horizon_s: float | None = None):
         self.profile, self.directory_path, self.max_examples, self.horizon_s = profile, directory, max_examples, horizon_s
         self.started = time.time()  # one clock for every share (pickled with the checker): a line's time is judged alike
+        self.spill: str | None = None  # where a share writes its signature index as it grows (None: kept in memory)
         self._ctx = None
 
     def __getstate__(self):
@@ -363,7 +366,7 @@ class RmbShards:
         from rmkit.protocols.rmb.model import rmb_spec
         from rmkit.conformance.rmb.sigreuse import SignatureIndex
 
-        share = Share(signed=SignatureIndex(rmb_spec().raw["signature"]["challenge"]["pieces"]))
+        share = Share(signed=SignatureIndex(rmb_spec().raw["signature"]["challenge"]["pieces"], self.spill))
         requests = Requests(self.ctx(), share)
         with paused_collections():  # the records hold no cycles: reference counting frees them (gctune)
             share.records = self._read(batches, requests, share)
@@ -556,15 +559,19 @@ class RmbLogChecker:
     def run(self, inputs: list[str]) -> Report:
         started = time.perf_counter()
         jobs = default_jobs(inputs) if self.jobs is None else self.jobs
-        if jobs > 1 and "-" not in inputs:
-            with tempfile.TemporaryDirectory(prefix="rmkit-rmb-") as spill:  # (the shares' signature indexes)
-                shares = _run_processes(self.shards, inputs, jobs, spill)
-                rep = self.shards.merge(inputs, shares)
-        else:
-            problems: list[tuple] = []
-            share = self.shards.check_share(inputs, _file_batches(inputs, problems))
-            share.problems += problems
-            rep = self.shards.merge(inputs, [share])
+        # the shares' signature indexes go to files as they grow (sigreuse): the memory a check
+        # holds then follows the requests open, not the signed messages of the log
+        with tempfile.TemporaryDirectory(prefix="rmkit-rmb-") as spill:
+            shards = copy.copy(self.shards)
+            shards.spill = spill
+            if jobs > 1 and "-" not in inputs:
+                shares = _run_processes(shards, inputs, jobs, spill)
+            else:
+                problems: list[tuple] = []
+                share = shards.check_share(inputs, _file_batches(inputs, problems))
+                share.problems += problems
+                shares = [share]
+            rep = shards.merge(inputs, shares)
         elapsed = time.perf_counter() - started
         rep.metrics["elapsed_s"] = round(elapsed, 3)
         rep.metrics["records_per_s"] = round(rep.records / elapsed) if elapsed > 0 else None

@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """The RMB log rules, one handler per rule, registered by rule id.
 
 A request (the records of one uid, :class:`.logjudge.Group`) is judged once the log's clock has

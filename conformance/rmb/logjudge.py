@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """The RMB log rules' common ground: one request (the records of one uid, in time order) as the
 handlers judge it (:mod:`.handlers`, one per rule id), and the profile's values they read.
 

@@ -7,8 +7,11 @@ signature copied onto another message; the log checker reports it (severity info
 two messages are in the log, whichever share of a ``--jobs`` run or Spark audit read each.
 
 A share keeps four numbers per signed message it saw (a digest of the signature, a digest of the
-signed fields as values, the line's reference and which event it was), in arrays: a few tens of
-bytes per message, not the message.
+signed fields as values, the line's reference and which event it was), in arrays: 25 bytes per
+message, not the message. Given a directory (as ``rmkit check`` gives it), a share writes each
+full chunk of them to its files there as it fills, so what the index holds in memory is one
+chunk whatever the log's length: the merge reads the files (it needs the whole index only once,
+after the shares are done).
 """
 
 from __future__ import annotations
@@ -39,20 +42,44 @@ def _absent(pieces: tuple) -> tuple:
 
 
 class SignatureIndex:
-    """The signed messages one share saw: signature digest, signed-fields digest, line ref, event."""
+    """The signed messages one share saw: signature digest, signed-fields digest, line ref, event
+    (``directory``: where its full chunks are written as they fill, None: kept in memory)."""
 
-    def __init__(self, pieces: Iterable[str]):
+    def __init__(self, pieces: Iterable[str], directory: str | None = None):
         self.pieces = tuple(pieces)
-        self.done: list[tuple] = []  # the full chunks: (sig, fields, ref, event) arrays of CHUNK entries
+        self.done: list[tuple] = []  # the full chunks kept: (sig, fields, ref, event) arrays of CHUNK entries
+        self.files: list[str] | None = None  # the files of the chunks written, a column each (None: none written)
+        self.written = 0  # entries in the files
+        self.directory = directory
         self._chunk()
 
     def _chunk(self) -> None:
         """Start a chunk. The arrays grow chunk by chunk, not as one array: one that grows by
         reallocation holds its old and new copies at once, and the holes they leave behind."""
         if getattr(self, "ref", None):
-            self.done.append((self.sig, self.fields, self.ref, self.event))
+            full = (self.sig, self.fields, self.ref, self.event)
+            if self.directory is None:
+                self.done.append(full)
+            else:
+                self._write(full)
         self.sig, self.fields, self.ref, self.event = array("Q"), array("Q"), array("Q"), array("B")
         self.room = CHUNK
+
+    def _write(self, chunk: tuple) -> None:
+        """Append a chunk's arrays to the index's files (one per column, made at the first)."""
+        import os
+        import tempfile
+
+        if self.files is None:
+            self.files = []
+            for name, _ in _COLUMNS:
+                fd, path = tempfile.mkstemp(prefix=f"rmb-signatures-{name}-", dir=self.directory)
+                os.close(fd)
+                self.files.append(path)
+        for path, column in zip(self.files, chunk):
+            with open(path, "ab") as f:
+                column.tofile(f)
+        self.written += len(chunk[2])
 
     def __getstate__(self):
         return self.__dict__
@@ -83,7 +110,7 @@ class SignatureIndex:
             self._chunk()
 
     def __len__(self) -> int:
-        return CHUNK * len(self.done) + len(self.ref)
+        return self.written + CHUNK * len(self.done) + len(self.ref)
 
     def _chunks(self) -> list[tuple]:
         return self.done + [(self.sig, self.fields, self.ref, self.event)]
@@ -92,25 +119,32 @@ class SignatureIndex:
         """(sig, fields, ref, event) as numpy arrays (one chunk read in place, more joined)."""
         import numpy as np
 
+        if self.files is not None:
+            self.spill(self.directory)  # (the chunks written, then the rest: read back as one)
+            return SpilledIndex(self.files, self.written).columns()
         chunks = self._chunks()
         return tuple(np.frombuffer(chunks[0][j], dtype=dtype) if len(chunks) == 1 else
                      np.concatenate([np.frombuffer(c[j], dtype=dtype) for c in chunks])
                      for j, (_, dtype) in enumerate(_COLUMNS))
 
     def spill(self, directory: str) -> "SpilledIndex":
-        """This index written to a file in ``directory`` (its arrays as they are, no copy made), as
-        a ``--jobs`` share hands it to the merge: its process need not pickle the arrays (a copy
-        or two of them, at the end of the run, when its memory is at its peak) and the merge reads
-        them once."""
-        import os
-        import tempfile
-
-        fd, path = tempfile.mkstemp(prefix="rmb-signatures-", dir=directory)
-        with os.fdopen(fd, "wb") as f:
-            for j in range(len(_COLUMNS)):
-                for chunk in self._chunks():
-                    chunk[j].tofile(f)
-        return SpilledIndex(path, len(self))
+        """This index written to files in ``directory`` (its arrays as they are, no copy made;
+        those of an index given a directory were written there as they filled), as a ``--jobs``
+        share hands it to the merge: its process need not pickle the arrays (a copy or two of
+        them, at the end of the run, when its memory is at its peak) and the merge reads them
+        once."""
+        if self.files is not None and directory != self.directory:
+            raise ValueError(f"the index writes its chunks to {self.directory!r}, not {directory!r}")
+        self.directory = directory
+        for chunk in self._chunks():
+            if len(chunk[2]):
+                self._write(chunk)
+        self.done = []
+        self.sig, self.fields, self.ref, self.event = array("Q"), array("Q"), array("Q"), array("B")
+        self.room = CHUNK
+        if self.files is None:  # (nothing signed: empty files, read back as no entry)
+            self._write(self._chunks()[0])
+        return SpilledIndex(self.files, self.written)
 
 
 # entries of an index's chunk (its arrays: 1.6 MB)
@@ -121,11 +155,11 @@ _COLUMNS = (("sig", "=u8"), ("fields", "=u8"), ("ref", "=u8"), ("event", "u1"))
 
 
 class SpilledIndex:
-    """A :class:`SignatureIndex` written to a file (:meth:`SignatureIndex.spill`): its length and
-    :meth:`columns`, read from the file."""
+    """A :class:`SignatureIndex` written to files (:meth:`SignatureIndex.spill`, a column each):
+    its length and :meth:`columns`, read from the files."""
 
-    def __init__(self, path: str, count: int):
-        self.path, self.count = path, count
+    def __init__(self, paths: list[str], count: int):
+        self.paths, self.count = list(paths), count
 
     def __len__(self) -> int:
         return self.count
@@ -133,8 +167,7 @@ class SpilledIndex:
     def columns(self) -> tuple:
         import numpy as np
 
-        with open(self.path, "rb") as f:
-            return tuple(np.fromfile(f, dtype=dtype, count=self.count) for _, dtype in _COLUMNS)
+        return tuple(np.fromfile(path, dtype=dtype, count=self.count) for path, (_, dtype) in zip(self.paths, _COLUMNS))
 
 
 def reused(indices: Iterable[SignatureIndex]) -> list[tuple[str, str, list[tuple[int, str, None]]]]:

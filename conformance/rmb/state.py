@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """What the RMB log checker keeps of a request while it is open (:class:`Request`).
 
 Memory follows the requests still open (:mod:`.checker`): a request whose TTL is long is held

@@ -431,6 +431,31 @@ def test_a_shares_signature_index_written_to_a_file_reads_back_alike(tmp_path, m
     assert sigreuse.reused([spilled, sigreuse.SignatureIndex(pieces)]) == sigreuse.reused([whole])
 
 
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 16])
+def test_a_signature_index_given_a_directory_holds_one_chunk_and_reads_back_alike(tmp_path, monkeypatch, chunk):
+    """An index given a directory (as rmkit check gives every share one) writes each chunk there
+    once it is full: it holds at most one chunk in memory, and reads back, spilled or not, the
+    columns and the reuse of an index kept in memory."""
+    from rmkit.conformance.rmb import sigreuse
+    from rmkit.protocols.rmb.model import rmb_spec
+
+    lines = _sig007_lines() * 3
+    pieces = rmb_spec().raw["signature"]["challenge"]["pieces"]
+    whole = sigreuse.SignatureIndex(pieces)
+    monkeypatch.setattr(sigreuse, "CHUNK", chunk)
+    index = sigreuse.SignatureIndex(pieces, str(tmp_path))
+    for ref, rec in enumerate(lines, 1):
+        whole.add(ref << 3, rec["event"], rec["message"])
+        index.add(ref << 3, rec["event"], rec["message"])
+        assert not index.done and len(index.ref) < chunk
+    assert len(index) == len(whole) > 0 and (index.files is not None) == (len(whole) >= chunk)
+    expected = [c.tolist() for c in whole.columns()]
+    assert [c.tolist() for c in index.columns()] == expected
+    spilled = index.spill(str(tmp_path))
+    assert len(spilled) == len(whole) and [c.tolist() for c in spilled.columns()] == expected
+    assert sigreuse.reused([spilled]) == sigreuse.reused([whole]) != []
+
+
 def test_a_jobs_run_leaves_no_file_behind(tmp_path, monkeypatch):
     import tempfile
 
