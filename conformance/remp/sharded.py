@@ -74,8 +74,9 @@ class RempShards:
 
 
 def _with_others(batches, clock: Iterable[bytes]):
-    """(refs, lines, the clock events of the other shares' records up to the batch's last, as a
-    block for :meth:`rmkit.logclock.RecordClock.queue`) for each of a share's batches, then the
+    """A share's (refs, lines) batches, each with a third part: a block of the clock events of the
+    other shares' records before its last line, for :meth:`rmkit.logclock.RecordClock.queue`
+    (several blocks before one batch come as batches without lines of their own); then the
     events after its last record. ``clock``: the log's packed blocks (:meth:`RempShards.clock_block`)
     in log order; each is unpacked when the share reaches it, so a share holds one block of the
     log's events at a time besides its own."""
@@ -85,7 +86,7 @@ def _with_others(batches, clock: Iterable[bytes]):
         if not len(refs):
             continue
         last = refs[-1]
-        pieces = []
+        piece = _NONE
         while True:
             if held is None:
                 data = next(blocks, None)
@@ -96,19 +97,24 @@ def _with_others(batches, clock: Iterable[bytes]):
             brefs = held[0]
             if not len(brefs) or brefs[0] > last:
                 break
+            if piece is not _NONE:
+                yield [], [], piece
             cut = bisect_right(brefs, last)
-            pieces.append(_theirs(brefs[:cut], held[1][:cut], held[2][:cut], held[3][:cut], held[4][:cut], refs))
-            if cut < len(brefs):
-                held = [brefs[cut:], held[1][cut:], held[2][cut:], held[3][cut:], held[4][cut:]]
-                break
-            held = None
-        yield refs, lines, _joined(pieces)
-    rest = []
+            if cut == len(brefs):  # (the whole block: no copy)
+                piece = _theirs(*held, refs)
+                held = None
+                continue
+            piece = _theirs(brefs[:cut], held[1][:cut], held[2][:cut], held[3][:cut], held[4][:cut], refs)
+            held = [brefs[cut:], held[1][cut:], held[2][cut:], held[3][cut:], held[4][cut:]]
+            break
+        yield refs, lines, piece
     if held is not None:
-        rest.append(_theirs(*held, ()))
-    rest += [_theirs(range(first, first + len(ev[0])) if type(first) is int else first, *ev, ())
-             for first, ev in map(pickle.loads, blocks)]
-    yield [], [], _joined(rest)
+        yield [], [], _theirs(*held, ())
+    for first, (counted, ts, whos, parts) in map(pickle.loads, blocks):
+        yield [], [], (first, counted, ts, whos, parts)
+
+
+_NONE = ([], b"", [], [], [])  # (no event)
 
 
 def _theirs(brefs, counted: bytes, ts: list, whos: list, parts: list, own) -> tuple:
@@ -127,12 +133,3 @@ def _theirs(brefs, counted: bytes, ts: list, whos: list, parts: list, own) -> tu
                 if i is not None:
                     take[i] = 0
     return (brefs.start if type(brefs) is range else list(brefs)), bytes(take), ts, whos, parts
-
-
-def _joined(pieces: list[tuple]) -> tuple:
-    if len(pieces) == 1:
-        return pieces[0]
-    if not pieces:
-        return [], b"", [], [], []
-    return ([r for p in pieces for r in (range(p[0], p[0] + len(p[1])) if type(p[0]) is int else p[0])], b"".join(p[1] for p in pieces), [t for p in pieces for t in p[2]],
-            [w for p in pieces for w in p[3]], [q for p in pieces for q in p[4]])
