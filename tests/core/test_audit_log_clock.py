@@ -88,27 +88,37 @@ KW = dict(lifetime_s=60, horizon_s=30)  # a message closes 90 s after its first 
 
 
 def remp_planted(spark, path: Path, kafka: bool) -> str:
-    """Message M sent to the validators at 0 s; three other messages queued by two validators at
-    88.5-90.2 s (the log's clock passes M's close point, 90 s); M's final receipt (rejected by
+    """Message M sent to the validators at 0 s; four other messages queued by two validators at
+    88.5-90.25 s (the log's clock passes M's close point, 90 s); M's final receipt (rejected by
     the full node) written after them at 90.3 s: late. M shares no audit partition and no
     ``--jobs 2`` share with the others. With ``kafka``, the receipts are a Kafka dump's records
-    (one topic partition, as a consumer reads it). Returns M's id."""
+    over two topic partitions, M's in partition 0 with two of the others: both partitions have
+    delivered past M's close point when its rejection comes, so the slowest partition holds the
+    clock back no further than that. Returns M's id."""
     ids = [f"{k:063x}{d}" for k in range(1, 200) for d in "0123456789abcdef"]
     where = spark_partitions(spark, ids)
     m = ids[0]
     others = [i for i in ids if where[i] != where[m] and partition_share(b'"message_id":"%s"' % i.encode(), 2)
-              != partition_share(b'"message_id":"%s"' % m.encode(), 2)][:3]
+              != partition_share(b'"message_id":"%s"' % m.encode(), 2)][:4]
 
     def receipt(kind, mid, dt, src, **extra):
         return {"kind": kind, "message_id": mid, "timestamp": T0 + dt, "source_id": src, "signature": SIG, **extra}
 
     recs = [receipt("SentToValidators", m, 0, FULLNODE, sent_to=7, total_validators=7)]
-    for mid, dt, pair in zip(others, (88_500, 89_600, 90_200), (VALIDATORS[:2], VALIDATORS[2:], VALIDATORS[:2])):
+    kafka_partition = {m: 0}
+    for mid, dt, pair, kp in zip(others, (88_500, 89_600, 90_200, 90_250), (VALIDATORS[:2], VALIDATORS[2:]) * 2, (1, 0, 0, 1)):
         recs += [receipt("PutIntoQueue", mid, dt, v) for v in pair]
+        kafka_partition[mid] = kp
     recs.append(receipt("RejectedByFullnode", m, 90_300, FULLNODE, error="Can't deserialize message"))
     if kafka:
-        recs = [{"topic": "remp-receipts", "partition": 0, "offset": i, "timestamp": r["timestamp"], "key": r["message_id"],
-                 "value": r} for i, r in enumerate(recs)]
+        offsets = [0, 0]
+        out = []
+        for r in recs:
+            kp = kafka_partition[r["message_id"]]
+            out.append({"topic": "remp-receipts", "partition": kp, "offset": offsets[kp], "timestamp": r["timestamp"],
+                        "key": r["message_id"], "value": r})
+            offsets[kp] += 1
+        recs = out
     path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs))
     return m
 
