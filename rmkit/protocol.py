@@ -92,7 +92,14 @@ class FixtureFile:
 class ShardedChecker(_TypingProtocol):
     """A protocol's log checker run in shares, by a distributed job (``rmkit audit``) or by
     processes (``rmkit check --jobs``): every share gets all records of its keys, in log order, and
-    the shares' partial results merge into one report. Must be picklable (it travels to workers)."""
+    the shares' partial results merge into one report. Must be picklable (it travels to workers).
+
+    A checker whose decisions follow the log's clock (a subject closed, a record late, once the
+    clock passed a point) also defines ``clock_block(refs, lines) -> bytes``, the clock events of
+    a batch of the log's lines (every line, in log order) by its own reading, and takes them as
+    ``check_share(inputs, batches, clock=...)``: every block of the log in log order, which the
+    share's clock takes between its own records, so that it is the log's clock at every record
+    (``rmkit audit`` reads them in a pass of its own: docs/audit.md)."""
 
     key: RecordKey
 

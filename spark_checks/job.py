@@ -65,12 +65,14 @@ class AuditResult:
 
 
 def audit(spark, checker, paths: list[str], partitions: int | None = None, per_file: bool = False,
-          skip: list[str] | tuple = (), split_bytes: int | None = None) -> AuditResult:
+          skip: list[str] | tuple = (), split_bytes: int | None = None, log_clock: bool = True) -> AuditResult:
     """Check ``paths`` as one log with ``checker`` (a :class:`rmkit.protocol.ShardedChecker`), or,
     with ``per_file``, each file as a log of its own in the same Spark job (``checker`` may then
     be a list: one per path, each with the same key, e.g. one protocol's checker with other
     settings per file). ``skip``: files a directory or glob may hold that are no logs.
-    ``split_bytes``: the size of a file split in the one-pass audit (default: Spark's own rule)."""
+    ``split_bytes``: the size of a file split in the one-pass audit (default: Spark's own rule).
+    ``log_clock``: give every share the log's clock (:func:`_log_clock`) where the checker takes it;
+    False only to measure what it costs (the shares' clocks then lag the log's)."""
     started = time.perf_counter()
     files = _inputs().expand_paths(paths, skip)
     try:
@@ -85,11 +87,11 @@ def audit(spark, checker, paths: list[str], partitions: int | None = None, per_f
         run, dropped = None, 0.0
         if why is None:
             t_one = time.perf_counter()
-            run = _one_pass(spark, checker, files, key, partitions, per_file, split_bytes)
+            run = _one_pass(spark, checker, files, key, partitions, per_file, split_bytes, log_clock)
             if isinstance(run, str):  # the one pass's time is spent all the same: named, not hidden in the merge
                 why, dropped = run, time.perf_counter() - t_one
         if why is not None:
-            run = _two_passes(spark, checker, files, key, partitions, per_file)
+            run = _two_passes(spark, checker, files, key, partitions, per_file, log_clock)
         shares, numbering, timings = run
         if dropped:
             timings["one_pass_dropped_s"] = dropped
@@ -161,7 +163,8 @@ def _one_pass_refused(files, key) -> str | None:
     return None
 
 
-def _one_pass(spark, checker, files, key, partitions: int, per_file: bool, split_bytes: int | None):
+def _one_pass(spark, checker, files, key, partitions: int, per_file: bool, split_bytes: int | None,
+              log_clock: bool = True):
     """Key, shuffle and check in one pass: each record is placed by its plainly written key
     (:func:`inputs.spark_placed_key`) and numbered provisionally (:func:`inputs.provisional_lines`);
     the shares confirm the placement and count each split's lines. Returns (shares, the real line
@@ -176,11 +179,15 @@ def _one_pass(spark, checker, files, key, partitions: int, per_file: bool, split
     records = lines.select("fidx", "rid", inputs.provisional_lines().alias("lineno"), placed.alias("key"), "line")
     # the key travels with its record (an expression of the exchange alone would be computed again
     # for the flag): the share learns from it where Spark found no plain value
+    numbered = lines.select("fidx", inputs.provisional_lines().alias("lineno"), "line")
     records = _in_log_order(records, partitions, per_file, extra=((F.col("key") == "").alias("no_value"), "rid"))
-    runner = _arrow_runner(checker, list(files.shown), per_file, key, looking=True)
-    spark.sparkContext.setJobGroup("rmkit-audit", "the checker on each share of record keys, in log order (one pass)")
     with inputs.one_split_per_partition(spark, split_bytes or inputs.split_size(spark, files)):
+        clock, t_clock = _log_clock(spark, checker, files, numbered, per_file) if log_clock else (None, 0.0)
+        runner = _arrow_runner(checker, list(files.shown), per_file, key, looking=True, clock=clock)
+        spark.sparkContext.setJobGroup("rmkit-audit", "the checker on each share of record keys, in log order (one pass)")
         rows = _spark_action(files, lambda: records.mapInArrow(runner, "fidx int, share binary").collect())
+    if clock is not None:
+        clock.destroy()
     shares, counts, misplaced, example = [], inputs.SplitCounts(), 0, None
     for row in rows:
         got = pickle.loads(row.share)
@@ -197,10 +204,10 @@ def _one_pass(spark, checker, files, key, partitions: int, per_file: bool, split
     numbering = counts.numbering(REF_LINE_BITS)
     if isinstance(numbering, str):
         return numbering
-    return shares, numbering, {"count_lines_s": 0.0, "check_s": time.perf_counter() - started}
+    return shares, numbering, {"count_lines_s": 0.0, "clock_s": t_clock, "check_s": time.perf_counter() - started - t_clock}
 
 
-def _two_passes(spark, checker, files, key, partitions: int, per_file: bool):
+def _two_passes(spark, checker, files, key, partitions: int, per_file: bool, log_clock: bool = True):
     """A first pass counts the lines of every file split (line numbers follow) and finds the
     splits holding lines Spark cannot key; the second keys each line (by Spark where it is plain,
     by the checkers' reading otherwise), shuffles and checks. Returns (shares, None, timings)."""
@@ -217,13 +224,18 @@ def _two_passes(spark, checker, files, key, partitions: int, per_file: bool):
         F.count(F.lit(1)).alias("n"), F.min("rid").alias("r0"), F.sum(parsed).alias("parsed")).collect())
     offsets = inputs.line_offsets(counts)
     t_count = time.perf_counter() - started
+    numbered = lines.select("fidx", inputs.line_numbers(offsets).alias("lineno"), "line")
+    clock, t_clock = _log_clock(spark, checker, files, numbered, per_file) if log_clock else (None, 0.0)
     records = _keyed(lines, key, plain, offsets, dirty={(c.fidx, c.blk) for c in counts if c["parsed"]})
     records = _in_log_order(records, partitions, per_file)
-    runner = _arrow_runner(checker, list(files.shown), per_file, key, looking=False)
+    runner = _arrow_runner(checker, list(files.shown), per_file, key, looking=False, clock=clock)
     sc.setJobGroup("rmkit-audit", "the checker on each share of record keys, in log order")
     rows = _spark_action(files, lambda: records.mapInArrow(runner, "fidx int, share binary").collect())
+    if clock is not None:
+        clock.destroy()
     shares = [(row.fidx, pickle.loads(row.share)) for row in rows]
-    return shares, None, {"count_lines_s": t_count, "check_s": time.perf_counter() - started - t_count}
+    return shares, None, {"count_lines_s": t_count, "clock_s": t_clock,
+                          "check_s": time.perf_counter() - started - t_count - t_clock}
 
 
 def _in_log_order(records, partitions: int, per_file: bool, extra: tuple = ()):
@@ -233,12 +245,73 @@ def _in_log_order(records, partitions: int, per_file: bool, extra: tuple = ()):
     rmkit check drops it (both by Spark, so that the shares take whole columns)."""
     from pyspark.sql import functions as F
 
+    parts = [F.col("key"), F.col("fidx")] if per_file else [F.col("key")]
+    return records.repartition(partitions, *parts).select(*_ref_and_line(), *extra).sortWithinPartitions("ref")
+
+
+def _ref_and_line() -> tuple:
+    """The columns (ref, line) of records (fidx, lineno, line): what the checkers read."""
+    from pyspark.sql import functions as F
+
     ref = F.shiftleft(F.col("fidx").cast("long"), REF_LINE_BITS) + F.col("lineno")
     bom = (F.col("lineno") == 1) & (F.substring("line", 1, len(UTF8_BOM)) == F.lit(bytearray(UTF8_BOM)))
     line = F.when(bom, F.expr(f"substring(line, {len(UTF8_BOM) + 1})")).otherwise(F.col("line"))
-    parts = [F.col("key"), F.col("fidx")] if per_file else [F.col("key")]
-    return (records.repartition(partitions, *parts)
-            .select(ref.alias("ref"), line.alias("line"), *extra).sortWithinPartitions("ref"))
+    return ref.alias("ref"), line.alias("line")
+
+
+def _clocked(checker) -> bool:
+    """Whether the checker's shares take the log's clock (:func:`_log_clock`)."""
+    return all(callable(getattr(c, "clock_block", None)) for c in (checker if isinstance(checker, list) else [checker]))
+
+
+def _log_clock(spark, checker, files, numbered, per_file: bool):
+    """The log's clock for every share, as one process has it: the clock events of every line
+    (the checker's ``clock_block``: what its clock reads of a line, by its own reading), read from
+    each file split in log order on the executors (one task per split, the lines read and
+    numbered as the shares' are: ``numbered`` is (fidx, lineno, line) of every line), collected
+    in log order and handed to every share as one broadcast, a few bytes a record: each share's
+    clock then takes the other shares' records between its own, as a ``--jobs`` share's does.
+    Returns (the broadcast: log (0, or with ``per_file`` each file's index) -> its packed blocks in
+    log order, the seconds spent), or (None,
+    0) where the checker's shares take no clock (Corda: no decision of its checker follows a
+    clock)."""
+    if not _clocked(checker):
+        return None, 0.0
+    started = time.perf_counter()
+    runner = _clock_runner(checker)
+    spark.sparkContext.setJobGroup("rmkit-audit", "the clock events of each file split, in log order")
+    rows = _spark_action(files, lambda: numbered.select(*_ref_and_line()).mapInArrow(
+        runner, "first long, block binary").collect())
+    logs: dict[int, list] = {}
+    for row in sorted(rows, key=lambda r: r.first):
+        logs.setdefault(row.first >> REF_LINE_BITS if per_file else 0, []).append(row.block)
+    return spark.sparkContext.broadcast(logs), time.perf_counter() - started
+
+
+def _clock_runner(checker):
+    """Each Spark partition's clock events (rows in a split's order): a block per run of
+    consecutive lines (a partition may hold several splits, an Arrow batch the end of one and the
+    start of the next), by the checker of the line's file."""
+    import pyarrow as pa
+
+    schema = pa.schema([("first", pa.int64()), ("block", pa.binary())])
+
+    def run(batches):
+        for b in batches:
+            refs = b.column("ref").to_pylist()
+            lines = b.column("line").to_pylist()
+            firsts, blocks = [], []
+            start = 0
+            for i in range(1, len(refs) + 1):
+                if i == len(refs) or refs[i] != refs[i - 1] + 1:
+                    own = checker[refs[start] >> REF_LINE_BITS] if isinstance(checker, list) else checker
+                    firsts.append(refs[start])
+                    blocks.append(own.clock_block(refs[start:i], lines[start:i]))
+                    start = i
+            if firsts:
+                yield pa.RecordBatch.from_arrays([pa.array(firsts, pa.int64()), pa.array(blocks, pa.binary())], schema=schema)
+
+    return run
 
 
 def _line_of(numbering, shown: list[str]):
@@ -278,13 +351,14 @@ def _keyed(lines, key, plain, offsets, dirty: set):
 LOOKED = -1  # the fidx of the row in which a one-pass partition reports what its shares saw
 
 
-def _arrow_runner(checker, shown: list[str], per_file: bool, key, looking: bool):
+def _arrow_runner(checker, shown: list[str], per_file: bool, key, looking: bool, clock=None):
     """The function each partition runs over the column batches Arrow hands over (records sorted
     by position): the checker gets them as (refs, lines) batches, whole columns at a time; one
     row per share comes out (per file with ``per_file``), its partial result pickled. With
     ``looking`` (the one pass) a last row reports the splits' line counts and the records found
-    misplaced (:class:`inputs.SplitCounts`, :class:`inputs.Placement`). Arrow moves the records
-    between the JVM and Python in columns, at a fraction of the cost of pickling each row."""
+    misplaced (:class:`inputs.SplitCounts`, :class:`inputs.Placement`). ``clock``: the broadcast of
+    :func:`_log_clock`, whose blocks each share's clock takes. Arrow moves the records between the
+    JVM and Python in columns, at a fraction of the cost of pickling each row."""
     import pyarrow as pa
 
     schema = pa.schema([("fidx", pa.int32()), ("share", pa.binary())])
@@ -318,7 +392,11 @@ def _arrow_runner(checker, shown: list[str], per_file: bool, key, looking: bool)
         counts = inputs.SplitCounts() if looking else None
         for fidx, group in itertools.groupby(segments(batches, placement, counts), key=lambda seg: seg[0]):
             own = checker[fidx] if isinstance(checker, list) else checker
-            yield out(fidx, own.check_share(shown, ((refs, lines) for _, refs, lines in group)))
+            mine = ((refs, lines) for _, refs, lines in group)
+            if clock is None:
+                yield out(fidx, own.check_share(shown, mine))
+            else:
+                yield out(fidx, own.check_share(shown, mine, clock.value.get(fidx, [])))
         if looking:
             yield out(LOOKED, (counts, placement.misplaced, placement.example))
 

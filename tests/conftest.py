@@ -55,7 +55,7 @@ def pytest_configure(config):
 # kept in memory and in .rmkit/coverage), which two workers would otherwise measure at once.
 SHARED_SETUP = {
     "spark-session": ("test_audit_parity", "test_spark_audit", "test_corda_checker", "test_rmb_audit",
-                      "test_audit_one_pass"),
+                      "test_audit_one_pass", "test_audit_log_clock"),
     "remp-coverage": ("test_driven", "test_pytest_plugin_protocols", "test_driven_harness", "test_exit_contract",
                       "test_conform_coverage"),
 }

@@ -7,14 +7,15 @@ says why); without them its clock is its own records' and lags the log's (docs/c
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from typing import Any
+import pickle
+from bisect import bisect_left, bisect_right
+from typing import Any, Iterable
 
 from rmkit.protocol import RecordKey
 from rmkit.verdict import Report
 
 from rmkit.conformance.remp.checker import RempLogChecker
-from rmkit.conformance.remp.clocktrack import block, chunk_events, numbered
+from rmkit.conformance.remp.clocktrack import chunk_events, pack
 from rmkit.conformance.remp.figures import latest_receipt
 from rmkit.conformance.remp.parallel import _merge, first_roles
 
@@ -30,23 +31,30 @@ class RempShards:
 
     def __init__(self, kwargs: dict[str, Any]):
         self.kwargs = kwargs
+        self._fold = None  # whether ids compare case-folded (the checker's model says; read once)
 
-    def clock_events(self, batches) -> list[tuple]:
-        """The clock events of a log's records, (ref, time, who, partition) in log order, from all
-        its (refs, lines) batches in log order: what a share needs of the others' lines."""
-        fold = RempLogChecker(**self.kwargs).model.ids_fold_case
-        out: list[tuple] = []
-        for refs, lines in batches:
-            if len(refs) and refs[-1] - refs[0] == len(refs) - 1:  # (consecutive lines, as a log's are read)
-                out += numbered(chunk_events(lines, fold), refs[0])
-            else:
-                out += [(refs[i], t, who, part) for i, t, who, part in numbered(chunk_events(lines, fold), 0)]
-        return out
+    def clock_block(self, refs, lines) -> bytes:
+        """The clock events of one batch of a log's lines, in log order (``refs``: their references;
+        every line of the batch, those that hold no record too), packed: what a share needs of the
+        others' lines (:mod:`rmkit.conformance.remp.clocktrack`). ``rmkit audit`` reads each file
+        split once for them (``spark_checks/job.py``)."""
+        if self._fold is None:
+            self._fold = RempLogChecker(**self.kwargs).model.ids_fold_case
+        lines = list(lines)
+        n = len(lines)
+        first = refs[0] if n and refs[-1] - refs[0] == n - 1 else list(refs)  # (consecutive lines: the first's alone)
+        return pack((first, chunk_events(lines, self._fold)))
 
-    def check_share(self, inputs: list[str], batches, clock: list[tuple] | None = None) -> RempLogChecker:
+    def clock_events(self, batches) -> list[bytes]:
+        """The clock events of a whole log, from all its (refs, lines) batches in log order: one
+        :meth:`clock_block` a batch."""
+        return [self.clock_block(refs, lines) for refs, lines in batches if len(refs)]
+
+    def check_share(self, inputs: list[str], batches, clock: Iterable[bytes] | None = None) -> RempLogChecker:
         """The share's checker after its (refs, lines) batches, in log order. ``clock``: the whole
-        log's clock events (:meth:`clock_events`), which the share's clock then runs on, as one
-        process's does; without it the share's clock is its own records'."""
+        log's clock events, :meth:`clock_block`'s in log order (the share's own lines among them),
+        which the share's clock then takes between its own records, as one process's clock takes
+        every record; without it the share's clock is its own records' and lags the log's."""
         checker = RempLogChecker(**self.kwargs)
         checker.begin(inputs, shared=True)
         checker.feed(batches if clock is None else _with_others(batches, clock))
@@ -65,18 +73,63 @@ class RempShards:
                       [c.per_source for c in shares], [c.seconds_first for c in shares])
 
 
-def _with_others(batches, clock: list[tuple]):
-    """(refs, lines, the clock events of the other shares' records up to the batch's last) for
-    each of a share's batches, then the events after its last record."""
-    at = 0
-    keys = None
+def _with_others(batches, clock: Iterable[bytes]):
+    """A share's (refs, lines) batches, each with a third part: a block of the clock events of the
+    other shares' records before its last line, for :meth:`rmkit.logclock.RecordClock.queue`
+    (several blocks before one batch come as batches without lines of their own); then the
+    events after its last record. ``clock``: the log's packed blocks (:meth:`RempShards.clock_block`)
+    in log order; each is unpacked when the share reaches it, so a share holds one block of the
+    log's events at a time besides its own."""
+    blocks = iter(clock)
+    held = None  # the block being taken: [its lines' refs, counted, times, writers, partitions]
     for refs, lines in batches:
         if not len(refs):
             continue
-        if keys is None:
-            keys = [e[0] for e in clock]
-        end = bisect_right(keys, refs[-1], at)
-        own = set(refs)
-        yield refs, lines, block([e for e in clock[at:end] if e[0] not in own])
-        at = end
-    yield [], [], block(clock[at:])
+        last = refs[-1]
+        piece = _NONE
+        while True:
+            if held is None:
+                data = next(blocks, None)
+                if data is None:
+                    break
+                first, (counted, ts, whos, parts) = pickle.loads(data)
+                held = [range(first, first + len(counted)) if type(first) is int else first, counted, ts, whos, parts]
+            brefs = held[0]
+            if not len(brefs) or brefs[0] > last:
+                break
+            if piece is not _NONE:
+                yield [], [], piece
+            cut = bisect_right(brefs, last)
+            if cut == len(brefs):  # (the whole block: no copy)
+                piece = _theirs(*held, refs)
+                held = None
+                continue
+            piece = _theirs(brefs[:cut], held[1][:cut], held[2][:cut], held[3][:cut], held[4][:cut], refs)
+            held = [brefs[cut:], held[1][cut:], held[2][cut:], held[3][cut:], held[4][cut:]]
+            break
+        yield refs, lines, piece
+    if held is not None:
+        yield [], [], _theirs(*held, ())
+    for first, (counted, ts, whos, parts) in map(pickle.loads, blocks):
+        yield [], [], (first, counted, ts, whos, parts)
+
+
+_NONE = ([], b"", [], [], [])  # (no event)
+
+
+def _theirs(brefs, counted: bytes, ts: list, whos: list, parts: list, own) -> tuple:
+    """A piece of the log's events as a block of the other shares' records: a line of the share's
+    own (``own``: its refs, ascending) is no record to take here, the feed loop takes it."""
+    take = bytearray(counted)
+    if len(own) and len(brefs):
+        lo, hi = brefs[0], brefs[-1]
+        if type(brefs) is range:
+            for ref in own[bisect_left(own, lo):bisect_right(own, hi)]:
+                take[ref - lo] = 0
+        else:
+            at = {ref: i for i, ref in enumerate(brefs)}
+            for ref in own[bisect_left(own, lo):bisect_right(own, hi)]:
+                i = at.get(ref)
+                if i is not None:
+                    take[i] = 0
+    return (brefs.start if type(brefs) is range else list(brefs)), bytes(take), ts, whos, parts

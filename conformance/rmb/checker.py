@@ -18,12 +18,14 @@ passed its horizon (:class:`Requests`, on the core's streaming engine :mod:`rmki
 
 from __future__ import annotations
 
+import bisect
 import copy
 import functools
 import math
 from itertools import compress
 import operator
 import os
+import pickle
 import tempfile
 import time
 from collections import Counter
@@ -362,16 +364,63 @@ class RmbShards:
         return self._ctx
 
     # -- a share ----------------------------------------------------------------------------
-    def check_share(self, inputs: list[str], batches: Iterable) -> Share:
+    def check_share(self, inputs: list[str], batches: Iterable, clock: Iterable[bytes] | None = None) -> Share:
+        """One share: its (refs, lines) batches in log order (a ``--jobs`` share's carry the other
+        shares' lines too, :func:`_dealt`). ``clock``: the whole log's clock events,
+        :meth:`clock_block`'s in log order (the share's own lines among them), which the share's
+        clock takes between its own records as one process's clock takes every record (``rmkit
+        audit``); without it (and without others' lines) the share's clock is its own records'."""
         from rmkit.protocols.rmb.model import rmb_spec
         from rmkit.conformance.rmb.sigreuse import SignatureIndex
 
         share = Share(signed=SignatureIndex(rmb_spec().raw["signature"]["challenge"]["pieces"], self.spill))
         requests = Requests(self.ctx(), share)
         with paused_collections():  # the records hold no cycles: reference counting frees them (gctune)
-            share.records = self._read(batches, requests, share)
+            share.records = self._read(batches if clock is None else _with_clock(batches, clock), requests, share)
             requests.finish()
         return share
+
+    def clock_block(self, refs, lines) -> bytes:
+        """What the clock takes of one batch of a log's lines (every line, in log order): (ref,
+        time, writer) of each line that is a record as the share's loop reads it (not blank, not an
+        input problem), packed for :meth:`check_share`'s ``clock``. ``rmkit audit`` reads each file
+        split once for them (``spark_checks/job.py``)."""
+        record_of = self._record_reader()
+        out_refs, times, whos = [], [], []
+        for ref, line in zip(refs, lines):
+            rec = record_of(line, ref)
+            if rec is not None:
+                out_refs.append(ref)
+                times.append(rec.time)
+                whos.append(rec.who)
+        return pickle.dumps((out_refs, times, whos), pickle.HIGHEST_PROTOCOL)
+
+    def _record_reader(self):
+        """``record_of(line, ref)``: the record a line is, as the share's loop reads it (None: none,
+        or an input problem): the one reading both the loop's clock and :meth:`clock_block` use."""
+        from rmkit.conformance.rmb.logjudge import backlog_ttl
+
+        ctx = self.ctx()
+        line_problem, note_problem = ctx.line_problem, ctx.note_problem
+        low, ahead = ctx.settings["plausible_unix_s"]
+        high = ctx.started + ahead  # (Ctx.time_ok)
+        typed = typed_records().decode
+
+        def record_of(line, ref):
+            rec = typed(line, ref) if type(line) is bytes else None
+            if rec is not None and low <= rec.time <= high and (
+                    (event := rec.event) not in NOTED_EVENTS
+                    or (event == "backlog-set" and (rec.note is None or backlog_ttl(rec.note) is not None))
+                    or note_problem(event, rec.note) is None):
+                return rec
+            if not line.strip():
+                return None
+            obj, error, _ = decode(line)
+            if obj is None or (line_problem(obj) or (None,))[0] is not None:
+                return None
+            return Rec(ref, obj)
+
+        return record_of
 
     def _read(self, batches: Iterable, requests: Requests, share: Share) -> int:
         """Every line into its request: the records read."""
@@ -393,20 +442,7 @@ class RmbShards:
         records = 0
         tick = requests.engine.tick
 
-        def record_of(line, ref):
-            """The record a line is, as this loop reads it (None: none, or an input problem)."""
-            rec = typed(line, ref) if type(line) is bytes else None
-            if rec is not None and low <= rec.time <= high and (
-                    (event := rec.event) not in NOTED_EVENTS
-                    or (event == "backlog-set" and (rec.note is None or backlog_ttl(rec.note) is not None))
-                    or note_problem(event, rec.note) is None):
-                return rec
-            if not line.strip():
-                return None
-            obj, error, _ = decode(line)
-            if obj is None or (line_problem(obj) or (None,))[0] is not None:
-                return None
-            return Rec(ref, obj)
+        record_of = self._record_reader()  # (the other shares' lines: what the clock takes of them)
 
         def take_others(orefs, olines, i: int, before) -> int:
             """The clock takes the other shares' records before ``before`` (from the ``i``-th), as
@@ -423,14 +459,26 @@ class RmbShards:
                 i += 1
             return i
 
+        def take_events(orefs, events, i: int, before) -> int:
+            """take_others, for the other shares' records read already (their (time, writer),
+            :meth:`clock_block`)."""
+            n = len(orefs)
+            while i < n and orefs[i] < before:
+                tick(*events[i])
+                if requests.next_roll != INF and clock.now >= requests.next_roll:
+                    requests.roll_loose()
+                i += 1
+            return i
+
         for batch in batches:
             refs, lines = batch[0], batch[1]
             orefs, olines = (batch[2], batch[3]) if len(batch) > 2 else ((), ())
+            take = take_others if len(batch) < 5 else take_events  # (5: _with_clock's batches)
             oi = 0
             next_other = orefs[0] if orefs else INF
             for ref, line in zip(refs, lines):
                 if next_other < ref:
-                    oi = take_others(orefs, olines, oi, ref)
+                    oi = take(orefs, olines, oi, ref)
                     next_other = orefs[oi] if oi < len(orefs) else INF
                 # the common case: decoded at C speed into the record (typedread), its few checks here
                 # (as record_of, inline)
@@ -474,7 +522,7 @@ class RmbShards:
                     feed(key, rec)
                     min_time, max_time = min(min_time, requests.min_time), max(max_time, requests.max_time)
             if next_other != INF:
-                take_others(orefs, olines, oi, INF)
+                take(orefs, olines, oi, INF)
         requests.min_time, requests.max_time = min(min_time, requests.min_time), max(max_time, requests.max_time)
         share.events.update(events)
         return records
@@ -538,6 +586,45 @@ class RmbShards:
                        "peak_open_requests": sum(s.open_peak for s in shares), "late_records": sum(s.late for s in shares)}
         rep.decide()
         return rep
+
+
+def _with_clock(batches, clock: Iterable[bytes]):
+    """A share's (refs, lines) batches, each with the other shares' records up to its last line
+    as the clock takes them ((refs, (time, writer)) of each, :meth:`RmbShards.clock_block`), then
+    a last batch of those after the share's last line: the batches :meth:`RmbShards._read` takes
+    for ``rmkit audit``. ``clock``: the log's packed blocks in log order, each unpacked when the
+    share reaches it (a share holds one block of the log's events at a time besides its own)."""
+    blocks = iter(clock)
+    held = None  # the block being taken: [refs, times, writers]
+    for refs, lines in batches:
+        if not len(refs):
+            continue
+        last = refs[-1]
+        orefs: list = []
+        events: list = []
+        own = set(refs)
+        while True:
+            if held is None:
+                data = next(blocks, None)
+                if data is None:
+                    break
+                held = pickle.loads(data)
+            brefs = held[0]
+            if brefs and brefs[0] > last:
+                break
+            cut = bisect.bisect_right(brefs, last)
+            for ref, t, who in zip(brefs[:cut], held[1][:cut], held[2][:cut]):
+                if ref not in own:
+                    orefs.append(ref)
+                    events.append((t, who))
+            if cut < len(brefs):
+                held = (brefs[cut:], held[1][cut:], held[2][cut:])
+                break
+            held = None
+        yield refs, lines, orefs, events, None
+    rest = [held] if held is not None else []
+    rest += map(pickle.loads, blocks)
+    yield [], [], [r for b in rest for r in b[0]], [e for b in rest for e in zip(b[1], b[2])], None
 
 
 def _unique(evid: list[tuple]) -> list[tuple]:

@@ -28,20 +28,23 @@ def _builder():
     return mk
 
 
-def _uids(prefix: str, apart_from: str | None, count: int) -> list[str]:
-    """``count`` uids none of which shares a share with ``apart_from`` for any of :data:`JOBS`."""
+def _uids(prefix: str, apart_from: str | None, count: int, apart=None) -> list[str]:
+    """``count`` uids none of which shares a share with ``apart_from`` for any of :data:`JOBS`
+    (nor, with ``apart(uid, other)``, any other way of sharing a log)."""
     out, i = [], 0
     while len(out) < count:
         uid = f"{prefix}-0000-4000-8000-{i:012d}"
         i += 1
-        if apart_from is None or all(key_share(uid, n) != key_share(apart_from, n) for n in JOBS):
+        if apart_from is None or (all(key_share(uid, n) != key_share(apart_from, n) for n in JOBS)
+                                  and (apart is None or apart(uid, apart_from))):
             out.append(uid)
     return out
 
 
-def _planted_log(path: Path) -> dict:
+def _planted_log(path: Path, apart=None) -> dict:
     """A request, other requests every second for 80 s after it, and a copy of the request's
-    accepted POST planted 2 s before the request's horizon but written 4 s after it."""
+    accepted POST planted 2 s before the request's horizon but written 4 s after it. The other
+    requests share no share with the request (``apart``: as :func:`_uids` takes it)."""
     mk = _builder()
     log = mk.Log("spec")
     grace = 30 + 1.5  # logcheck.yaml: horizon_s + clock_tolerance_s
@@ -54,14 +57,14 @@ def _planted_log(path: Path) -> dict:
     log.answer(req, 2, 0.2)
     last = max(x["time"] for x in log.lines) - mk.T0
     horizon = last + 30 + grace  # the request's horizon: its last record, its life (exp 30), the grace
-    for i, other in enumerate(_uids("0b0b0b0b", uid, 80)):
+    for i, other in enumerate(_uids("0b0b0b0b", uid, 80, apart)):
         log.exchange(other, t=1.0 + i)
     lines = sorted(log.lines, key=lambda x: x["time"])
     repost = next(x for x in lines if x["event"] == "http-post" and x["uid"] == uid)
     at = next(i for i, x in enumerate(lines) if x["time"] - mk.T0 > horizon + 4)
     lines.insert(at, {**repost, "time": round(mk.T0 + horizon - 2, 3)})
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    return {"line": at + 1}
+    return {"line": at + 1, "uid": uid}
 
 
 def _findings(path: Path, jobs: int):
