@@ -15,6 +15,7 @@ import msgspec
 import orjson
 from msgspec import UNSET
 
+from rmkit.keystore import KeyStore
 from rmkit.logread import BrokenLine
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
@@ -23,7 +24,7 @@ from rmkit.verdict import InputProblem
 from rmkit.conformance.corda.decode import TypedRecords
 from rmkit.conformance.corda.facts import Facts
 from rmkit.conformance.corda.handlers import Hooks
-from rmkit.conformance.corda.packing import Settled, pack, packable, unpack
+from rmkit.conformance.corda.packing import PackedTracks, packable
 from rmkit.conformance.corda.state import Ack, Commit, Copy, NewAnswer, Track
 from rmkit.protocols.corda.records import EVENT, ROW, record_format
 
@@ -83,16 +84,20 @@ class _ShareRun:
         self.spec = checker.spec
         self.fmt = record_format()
         self.typed = TypedRecords(self.fmt)
-        self.out = Share()
+        # the ids the facts across ids name and those of the packed tracks, each once, by number
+        self.store = store = KeyStore()
+        self.out = Share(commits=Facts("iskssii", keys=store), seqs=Facts("siki", 3, keys=store),
+                         sent_seqs=Facts("isik", keys=store))
         # the open tracks: by id (most ids are received by one node), and by (node, id) for the
         # tracks of an id on a node other than its first
-        self.tracks: dict[str, Track | Settled] = {}   # (a settled track packed, :mod:`.packing`)
+        self.tracks: dict[str, Track] = {}
         self.more_tracks: dict[tuple[str, str], Track] = {}
-        # every id of the share, to its one string (kept once, however many records name it); an id
-        # whose track is packed (:mod:`.packing`) is known by its entry in ``tracks`` instead, and its
-        # send and its reception are kept there too
+        # the settled tracks, packed (:mod:`.packing`): an id whose track is there is in none of
+        # ``tracks``, ``ids``, ``sent`` and ``received`` (its send and its reception are kept there)
+        self.packed = PackedTracks(store)
+        # every id of the share, to its one string (kept once, however many records name it), but
+        # for the ids of the packed tracks
         self.ids: dict[str, str] = {}
-        self.packed_ids = 0
         self.sent: dict[str, tuple] = {}   # id -> its first send (:meth:`sent_of`)
         self.unsent_commits: dict[str, list] = {}  # id -> its commit facts (indexes) made while its send was not yet read
         self.received: set[str] = set()    # ids some node received
@@ -145,6 +150,10 @@ class _ShareRun:
         (:func:`rmkit.gctune.paused_collections`): emptied, the tracks and facts it holds are freed
         by reference counting at once rather than by a later collection over all of them."""
         out = self.out
+        for facts in (out.commits, out.seqs, out.sent_seqs):
+            if type(facts) is Facts:
+                facts.flush()
+        self.store.forget_memos()  # (the facts keep the ids alone)
         self.__dict__.clear()
         return out
 
@@ -189,7 +198,7 @@ class _ShareRun:
         known = self.ids.get(mid)
         if known is not None:
             return known
-        if type(self.tracks.get(mid)) is Settled:
+        if self.packed.store.memos and self.packed.find(mid) >= 0:
             return mid
         self.ids[mid] = mid
         self.hooks.new_id(mid, ref, kind, node)
@@ -256,33 +265,38 @@ class _ShareRun:
         """The track of ``mid`` on ``node``, opened at ``ref`` if there is none."""
         t = self.tracks.get(mid)
         if t is None:
-            t = self.tracks[mid] = Track(node, mid, ref, [])
-        elif t.node != node:
-            t = self.more_tracks.get((node, mid))
-            if t is None:
-                t = self.more_tracks[(node, mid)] = Track(node, mid, ref, [])
-        elif type(t) is Settled:
-            t = self.tracks[mid] = self.unpacked(t, mid)
+            n = self.packed.find(mid)
+            if n < 0:
+                t = self.tracks[mid] = Track(node, mid, ref, [])
+                return t
+            if self.packed.node(n) == node:
+                t = self.tracks[mid] = self.unpacked(n, mid)
+                return t
+        elif t.node == node:
+            return t
+        # (an id's track on a node other than its first: its first stays in ``tracks``, or packed)
+        t = self.more_tracks.get((node, mid))
+        if t is None:
+            t = self.more_tracks[(node, mid)] = Track(node, mid, ref, [])
         return t
 
-    def unpacked(self, s: Settled, mid: str) -> Track:
-        """A packed track unpacked, its id's send, reception and string kept by the share again."""
-        sent = s.sent_fact(mid)
+    def unpacked(self, n: int, mid: str) -> Track:
+        """The packed track ``n`` unpacked, its id's send, reception and string kept by the share again."""
+        sent = self.packed.sent_fact(n, mid)
         if sent is not None:
             self.sent[mid] = sent
         self.received.add(mid)
         self.ids[mid] = mid
-        self.packed_ids -= 1
-        return unpack(s, mid)
+        return self.packed.unpack(n, mid)
 
     def sent_of(self, mid: str) -> tuple | None:
         """The fact of ``mid``'s first send, (ref, node, id, session, sender, seq); None where none
         was read."""
         sent = self.sent.get(mid)
-        if sent is None:
-            t = self.tracks.get(mid)
-            if type(t) is Settled:
-                return t.sent_fact(mid)
+        if sent is None and self.packed.store.memos:
+            n = self.packed.find(mid)
+            if n >= 0:
+                return self.packed.sent_fact(n, mid)
         return sent
 
     # events (``r``: a typed record, :mod:`rmkit.conformance.corda.decode`; an optional field it
@@ -290,7 +304,7 @@ class _ShareRun:
     def ev_sent(self, r, ref: int) -> None:
         mid, seq = r.id, r.seq
         sender = intern(r.sender)
-        if mid not in self.sent and (type(t := self.tracks.get(mid)) is not Settled or t.sent_node is None):
+        if mid not in self.sent and self.sent_of(mid) is None:
             # (a packed track keeps its id's send: :meth:`sent_of`)
             mid = self.new_id(mid, ref, "sent", r.node)
             fact = (ref, intern(r.node), mid, intern(r.session), sender, seq)
@@ -400,14 +414,12 @@ class _ShareRun:
         mid = tr.mid
         if packable(tr) and self.tracks.get(mid) is tr:
             sent = self.sent.get(mid)
-            packed = pack(tr, sent)
-            if packed is not None:
-                self.tracks[mid] = packed
+            if self.packed.pack(tr, sent):
+                del self.tracks[mid]
                 if sent is not None:
                     del self.sent[mid]
                 self.received.discard(mid)  # (a packed track has a copy: its id was received)
-                if self.ids.pop(mid, None) is not None:
-                    self.packed_ids += 1
+                self.ids.pop(mid, None)
 
     def _acked(self, r, ref: int, tr: Track | None) -> Track:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "acked", tr)
@@ -437,11 +449,10 @@ class _ShareRun:
         out.export_nodes.add(r.node)
         if tr is None:
             tr = self.tracks.get(r.id)
-            if type(tr) is Settled and tr.node == r.node:
-                rows = tr.add_row(ref, r.tx, r.t)  # (a packed track takes its row as it is: :mod:`.packing`)
-                if rows > 1:
-                    self.hooks.second_row(tr, r, ref)
-                if rows:
+            if tr is None and self.packed.store.memos:
+                n = self.packed.find(r.id)
+                # (a packed track takes its first row as it is: :mod:`.packing`)
+                if n >= 0 and self.packed.add_row(n, r.node, ref, r.tx, r.t):
                     return
             if tr is None or tr.node != r.node or tr.gap:
                 tr = self.track(r, ref, "row")
@@ -454,33 +465,27 @@ class _ShareRun:
         out = self.out
         for mid, idxs in self.unsent_commits.items():
             self.sent_found(mid, idxs)
-        out.ids = len(self.ids) + self.packed_ids
+        packed = self.packed
+        out.ids = len(self.ids) + len(packed)
         settled = self.c.settled
         committed_ids = set()
         self.phase = 1
-        # in the order the tracks were opened (one dict of them is in that order already)
+        # in the order the tracks were opened; a packed track the fast case passes (nothing
+        # judge_track judges applies) is not unpacked: it was committed, and received
+        key = self.store.key
+        tracks = [*self.tracks.values(), *self.more_tracks.values(),
+                  *(packed.peek(n, key(n)) for n in packed.numbers() if not packed.fast_judged(n))]
+        if self.more_tracks or len(tracks) > len(self.tracks):
+            tracks.sort(key=_FIRST)
         received = self.received
-        if self.more_tracks:
-            tracks = sorted((*(unpack(t, mid) if type(t) is Settled else t for mid, t in self.tracks.items()),
-                             *self.more_tracks.values()), key=_FIRST)
-        else:
-            tracks = self.tracks.items()
         for tr in tracks:
-            if type(tr) is tuple:
-                mid, tr = tr
-                if type(tr) is Settled:
-                    if tr.fast_judged():  # (nothing judge_track judges applies)
-                        if mid not in received:
-                            committed_ids.add(mid)
-                        continue
-                    tr = unpack(tr, mid)
             if self.judge_track(tr, settled) and tr.mid not in received:
                 committed_ids.add(tr.mid)  # (needed only for an id no node received: never_received below)
         if settled:
             self.phase = 2
             for mid, fact in self.sent.items():
                 self.ref = fact[0]
-                if mid not in self.received and mid not in committed_ids:
+                if mid not in received and mid not in committed_ids and packed.find(mid) < 0:
                     self.hooks.never_received(mid, fact)
         return out
 
