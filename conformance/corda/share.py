@@ -17,6 +17,7 @@ from msgspec import UNSET
 
 from rmkit.keystore import KeyStore
 from rmkit.logread import BrokenLine
+from rmkit.malloctune import release_freed_memory
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
 from rmkit.verdict import InputProblem
@@ -29,6 +30,10 @@ from rmkit.conformance.corda.state import Ack, Commit, Copy, NewAnswer, Track
 from rmkit.protocols.corda.records import EVENT, ROW, record_format
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
+# Records read between two hand-backs of freed memory to the system (:func:`release_freed_memory`):
+# the columns of the packed tracks and the key store grow by reallocation, each leaving the block it
+# outgrew free in the heap, still counted in the process's memory until handed back.
+TRIM_EVERY = 1 << 18
 
 
 @dataclass
@@ -135,11 +140,16 @@ class _ShareRun:
         """Every record of ``batches`` in log order, then the end of the share."""
         started = time.perf_counter()
         handlers = self.handlers()
+        read, trim_at = 0, TRIM_EVERY
         for refs, recs in self.decoded(batches):
             for ref, r in zip(refs, recs):
                 if r is not None:
                     self.ref = ref
                     handlers[type(r)](r, ref)
+            read += len(recs)
+            if read >= trim_at:
+                trim_at += TRIM_EVERY
+                release_freed_memory()
         self.finish()
         self.out.seconds = time.perf_counter() - started
         return self.release()
