@@ -26,7 +26,20 @@ from itertools import chain
 import numpy as np
 
 _NONE = -1  # an absent value (None) in a number field: its values are refs, counts and codes, never negative
-_TOP = 1 << 63
+_NUMBER_TYPES = {int, type(None)}
+
+
+class _Codes(dict):
+    """Value -> its code in ``names`` (a value not coded yet is given the next)."""
+
+    def __init__(self, names: list):
+        super().__init__({v: c for c, v in enumerate(names)})
+        self.names = names
+
+    def __missing__(self, value):
+        code = self[value] = len(self.names)
+        self.names.append(value)
+        return code
 
 
 class Facts:
@@ -40,20 +53,23 @@ class Facts:
     time. A chunk's field whose numbers do not fit 64 bits (or are negative) is kept as the list of
     its values, exact as ever."""
 
-    __slots__ = ("shape", "ref_at", "keys", "chunks", "count", "pending", "names", "codes", "_in_order", "_last",
+    __slots__ = ("shape", "ref_at", "keys", "number_of", "chunks", "count", "pending", "names", "codes", "_in_order", "_last",
                  "_open", "_open_at", "_dirty")
 
     CHUNK = 4096
 
-    def __init__(self, shape: str, ref_at: int = 0, keys=None):
+    def __init__(self, shape: str, ref_at: int = 0, keys=None, number_of=None):
         if "k" in shape and keys is None:
             raise ValueError(f"facts of shape {shape!r} need a key store")
         self.shape, self.ref_at, self.keys = shape, ref_at, keys
+        # a "k" field's value -> its number in ``keys`` (adding it): ``keys.add`` unless the owner
+        # knows a quicker way for the values it appends
+        self.number_of = number_of or (keys.add if keys is not None else None)
         self.chunks: list[list] = []     # per chunk, per field: its compressed numbers, or a list of its values
         self.count = 0                   # facts in the chunks
         self.pending: list[tuple] = []   # appended, not yet in the chunks
         self.names: list = []            # an "s" field's values, by code
-        self.codes: dict = {}
+        self.codes = _Codes(self.names)
         self._in_order = True  # every ref appended so far was above the one before (log order)
         self._last = -1
         # the chunk last read by index, as its fields' lists of values (changed: to be written back)
@@ -97,22 +113,27 @@ class Facts:
         out = []
         for kind, values in zip(self.shape, fields):
             if kind == "s":
-                codes, names = self.codes, self.names
-                numbers = []
-                for v in values:
-                    c = codes.get(v)
-                    if c is None:
-                        c = codes[v] = len(names)
-                        names.append(v)
-                    numbers.append(c)
+                numbers = list(map(self.codes.__getitem__, values))
             elif kind == "k":
-                add = self.keys.add
+                add = self.number_of
                 numbers = [_NONE if v is None else add(v) for v in values]
             else:
-                numbers = [_NONE if v is None else v for v in values]
-                if not all(type(v) is int and 0 <= v < _TOP for v in values if v is not None):
-                    out.append(list(values))  # (a number the chunk's numbers cannot hold: kept as it is)
+                nones = values.count(None)
+                numbers = [_NONE if v is None else v for v in values] if nones else values
+                if not set(map(type, values)) <= _NUMBER_TYPES:
+                    out.append(list(values))  # (not numbers: kept as they are)
                     continue
+                try:
+                    a = np.array(numbers, dtype=np.int64)
+                except OverflowError:
+                    out.append(list(values))  # (a number beyond 64 bits)
+                    continue
+                if nones != np.count_nonzero(a < 0) or nones and np.count_nonzero(a == _NONE) != nones:
+                    out.append(list(values))  # (a negative number: -1 stands for None)
+                    continue
+                a[1:] -= a[:-1].copy()
+                out.append(zlib.compress(a.tobytes(), 1))
+                continue
             a = np.array(numbers, dtype=np.int64)
             a[1:] -= a[:-1].copy()
             out.append(zlib.compress(a.tobytes(), 1))
@@ -199,7 +220,8 @@ class Facts:
         self._open, self._open_at, self._dirty = None, -1, False
         for k, v in state.items():
             setattr(self, k, v)
-        self.codes = {v: c for c, v in enumerate(self.names)}
+        self.number_of = self.keys.add if self.keys is not None else None
+        self.codes = _Codes(self.names)
 
 
 def in_log_order(lists, key=None):

@@ -37,9 +37,45 @@ MAX_COPIES = 4
 # its own would otherwise keep a list entry per message).
 MAX_NAMES = 1 << 16
 
+# The ids packed last whose numbers are kept at hand (:attr:`PackedTracks.recent`): a few chunks of
+# facts (:attr:`.facts.Facts.CHUNK`).
+RECENT = 1 << 14
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder().decode
+
+
+class _Head(msgspec.Struct, array_like=True, gc=False):
+    """A memo (:meth:`PackedTracks.pack`) read for its row alone: its copies and send left unread."""
+
+    node: int | str
+    first: int
+    t0: int
+    commit_dref: int
+    tx: int
+    copies: msgspec.Raw
+    na: tuple | None
+    acked: msgspec.Raw
+    sent: msgspec.Raw
+
+
+_decode_head = msgspec.msgpack.Decoder(_Head).decode
 _NO_ROW = -1
+
+
+class _Codes(dict):
+    """Name -> its code in ``names``: a name not coded yet is given the next (a str in a memo is a
+    name kept as it is, an int a code)."""
+
+    def __init__(self, names: list):
+        super().__init__({None: 0})
+        self.names = names
+
+    def __missing__(self, name):
+        if type(name) is not str or len(self.names) >= MAX_NAMES:
+            return name  # (kept as it is)
+        code = self[name] = len(self.names)
+        self.names.append(name)
+        return code
 
 
 def _fits(ref: int, dtx: int, dt: int) -> bool:
@@ -62,12 +98,20 @@ class PackedTracks:
     def __init__(self, store: KeyStore):
         self.store = store
         self.names: list = [None]           # code -> name (0: None)
-        self.codes: dict = {None: 0}
+        self.codes = _Codes(self.names)
         # per key number of the store: the row taken while packed (ref -1: none; its transaction and
         # time as their differences from the commit's, which fit 32 bits, else the row is not taken),
         # and whether it made judge_track's fast case hold (1)
         self.row_ref, self.row_dtx, self.row_dt = array("q"), array("i"), array("i")
         self.fast = bytearray()
+        # the ids packed last -> their numbers: the facts of an id, appended before it was packed, are
+        # moved to their columns a few thousand facts later, and find its number here (:meth:`number`)
+        self.recent: dict[str, int] = {}
+
+    def number(self, mid: str) -> int:
+        """``mid``'s number in the store (added where it is new)."""
+        n = self.recent.get(mid)
+        return n if n is not None else self.store.add(mid)
 
     def __len__(self) -> int:
         return self.store.memos
@@ -76,17 +120,6 @@ class PackedTracks:
         """The store's number of ``mid`` where its track is packed, else -1."""
         return self.store.held(mid)
 
-    # codes -----------------------------------------------------------------------------------
-    def _code(self, name):
-        code = self.codes.get(name)
-        if code is not None:
-            return code
-        if type(name) is not str or len(self.names) >= MAX_NAMES:
-            return name  # (kept as it is; a str in the memo is a name, an int a code)
-        code = self.codes[name] = len(self.names)
-        self.names.append(name)
-        return code
-
     def _name(self, code):
         return self.names[code] if type(code) is int else code
 
@@ -94,7 +127,7 @@ class PackedTracks:
     def pack(self, tr: Track, sent: tuple | None = None) -> bool:
         """``tr`` packed under its id, with its id's send (``sent``, the share's fact) where given;
         False where a number does not pack (beyond 64 bits: the caller keeps the track)."""
-        first, code = tr.first, self._code
+        first, code = tr.first, self.codes.__getitem__
         (commit,) = tr.commits
         t0 = commit.t
         na = tr.new_after
@@ -114,6 +147,10 @@ class PackedTracks:
         store = self.store
         n = store.add(tr.mid)
         store.put(n, data)
+        recent = self.recent
+        if len(recent) >= RECENT:
+            recent.clear()
+        recent[tr.mid] = n
         self._grow(n)
         if row is not None:
             self._take_row(n, row.ref, row.tx, row.t, commit.tx, t0, na[0].t if na else None)
@@ -146,11 +183,11 @@ class PackedTracks:
         none yet and its numbers fit; False: the caller unpacks it (or it is another node's)."""
         if self.row_ref[n] != _NO_ROW:
             return False
-        memo = self._memo(n)
-        t0, commit_tx = memo[2], memo[4]
-        if self._name(memo[0]) != node or not _fits(ref, tx - commit_tx, t - t0):
+        head = _decode_head(self.store.memo(n))
+        t0, commit_tx = head.t0, head.tx
+        if self._name(head.node) != node or not _fits(ref, tx - commit_tx, t - t0):
             return False
-        na = memo[6]
+        na = head.na
         self._take_row(n, ref, tx, t, commit_tx, t0, None if na is None else na[1] + t0)
         return True
 

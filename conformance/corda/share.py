@@ -91,15 +91,17 @@ class _ShareRun:
         self.typed = TypedRecords(self.fmt)
         # the ids the facts across ids name and those of the packed tracks, each once, by number
         self.store = store = KeyStore()
-        self.out = Share(commits=Facts("iskssii", keys=store), seqs=Facts("siki", 3, keys=store),
-                         sent_seqs=Facts("isik", keys=store))
+        self.packed = packed = PackedTracks(store)
+        number = packed.number
+        self.out = Share(commits=Facts("iskssii", keys=store, number_of=number),
+                         seqs=Facts("siki", 3, keys=store, number_of=number),
+                         sent_seqs=Facts("isik", keys=store, number_of=number))
         # the open tracks: by id (most ids are received by one node), and by (node, id) for the
         # tracks of an id on a node other than its first
         self.tracks: dict[str, Track] = {}
         self.more_tracks: dict[tuple[str, str], Track] = {}
         # the settled tracks, packed (:mod:`.packing`): an id whose track is there is in none of
         # ``tracks``, ``ids``, ``sent`` and ``received`` (its send and its reception are kept there)
-        self.packed = PackedTracks(store)
         # every id of the share, to its one string (kept once, however many records name it), but
         # for the ids of the packed tracks
         self.ids: dict[str, str] = {}
@@ -202,13 +204,15 @@ class _ShareRun:
             out.events.update({kinds[cls][1]: n for cls, n in per_type.items() if kinds[cls][0] == EVENT})
             out.event_nodes |= nodes
 
-    def new_id(self, mid: str, ref: int, kind: str, node: str) -> str:
+    def new_id(self, mid: str, ref: int, kind: str, node: str, packed: int | None = None) -> str:
         """The id's one string; judged at its first record in this share (each record that may open
-        an id asks)."""
+        an id asks; ``packed``: its packed track's number, -1 for none, where the caller looked)."""
         known = self.ids.get(mid)
         if known is not None:
             return known
-        if self.packed.store.memos and self.packed.find(mid) >= 0:
+        if packed is None:
+            packed = self.packed.find(mid) if self.packed.store.memos else -1
+        if packed >= 0:
             return mid
         self.ids[mid] = mid
         self.hooks.new_id(mid, ref, kind, node)
@@ -275,7 +279,8 @@ class _ShareRun:
         """The track of ``mid`` on ``node``, opened at ``ref`` if there is none."""
         t = self.tracks.get(mid)
         if t is None:
-            n = self.packed.find(mid)
+            # (an id of ``ids`` is not packed: packing takes it out of them)
+            n = self.packed.find(mid) if self.packed.store.memos and mid not in self.ids else -1
             if n < 0:
                 t = self.tracks[mid] = Track(node, mid, ref, [])
                 return t
@@ -314,9 +319,11 @@ class _ShareRun:
     def ev_sent(self, r, ref: int) -> None:
         mid, seq = r.id, r.seq
         sender = intern(r.sender)
-        if mid not in self.sent and self.sent_of(mid) is None:
+        if mid not in self.sent and (
+                (n := self.packed.find(mid) if self.packed.store.memos else -1) < 0
+                or self.packed.sent_fact(n, mid) is None):
             # (a packed track keeps its id's send: :meth:`sent_of`)
-            mid = self.new_id(mid, ref, "sent", r.node)
+            mid = self.new_id(mid, ref, "sent", r.node, n)
             fact = (ref, intern(r.node), mid, intern(r.session), sender, seq)
             self.sent[mid] = fact
         if seq is not None:
@@ -459,7 +466,7 @@ class _ShareRun:
         out.export_nodes.add(r.node)
         if tr is None:
             tr = self.tracks.get(r.id)
-            if tr is None and self.packed.store.memos:
+            if tr is None and self.packed.store.memos and r.id not in self.ids:
                 n = self.packed.find(r.id)
                 # (a packed track takes its first row as it is: :mod:`.packing`)
                 if n >= 0 and self.packed.add_row(n, r.node, ref, r.tx, r.t):
