@@ -51,7 +51,8 @@ class KeyStore:
     def __init__(self, fingerprint=hash):
         self.fingerprint = fingerprint
         self._fps = array("q")          # key number -> its fingerprint
-        self._key_at = array("q", [0])  # key n is _keys[_key_at[n]:_key_at[n + 1]]
+        # key n is _keys[_key_at[n]:_key_at[n + 1]] (4 bytes an offset while the arena is below 4 GB)
+        self._key_at = array("I", [0])
         self._keys = bytearray()
         # key number -> its memo's block (-1: none), offset and length in it (_empty_memos)
         self._empty_memos()
@@ -105,7 +106,11 @@ class KeyStore:
         n = len(fps)
         fps.append(h)
         self._keys += _utf8(key)
-        self._key_at.append(len(self._keys))
+        try:
+            self._key_at.append(len(self._keys))
+        except OverflowError:
+            self._key_at = array("q", self._key_at)
+            self._key_at.append(len(self._keys))
         self._memo_blk.append(-1)
         self._memo_off.append(0)
         self._memo_len.append(0)

@@ -61,3 +61,23 @@ def test_a_key_costs_tens_of_bytes():
     for k in range(100_000):
         store.put(store.add(f"N-f{k % 1000}-{k}-0"), b"")
     assert store.nbytes() / len(store) < 60
+
+
+def test_key_offsets_widen_past_four_gigabytes():
+    """The keys' offsets are 4 bytes while the arena is below 4 GB, then 8."""
+    store = KeyStore()
+    store.add("a")
+    assert store._key_at.typecode == "I"
+    store._keys = _Told(store._keys, 1 << 32)  # (an arena told 4 GB longer than it is)
+    assert store.add("b") == 1 and store._key_at.typecode == "q" and list(store._key_at) == [0, 1, (1 << 32) + 2]
+
+
+class _Told(bytearray):
+    """A bytearray whose length is told ``extra`` bytes above what it holds."""
+
+    def __init__(self, data, extra):
+        super().__init__(data)
+        self.extra = extra
+
+    def __len__(self):
+        return super().__len__() + self.extra
