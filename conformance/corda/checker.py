@@ -28,6 +28,7 @@ from typing import Iterable, Sequence
 
 from rmkit.gctune import paused_collections
 from rmkit.logread import BrokenLine, auto_jobs, numbered_batches, usable_cores
+from rmkit.malloctune import release_freed_memory
 from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
@@ -126,7 +127,9 @@ class CordaLogChecker:
                     got[1].append(line)
             return self.check_streams(inputs, [[per[i]] for i in sorted(per)], spanning=False)
         with paused_collections():  # the tracks hold no reference cycles (see rmkit.gctune)
-            return _ShareRun(self, inputs).feed(batches)
+            out = _ShareRun(self, inputs).feed(batches)
+        release_freed_memory()  # (the packed tracks, freed: the merge's peak comes after)
+        return out
 
     def check_streams(self, inputs: list[str], streams: list, spanning: bool) -> Share:
         """A share under the declared bound: ``streams`` holds each input's (refs, lines) batches,

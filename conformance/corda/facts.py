@@ -1,42 +1,79 @@
 """A share's facts across message ids (:class:`.share.Share`: its commits, sequence-number uses and
-sends), kept as columns: a list of tuples of one shape that holds each field in a column of its
-own, integers in an ``array('q')`` and names as references to the strings the share already keeps.
+sends), kept as compressed columns: a list of tuples of one shape whose fields are kept a chunk of
+facts at a time, each field's values of the chunk as one compressed run of 64-bit numbers.
 
 Why: the exact check (no declared bound) keeps a few facts per message to the end of the log, for
 the checks that span ids (:mod:`.spanning`). As tuples, a commit's fact costs about 200 bytes (the
-tuple and an int object per number); as columns, 8 bytes a field. The columns read back as the
-same tuples, one at a time, in the order they were appended (:meth:`Facts.__iter__`), and say
-whether that order is the log's (:attr:`Facts.in_order`), so that the merge streams them in log
-order without sorting (or sorts them, as before, where a share was not given its records in order).
+tuple and an int object per number); as plain columns, 8 bytes a field, still about 90 bytes per
+settled message, as much as all else the check keeps of it. Stored as the differences between
+successive values (the refs, sequence numbers and transactions of successive facts mostly grow by
+small steps, and a chunk's names are a few codes), compressed, a field costs a byte or less. The
+facts read back as the same tuples, a chunk at a time, in the order they were appended
+(:meth:`Facts.__iter__`), and say whether that order is the log's (:attr:`Facts.in_order`), so that
+the merge streams them in log order without sorting (or sorts them, as before, where a share was
+not given its records in order).
+
+A message id is kept by its number in the share's key store (:class:`rmkit.keystore.KeyStore`, a
+"k" field), where it is held once, in a bytes arena, with the packed tracks' ids.
 """
 
 from __future__ import annotations
 
 import heapq
-from array import array
+import zlib
 from itertools import chain
 
-_NONE = -1  # an absent number (None) in an int column: the columns hold refs and counts, never negative
+import numpy as np
+
+_NONE = -1  # an absent value (None) in a number field: its values are refs, counts and codes, never negative
+_NUMBER_TYPES = {int, type(None)}
+
+
+class _Codes(dict):
+    """Value -> its code in ``names`` (a value not coded yet is given the next)."""
+
+    def __init__(self, names: list):
+        super().__init__({v: c for c, v in enumerate(names)})
+        self.names = names
+
+    def __missing__(self, value):
+        code = self[value] = len(self.names)
+        self.names.append(value)
+        return code
 
 
 class Facts:
-    """A list of fact tuples whose fields are ``shape`` ("i": an int >= 0 or None; "s": anything,
-    most often an interned string), appended in order; iterated as the same tuples. Field
-    ``ref_at`` is the fact's ref (its place in the log).
+    """A list of fact tuples whose fields are ``shape`` ("i": an int >= 0 or None, most often; "s":
+    anything hashable, most often an interned string, kept by its code in the facts' names; "k": a
+    string kept in ``keys``, a :class:`rmkit.keystore.KeyStore`), appended in order; iterated as
+    the same tuples (a "k" field as an equal string). Field ``ref_at`` is the fact's ref (its place
+    in the log).
 
-    Facts are appended to a short list of tuples and moved to the columns a chunk at a time (a
-    column's values in one call), which costs a fraction of moving each as it comes."""
+    Facts are appended to a short list of tuples and moved to the compressed chunks ``CHUNK`` at a
+    time. A chunk's field whose numbers do not fit 64 bits (or are negative) is kept as the list of
+    its values, exact as ever."""
 
-    __slots__ = ("shape", "ref_at", "cols", "pending", "_in_order", "_last")
+    __slots__ = ("shape", "ref_at", "keys", "number_of", "chunks", "count", "pending", "names", "codes", "_in_order", "_last",
+                 "_open", "_open_at", "_dirty")
 
     CHUNK = 4096
 
-    def __init__(self, shape: str, ref_at: int = 0):
-        self.shape, self.ref_at = shape, ref_at
-        self.cols = [array("q") if k == "i" else [] for k in shape]
-        self.pending: list[tuple] = []   # appended, not yet in the columns
+    def __init__(self, shape: str, ref_at: int = 0, keys=None, number_of=None):
+        if "k" in shape and keys is None:
+            raise ValueError(f"facts of shape {shape!r} need a key store")
+        self.shape, self.ref_at, self.keys = shape, ref_at, keys
+        # a "k" field's value -> its number in ``keys`` (adding it): ``keys.add`` unless the owner
+        # knows a quicker way for the values it appends
+        self.number_of = number_of or (keys.add if keys is not None else None)
+        self.chunks: list[list] = []     # per chunk, per field: its compressed numbers, or a list of its values
+        self.count = 0                   # facts in the chunks
+        self.pending: list[tuple] = []   # appended, not yet in the chunks
+        self.names: list = []            # an "s" field's values, by code
+        self.codes = _Codes(self.names)
         self._in_order = True  # every ref appended so far was above the one before (log order)
         self._last = -1
+        # the chunk last read by index, as its fields' lists of values (changed: to be written back)
+        self._open, self._open_at, self._dirty = None, -1, False
 
     @property
     def in_order(self) -> bool:
@@ -50,60 +87,122 @@ class Facts:
         if len(pending) >= self.CHUNK:
             self._flush()
 
+    def flush(self) -> None:
+        """The facts appended so far moved to the chunks (their ids into the key store: a share
+        flushes all its facts before the store travels with them)."""
+        self._flush()
+
     def _flush(self) -> None:
+        self._close()
         chunk, self.pending = self.pending, []
         if not chunk:
             return
         refs = [f[self.ref_at] for f in chunk]
-        if self._in_order and not (refs[0] > self._last and all(a < b for a, b in zip(refs, refs[1:]))):
-            self._in_order = False
-        self._last = refs[-1]
-        for k, col in enumerate(self.cols):
-            values = [f[k] for f in chunk]
-            if type(col) is list:
-                col.extend(values)
-                continue
-            values = [_NONE if v is None else v for v in values]
+        if self._in_order:
             try:
-                if min(values) >= 0:
-                    col.extend(values)
+                if not (refs[0] > self._last and all(a < b for a, b in zip(refs, refs[1:]))):
+                    self._in_order = False
+            except TypeError:  # (a ref that is not a number)
+                self._in_order = False
+        self._last = refs[-1]
+        self.chunks.append(self._pack([[f[k] for f in chunk] for k in range(len(self.shape))]))
+        self.count += len(chunk)
+
+    # a chunk ---------------------------------------------------------------------------------
+    def _pack(self, fields: list[list]) -> list:
+        out = []
+        for kind, values in zip(self.shape, fields):
+            if kind == "s":
+                numbers = list(map(self.codes.__getitem__, values))
+            elif kind == "k":
+                add = self.number_of
+                numbers = [_NONE if v is None else add(v) for v in values]
+            else:
+                nones = values.count(None)
+                numbers = [_NONE if v is None else v for v in values] if nones else values
+                if not set(map(type, values)) <= _NUMBER_TYPES:
+                    out.append(list(values))  # (not numbers: kept as they are)
                     continue
-            except (TypeError, OverflowError):
-                pass
-            # (a number the column cannot hold: the column becomes a list, exact as ever)
-            self.cols[k] = wide = [None if v == _NONE else v for v in col]
-            wide.extend(None if v == _NONE else v for v in values)
+                try:
+                    a = np.array(numbers, dtype=np.int64)
+                except OverflowError:
+                    out.append(list(values))  # (a number beyond 64 bits)
+                    continue
+                if nones != np.count_nonzero(a < 0) or nones and np.count_nonzero(a == _NONE) != nones:
+                    out.append(list(values))  # (a negative number: -1 stands for None)
+                    continue
+                a[1:] -= a[:-1].copy()
+                out.append(zlib.compress(a.tobytes(), 1))
+                continue
+            a = np.array(numbers, dtype=np.int64)
+            a[1:] -= a[:-1].copy()
+            out.append(zlib.compress(a.tobytes(), 1))
+        return out
 
+    def _unpack(self, chunk: list) -> list[list]:
+        out = []
+        for kind, blob in zip(self.shape, chunk):
+            if type(blob) is list:
+                out.append(blob)
+                continue
+            numbers = np.cumsum(np.frombuffer(zlib.decompress(blob), dtype=np.int64)).tolist()
+            if kind == "s":
+                names = self.names
+                out.append([names[c] for c in numbers])
+            elif kind == "k":
+                key = self.keys.key
+                out.append([None if n == _NONE else key(n) for n in numbers])
+            else:
+                out.append([None if n == _NONE else n for n in numbers])
+        return out
+
+    def _chunk(self, i: int) -> list[list]:
+        """Chunk ``i`` as its fields' lists of values (kept open for the next index into it)."""
+        if self._open_at != i:
+            self._close()
+            self._open, self._open_at = self._unpack(self.chunks[i]), i
+        return self._open
+
+    def _close(self) -> None:
+        if self._dirty:
+            self.chunks[self._open_at] = self._pack(self._open)
+        self._open, self._open_at, self._dirty = None, -1, False
+
+    def numbers(self, k: int) -> np.ndarray | None:
+        """Field ``k`` of every fact, as numbers (an "s" field's codes in :attr:`names`, a "k" field's
+        numbers in the key store, -1 for None); None where a chunk keeps the field as values."""
+        self._flush()
+        parts = []
+        for chunk in self.chunks:
+            blob = chunk[k]
+            if type(blob) is list:
+                return None
+            parts.append(np.cumsum(np.frombuffer(zlib.decompress(blob), dtype=np.int64)))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    # the list --------------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self.cols[0]) + len(self.pending)
-
-    @staticmethod
-    def _col(col):
-        if type(col) is list:
-            return col
-        return (None if v == _NONE else v for v in col)
+        return self.count + len(self.pending)
 
     def __iter__(self):
         self._flush()
-        return zip(*map(self._col, self.cols))
+        return chain.from_iterable(zip(*self._unpack(c)) for c in self.chunks)
 
     def __getitem__(self, i: int) -> tuple:
         self._flush()
-        return tuple(None if type(c) is not list and c[i] == _NONE else c[i] for c in self.cols)
+        if not 0 <= i < self.count:
+            raise IndexError(i)
+        fields = self._chunk(i // self.CHUNK)
+        return tuple(f[i % self.CHUNK] for f in fields)
 
     def __setitem__(self, i: int, fact: tuple) -> None:
         self._flush()
-        for k, v in enumerate(fact):
-            col = self.cols[k]
-            if type(col) is list:
-                col[i] = v
-            elif v is None:
-                col[i] = _NONE
-            elif type(v) is int and 0 <= v < 1 << 63:
-                col[i] = v
-            else:
-                self.cols[k] = wide = [None if x == _NONE else x for x in col]
-                wide[i] = v
+        if not 0 <= i < self.count:
+            raise IndexError(i)
+        fields = self._chunk(i // self.CHUNK)
+        for f, v in zip(fields, fact):
+            f[i % self.CHUNK] = v
+        self._dirty = True
 
     def __eq__(self, other) -> bool:
         return list(self) == list(other)
@@ -113,13 +212,16 @@ class Facts:
 
     def __getstate__(self):
         self._flush()
-        return {"shape": self.shape, "ref_at": self.ref_at, "cols": self.cols, "_in_order": self._in_order,
-                "_last": self._last}
+        return {"shape": self.shape, "ref_at": self.ref_at, "keys": self.keys, "chunks": self.chunks,
+                "count": self.count, "names": self.names, "_in_order": self._in_order, "_last": self._last}
 
     def __setstate__(self, state) -> None:
-        self.pending = []
+        self.pending, self.keys = [], None
+        self._open, self._open_at, self._dirty = None, -1, False
         for k, v in state.items():
             setattr(self, k, v)
+        self.number_of = self.keys.add if self.keys is not None else None
+        self.codes = _Codes(self.names)
 
 
 def in_log_order(lists, key=None):

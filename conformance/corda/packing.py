@@ -1,128 +1,233 @@
 """The exact Corda check's settled tracks, packed: a message's track (:class:`.state.Track`) whose
-copies are all settled after its one commit is kept as its MessagePack bytes beside the few facts
-the records that still commonly come for it are judged by, and unpacked, exactly as it was, when
+copies are all settled after its one commit is kept as a few dozen bytes in the share's key store
+(:class:`rmkit.keystore.KeyStore`, keyed by the message id), and unpacked, exactly as it was, when
 any other record of it comes.
 
 Why: without a declared bound the documents bound no message's life, so the exact check keeps
 every track to the end of the log (a redelivery, a second commit or the export's row may come at
 any time, and each is judged against the whole track). Kept as objects, a settled message's track
-costs most of a kilobyte (a Struct per copy and commit, an int object per number); packed, under
-half. The packing is lossless, so when a track is packed changes no finding, only the time spent.
+and its id cost most of a kilobyte; packed, its memo holds its numbers relative to its first
+record (a byte or two each), the names it repeats (sender, session, answer, what was done) as codes
+of the share's names, and its id lives once in the store's arena. The packing is lossless, so when
+a track is packed changes no finding, only the time spent.
 
-What a packed track (:class:`Settled`: one bytes object and three references) answers without
-unpacking: its node, its commit's transaction and its rows, so that its processed-ids row (the export, most often read after the
-events) is taken as the row of an unpacked track is; and at the share's end, whether the fast
-judgement of :meth:`.share._ShareRun.judge_track` applies (committed once, the row of that
-transaction inserted no earlier than its one NEW answer before the commit), which needs nothing
-else. Anything else unpacks it.
+What a packed track answers without unpacking: its node and its commit's transaction, so that its
+processed-ids row (the export, most often read after the events) is taken into columns of its own
+beside the memo; and at the share's end, whether the fast judgement of
+:meth:`.share._ShareRun.judge_track` applies (committed once, the row of that transaction inserted
+no earlier than its one NEW answer before the commit), decided as the row came. Anything else
+(a second row too) unpacks it.
 """
 
 from __future__ import annotations
 
-import struct
+from array import array
 
 import msgspec
 
-from rmkit.conformance.corda.state import Commit, Track
+from rmkit.keystore import KeyStore
 
-
-class Settled(msgspec.Struct, gc=False):
-    """A packed track in its place among the share's tracks: one bytes object (``data``) and the
-    names of its id's first send, where the share keeps that send here (:meth:`sent_fact`)."""
-
-    data: bytes                    # _HEAD, the track's MessagePack bytes (its node, id and rows left
-    #                                out), then each row's ref, transaction, time (_ROW)
-    node: str
-    sent_node: str | None = None
-    sent_session: str | None = None
-    sent_sender: str | None = None
-    gap = True                     # (class attribute: the share's fast lookup, ``not t.gap``, passes it by)
-
-    def _rows_at(self) -> int:
-        return _HEAD.size + _HEAD.unpack_from(self.data)[4]
-
-    @property
-    def rows(self) -> tuple:
-        """Its rows, as :attr:`Track.rows`."""
-        data = self.data
-        return tuple(Commit(*_ROW.unpack_from(data, i)) for i in range(self._rows_at(), len(data), _ROW.size))
-
-    @property
-    def nrows(self) -> int:
-        return (len(self.data) - self._rows_at()) // _ROW.size
-
-    def add_row(self, ref: int, tx: int, t: int) -> int:
-        """Take a row: how many it has now; 0 where its numbers do not pack (then unpack the track and
-        add it there)."""
-        try:
-            data = self.data = self.data + _ROW.pack(ref, tx, t)
-        except struct.error:
-            return 0
-        return (len(data) - _HEAD.size - _SIZE.unpack_from(data, _SIZE_AT)[0]) // _ROW.size
-
-    def fast_judged(self) -> bool:
-        """judge_track's fast case: nothing it judges applies."""
-        data = self.data
-        tx, na_t, _sref, _sseq, size = _HEAD.unpack_from(data)
-        at = _HEAD.size + size
-        if len(data) == at:
-            return False
-        _ref, row_tx, row_t = _ROW.unpack_from(data, at)
-        return tx == row_tx and na_t - 1 <= row_t
-
-    def sent_fact(self, mid: str) -> tuple | None:
-        """The share's fact of its id's first send, (ref, node, id, session, sender, seq), where it is
-        kept here."""
-        if self.sent_node is None:
-            return None
-        _tx, _na, ref, seq, _size = _HEAD.unpack_from(self.data)
-        return (ref - 1, self.sent_node, mid, self.sent_session, self.sent_sender, seq - 1 if seq else None)
-
-
-# its one commit's transaction, the time of its one NEW answer before the commit, its id's first
-# send's ref and seq (each plus one; 0: none), the length of the track's bytes
-_HEAD = struct.Struct("<QQQQI")
-_ROW = struct.Struct("<QQQ")
-_SIZE, _SIZE_AT = struct.Struct("<I"), 32  # (the last field of _HEAD alone)
-_encode = msgspec.msgpack.Encoder().encode
-_decode = msgspec.msgpack.Decoder(Track).decode
-
+from rmkit.conformance.corda.state import Commit, Copy, NewAnswer, Track
 
 # A track of more copies than this is not packed: a message redelivered that often is likely to be
 # redelivered again, and each copy would unpack and pack it once more.
 MAX_COPIES = 4
+# Names (senders, sessions, answers) coded by their number in the share's list of names, up to this
+# many; a name beyond them is kept in the memo as it is (a log whose every message has a session of
+# its own would otherwise keep a list entry per message).
+MAX_NAMES = 1 << 16
+
+# The ids packed last whose numbers are kept at hand (:attr:`PackedTracks.recent`): a few chunks of
+# facts (:attr:`.facts.Facts.CHUNK`).
+RECENT = 1 << 14
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder().decode
+
+
+class _Head(msgspec.Struct, array_like=True, gc=False):
+    """A memo (:meth:`PackedTracks.pack`) read for its row alone: its copies and send left unread."""
+
+    node: int | str
+    first: int
+    t0: int
+    commit_dref: int
+    tx: int
+    copies: msgspec.Raw
+    na: tuple | None
+    acked: msgspec.Raw
+    sent: msgspec.Raw
+
+
+_decode_head = msgspec.msgpack.Decoder(_Head).decode
+_NO_ROW = -1
+
+
+class _Codes(dict):
+    """Name -> its code in ``names``: a name not coded yet is given the next (a str in a memo is a
+    name kept as it is, an int a code)."""
+
+    def __init__(self, names: list):
+        super().__init__({None: 0})
+        self.names = names
+
+    def __missing__(self, name):
+        if type(name) is not str or len(self.names) >= MAX_NAMES:
+            return name  # (kept as it is)
+        code = self[name] = len(self.names)
+        self.names.append(name)
+        return code
+
+
+def _fits(ref: int, dtx: int, dt: int) -> bool:
+    """A row's ref (64 bits) and differences from its commit (32 bits) fit its columns."""
+    return 0 <= ref < 1 << 63 and -1 << 31 <= dtx < 1 << 31 and -1 << 31 <= dt < 1 << 31
 
 
 def packable(tr: Track) -> bool:
-    """Committed once, no acknowledgement before the commit, at most one NEW answer before it,
-    every copy settled, every line read: a track no record but its row is expected for."""
+    """Committed once, no acknowledgement before the commit, at most one NEW answer before it, at
+    most one row, every copy settled, every line read: a track no record but its row is expected for."""
     copies = tr.copies
-    return (len(tr.commits) == 1 and not tr.acks and len(tr.new_after) <= 1 and not tr.gap
+    return (len(tr.commits) == 1 and not tr.acks and len(tr.new_after) <= 1 and not tr.gap and len(tr.rows) <= 1
             and len(copies) <= MAX_COPIES and all(c.done for c in copies))
 
 
-def pack(tr: Track, sent: tuple | None = None) -> Settled | None:
-    """``tr`` packed (emptied of its node, id and rows: the caller drops it), with its id's send
-    (``sent``, the share's fact) where given; None where a number does not pack (more than 64 bits:
-    it stays a Track)."""
-    na, rows, node, mid = tr.new_after, tr.rows, tr.node, tr.mid
-    tr.node = tr.mid = ""
-    tr.rows = ()
-    try:
-        blob = _encode(tr)
-        head = _HEAD.pack(tr.commits[0].tx, na[0].t + 1 if na else 0, sent[0] + 1 if sent else 0,
-                          sent[5] + 1 if sent and sent[5] is not None else 0, len(blob))
-        data = b"".join((head, blob, *(_ROW.pack(r.ref, r.tx, r.t) for r in rows)))
-    except (struct.error, OverflowError):
-        tr.node, tr.mid, tr.rows = node, mid, rows  # (the caller keeps the track as it was)
-        return None
-    if sent is None:
-        return Settled(data, node)
-    return Settled(data, node, sent[1], sent[3], sent[4])
+class PackedTracks:
+    """The packed tracks of one share, each in ``store`` under its message id (the store the share's
+    facts refer to ids by), with the names their memos code and the row each took since."""
 
+    def __init__(self, store: KeyStore):
+        self.store = store
+        self.names: list = [None]           # code -> name (0: None)
+        self.codes = _Codes(self.names)
+        # per key number of the store: the row taken while packed (ref -1: none; its transaction and
+        # time as their differences from the commit's, which fit 32 bits, else the row is not taken),
+        # and whether it made judge_track's fast case hold (1)
+        self.row_ref, self.row_dtx, self.row_dt = array("q"), array("i"), array("i")
+        self.fast = bytearray()
+        # the ids packed last -> their numbers: the facts of an id, appended before it was packed, are
+        # moved to their columns a few thousand facts later, and find its number here (:meth:`number`)
+        self.recent: dict[str, int] = {}
 
-def unpack(s: Settled, mid: str) -> Track:
-    data = s.data
-    tr = _decode(data[_HEAD.size:s._rows_at()])
-    tr.node, tr.mid, tr.rows = s.node, mid, s.rows
-    return tr
+    def number(self, mid: str) -> int:
+        """``mid``'s number in the store (added where it is new)."""
+        n = self.recent.get(mid)
+        return n if n is not None else self.store.add(mid)
+
+    def __len__(self) -> int:
+        return self.store.memos
+
+    def find(self, mid: str) -> int:
+        """The store's number of ``mid`` where its track is packed, else -1."""
+        return self.store.held(mid)
+
+    def _name(self, code):
+        return self.names[code] if type(code) is int else code
+
+    # packing ---------------------------------------------------------------------------------
+    def pack(self, tr: Track, sent: tuple | None = None) -> bool:
+        """``tr`` packed under its id, with its id's send (``sent``, the share's fact) where given;
+        False where a number does not pack (beyond 64 bits: the caller keeps the track)."""
+        first, code = tr.first, self.codes.__getitem__
+        (commit,) = tr.commits
+        t0 = commit.t
+        na = tr.new_after
+        memo = (code(tr.node), first, t0, commit.ref - first, commit.tx,
+                [(c.ref - first, c.delivery, code(c.sender), c.seq, code(c.session), code(c.verdict),
+                  c.vref - first if c.vref else None, code(c.done), c.unread) for c in tr.copies],
+                (na[0].ref - first, na[0].t - t0, code(na[0].sender), na[0].seq) if na else None,
+                tr.acked - first if tr.acked else None,
+                (sent[0], code(sent[1]), code(sent[3]), code(sent[4]), sent[5]) if sent is not None else None)
+        try:
+            data = _encode(memo)
+        except OverflowError:
+            return False
+        row = tr.rows[0] if tr.rows else None
+        if row is not None and not _fits(row.ref, row.tx - commit.tx, row.t - t0):
+            return False
+        store = self.store
+        n = store.add(tr.mid)
+        store.put(n, data)
+        recent = self.recent
+        if len(recent) >= RECENT:
+            recent.clear()
+        recent[tr.mid] = n
+        self._grow(n)
+        if row is not None:
+            self._take_row(n, row.ref, row.tx, row.t, commit.tx, t0, na[0].t if na else None)
+        else:
+            self.row_ref[n] = _NO_ROW
+        return True
+
+    def _grow(self, n: int) -> None:
+        more = n + 1 - len(self.row_ref)
+        if more > 0:
+            more = max(more, 4096)
+            self.row_ref.extend(array("q", [_NO_ROW]) * more)
+            self.row_dtx.extend(array("i", [0]) * more)
+            self.row_dt.extend(array("i", [0]) * more)
+            self.fast.extend(bytes(more))
+
+    def _take_row(self, n: int, ref: int, tx: int, t: int, commit_tx: int, t0: int, na_t: int | None) -> None:
+        self.row_ref[n], self.row_dtx[n], self.row_dt[n] = ref, tx - commit_tx, t - t0
+        self.fast[n] = tx == commit_tx and (na_t is None or na_t <= t)
+
+    def _memo(self, n: int) -> list:
+        return _decode(self.store.memo(n))
+
+    def node(self, n: int) -> str:
+        """The node of the packed track ``n``."""
+        return self._name(self._memo(n)[0])
+
+    def add_row(self, n: int, node: str, ref: int, tx: int, t: int) -> bool:
+        """The packed track ``n`` takes a row of ``node``'s export, where it is its node's track, has
+        none yet and its numbers fit; False: the caller unpacks it (or it is another node's)."""
+        if self.row_ref[n] != _NO_ROW:
+            return False
+        head = _decode_head(self.store.memo(n))
+        t0, commit_tx = head.t0, head.tx
+        if self._name(head.node) != node or not _fits(ref, tx - commit_tx, t - t0):
+            return False
+        na = head.na
+        self._take_row(n, ref, tx, t, commit_tx, t0, None if na is None else na[1] + t0)
+        return True
+
+    def fast_judged(self, n: int) -> bool:
+        """judge_track's fast case holds for the packed track ``n`` (nothing it judges applies)."""
+        return self.fast[n] == 1
+
+    def sent_fact(self, n: int, mid: str) -> tuple | None:
+        """The share's fact of the id's first send, (ref, node, id, session, sender, seq), where the
+        packed track ``n`` keeps it."""
+        sent = self._memo(n)[8]
+        if sent is None:
+            return None
+        name = self._name
+        return (sent[0], name(sent[1]), mid, name(sent[2]), name(sent[3]), sent[4])
+
+    def unpack(self, n: int, mid: str) -> Track:
+        """The packed track ``n`` as it was (``mid``: its id), no longer packed."""
+        track = self.peek(n, mid)
+        self.store.drop(n)
+        self.row_ref[n] = _NO_ROW
+        self.fast[n] = 0
+        return track
+
+    def peek(self, n: int, mid: str) -> Track:
+        """The packed track ``n`` as it was, left packed."""
+        node, first, t0, commit_dref, tx, copies, na, acked, _sent = self._memo(n)
+        name = self._name
+        tr = Track(name(node), mid, first,
+                   [Copy(ref + first, delivery, name(sender), seq, name(session), name(verdict),
+                         vref + first if vref is not None else 0, name(done), unread)
+                    for ref, delivery, sender, seq, session, verdict, vref, done, unread in copies],
+                   commits=(Commit(commit_dref + first, tx, t0),),
+                   acked=acked + first if acked is not None else 0)
+        if na is not None:
+            tr.new_after = (NewAnswer(na[0] + first, na[1] + t0, name(na[2]), na[3]),)
+        if self.row_ref[n] != _NO_ROW:
+            tr.rows = (Commit(self.row_ref[n], tx + self.row_dtx[n], t0 + self.row_dt[n]),)
+        return tr
+
+    def numbers(self):
+        """The store numbers of the packed tracks."""
+        return self.store.numbers_held()

@@ -15,7 +15,9 @@ import msgspec
 import orjson
 from msgspec import UNSET
 
+from rmkit.keystore import KeyStore
 from rmkit.logread import BrokenLine
+from rmkit.malloctune import release_freed_memory
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
 from rmkit.verdict import InputProblem
@@ -23,11 +25,15 @@ from rmkit.verdict import InputProblem
 from rmkit.conformance.corda.decode import TypedRecords
 from rmkit.conformance.corda.facts import Facts
 from rmkit.conformance.corda.handlers import Hooks
-from rmkit.conformance.corda.packing import Settled, pack, packable, unpack
+from rmkit.conformance.corda.packing import PackedTracks, packable
 from rmkit.conformance.corda.state import Ack, Commit, Copy, NewAnswer, Track
 from rmkit.protocols.corda.records import EVENT, ROW, record_format
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
+# Records read between two hand-backs of freed memory to the system (:func:`release_freed_memory`):
+# the columns of the packed tracks and the key store grow by reallocation, each leaving the block it
+# outgrew free in the heap, still counted in the process's memory until handed back.
+TRIM_EVERY = 1 << 18
 
 
 @dataclass
@@ -83,16 +89,22 @@ class _ShareRun:
         self.spec = checker.spec
         self.fmt = record_format()
         self.typed = TypedRecords(self.fmt)
-        self.out = Share()
+        # the ids the facts across ids name and those of the packed tracks, each once, by number
+        self.store = store = KeyStore()
+        self.packed = packed = PackedTracks(store)
+        number = packed.number
+        self.out = Share(commits=Facts("iskssii", keys=store, number_of=number),
+                         seqs=Facts("siki", 3, keys=store, number_of=number),
+                         sent_seqs=Facts("isik", keys=store, number_of=number))
         # the open tracks: by id (most ids are received by one node), and by (node, id) for the
         # tracks of an id on a node other than its first
-        self.tracks: dict[str, Track | Settled] = {}   # (a settled track packed, :mod:`.packing`)
+        self.tracks: dict[str, Track] = {}
         self.more_tracks: dict[tuple[str, str], Track] = {}
-        # every id of the share, to its one string (kept once, however many records name it); an id
-        # whose track is packed (:mod:`.packing`) is known by its entry in ``tracks`` instead, and its
-        # send and its reception are kept there too
+        # the settled tracks, packed (:mod:`.packing`): an id whose track is there is in none of
+        # ``tracks``, ``ids``, ``sent`` and ``received`` (its send and its reception are kept there)
+        # every id of the share, to its one string (kept once, however many records name it), but
+        # for the ids of the packed tracks
         self.ids: dict[str, str] = {}
-        self.packed_ids = 0
         self.sent: dict[str, tuple] = {}   # id -> its first send (:meth:`sent_of`)
         self.unsent_commits: dict[str, list] = {}  # id -> its commit facts (indexes) made while its send was not yet read
         self.received: set[str] = set()    # ids some node received
@@ -130,11 +142,16 @@ class _ShareRun:
         """Every record of ``batches`` in log order, then the end of the share."""
         started = time.perf_counter()
         handlers = self.handlers()
+        read, trim_at = 0, TRIM_EVERY
         for refs, recs in self.decoded(batches):
             for ref, r in zip(refs, recs):
                 if r is not None:
                     self.ref = ref
                     handlers[type(r)](r, ref)
+            read += len(recs)
+            if read >= trim_at:
+                trim_at += TRIM_EVERY
+                release_freed_memory()
         self.finish()
         self.out.seconds = time.perf_counter() - started
         return self.release()
@@ -145,6 +162,10 @@ class _ShareRun:
         (:func:`rmkit.gctune.paused_collections`): emptied, the tracks and facts it holds are freed
         by reference counting at once rather than by a later collection over all of them."""
         out = self.out
+        for facts in (out.commits, out.seqs, out.sent_seqs):
+            if type(facts) is Facts:
+                facts.flush()
+        self.store.forget_memos()  # (the facts keep the ids alone)
         self.__dict__.clear()
         return out
 
@@ -183,13 +204,15 @@ class _ShareRun:
             out.events.update({kinds[cls][1]: n for cls, n in per_type.items() if kinds[cls][0] == EVENT})
             out.event_nodes |= nodes
 
-    def new_id(self, mid: str, ref: int, kind: str, node: str) -> str:
+    def new_id(self, mid: str, ref: int, kind: str, node: str, packed: int | None = None) -> str:
         """The id's one string; judged at its first record in this share (each record that may open
-        an id asks)."""
+        an id asks; ``packed``: its packed track's number, -1 for none, where the caller looked)."""
         known = self.ids.get(mid)
         if known is not None:
             return known
-        if type(self.tracks.get(mid)) is Settled:
+        if packed is None:
+            packed = self.packed.find(mid) if self.packed.store.memos else -1
+        if packed >= 0:
             return mid
         self.ids[mid] = mid
         self.hooks.new_id(mid, ref, kind, node)
@@ -256,33 +279,39 @@ class _ShareRun:
         """The track of ``mid`` on ``node``, opened at ``ref`` if there is none."""
         t = self.tracks.get(mid)
         if t is None:
-            t = self.tracks[mid] = Track(node, mid, ref, [])
-        elif t.node != node:
-            t = self.more_tracks.get((node, mid))
-            if t is None:
-                t = self.more_tracks[(node, mid)] = Track(node, mid, ref, [])
-        elif type(t) is Settled:
-            t = self.tracks[mid] = self.unpacked(t, mid)
+            # (an id of ``ids`` is not packed: packing takes it out of them)
+            n = self.packed.find(mid) if self.packed.store.memos and mid not in self.ids else -1
+            if n < 0:
+                t = self.tracks[mid] = Track(node, mid, ref, [])
+                return t
+            if self.packed.node(n) == node:
+                t = self.tracks[mid] = self.unpacked(n, mid)
+                return t
+        elif t.node == node:
+            return t
+        # (an id's track on a node other than its first: its first stays in ``tracks``, or packed)
+        t = self.more_tracks.get((node, mid))
+        if t is None:
+            t = self.more_tracks[(node, mid)] = Track(node, mid, ref, [])
         return t
 
-    def unpacked(self, s: Settled, mid: str) -> Track:
-        """A packed track unpacked, its id's send, reception and string kept by the share again."""
-        sent = s.sent_fact(mid)
+    def unpacked(self, n: int, mid: str) -> Track:
+        """The packed track ``n`` unpacked, its id's send, reception and string kept by the share again."""
+        sent = self.packed.sent_fact(n, mid)
         if sent is not None:
             self.sent[mid] = sent
         self.received.add(mid)
         self.ids[mid] = mid
-        self.packed_ids -= 1
-        return unpack(s, mid)
+        return self.packed.unpack(n, mid)
 
     def sent_of(self, mid: str) -> tuple | None:
         """The fact of ``mid``'s first send, (ref, node, id, session, sender, seq); None where none
         was read."""
         sent = self.sent.get(mid)
-        if sent is None:
-            t = self.tracks.get(mid)
-            if type(t) is Settled:
-                return t.sent_fact(mid)
+        if sent is None and self.packed.store.memos:
+            n = self.packed.find(mid)
+            if n >= 0:
+                return self.packed.sent_fact(n, mid)
         return sent
 
     # events (``r``: a typed record, :mod:`rmkit.conformance.corda.decode`; an optional field it
@@ -290,9 +319,11 @@ class _ShareRun:
     def ev_sent(self, r, ref: int) -> None:
         mid, seq = r.id, r.seq
         sender = intern(r.sender)
-        if mid not in self.sent and (type(t := self.tracks.get(mid)) is not Settled or t.sent_node is None):
+        if mid not in self.sent and (
+                (n := self.packed.find(mid) if self.packed.store.memos else -1) < 0
+                or self.packed.sent_fact(n, mid) is None):
             # (a packed track keeps its id's send: :meth:`sent_of`)
-            mid = self.new_id(mid, ref, "sent", r.node)
+            mid = self.new_id(mid, ref, "sent", r.node, n)
             fact = (ref, intern(r.node), mid, intern(r.session), sender, seq)
             self.sent[mid] = fact
         if seq is not None:
@@ -400,14 +431,12 @@ class _ShareRun:
         mid = tr.mid
         if packable(tr) and self.tracks.get(mid) is tr:
             sent = self.sent.get(mid)
-            packed = pack(tr, sent)
-            if packed is not None:
-                self.tracks[mid] = packed
+            if self.packed.pack(tr, sent):
+                del self.tracks[mid]
                 if sent is not None:
                     del self.sent[mid]
                 self.received.discard(mid)  # (a packed track has a copy: its id was received)
-                if self.ids.pop(mid, None) is not None:
-                    self.packed_ids += 1
+                self.ids.pop(mid, None)
 
     def _acked(self, r, ref: int, tr: Track | None) -> Track:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "acked", tr)
@@ -437,11 +466,10 @@ class _ShareRun:
         out.export_nodes.add(r.node)
         if tr is None:
             tr = self.tracks.get(r.id)
-            if type(tr) is Settled and tr.node == r.node:
-                rows = tr.add_row(ref, r.tx, r.t)  # (a packed track takes its row as it is: :mod:`.packing`)
-                if rows > 1:
-                    self.hooks.second_row(tr, r, ref)
-                if rows:
+            if tr is None and self.packed.store.memos and r.id not in self.ids:
+                n = self.packed.find(r.id)
+                # (a packed track takes its first row as it is: :mod:`.packing`)
+                if n >= 0 and self.packed.add_row(n, r.node, ref, r.tx, r.t):
                     return
             if tr is None or tr.node != r.node or tr.gap:
                 tr = self.track(r, ref, "row")
@@ -454,33 +482,27 @@ class _ShareRun:
         out = self.out
         for mid, idxs in self.unsent_commits.items():
             self.sent_found(mid, idxs)
-        out.ids = len(self.ids) + self.packed_ids
+        packed = self.packed
+        out.ids = len(self.ids) + len(packed)
         settled = self.c.settled
         committed_ids = set()
         self.phase = 1
-        # in the order the tracks were opened (one dict of them is in that order already)
+        # in the order the tracks were opened; a packed track the fast case passes (nothing
+        # judge_track judges applies) is not unpacked: it was committed, and received
+        key = self.store.key
+        tracks = [*self.tracks.values(), *self.more_tracks.values(),
+                  *(packed.peek(n, key(n)) for n in packed.numbers() if not packed.fast_judged(n))]
+        if self.more_tracks or len(tracks) > len(self.tracks):
+            tracks.sort(key=_FIRST)
         received = self.received
-        if self.more_tracks:
-            tracks = sorted((*(unpack(t, mid) if type(t) is Settled else t for mid, t in self.tracks.items()),
-                             *self.more_tracks.values()), key=_FIRST)
-        else:
-            tracks = self.tracks.items()
         for tr in tracks:
-            if type(tr) is tuple:
-                mid, tr = tr
-                if type(tr) is Settled:
-                    if tr.fast_judged():  # (nothing judge_track judges applies)
-                        if mid not in received:
-                            committed_ids.add(mid)
-                        continue
-                    tr = unpack(tr, mid)
             if self.judge_track(tr, settled) and tr.mid not in received:
                 committed_ids.add(tr.mid)  # (needed only for an id no node received: never_received below)
         if settled:
             self.phase = 2
             for mid, fact in self.sent.items():
                 self.ref = fact[0]
-                if mid not in self.received and mid not in committed_ids:
+                if mid not in received and mid not in committed_ids and packed.find(mid) < 0:
                     self.hooks.never_received(mid, fact)
         return out
 

@@ -18,10 +18,11 @@ from collections import defaultdict
 from operator import itemgetter
 from typing import Iterable
 
+import numpy as np
 from rmkit.rules import OFF
 from rmkit.verdict import Violation
 
-from rmkit.conformance.corda.facts import in_log_order
+from rmkit.conformance.corda.facts import Facts, in_log_order
 
 _REF3 = itemgetter(3)
 N_ID = re.compile(r"^N-([0-9A-Za-z]+)-([0-9]+)-([0-9]+)$")
@@ -44,13 +45,19 @@ def renewed(checker, inputs, shares, commits) -> Iterable[Violation]:
     have been read (CORDA-DEDUP-006); below the copy's number, so the fast path trusted a mark the
     sender's order does not uphold (CORDA-DEDUP-007); else the database answered wrong (005)."""
     fast = checker.spec.fast_path
-    marks: dict[tuple, tuple] = defaultdict(lambda: (array("q"), []))  # (node, sender) -> (refs, running max seq)
+    # (node, sender) -> (refs, running max seq); a number beyond 64 bits turns its key's column into a list
+    marks: dict[tuple, tuple] = defaultdict(lambda: (array("q"), array("q")))
     if fast:
         for ref, node, _mid, _session, sender, seq, _sent in commits:
             if seq is not None:
-                refs, top = marks[(node, sender)]
+                key = (node, sender)
+                refs, top = marks[key]
                 refs.append(ref)
-                top.append(max(seq, top[-1]) if top else seq)
+                try:
+                    top.append(max(seq, top[-1]) if top else seq)
+                except OverflowError:
+                    marks[key] = refs, top = refs, list(top)
+                    top.append(max(seq, top[-1]) if top else seq)
     for r in sorted(r for s in shares for r in s.renewed):
         refs, top = marks.get((r[1], r[3]), ([], [])) if fast and r[4] is not None else ([], [])
         v = classify_renewed(checker, inputs, r, refs, top)
@@ -191,15 +198,9 @@ def sequence_numbers(checker, inputs, shares) -> Iterable[Violation]:
     """One sender key's sequence numbers are never reused for another id, and its sends carry them
     in increasing order.
 
-    The uses are read in log order once to find the numbers used for two ids (keeping per sender key
-    each number's first id), and, where there are any, once more to gather those numbers' uses."""
-    ids: dict[str, dict] = {}                   # sender -> seq -> the id of its first use
-    reused: set = set()                         # (sender, seq) used for several ids
-    for sender, seq, mid, _ref in _uses(shares):
-        got = ids.setdefault(sender, {}).setdefault(seq, mid)
-        if got != mid:
-            reused.add((sender, seq))
-    del ids
+    The uses are read once to find the numbers used for two ids, and, where there are any, once more
+    in log order to gather those numbers' uses."""
+    reused = _reused(shares)                    # (sender, seq) used for several ids
     first: dict[tuple, tuple] = {}              # (sender, seq) -> (id, ref) of its first use
     more: dict[tuple, dict] = {}                # (sender, seq) -> id -> its first use's ref, where several ids used it
     for sender, seq, mid, ref in _uses(shares) if reused else ():
@@ -225,6 +226,80 @@ def sequence_numbers(checker, inputs, shares) -> Iterable[Violation]:
                                     [(prev[1], "sent", None), (ref, "sent", None)])
         if prev is None or seq > prev[0]:
             top[sender] = (seq, ref, mid)
+
+
+def _reused(shares) -> set:
+    """The (sender, seq) of every use whose number some use of the same sender key gave another id,
+    and, rarely, a few more (the second pass of :func:`sequence_numbers` is exact).
+
+    From the facts' columns as numbers (:meth:`.facts.Facts.numbers`): each use as two 64-bit
+    numbers, a mix of its sender and number and its id, sorted; where a dict of every number's first
+    id would hold objects per use. Two (sender, number) that mix alike, or one id in two shares (an
+    id is told by its number in its share's key store), only make a number looked at again."""
+    senders: dict = {}    # a sender -> its code here
+    domains: dict = {}    # the store (or facts) an id's number is of -> its code here
+    parts = []
+    for s in shares:
+        for facts, fields in ((s.sent_seqs, (1, 2, 3)), (s.seqs, (0, 1, 2))):
+            if not isinstance(facts, Facts):
+                return _reused_by_dict(shares)
+            if not len(facts):
+                continue
+            if facts.shape[fields[0]] != "s":
+                return _reused_by_dict(shares)
+            code = np.array([senders.setdefault(v, len(senders)) for v in facts.names], dtype=np.int64)
+            codes = facts.numbers(fields[0])
+            seqs = facts.numbers(fields[1])
+            if codes is None or seqs is None:
+                return _reused_by_dict(shares)
+            mixed = _mix(code[codes], seqs)
+            del codes, seqs
+            ids = facts.numbers(fields[2])
+            if ids is None:
+                return _reused_by_dict(shares)
+            domain = facts.keys if facts.shape[fields[2]] == "k" else facts
+            ids += domains.setdefault(id(domain), len(domains)) << 32
+            parts.append((mixed, ids))
+    if not parts:
+        return set()
+    mixed, ids = (np.concatenate(p) if len(p) > 1 else p[0] for p in zip(*parts))
+    del parts
+    order = np.lexsort((ids, mixed))
+    mixed, ids = mixed[order], ids[order]
+    del order
+    at = np.nonzero((mixed[1:] == mixed[:-1]) & (ids[1:] != ids[:-1]))[0]
+    wanted = set(mixed[at].tolist())
+    del mixed, ids
+    if not wanted:
+        return set()
+    return {(sender, seq) for sender, seq, _mid, _ref in _uses(shares)
+            if _mix_one(senders[sender], -1 if seq is None else seq) in wanted}
+
+
+_MIX = 0x9E3779B97F4A7C15
+
+
+def _mix(senders: np.ndarray, seqs: np.ndarray) -> np.ndarray:
+    """A sender's code and a number mixed into one 64-bit number (wrapping)."""
+    with np.errstate(over="ignore"):
+        return seqs * np.int64(_MIX - (1 << 64)) + senders
+
+
+def _mix_one(sender: int, seq: int) -> int:
+    """:func:`_mix` of one use."""
+    v = (seq * _MIX + sender) & ((1 << 64) - 1)
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _reused_by_dict(shares) -> set:
+    """:func:`_reused` where the facts are not all columns of numbers: each number's first id per sender key."""
+    ids: dict = {}                  # sender -> seq -> the id of its first use
+    reused: set = set()
+    for sender, seq, mid, _ref in _uses(shares):
+        got = ids.setdefault(sender, {}).setdefault(seq, mid)
+        if got != mid:
+            reused.add((sender, seq))
+    return reused
 
 
 def _uses(shares) -> Iterable[tuple]:

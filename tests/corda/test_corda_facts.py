@@ -45,3 +45,31 @@ def test_order_is_told_and_merged_or_sorted_accordingly():
     other = Facts("sisi", 3)
     other.append(("c", 1, "o", 5))
     assert [f[3] for f in in_log_order([ordered, other], key=ref)] == [4, 5, 8]
+
+
+def test_the_reused_numbers_found_from_the_columns_are_those_found_one_use_at_a_time():
+    """spanning._reused (the facts' numbers, sorted) against _reused_by_dict (each number's first
+    id), on shares that reuse numbers within a share, across shares, and use one id's number twice
+    (each id in one share, as the shares are keyed by id)."""
+    import random
+
+    from rmkit.keystore import KeyStore
+
+    from rmkit.conformance.corda.share import Share
+    from rmkit.conformance.corda.spanning import _reused, _reused_by_dict
+
+    rnd = random.Random(7)
+    shares, ref = [], 0
+    for k in range(3):
+        store = KeyStore()
+        share = Share(seqs=Facts("siki", 3, keys=store), sent_seqs=Facts("isik", keys=store))
+        for _ in range(3 * Facts.CHUNK):
+            ref += 1
+            sender, seq, mid = rnd.choice(["a", "b", "c"]), rnd.randrange(20_000), f"N-f{k}-{rnd.randrange(30_000)}-0"
+            if rnd.random() < 0.5:
+                share.sent_seqs.append((ref, sender, seq, mid))
+            else:
+                share.seqs.append((sender, seq, mid, ref))
+        shares.append(share)
+    expect = _reused_by_dict(shares)
+    assert expect and _reused(shares) == expect

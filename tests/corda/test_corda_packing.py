@@ -7,11 +7,19 @@ from __future__ import annotations
 import copy
 import json
 
+import pytest
+
+from rmkit.keystore import KeyStore
+
 from rmkit.conformance.corda import packing, share
 from rmkit.conformance.corda.checker import CordaLogChecker
 from rmkit.conformance.corda.state import Commit, Copy, NewAnswer, Track
 
 T0 = 1_767_225_600_000
+
+
+def _store(fingerprint=hash) -> packing.PackedTracks:
+    return packing.PackedTracks(KeyStore(fingerprint))
 
 
 def test_a_packed_track_unpacks_to_the_same_track():
@@ -21,38 +29,64 @@ def test_a_packed_track_unpacks_to_the_same_track():
                new_after=(NewAnswer(8, T0 + 8, "6f1c", 1),), acked=13)
     before = copy.deepcopy(tr)
     assert packing.packable(tr)
-    packed = packing.pack(tr)
-    assert (packed.node, packed.rows, packed.nrows) == ("bob", before.rows, 1)
-    assert packed.fast_judged()  # (committed once; the row of that transaction, inserted after its NEW answer)
-    assert packing.unpack(packed, "N-f1-1-0") == before
-    assert packed.add_row(41, 101, T0 + 20) == 2 and packed.nrows == 2 and packed.rows[1] == Commit(41, 101, T0 + 20)
-    assert not packed.add_row(42, 1 << 64, T0)  # (a number beyond 64 bits: the track is unpacked to take it)
+    packed = _store()
+    assert packed.pack(tr)
+    n = packed.find("N-f1-1-0")
+    assert n >= 0 and packed.node(n) == "bob" and len(packed) == 1
+    assert packed.fast_judged(n)  # (committed once; the row of that transaction, inserted after its NEW answer)
+    assert packed.peek(n, "N-f1-1-0") == before
+    assert not packed.add_row(n, "bob", 41, 101, T0 + 20)  # (a second row: the track is unpacked to take it)
+    assert packed.unpack(n, "N-f1-1-0") == before and packed.find("N-f1-1-0") == -1 and len(packed) == 0
 
 
-def test_a_track_whose_numbers_do_not_pack_stays_as_it_was():
+def test_every_field_survives_the_packing(monkeypatch):
+    """Names beyond the coded ones, no delivery, no sequence number, no dedup line, no acknowledgement,
+    numbers at 64 bits: all as they were."""
+    tr = Track("bob", "N-f1-1-0", 1 << 40, [Copy((1 << 40) + 5, None, "6f1c", None, None, "NEW", 0, "discarded"),
+                                            Copy((1 << 62), "ID:b-2", None, (1 << 63) - 1, "s2", None, 0, "committed")],
+               commits=(Commit(3, (1 << 63) - 1, -5),), new_after=(NewAnswer(2, -9, None, None),))
+    before = copy.deepcopy(tr)
+    coded = _store()
+    assert coded.pack(copy.deepcopy(before))
+    assert coded.peek(coded.find("N-f1-1-0"), "N-f1-1-0") == before
+    monkeypatch.setattr(packing, "MAX_NAMES", 1)  # (no name coded: every one kept as it is)
+    packed = _store()
+    assert packed.pack(tr)
+    assert packed.peek(packed.find("N-f1-1-0"), "N-f1-1-0") == before and packed.names == [None]
+
+
+def test_a_track_whose_numbers_do_not_pack_is_not_packed():
     tr = Track("bob", "N-f1-1-0", 7, [Copy(7, "ID:b-1", "6f1c", 1, "s1", "NEW", 8, "committed")],
                commits=(Commit(9, 1 << 64, T0 + 9),))
     before = copy.deepcopy(tr)
-    assert packing.pack(tr) is None and tr == before
+    packed = _store()
+    assert not packed.pack(tr) and tr == before and packed.find("N-f1-1-0") == -1
     sent = (3, "alice", "N-f1-1-0", "s1", "6f1c", 1)
     tr.commits = (Commit(9, 101, T0 + 9),)
-    packed = packing.pack(tr, sent)
-    assert packed.sent_fact("N-f1-1-0") == sent and packing.pack(copy.deepcopy(before)) is None
+    assert packed.pack(tr, sent)
+    n = packed.find("N-f1-1-0")
+    assert packed.sent_fact(n, "N-f1-1-0") == sent
+    assert not packed.add_row(n, "bob", 40, 1 << 64, T0)  # (a number beyond 64 bits: the track is unpacked to take it)
 
 
 def test_the_fast_judgement_is_judge_tracks():
     tr = Track("bob", "N-f1-1-0", 7, [Copy(7, "ID:b-1", "6f1c", 1, "s1", "NEW", 8, "committed")],
                commits=(Commit(9, 101, T0 + 9),), new_after=(NewAnswer(8, T0 + 8, "6f1c", 1),))
-    packed = packing.pack(copy.deepcopy(tr))
-    assert not packed.fast_judged()                # no row yet
-    other = packing.pack(copy.deepcopy(tr))
-    other.add_row(40, 102, T0 + 9)
-    assert not other.fast_judged()                 # the row of another transaction
-    early = packing.pack(copy.deepcopy(tr))
-    early.add_row(40, 101, T0 + 7)
-    assert not early.fast_judged()                 # a row inserted before the NEW answer
-    packed.add_row(40, 101, T0 + 8)
-    assert packed.fast_judged()
+
+    def packed_with(row):
+        packed = _store()
+        packed.pack(copy.deepcopy(tr))
+        n = packed.find("N-f1-1-0")
+        if row is not None:
+            assert packed.add_row(n, "bob", *row)
+        return packed, n
+
+    assert not packed_with(None)[0].fast_judged(packed_with(None)[1])   # no row yet
+    assert not packed_with((40, 102, T0 + 9))[0].fast_judged(0)          # the row of another transaction
+    assert not packed_with((40, 101, T0 + 7))[0].fast_judged(0)          # a row inserted before the NEW answer
+    assert packed_with((40, 101, T0 + 8))[0].fast_judged(0)
+    other, n = packed_with(None)
+    assert not other.add_row(n, "carol", 40, 101, T0 + 8)                # another node's row: not this track's
 
 
 def test_a_track_not_settled_is_not_packed():
@@ -125,11 +159,13 @@ def _planted(tmp_path):
     return [str(events), str(export)], expect, first
 
 
-def _found(paths, monkeypatch, pack: bool) -> tuple[set, int]:
+def _found(paths, monkeypatch, pack: bool, fingerprint=hash) -> tuple[set, int]:
     packed = []
-    real = packing.pack
-    monkeypatch.setattr(share, "pack", lambda tr, sent=None: packed.append(tr.mid) or real(tr, sent))
+    real = packing.PackedTracks.pack
+    monkeypatch.setattr(packing.PackedTracks, "pack",
+                        lambda self, tr, sent=None: packed.append(tr.mid) or real(self, tr, sent))
     monkeypatch.setattr(share, "packable", packing.packable if pack else (lambda tr: False))
+    monkeypatch.setattr(share, "KeyStore", lambda: KeyStore(fingerprint))
     report = CordaLogChecker("spec", max_examples=0, settled=True).run(paths)
     assert report.subjects == 5
     names = {paths[0]: "events", paths[1]: "export"}
@@ -144,3 +180,15 @@ def test_records_after_a_message_was_packed_are_judged_as_without_packing(tmp_pa
     assert {(r, m) for r, m, _, _ in with_packing} == {(r, m) for r, m, _, _ in expect}
     without, packed = _found(paths, monkeypatch, pack=False)
     assert packed == 0 and without == with_packing
+
+
+@pytest.mark.parametrize("fingerprint", [lambda key: 0, lambda key: len(key) % 3],
+                         ids=["every id the same fingerprint", "three fingerprints"])
+def test_ids_whose_fingerprints_collide_are_judged_as_ever(tmp_path, monkeypatch, fingerprint):
+    """The packed tracks and the facts' ids are found by a fingerprint of the id; a fingerprint shared
+    by several ids costs a second look at the id itself, never another id's track or fact."""
+    paths, expect, _ = _planted(tmp_path)
+    colliding, packed = _found(paths, monkeypatch, pack=True, fingerprint=fingerprint)
+    assert packed >= 5
+    assert colliding == _found(paths, monkeypatch, pack=False)[0]
+    assert {(r, m) for r, m, _, _ in colliding} == {(r, m) for r, m, _, _ in expect}

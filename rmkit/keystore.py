@@ -1,0 +1,254 @@
+"""Many exact string keys, each numbered and optionally holding a memo (bytes), in a few flat arrays.
+
+Why: an exact log check (one with no bound on when a subject's records may still come) keeps
+something of every subject to the end of the log. Kept as Python objects keyed by the subject's
+string, the key alone costs about 90 bytes (the string object and its dict entry) and each memo an
+object header more; at millions of subjects that is most of the memory. Here a key costs its
+UTF-8 bytes in one arena, its 64-bit fingerprint and a few array cells (about 35 bytes for a key
+of 14 characters), and a memo its bytes, compressed a block of memos at a time, and 12 bytes of
+offsets.
+
+Exactness: a key is found by its fingerprint (by default the string's own ``hash``), and a
+fingerprint that matches is then checked against the key's bytes in the arena. Two keys with the
+same fingerprint therefore cost a second look, never a wrong answer (``tests/core/test_keystore.py``
+holds that with a fingerprint that collides for every key).
+
+A key's number is dense (0, 1, 2, ... in the order keys were added) and never changes, so callers
+may keep their own columns indexed by it, and refer to a key by its number instead of its string.
+Nothing here names a protocol.
+"""
+
+from __future__ import annotations
+
+import zlib
+from array import array
+
+_EMPTY_SLOTS = 1 << 10
+# The table of slots is doubled when more than this share of it is taken: linear probing stays at a
+# few probes a lookup below it, and a slot costs 4 bytes.
+_MAX_LOAD = 0.6
+# The memos are put again into new blocks once the bytes of the memos replaced or dropped are more
+# than those of the memos held, and more than this many.
+_MIN_GARBAGE = 1 << 20
+BLOCK_MEMOS = 64
+_READ_BLOCKS = 8
+
+
+def _utf8(key: str) -> bytes:
+    return key.encode("utf-8", "surrogatepass")
+
+
+class KeyStore:
+    """Exact string keys, numbered densely in the order they were added, each with an optional memo.
+
+    ``fingerprint``: str -> int in [-2**63, 2**63) (default: ``hash``); any function is exact, a
+    poor one only slower. A store pickles (its keys and memos; the table of fingerprints is rebuilt
+    in the process that reads it, where ``hash`` differs, when a key is first looked up there)."""
+
+    __slots__ = ("fingerprint", "_slots", "_mask", "_fps", "_key_at", "_keys", "_memo_blk", "_memo_off", "_memo_len",
+                 "_blocks", "_live", "_open", "_read", "_bytes", "_garbage", "memos")
+
+    def __init__(self, fingerprint=hash):
+        self.fingerprint = fingerprint
+        self._fps = array("q")          # key number -> its fingerprint
+        # key n is _keys[_key_at[n]:_key_at[n + 1]] (4 bytes an offset while the arena is below 4 GB)
+        self._key_at = array("I", [0])
+        self._keys = bytearray()
+        # key number -> its memo's block (-1: none), offset and length in it (_empty_memos)
+        self._empty_memos()
+        self._table(_EMPTY_SLOTS)
+
+    # keys ------------------------------------------------------------------------------------
+    def _table(self, size: int) -> None:
+        """The table of slots (key number + 1; 0: empty), ``size`` (a power of two) of them, filled
+        from the keys' fingerprints."""
+        self._slots = slots = array("i", bytes(array("i").itemsize * size))
+        self._mask = mask = size - 1
+        for n, h in enumerate(self._fps):
+            i = h & mask
+            while slots[i]:
+                i = (i + 1) & mask
+            slots[i] = n + 1
+
+    def _is(self, n: int, key: str) -> bool:
+        at = self._key_at
+        return self._keys[at[n]:at[n + 1]] == _utf8(key)
+
+    def find(self, key: str) -> int:
+        """``key``'s number; -1 where it was never added."""
+        if self._slots is None:
+            self._rebuild()
+        h = self.fingerprint(key)
+        slots, fps, mask = self._slots, self._fps, self._mask
+        i = h & mask
+        while True:
+            s = slots[i]
+            if not s:
+                return -1
+            if fps[s - 1] == h and self._is(s - 1, key):
+                return s - 1
+            i = (i + 1) & mask
+
+    def add(self, key: str) -> int:
+        """``key``'s number, added where it is new."""
+        if self._slots is None:
+            self._rebuild()
+        h = self.fingerprint(key)
+        slots, fps, mask = self._slots, self._fps, self._mask
+        i = h & mask
+        while True:
+            s = slots[i]
+            if not s:
+                break
+            if fps[s - 1] == h and self._is(s - 1, key):
+                return s - 1
+            i = (i + 1) & mask
+        n = len(fps)
+        fps.append(h)
+        self._keys += _utf8(key)
+        try:
+            self._key_at.append(len(self._keys))
+        except OverflowError:
+            self._key_at = array("q", self._key_at)
+            self._key_at.append(len(self._keys))
+        self._memo_blk.append(-1)
+        self._memo_off.append(0)
+        self._memo_len.append(0)
+        slots[i] = n + 1
+        if n + 1 > _MAX_LOAD * len(slots):
+            self._table(len(slots) * 2)
+        return n
+
+    def _rebuild(self) -> None:
+        """The fingerprints and their table, in a process that read the store pickled."""
+        self._fps = array("q", (self.fingerprint(self.key(n)) for n in range(len(self))))
+        size = _EMPTY_SLOTS
+        while len(self._fps) >= _MAX_LOAD * size:
+            size *= 2
+        self._table(size)
+
+    def key(self, n: int) -> str:
+        """Key number ``n``'s string (a new string object each call)."""
+        at = self._key_at
+        return self._keys[at[n]:at[n + 1]].decode("utf-8", "surrogatepass")
+
+    def __len__(self) -> int:
+        return len(self._key_at) - 1
+
+    def __contains__(self, key: str) -> bool:
+        return self.find(key) >= 0
+
+    # memos -----------------------------------------------------------------------------------
+    # Memos are kept in blocks of BLOCK_MEMOS, each compressed once full (successive memos of a log
+    # check are alike: a block compresses to about a third); the block being filled stays as it is,
+    # and a few blocks last read are kept decompressed (the records that ask for memos most often
+    # come in about the order the memos were put).
+    def held(self, key: str) -> int:
+        """``key``'s number where it holds a memo, else -1."""
+        if not self.memos:
+            return -1
+        n = self.find(key)
+        return n if n >= 0 and self._memo_blk[n] >= 0 else -1
+
+    def holds(self, n: int) -> bool:
+        return self._memo_blk[n] >= 0
+
+    def numbers_held(self):
+        """The numbers of the keys that hold a memo, in order."""
+        return (n for n, b in enumerate(self._memo_blk) if b >= 0)
+
+    def memo(self, n: int) -> bytes | None:
+        """Key number ``n``'s memo, None where it holds none."""
+        b = self._memo_blk[n]
+        if b < 0:
+            return None
+        at = self._memo_off[n]
+        block = self._open if b == len(self._blocks) else self._block(b)
+        return bytes(block[at:at + self._memo_len[n]])
+
+    def _block(self, b: int) -> bytes:
+        block = self._read.get(b)
+        if block is None:
+            if len(self._read) >= _READ_BLOCKS:
+                del self._read[next(iter(self._read))]
+            block = self._read[b] = zlib.decompress(self._blocks[b])
+        return block
+
+    def put(self, n: int, memo: bytes) -> None:
+        """Key number ``n`` holds ``memo`` (in place of any it held)."""
+        if self._memo_blk[n] >= 0:
+            self._forget(n)
+        self.memos += 1
+        self._bytes += len(memo)
+        opened = self._open
+        self._memo_blk[n] = len(self._blocks)
+        self._memo_off[n] = len(opened)
+        self._memo_len[n] = len(memo)
+        opened += memo
+        self._live.append(0) if len(self._live) == len(self._blocks) else None
+        self._live[-1] += 1
+        if self._live[-1] >= BLOCK_MEMOS:
+            self._blocks.append(zlib.compress(opened, 1))
+            self._open = bytearray()
+        if self._garbage > _MIN_GARBAGE and self._garbage > self._bytes:
+            self._compact()
+
+    def drop(self, n: int) -> None:
+        """Key number ``n`` holds no memo any longer (its key stays)."""
+        if self._memo_blk[n] >= 0:
+            self._forget(n)
+
+    def _forget(self, n: int) -> None:
+        b = self._memo_blk[n]
+        self._memo_blk[n] = -1
+        self.memos -= 1
+        size = self._memo_len[n]
+        self._bytes -= size
+        self._garbage += size
+        self._live[b] -= 1
+        if not self._live[b] and b < len(self._blocks):  # (a sealed block no memo holds any longer)
+            self._blocks[b] = b""
+            self._read.pop(b, None)
+
+    def _compact(self) -> None:
+        """Every memo put again, into new blocks without the dead ones."""
+        held = sorted(((b, self._memo_off[n]), n) for n, b in enumerate(self._memo_blk) if b >= 0)
+        memos = [(n, self.memo(n)) for _, n in held]
+        self._empty_memos()
+        for n, memo in memos:
+            self.put(n, memo)
+
+    def _empty_memos(self) -> None:
+        size = len(self._key_at) - 1
+        self._memo_blk = array("i", [-1]) * size
+        self._memo_off = array("i", bytes(4 * size))
+        self._memo_len = array("i", bytes(4 * size))
+        self._blocks: list[bytes] = []   # the full blocks, compressed
+        self._live = array("i")          # per block (the open one last): the memos it holds
+        self._open = bytearray()         # the block being filled
+        self._read: dict = {}            # block -> its bytes, for the blocks last read
+        self._bytes = self._garbage = self.memos = 0
+
+    def forget_memos(self) -> None:
+        """Every memo dropped at once (the keys stay)."""
+        self._empty_memos()
+
+    def nbytes(self) -> int:
+        """The bytes its arrays and arenas hold (their capacity aside)."""
+        arrays = (self._fps, self._slots, self._key_at, self._memo_blk, self._memo_off, self._memo_len, self._live)
+        return (sum(a.itemsize * len(a) for a in arrays if a is not None) + len(self._keys) + len(self._open)
+                + sum(map(len, self._blocks)))
+
+    # pickling --------------------------------------------------------------------------------
+    def __getstate__(self):
+        # (the fingerprints are not kept: ``hash`` differs between processes)
+        memos = [(n, self.memo(n)) for n in self.numbers_held()]
+        return {"key_at": self._key_at, "keys": self._keys, "memos": memos}
+
+    def __setstate__(self, state) -> None:
+        self.fingerprint = hash
+        self._key_at, self._keys = state["key_at"], state["keys"]
+        self._empty_memos()
+        for n, memo in state["memos"]:
+            self.put(n, memo)
+        self._fps = self._slots = None  # (built when a key is first looked up: _rebuild)
