@@ -40,8 +40,13 @@ _MAX_LOAD = 0.6
 # The memos are put again into new blocks once the bytes of the memos replaced or dropped are more
 # than those of the memos held, and more than this many.
 _MIN_GARBAGE = 1 << 20
-BLOCK_MEMOS = 64
+# Memos a block holds: a compression's cost is partly per block (its state set up), and a longer block
+# compresses a little better; a memo read decompresses its whole block (kept for the next reads).
+BLOCK_MEMOS = 256
 _READ_BLOCKS = 8
+# The sealed blocks are kept as they are while they hold fewer bytes than this: a store that stays
+# small spends no time compressing; past it, they are all compressed, and so is each sealed after.
+_RAW_MEMO_BYTES = 16 << 20
 
 
 def _utf8(key: str) -> bytes:
@@ -69,6 +74,8 @@ class KeyStore:
     _live = cython.declare(object, visibility="public")
     _open = cython.declare(bytearray, visibility="public")
     _read = cython.declare(dict, visibility="public")
+    _zipped = cython.declare(cython.bint, visibility="public")  # the sealed blocks are compressed
+    _raw = cython.declare(cython.Py_ssize_t)                     # bytes in the sealed blocks while not
     _bytes = cython.declare(cython.Py_ssize_t, visibility="public")
     _garbage = cython.declare(cython.Py_ssize_t, visibility="public")
     memos = cython.declare(cython.Py_ssize_t, visibility="public")
@@ -173,9 +180,9 @@ class KeyStore:
         return self.find(key) >= 0
 
     # memos -----------------------------------------------------------------------------------
-    # Memos are kept in blocks of BLOCK_MEMOS, each compressed once full (successive memos of a log
-    # check are alike: a block compresses to about a third); the block being filled stays as it is,
-    # and a few blocks last read are kept decompressed (the records that ask for memos most often
+    # Memos are kept in blocks of BLOCK_MEMOS, each compressed once full where the store is large
+    # (successive memos of a log check are alike: a block compresses to about a third); the block
+    # being filled stays as it is, and a few blocks last read are kept decompressed (the records that ask for memos most often
     # come in about the order the memos were put).
     @cython.ccall
     @cython.locals(n=cython.Py_ssize_t)
@@ -207,6 +214,8 @@ class KeyStore:
 
     @cython.cfunc
     def _block(self, b: cython.Py_ssize_t):
+        if not self._zipped:
+            return self._blocks[b]
         block = self._read.get(b)
         if block is None:
             if len(self._read) >= _READ_BLOCKS:
@@ -229,7 +238,13 @@ class KeyStore:
         self._live.append(0) if len(self._live) == len(self._blocks) else None
         self._live[-1] += 1
         if self._live[-1] >= BLOCK_MEMOS:
-            self._blocks.append(zlib.compress(opened, 1))
+            if self._zipped:
+                self._blocks.append(zlib.compress(opened, 1))
+            else:
+                self._blocks.append(bytes(opened))
+                self._raw += len(opened)
+                if self._raw > _RAW_MEMO_BYTES:
+                    self._zip()
             self._open = bytearray()
         if self._garbage > _MIN_GARBAGE and self._garbage > self._bytes:
             self._compact()
@@ -254,6 +269,15 @@ class KeyStore:
             self._blocks[b] = b""
             self._read.pop(b, None)
 
+    def _zip(self) -> None:
+        """Every sealed block compressed, and each sealed from now on."""
+        blocks = self._blocks
+        for b in range(len(blocks)):
+            if blocks[b]:
+                blocks[b] = zlib.compress(blocks[b], 1)
+        self._read.clear()
+        self._zipped = True
+
     def _compact(self) -> None:
         """Every memo put again, into new blocks without the dead ones."""
         held = sorted(((b, self._memo_off[n]), n) for n, b in enumerate(self._memo_blk) if b >= 0)
@@ -267,11 +291,12 @@ class KeyStore:
         self._memo_blk = array("i", [-1]) * size
         self._memo_off = array("i", bytes(4 * size))
         self._memo_len = array("i", bytes(4 * size))
-        self._blocks = []                # the full blocks, compressed
+        self._blocks = []                # the full blocks (compressed where _zipped)
         self._live = array("i")          # per block (the open one last): the memos it holds
         self._open = bytearray()         # the block being filled
         self._read = {}                  # block -> its bytes, for the blocks last read
-        self._bytes = self._garbage = self.memos = 0
+        self._bytes = self._garbage = self.memos = self._raw = 0
+        self._zipped = False
 
     def forget_memos(self) -> None:
         """Every memo dropped at once (the keys stay)."""

@@ -47,10 +47,12 @@ def test_keys_are_numbered_and_found_exactly_whatever_the_fingerprint(keystore, 
     assert store.find("N-f0-0-1") == -1 and "N-f0-0-1" not in store
 
 
-def test_memos_are_kept_replaced_and_dropped(keystore, monkeypatch):
+@pytest.mark.parametrize("raw_bytes", [0, 2000, 1 << 30], ids=["compressed", "compressed on the way", "raw"])
+def test_memos_are_kept_replaced_and_dropped(keystore, monkeypatch, raw_bytes):
     monkeypatch.setattr(keystore, "_MIN_GARBAGE", 64)  # (compacted often)
     monkeypatch.setattr(keystore, "BLOCK_MEMOS", 16)   # (many blocks, more than are kept read)
     monkeypatch.setattr(keystore, "_READ_BLOCKS", 2)
+    monkeypatch.setattr(keystore, "_RAW_MEMO_BYTES", raw_bytes)
     store = keystore.KeyStore()
     held = {}
     for n, key in enumerate(KEYS[:500]):
@@ -70,6 +72,7 @@ def test_memos_are_kept_replaced_and_dropped(keystore, monkeypatch):
         assert store.memo(n) == held.get(n) and store.holds(n) == (n in held)
         assert store.held(key) == (n if n in held else -1)
     assert store._garbage <= max(keystore._MIN_GARBAGE, store._bytes)
+    assert store._zipped == (raw_bytes < 1 << 30)
     copy = pickle.loads(pickle.dumps(store))  # (in another process ``hash`` differs: rebuilt on first look-up)
     assert [copy.memo(n) for n in range(500)] == [store.memo(n) for n in range(500)]
     assert [copy.find(k) for k in KEYS] == [store.find(k) for k in KEYS]
