@@ -12,7 +12,7 @@ expect_exit = rc=$$?; if [ $$rc -eq $(1) ]; then echo "   -> exit $(1), as expec
 
 .PHONY: demo test test-slow check-wheel bench docs fixtures tla-tables clean
 
-$(STAMP): pyproject.toml setup.py rmkit/_linescan.pyx rmkit/logclock.py conformance/rmb/_uidscan.pyx \
+$(STAMP): pyproject.toml setup.py rmkit/_linescan.pyx rmkit/logclock.py rmkit/keystore.py conformance/rmb/_uidscan.pyx \
 		conformance/rmb/handlers.py conformance/rmb/logjudge.py conformance/rmb/state.py conformance/rmb/checker.py
 	@$(PY) -c 'import sys; sys.exit("rmkit needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	$(PY) -m venv $(VENV)

@@ -15,6 +15,11 @@ holds that with a fingerprint that collides for every key).
 
 A key's number is dense (0, 1, 2, ... in the order keys were added) and never changes, so callers
 may keep their own columns indexed by it, and refer to a key by its number instead of its string.
+This file is compiled where a C compiler is found (``setup.py`` builds it with Cython's pure Python
+mode, as :mod:`rmkit.logclock`: the store is then a C type, its probing loop, counters and offsets C
+integers, and its methods' calls among themselves C calls); elsewhere the same code runs as Python,
+with the same results (``tests/core/test_keystore.py`` runs both).
+
 Nothing here names a protocol.
 """
 
@@ -23,6 +28,11 @@ from __future__ import annotations
 import zlib
 from array import array
 
+try:
+    import cython
+except ImportError:  # not compiled, and Cython not installed: the annotations below mean nothing
+    from rmkit import _cython_shadow as cython
+
 _EMPTY_SLOTS = 1 << 10
 # The table of slots is doubled when more than this share of it is taken: linear probing stays at a
 # few probes a lookup below it, and a slot costs 4 bytes.
@@ -30,14 +40,20 @@ _MAX_LOAD = 0.6
 # The memos are put again into new blocks once the bytes of the memos replaced or dropped are more
 # than those of the memos held, and more than this many.
 _MIN_GARBAGE = 1 << 20
-BLOCK_MEMOS = 64
+# Memos a block holds: a compression's cost is partly per block (its state set up), and a longer block
+# compresses a little better; a memo read decompresses its whole block (kept for the next reads).
+BLOCK_MEMOS = 256
 _READ_BLOCKS = 8
+# The sealed blocks are kept as they are while they hold fewer bytes than this: a store that stays
+# small spends no time compressing; past it, they are all compressed, and so is each sealed after.
+_RAW_MEMO_BYTES = 16 << 20
 
 
 def _utf8(key: str) -> bytes:
     return key.encode("utf-8", "surrogatepass")
 
 
+@cython.cclass
 class KeyStore:
     """Exact string keys, numbered densely in the order they were added, each with an optional memo.
 
@@ -45,8 +61,24 @@ class KeyStore:
     poor one only slower. A store pickles (its keys and memos; the table of fingerprints is rebuilt
     in the process that reads it, where ``hash`` differs, when a key is first looked up there)."""
 
-    __slots__ = ("fingerprint", "_slots", "_mask", "_fps", "_key_at", "_keys", "_memo_blk", "_memo_off", "_memo_len",
-                 "_blocks", "_live", "_open", "_read", "_bytes", "_garbage", "memos")
+    fingerprint = cython.declare(object, visibility="public")
+    _slots = cython.declare(object, visibility="public")     # see _table
+    _mask = cython.declare(cython.Py_ssize_t)
+    _fps = cython.declare(object, visibility="public")       # see __init__
+    _key_at = cython.declare(object, visibility="public")
+    _keys = cython.declare(object, visibility="public")
+    _memo_blk = cython.declare(object, visibility="public")  # see _empty_memos
+    _memo_off = cython.declare(object, visibility="public")
+    _memo_len = cython.declare(object, visibility="public")
+    _blocks = cython.declare(list, visibility="public")
+    _live = cython.declare(object, visibility="public")
+    _open = cython.declare(bytearray, visibility="public")
+    _read = cython.declare(dict, visibility="public")
+    _zipped = cython.declare(cython.bint, visibility="public")  # the sealed blocks are compressed
+    _raw = cython.declare(cython.Py_ssize_t)                     # bytes in the sealed blocks while not
+    _bytes = cython.declare(cython.Py_ssize_t, visibility="public")
+    _garbage = cython.declare(cython.Py_ssize_t, visibility="public")
+    memos = cython.declare(cython.Py_ssize_t, visibility="public")
 
     def __init__(self, fingerprint=hash):
         self.fingerprint = fingerprint
@@ -59,6 +91,8 @@ class KeyStore:
         self._table(_EMPTY_SLOTS)
 
     # keys ------------------------------------------------------------------------------------
+    @cython.locals(size=cython.Py_ssize_t, mask=cython.Py_ssize_t, i=cython.Py_ssize_t, n=cython.Py_ssize_t,
+                   h=cython.longlong)
     def _table(self, size: int) -> None:
         """The table of slots (key number + 1; 0: empty), ``size`` (a power of two) of them, filled
         from the keys' fingerprints."""
@@ -70,11 +104,14 @@ class KeyStore:
                 i = (i + 1) & mask
             slots[i] = n + 1
 
-    def _is(self, n: int, key: str) -> bool:
+    @cython.cfunc
+    def _is(self, n: cython.Py_ssize_t, key) -> cython.bint:
         at = self._key_at
         return self._keys[at[n]:at[n + 1]] == _utf8(key)
 
-    def find(self, key: str) -> int:
+    @cython.ccall
+    @cython.locals(h=cython.longlong, i=cython.Py_ssize_t, mask=cython.Py_ssize_t, s=cython.Py_ssize_t)
+    def find(self, key) -> cython.Py_ssize_t:
         """``key``'s number; -1 where it was never added."""
         if self._slots is None:
             self._rebuild()
@@ -89,7 +126,10 @@ class KeyStore:
                 return s - 1
             i = (i + 1) & mask
 
-    def add(self, key: str) -> int:
+    @cython.locals(h=cython.longlong, i=cython.Py_ssize_t, mask=cython.Py_ssize_t, s=cython.Py_ssize_t,
+                   n=cython.Py_ssize_t)
+    @cython.ccall
+    def add(self, key) -> cython.Py_ssize_t:
         """``key``'s number, added where it is new."""
         if self._slots is None:
             self._rebuild()
@@ -127,6 +167,7 @@ class KeyStore:
             size *= 2
         self._table(size)
 
+    @cython.locals(n=cython.Py_ssize_t)
     def key(self, n: int) -> str:
         """Key number ``n``'s string (a new string object each call)."""
         at = self._key_at
@@ -139,17 +180,20 @@ class KeyStore:
         return self.find(key) >= 0
 
     # memos -----------------------------------------------------------------------------------
-    # Memos are kept in blocks of BLOCK_MEMOS, each compressed once full (successive memos of a log
-    # check are alike: a block compresses to about a third); the block being filled stays as it is,
-    # and a few blocks last read are kept decompressed (the records that ask for memos most often
+    # Memos are kept in blocks of BLOCK_MEMOS, each compressed once full where the store is large
+    # (successive memos of a log check are alike: a block compresses to about a third); the block
+    # being filled stays as it is, and a few blocks last read are kept decompressed (the records that ask for memos most often
     # come in about the order the memos were put).
-    def held(self, key: str) -> int:
+    @cython.ccall
+    @cython.locals(n=cython.Py_ssize_t)
+    def held(self, key) -> cython.Py_ssize_t:
         """``key``'s number where it holds a memo, else -1."""
         if not self.memos:
             return -1
         n = self.find(key)
         return n if n >= 0 and self._memo_blk[n] >= 0 else -1
 
+    @cython.locals(n=cython.Py_ssize_t)
     def holds(self, n: int) -> bool:
         return self._memo_blk[n] >= 0
 
@@ -157,7 +201,9 @@ class KeyStore:
         """The numbers of the keys that hold a memo, in order."""
         return (n for n, b in enumerate(self._memo_blk) if b >= 0)
 
-    def memo(self, n: int) -> bytes | None:
+    @cython.ccall
+    @cython.locals(b=cython.Py_ssize_t, at=cython.Py_ssize_t)
+    def memo(self, n: cython.Py_ssize_t):
         """Key number ``n``'s memo, None where it holds none."""
         b = self._memo_blk[n]
         if b < 0:
@@ -166,7 +212,10 @@ class KeyStore:
         block = self._open if b == len(self._blocks) else self._block(b)
         return bytes(block[at:at + self._memo_len[n]])
 
-    def _block(self, b: int) -> bytes:
+    @cython.cfunc
+    def _block(self, b: cython.Py_ssize_t):
+        if not self._zipped:
+            return self._blocks[b]
         block = self._read.get(b)
         if block is None:
             if len(self._read) >= _READ_BLOCKS:
@@ -174,7 +223,8 @@ class KeyStore:
             block = self._read[b] = zlib.decompress(self._blocks[b])
         return block
 
-    def put(self, n: int, memo: bytes) -> None:
+    @cython.ccall
+    def put(self, n: cython.Py_ssize_t, memo: bytes):
         """Key number ``n`` holds ``memo`` (in place of any it held)."""
         if self._memo_blk[n] >= 0:
             self._forget(n)
@@ -188,17 +238,26 @@ class KeyStore:
         self._live.append(0) if len(self._live) == len(self._blocks) else None
         self._live[-1] += 1
         if self._live[-1] >= BLOCK_MEMOS:
-            self._blocks.append(zlib.compress(opened, 1))
+            if self._zipped:
+                self._blocks.append(zlib.compress(opened, 1))
+            else:
+                self._blocks.append(bytes(opened))
+                self._raw += len(opened)
+                if self._raw > _RAW_MEMO_BYTES:
+                    self._zip()
             self._open = bytearray()
         if self._garbage > _MIN_GARBAGE and self._garbage > self._bytes:
             self._compact()
 
+    @cython.locals(n=cython.Py_ssize_t)
     def drop(self, n: int) -> None:
         """Key number ``n`` holds no memo any longer (its key stays)."""
         if self._memo_blk[n] >= 0:
             self._forget(n)
 
-    def _forget(self, n: int) -> None:
+    @cython.cfunc
+    @cython.locals(b=cython.Py_ssize_t, size=cython.Py_ssize_t)
+    def _forget(self, n: cython.Py_ssize_t):
         b = self._memo_blk[n]
         self._memo_blk[n] = -1
         self.memos -= 1
@@ -209,6 +268,15 @@ class KeyStore:
         if not self._live[b] and b < len(self._blocks):  # (a sealed block no memo holds any longer)
             self._blocks[b] = b""
             self._read.pop(b, None)
+
+    def _zip(self) -> None:
+        """Every sealed block compressed, and each sealed from now on."""
+        blocks = self._blocks
+        for b in range(len(blocks)):
+            if blocks[b]:
+                blocks[b] = zlib.compress(blocks[b], 1)
+        self._read.clear()
+        self._zipped = True
 
     def _compact(self) -> None:
         """Every memo put again, into new blocks without the dead ones."""
@@ -223,11 +291,12 @@ class KeyStore:
         self._memo_blk = array("i", [-1]) * size
         self._memo_off = array("i", bytes(4 * size))
         self._memo_len = array("i", bytes(4 * size))
-        self._blocks: list[bytes] = []   # the full blocks, compressed
+        self._blocks = []                # the full blocks (compressed where _zipped)
         self._live = array("i")          # per block (the open one last): the memos it holds
         self._open = bytearray()         # the block being filled
-        self._read: dict = {}            # block -> its bytes, for the blocks last read
-        self._bytes = self._garbage = self.memos = 0
+        self._read = {}                  # block -> its bytes, for the blocks last read
+        self._bytes = self._garbage = self.memos = self._raw = 0
+        self._zipped = False
 
     def forget_memos(self) -> None:
         """Every memo dropped at once (the keys stay)."""
@@ -240,15 +309,24 @@ class KeyStore:
                 + sum(map(len, self._blocks)))
 
     # pickling --------------------------------------------------------------------------------
-    def __getstate__(self):
+    def __reduce__(self):
         # (the fingerprints are not kept: ``hash`` differs between processes)
         memos = [(n, self.memo(n)) for n in self.numbers_held()]
-        return {"key_at": self._key_at, "keys": self._keys, "memos": memos}
+        return _unpickled, ({"key_at": self._key_at, "keys": self._keys, "memos": memos},)
 
-    def __setstate__(self, state) -> None:
+    def _restore(self, state) -> None:
         self.fingerprint = hash
         self._key_at, self._keys = state["key_at"], state["keys"]
         self._empty_memos()
         for n, memo in state["memos"]:
             self.put(n, memo)
         self._fps = self._slots = None  # (built when a key is first looked up: _rebuild)
+
+
+def _unpickled(state) -> KeyStore:
+    store = KeyStore()
+    store._restore(state)
+    return store
+
+
+COMPILED = cython.compiled  # whether this module runs compiled

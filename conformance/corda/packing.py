@@ -87,8 +87,12 @@ def packable(tr: Track) -> bool:
     """Committed once, no acknowledgement before the commit, at most one NEW answer before it, at
     most one row, every copy settled, every line read: a track no record but its row is expected for."""
     copies = tr.copies
-    return (len(tr.commits) == 1 and not tr.acks and len(tr.new_after) <= 1 and not tr.gap and len(tr.rows) <= 1
-            and len(copies) <= MAX_COPIES and all(c.done for c in copies))
+    if len(tr.commits) != 1 or tr.acks or len(tr.new_after) > 1 or tr.gap or len(tr.rows) > 1 or len(copies) > MAX_COPIES:
+        return False
+    for c in copies:
+        if not c.done:
+            return False
+    return True
 
 
 class PackedTracks:
@@ -107,6 +111,9 @@ class PackedTracks:
         # the ids packed last -> their numbers: the facts of an id, appended before it was packed, are
         # moved to their columns a few thousand facts later, and find its number here (:meth:`number`)
         self.recent: dict[str, int] = {}
+        # The store's number of an id whose track is packed, else -1 (the store's own method: called
+        # twice per id, once by its send and once by its row)
+        self.find = store.held
 
     def number(self, mid: str) -> int:
         """``mid``'s number in the store (added where it is new)."""
@@ -115,10 +122,6 @@ class PackedTracks:
 
     def __len__(self) -> int:
         return self.store.memos
-
-    def find(self, mid: str) -> int:
-        """The store's number of ``mid`` where its track is packed, else -1."""
-        return self.store.held(mid)
 
     def _name(self, code):
         return self.names[code] if type(code) is int else code
@@ -151,7 +154,8 @@ class PackedTracks:
         if len(recent) >= RECENT:
             recent.clear()
         recent[tr.mid] = n
-        self._grow(n)
+        if n >= len(self.row_ref):
+            self._grow(n)
         if row is not None:
             self._take_row(n, row.ref, row.tx, row.t, commit.tx, t0, na[0].t if na else None)
         else:

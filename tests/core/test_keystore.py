@@ -1,21 +1,42 @@
-"""rmkit.keystore: exact string keys found by fingerprint, and their memos."""
+"""rmkit.keystore: exact string keys found by fingerprint, and their memos; compiled (where built) and
+run as Python alike."""
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
+import sys
+from pathlib import Path
 
 import pytest
 
-from rmkit import keystore
-from rmkit.keystore import KeyStore
+from rmkit import keystore as installed
+
+
+def _as_python():
+    """rmkit/keystore.py run as Python, whether or not the installed module is its compiled form."""
+    spec = importlib.util.spec_from_file_location("keystore_as_python", Path(installed.__file__).with_name("keystore.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (a store pickles by its module's name)
+    spec.loader.exec_module(module)
+    return module
+
+
+MODULES = [installed] + ([_as_python()] if installed.COMPILED else [])
+
+
+@pytest.fixture(params=MODULES, ids=["installed", "as Python"][:len(MODULES)])
+def keystore(request):
+    """The module under test."""
+    return request.param
 
 KEYS = [f"N-f{k % 7}-{k}-0" for k in range(3000)] + ["", "é", "\ud800x", "N-f1-1-0 "]
 
 
 @pytest.mark.parametrize("fingerprint", [hash, lambda key: 0, lambda key: len(key) % 5, lambda key: -len(key)],
                          ids=["hash", "one fingerprint", "five fingerprints", "negative"])
-def test_keys_are_numbered_and_found_exactly_whatever_the_fingerprint(fingerprint):
-    store = KeyStore(fingerprint)
+def test_keys_are_numbered_and_found_exactly_whatever_the_fingerprint(keystore, fingerprint):
+    store = keystore.KeyStore(fingerprint)
     keys = KEYS if fingerprint is hash else KEYS[:300] + KEYS[-4:]
     for n, key in enumerate(keys):
         assert store.find(key) == -1
@@ -26,11 +47,13 @@ def test_keys_are_numbered_and_found_exactly_whatever_the_fingerprint(fingerprin
     assert store.find("N-f0-0-1") == -1 and "N-f0-0-1" not in store
 
 
-def test_memos_are_kept_replaced_and_dropped(monkeypatch):
+@pytest.mark.parametrize("raw_bytes", [0, 2000, 1 << 30], ids=["compressed", "compressed on the way", "raw"])
+def test_memos_are_kept_replaced_and_dropped(keystore, monkeypatch, raw_bytes):
     monkeypatch.setattr(keystore, "_MIN_GARBAGE", 64)  # (compacted often)
     monkeypatch.setattr(keystore, "BLOCK_MEMOS", 16)   # (many blocks, more than are kept read)
     monkeypatch.setattr(keystore, "_READ_BLOCKS", 2)
-    store = KeyStore()
+    monkeypatch.setattr(keystore, "_RAW_MEMO_BYTES", raw_bytes)
+    store = keystore.KeyStore()
     held = {}
     for n, key in enumerate(KEYS[:500]):
         store.add(key)
@@ -49,6 +72,7 @@ def test_memos_are_kept_replaced_and_dropped(monkeypatch):
         assert store.memo(n) == held.get(n) and store.holds(n) == (n in held)
         assert store.held(key) == (n if n in held else -1)
     assert store._garbage <= max(keystore._MIN_GARBAGE, store._bytes)
+    assert store._zipped == (raw_bytes < 1 << 30)
     copy = pickle.loads(pickle.dumps(store))  # (in another process ``hash`` differs: rebuilt on first look-up)
     assert [copy.memo(n) for n in range(500)] == [store.memo(n) for n in range(500)]
     assert [copy.find(k) for k in KEYS] == [store.find(k) for k in KEYS]
@@ -56,16 +80,16 @@ def test_memos_are_kept_replaced_and_dropped(monkeypatch):
     assert store.memos == 0 and store.memo(1) is None and store.find(KEYS[1]) == 1
 
 
-def test_a_key_costs_tens_of_bytes():
-    store = KeyStore()
+def test_a_key_costs_tens_of_bytes(keystore):
+    store = keystore.KeyStore()
     for k in range(100_000):
         store.put(store.add(f"N-f{k % 1000}-{k}-0"), b"")
     assert store.nbytes() / len(store) < 60
 
 
-def test_key_offsets_widen_past_four_gigabytes():
+def test_key_offsets_widen_past_four_gigabytes(keystore):
     """The keys' offsets are 4 bytes while the arena is below 4 GB, then 8."""
-    store = KeyStore()
+    store = keystore.KeyStore()
     store.add("a")
     assert store._key_at.typecode == "I"
     store._keys = _Told(store._keys, 1 << 32)  # (an arena told 4 GB longer than it is)
