@@ -109,40 +109,36 @@ class KeyStore:
         at = self._key_at
         return self._keys[at[n]:at[n + 1]] == _utf8(key)
 
-    @cython.ccall
-    @cython.locals(h=cython.longlong, i=cython.Py_ssize_t, mask=cython.Py_ssize_t, s=cython.Py_ssize_t)
-    def find(self, key) -> cython.Py_ssize_t:
-        """``key``'s number; -1 where it was never added."""
-        if self._slots is None:
-            self._rebuild()
-        h = self.fingerprint(key)
+    @cython.cfunc
+    @cython.locals(i=cython.Py_ssize_t, mask=cython.Py_ssize_t, s=cython.Py_ssize_t)
+    def _slot(self, key, h: cython.longlong) -> cython.Py_ssize_t:
+        """The slot that holds ``key`` (fingerprint ``h``), or the empty one where it would go."""
         slots, fps, mask = self._slots, self._fps, self._mask
         i = h & mask
         while True:
             s = slots[i]
-            if not s:
-                return -1
-            if fps[s - 1] == h and self._is(s - 1, key):
-                return s - 1
+            if not s or (fps[s - 1] == h and self._is(s - 1, key)):
+                return i
             i = (i + 1) & mask
 
-    @cython.locals(h=cython.longlong, i=cython.Py_ssize_t, mask=cython.Py_ssize_t, s=cython.Py_ssize_t,
-                   n=cython.Py_ssize_t)
+    @cython.ccall
+    def find(self, key) -> cython.Py_ssize_t:
+        """``key``'s number; -1 where it was never added."""
+        if self._slots is None:
+            self._rebuild()
+        return self._slots[self._slot(key, self.fingerprint(key))] - 1
+
+    @cython.locals(h=cython.longlong, i=cython.Py_ssize_t, n=cython.Py_ssize_t)
     @cython.ccall
     def add(self, key) -> cython.Py_ssize_t:
         """``key``'s number, added where it is new."""
         if self._slots is None:
             self._rebuild()
         h = self.fingerprint(key)
-        slots, fps, mask = self._slots, self._fps, self._mask
-        i = h & mask
-        while True:
-            s = slots[i]
-            if not s:
-                break
-            if fps[s - 1] == h and self._is(s - 1, key):
-                return s - 1
-            i = (i + 1) & mask
+        slots, fps = self._slots, self._fps
+        i = self._slot(key, h)
+        if slots[i]:
+            return slots[i] - 1
         n = len(fps)
         fps.append(h)
         self._keys += _utf8(key)
