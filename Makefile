@@ -159,7 +159,8 @@ fixtures: $(STAMP)
 	$(BIN)/python fixtures/rmb/make_rule_fixtures.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis rmkit/_linescan.c rmkit/_linescan.*.so
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+	rm -f rmkit/*.c rmkit/*.so conformance/rmb/*.c conformance/rmb/*.so  # what setup.py's extensions build in place
 
 # The TLA+ model's tables (kinds, transitions, thresholds) are generated from spec/remp.
 tla-tables: $(STAMP)
