@@ -204,12 +204,21 @@ class AckBeforeCommit(Handler):
     """A copy is acknowledged only after its message's commit. The row excuses an acknowledgement
     only when its own transaction's commit left no record (a kill between the commit and its
     record): a row is inserted before its commit, so an ack recorded before the row's committed
-    record came before the commit, whatever the clock says."""
+    record came before the commit, whatever the clock says. Nor does the row excuse the ack of a
+    copy answered for processing (NEW): the writer records that copy's commit before its ack, so a
+    node killed between the commit and its record never acknowledged it; its ack came before the
+    commit even when it shares the row's millisecond (the row's time is taken as its transaction
+    starts)."""
+
+    def __init__(self, run):
+        super().__init__(run)
+        consequence = run.spec.consequence
+        self.processed = frozenset(a for a, c in consequence.items() if c == "process")
 
     def on_acks_before_commit(self, tr, row, row_commit_unrecorded: bool) -> None:
         node, mid = tr.node, tr.mid
         for a in tr.acks:
-            if row_commit_unrecorded and row.t <= a.t:
+            if row_commit_unrecorded and row.t <= a.t and a.answer not in self.processed:
                 continue  # committed before the ack: the commit's event was lost in a crash (the row shows it)
             later = next((c.ref for c in tr.commits if c.ref > a.ref), None)
             self.find("CORDA-ACK-001", mid, f"node {node} acknowledged a copy of {mid} (answer {a.answer}) "

@@ -222,6 +222,25 @@ def test_an_ack_recorded_before_its_commit_fails_even_in_the_rows_millisecond(tm
     assert main(["check", "--protocol", "corda", "--settled", str(log)]) == 1
 
 
+@pytest.mark.parametrize("answer, expected", [("new", {("CORDA-ACK-001", "N-f1-1-0")}), ("duplicate", set())])
+def test_a_kill_between_commit_and_its_record_excuses_only_the_ack_of_a_copy_already_committed(tmp_path, answer, expected):
+    """A node acknowledges a copy in the millisecond its row was inserted, then is killed between its
+    commit and the committed record. A copy answered NEW was acknowledged before the commit (its
+    committed record would precede its ack): the row's millisecond cannot excuse it. A copy answered
+    DUPLICATE was acknowledged after a commit the deduplicator saw: legal."""
+    mid = "N-f1-1-0"
+    log = _write(tmp_path, "killed.jsonl", [
+        {"t": 9, "node": "alice", "event": "sent", "id": mid, "sender": "u1", "seq": 1, "session": "s1"},
+        {"t": 10, "node": "bob", "event": "received", "id": mid, "sender": "u1", "seq": 1, "session": "s1", "delivery": "d1"},
+        {"t": 10, "node": "bob", "event": "dedup", "id": mid, "verdict": answer},
+        {"t": 11, "node": "bob", "event": "acked", "id": mid, "delivery": "d1"},
+        {"node": "bob", "id": mid, "sender": "u1", "seq": 1, "tx": 7, "t": 11},
+    ])
+    for jobs in (1, 2):
+        report = CordaLogChecker("spec", settled=True, max_examples=0, jobs=jobs).run([str(log)])
+        assert report.unreadable == 0 and pairs(report) == expected, (jobs, report.counts)
+
+
 def test_exit_codes_pass_violations_and_nothing_read(tmp_path):
     clean = ROOT / "spec" / "clean-redelivered.jsonl"
     assert main(["check", "--protocol", "corda", "--settled", str(clean)]) == 0
