@@ -99,7 +99,8 @@ class ShardedChecker(_TypingProtocol):
     a batch of the log's lines (every line, in log order) by its own reading, and takes them as
     ``check_share(inputs, batches, clock=...)``: every block of the log in log order, which the
     share's clock takes between its own records, so that it is the log's clock at every record
-    (``rmkit audit`` reads them in a pass of its own: docs/audit.md)."""
+    (``rmkit audit`` reads them in a pass of its own: docs/audit.md; a share walks them with
+    :func:`rmkit.clockwalk.with_clock`)."""
 
     key: RecordKey
 

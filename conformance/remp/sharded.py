@@ -2,15 +2,15 @@
 clock as the shares of ``rmkit check --jobs`` are (:mod:`rmkit.conformance.remp.parallel`).
 
 A share judges its records on the log's clock when it is given the clock events of the whole log
-(:meth:`RempShards.clock_events`, one pass over the log; :mod:`rmkit.conformance.remp.clocktrack`
+(:meth:`RempShards.clock_block` of each file split, one pass over the log; :mod:`rmkit.conformance.remp.clocktrack`
 says why); without them its clock is its own records' and lags the log's (docs/check-jobs.md)."""
 
 from __future__ import annotations
 
 import pickle
-from bisect import bisect_left, bisect_right
 from typing import Any, Iterable
 
+from rmkit.clockwalk import with_clock
 from rmkit.protocol import RecordKey
 from rmkit.verdict import Report
 
@@ -45,11 +45,6 @@ class RempShards:
         first = refs[0] if n and refs[-1] - refs[0] == n - 1 else list(refs)  # (consecutive lines: the first's alone)
         return pack((first, chunk_events(lines, self._fold)))
 
-    def clock_events(self, batches) -> list[bytes]:
-        """The clock events of a whole log, from all its (refs, lines) batches in log order: one
-        :meth:`clock_block` a batch."""
-        return [self.clock_block(refs, lines) for refs, lines in batches if len(refs)]
-
     def check_share(self, inputs: list[str], batches, clock: Iterable[bytes] | None = None) -> RempLogChecker:
         """The share's checker after its (refs, lines) batches, in log order. ``clock``: the whole
         log's clock events, :meth:`clock_block`'s in log order (the share's own lines among them),
@@ -78,58 +73,28 @@ def _with_others(batches, clock: Iterable[bytes]):
     other shares' records before its last line, for :meth:`rmkit.logclock.RecordClock.queue`
     (several blocks before one batch come as batches without lines of their own); then the
     events after its last record. ``clock``: the log's packed blocks (:meth:`RempShards.clock_block`)
-    in log order; each is unpacked when the share reaches it, so a share holds one block of the
-    log's events at a time besides its own."""
-    blocks = iter(clock)
-    held = None  # the block being taken: [its lines' refs, counted, times, writers, partitions]
-    for refs, lines in batches:
-        if not len(refs):
-            continue
-        last = refs[-1]
-        piece = _NONE
-        while True:
-            if held is None:
-                data = next(blocks, None)
-                if data is None:
-                    break
-                first, (counted, ts, whos, parts) = pickle.loads(data)
-                held = [range(first, first + len(counted)) if type(first) is int else first, counted, ts, whos, parts]
-            brefs = held[0]
-            if not len(brefs) or brefs[0] > last:
-                break
-            if piece is not _NONE:
-                yield [], [], piece
-            cut = bisect_right(brefs, last)
-            if cut == len(brefs):  # (the whole block: no copy)
-                piece = _theirs(*held, refs)
-                held = None
-                continue
-            piece = _theirs(brefs[:cut], held[1][:cut], held[2][:cut], held[3][:cut], held[4][:cut], refs)
-            held = [brefs[cut:], held[1][cut:], held[2][cut:], held[3][cut:], held[4][cut:]]
-            break
-        yield refs, lines, piece
-    if held is not None:
-        yield [], [], _theirs(*held, ())
-    for first, (counted, ts, whos, parts) in map(pickle.loads, blocks):
-        yield [], [], (first, counted, ts, whos, parts)
+    in log order, walked by :func:`rmkit.clockwalk.with_clock` (a share holds one block of the
+    log's events at a time besides its own)."""
+    for refs, lines, pieces in with_clock(batches, clock, _unpack, _theirs):
+        for piece in pieces[:-1]:
+            yield [], [], piece
+        yield (refs, lines, pieces[-1]) if pieces else (refs, lines)
 
 
-_NONE = ([], b"", [], [], [])  # (no event)
+def _unpack(data: bytes) -> tuple:
+    """A packed block (:meth:`RempShards.clock_block`) as (its lines' refs, (counted, times,
+    writers, partitions))."""
+    first, events = pickle.loads(data)
+    return (range(first, first + len(events[0])) if type(first) is int else first), events
 
 
-def _theirs(brefs, counted: bytes, ts: list, whos: list, parts: list, own) -> tuple:
+def _theirs(brefs, events: tuple, own: list) -> tuple:
     """A piece of the log's events as a block of the other shares' records: a line of the share's
-    own (``own``: its refs, ascending) is no record to take here, the feed loop takes it."""
-    take = bytearray(counted)
-    if len(own) and len(brefs):
-        lo, hi = brefs[0], brefs[-1]
-        if type(brefs) is range:
-            for ref in own[bisect_left(own, lo):bisect_right(own, hi)]:
-                take[ref - lo] = 0
-        else:
-            at = {ref: i for i, ref in enumerate(brefs)}
-            for ref in own[bisect_left(own, lo):bisect_right(own, hi)]:
-                i = at.get(ref)
-                if i is not None:
-                    take[i] = 0
-    return (brefs.start if type(brefs) is range else list(brefs)), bytes(take), ts, whos, parts
+    own (``own``: its positions in the piece) is no record to take here, the feed loop takes it."""
+    counted, ts, whos, parts = events
+    if own:
+        take = bytearray(counted)
+        for i in own:
+            take[i] = 0
+        counted = bytes(take)
+    return (brefs.start if type(brefs) is range else brefs), counted, ts, whos, parts

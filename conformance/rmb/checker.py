@@ -18,7 +18,6 @@ passed its horizon (:class:`Requests`, on the core's streaming engine :mod:`rmki
 
 from __future__ import annotations
 
-import bisect
 import copy
 import functools
 import math
@@ -34,6 +33,7 @@ from typing import Any, Iterable, Optional
 
 import orjson
 
+from rmkit.clockwalk import with_clock
 from rmkit.gctune import paused_collections
 from rmkit.logread import auto_jobs, numbered_batches
 from rmkit.linescan import pick_table
@@ -591,40 +591,35 @@ class RmbShards:
 def _with_clock(batches, clock: Iterable[bytes]):
     """A share's (refs, lines) batches, each with the other shares' records up to its last line
     as the clock takes them ((refs, (time, writer)) of each, :meth:`RmbShards.clock_block`), then
-    a last batch of those after the share's last line: the batches :meth:`RmbShards._read` takes
-    for ``rmkit audit``. ``clock``: the log's packed blocks in log order, each unpacked when the
-    share reaches it (a share holds one block of the log's events at a time besides its own)."""
-    blocks = iter(clock)
-    held = None  # the block being taken: [refs, times, writers]
-    for refs, lines in batches:
-        if not len(refs):
-            continue
-        last = refs[-1]
-        orefs: list = []
-        events: list = []
-        own = set(refs)
-        while True:
-            if held is None:
-                data = next(blocks, None)
-                if data is None:
-                    break
-                held = pickle.loads(data)
-            brefs = held[0]
-            if brefs and brefs[0] > last:
-                break
-            cut = bisect.bisect_right(brefs, last)
-            for ref, t, who in zip(brefs[:cut], held[1][:cut], held[2][:cut]):
-                if ref not in own:
-                    orefs.append(ref)
-                    events.append((t, who))
-            if cut < len(brefs):
-                held = (brefs[cut:], held[1][cut:], held[2][cut:])
-                break
-            held = None
+    batches of those after the share's last line: the batches :meth:`RmbShards._read` takes for
+    ``rmkit audit``. ``clock``: the log's packed blocks in log order, walked by
+    :func:`rmkit.clockwalk.with_clock` (a share holds one block of the log's events at a time
+    besides its own)."""
+    for refs, lines, pieces in with_clock(batches, clock, _unpack_clock, _others):
+        if len(pieces) == 1:
+            orefs, events = pieces[0]
+        else:
+            orefs = [ref for p in pieces for ref in p[0]]
+            events = [e for p in pieces for e in p[1]]
         yield refs, lines, orefs, events, None
-    rest = [held] if held is not None else []
-    rest += map(pickle.loads, blocks)
-    yield [], [], [r for b in rest for r in b[0]], [e for b in rest for e in zip(b[1], b[2])], None
+
+
+def _unpack_clock(data: bytes) -> tuple:
+    """A packed block (:meth:`RmbShards.clock_block`) as (its records' refs, (times, writers))."""
+    refs, times, whos = pickle.loads(data)
+    return refs, (times, whos)
+
+
+def _others(refs: list, columns: tuple, own: list) -> tuple:
+    """A piece of a block as the other shares' records: (their refs, their (time, writer)); a
+    line of the share's own (``own``: its positions in the piece) is left to the share's loop."""
+    events = list(zip(*columns))
+    if own:
+        keep = bytearray(b"\1") * len(refs)
+        for i in own:
+            keep[i] = 0
+        return list(compress(refs, keep)), list(compress(events, keep))
+    return refs, events
 
 
 def _unique(evid: list[tuple]) -> list[tuple]:

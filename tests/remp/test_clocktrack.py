@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from log_blocks_support import log_blocks
 from rmkit.conformance.remp import clocktrack
 from rmkit.conformance.remp.bulk_sim import BulkConfig, generate
 from rmkit.conformance.remp.checker import RempLogChecker
@@ -71,7 +72,7 @@ def clock_only(path: Path, profile: str, lines: list[bytes], every: int = 0) -> 
     shards = RempShards(RempLogChecker(profile, max_examples=0, partition_idle_receipts=7)._kwargs)
     own = [(i, line) for i, line in enumerate(lines, start=1) if every and i % every == 0]
     return shards.check_share([str(path)], [([i for i, _ in own], [x for _, x in own])],
-                              clock=shards.clock_events([(range(1, len(lines) + 1), lines)]))
+                              clock=log_blocks(shards, lines))
 
 
 def logs(tmp: Path):
@@ -175,7 +176,7 @@ def test_a_shares_clock_is_the_logs_at_each_of_its_records(every, tmp_path):
 
     from rmkit.conformance.remp.sharded import _with_others
 
-    share.feed(_with_others(batches(), shards.clock_events([(range(1, len(lines) + 1), lines)])))
+    share.feed(_with_others(batches(), log_blocks(shards, lines)))
     assert len(got) == len(lines) // every
     assert got == {i: want[i] for i in got}
     assert len({h for h, _ in got.values()}) > 20  # the clock moved all along

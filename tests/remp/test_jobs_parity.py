@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from late_receipts import FAULTS_LOG, late_log
+from log_blocks_support import log_blocks
 from rmkit.conformance.remp.checker import RempLogChecker
 from rmkit.conformance.remp.shares import partition_share
 from rmkit.conformance.remp.sharded import RempShards
@@ -55,7 +56,7 @@ def in_shares(path: Path, n: int):
         k = partition_share(line, n)
         own[lineno % n if k is None else k].append((lineno, line))  # (a line without a readable id: by its number, as --jobs)
     inputs = [str(path)]
-    clock = shards.clock_events([(range(1, len(raw) + 1), raw)])  # the first pass: the log's clock events
+    clock = log_blocks(shards, raw)  # the first pass: the log's clock events, a block a split
     shares = [shards.check_share(inputs, [([r for r, _ in rows], [x for _, x in rows])], clock) for rows in own.values() if rows]
     return shards.merge(inputs, shares)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from log_blocks_support import log_blocks
 from rmkit.conformance.remp.bulk_sim import BulkConfig, expected_findings, generate
 from rmkit.conformance.remp.checker import RempLogChecker
 from rmkit.subjects import slowest_partition
@@ -136,7 +137,7 @@ def test_jobs_and_the_audits_shares_judge_the_backlog_as_one_process(dump):
     assert findings(merged) == one
     # given the log's clock events, each share's clock is the log's at every record
     lines = [line + b"\n" for line in behind.read_bytes().splitlines()]
-    clock = shards.clock_events([(range(1, len(lines) + 1), lines)])
+    clock = log_blocks(shards, lines)
     merged = shards.merge(inputs, [shards.check_share(inputs, [rows], clock) for rows in own.values() if rows[0]])
     assert findings(merged) == one
 

@@ -136,3 +136,39 @@ def test_shares_report_what_one_process_reports_on_a_log_with_planted_faults(tmp
         shares, found = _in_shares(log, n)
         assert found == one_found, n
         assert shares.metrics["late_records"] == one.metrics["late_records"]
+
+
+def _audit_shares(path: Path, n: int, clocked: bool = True):
+    """The report of ``n`` shares as ``rmkit audit`` runs them, without Spark: each share's own
+    lines only (its requests', by the key ``--jobs`` deals by), in batches of a few lines, and the
+    log's clock blocks (a block a split, log_blocks_support) for its clock to take between them."""
+    from log_blocks_support import log_blocks
+    from rmkit.conformance.rmb.checker import line_key
+
+    shards = RmbShards("spec", DIRECTORY, max_examples=0)
+    lines = path.read_bytes().splitlines()
+    own: dict[int, list] = {k: [] for k in range(n)}
+    for ref, line in enumerate(lines, start=1):
+        own[key_share(line_key(line), n)].append((ref, line))
+    clock = log_blocks(shards, lines) if clocked else None
+
+    def batches(rows, size=13):  # (13: the batches' ends fall inside the blocks, and a batch spans several)
+        for i in range(0, len(rows), size):
+            yield [r for r, _ in rows[i:i + size]], [x for _, x in rows[i:i + size]]
+
+    shares = [shards.check_share([str(path)], batches(rows), clock) for rows in own.values() if rows]
+    report = shards.merge([str(path)], shares)
+    return report, sorted((v.rule, v.explanation, tuple(sorted(e.line for e in v.evidence))) for v in report.violations)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_audit_shares_given_the_logs_clock_blocks_report_what_one_process_reports(tmp_path, seed):
+    log = tmp_path / "faulty.jsonl"
+    _faulty_log(log, seed)
+    one, one_found = _findings(log, 1)
+    assert one.unreadable == 0 and one_found and one.metrics["late_records"] > 0
+    for n in (3, 8):
+        shares, found = _audit_shares(log, n)
+        assert found == one_found, n
+        assert shares.metrics["late_records"] == one.metrics["late_records"], n
+        assert shares.records == one.records
