@@ -10,7 +10,8 @@ protocol; what a protocol adds is how a block unpacks and what a piece of one lo
 The walk (:func:`with_clock`):
 
 - a block is unpacked only when the share's batches reach it, and the part of it not yet given
-  is the only one held besides the share's own lines: the log's events, a few bytes a record
+  is the only one held besides the share's own lines and the pieces of its current batch (which
+  its consumer holds until the batch's last line anyway): the log's events, a few bytes a record
   over the whole log, never sit in a share's memory at once;
 - a batch is given the events of every block line up to the batch's last line: its consumer
   interleaves them with the batch's own lines and must have all that come before the last one.
