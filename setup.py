@@ -16,7 +16,8 @@ So are the RMB log checker's per-record and per-request modules (``conformance/r
 (their annotations not taken as C types) for about a fifth less CPU per record; where they are not
 compiled the same files run, with the same findings (``tests/rmb/test_rmb_compiled.py``). The Corda
 records checker's likewise (``conformance/corda/share.py``, ``packing.py``, ``facts.py``,
-``handlers.py``, ``spanning.py``; ``tests/corda/test_corda_compiled.py``).
+``handlers.py``, ``spanning.py``; ``tests/corda/test_corda_compiled.py``), and the dealer of its
+``--jobs`` readers (``conformance/corda/_keyshares.pyx``; without it they deal lines in Python).
 """
 
 from setuptools import Extension, find_namespace_packages, setup
@@ -56,5 +57,6 @@ setup(
                  Extension("rmkit.conformance.corda.packing", ["conformance/corda/packing.py"], optional=True),
                  Extension("rmkit.conformance.corda.facts", ["conformance/corda/facts.py"], optional=True),
                  Extension("rmkit.conformance.corda.handlers", ["conformance/corda/handlers.py"], optional=True),
-                 Extension("rmkit.conformance.corda.spanning", ["conformance/corda/spanning.py"], optional=True)],
+                 Extension("rmkit.conformance.corda.spanning", ["conformance/corda/spanning.py"], optional=True),
+                 Extension("rmkit.conformance.corda._keyshares", ["conformance/corda/_keyshares.pyx"], optional=True)],
 )
