@@ -14,7 +14,10 @@ Python where it is not compiled.
 So are the RMB log checker's per-record and per-request modules (``conformance/rmb/checker.py``,
 ``handlers.py``, ``logjudge.py``, ``state.py``): plain Python, compiled by Cython as they are
 (their annotations not taken as C types) for about a fifth less CPU per record; where they are not
-compiled the same files run, with the same findings (``tests/rmb/test_rmb_compiled.py``).
+compiled the same files run, with the same findings (``tests/rmb/test_rmb_compiled.py``). The Corda
+records checker's likewise (``conformance/corda/share.py``, ``packing.py``, ``facts.py``,
+``handlers.py``, ``spanning.py``; ``tests/corda/test_corda_compiled.py``), and the dealer of its
+``--jobs`` readers (``conformance/corda/_keyshares.pyx``; without it they deal lines in Python).
 """
 
 from setuptools import Extension, find_namespace_packages, setup
@@ -49,5 +52,11 @@ setup(
                  Extension("rmkit.conformance.rmb.handlers", ["conformance/rmb/handlers.py"], optional=True),
                  Extension("rmkit.conformance.rmb.logjudge", ["conformance/rmb/logjudge.py"], optional=True),
                  Extension("rmkit.conformance.rmb.state", ["conformance/rmb/state.py"], optional=True),
-                 Extension("rmkit.conformance.rmb.checker", ["conformance/rmb/checker.py"], optional=True)],
+                 Extension("rmkit.conformance.rmb.checker", ["conformance/rmb/checker.py"], optional=True),
+                 Extension("rmkit.conformance.corda.share", ["conformance/corda/share.py"], optional=True),
+                 Extension("rmkit.conformance.corda.packing", ["conformance/corda/packing.py"], optional=True),
+                 Extension("rmkit.conformance.corda.facts", ["conformance/corda/facts.py"], optional=True),
+                 Extension("rmkit.conformance.corda.handlers", ["conformance/corda/handlers.py"], optional=True),
+                 Extension("rmkit.conformance.corda.spanning", ["conformance/corda/spanning.py"], optional=True),
+                 Extension("rmkit.conformance.corda._keyshares", ["conformance/corda/_keyshares.pyx"], optional=True)],
 )

@@ -232,9 +232,11 @@ def corda_spec_records() -> dict:
 def default_jobs(inputs: list[str]) -> int:
     """The processes ``rmkit check --protocol corda`` uses when ``--jobs`` is not given: as
     :func:`rmkit.logread.auto_jobs` decides, but one on a machine of two cores or fewer. Every
-    share reads and keys every line of the log before it checks its own (bench_corda_check.py: two
-    shares spend about 1.9 times one process's CPU, and take longer on two busy cores), so two cores
-    gain nothing from a second process."""
+    share reads and deals every line of the log before it checks its own, so two shares spend about
+    1.3 times one process's CPU (bench_corda_check.py, with the compiled dealer); and each holds an
+    interpreter and its own key store, so at ten million records of the short shape two processes
+    hold 363 MB summed against one's 292 (the exact check's bound is 300 MB). Measured on two
+    shared cores, two processes took longer than one (docs/corda-check-streaming.md)."""
     if usable_cores() <= 2:
         return 1
     return auto_jobs(inputs)

@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """A share's facts across message ids (:class:`.share.Share`: its commits, sequence-number uses and
 sends), kept as compressed columns: a list of tuples of one shape whose fields are kept a chunk of
 facts at a time, each field's values of the chunk as one compressed run of 64-bit numbers.

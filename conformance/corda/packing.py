@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """The exact Corda check's settled tracks, packed: a message's track (:class:`.state.Track`) whose
 copies are all settled after its one commit is kept as a few dozen bytes in the share's key store
 (:class:`rmkit.keystore.KeyStore`, keyed by the message id), and unpacked, exactly as it was, when

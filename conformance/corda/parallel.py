@@ -11,8 +11,11 @@ across ids go to the merge.
 
 from __future__ import annotations
 
+import os
 import time
+from itertools import compress
 
+from rmkit.linescan import pick_table
 from rmkit.logread import BrokenLine
 from rmkit.processes import key_bytes_share, key_share, run_in_processes
 from rmkit.protocol import RecordKey
@@ -69,9 +72,37 @@ def _fast_key(key: RecordKey) -> tuple[bytes, bytes] | None:
     return None
 
 
+def _compiled_line_shares():
+    """The compiled :func:`._keyshares.line_shares` (each line's share on :func:`keyer`'s fast
+    reading, a batch in one call), or None where it was not built or ``RMKIT_PURE_PYTHON=1``."""
+    if os.environ.get("RMKIT_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from rmkit.conformance.corda._keyshares import line_shares
+    except ImportError:  # not built (no C compiler at install): keyer's reading, line by line
+        return None
+    return line_shares
+
+
+_LINE_SHARES = _compiled_line_shares()
+_NOT_READ = 255  # line_shares' mark of a line its fast reading does not settle
+
+
 def _own_batches(checker, inputs: list[str], k: int, n: int, batches=None):
     share = keyer(checker.key, n)
+    fast = _fast_key(checker.key) if _LINE_SHARES is not None and n < _NOT_READ else None
+    pick = pick_table(k)
     for refs, lines in checker.file_batches(inputs) if batches is None else batches:
+        if fast is not None and type(lines) is list:
+            # a batch whose every line the fast reading settles is dealt in one call; any other
+            # (a blank, broken or odd line in it) line by line below, with the same answers
+            shares = _LINE_SHARES(lines, *fast, n)
+            if _NOT_READ not in shares:
+                picked = shares.translate(pick)
+                mine = list(compress(lines, picked))
+                if mine:
+                    yield list(compress(refs, picked)), mine
+                continue
         mine_refs, mine = [], []
         for ref, line in zip(refs, lines):
             if isinstance(line, BrokenLine):  # an input that broke off: share 0 reports it

@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """Step 1 of the Corda log check (:mod:`.checker`): one share's records read, per (node, id) a
 :class:`.state.Track` kept and judged, and the facts across ids gathered for the merge. The rules'
 judgements are the handlers' (:mod:`.handlers`); the exact reading is :class:`_ShareRun`, the

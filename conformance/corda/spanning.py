@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """The checks that span message ids, run once over the facts every share kept (see
 :mod:`rmkit.conformance.corda.checker`; the handlers of :mod:`.handlers` call them): a sender's sequence numbers, the order of a session, and the
 deduplicator's wrong NEW answers classified by what the fast path's high-water mark was then.

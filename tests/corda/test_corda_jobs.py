@@ -1,6 +1,7 @@
 """How many processes `rmkit check --protocol corda` uses by default: one on a machine of two cores
-or fewer (every share reads and keys the whole log, so a second process there only adds work),
-else as the core's auto_jobs decides (idle cores, log size)."""
+or fewer (every share reads and deals the whole log and holds an interpreter of its own: a second
+process there adds a third to the CPU and breaks the exact check's memory bound at ten million
+records), else as the core's auto_jobs decides (idle cores, log size)."""
 
 from __future__ import annotations
 

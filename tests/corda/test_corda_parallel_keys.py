@@ -63,3 +63,44 @@ def test_a_log_checked_in_shares_finds_what_one_process_finds(tmp_path):
     two = CordaLogChecker(jobs=2, max_examples=0).run([str(log)])
     assert one.counts == two.counts and "CORDA-DEDUP-001" in one.counts
     assert [(v.rule, v.subject) for v in one.violations] == [(v.rule, v.subject) for v in two.violations]
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 254])
+def test_the_compiled_dealer_keys_every_line_it_reads_as_the_python_reading_does(n):
+    """The compiled dealer of a batch (conformance/corda/_keyshares.pyx) gives each line it reads the
+    share the line's own reading gives (the parsed id's, where the text settles it), and leaves
+    every other line to that reading (255)."""
+    parallel = pytest.importorskip("rmkit.conformance.corda.parallel")
+    if parallel._LINE_SHARES is None:
+        pytest.skip("the dealer was not compiled here (no C compiler at install): lines are dealt in Python")
+    from rmkit.conformance.corda.parallel import _fast_key
+
+    odd = [b"", b"   ", b'"id"id":"R-x"', b'{"id":"R-1"', b'{"id":"unclosed', b'{"id":"R-2"} "id"', b'{"ID":"R-3"}']
+    lines = LINES + NO_ID + odd + [f'{{"t":{k},"node":"bob","id":"N-f{k % 9}-{k}-0"}}'.encode() for k in range(500)]
+    got = parallel._LINE_SHARES(lines, *_fast_key(KEY), n)
+    assert len(got) == len(lines)
+    read = [(line, s) for line, s in zip(lines, got) if s != 255]
+    assert len(read) > 500  # (the usual lines are read)
+    for line, s in read:
+        assert s == share_of(line, n, KEY), line
+        if KEY.of_line(line) is not None:  # (a line without a top-level id: reported by whichever share gets it)
+            assert s == key_share(KEY.of_line(line), n), line
+    assert got[0] == share_of(LINES[0], n, KEY) and got[1] == 255 and got[4] == 255  # (read; spaced, escaped: not)
+
+
+def test_a_log_with_odd_lines_checked_in_shares_finds_what_one_process_finds(tmp_path):
+    """Batches dealt by the compiled dealer and batches that hold a line it leaves (a blank line, an
+    escaped id) are read alike (the log spans several batches, the odd lines in its first)."""
+    lines = [json.dumps({"t": 1 + k, "node": "bob", "event": ev, "id": f"N-f{k % 7}-{k}-0", **extra}, separators=(",", ":"))
+             for k in range(12000) for ev, extra in (("received", {"delivery": f"ID:{k}", "sender": "s", "seq": k, "session": "s1"}),
+                                                   ("dedup", {"verdict": "NEW"}), ("committed", {"tx": k}))]
+    lines[4000:4000] = ["", '{"t":5,"node":"bob","event":"committed","id":"N-f1-\\u0031-0","tx":77}', "not json"]
+    lines.append('{"t":99999,"node":"bob","event":"committed","id":"N-f3-11000-0","tx":5}')  # again, in the last batch
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    one = CordaLogChecker(jobs=1, max_examples=0).run([str(log)])
+    for jobs in (2, 3):
+        more = CordaLogChecker(jobs=jobs, max_examples=0).run([str(log)])
+        assert (one.counts, one.records, one.unreadable) == (more.counts, more.records, more.unreadable)
+        assert sorted((v.rule, v.subject) for v in one.violations) == sorted((v.rule, v.subject) for v in more.violations)
+    assert one.unreadable == 1 and one.counts["CORDA-DEDUP-001"] == 2 and one.records == 36002
