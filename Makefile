@@ -15,7 +15,9 @@ expect_exit = rc=$$?; if [ $$rc -eq $(1) ]; then echo "   -> exit $(1), as expec
 $(STAMP): pyproject.toml setup.py rmkit/_linescan.pyx rmkit/logclock.py rmkit/keystore.py conformance/rmb/_uidscan.pyx \
 		conformance/rmb/handlers.py conformance/rmb/logjudge.py conformance/rmb/state.py conformance/rmb/checker.py \
 		conformance/corda/share.py conformance/corda/packing.py conformance/corda/facts.py conformance/corda/handlers.py \
-		conformance/corda/spanning.py conformance/corda/_keyshares.pyx
+		conformance/corda/spanning.py conformance/corda/_keyshares.pyx \
+		conformance/remp/checker.py conformance/remp/handlers.py conformance/remp/state.py conformance/remp/metrics.py \
+		conformance/remp/clocktrack.py
 	@$(PY) -c 'import sys; sys.exit("rmkit needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -162,7 +164,7 @@ fixtures: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
-	rm -f rmkit/*.c rmkit/*.so conformance/rmb/*.c conformance/rmb/*.so conformance/corda/*.c conformance/corda/*.so  # what setup.py's extensions build in place
+	rm -f rmkit/*.c rmkit/*.so conformance/rmb/*.c conformance/rmb/*.so conformance/corda/*.c conformance/corda/*.so conformance/remp/*.c conformance/remp/*.so  # what setup.py's extensions build in place
 
 # The TLA+ model's tables (kinds, transitions, thresholds) are generated from spec/remp.
 tla-tables: $(STAMP)

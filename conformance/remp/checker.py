@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """Streaming checker of REMP receipt logs (``rmkit check --protocol remp``).
 
 One pass, in log order. Memory is proportional to the messages still open: a message is judged

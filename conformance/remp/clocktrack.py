@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """The log's clock for the shares of a REMP check: what each record of a log tells the clock.
 
 Why: a share of ``rmkit check --jobs`` or of ``rmkit audit`` judges the records of some messages

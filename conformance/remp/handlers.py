@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """The REMP log rules, one handler per rule, registered by rule id.
 
 The checker (:mod:`.checker`) is the engine: it reads the lines (files, Kafka envelopes), interns

@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """Streaming metrics with memory independent of the log size."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """What the REMP log checker remembers while it reads: one small named class per kind of state.
 
 Why ``__slots__`` classes and not lists or dicts: a log of millions of receipts keeps tens of
