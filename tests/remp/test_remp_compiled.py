@@ -65,7 +65,7 @@ def FINDINGS(profile, path, validators, shares):
             refs.append(lineno)
             lines.append(line)
         shards = RempShards(one._kwargs)
-        clock = shards.clock_events([(range(1, len(raw) + 1), raw)])
+        clock = [shards.clock_block(range(1, len(raw) + 1), raw)]  # (one split: the clock pass's block of it)
         report = shards.merge([path], [shards.check_share([path], [batch], clock) for batch in own.values() if batch[0]])
     return [sorted([v.rule, v.subject, v.explanation, sorted(e.line for e in v.evidence)] for v in report.violations),
             dict(report.counts), report.unreadable, report.records, report.subjects, report.metrics["late_receipts"],
