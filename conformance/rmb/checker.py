@@ -385,10 +385,10 @@ class RmbShards:
         time, writer) of each line that is a record as the share's loop reads it (not blank, not an
         input problem), packed for :meth:`check_share`'s ``clock``. ``rmkit audit`` reads each file
         split once for them (``spark_checks/job.py``)."""
-        record_of = self._record_reader()
+        clock_of = self._clock_reader()
         out_refs, times, whos = [], [], []
         for ref, line in zip(refs, lines):
-            rec = record_of(line, ref)
+            rec = clock_of(line, ref)
             if rec is not None:
                 out_refs.append(ref)
                 times.append(rec.time)
@@ -422,6 +422,32 @@ class RmbShards:
 
         return record_of
 
+    def _clock_reader(self):
+        """``clock_of(line, ref)``: what the clock takes of a line (its ``time`` and ``who``),
+        exactly when :meth:`_record_reader` reads the line as a record (None otherwise): read
+        without building its message (:meth:`.typedread.TypedRecords.clock_event`) where that
+        reading settles the line, else by the record reading itself. A ``--jobs`` share reads
+        every other share's line so; a line decoded whole costs about three times as much."""
+        from rmkit.conformance.rmb.logjudge import backlog_ttl
+
+        ctx = self.ctx()
+        note_problem = ctx.note_problem
+        low, ahead = ctx.settings["plausible_unix_s"]
+        high = ctx.started + ahead  # (Ctx.time_ok)
+        clock_event = typed_records().clock_event
+        record_of = self._record_reader()
+
+        def clock_of(line, ref):
+            rec = clock_event(line) if type(line) is bytes else None
+            if rec is not None and low <= rec.time <= high and (
+                    (event := rec.event) not in NOTED_EVENTS
+                    or (event == "backlog-set" and (rec.note is None or backlog_ttl(rec.note) is not None))
+                    or note_problem(event, rec.note) is None):
+                return rec
+            return record_of(line, ref)  # (what the record reading makes of it, whatever it is)
+
+        return clock_of
+
     def _read(self, batches: Iterable, requests: Requests, share: Share) -> int:
         """Every line into its request: the records read."""
         from rmkit.conformance.rmb.logjudge import backlog_ttl
@@ -442,20 +468,25 @@ class RmbShards:
         records = 0
         tick = requests.engine.tick
 
-        record_of = self._record_reader()  # (the other shares' lines: what the clock takes of them)
+        clock_of = self._clock_reader()  # (the other shares' lines: what the clock takes of them)
+
+        def tick_and_roll(t, who) -> None:
+            """The clock takes another share's record, as one process's clock takes it between
+            this share's: every decision the clock makes (a request judged, a judged one's uid
+            forgotten, the loose records' window) is then made at the same record as in one
+            process."""
+            tick(t, who)
+            if requests.next_roll != INF and clock.now >= requests.next_roll:
+                requests.roll_loose()
 
         def take_others(orefs, olines, i: int, before) -> int:
-            """The clock takes the other shares' records before ``before`` (from the ``i``-th), as
-            one process's clock takes them between this share's: every decision the clock makes
-            (a request judged, a judged one's uid forgotten, the loose records' window) is then
-            made at the same record as in one process. Returns the first not taken."""
+            """The clock takes the other shares' lines before ``before`` (from the ``i``-th);
+            returns the first not taken."""
             n = len(orefs)
             while i < n and orefs[i] < before:
-                rec = record_of(olines[i], orefs[i])
+                rec = clock_of(olines[i], orefs[i])
                 if rec is not None:
-                    tick(rec.time, rec.who)
-                    if requests.next_roll != INF and clock.now >= requests.next_roll:
-                        requests.roll_loose()
+                    tick_and_roll(rec.time, rec.who)
                 i += 1
             return i
 
@@ -464,9 +495,7 @@ class RmbShards:
             :meth:`clock_block`)."""
             n = len(orefs)
             while i < n and orefs[i] < before:
-                tick(*events[i])
-                if requests.next_roll != INF and clock.now >= requests.next_roll:
-                    requests.roll_loose()
+                tick_and_roll(*events[i])
                 i += 1
             return i
 
