@@ -44,7 +44,7 @@ from rmkit.verdict import Evidence, InputProblem, Report, Violation
 
 from rmkit.protocols.rmb.records import RECORD_KEY, Rec, decode, record_key
 
-from rmkit.conformance.rmb.typedread import typed_records
+from rmkit.conformance.rmb.typedread import UNREAD, TypedRecords, typed_records
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
 NO_DIRECTORY = "no --directory file: give the twin directory (its public keys) to verify signatures"
@@ -90,7 +90,7 @@ class Requests:
         self.new_request = Request
         self.new_group, self.judges, self.message_rules = Group, handlers.JUDGES, handlers.messages  # (bound once: judge runs per request)
         self.backlog_ttl = backlog_ttl
-        self.decode_again = typed_records().decode
+        self.decode_again = _typed_reading(typed_records())  # (the held lines: read as the loop read them)
         self.line = None  # the line the record being fed was decoded from by the typed reading (None: another reading)
         self.ctx, self.share = ctx, share
         self.grace = ctx.horizon + ctx.tol
@@ -404,7 +404,7 @@ class RmbShards:
         line_problem, note_problem = ctx.line_problem, ctx.note_problem
         low, ahead = ctx.settings["plausible_unix_s"]
         high = ctx.started + ahead  # (Ctx.time_ok)
-        typed = typed_records().decode
+        typed = _typed_reading(typed_records())
 
         def record_of(line, ref):
             rec = typed(line, ref) if type(line) is bytes else None
@@ -434,11 +434,11 @@ class RmbShards:
         note_problem = ctx.note_problem
         low, ahead = ctx.settings["plausible_unix_s"]
         high = ctx.started + ahead  # (Ctx.time_ok)
-        clock_event = typed_records().clock_event
+        clock_event = _typed_reading(typed_records(), clock=True)
         record_of = self._record_reader()
 
         def clock_of(line, ref):
-            rec = clock_event(line) if type(line) is bytes else None
+            rec = clock_event(line, ref) if type(line) is bytes else None
             if rec is not None and low <= rec.time <= high and (
                     (event := rec.event) not in NOTED_EVENTS
                     or (event == "backlog-set" and (rec.note is None or backlog_ttl(rec.note) is not None))
@@ -460,7 +460,7 @@ class RmbShards:
         line_problem, note_problem = ctx.line_problem, ctx.note_problem
         low, ahead = ctx.settings["plausible_unix_s"]
         high = ctx.started + ahead  # (Ctx.time_ok)
-        typed = typed_records().decode
+        typed = _typed_reading(typed_records())
         key_of = record_key
         signed = frozenset(SIGNED_EVENTS)
         events: dict[str, int] = {}
@@ -654,6 +654,41 @@ def _with_clock(batches, clock: Iterable[bytes]):
     rest = [held] if held is not None else []
     rest += map(pickle.loads, blocks)
     yield [], [], [r for b in rest for r in b[0]], [e for b in rest for e in zip(b[1], b[2])], None
+
+
+def _typed_reading(reader, clock: bool = False):
+    """``read(line, ref)``: ``reader``'s :meth:`~.typedread.TypedRecords.decode` (``clock``: its
+    :meth:`~.typedread.TypedRecords.clock_event`) as a function of this module, compiled where
+    it is: the Struct decoded and its writer and peer found in the reading's caches here, a
+    writer or peer not seen yet (or one that names no twin) settled by the reading itself. The
+    share loop reads every line so, once. A reading of another kind is called as it is."""
+    if type(reader) is not TypedRecords:
+        if clock:
+            return lambda line, ref: reader.clock_event(line)
+        return reader.decode
+    struct_decode = reader._clock_decode if clock else reader._decode
+    errors = reader._errors
+    twins, peers_ok, settle = reader._twins, reader._peers_ok, reader._twin
+    unseen = twins  # (a marker no twin is)
+
+    def read(line, ref):
+        try:
+            rec = struct_decode(line)
+        except errors:
+            return None
+        if rec.ref is not UNREAD or rec.twin is not UNREAD:
+            return None
+        twin = twins.get(rec.who, unseen)
+        peer = rec.peer
+        if twin is unseen or twin is UNREAD or (peer is not None and "@" in peer and peers_ok.get(peer) is not True):
+            twin = settle(rec)
+            if twin is UNREAD:
+                return None
+        if not clock:
+            rec.ref, rec.twin = ref, twin
+        return rec
+
+    return read
 
 
 def _unique(evid: list[tuple]) -> list[tuple]:

@@ -99,3 +99,20 @@ def test_a_clean_line_is_read_for_the_clock_without_its_message():
     assert got is not None and got.time == T0 and got.who == "twin-1"
     assert not isinstance(got.msg, dict)
     assert typed_records().clock_event(CRAFTED["message number beyond a double"]) is None
+
+
+def test_the_share_loops_reading_is_the_typed_reading():
+    """The share loop's reading (its writer and peer caches read in the loop) gives what
+    TypedRecords.decode and clock_event give, line by line, a writer or peer that names no twin
+    seen before and after the lines that name one."""
+    from rmkit.conformance.rmb.checker import _typed_reading
+    from rmkit.conformance.rmb.typedread import TypedRecords
+
+    reader = TypedRecords()
+    read, clock = _typed_reading(reader), _typed_reading(reader, clock=True)
+    crafted = list(CRAFTED.values())
+    lines = crafted + _fixture_lines() + crafted
+    for i, raw in enumerate(lines):
+        assert read(raw, i) == reader.decode(raw, i), raw[:200]
+        assert clock(raw, i) == reader.clock_event(raw), raw[:200]
+    assert read(CLEAN, 3).ref == 3 and read(CLEAN, 3).twin == 1
