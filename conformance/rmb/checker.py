@@ -742,9 +742,12 @@ def default_jobs(inputs: list[str]) -> int:
 def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
     """(refs, lines) of every input in order; with a share ``k`` of ``n``, its groups' lines (a
     line that is not JSON goes to share 0, which reports it), then the (refs, lines) of the other
-    shares' lines, for its clock (:func:`_dealt`)."""
+    shares' lines, for its clock (:func:`_dealt`: by the table :func:`share_table` makes of a
+    sample of the first input, :func:`_sample`; without one, a short log or a stream, by
+    :func:`key_share` of ``n``)."""
     import orjson
 
+    table = None  # the buckets' shares (share_table, of the first input's sample; b"": none, by key_share of n)
     for idx, path in enumerate(inputs):
         base = idx << REF_LINE_BITS
 
@@ -756,29 +759,107 @@ def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
         for refs, batch in numbered_batches(idx, path, on_error=broke):
             if n == 1:
                 yield refs, batch
-            else:
-                yield _dealt(refs, batch, k, n, shares_of)
+                continue
+            if table is None:
+                sample = _sample(path)
+                table = share_table(_shares(sample, BUCKETS, {}), n) if sample else b""
+            yield _dealt(refs, batch, k, n, shares_of, table or None)
 
 
 # the uids whose share a --jobs reader remembers (a request's lines come close together in a log)
 SHARES_REMEMBERED = 4096
 
+# the buckets a --jobs run deals lines into by their key (key_share of BUCKETS), then the buckets
+# into shares (share_table): at most 254, what the compiled scanner deals into at once
+BUCKETS = 250
 
-def _dealt(refs, batch: list, k: int, n: int, shares_of: dict) -> tuple[list, list, list, list]:
-    """The (refs, lines) of a batch that are share ``k``'s of ``n``, then those that are the other
-    shares' (the share's clock takes their times too, :meth:`RmbShards._read`): each line's share by
-    :func:`key_share` of its :func:`line_key`. The compiled scanner (``_uidscan``, where it was
-    built) finds the share of every line with a uid of its own in one pass; the others, and every
-    line where it was not built, take :func:`_line_share`."""
+
+SAMPLE_BYTES = 1 << 20
+
+
+def _sample(path: str) -> list[bytes] | None:
+    """The whole lines of :data:`SAMPLE_BYTES` from the middle of the file ``path`` (None: a
+    stream, a compressed or short file, or one that cannot be read): what :func:`share_table`
+    deals by. A log's middle shows the mix of lines it goes on with; its first lines may not
+    (where requests live long, their answers come minutes after the first requests)."""
+    import gzip
+
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) == gzip_magic():
+                return None
+            size = os.fstat(f.fileno()).st_size
+            if size < 4 * SAMPLE_BYTES:
+                return None
+            f.seek(size // 2 - SAMPLE_BYTES // 2)
+            f.readline()  # (the rest of a line begun before)
+            lines = f.read(SAMPLE_BYTES).split(b"\n")[:-1]  # (the last one may be cut)
+    except (OSError, ValueError, gzip.BadGzipFile):
+        return None
+    return [line + b"\n" for line in lines] or None
+
+
+def gzip_magic() -> bytes:
+    from rmkit.logread import GZIP_MAGIC
+
+    return GZIP_MAGIC
+
+
+def share_table(buckets: bytes, n: int) -> bytes:
+    """The share of ``n`` of each bucket (of :data:`BUCKETS`), as a :meth:`bytes.translate` table
+    (UNSETTLED kept), from the buckets of a sample of the log's lines (``buckets``, those of
+    :func:`_sample`: every share reads the same sample, so every share makes the same table).
+
+    Bucket 0 holds the lines that name no request (key None or the empty uid, whose crc32 is 0),
+    which one share judges together (:class:`Loose`), and goes to share 0; the other buckets
+    (alike, as a hash deals keys) are dealt so that each share has about 1/n of the lines, share
+    0 counting those of bucket 0: on a log whose lines are one tenth a client's messages before
+    the daemon gives them a uid, share 0 no longer has more lines than the others. Any table
+    gives the same report (every line of a request in one share, each share's clock the log's);
+    only the work each share does changes."""
+    total = len(buckets)
+    loose = buckets.count(0)
+    rest = BUCKETS - 1
+    if total and n > 1:
+        want = max(0.0, total / n - loose) / max(total - loose, 1)  # share 0's part of the other buckets' lines
+        first = min(rest, round(want * rest))
+    else:
+        first = rest // n
+    table = bytearray(range(256))
+    table[0] = 0
+    for b in range(1, 1 + first):
+        table[b] = 0
+    others = rest - first
+    for i in range(others):
+        table[1 + first + i] = 1 + i * (n - 1) // others if n > 1 else 0
+    return bytes(table)
+
+
+def _shares(batch: list, n: int, shares_of: dict):
+    """:func:`key_share` of ``n`` of each line's :func:`line_key`, a byte a line. The compiled
+    scanner (``_uidscan``, where it was built) finds that of every line with a uid of its own in
+    one pass; the others, and every line where it was not built, take :func:`_line_share`."""
     shares = _uid_shares(batch, n) if _uid_shares is not None else None
     if shares is None:
-        shares = bytes([_line_share(line, n, shares_of) for line in batch])
-    elif UNSETTLED in shares:
+        return bytes([_line_share(line, n, shares_of) for line in batch])
+    if UNSETTLED in shares:
         shares = bytearray(shares)
         at = shares.find(UNSETTLED)
         while at >= 0:
             shares[at] = _line_share(batch[at], n, shares_of)
             at = shares.find(UNSETTLED, at + 1)
+    return shares
+
+
+def _dealt(refs, batch: list, k: int, n: int, shares_of: dict, table: bytes | None = None) -> tuple[list, list, list, list]:
+    """The (refs, lines) of a batch that are share ``k``'s of ``n``, then those that are the other
+    shares' (the share's clock takes their times too, :meth:`RmbShards._read`): each line's share by
+    :func:`key_share` of its :func:`line_key` (of ``n``; with a ``table``, of :data:`BUCKETS`,
+    then the table's share of that bucket, :func:`share_table`)."""
+    if table is None:
+        shares = _shares(batch, n, shares_of)
+    else:
+        shares = _shares(batch, BUCKETS, shares_of).translate(table)
     pick = shares.translate(pick_table(k))
     other = pick.translate(_OTHER)
     return list(compress(refs, pick)), list(compress(batch, pick)), list(compress(refs, other)), list(compress(batch, other))
