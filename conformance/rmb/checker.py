@@ -26,6 +26,7 @@ from itertools import compress
 import operator
 import os
 import pickle
+import stat
 import tempfile
 import time
 from collections import Counter
@@ -35,7 +36,7 @@ from typing import Any, Iterable, Optional
 import orjson
 
 from rmkit.gctune import paused_collections
-from rmkit.logread import auto_jobs, numbered_batches
+from rmkit.logread import GZIP_MAGIC, auto_jobs, numbered_batches
 from rmkit.linescan import pick_table
 from rmkit.processes import key_share, run_in_processes
 from rmkit.protocol import REF_LINE_BITS
@@ -778,31 +779,24 @@ SAMPLE_BYTES = 1 << 20
 
 
 def _sample(path: str) -> list[bytes] | None:
-    """The whole lines of :data:`SAMPLE_BYTES` from the middle of the file ``path`` (None: a
-    stream, a compressed or short file, or one that cannot be read): what :func:`share_table`
-    deals by. A log's middle shows the mix of lines it goes on with; its first lines may not
-    (where requests live long, their answers come minutes after the first requests)."""
-    import gzip
-
+    """The whole lines of :data:`SAMPLE_BYTES` from the middle of the file ``path`` (None: not a
+    regular file, a compressed or short one, or one that cannot be read): what
+    :func:`share_table` deals by. A log's middle shows the mix of lines it goes on with; its
+    first lines may not (where requests live long, their answers come minutes after the first
+    requests)."""
     try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size < 4 * SAMPLE_BYTES:
+            return None
         with open(path, "rb") as f:
-            if f.read(2) == gzip_magic():
+            if f.read(2) == GZIP_MAGIC:
                 return None
-            size = os.fstat(f.fileno()).st_size
-            if size < 4 * SAMPLE_BYTES:
-                return None
-            f.seek(size // 2 - SAMPLE_BYTES // 2)
+            f.seek(st.st_size // 2 - SAMPLE_BYTES // 2)
             f.readline()  # (the rest of a line begun before)
             lines = f.read(SAMPLE_BYTES).split(b"\n")[:-1]  # (the last one may be cut)
-    except (OSError, ValueError, gzip.BadGzipFile):
+    except (OSError, ValueError):
         return None
     return [line + b"\n" for line in lines] or None
-
-
-def gzip_magic() -> bytes:
-    from rmkit.logread import GZIP_MAGIC
-
-    return GZIP_MAGIC
 
 
 def share_table(buckets: bytes, n: int) -> bytes:

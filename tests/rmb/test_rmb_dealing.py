@@ -141,6 +141,7 @@ def test_the_sample_is_whole_lines_from_the_middle_of_a_long_file(tmp_path, monk
     short = tmp_path / "short.jsonl"
     short.write_bytes(b"".join(lines[:10]))
     assert checker._sample(str(short)) is None  # (a short log: dealt by key_share of n)
+    assert checker._sample(str(tmp_path)) is None  # (no regular file)
     import gzip
 
     packed = tmp_path / "log.jsonl.gz"
