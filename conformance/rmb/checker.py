@@ -25,6 +25,7 @@ from itertools import compress
 import operator
 import os
 import pickle
+import stat
 import tempfile
 import time
 from collections import Counter
@@ -35,7 +36,7 @@ import orjson
 
 from rmkit.clockwalk import with_clock
 from rmkit.gctune import paused_collections
-from rmkit.logread import auto_jobs, numbered_batches
+from rmkit.logread import GZIP_MAGIC, auto_jobs, numbered_batches
 from rmkit.linescan import pick_table
 from rmkit.processes import key_share, run_in_processes
 from rmkit.protocol import REF_LINE_BITS
@@ -44,7 +45,7 @@ from rmkit.verdict import Evidence, InputProblem, Report, Violation
 
 from rmkit.protocols.rmb.records import RECORD_KEY, Rec, decode, record_key
 
-from rmkit.conformance.rmb.typedread import typed_records
+from rmkit.conformance.rmb.typedread import UNREAD, TypedRecords, typed_records
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
 NO_DIRECTORY = "no --directory file: give the twin directory (its public keys) to verify signatures"
@@ -90,7 +91,7 @@ class Requests:
         self.new_request = Request
         self.new_group, self.judges, self.message_rules = Group, handlers.JUDGES, handlers.messages  # (bound once: judge runs per request)
         self.backlog_ttl = backlog_ttl
-        self.decode_again = typed_records().decode
+        self.decode_again = _typed_reading(typed_records())  # (the held lines: read as the loop read them)
         self.line = None  # the line the record being fed was decoded from by the typed reading (None: another reading)
         self.ctx, self.share = ctx, share
         self.grace = ctx.horizon + ctx.tol
@@ -385,10 +386,10 @@ class RmbShards:
         time, writer) of each line that is a record as the share's loop reads it (not blank, not an
         input problem), packed for :meth:`check_share`'s ``clock``. ``rmkit audit`` reads each file
         split once for them (``spark_checks/job.py``)."""
-        record_of = self._record_reader()
+        clock_of = self._clock_reader()
         out_refs, times, whos = [], [], []
         for ref, line in zip(refs, lines):
-            rec = record_of(line, ref)
+            rec = clock_of(line, ref)
             if rec is not None:
                 out_refs.append(ref)
                 times.append(rec.time)
@@ -404,7 +405,7 @@ class RmbShards:
         line_problem, note_problem = ctx.line_problem, ctx.note_problem
         low, ahead = ctx.settings["plausible_unix_s"]
         high = ctx.started + ahead  # (Ctx.time_ok)
-        typed = typed_records().decode
+        typed = _typed_reading(typed_records())
 
         def record_of(line, ref):
             rec = typed(line, ref) if type(line) is bytes else None
@@ -422,6 +423,32 @@ class RmbShards:
 
         return record_of
 
+    def _clock_reader(self):
+        """``clock_of(line, ref)``: what the clock takes of a line (its ``time`` and ``who``),
+        exactly when :meth:`_record_reader` reads the line as a record (None otherwise): read
+        without building its message (:meth:`.typedread.TypedRecords.clock_event`) where that
+        reading settles the line, else by the record reading itself. A ``--jobs`` share reads
+        every other share's line so; a line decoded whole costs about three times as much."""
+        from rmkit.conformance.rmb.logjudge import backlog_ttl
+
+        ctx = self.ctx()
+        note_problem = ctx.note_problem
+        low, ahead = ctx.settings["plausible_unix_s"]
+        high = ctx.started + ahead  # (Ctx.time_ok)
+        clock_event = _typed_reading(typed_records(), clock=True)
+        record_of = self._record_reader()
+
+        def clock_of(line, ref):
+            rec = clock_event(line, ref) if type(line) is bytes else None
+            if rec is not None and low <= rec.time <= high and (
+                    (event := rec.event) not in NOTED_EVENTS
+                    or (event == "backlog-set" and (rec.note is None or backlog_ttl(rec.note) is not None))
+                    or note_problem(event, rec.note) is None):
+                return rec
+            return record_of(line, ref)  # (what the record reading makes of it, whatever it is)
+
+        return clock_of
+
     def _read(self, batches: Iterable, requests: Requests, share: Share) -> int:
         """Every line into its request: the records read."""
         from rmkit.conformance.rmb.logjudge import backlog_ttl
@@ -434,7 +461,7 @@ class RmbShards:
         line_problem, note_problem = ctx.line_problem, ctx.note_problem
         low, ahead = ctx.settings["plausible_unix_s"]
         high = ctx.started + ahead  # (Ctx.time_ok)
-        typed = typed_records().decode
+        typed = _typed_reading(typed_records())
         key_of = record_key
         signed = frozenset(SIGNED_EVENTS)
         events: dict[str, int] = {}
@@ -442,20 +469,25 @@ class RmbShards:
         records = 0
         tick = requests.engine.tick
 
-        record_of = self._record_reader()  # (the other shares' lines: what the clock takes of them)
+        clock_of = self._clock_reader()  # (the other shares' lines: what the clock takes of them)
+
+        def tick_and_roll(t, who) -> None:
+            """The clock takes another share's record, as one process's clock takes it between
+            this share's: every decision the clock makes (a request judged, a judged one's uid
+            forgotten, the loose records' window) is then made at the same record as in one
+            process."""
+            tick(t, who)
+            if requests.next_roll != INF and clock.now >= requests.next_roll:
+                requests.roll_loose()
 
         def take_others(orefs, olines, i: int, before) -> int:
-            """The clock takes the other shares' records before ``before`` (from the ``i``-th), as
-            one process's clock takes them between this share's: every decision the clock makes
-            (a request judged, a judged one's uid forgotten, the loose records' window) is then
-            made at the same record as in one process. Returns the first not taken."""
+            """The clock takes the other shares' lines before ``before`` (from the ``i``-th);
+            returns the first not taken."""
             n = len(orefs)
             while i < n and orefs[i] < before:
-                rec = record_of(olines[i], orefs[i])
+                rec = clock_of(olines[i], orefs[i])
                 if rec is not None:
-                    tick(rec.time, rec.who)
-                    if requests.next_roll != INF and clock.now >= requests.next_roll:
-                        requests.roll_loose()
+                    tick_and_roll(rec.time, rec.who)
                 i += 1
             return i
 
@@ -464,9 +496,7 @@ class RmbShards:
             :meth:`clock_block`)."""
             n = len(orefs)
             while i < n and orefs[i] < before:
-                tick(*events[i])
-                if requests.next_roll != INF and clock.now >= requests.next_roll:
-                    requests.roll_loose()
+                tick_and_roll(*events[i])
                 i += 1
             return i
 
@@ -622,6 +652,41 @@ def _others(refs: list, columns: tuple, own: list) -> tuple:
     return refs, events
 
 
+def _typed_reading(reader, clock: bool = False):
+    """``read(line, ref)``: ``reader``'s :meth:`~.typedread.TypedRecords.decode` (``clock``: its
+    :meth:`~.typedread.TypedRecords.clock_event`) as a function of this module, compiled where
+    it is: the Struct decoded and its writer and peer found in the reading's caches here, a
+    writer or peer not seen yet (or one that names no twin) settled by the reading itself. The
+    share loop reads every line so, once. A reading of another kind is called as it is."""
+    if type(reader) is not TypedRecords:
+        if clock:
+            return lambda line, ref: reader.clock_event(line)
+        return reader.decode
+    struct_decode = reader._clock_decode if clock else reader._decode
+    errors = reader._errors
+    twins, peers_ok, settle = reader._twins, reader._peers_ok, reader._twin
+    unseen = twins  # (a marker no twin is)
+
+    def read(line, ref):
+        try:
+            rec = struct_decode(line)
+        except errors:
+            return None
+        if rec.ref is not UNREAD or rec.twin is not UNREAD:
+            return None
+        twin = twins.get(rec.who, unseen)
+        peer = rec.peer
+        if twin is unseen or twin is UNREAD or (peer is not None and "@" in peer and peers_ok.get(peer) is not True):
+            twin = settle(rec)
+            if twin is UNREAD:
+                return None
+        if not clock:
+            rec.ref, rec.twin = ref, twin
+        return rec
+
+    return read
+
+
 def _unique(evid: list[tuple]) -> list[tuple]:
     seen, out = set(), []
     for e in sorted(evid):
@@ -673,9 +738,12 @@ def default_jobs(inputs: list[str]) -> int:
 def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
     """(refs, lines) of every input in order; with a share ``k`` of ``n``, its groups' lines (a
     line that is not JSON goes to share 0, which reports it), then the (refs, lines) of the other
-    shares' lines, for its clock (:func:`_dealt`)."""
+    shares' lines, for its clock (:func:`_dealt`: by the table :func:`share_table` makes of a
+    sample of the first input, :func:`_sample`; without one, a short log or a stream, by
+    :func:`key_share` of ``n``)."""
     import orjson
 
+    table = None  # the buckets' shares (share_table, of the first input's sample; b"": none, by key_share of n)
     for idx, path in enumerate(inputs):
         base = idx << REF_LINE_BITS
 
@@ -687,29 +755,100 @@ def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
         for refs, batch in numbered_batches(idx, path, on_error=broke):
             if n == 1:
                 yield refs, batch
-            else:
-                yield _dealt(refs, batch, k, n, shares_of)
+                continue
+            if table is None:
+                sample = _sample(path)
+                table = share_table(_shares(sample, BUCKETS, {}), n) if sample else b""
+            yield _dealt(refs, batch, k, n, shares_of, table or None)
 
 
 # the uids whose share a --jobs reader remembers (a request's lines come close together in a log)
 SHARES_REMEMBERED = 4096
 
+# the buckets a --jobs run deals lines into by their key (key_share of BUCKETS), then the buckets
+# into shares (share_table): at most 254, what the compiled scanner deals into at once
+BUCKETS = 250
 
-def _dealt(refs, batch: list, k: int, n: int, shares_of: dict) -> tuple[list, list, list, list]:
-    """The (refs, lines) of a batch that are share ``k``'s of ``n``, then those that are the other
-    shares' (the share's clock takes their times too, :meth:`RmbShards._read`): each line's share by
-    :func:`key_share` of its :func:`line_key`. The compiled scanner (``_uidscan``, where it was
-    built) finds the share of every line with a uid of its own in one pass; the others, and every
-    line where it was not built, take :func:`_line_share`."""
+
+SAMPLE_BYTES = 1 << 20
+
+
+def _sample(path: str) -> list[bytes] | None:
+    """The whole lines of :data:`SAMPLE_BYTES` from the middle of the file ``path`` (None: not a
+    regular file, a compressed or short one, or one that cannot be read): what
+    :func:`share_table` deals by. A log's middle shows the mix of lines it goes on with; its
+    first lines may not (where requests live long, their answers come minutes after the first
+    requests)."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size < 4 * SAMPLE_BYTES:
+            return None
+        with open(path, "rb") as f:
+            if f.read(2) == GZIP_MAGIC:
+                return None
+            f.seek(st.st_size // 2 - SAMPLE_BYTES // 2)
+            f.readline()  # (the rest of a line begun before)
+            lines = f.read(SAMPLE_BYTES).split(b"\n")[:-1]  # (the last one may be cut)
+    except (OSError, ValueError):
+        return None
+    return [line + b"\n" for line in lines] or None
+
+
+def share_table(buckets: bytes, n: int) -> bytes:
+    """The share of ``n`` of each bucket (of :data:`BUCKETS`), as a :meth:`bytes.translate` table
+    (UNSETTLED kept), from the buckets of a sample of the log's lines (``buckets``, those of
+    :func:`_sample`: every share reads the same sample, so every share makes the same table).
+
+    Bucket 0 holds the lines that name no request (key None or the empty uid, whose crc32 is 0),
+    which one share judges together (:class:`Loose`), and goes to share 0; the other buckets
+    (alike, as a hash deals keys) are dealt so that each share has about 1/n of the lines, share
+    0 counting those of bucket 0: on a log whose lines are one tenth a client's messages before
+    the daemon gives them a uid, share 0 no longer has more lines than the others. Any table
+    gives the same report (every line of a request in one share, each share's clock the log's);
+    only the work each share does changes."""
+    total = len(buckets)
+    loose = buckets.count(0)
+    rest = BUCKETS - 1
+    if total and n > 1:
+        want = max(0.0, total / n - loose) / max(total - loose, 1)  # share 0's part of the other buckets' lines
+        first = min(rest, round(want * rest))
+    else:
+        first = rest // n
+    table = bytearray(range(256))
+    table[0] = 0
+    for b in range(1, 1 + first):
+        table[b] = 0
+    others = rest - first
+    for i in range(others):
+        table[1 + first + i] = 1 + i * (n - 1) // others if n > 1 else 0
+    return bytes(table)
+
+
+def _shares(batch: list, n: int, shares_of: dict):
+    """:func:`key_share` of ``n`` of each line's :func:`line_key`, a byte a line. The compiled
+    scanner (``_uidscan``, where it was built) finds that of every line with a uid of its own in
+    one pass; the others, and every line where it was not built, take :func:`_line_share`."""
     shares = _uid_shares(batch, n) if _uid_shares is not None else None
     if shares is None:
-        shares = bytes([_line_share(line, n, shares_of) for line in batch])
-    elif UNSETTLED in shares:
+        return bytes([_line_share(line, n, shares_of) for line in batch])
+    if UNSETTLED in shares:
         shares = bytearray(shares)
         at = shares.find(UNSETTLED)
         while at >= 0:
             shares[at] = _line_share(batch[at], n, shares_of)
             at = shares.find(UNSETTLED, at + 1)
+    return shares
+
+
+def _dealt(refs, batch: list, k: int, n: int, shares_of: dict, table: bytes | None = None) -> tuple[list, list, list, list]:
+    """The (refs, lines) of a batch that are share ``k``'s of ``n``, then those that are the other
+    shares' (the share's clock takes their times too, :meth:`RmbShards._read`): each line's share by
+    :func:`key_share` of its :func:`line_key` (of ``n``; with a ``table``, of :data:`BUCKETS`,
+    then the table's share of that bucket, :func:`share_table`)."""
+    if table is None:
+        shares = _shares(batch, n, shares_of)
+    else:
+        shares = _shares(batch, BUCKETS, shares_of).translate(table)
     pick = shares.translate(pick_table(k))
     other = pick.translate(_OTHER)
     return list(compress(refs, pick)), list(compress(batch, pick)), list(compress(refs, other)), list(compress(batch, other))

@@ -315,11 +315,10 @@ class Group:
     def life(self, twin: int | None) -> tuple[float, float, Rec, dict] | None:
         """(start, end, record, request) of the request's backlog entry on ``twin``: from its
         backlog-set (TTL exp), or in an after-post profile from its first accepted request POST."""
-        try:
-            return self._lives[twin]
-        except KeyError:
+        got = self._lives.get(twin, self)  # (a miss is the common first call: no exception raised for it)
+        if got is self:
             got = self._lives[twin] = self._life(twin)
-            return got
+        return got
 
     def _life(self, twin: int | None) -> tuple[float, float, Rec, dict] | None:
         if twin is None:

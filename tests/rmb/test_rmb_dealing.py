@@ -93,3 +93,98 @@ def test_any_record_shape_is_dealt_as_its_key_says(uid, inner, extra, spaced, as
         assert share == reference(text, n)
     elif uid is not None and b"\\" not in text and uid.isascii() and uid.isprintable():
         pytest.fail(f"a plain uid of a line without escapes left to Python: {text!r}")
+
+
+def _mixed_lines(requests: int, per_request: int = 9) -> list[bytes]:
+    """Per request: a line that names no request (a client's message before it has a uid), then
+    ``per_request`` lines of its uid."""
+    out = []
+    for i in range(requests):
+        uid = f"{i:08x}-0000-4000-8000-000000000000"
+        out.append(b'{"uid":"","message":{"uid":""}}\n')
+        out += [b'{"uid":"%s","message":{"uid":"%s"}}\n' % (uid.encode(), uid.encode())] * per_request
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_the_share_table_keeps_the_loose_lines_in_share_0_and_evens_the_shares(n):
+    """A tenth of the lines name no request, and all go to share 0 (they are judged together):
+    the other buckets are dealt so that each share still gets about 1/n of the lines."""
+    lines = _mixed_lines(4000)
+    table = checker.share_table(checker._shares(lines, checker.BUCKETS, {}), n)
+    assert table[0] == 0 and table[checker.UNSETTLED] == checker.UNSETTLED
+    shares = checker._shares(lines, checker.BUCKETS, {}).translate(table)
+    counts = [shares.count(k) for k in range(n)]
+    assert sum(counts) == len(lines)
+    assert max(counts) - min(counts) < 0.04 * len(lines), counts
+    plain = [sum(1 for line in lines if reference(line, n) == k) for k in range(n)]
+    assert max(plain) - min(plain) > max(counts) - min(counts)  # (key_share of n alone leaves share 0 the loose lines on top)
+    refs = list(range(len(lines)))
+    dealt = [checker._dealt(refs, lines, k, n, {}, table)[0] for k in range(n)]
+    assert sorted(r for picked in dealt for r in picked) == refs
+    for k, picked in enumerate(dealt):
+        assert {lines[r] for r in picked}.isdisjoint({lines[r] for j, p in enumerate(dealt) if j != k for r in p})
+    loose = {r for r in refs if lines[r].startswith(b'{"uid":""')}
+    assert loose and loose <= set(dealt[0])
+
+
+def test_the_sample_is_whole_lines_from_the_middle_of_a_long_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(checker, "SAMPLE_BYTES", 4096)
+    lines = _mixed_lines(400)
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"".join(lines))
+    sample = checker._sample(str(path))
+    assert sample and all(line in set(lines) for line in sample)
+    longest = max(map(len, lines))
+    assert 4096 // longest - 1 <= len(sample) <= 4096 // min(map(len, lines))
+    assert len(lines) // 4 < lines.index(sample[0]) < len(lines) // 2  # (from the middle)
+    short = tmp_path / "short.jsonl"
+    short.write_bytes(b"".join(lines[:10]))
+    assert checker._sample(str(short)) is None  # (a short log: dealt by key_share of n)
+    assert checker._sample(str(tmp_path)) is None  # (no regular file)
+    import gzip
+
+    packed = tmp_path / "log.jsonl.gz"
+    packed.write_bytes(gzip.compress(b"".join(lines)))
+    assert checker._sample(str(packed)) is None
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_shares_dealt_by_a_sampled_table_report_what_one_process_reports(n, tmp_path, monkeypatch):
+    """A log long enough for a sample (SAMPLE_BYTES made small), with planted violations among
+    requests whose client messages name no request: the shares' findings, merged, are one
+    process's."""
+    import importlib.util
+
+    from rmkit.conformance.rmb.checker import RmbShards
+
+    spec = importlib.util.spec_from_file_location("mk_rmb_dealing", ROOT / "fixtures" / "rmb" / "make_rule_fixtures.py")
+    mk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mk)
+    monkeypatch.setattr(checker, "SAMPLE_BYTES", 8192)
+    path = tmp_path / "log.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(120):
+            log = mk.Log("spec")
+            uid = f"{i:08x}-0000-4000-8000-00000000beef"
+            if i % 7 == 3:  # a request answered with no reply posted back (RMB-REPLY-001 waits, then stands)
+                req = log.request(uid, t=i * 0.5)
+                log.sent(req, i * 0.5)
+                signed = log.copy(req, 2, i * 0.5 + 0.03)
+                log.accepted(signed, i * 0.5 + 0.035)
+                log.post(signed, i * 0.5 + 0.04, log.b["accepted"]["status"])
+                log.rec(i * 0.5 + 0.2, 2, "handler-reply", "in", queue=log.b["reply_queue"],
+                        msg={**req, "src": 2, "dst": [1], "ret": log.b["reply_queue"]})
+            else:
+                log.exchange(uid, t=i * 0.5)
+            f.write(log.text())
+        log = mk.Log("spec")
+        log.exchange("ffffffff-0000-4000-8000-00000000beef", t=400.0)  # (the clock moves past every horizon)
+        f.write(log.text())
+    assert checker._sample(str(path)) is not None
+    shards = RmbShards("spec", str(ROOT / "fixtures" / "rmb" / "rules" / "directory.json"))
+    one = shards.merge([str(path)], [checker._check_share(shards, [str(path)], 0, 1)])
+    shared = shards.merge([str(path)], [checker._check_share(shards, [str(path)], k, n) for k in range(n)])
+    key = lambda rep: sorted((v.rule, v.subject, v.explanation, tuple(e.line for e in v.evidence)) for v in rep.violations)
+    assert key(one) and key(shared) == key(one)
+    assert (shared.counts, shared.records, shared.subjects) == (one.counts, one.records, one.subjects)

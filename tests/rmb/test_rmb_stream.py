@@ -95,6 +95,9 @@ def test_the_typed_reading_gives_the_reports_of_the_general_reading(profile, mon
         def decode(self, line, ref):
             return None
 
+        def clock_event(self, line):
+            return None
+
     monkeypatch.setattr(rmb_checker, "typed_records", lambda: Untyped())
     general = [RmbLogChecker(RmbShards(profile, DIRECTORY)).run([str(p)]) for p in paths]
     for p, a, b in zip(paths, typed, general):
