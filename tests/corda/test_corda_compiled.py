@@ -7,37 +7,16 @@ here and by the Python files in a subprocess that imports them from source."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 import corda_records_sim as sim
+from compiled_support import compiled, same_findings_from_source
 from conftest import REPO
 from rmkit.conformance.corda import facts, handlers, packing, share, spanning
 
 FIXTURES = REPO / "fixtures" / "corda" / "rules"
 MODULES = {"share": share, "packing": packing, "facts": facts, "handlers": handlers, "spanning": spanning}
-
-# run in a subprocess: the compiled modules' names imported from their .py files, then every log checked
-PURE_RUN = r"""
-import importlib.abc, importlib.util, json, os, sys
-
-PURE = {f"rmkit.conformance.corda.{name}" for name in sys.argv[1].split(",")}
-
-
-class FromSource(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name not in PURE:
-            return None
-        return importlib.util.spec_from_file_location(name, os.path.join(path[0], name.rsplit(".", 1)[1] + ".py"))
-
-
-sys.meta_path.insert(0, FromSource())
-with open(sys.argv[2], encoding="utf-8") as f:
-    found = [FINDINGS(*run) for run in json.load(f)]
-print(json.dumps([sorted(sys.modules[name].__file__.rsplit("/", 1)[1] for name in PURE)] + found))
-"""
 
 FINDINGS = r"""
 def FINDINGS(profile, settled, paths, jobs):
@@ -82,20 +61,8 @@ def _runs(tmp_path) -> list[tuple]:
 
 
 def test_the_compiled_corda_checker_reports_what_its_python_files_report(tmp_path):
-    built = [name for name, module in MODULES.items() if not module.__file__.endswith(".py")]
-    if not built:
+    if not compiled(MODULES):
         pytest.skip("no module of the Corda checker was compiled here (no C compiler at install): only the Python files run")
-    runs = _runs(tmp_path)
-    namespace: dict = {}
-    exec(FINDINGS, namespace)
-    here = [namespace["FINDINGS"](*run) for run in runs]
+    here = same_findings_from_source("rmkit.conformance.corda", list(MODULES), FINDINGS, _runs(tmp_path), tmp_path)
     assert sum(1 for found, *_ in here if found) > 20  # (the fixtures break rules: the comparison is not of empty reports)
     assert here[-1][0]  # (the packed log's later records make findings)
-    listed = tmp_path / "runs.json"
-    listed.write_text(json.dumps(runs), encoding="utf-8")
-    run = subprocess.run([sys.executable, "-c", FINDINGS + PURE_RUN, ",".join(MODULES), str(listed)], cwd=tmp_path,
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-3000:]
-    files, *pure = json.loads(run.stdout)
-    assert files == sorted(f"{name}.py" for name in MODULES)  # (the subprocess ran the Python files)
-    assert [json.loads(json.dumps(h)) for h in here] == pure

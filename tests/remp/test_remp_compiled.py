@@ -7,12 +7,11 @@ compiled modules here and by the Python files in a subprocess that imports them 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from compiled_support import compiled, same_findings_from_source
 from late_receipts import FAULTS_LOG, late_log
 from rmkit.conformance.remp import checker, clocktrack, handlers, metrics, state
 
@@ -20,26 +19,6 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "remp"
 COMPILED = ("checker", "handlers", "state", "metrics", "clocktrack")  # setup.py's Extensions of conformance/remp/*.py
 MODULES = (checker, handlers, state, metrics, clocktrack)
-
-# run in a subprocess: the compiled modules' names imported from their .py files, then every log checked
-PURE_RUN = r"""
-import importlib.abc, importlib.util, json, os, sys
-
-PURE = {f"rmkit.conformance.remp.{name}" for name in sys.argv[1].split(",")}
-
-
-class FromSource(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name not in PURE:
-            return None
-        return importlib.util.spec_from_file_location(name, os.path.join(path[0], name.rsplit(".", 1)[1] + ".py"))
-
-
-sys.meta_path.insert(0, FromSource())
-with open(sys.argv[2], encoding="utf-8") as f:
-    found = [FINDINGS(*log) for log in json.load(f)]
-print(json.dumps([sorted(sys.modules[name].__file__.rsplit("/", 1)[1] for name in PURE)] + found))
-"""
 
 # (profile, path, validator set file or None, shares: 0 for one process, else the audit's shares)
 FINDINGS = r"""
@@ -89,20 +68,9 @@ def _logs(tmp_path: Path) -> list[list]:
 
 
 def test_the_compiled_remp_checker_reports_what_its_python_files_report(tmp_path):
-    built = [name for name, module in zip(COMPILED, MODULES) if not module.__file__.endswith(".py")]
-    if not built:
+    if not compiled(dict(zip(COMPILED, MODULES))):
         pytest.skip("no module of the REMP checker was compiled here (no C compiler at install): only the Python files run")
     logs = _logs(tmp_path)
     assert len(logs) > 80
-    namespace: dict = {}
-    exec(FINDINGS, namespace)
-    here = [namespace["FINDINGS"](*log) for log in logs]
+    here = same_findings_from_source("rmkit.conformance.remp", COMPILED, FINDINGS, logs, tmp_path)
     assert sum(bool(found[0]) for found in here) > 60  # (the fixtures break rules: the comparison is not of empty reports)
-    listed = tmp_path / "logs.json"
-    listed.write_text(json.dumps(logs), encoding="utf-8")
-    run = subprocess.run([sys.executable, "-c", FINDINGS + PURE_RUN, ",".join(COMPILED), str(listed)], cwd=tmp_path,
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-3000:]
-    files, *pure = json.loads(run.stdout)
-    assert files == sorted(f"{name}.py" for name in COMPILED)  # (the subprocess ran the Python files)
-    assert [json.loads(json.dumps(h)) for h in here] == pure

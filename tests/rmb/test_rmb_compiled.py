@@ -6,13 +6,11 @@ source."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from compiled_support import compiled, same_findings_from_source
 from rmkit.conformance.rmb import checker, handlers, logjudge, state
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,27 +18,7 @@ FIXTURES = REPO / "fixtures" / "rmb"
 DIRECTORY = str(FIXTURES / "rules" / "directory.json")
 COMPILED = ("checker", "handlers", "logjudge", "state")  # setup.py's Extensions of conformance/rmb/*.py
 
-# run in a subprocess: the compiled modules' names imported from their .py files, then every log checked
-PURE_RUN = r"""
-import importlib.abc, importlib.util, json, os, sys
-
-PURE = {f"rmkit.conformance.rmb.{name}" for name in sys.argv[1].split(",")}
-
-
-class FromSource(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name not in PURE:
-            return None
-        return importlib.util.spec_from_file_location(name, os.path.join(path[0], name.rsplit(".", 1)[1] + ".py"))
-
-
-sys.meta_path.insert(0, FromSource())
-with open(sys.argv[2], encoding="utf-8") as f:
-    found = [FINDINGS(profile, path) for profile, path in json.load(f)]
-print(json.dumps([sorted(sys.modules[name].__file__.rsplit("/", 1)[1] for name in PURE)] + found))
-"""
-
-FINDINGS = r"""
+FINDINGS = f"DIRECTORY = {DIRECTORY!r}\n" + r"""
 def FINDINGS(profile, path, jobs=1):
     import os
     from rmkit.conformance.rmb.checker import RmbLogChecker, RmbShards
@@ -67,20 +45,9 @@ def _logs(tmp_path: Path) -> list[tuple[str, str]]:
 
 
 def test_the_compiled_rmb_checker_reports_what_its_python_files_report(tmp_path):
-    built = [name for name, module in zip(COMPILED, (checker, handlers, logjudge, state)) if not module.__file__.endswith(".py")]
-    if not built:
+    if not compiled(dict(zip(COMPILED, (checker, handlers, logjudge, state)))):
         pytest.skip("no module of the RMB checker was compiled here (no C compiler at install): only the Python files run")
     logs = _logs(tmp_path)
     assert len(logs) > 100
-    namespace = {"DIRECTORY": DIRECTORY}
-    exec(FINDINGS, namespace)
-    here = [namespace["FINDINGS"](profile, path) for profile, path in logs]
+    here = same_findings_from_source("rmkit.conformance.rmb", COMPILED, FINDINGS, logs, tmp_path)
     assert any(found for found, *_ in here)  # (the fixtures break rules: the comparison is not of empty reports)
-    code = f"DIRECTORY = {DIRECTORY!r}\n" + FINDINGS + PURE_RUN
-    listed = tmp_path / "logs.json"
-    listed.write_text(json.dumps(logs), encoding="utf-8")
-    run = subprocess.run([sys.executable, "-c", code, ",".join(COMPILED), str(listed)], cwd=tmp_path, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-3000:]
-    files, *pure = json.loads(run.stdout)
-    assert files == sorted(f"{name}.py" for name in COMPILED)  # (the subprocess ran the Python files)
-    assert [json.loads(json.dumps(h)) for h in here] == pure
