@@ -256,7 +256,7 @@ def bench_shape(shape: str, records: int, repeat: int, base: int, directory_too:
             cpu, wall, rss, _, report = best[None]
             ratio = wall / parse
             print(result_line(shape, ratio, rss / 1e6, cpu / parse_cpu, default_jobs))
-            if against in best:
+            if against is not None and against in best:
                 o_cpu, o_wall = best[against][0], best[against][1]
                 print(f"RESULT rmb {shape} this build / the build in {against}: wall ratio {wall / parse:.2f} / "
                       f"{o_wall / parse:.2f}, CPU ratio {cpu / parse_cpu:.2f} / {o_cpu / parse_cpu:.2f}")

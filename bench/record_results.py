@@ -31,8 +31,8 @@ TABLE_HEAD = "| date (UTC) | commit | machine | bench | figures |"
 # name -> pattern whose group "v" is the figure (the first match in the run's output wins)
 FIGURES = {
     # bench_check.py: best check time / best orjson parse of the same log, per jobs
-    "check j1 / parse": r"^check j1: .* ratio (?P<v>[\d.]+)",
-    "check j2 / parse": r"^check j2: .* ratio (?P<v>[\d.]+)",
+    "check j1 / parse": r"^check j1: .*? ratio (?P<v>[\d.]+)",
+    "check j2 / parse": r"^check j2: .*? ratio (?P<v>[\d.]+)",
     "check default jobs / parse": r"^RESULT ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",
     # ... and on the other shapes of log (bench_check.py --shape)
     "check default jobs / parse, short messages": r"^RESULT\[short\] ratio\(default jobs=\d+\) = (?P<v>[\d.]+)",

@@ -14,8 +14,8 @@ _spec.loader.exec_module(record_results)
 
 
 RUN = """log: bench.jsonl, 504 MB, 2 cores
-check j1: 4.80 s  ratio 4.80  208,333 receipts/s  verdict pass
-check j2: 2.70 s  ratio 2.70  370,370 receipts/s  verdict pass
+check j1: 4.80 s  ratio 4.80  208,333 receipts/s  verdict pass  peak RSS 154 MB  CPU 4.80 s (CPU ratio 4.80)
+check j2: 2.70 s  ratio 2.70  370,370 receipts/s  verdict pass  peak RSS 32 MB  CPU 5.10 s (CPU ratio 5.10)
 RESULT ratio(default jobs=2) = 2.70 (target <= 3); a line
 {"parse":1.0,"read+split":0.481,"check j1":4.63,"free split (2 files)":2.41}
 RESULT verify ratio = 0.97 of the bare loop's rate
