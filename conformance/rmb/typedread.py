@@ -143,24 +143,9 @@ class TypedRecords:
             return None
         if rec.ref is not UNREAD or rec.twin is not UNREAD:
             return None
-        # (_twin, inline: once per line)
-        who = rec.who
-        twin = self._twins.get(who, self)
-        if twin is self:
-            twin = UNREAD if self._who_problem(who) is not None else self._twin_of(who)
-            if len(self._twins) < 100_000:
-                self._twins[who] = twin
+        twin = self._twin(rec)
         if twin is UNREAD:
             return None
-        peer = rec.peer
-        if peer is not None and "@" in peer:
-            ok = self._peers_ok.get(peer)
-            if ok is None:
-                ok = self._peer_problem(peer) is None
-                if len(self._peers_ok) < 100_000:
-                    self._peers_ok[peer] = ok
-            if not ok:
-                return None
         rec.ref, rec.twin = ref, twin
         return rec
 
