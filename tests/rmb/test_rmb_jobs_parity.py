@@ -67,10 +67,14 @@ def _planted_log(path: Path, apart=None) -> dict:
     return {"line": at + 1, "uid": uid}
 
 
+def _found(report) -> list[tuple]:
+    """A report's findings as the comparisons here hold them: rule, explanation, evidence lines."""
+    return sorted((v.rule, v.explanation, tuple(sorted(e.line for e in v.evidence))) for v in report.violations)
+
+
 def _findings(path: Path, jobs: int):
     report = RmbLogChecker(RmbShards("spec", DIRECTORY, max_examples=0), jobs=jobs).run([str(path)])
-    found = sorted((v.rule, v.explanation, tuple(sorted(e.line for e in v.evidence))) for v in report.violations)
-    return report, found
+    return report, _found(report)
 
 
 @pytest.mark.parametrize("jobs", JOBS)
@@ -123,7 +127,7 @@ def _in_shares(path: Path, n: int):
     shards = RmbShards("spec", DIRECTORY, max_examples=0)
     shares = [checker._check_share(shards, [str(path)], k, n) for k in range(n)]
     report = shards.merge([str(path)], shares)
-    return report, sorted((v.rule, v.explanation, tuple(sorted(e.line for e in v.evidence))) for v in report.violations)
+    return report, _found(report)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -158,7 +162,7 @@ def _audit_shares(path: Path, n: int, clocked: bool = True):
 
     shares = [shards.check_share([str(path)], batches(rows), clock) for rows in own.values() if rows]
     report = shards.merge([str(path)], shares)
-    return report, sorted((v.rule, v.explanation, tuple(sorted(e.line for e in v.evidence))) for v in report.violations)
+    return report, _found(report)
 
 
 @pytest.mark.parametrize("seed", range(4))
