@@ -399,21 +399,9 @@ class RmbShards:
     def _record_reader(self):
         """``record_of(line, ref)``: the record a line is, as the share's loop reads it (None: none,
         or an input problem): the one reading both the loop's clock and :meth:`clock_block` use."""
-        from rmkit.conformance.rmb.logjudge import backlog_ttl
+        line_problem = self.ctx().line_problem
 
-        ctx = self.ctx()
-        line_problem, note_problem = ctx.line_problem, ctx.note_problem
-        low, ahead = ctx.settings["plausible_unix_s"]
-        high = ctx.started + ahead  # (Ctx.time_ok)
-        typed = _typed_reading(typed_records())
-
-        def record_of(line, ref):
-            rec = typed(line, ref) if type(line) is bytes else None
-            if rec is not None and low <= rec.time <= high and (
-                    (event := rec.event) not in NOTED_EVENTS
-                    or (event == "backlog-set" and (rec.note is None or backlog_ttl(rec.note) is not None))
-                    or note_problem(event, rec.note) is None):
-                return rec
+        def general(line, ref):
             if not line.strip():
                 return None
             obj, error, _ = decode(line)
@@ -421,7 +409,7 @@ class RmbShards:
                 return None
             return Rec(ref, obj)
 
-        return record_of
+        return self._typed_first(_typed_reading(typed_records()), general)
 
     def _clock_reader(self):
         """``clock_of(line, ref)``: what the clock takes of a line (its ``time`` and ``who``),
@@ -429,25 +417,28 @@ class RmbShards:
         without building its message (:meth:`.typedread.TypedRecords.clock_event`) where that
         reading settles the line, else by the record reading itself. A ``--jobs`` share reads
         every other share's line so; a line decoded whole costs about three times as much."""
+        return self._typed_first(_typed_reading(typed_records(), clock=True), self._record_reader())
+
+    def _typed_first(self, typed, otherwise):
+        """``read(line, ref)``: ``typed``'s record of the line where the typed reading settles it
+        (a plausible time, a note its event may carry), else what ``otherwise`` makes of the line."""
         from rmkit.conformance.rmb.logjudge import backlog_ttl
 
         ctx = self.ctx()
         note_problem = ctx.note_problem
         low, ahead = ctx.settings["plausible_unix_s"]
         high = ctx.started + ahead  # (Ctx.time_ok)
-        clock_event = _typed_reading(typed_records(), clock=True)
-        record_of = self._record_reader()
 
-        def clock_of(line, ref):
-            rec = clock_event(line, ref) if type(line) is bytes else None
+        def read(line, ref):
+            rec = typed(line, ref) if type(line) is bytes else None
             if rec is not None and low <= rec.time <= high and (
                     (event := rec.event) not in NOTED_EVENTS
                     or (event == "backlog-set" and (rec.note is None or backlog_ttl(rec.note) is not None))
                     or note_problem(event, rec.note) is None):
                 return rec
-            return record_of(line, ref)  # (what the record reading makes of it, whatever it is)
+            return otherwise(line, ref)
 
-        return clock_of
+        return read
 
     def _read(self, batches: Iterable, requests: Requests, share: Share) -> int:
         """Every line into its request: the records read."""
