@@ -18,6 +18,8 @@ compiled the same files run, with the same findings (``tests/rmb/test_rmb_compil
 records checker's likewise (``conformance/corda/share.py``, ``packing.py``, ``facts.py``,
 ``handlers.py``, ``spanning.py``; ``tests/corda/test_corda_compiled.py``), and the dealer of its
 ``--jobs`` readers (``conformance/corda/_keyshares.pyx``; without it they deal lines in Python).
+Both compiled dealers take the CRC-32 of ``key_share`` from ``rmkit/_crc32.pxd`` (cimported:
+declarations and inline C, no module of its own).
 So are the REMP log checker's (``conformance/remp/checker.py``, ``handlers.py``, ``state.py``,
 ``metrics.py``, ``clocktrack.py``), compiled as they are in the same way: about 4 % less
 CPU for a ``--jobs`` check, the same findings either way (``tests/remp/test_remp_compiled.py``).

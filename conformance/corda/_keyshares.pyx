@@ -5,33 +5,12 @@ reading cost each share about a third of one process's whole check (every share 
 every line of the log), which made a second process on two cores no faster than one."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.stdint cimport uint32_t
 from libc.string cimport memchr, memcmp
 
-# CRC-32 (IEEE 802.3, reflected; zlib's crc32), a byte at a time
-cdef uint32_t _CRC[256]
+from rmkit._crc32 cimport crc32_bytes, crc32_fill_table
 
-
-cdef void _table():
-    cdef uint32_t c
-    cdef int i, k
-    for i in range(256):
-        c = i
-        for k in range(8):
-            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
-        _CRC[i] = c
-
-
-_table()
+crc32_fill_table()
 cdef const unsigned char* _QUOTE = b'"'
-
-
-cdef inline uint32_t _crc32(const unsigned char* p, Py_ssize_t size):
-    cdef uint32_t c = 0xFFFFFFFF
-    cdef Py_ssize_t i
-    for i in range(size):
-        c = _CRC[(c ^ p[i]) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
 
 
 cdef Py_ssize_t _find(const unsigned char* s, Py_ssize_t size, const unsigned char* pat, Py_ssize_t plen, Py_ssize_t at):
@@ -90,5 +69,5 @@ def line_shares(list lines, bytes name, bytes needle, int n):
         k = _find(s, size, _QUOTE, 1, j)
         if k < 0 or memchr(s + j, 92, k - j) != NULL:
             continue
-        o[i] = _crc32(s + j, k - j) % n
+        o[i] = crc32_bytes(s + j, k - j) % n
     return out

@@ -21,20 +21,9 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from libc.stdint cimport uint32_t
 from libc.string cimport memchr
 
-cdef uint32_t _CRC[256]
+from rmkit._crc32 cimport CRC32_START, crc32_byte, crc32_end, crc32_fill_table
 
-
-cdef void _crc_table():
-    cdef uint32_t c
-    cdef int i, j
-    for i in range(256):
-        c = i
-        for j in range(8):
-            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
-        _CRC[i] = c
-
-
-_crc_table()
+crc32_fill_table()
 
 cdef enum:
     UNSETTLED = 255  # the Python reading tells this line's share
@@ -142,15 +131,15 @@ cdef int _share(const unsigned char* p, Py_ssize_t size, uint32_t n):
         return UNSETTLED
     if _ws(p, i + 1, size) != size or uid_start < 0:
         return UNSETTLED
-    crc = 0xFFFFFFFF
+    crc = CRC32_START
     for i in range(uid_start, uid_end):
         c = p[i]
         if c < 32 or c > 126:
             return UNSETTLED
         if 65 <= c <= 90:
             c += 32
-        crc = _CRC[(crc ^ c) & 0xFF] ^ (crc >> 8)
-    return (crc ^ 0xFFFFFFFF) % n
+        crc = crc32_byte(crc, c)
+    return crc32_end(crc) % n
 
 
 def uid_shares(list lines, int n):

@@ -13,15 +13,25 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
+def cimported(source: Path) -> list[Path]:
+    """The kit's own ``.pxd`` files a ``.pyx`` cimports (``from rmkit.x cimport ...``): compiled into
+    it, so an edit to one is an edit to the module."""
+    if source.suffix != ".pyx":
+        return []
+    found = re.findall(r"^\s*(?:from\s+rmkit\.([\w.]+)\s+cimport|cimport\s+rmkit\.([\w.]+))", source.read_text(), re.M)
+    return [REPO / "rmkit" / (Path(*(a or b).split(".")).with_suffix(".pxd")) for a, b in found]
+
+
 def compiled_sources() -> list[tuple[Path, Path]]:
-    """(source, compiled file) for every extension setup.py names whose compiled file is built in place."""
+    """(source, compiled file) for every extension setup.py names whose compiled file is built in
+    place, and for every ``.pxd`` of the kit such a source cimports."""
     text = (REPO / "setup.py").read_text()
     pairs = []
     for name, source in re.findall(r'Extension\(\s*"([\w.]+)",\s*\["([^"]+)"\]', text):
         src = REPO / source
         stem = name.rsplit(".", 1)[-1]
         for built in src.parent.glob(f"{stem}.*.so"):
-            pairs.append((src, built))
+            pairs += [(dep, built) for dep in [src, *cimported(src)]]
     return pairs
 
 
@@ -31,6 +41,15 @@ def test_setup_names_its_extensions_and_their_sources_exist():
     assert names, "setup.py names no extension in the form this test reads: update the pattern"
     for _, source in names:
         assert (REPO / source).is_file(), source
+        for dep in cimported(REPO / source):
+            assert dep.is_file(), f"{source} cimports {dep.relative_to(REPO)}, which is missing"
+
+
+def test_the_dealers_cimport_the_one_crc32():
+    """The two compiled dealers take CRC-32 from the kit's one ``.pxd`` (the pattern above reads
+    it): an edit to it must make both stale."""
+    deps = {source: cimported(REPO / source) for source in ("conformance/rmb/_uidscan.pyx", "conformance/corda/_keyshares.pyx")}
+    assert all(REPO / "rmkit" / "_crc32.pxd" in found for found in deps.values()), deps
 
 
 def test_no_compiled_module_is_older_than_its_source():
