@@ -33,8 +33,13 @@ each) with two jobs (the default on two idle cores, and the most memory) instead
 which splits the pages forked workers share; target <= 300 MB). Memory follows the requests open,
 not the log's length (a request is judged and forgotten once its horizon has passed).
 
+``--split [N]`` prints where one process's CPU time goes on the first N lines of each shape (the
+typed reading, the share without its rules, the whole share, each handler of the rules alone), per
+line and as a multiple of the bare parse: the figures docs/rmb-check.md's "Where the time goes" gives.
+
 Usage: python bench/bench_rmb_check.py [--records N] [--repeat K] [--shapes short,long,fanout] [--against DIR]
        python bench/bench_rmb_check.py --ten-million [--shapes long]
+       python bench/bench_rmb_check.py --split [N] [--shapes short]
 """
 
 from __future__ import annotations
@@ -280,6 +285,64 @@ def ten_million(shapes: list[str], base: int) -> None:
               f"target <= 300)")
 
 
+def split(shape: str, records: int, lines_n: int, repeat: int) -> None:
+    """Where one process's CPU time goes, on the first ``lines_n`` lines of ``shape``'s log held in
+    memory (the installed build, in this process; best of ``repeat``), per line and as a multiple of
+    the bare parse: the typed reading alone; one share with no rule (the reading loop, the streaming
+    engine, the signature index, each request's group built); the whole share; and each handler of
+    the requests' rules alone on the requests' groups (a handler alone also pays for what the
+    handlers share: each distinct message's schema check, fingerprint and signature verdict)."""
+    from rmkit.conformance.rmb import handlers
+    from rmkit.conformance.rmb.checker import RmbShards, _typed_reading
+    from rmkit.conformance.rmb.logjudge import Group
+    from rmkit.conformance.rmb.typedread import typed_records
+
+    log, _ = shape_log(shape, records)
+    with open(log, "rb") as f:
+        lines = [line for _, line in zip(range(lines_n), f)]
+    n = len(lines)
+    refs = list(range(1, n + 1))
+    batches = [(refs[i:i + 4096], lines[i:i + 4096]) for i in range(0, n, 4096)]
+    shards = RmbShards()
+    ctx = shards.ctx()
+    read = _typed_reading(typed_records())
+    groups: dict = {}
+    for ref, line in zip(refs, lines):
+        rec = read(line, ref)
+        if rec is not None and rec.uid:
+            groups.setdefault(rec.uid, []).append(rec)
+
+    def best(fn) -> float:
+        fn()  # (warm: every cache the check fills once)
+        times = []
+        for _ in range(repeat):
+            c = time.process_time()
+            fn()
+            times.append(time.process_time() - c)
+        return min(times) / n * 1e6
+
+    def each(fn, *columns) -> None:  # (each result dropped at once, as a check drops what it has read)
+        for args in zip(*columns):
+            fn(*args)
+
+    parse = best(lambda: each(orjson.loads, lines))
+    rows = [("typed reading", best(lambda: each(read, lines, refs)))]
+    judges = list(handlers.JUDGES)
+    try:
+        handlers.JUDGES[:] = []
+        rows.append(("share, no rule", best(lambda: shards.check_share(["log"], batches))))
+    finally:
+        handlers.JUDGES[:] = judges
+    rows.append(("share, whole", best(lambda: shards.check_share(["log"], batches))))
+    for h in judges:
+        rows.append((f"  {h.__name__} alone", best(lambda: each(lambda recs: Group(ctx, recs).judge([h]), groups.values()))))
+    rows.append(("  every handler", best(lambda: each(lambda recs: Group(ctx, recs).judge(judges), groups.values()))))
+    print(f"{shape}: CPU of one process on {n:,} lines ({len(groups):,} requests) in memory, best of {repeat}: "
+          f"parse {parse:.2f} us a line")
+    for name, us in rows:
+        print(f"  {name:24} {us:6.2f} us a line  {us / parse:5.2f} x the parse")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--records", type=int, default=1_000_000, help="lines per shape's log (default 1,000,000)")
@@ -289,8 +352,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--against", metavar="DIR", help="also time the rmkit package in DIR, in the same run")
     p.add_argument("--ten-million", action="store_true",
                    help="measure the memory of 10,000,000-line logs (instead of the ratios of --records)")
+    p.add_argument("--split", type=int, metavar="N", nargs="?", const=100_000,
+                   help="where one process's CPU time goes on the first N lines (default 100,000) of each shape, "
+                        "in this process (instead of timing whole checks)")
     args = p.parse_args(argv)
     shapes = args.shapes.split(",")
+    if args.split:
+        for shape in shapes:
+            split(shape, args.records, args.split, max(args.repeat, 3))
+        return 0
     print(f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; best of {args.repeat}; CPU time: the check's "
           f"processes summed")
     base = base_memory(shape_log(shapes[0], 10_000_000 if args.ten_million else args.records)[0])

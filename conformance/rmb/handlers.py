@@ -228,8 +228,10 @@ def _reply_expectation(g, r: Rec, twin: int | None, allowed: set) -> str:
     start, end, _, _ = life
     if start + (c.tol if c.after_post else 0) < r.time < end - c.tol:  # rmb-go: a reply may outrun its backlog write
         allowed.add(c.accepted)
+        if r.status != b["reply_without_backlog"]:  # (the common case: no need to look for an earlier reply routed)
+            return "RMB-REPLY-005"
         routed = any(x.twin == twin and x.time < r.time for x in g.ev.get("reply-to-ret", ()))
-        return "RMB-REPLY-006" if routed and r.status == b["reply_without_backlog"] else "RMB-REPLY-005"
+        return "RMB-REPLY-006" if routed else "RMB-REPLY-005"
     if r.time > end + c.tol or r.time < start - c.tol:
         allowed.add(b["reply_without_backlog"])
         return "RMB-REPLY-004"

@@ -49,6 +49,7 @@ class SignatureIndex:
 
     def __init__(self, pieces: Iterable[str], directory: str | None = None):
         self.pieces = tuple(pieces)
+        self.absent = _absent(self.pieces)
         self.done: list[tuple] = []  # the full chunks kept: (sig, fields, ref, event) arrays of CHUNK entries
         self.files: list[str] | None = None  # the files of the chunks written, a column each (None: none written)
         self.written = 0  # entries in the files
@@ -90,7 +91,8 @@ class SignatureIndex:
         self.__dict__.update(state)
 
     def add(self, ref: int, event: str, msg: Any) -> None:
-        if event not in _EVENT_NUMBER or not isinstance(msg, dict):
+        number = _EVENT_NUMBER.get(event)
+        if number is None or not isinstance(msg, dict):
             return
         sig = msg.get("sig")
         if not isinstance(sig, str) or not sig:
@@ -98,15 +100,14 @@ class SignatureIndex:
         # the signed fields as values (dst a list, pxy absent = false): two messages differ here
         # even where their concatenated challenge is the same
         get = msg.get
-        values = [get(k, d) for k, d in _absent(self.pieces)]
         try:
-            fields = orjson.dumps(values)
+            fields = orjson.dumps([get(k, d) for k, d in self.absent])
         except TypeError:  # a value JSON cannot hold (a huge integer): judged by the schema rules, not here
             return
         self.sig.append(_digest(sig.encode("utf-8", "surrogatepass")))
         self.fields.append(_digest(fields))
         self.ref.append(ref)
-        self.event.append(_EVENT_NUMBER[event])
+        self.event.append(number)
         self.room -= 1
         if not self.room:
             self._chunk()

@@ -1,15 +1,19 @@
 """spec/rmb loads, cross-checks, ties every rule and setting to its seed sentence or reference
 fact (verbatim), and its generated README is current."""
 
+import base64
+import binascii
 import re
 import shutil
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from spec_support import broken_spec_copy
 
 from conftest import REPO
 from rmkit.conformance.rmb.docs import flow_diagram, spec_markdown
-from rmkit.protocols.rmb.model import message_problems, rmb_spec
+from rmkit.protocols.rmb.model import is_base64, message_problems, rmb_spec
 from rmkit.errors import SpecError
 from rmkit.specload import load_protocol_spec, load_schema
 
@@ -165,3 +169,34 @@ def test_a_setting_value_of_the_wrong_type_names_file_line_and_field(broken_spec
     broken_spec("behaviour.yaml", old, new)
     with pytest.raises(SpecError, match=r"spec/rmb/behaviour.yaml:\d+: at " + where):
         rmb_spec()
+
+
+_BASE64_ALPHABET = "ABZaz09+/=-_ é\n"
+
+
+@settings(max_examples=400)
+@example('A===')
+@example('====')
+@example('AB=C')
+@example('=AAA')
+@example('AA==')
+@example('AAA=')
+@example('AB')
+@example('Zm9v')
+@example('Zm9=')
+@example('Zg==')
+@example('Zh==')
+@example('é===')
+@example('')
+@given(st.one_of(st.text(alphabet=_BASE64_ALPHABET, max_size=12),
+                 st.binary(max_size=9).map(lambda b: base64.b64encode(b).decode("ascii")),
+                 st.text(max_size=8)))
+def test_base64_told_by_its_form_is_what_the_strict_decode_takes(text):
+    """is_base64's form check (no decode) says yes only where the strict decode takes the text,
+    and the decode decides every other text: the verdict is the strict decode's."""
+    try:
+        base64.b64decode(text.encode("ascii"), validate=True)
+        decodes = len(text) % 4 == 0
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        decodes = False
+    assert is_base64(text) == decodes
