@@ -312,13 +312,15 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
     other), or None to have the chunk split and dealt by ``deal``; the owner then splits only its
     own lines.
 
-    ``summary``: (make, take), when every worker needs something of every line besides its own
-    lines (a protocol's clock, say, which every record moves): ``make(text, lines)`` is called by a
-    chunk's owner on all the chunk's lines (their text; the lines split, or None where the chunk was
-    dealt from its text and they were not) and returns bytes, sent to every worker with its lines;
-    ``take(those bytes, the chunk's first ref, this worker's pick)`` gives what each worker's batch
-    of the chunk then carries as a third part, (refs, lines, taken). With it, a worker gets a batch
-    for every chunk that holds a line, its own lines or none."""
+    ``summary``: (make, pack, unpack, take), when every worker needs something of every line
+    besides its own lines (a protocol's clock, say, which every record moves): ``make(text, lines)``
+    is called by a chunk's owner on all the chunk's lines (their text; the lines split, or None where
+    the chunk was dealt from its text and they were not), ``pack`` turns what it made into bytes,
+    sent to every other worker with its lines, and ``unpack`` turns them back; ``take(what was made,
+    the chunk's first ref, this worker's pick)`` gives what each worker's batch of the chunk then
+    carries as a third part, (refs, lines, taken). The owner takes what it made as it made it (no
+    round trip through bytes). With it, a worker gets a batch for every chunk that holds a line,
+    its own lines or none."""
     chunks = plan(inputs, chunk_bytes)
     fds: dict[int, int] = {}
     ahead: dict[int, tuple] = {}  # own chunks read ahead: chunk -> (how many lines it holds, this worker's pick and lines of it, break reason)
@@ -347,9 +349,10 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
             nlines = len(lines)
             picks = deal(range(1, nlines + 1), lines, n, text) if lines else [b""] * n
             texts = {j: b"".join(compress(lines, picks[j])) for j in net.outs}
-        made = summary[0](text, lines) if summary is not None and nlines else b""
+        made = summary[0](text, lines) if summary is not None and nlines else None
+        sent = summary[1](made) if made is not None else b""
         for j in net.outs:
-            net.send(j, message(c, nlines, picks[j], texts[j], error, made))
+            net.send(j, message(c, nlines, picks[j], texts[j], error, sent))
         # this worker's lines, split after the peers have theirs (or kept from the split above)
         if lines is None:
             mine = split_lines(texts[k], terminated=True)[0] if texts[k] else []
@@ -367,9 +370,10 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
                 nlines, pick, mine, error, longs, made = ahead.pop(c)
                 load(c + n)  # read ahead: the others get it while this worker checks this one
             else:
-                got, nlines, pick, text, error, made = net.recv(c % n)
+                got, nlines, pick, text, error, sent = net.recv(c % n)
                 if got != c:
                     raise RuntimeError(f"worker {c % n} sent chunk {got} where chunk {c} was due")
+                made = summary[2](sent) if summary is not None and nlines else None
                 mine = split_lines(text, terminated=True)[0] if text else []
                 longs = []
             if ch.idx in broken:
@@ -386,7 +390,7 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
             first = (ch.idx << ref_bits) | (before + 1)
             if summary is not None:
                 if nlines:
-                    yield list(compress(range(first, first + nlines), pick)), mine, summary[1](made, first, pick)
+                    yield list(compress(range(first, first + nlines), pick)), mine, summary[3](made, first, pick)
             elif mine:
                 yield list(compress(range(first, first + nlines), pick)), mine
             base[ch.idx] = before + nlines

@@ -310,6 +310,11 @@ def pack(events: tuple) -> bytes:
     return pickle.dumps(events, pickle.HIGHEST_PROTOCOL)
 
 
+def unpack(data: bytes) -> tuple:
+    """The events :func:`pack` packed."""
+    return pickle.loads(data)
+
+
 def others(events: tuple, first: int, pick: bytes) -> tuple:
     """The events (:func:`chunk_events`) of the lines that hold a record and are not this share's
     (``pick``: a byte per line, 1 where the line is its own), as a block the share's clock takes
@@ -326,10 +331,3 @@ def block(events: list[tuple]) -> tuple:
         return [], b"", [], [], []
     refs, ts, whos, parts = map(list, zip(*events))
     return refs, b"\x01" * len(refs), ts, whos, parts
-
-
-_NOTHING = (0, b"", [], [], [])
-
-
-def unpack_others(data: bytes, first: int, pick: bytes) -> tuple:
-    return others(pickle.loads(data), first, pick) if data else _NOTHING
