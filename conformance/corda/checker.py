@@ -27,7 +27,7 @@ from collections import Counter
 from typing import Iterable, Sequence
 
 from rmkit.gctune import paused_collections
-from rmkit.logread import BrokenLine, auto_jobs, numbered_batches, usable_cores
+from rmkit.logread import BrokenLine, auto_jobs, numbered_batches
 from rmkit.malloctune import release_freed_memory
 from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.rules import OFF
@@ -231,14 +231,12 @@ def corda_spec_records() -> dict:
 
 def default_jobs(inputs: list[str]) -> int:
     """The processes ``rmkit check --protocol corda`` uses when ``--jobs`` is not given: as
-    :func:`rmkit.logread.auto_jobs` decides, but one on a machine of two cores or fewer. Every
-    share reads and deals every line of the log before it checks its own, so two shares spend about
-    1.3 times one process's CPU (bench_corda_check.py, with the compiled dealer); and each holds an
-    interpreter and its own key store, so at ten million records of the short shape two processes
-    hold 363 MB summed against one's 292 (the exact check's bound is 300 MB). Measured on two
-    shared cores, two processes took longer than one (docs/corda-check-streaming.md)."""
-    if usable_cores() <= 2:
-        return 1
+    :func:`rmkit.logread.auto_jobs` decides (one per idle core, one where fewer than two are idle),
+    as RMB's checker. Every share reads and deals every line of the log before it checks its own, so
+    two shares spend about 1.3 times one process's CPU; on two idle cores they still take about
+    three quarters of one process's wall time. With the parent checking share 0 (:mod:`.parallel`),
+    two processes hold under the exact check's 300 MB at ten million records of the short shape
+    (docs/corda-check-streaming.md)."""
     return auto_jobs(inputs)
 
 
