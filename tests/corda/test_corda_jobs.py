@@ -34,3 +34,21 @@ def test_the_parent_checks_share_zero(monkeypatch, tmp_path):
     assert three.metrics["shares"] == 3 and (three.records, three.unreadable) == (one.records, one.unreadable)
     assert [(p.line, p.error) for p in three.input_problems] == [(p.line, p.error) for p in one.input_problems]
     assert len(one.input_problems) == 39
+
+
+def test_a_share_does_not_load_numpy():
+    """numpy (about 15 MB of a process's memory) is the merge's alone: a share's process, forked
+    before the merge, does not load it (nor does the parent before it forks)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    log = Path(__file__).resolve().parents[2] / "fixtures" / "corda" / "rules" / "corda-ent-fastpath" / "CORDA-ACK-002.jsonl"
+    code = ("import sys\n"
+            "from rmkit.conformance.corda.checker import CordaLogChecker\n"
+            "from rmkit.conformance.corda.parallel import _check_share\n"
+            f"share = _check_share(CordaLogChecker(settled=True), [{str(log)!r}], 0, 1)\n"
+            "assert share.records > 0\n"
+            "print('numpy' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
