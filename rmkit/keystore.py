@@ -4,8 +4,8 @@ Why: an exact log check (one with no bound on when a subject's records may still
 something of every subject to the end of the log. Kept as Python objects keyed by the subject's
 string, the key alone costs about 90 bytes (the string object and its dict entry) and each memo an
 object header more; at millions of subjects that is most of the memory. Here a key costs its
-UTF-8 bytes in one arena, its 64-bit fingerprint and a few array cells (about 35 bytes for a key
-of 14 characters), and a memo its bytes, compressed a block of memos at a time, and 12 bytes of
+UTF-8 bytes in one arena, 32 bits of its fingerprint and a few array cells (about 31 bytes for a
+key of 14 characters), and a memo its bytes, compressed a block of memos at a time, and 8 bytes of
 offsets.
 
 Exactness: a key is found by its fingerprint (by default the string's own ``hash``), and a
@@ -47,6 +47,13 @@ _READ_BLOCKS = 8
 # The sealed blocks are kept as they are while they hold fewer bytes than this: a store that stays
 # small spends no time compressing; past it, they are all compressed, and so is each sealed after.
 _RAW_MEMO_BYTES = 16 << 20
+# A key keeps the low 32 bits of its fingerprint: they place it in the table (of fewer than 2**31
+# slots) and spare most of the byte comparisons of a probe; the bytes decide (4 bytes a key fewer
+# than the whole fingerprint).
+_FP_BITS = 0xFFFFFFFF
+# A memo's offset in its block and its length are kept in 2 bytes while every one fits (a block of
+# BLOCK_MEMOS short memos does), in 4 from the first that does not (_widen).
+_NARROW = 0xFFFF
 
 
 def _utf8(key: str) -> bytes:
@@ -82,7 +89,7 @@ class KeyStore:
 
     def __init__(self, fingerprint=hash):
         self.fingerprint = fingerprint
-        self._fps = array("q")          # key number -> its fingerprint
+        self._fps = array("I")          # key number -> its fingerprint's low 32 bits (_FP_BITS)
         # key n is _keys[_key_at[n]:_key_at[n + 1]] (4 bytes an offset while the arena is below 4 GB)
         self._key_at = array("I", [0])
         self._keys = bytearray()
@@ -96,7 +103,7 @@ class KeyStore:
     def _table(self, size: int) -> None:
         """The table of slots (key number + 1; 0: empty), ``size`` (a power of two) of them, filled
         from the keys' fingerprints."""
-        self._slots = slots = array("i", bytes(array("i").itemsize * size))
+        self._slots = slots = array("i", [0]) * size  # (no bytes object of that size beside it)
         self._mask = mask = size - 1
         for n, h in enumerate(self._fps):
             i = h & mask
@@ -115,6 +122,7 @@ class KeyStore:
         """The slot that holds ``key`` (fingerprint ``h``), or the empty one where it would go."""
         slots, fps, mask = self._slots, self._fps, self._mask
         i = h & mask
+        h &= 0xFFFFFFFF  # (_FP_BITS, a C constant here)
         while True:
             s = slots[i]
             if not s or (fps[s - 1] == h and self._is(s - 1, key)):
@@ -140,7 +148,7 @@ class KeyStore:
         if slots[i]:
             return slots[i] - 1
         n = len(fps)
-        fps.append(h)
+        fps.append(h & _FP_BITS)
         self._keys += _utf8(key)
         try:
             self._key_at.append(len(self._keys))
@@ -157,7 +165,7 @@ class KeyStore:
 
     def _rebuild(self) -> None:
         """The fingerprints and their table, in a process that read the store pickled."""
-        self._fps = array("q", (self.fingerprint(self.key(n)) for n in range(len(self))))
+        self._fps = array("I", (self.fingerprint(self.key(n)) & _FP_BITS for n in range(len(self))))
         size = _EMPTY_SLOTS
         while len(self._fps) >= _MAX_LOAD * size:
             size *= 2
@@ -227,6 +235,8 @@ class KeyStore:
         self.memos += 1
         self._bytes += len(memo)
         opened = self._open
+        if (len(opened) > _NARROW or len(memo) > _NARROW) and self._memo_off.typecode == "H":
+            self._widen()
         self._memo_blk[n] = len(self._blocks)
         self._memo_off[n] = len(opened)
         self._memo_len[n] = len(memo)
@@ -265,6 +275,11 @@ class KeyStore:
             self._blocks[b] = b""
             self._read.pop(b, None)
 
+    def _widen(self) -> None:
+        """The memos' offsets and lengths in 4 bytes each, from now on."""
+        self._memo_off = array("i", self._memo_off)
+        self._memo_len = array("i", self._memo_len)
+
     def _zip(self) -> None:
         """Every sealed block compressed, and each sealed from now on."""
         blocks = self._blocks
@@ -285,8 +300,8 @@ class KeyStore:
     def _empty_memos(self) -> None:
         size = len(self._key_at) - 1
         self._memo_blk = array("i", [-1]) * size
-        self._memo_off = array("i", bytes(4 * size))
-        self._memo_len = array("i", bytes(4 * size))
+        self._memo_off = array("H", [0]) * size  # (4 bytes each past _NARROW: _widen)
+        self._memo_len = array("H", [0]) * size
         self._blocks = []                # the full blocks (compressed where _zipped)
         self._live = array("i")          # per block (the open one last): the memos it holds
         self._open = bytearray()         # the block being filled

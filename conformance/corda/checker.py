@@ -22,13 +22,14 @@ that line could show is not judged either way.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from typing import Iterable, Sequence
 
 from rmkit.gctune import paused_collections
-from rmkit.logread import BrokenLine, auto_jobs, numbered_batches, usable_cores
-from rmkit.malloctune import release_freed_memory
+from rmkit.logread import BrokenLine, auto_jobs, numbered_batches
+from rmkit.malloctune import M_MMAP_THRESHOLD, release_freed_memory
 from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
@@ -85,6 +86,7 @@ class CordaLogChecker:
         """Check ``inputs`` (paths, or ``-``) as one log; with ``jobs`` > 1, in that many processes."""
         from rmkit.conformance.corda.parallel import run_parallel
 
+        map_large_blocks()
         jobs = default_jobs(inputs) if self.jobs is None else self.jobs
         if jobs > 1 and "-" not in inputs:
             return run_parallel(self, inputs, jobs)
@@ -231,15 +233,40 @@ def corda_spec_records() -> dict:
 
 def default_jobs(inputs: list[str]) -> int:
     """The processes ``rmkit check --protocol corda`` uses when ``--jobs`` is not given: as
-    :func:`rmkit.logread.auto_jobs` decides, but one on a machine of two cores or fewer. Every
-    share reads and deals every line of the log before it checks its own, so two shares spend about
-    1.3 times one process's CPU (bench_corda_check.py, with the compiled dealer); and each holds an
-    interpreter and its own key store, so at ten million records of the short shape two processes
-    hold 363 MB summed against one's 292 (the exact check's bound is 300 MB). Measured on two
-    shared cores, two processes took longer than one (docs/corda-check-streaming.md)."""
-    if usable_cores() <= 2:
-        return 1
+    :func:`rmkit.logread.auto_jobs` decides (one per idle core, one where fewer than two are idle),
+    as RMB's checker. Every share reads and deals every line of the log before it checks its own, so
+    two shares spend about 1.3 times one process's CPU; on two idle cores they still take about
+    three quarters of one process's wall time. With the parent checking share 0 (:mod:`.parallel`),
+    two processes hold under the exact check's 300 MB at ten million records of the short shape
+    (docs/corda-check-streaming.md)."""
     return auto_jobs(inputs)
+
+
+# A block of this many bytes or more gets a mapping of its own from glibc's malloc (mallopt's
+# M_MMAP_THRESHOLD): above the reader's chunks, below the exact check's largest columns.
+LARGE_BLOCK = 4 << 20
+
+
+def map_large_blocks() -> bool:
+    """Have glibc serve blocks of LARGE_BLOCK bytes or more with mappings of their own, in this
+    process and the shares it forks. Why: the exact check's largest columns (the key store's arena,
+    table and offsets, the packed tracks' rows: 4 to 15 MB each at ten million records) grow by
+    reallocation; a block in the heap (below ``rmkit check``'s threshold of 32 MB,
+    :mod:`rmkit.malloctune`) grows by a copy, the old and the new held at once until the share
+    next hands freed memory back, where a mapping grows in place. At ten million records of the
+    short shape with two shares that is about 20 MB of the summed peak. True when set; False where
+    the C library is not glibc (the peaks are then the allocator's)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (ImportError, OSError, AttributeError):
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK))
 
 
 def _first(v: Violation, inputs: list[str]) -> tuple:

@@ -22,12 +22,28 @@ from __future__ import annotations
 
 import heapq
 import zlib
-from itertools import chain
-
-import numpy as np
+from array import array
+from itertools import accumulate, chain
+from operator import sub
 
 _NONE = -1  # an absent value (None) in a number field: its values are refs, counts and codes, never negative
 _NUMBER_TYPES = {int, type(None)}
+_ZERO = (0,)
+
+
+def _deltas(numbers) -> bytes:
+    """The differences between successive ``numbers`` (the first from 0), as 64-bit numbers,
+    compressed; OverflowError where a number or a difference does not fit 64 bits. (Without numpy:
+    a share's process need not load it, about 15 MB of every process's memory; the merge's checks
+    across ids load it.)"""
+    return zlib.compress(array("q", map(sub, numbers, chain(_ZERO, numbers))).tobytes(), 1)
+
+
+def _sums(blob: bytes) -> list:
+    """The numbers :func:`_deltas` kept."""
+    deltas = array("q")
+    deltas.frombytes(zlib.decompress(blob))
+    return list(accumulate(deltas))
 
 
 class _Codes(dict):
@@ -124,20 +140,15 @@ class Facts:
                 if not set(map(type, values)) <= _NUMBER_TYPES:
                     out.append(list(values))  # (not numbers: kept as they are)
                     continue
-                try:
-                    a = np.array(numbers, dtype=np.int64)
-                except OverflowError:
-                    out.append(list(values))  # (a number beyond 64 bits)
-                    continue
-                if nones != np.count_nonzero(a < 0) or nones and np.count_nonzero(a == _NONE) != nones:
+                if min(numbers) < (_NONE if nones else 0) or nones and numbers.count(_NONE) != nones:
                     out.append(list(values))  # (a negative number: -1 stands for None)
                     continue
-                a[1:] -= a[:-1].copy()
-                out.append(zlib.compress(a.tobytes(), 1))
+                try:
+                    out.append(_deltas(numbers))
+                except OverflowError:
+                    out.append(list(values))  # (a number, or a difference, beyond 64 bits)
                 continue
-            a = np.array(numbers, dtype=np.int64)
-            a[1:] -= a[:-1].copy()
-            out.append(zlib.compress(a.tobytes(), 1))
+            out.append(_deltas(numbers))
         return out
 
     def _unpack(self, chunk: list) -> list[list]:
@@ -146,7 +157,7 @@ class Facts:
             if type(blob) is list:
                 out.append(blob)
                 continue
-            numbers = np.cumsum(np.frombuffer(zlib.decompress(blob), dtype=np.int64)).tolist()
+            numbers = _sums(blob)
             if kind == "s":
                 names = self.names
                 out.append([names[c] for c in numbers])
@@ -169,9 +180,12 @@ class Facts:
             self.chunks[self._open_at] = self._pack(self._open)
         self._open, self._open_at, self._dirty = None, -1, False
 
-    def numbers(self, k: int) -> np.ndarray | None:
-        """Field ``k`` of every fact, as numbers (an "s" field's codes in :attr:`names`, a "k" field's
-        numbers in the key store, -1 for None); None where a chunk keeps the field as values."""
+    def numbers(self, k: int):
+        """Field ``k`` of every fact, as numbers in a numpy array (an "s" field's codes in
+        :attr:`names`, a "k" field's numbers in the key store, -1 for None); None where a chunk keeps
+        the field as values."""
+        import numpy as np
+
         self._flush()
         parts = []
         for chunk in self.chunks:

@@ -96,6 +96,21 @@ def test_key_offsets_widen_past_four_gigabytes(keystore):
     assert store.add("b") == 1 and store._key_at.typecode == "q" and list(store._key_at) == [0, 1, (1 << 32) + 2]
 
 
+def test_memo_offsets_widen_past_two_bytes(keystore):
+    """A memo's offset in its block and its length are 2 bytes while they fit, then 4; the memos
+    read back the same either side of the change."""
+    store = keystore.KeyStore()
+    memos = {store.add(f"k{k}"): bytes([k % 251]) * (70 + k) for k in range(200)}  # (a block past 64 KB)
+    memos[store.add("long")] = b"x" * 70_000
+    for n, memo in memos.items():
+        store.put(n, memo)
+    assert store._memo_off.typecode == store._memo_len.typecode == "i"
+    assert all(store.memo(n) == memo for n, memo in memos.items())
+    narrow = keystore.KeyStore()
+    narrow.put(narrow.add("a"), b"abc")
+    assert narrow._memo_off.typecode == narrow._memo_len.typecode == "H" and narrow.memo(0) == b"abc"
+
+
 class _Told(bytearray):
     """A bytearray whose length is told ``extra`` bytes above what it holds."""
 
