@@ -508,9 +508,10 @@ def cmd_check(args) -> int:
     check_writable_file(args.out, "--out")
     check_writable_file(args.html, "--html")
     checker = proto.make_checker(profile, args)
-    from rmkit.malloctune import keep_freed_memory
+    from rmkit.malloctune import MMAP_THRESHOLD, keep_freed_memory
 
-    keep_freed_memory()  # this process (and its --jobs workers) only: see rmkit.malloctune
+    # this process (and its --jobs workers) only: see rmkit.malloctune
+    keep_freed_memory(getattr(checker, "mmap_threshold", MMAP_THRESHOLD))
     with _progress(args.logs, checker) as _:
         report = checker.run(args.logs)
     from rmkit.render import RENDERERS

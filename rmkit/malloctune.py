@@ -29,23 +29,33 @@ MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 1 << 30
 
 
-def keep_freed_memory() -> bool:
-    """Raise glibc's trim and mapping thresholds for this process (see the module's docstring).
-    True when set; False where the C library is not glibc (or refuses), which changes nothing
-    but speed."""
+def _mallopt():
+    """glibc's ``mallopt``, typed, or None where there is none to reach (not Linux, no ctypes, not glibc)."""
     if not sys.platform.startswith("linux"):
-        return False
+        return None
     try:
         import ctypes  # (a Python built without it still checks logs, only without this)
 
-        libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt
     except (ImportError, OSError, AttributeError):  # no ctypes, no C library symbols to reach, or no mallopt
-        return False
+        return None
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
+    return mallopt
+
+
+def keep_freed_memory(mmap_threshold: int = MMAP_THRESHOLD) -> bool:
+    """Raise glibc's trim and mapping thresholds for this process (see the module's docstring).
+    ``mmap_threshold``: the smallest block served by a mapping of its own; a checker whose largest
+    columns grow by reallocation asks for a lower one (its ``mmap_threshold``, which ``rmkit check``
+    passes here): a block in the heap grows by a copy, the old and the new held at once until the
+    process hands freed memory back, where a mapping grows in place. True when set; False where
+    the C library is not glibc (or refuses), which changes nothing but speed and the peaks."""
+    mallopt = _mallopt()
+    if mallopt is None:
+        return False
     # both at once: setting one alone turns glibc's dynamic adjustment off and keeps the other low
-    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    return bool(mallopt(M_MMAP_THRESHOLD, mmap_threshold)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
 
 
 def release_freed_memory() -> bool:

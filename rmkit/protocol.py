@@ -25,6 +25,9 @@ AUDIT_ENTRY_POINT_GROUP = "rmkit.audit"  # the Spark job every protocol's `rmkit
 
 
 class LogChecker(_TypingProtocol):
+    """What ``rmkit check`` runs. A checker may also carry ``mmap_threshold`` (bytes): the
+    smallest block its process's allocator should map on its own (:mod:`rmkit.malloctune`)."""
+
     def run(self, inputs: list[str]) -> Report: ...
 
 

@@ -29,7 +29,7 @@ from typing import Iterable, Sequence
 
 from rmkit.gctune import paused_collections
 from rmkit.logread import BrokenLine, auto_jobs, numbered_batches
-from rmkit.malloctune import M_MMAP_THRESHOLD, release_freed_memory
+from rmkit.malloctune import release_freed_memory
 from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
@@ -54,6 +54,14 @@ class CordaLogChecker:
     judged (otherwise those rules are listed as not checked). ``horizon_s``: the deployment's declared
     bound, in seconds, on how far apart a message's records come (:mod:`.stream`); None takes
     records.yaml ``horizon`` (the documents set none: everything is kept to the end of the log)."""
+
+    # the smallest block glibc serves with a mapping of its own in ``rmkit check`` (its
+    # :func:`rmkit.malloctune.keep_freed_memory`): above the reader's chunks, below the exact check's
+    # largest columns (the key store's arena, table and offsets, the packed tracks' rows: 4 to 15 MB
+    # each at ten million records), which grow by reallocation: in place where mapped, by a copy
+    # held beside the old where in the heap (about 20 MB of the summed peak at ten million records
+    # of the short shape with two shares)
+    mmap_threshold = 4 << 20
 
     def __init__(self, profile: str = "spec", *, settled: bool = False, max_examples: int = 1000, jobs: int | None = 1,
                  horizon_s: float | None = None):
@@ -86,7 +94,6 @@ class CordaLogChecker:
         """Check ``inputs`` (paths, or ``-``) as one log; with ``jobs`` > 1, in that many processes."""
         from rmkit.conformance.corda.parallel import run_parallel
 
-        map_large_blocks()
         jobs = default_jobs(inputs) if self.jobs is None else self.jobs
         if jobs > 1 and "-" not in inputs:
             return run_parallel(self, inputs, jobs)
@@ -240,33 +247,6 @@ def default_jobs(inputs: list[str]) -> int:
     two processes hold under the exact check's 300 MB at ten million records of the short shape
     (docs/corda-check-streaming.md)."""
     return auto_jobs(inputs)
-
-
-# A block of this many bytes or more gets a mapping of its own from glibc's malloc (mallopt's
-# M_MMAP_THRESHOLD): above the reader's chunks, below the exact check's largest columns.
-LARGE_BLOCK = 4 << 20
-
-
-def map_large_blocks() -> bool:
-    """Have glibc serve blocks of LARGE_BLOCK bytes or more with mappings of their own, in this
-    process and the shares it forks. Why: the exact check's largest columns (the key store's arena,
-    table and offsets, the packed tracks' rows: 4 to 15 MB each at ten million records) grow by
-    reallocation; a block in the heap (below ``rmkit check``'s threshold of 32 MB,
-    :mod:`rmkit.malloctune`) grows by a copy, the old and the new held at once until the share
-    next hands freed memory back, where a mapping grows in place. At ten million records of the
-    short shape with two shares that is about 20 MB of the summed peak. True when set; False where
-    the C library is not glibc (the peaks are then the allocator's)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        mallopt = ctypes.CDLL(None).mallopt
-    except (ImportError, OSError, AttributeError):
-        return False
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK))
 
 
 def _first(v: Violation, inputs: list[str]) -> tuple:

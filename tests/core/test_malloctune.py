@@ -51,12 +51,16 @@ def _probe_glibc() -> bool:
     return out.stdout.strip() == "True"
 
 
-def test_check_raises_the_thresholds_for_its_process(monkeypatch, tmp_path):
+@pytest.mark.parametrize("protocol, threshold", [("remp", malloctune.MMAP_THRESHOLD), ("corda", 4 << 20)])
+def test_check_raises_the_thresholds_for_its_process(monkeypatch, tmp_path, protocol, threshold):
+    """Set by the command line only (a library user keeps its allocator settings), with the
+    mapping threshold the protocol's checker asks for where it asks for one (Corda's columns grow
+    by reallocation: docs/corda-check-streaming.md)."""
     from rmkit.cli import main
 
     calls = []
-    monkeypatch.setattr(malloctune, "keep_freed_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(malloctune, "keep_freed_memory", lambda mmap_threshold=malloctune.MMAP_THRESHOLD: calls.append(mmap_threshold) or True)
     log = tmp_path / "empty.jsonl"
     log.write_text("")
-    assert main(["check", "--protocol", "remp", str(log)]) == 2  # nothing read: the tool could not do its job
-    assert calls == [1]
+    assert main(["check", "--protocol", protocol, str(log)]) == 2  # nothing read: the tool could not do its job
+    assert calls == [threshold]
