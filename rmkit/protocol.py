@@ -276,24 +276,42 @@ class MakesKeys:
 
 
 class DrivesImplementations:
-    """Capability: driven conformance (``rmkit conform``, ``rmkit replay``)."""
+    """Capability: driven conformance (``rmkit conform``, ``rmkit replay``).
+
+    Every protocol folder has the same shape, so the commands are found in the package that holds
+    the protocol's adapter (the module its class is defined in): ``driven/cli.py`` with
+    ``conform(profile, args)`` and ``replay(args)``, and ``pytest_support.py`` with ``Support``
+    (``tests/core/test_protocol_layout.py``). A protocol laid out otherwise overrides these."""
 
     def add_conform_arguments(self, group: argparse._ArgumentGroup) -> None:
         """Protocol-specific options of ``rmkit conform`` and ``rmkit replay``."""
 
     def conform(self, profile: str, args: argparse.Namespace) -> int:
         """Run ``rmkit conform``: drive an implementation through scenarios; return the exit code."""
-        raise NotImplementedError
+        return self._own_module("driven.cli").conform(profile, args)
 
     def replay(self, args: argparse.Namespace) -> int:
         """Run ``rmkit replay FILE``: rerun one saved scenario against an implementation."""
-        raise NotImplementedError
+        return self._own_module("driven.cli").replay(args)
 
     def pytest_support(self) -> Any:
         """The protocol's side of the pytest plugin (a
         :class:`rmkit.conformance.pytest_support.PytestSupport`), or None when its implementations
-        cannot be driven from pytest."""
-        return None
+        cannot be driven from pytest (its package has no ``pytest_support`` module)."""
+        import importlib.util
+
+        package = self._own_package()
+        if not package or importlib.util.find_spec(f"{package}.pytest_support") is None:
+            return None
+        return self._own_module("pytest_support").Support()
+
+    def _own_package(self) -> str:
+        return type(self).__module__.rpartition(".")[0]
+
+    def _own_module(self, name: str) -> Any:
+        import importlib
+
+        return importlib.import_module(f"{self._own_package()}.{name}")
 
 
 # capability -> (its mixin, what a protocol without it lacks, as a usage error says it)

@@ -75,21 +75,6 @@ class Corda(ChecksLogs, DrivesImplementations, Protocol):
         """The same checker: it is sharded by message id itself (``rmkit audit`` runs it on Spark)."""
         return self.make_checker(profile, args)
 
-    def pytest_support(self):
-        from rmkit.conformance.corda.pytest_support import Support
-
-        return Support()
-
-    def conform(self, profile: str, args: argparse.Namespace) -> int:
-        from rmkit.conformance.corda.driven import cli as driven_cli
-
-        return driven_cli.conform(profile, args)
-
-    def replay(self, args: argparse.Namespace) -> int:
-        from rmkit.conformance.corda.driven import cli as driven_cli
-
-        return driven_cli.replay(args)
-
     def rule_fixture_options(self, manifest: dict[str, Any], entry: dict[str, Any]) -> list:
         # the fixtures of rules that judge what never happened are taken after everything settled
         return ["--settled"] if entry["settled"] else []

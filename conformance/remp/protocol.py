@@ -147,21 +147,6 @@ class Remp(ChecksLogs, Simulates, MakesKeys, DrivesImplementations, Protocol):
 
         receipt_cli.add_command(sub)
 
-    def pytest_support(self):
-        from rmkit.conformance.remp.pytest_support import Support
-
-        return Support()
-
-    def conform(self, profile: str, args: argparse.Namespace) -> int:
-        from rmkit.conformance.remp.driven import cli as driven_cli
-
-        return driven_cli.conform(profile, args)
-
-    def replay(self, args: argparse.Namespace) -> int:
-        from rmkit.conformance.remp.driven import cli as driven_cli
-
-        return driven_cli.replay(args)
-
     def rule_fixture_options(self, manifest: dict[str, Any], entry: dict[str, Any]) -> list:
         # a signature rule's fixture is checked against the fixtures' keys
         return ["--validators", FixtureFile(entry["validators"])] if entry.get("validators") else []

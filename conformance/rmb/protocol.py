@@ -82,21 +82,6 @@ class Rmb(ChecksLogs, DrivesImplementations, Protocol):
 
         add_arguments(group)
 
-    def pytest_support(self):
-        from rmkit.conformance.rmb.pytest_support import Support
-
-        return Support()
-
-    def conform(self, profile: str, args: argparse.Namespace) -> int:
-        from rmkit.conformance.rmb.driven.cli import conform
-
-        return conform(profile, args)
-
-    def replay(self, args: argparse.Namespace) -> int:
-        from rmkit.conformance.rmb.driven.cli import replay
-
-        return replay(args)
-
     def rule_fixture_options(self, manifest: dict[str, Any], entry: dict[str, Any]) -> list:
         # the signature rules' fixtures are checked against the fixtures' twin directory
         return ["--directory", FixtureFile(manifest["directory"])] if entry["directory"] else []

@@ -8,11 +8,12 @@ here, not by a user."""
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
 
-from rmkit.protocol import CAPABILITIES, Protocol, capable, default_protocol, registry, require
+from rmkit.protocol import CAPABILITIES, DrivesImplementations, Protocol, capable, default_protocol, registry, require
 from rmkit.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,12 +94,37 @@ def test_each_protocol_fills_in_the_required_part_and_the_capabilities_it_claims
     assert proto.nouns.records and proto.nouns.subject and proto.nouns.subjects
     must = {"check": ("make_checker", "sharded_checker"), "simulate": ("simulate",), "keys": ("keys",),
             "conform": ("conform", "replay")}
+    # (found in the protocol folder's shape where the protocol does not define them: DrivesImplementations)
+    in_layout = {"conform": ("driven.cli", "conform"), "replay": ("driven.cli", "replay")}
     assert set(must) == set(CAPABILITIES)
     for capability, methods in must.items():
         if capable(proto, capability):
             for method in methods:
+                if method in in_layout and not _overrides(proto, CAPABILITIES[capability][0], method):
+                    module, function = in_layout[method]
+                    package = type(proto).__module__.rpartition(".")[0]
+                    assert callable(getattr(importlib.import_module(f"{package}.{module}"), function, None)), \
+                        f"protocol {name} claims {capability} but neither defines {method}() nor has {module}.{function}"
+                    continue
                 assert _overrides(proto, CAPABILITIES[capability][0], method), \
                     f"protocol {name} claims {capability} but does not define {method}()"
+
+
+class _Elsewhere(DrivesImplementations, Protocol):
+    """A protocol whose package holds no pytest_support module (this test's own)."""
+
+    name = "elsewhere"
+
+
+@pytest.mark.parametrize("name", sorted(registry()))
+def test_a_protocol_finds_its_driven_commands_and_pytest_support_in_its_own_folder(name):
+    proto = registry()[name]
+    if not capable(proto, "conform"):
+        pytest.skip(f"protocol {name} drives no implementation")
+    package = type(proto).__module__.rpartition(".")[0]
+    support = proto.pytest_support()
+    assert support is not None and type(support).__module__ == f"{package}.pytest_support"
+    assert _Elsewhere().pytest_support() is None
 
 
 @pytest.mark.parametrize("name", sorted(registry()))
