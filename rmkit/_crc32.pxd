@@ -2,9 +2,9 @@
 """CRC-32 (IEEE 802.3, reflected: zlib's ``crc32``) for the compiled ``--jobs`` dealers, in one
 place: :func:`rmkit.processes.key_share` deals a key by ``zlib.crc32`` of its bytes, and a
 compiled dealer that finds the key in a line's text without decoding it must give the same share
-(``conformance/rmb/_uidscan.pyx``, ``conformance/corda/_keyshares.pyx``). The checksum runs over
-bytes the dealer reads one at a time (RMB folds a uid's case as it goes), so it is a step a byte,
-inlined in the caller's loop, not a call into zlib per key.
+(each protocol's dealer cimports this file). The checksum runs over bytes a dealer may read one
+at a time (folding a key's case as it goes, say), so it is a step a byte, inlined in the caller's
+loop, not a call into zlib per key.
 
 Only declarations and inline C: a module that cimports it holds its own copy of the 256-entry
 table (1 KB) and fills it once, at import, with ``crc32_fill_table()``."""
