@@ -49,17 +49,26 @@ def stop_processes(procs: Sequence[Any]) -> None:
             proc.kill()
 
 
-def run_in_processes(fn: Callable[..., Any], shares: Sequence[tuple]) -> list[Any]:
-    """``[fn(*args) for args in shares]``, each call in a process of its own."""
-    pipes, procs = start_processes(_run_share, [(fn, args) for args in shares])
+def run_in_processes(fn: Callable[..., Any], shares: Sequence[tuple], *, first_here: bool = False) -> list[Any]:
+    """``[fn(*args) for args in shares]``, each call in a process of its own. ``first_here``: the
+    first call runs in this process while the others run in theirs (a process fewer, for a caller
+    whose every process holds an interpreter and its modules: memory a bound may count); where it
+    fails the others are killed, not waited for."""
+    pipes, procs = start_processes(_run_share, [(fn, args) for args in shares[1 if first_here else 0:]])
+    finished = False
     try:
+        first = [fn(*shares[0])] if first_here else []
         results = [p.recv() for p in pipes]
+        finished = True
     finally:
+        if not finished:
+            for proc in procs:
+                proc.kill()
         stop_processes(procs)
     for kind, value in results:
         if kind == "error":
             raise value
-    return [value for _, value in results]
+    return first + [value for _, value in results]
 
 
 def key_share(key: str | None, n: int) -> int:

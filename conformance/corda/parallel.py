@@ -20,7 +20,7 @@ from itertools import compress
 
 from rmkit.linescan import pick_table
 from rmkit.logread import BrokenLine
-from rmkit.processes import _run_share, key_bytes_share, key_share, start_processes, stop_processes
+from rmkit.processes import key_bytes_share, key_share, run_in_processes
 from rmkit.protocol import RecordKey
 from rmkit.verdict import Report
 
@@ -131,22 +131,9 @@ def _check_share(checker, inputs: list[str], k: int, n: int):
 
 def run_parallel(checker, inputs: list[str], jobs: int) -> Report:
     started = time.perf_counter()
-    args = [(checker, inputs, k, jobs) for k in range(jobs)]
-    pipes, procs = start_processes(_run_share, [(_check_share, a) for a in args[1:]])
-    finished = False
-    try:
-        first = _check_share(*args[0])  # (share 0 here: see the module's docstring)
-        results = [p.recv() for p in pipes]
-        finished = True
-    finally:
-        if not finished:  # this share failed: the others need not finish
-            for proc in procs:
-                proc.kill()
-        stop_processes(procs)
-    for kind, value in results:
-        if kind == "error":
-            raise value
-    report = checker.merge(inputs, [first, *(value for _, value in results)])
+    # share 0 here (see the module's docstring)
+    shares = run_in_processes(_check_share, [(checker, inputs, k, jobs) for k in range(jobs)], first_here=True)
+    report = checker.merge(inputs, shares)
     elapsed = time.perf_counter() - started
     report.metrics.update(jobs=jobs, elapsed_s=round(elapsed, 3),
                           receipts_per_s=round(report.records / elapsed) if elapsed > 0 else None)

@@ -5,7 +5,8 @@ check's memory bound at ten million records with two shares)."""
 
 from __future__ import annotations
 
-from rmkit.conformance.corda import checker, parallel
+from rmkit import processes
+from rmkit.conformance.corda import checker
 
 
 def test_the_default_follows_the_core_default(monkeypatch):
@@ -26,8 +27,8 @@ def test_the_checker_asks_for_the_default_when_no_jobs_are_given(monkeypatch, tm
 def test_the_parent_checks_share_zero(monkeypatch, tmp_path):
     log = tmp_path / "r.jsonl"
     log.write_text("".join(f'{{"t":{i},"node":"bob","event":"committed","id":"R-{i}","tx":{i}}}\n' for i in range(1, 40)))
-    started, real = [], parallel.start_processes
-    monkeypatch.setattr(parallel, "start_processes", lambda target, args: started.append(args) or real(target, args))
+    started, real = [], processes.start_processes
+    monkeypatch.setattr(processes, "start_processes", lambda target, args: started.append(args) or real(target, args))
     one = checker.CordaLogChecker(jobs=1).run([str(log)])
     three = checker.CordaLogChecker(jobs=3).run([str(log)])
     assert [[a[1][2] for a in args] for args in started] == [[1, 2]]  # (shares 1 and 2 in processes)
