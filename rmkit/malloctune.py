@@ -29,19 +29,20 @@ MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 1 << 30
 
 
-def _mallopt():
-    """glibc's ``mallopt``, typed, or None where there is none to reach (not Linux, no ctypes, not glibc)."""
+def _libc(name: str, *argtypes: str):
+    """The C library's function ``name`` with C arguments of ``argtypes`` (ctypes' type names)
+    returning an int, or None where there is none to reach (not Linux, no ctypes, no such symbol)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
         import ctypes  # (a Python built without it still checks logs, only without this)
 
-        mallopt = ctypes.CDLL(None).mallopt
-    except (ImportError, OSError, AttributeError):  # no ctypes, no C library symbols to reach, or no mallopt
+        function = getattr(ctypes.CDLL(None), name)
+    except (ImportError, OSError, AttributeError):  # no ctypes, no C library symbols to reach, or no such one
         return None
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt.restype = ctypes.c_int
-    return mallopt
+    function.argtypes = tuple(getattr(ctypes, t) for t in argtypes)
+    function.restype = ctypes.c_int
+    return function
 
 
 def keep_freed_memory(mmap_threshold: int = MMAP_THRESHOLD) -> bool:
@@ -51,7 +52,7 @@ def keep_freed_memory(mmap_threshold: int = MMAP_THRESHOLD) -> bool:
     passes here): a block in the heap grows by a copy, the old and the new held at once until the
     process hands freed memory back, where a mapping grows in place. True when set; False where
     the C library is not glibc (or refuses), which changes nothing but speed and the peaks."""
-    mallopt = _mallopt()
+    mallopt = _libc("mallopt", "c_int", "c_int")
     if mallopt is None:
         return False
     # both at once: setting one alone turns glibc's dynamic adjustment off and keeps the other low
@@ -63,15 +64,8 @@ def release_freed_memory() -> bool:
     anywhere in its heaps, not only at their top). For a step that frees much and is followed by one
     that allocates elsewhere (a log check's reading, then its judgement across subjects): what the
     first step held is then no longer counted twice at the peak of the second. True when done."""
-    if not sys.platform.startswith("linux"):
+    trim = _libc("malloc_trim", "c_size_t")
+    if trim is None:
         return False
-    try:
-        import ctypes
-
-        trim = ctypes.CDLL(None).malloc_trim
-    except (ImportError, OSError, AttributeError):
-        return False
-    trim.argtypes = (ctypes.c_size_t,)
-    trim.restype = ctypes.c_int
     trim(0)
     return True
