@@ -357,7 +357,9 @@ def main(argv: list[str] | None = None) -> int:
                         "in this process (instead of timing whole checks)")
     args = p.parse_args(argv)
     shapes = args.shapes.split(",")
-    if args.split:
+    if args.split is not None:  # (--split 0 is a usage error, not a whole bench)
+        if args.split < 1:
+            p.error(f"--split N: expected at least one line, found {args.split}")
         for shape in shapes:
             split(shape, args.records, args.split, max(args.repeat, 3))
         return 0

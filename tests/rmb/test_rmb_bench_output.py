@@ -24,3 +24,14 @@ def test_each_shapes_ratio_and_memory_are_recorded():
     assert {k: v for k, v in got.items() if k.startswith("rmb check")} == {
         "rmb check short / parse": "7.25", "rmb check long / parse": "8.50", "rmb check fanout / parse": "6.00",
         "rmb check short MB": "72", "rmb check long MB": "250", "rmb check fanout MB": "74"}
+
+
+def test_split_of_no_line_is_a_usage_error(capsys):
+    """``--split 0`` asks for the split of no line: refused as a usage error (exit 2), not taken
+    as an absent --split (which would start the whole timed bench)."""
+    import pytest
+
+    bench = _load("bench_rmb_check")
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--split", "0", "--shapes", "short"])
+    assert exc.value.code == 2 and "--split" in capsys.readouterr().err
