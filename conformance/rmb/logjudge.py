@@ -222,10 +222,13 @@ def _peer_twin(peer: Any) -> int | None:
         return twin
 
 
+_SIG_FORM_OK = (None, "")  # the verdict of a well-formed sig without the directory
+
+
 class Group:
     """Every record of one uid (sorted by time, then position) and the judgments over them."""
 
-    __slots__ = ("c", "recs", "out", "_sig", "_problems", "_fps", "_lives", "ev", "memo", "lasting", "_msg_problems")
+    __slots__ = ("c", "recs", "out", "_sig", "_problems", "_fps", "_lives", "ev", "memo", "lasting")
 
     def __init__(self, ctx: Ctx, recs: list[Rec], lasting: dict | None = None):
         self.c = ctx
@@ -235,9 +238,10 @@ class Group:
         self.lasting = lasting if lasting is not None else {}
         self.out = Findings()
         self._sig: dict = {}  # a message's fingerprint (without the directory: its sig) -> its verdict
-        self._problems: dict[bytes, list] = {}
-        self._msg_problems: dict[int, list] = {}  # id of a message of the group -> its problems
-        self._fps: dict[int, bytes] = {}  # id of a message of the group -> its fingerprint
+        self._problems: dict[bytes, list] = {}  # a message's fingerprint -> its problems
+        # id of a message of the group -> [its fingerprint, its problems or None until asked]: one
+        # lookup per ask (the handlers ask of each message several times)
+        self._fps: dict[int, list] = {}
         self._lives: dict = {}
         self.memo: dict = {}  # what several handlers read of the group, taken once (by the handlers' names)
         ev: dict[str, list[Rec]] = {}  # the records of each event, in order: the judgments ask by event
@@ -253,19 +257,22 @@ class Group:
         """:func:`fingerprint` of a message the group's records hold (each taken once)."""
         got = self._fps.get(id(msg))
         if got is None:
-            got = self._fps[id(msg)] = fingerprint(msg)
-        return got
+            got = self._fps[id(msg)] = [fingerprint(msg), None]
+        return got[0]
 
     def problems(self, msg: Any) -> list[tuple[str, str, str]]:
         """message_problems, once per distinct message of the group (one message is logged by
         its sender, its receiver and a recorder)."""
-        got = self._msg_problems.get(id(msg))
+        known = self._fps.get(id(msg))
+        if known is None:
+            known = self._fps[id(msg)] = [fingerprint(msg), None]
+        got = known[1]
         if got is None:
-            fp = self.fp(msg)
+            fp = known[0]
             got = self._problems.get(fp)
             if got is None:
                 got = self._problems[fp] = message_problems(msg)
-            self._msg_problems[id(msg)] = got
+            known[1] = got
         return got
 
     # -- helpers ----------------------------------------------------------------------------
@@ -286,13 +293,14 @@ class Group:
         """(rule, why) of a message's signature: RMB-SIG-001 without a key; with the directory
         RMB-SIG-002, or -003 / -004 when the signature verifies over a known wrong challenge."""
         c = self.c
-        if c.directory is None:  # the verdict is the sig's form alone
+        if c.directory is None:  # the verdict is the sig's form alone: taken once per sig of the group
             sig = msg.get("sig")
-            if type(sig) is str and c.well_formed_sig(sig):
-                return None, ""
             key = sig if type(sig) is str else None
-        else:
-            key = self.fp(msg)
+            got = self._sig.get(key)
+            if got is None:
+                got = self._sig[key] = _SIG_FORM_OK if key is not None and c.well_formed_sig(key) else self._sig_verdict(msg)
+            return got
+        key = self.fp(msg)
         got = self._sig.get(key)
         if got is None:
             got = self._sig[key] = self._sig_verdict(msg)
