@@ -12,7 +12,7 @@ So are the compiled :mod:`rmkit.logclock` (the log's clock) and :mod:`rmkit.keys
 checks' store of keys and memos), written for Cython's pure Python mode: the same file runs as
 Python where it is not compiled.
 So are the RMB log checker's per-record and per-request modules (``conformance/rmb/checker.py``,
-``handlers.py``, ``logjudge.py``, ``state.py``): plain Python, compiled by Cython as they are
+``handlers.py``, ``logjudge.py``, ``state.py``, ``sigreuse.py``): plain Python, compiled by Cython as they are
 (their annotations not taken as C types) for about a fifth less CPU per record; where they are not
 compiled the same files run, with the same findings (``tests/rmb/test_rmb_compiled.py``). The Corda
 records checker's likewise (``conformance/corda/share.py``, ``packing.py``, ``facts.py``,
@@ -58,6 +58,7 @@ setup(
                  Extension("rmkit.conformance.rmb.logjudge", ["conformance/rmb/logjudge.py"], optional=True),
                  Extension("rmkit.conformance.rmb.state", ["conformance/rmb/state.py"], optional=True),
                  Extension("rmkit.conformance.rmb.checker", ["conformance/rmb/checker.py"], optional=True),
+                 Extension("rmkit.conformance.rmb.sigreuse", ["conformance/rmb/sigreuse.py"], optional=True),
                  Extension("rmkit.conformance.corda.share", ["conformance/corda/share.py"], optional=True),
                  Extension("rmkit.conformance.corda.packing", ["conformance/corda/packing.py"], optional=True),
                  Extension("rmkit.conformance.corda.facts", ["conformance/corda/facts.py"], optional=True),

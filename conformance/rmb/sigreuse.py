@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """RMB-SIG-007: one signature on two different messages.
 
 The v1 challenge joins its pieces with no separator (spec/rmb/signature.yaml), so messages whose
@@ -186,7 +187,7 @@ def reused(indices: Iterable[SignatureIndex]) -> list[tuple[str, str, list[tuple
     else:
         columns = [i.columns() for i in parts]
         sig, fields, ref, event = (np.concatenate([c[j] for c in columns]) for j in range(len(_COLUMNS)))
-        del columns
+        columns = None  # (the shares' arrays freed before the sort; compiled, a variable a generator reads cannot be deleted)
     order = np.lexsort((ref, fields, sig))
     sig, fields, ref, event = sig[order], fields[order], ref[order], event[order]
     # a signature whose sorted run holds more than one fields digest

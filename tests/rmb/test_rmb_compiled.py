@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from compiled_support import compiled, same_findings_from_source
-from rmkit.conformance.rmb import checker, handlers, logjudge, state
+from rmkit.conformance.rmb import checker, handlers, logjudge, sigreuse, state
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "rmb"
 DIRECTORY = str(FIXTURES / "rules" / "directory.json")
-COMPILED = ("checker", "handlers", "logjudge", "state")  # setup.py's Extensions of conformance/rmb/*.py
+COMPILED = ("checker", "handlers", "logjudge", "sigreuse", "state")  # setup.py's Extensions of conformance/rmb/*.py
 
 FINDINGS = f"DIRECTORY = {DIRECTORY!r}\n" + r"""
 def FINDINGS(profile, path, jobs=1):
@@ -45,7 +45,7 @@ def _logs(tmp_path: Path) -> list[tuple[str, str]]:
 
 
 def test_the_compiled_rmb_checker_reports_what_its_python_files_report(tmp_path):
-    if not compiled(dict(zip(COMPILED, (checker, handlers, logjudge, state)))):
+    if not compiled(dict(zip(COMPILED, (checker, handlers, logjudge, sigreuse, state)))):
         pytest.skip("no module of the RMB checker was compiled here (no C compiler at install): only the Python files run")
     logs = _logs(tmp_path)
     assert len(logs) > 100
