@@ -154,15 +154,8 @@ class Requests:
         line = self.line
         if line is not None and (life > HOLD_LINES_AFTER_S or request.lines is not None):
             request.hold(rec.ref, line)  # a record held long (or one of a request held long): kept as its line
-        else:  # (state.Request.append, inline: once per record)
-            request.recs.append(rec)
-            last = request.last
-            if t > last:
-                request.last, request.last_ref = t, rec.ref
-            elif t == last and rec.ref > request.last_ref:
-                request.last_ref = rec.ref
-            else:
-                request.ordered = False
+        else:
+            request.append(rec)
         return t + life + self.tail
 
     def life_of(self, rec: Rec) -> float:
