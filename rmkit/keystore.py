@@ -112,9 +112,21 @@ class KeyStore:
             slots[i] = n + 1
 
     @cython.cfunc
+    @cython.locals(a=cython.Py_ssize_t, b=cython.Py_ssize_t, i=cython.Py_ssize_t)
     def _is(self, n: cython.Py_ssize_t, key) -> cython.bint:
         at = self._key_at
-        return self._keys[at[n]:at[n + 1]] == _utf8(key)
+        a, b = at[n], at[n + 1]
+        if cython.compiled:  # (the arena's bytes read in place: no slice of it made)
+            mine = cython.declare(bytes, _utf8(key))
+            if len(mine) != b - a:
+                return False
+            arena = cython.declare(cython.p_char, self._keys)
+            theirs = cython.declare(cython.p_char, mine)
+            for i in range(b - a):
+                if arena[a + i] != theirs[i]:
+                    return False
+            return True
+        return self._keys[a:b] == _utf8(key)
 
     @cython.cfunc
     @cython.locals(i=cython.Py_ssize_t, mask=cython.Py_ssize_t, s=cython.Py_ssize_t)
@@ -171,11 +183,15 @@ class KeyStore:
             size *= 2
         self._table(size)
 
-    @cython.locals(n=cython.Py_ssize_t)
+    @cython.locals(n=cython.Py_ssize_t, a=cython.Py_ssize_t, b=cython.Py_ssize_t)
     def key(self, n: int) -> str:
         """Key number ``n``'s string (a new string object each call)."""
         at = self._key_at
-        return self._keys[at[n]:at[n + 1]].decode("utf-8", "surrogatepass")
+        a, b = at[n], at[n + 1]
+        if cython.compiled:  # (decoded from the arena in place: no slice of it made)
+            arena = cython.declare(cython.p_char, self._keys)
+            return arena[a:b].decode("utf-8", "surrogatepass")
+        return self._keys[a:b].decode("utf-8", "surrogatepass")
 
     def __len__(self) -> int:
         return len(self._key_at) - 1
