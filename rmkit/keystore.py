@@ -54,6 +54,9 @@ _FP_BITS = 0xFFFFFFFF
 # A memo's offset in its block and its length are kept in 2 bytes while every one fits (a block of
 # BLOCK_MEMOS short memos does), in 4 from the first that does not (_widen).
 _NARROW = 0xFFFF
+# The memo columns hold cells for up to this many keys beyond those added (-1: no memo), so that a
+# key's add grows them once in so many keys (at most 8 bytes a cell).
+_MEMO_CELLS = 1 << 10
 
 
 def _utf8(key: str) -> bytes:
@@ -167,13 +170,19 @@ class KeyStore:
         except OverflowError:
             self._key_at = array("q", self._key_at)
             self._key_at.append(len(self._keys))
-        self._memo_blk.append(-1)
-        self._memo_off.append(0)
-        self._memo_len.append(0)
+        if n >= len(self._memo_blk):
+            self._more_memo_cells()
         slots[i] = n + 1
         if n + 1 > _MAX_LOAD * len(slots):
             self._table(len(slots) * 2)
         return n
+
+    def _more_memo_cells(self) -> None:
+        """The memo columns' cells for the next _MEMO_CELLS keys (-1, 0, 0: no memo): grown a few
+        at a time rather than three appends, each a method call, with every key added."""
+        self._memo_blk.extend(array("i", [-1]) * _MEMO_CELLS)
+        self._memo_off.extend(array(self._memo_off.typecode, [0]) * _MEMO_CELLS)
+        self._memo_len.extend(array(self._memo_len.typecode, [0]) * _MEMO_CELLS)
 
     def _rebuild(self) -> None:
         """The fingerprints and their table, in a process that read the store pickled."""
