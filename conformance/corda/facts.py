@@ -174,7 +174,8 @@ class Facts:
         out = []
         for kind, values in zip(self.shape, fields):
             if kind == "s":
-                numbers = list(map(self.codes.__getitem__, values))
+                codes = self.codes  # (its own subscript: ``__missing__`` only for a new value)
+                numbers = [codes[v] for v in values]
             elif kind == "k":
                 add = self.number_of
                 numbers = [_NONE if v is None else add(v) for v in values]
