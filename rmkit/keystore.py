@@ -54,6 +54,9 @@ _FP_BITS = 0xFFFFFFFF
 # A memo's offset in its block and its length are kept in 2 bytes while every one fits (a block of
 # BLOCK_MEMOS short memos does), in 4 from the first that does not (_widen).
 _NARROW = 0xFFFF
+# The memo columns hold cells for up to this many keys beyond those added (-1: no memo), so that a
+# key's add grows them once in so many keys (at most 8 bytes a cell).
+_MEMO_CELLS = 1 << 10
 
 
 def _utf8(key: str) -> bytes:
@@ -112,9 +115,21 @@ class KeyStore:
             slots[i] = n + 1
 
     @cython.cfunc
+    @cython.locals(a=cython.Py_ssize_t, b=cython.Py_ssize_t, i=cython.Py_ssize_t)
     def _is(self, n: cython.Py_ssize_t, key) -> cython.bint:
         at = self._key_at
-        return self._keys[at[n]:at[n + 1]] == _utf8(key)
+        a, b = at[n], at[n + 1]
+        if cython.compiled:  # (the arena's bytes read in place: no slice of it made)
+            mine = cython.declare(bytes, _utf8(key))
+            if len(mine) != b - a:
+                return False
+            arena = cython.declare(cython.p_char, self._keys)
+            theirs = cython.declare(cython.p_char, mine)
+            for i in range(b - a):
+                if arena[a + i] != theirs[i]:
+                    return False
+            return True
+        return self._keys[a:b] == _utf8(key)
 
     @cython.cfunc
     @cython.locals(i=cython.Py_ssize_t, mask=cython.Py_ssize_t, s=cython.Py_ssize_t)
@@ -155,13 +170,19 @@ class KeyStore:
         except OverflowError:
             self._key_at = array("q", self._key_at)
             self._key_at.append(len(self._keys))
-        self._memo_blk.append(-1)
-        self._memo_off.append(0)
-        self._memo_len.append(0)
+        if n >= len(self._memo_blk):
+            self._more_memo_cells()
         slots[i] = n + 1
         if n + 1 > _MAX_LOAD * len(slots):
             self._table(len(slots) * 2)
         return n
+
+    def _more_memo_cells(self) -> None:
+        """The memo columns' cells for the next _MEMO_CELLS keys (-1, 0, 0: no memo): grown a few
+        at a time rather than three appends, each a method call, with every key added."""
+        self._memo_blk.extend(array("i", [-1]) * _MEMO_CELLS)
+        self._memo_off.extend(array(self._memo_off.typecode, [0]) * _MEMO_CELLS)
+        self._memo_len.extend(array(self._memo_len.typecode, [0]) * _MEMO_CELLS)
 
     def _rebuild(self) -> None:
         """The fingerprints and their table, in a process that read the store pickled."""
@@ -171,11 +192,15 @@ class KeyStore:
             size *= 2
         self._table(size)
 
-    @cython.locals(n=cython.Py_ssize_t)
+    @cython.locals(n=cython.Py_ssize_t, a=cython.Py_ssize_t, b=cython.Py_ssize_t)
     def key(self, n: int) -> str:
         """Key number ``n``'s string (a new string object each call)."""
         at = self._key_at
-        return self._keys[at[n]:at[n + 1]].decode("utf-8", "surrogatepass")
+        a, b = at[n], at[n + 1]
+        if cython.compiled:  # (decoded from the arena in place: no slice of it made)
+            arena = cython.declare(cython.p_char, self._keys)
+            return arena[a:b].decode("utf-8", "surrogatepass")
+        return self._keys[a:b].decode("utf-8", "surrogatepass")
 
     def __len__(self) -> int:
         return len(self._key_at) - 1

@@ -26,9 +26,16 @@ from array import array
 from itertools import accumulate, chain
 from operator import sub
 
+try:
+    import cython
+except ImportError:  # not compiled, and Cython not installed
+    from rmkit import _cython_shadow as cython
+
 _NONE = -1  # an absent value (None) in a number field: its values are refs, counts and codes, never negative
 _NUMBER_TYPES = {int, type(None)}
 _ZERO = (0,)
+_LLMAX = (1 << 63) - 1
+_LLMIN = -(1 << 63)
 
 
 def _deltas(numbers) -> bytes:
@@ -36,14 +43,51 @@ def _deltas(numbers) -> bytes:
     compressed; OverflowError where a number or a difference does not fit 64 bits. (Without numpy:
     a share's process need not load it, about 15 MB of every process's memory; the merge's checks
     across ids load it.)"""
+    if cython.compiled:
+        return zlib.compress(_deltas_c(numbers), 1)
     return zlib.compress(array("q", map(sub, numbers, chain(_ZERO, numbers))).tobytes(), 1)
 
 
 def _sums(blob: bytes) -> list:
     """The numbers :func:`_deltas` kept."""
+    if cython.compiled:
+        return _sums_c(zlib.decompress(blob))
     deltas = array("q")
     deltas.frombytes(zlib.decompress(blob))
     return list(accumulate(deltas))
+
+
+# Compiled, the differences are taken and summed in C integers (the same bytes as the array's
+# "q", native order), not as a Python int per value and step: a chunk's field is 4,096 values.
+@cython.cfunc
+@cython.locals(n=cython.Py_ssize_t, i=cython.Py_ssize_t, v=cython.longlong, prev=cython.longlong)
+def _deltas_c(numbers: list) -> bytearray:
+    n = len(numbers)
+    out = cython.declare(bytearray, bytearray(8 * n))
+    c = cython.declare(cython.p_char, out)
+    p = cython.declare(cython.p_longlong, cython.cast(cython.p_longlong, c))
+    prev = 0
+    for i in range(n):
+        v = numbers[i]  # (OverflowError beyond 64 bits, as the array's)
+        if (prev < 0 and v > _LLMAX + prev) or (prev > 0 and v < _LLMIN + prev):
+            raise OverflowError("a difference beyond 64 bits")
+        p[i] = v - prev
+        prev = v
+    return out
+
+
+@cython.cfunc
+@cython.locals(n=cython.Py_ssize_t, i=cython.Py_ssize_t, s=cython.longlong)
+def _sums_c(data: bytes) -> list:
+    n = len(data) // 8
+    c = cython.declare(cython.p_char, data)
+    p = cython.declare(cython.p_longlong, cython.cast(cython.p_longlong, c))
+    out = [0] * n
+    s = 0
+    for i in range(n):
+        s += p[i]  # (each sum is a value _deltas_c read: within 64 bits)
+        out[i] = s
+    return out
 
 
 class _Codes(dict):
@@ -130,7 +174,8 @@ class Facts:
         out = []
         for kind, values in zip(self.shape, fields):
             if kind == "s":
-                numbers = list(map(self.codes.__getitem__, values))
+                codes = self.codes  # (its own subscript: ``__missing__`` only for a new value)
+                numbers = [codes[v] for v in values]
             elif kind == "k":
                 add = self.number_of
                 numbers = [_NONE if v is None else add(v) for v in values]

@@ -28,6 +28,11 @@ import msgspec
 
 from rmkit.keystore import KeyStore
 
+try:
+    import cython
+except ImportError:  # not compiled, and Cython not installed
+    from rmkit import _cython_shadow as cython
+
 from rmkit.conformance.corda.state import Commit, Copy, NewAnswer, Track
 
 # A track of more copies than this is not packed: a message redelivered that often is likely to be
@@ -79,6 +84,7 @@ class _Codes(dict):
         return code
 
 
+@cython.cfunc  # (compiled, a C call: one per row taken and per track packed with its row)
 def _fits(ref: int, dtx: int, dt: int) -> bool:
     """A row's ref (64 bits) and differences from its commit (32 bits) fit its columns."""
     return 0 <= ref < 1 << 63 and -1 << 31 <= dtx < 1 << 31 and -1 << 31 <= dt < 1 << 31
@@ -131,16 +137,18 @@ class PackedTracks:
     def pack(self, tr: Track, sent: tuple | None = None) -> bool:
         """``tr`` packed under its id, with its id's send (``sent``, the share's fact) where given;
         False where a number does not pack (beyond 64 bits: the caller keeps the track)."""
-        first, code = tr.first, self.codes.__getitem__
+        # (``codes[name]`` rather than a bound ``__getitem__``: the dict's own subscript, which
+        # calls ``__missing__`` only for a name not coded yet; a call per name cost more)
+        first, codes = tr.first, self.codes
         (commit,) = tr.commits
         t0 = commit.t
         na = tr.new_after
-        memo = (code(tr.node), first, t0, commit.ref - first, commit.tx,
-                [(c.ref - first, c.delivery, code(c.sender), c.seq, code(c.session), code(c.verdict),
-                  c.vref - first if c.vref else None, code(c.done), c.unread) for c in tr.copies],
-                (na[0].ref - first, na[0].t - t0, code(na[0].sender), na[0].seq) if na else None,
+        memo = (codes[tr.node], first, t0, commit.ref - first, commit.tx,
+                [(c.ref - first, c.delivery, codes[c.sender], c.seq, codes[c.session], codes[c.verdict],
+                  c.vref - first if c.vref else None, codes[c.done], c.unread) for c in tr.copies],
+                (na[0].ref - first, na[0].t - t0, codes[na[0].sender], na[0].seq) if na else None,
                 tr.acked - first if tr.acked else None,
-                (sent[0], code(sent[1]), code(sent[3]), code(sent[4]), sent[5]) if sent is not None else None)
+                (sent[0], codes[sent[1]], codes[sent[3]], codes[sent[4]], sent[5]) if sent is not None else None)
         try:
             data = _encode(memo)
         except OverflowError:
@@ -189,11 +197,12 @@ class PackedTracks:
         if self.row_ref[n] != _NO_ROW:
             return False
         head = _decode_head(self.store.memo(n))
-        t0, commit_tx = head.t0, head.tx
-        if self._name(head.node) != node or not _fits(ref, tx - commit_tx, t - t0):
+        t0, commit_tx, own = head.t0, head.tx, head.node
+        if (self.names[own] if type(own) is int else own) != node or not _fits(ref, tx - commit_tx, t - t0):
             return False
         na = head.na
-        self._take_row(n, ref, tx, t, commit_tx, t0, None if na is None else na[1] + t0)
+        self.row_ref[n], self.row_dtx[n], self.row_dt[n] = ref, tx - commit_tx, t - t0
+        self.fast[n] = tx == commit_tx and (na is None or na[1] + t0 <= t)
         return True
 
     def fast_judged(self, n: int) -> bool:

@@ -67,6 +67,15 @@ class Share:
 
 
 _FIRST = attrgetter("first")
+
+
+def _copy_of(copies: list, delivery):
+    """:meth:`.state.Track.copy` (the latest copy of this delivery, or None), here where it is
+    compiled with the handlers that call it: a settled message asks it once or twice."""
+    for c in reversed(copies):
+        if c.delivery == delivery:
+            return c
+    return None
 _NO_KIND = (None, None)
 
 
@@ -93,6 +102,9 @@ class _ShareRun:
         # the ids the facts across ids name and those of the packed tracks, each once, by number
         self.store = store = KeyStore()
         self.packed = packed = PackedTracks(store)
+        # a packed track's number in the store, else -1 (-1 at once while nothing is packed): the
+        # store's own method, bound once (every send, row and track opened asks)
+        self.held = packed.find
         number = packed.number
         self.out = Share(commits=Facts("iskssii", keys=store, number_of=number),
                          seqs=Facts("siki", 3, keys=store, number_of=number),
@@ -212,7 +224,7 @@ class _ShareRun:
         if known is not None:
             return known
         if packed is None:
-            packed = self.packed.find(mid) if self.packed.store.memos else -1
+            packed = self.held(mid)
         if packed >= 0:
             return mid
         self.ids[mid] = mid
@@ -281,7 +293,7 @@ class _ShareRun:
         t = self.tracks.get(mid)
         if t is None:
             # (an id of ``ids`` is not packed: packing takes it out of them)
-            n = self.packed.find(mid) if self.packed.store.memos and mid not in self.ids else -1
+            n = self.held(mid) if mid not in self.ids else -1
             if n < 0:
                 t = self.tracks[mid] = Track(node, mid, ref, [])
                 return t
@@ -309,8 +321,8 @@ class _ShareRun:
         """The fact of ``mid``'s first send, (ref, node, id, session, sender, seq); None where none
         was read."""
         sent = self.sent.get(mid)
-        if sent is None and self.packed.store.memos:
-            n = self.packed.find(mid)
+        if sent is None:
+            n = self.held(mid)
             if n >= 0:
                 return self.packed.sent_fact(n, mid)
         return sent
@@ -321,7 +333,7 @@ class _ShareRun:
         mid, seq = r.id, r.seq
         sender = intern(r.sender)
         if mid not in self.sent and (
-                (n := self.packed.find(mid) if self.packed.store.memos else -1) < 0
+                (n := self.held(mid)) < 0
                 or self.packed.sent_fact(n, mid) is None):
             # (a packed track keeps its id's send: :meth:`sent_of`)
             mid = self.new_id(mid, ref, "sent", r.node, n)
@@ -350,7 +362,7 @@ class _ShareRun:
         delivery = r.delivery
         copies = tr.copies
         if delivery is not UNSET:
-            c = tr.copy(delivery)
+            c = _copy_of(tr.copies, delivery)
         elif copies and copies[-1].verdict is None:
             c = copies[-1]  # the copy last received, most often
         else:
@@ -417,7 +429,7 @@ class _ShareRun:
         event; the copy is marked with what was done to it."""
         if tr is None:
             tr = self.track(r, ref, done)
-        c = tr.copy(r.delivery)
+        c = _copy_of(tr.copies, r.delivery)
         if c is not None:
             c.done = c.done or done
         return tr, r.node, r.id, c, c.verdict if c is not None else None
@@ -467,8 +479,8 @@ class _ShareRun:
         out.export_nodes.add(r.node)
         if tr is None:
             tr = self.tracks.get(r.id)
-            if tr is None and self.packed.store.memos and r.id not in self.ids:
-                n = self.packed.find(r.id)
+            if tr is None and r.id not in self.ids:
+                n = self.held(r.id)
                 # (a packed track takes its first row as it is: :mod:`.packing`)
                 if n >= 0 and self.packed.add_row(n, r.node, ref, r.tx, r.t):
                     return
