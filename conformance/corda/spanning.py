@@ -12,7 +12,6 @@ numbers), never the records themselves.
 from __future__ import annotations
 
 import bisect
-import heapq
 import re
 from array import array
 from collections import defaultdict
@@ -22,7 +21,7 @@ from typing import Iterable
 from rmkit.rules import OFF
 from rmkit.verdict import Violation
 
-from rmkit.conformance.corda.facts import Facts, in_log_order
+from rmkit.conformance.corda.facts import Facts, in_log_order, merged
 
 _REF3 = itemgetter(3)
 N_ID = re.compile(r"^N-([0-9A-Za-z]+)-([0-9]+)-([0-9]+)$")
@@ -310,4 +309,4 @@ def _uses(shares) -> Iterable[tuple]:
     """Every use of a sequence number, in log order: (sender, seq, id, ref) of each send that carries
     one and of each received copy whose send did not carry it."""
     sends = ((sender, seq, mid, ref) for ref, sender, seq, mid in in_log_order(s.sent_seqs for s in shares))
-    return heapq.merge(sends, in_log_order((s.seqs for s in shares), key=_REF3), key=_REF3)
+    return merged([sends, in_log_order((s.seqs for s in shares), key=_REF3)], key=_REF3)

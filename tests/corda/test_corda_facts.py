@@ -3,9 +3,14 @@ appended, in their order, and say whether that order is the log's."""
 
 from __future__ import annotations
 
+import heapq
 import pickle
+from operator import itemgetter
 
-from rmkit.conformance.corda.facts import Facts, in_log_order
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rmkit.conformance.corda.facts import Facts, in_log_order, merged
 
 
 def _commits(n: int, step: int = 3) -> list[tuple]:
@@ -73,3 +78,15 @@ def test_the_reused_numbers_found_from_the_columns_are_those_found_one_use_at_a_
         shares.append(share)
     expect = _reused_by_dict(shares)
     assert expect and _reused(shares) == expect
+
+
+# sorted lists of small keys (many ties within and across lists), tagged with where each item came from
+_runs = st.lists(st.lists(st.integers(0, 12), max_size=40).map(sorted), min_size=1, max_size=4)
+
+
+@given(_runs, st.sampled_from([1, 2, 3, 5, 4096]))
+def test_the_block_merge_gives_heapq_merge_order_ties_included(keys, block):
+    lists = [[(k, i, j) for j, k in enumerate(ks)] for i, ks in enumerate(keys)]
+    key = itemgetter(0)
+    assert list(merged(lists, key=key, block=block)) == list(heapq.merge(*lists, key=key))
+    assert list(merged([iter(x) for x in lists], block=block)) == list(heapq.merge(*lists, key=key))
