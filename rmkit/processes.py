@@ -49,15 +49,20 @@ def stop_processes(procs: Sequence[Any]) -> None:
             proc.kill()
 
 
-def run_in_processes(fn: Callable[..., Any], shares: Sequence[tuple], *, first_here: bool = False) -> list[Any]:
+def run_in_processes(fn: Callable[..., Any], shares: Sequence[tuple], *, first_here: bool = False,
+                     while_waiting: Callable[[], Any] | None = None) -> list[Any]:
     """``[fn(*args) for args in shares]``, each call in a process of its own. ``first_here``: the
     first call runs in this process while the others run in theirs (a process fewer, for a caller
     whose every process holds an interpreter and its modules: memory a bound may count); where it
-    fails the others are killed, not waited for."""
+    fails the others are killed, not waited for. ``while_waiting``: called here once this process
+    has nothing to do but wait for the others (after the first call, with ``first_here``), for
+    work the caller needs next that would otherwise run after the last share, such as an import."""
     pipes, procs = start_processes(_run_share, [(fn, args) for args in shares[1 if first_here else 0:]])
     finished = False
     try:
         first = [fn(*shares[0])] if first_here else []
+        if while_waiting is not None:
+            while_waiting()
         results = [p.recv() for p in pipes]
         finished = True
     finally:

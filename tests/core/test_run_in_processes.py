@@ -35,3 +35,21 @@ def test_a_failed_call_is_raised_in_the_caller(first_here, failing):
     calls = [((k + 1 - failing) % 3,) for k in range(3)]  # (the call of share 1 first, or second)
     with pytest.raises(ValueError, match="share 1 failed"):
         run_in_processes(_fails, calls, first_here=first_here)
+
+
+_here: list = []
+
+
+def _noted(k: int) -> int:
+    _here.append(("call", k, os.getpid()))
+    return k
+
+
+@pytest.mark.parametrize("first_here", [False, True])
+def test_while_waiting_runs_once_here_after_this_process_has_done_its_call(first_here):
+    _here.clear()
+    got = run_in_processes(_noted, [(k,) for k in range(3)], first_here=first_here,
+                           while_waiting=lambda: _here.append(("waiting", None, os.getpid())))
+    assert got == [0, 1, 2]
+    here = [(what, k) for what, k, pid in _here if pid == os.getpid()]
+    assert here == ([("call", 0)] if first_here else []) + [("waiting", None)]
