@@ -45,6 +45,12 @@ from rmkit.protocols.remp.model import VALIDATOR, RempModel, model_for
 from rmkit.conformance.remp.state import NEVER, BlockState, Final, MessageState, SourceState, Tomb
 from rmkit.reference_impl.remp.outcome import evaluate_outcome
 
+try:  # each line's hash, by which a redelivered (identical) receipt line is known (rmkit/_linescan.pyx)
+    from rmkit._linescan import line_hashes
+except ImportError:  # (not compiled: Python's own hash, which knows the same lines alike)
+    def line_hashes(lines: list) -> list:
+        return list(map(hash, lines))
+
 if cython.compiled:  # the clock's C type (rmkit/logclock.pxd): the feed loop steps the clock by C calls
     from cython.cimports.rmkit.logclock import RecordClock as Clock
 else:
@@ -482,10 +488,10 @@ class RempLogChecker:
                 if recs is not None:
                     objs = [r.value if r is not None else None for r in recs]
                     # a redelivered record is known by its receipt (kind and fields), whatever the envelope says
-                    hashes = [hash((type(r.value), astuple(r.value))) if r is not None else hash(line) for r, line in zip(recs, batch)]
+                    hashes = [hash((type(r.value), astuple(r.value))) if r is not None else line_hashes([line])[0] for r, line in zip(recs, batch)]
                 else:
                     recs = repeat(None)
-                    hashes = map(hash, batch)
+                    hashes = line_hashes(batch)
                 types = list(map(type, objs))
                 infos, acts = list(map(kind_info, types)), list(map(act_of_type.get, types))
                 if not refused and objs:
@@ -505,7 +511,7 @@ class RempLogChecker:
                     src_plain = ts_plain = sig_plain = False
             else:
                 objs = infos = acts = recs = repeat(None)
-                hashes = map(hash, batch)
+                hashes = line_hashes(batch)
             # each line's hash, by which a redelivered (identical) receipt is known: one C loop per piece
             for ref, line, obj, ki, act, h, rec in zip(refs, batch, objs, infos, acts, hashes, recs):
                 if ref > next_other:  # (a share: the clock takes the other shares' records before this one)
