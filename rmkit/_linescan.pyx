@@ -146,3 +146,49 @@ def braced_lines(bytes text):
         count += 1
         start = end + 1
     return count
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    /* A 64-bit hash of a line's bytes, eight at a time (xxHash64's round and final mix on one lane):
+       a few instructions per eight bytes, where Python's hash of bytes (SipHash-1-3) takes about
+       three per byte. */
+    static inline uint64_t rmkit_line_hash(const unsigned char* p, Py_ssize_t size) {
+        const uint64_t P1 = 0x9E3779B185EBCA87ULL, P2 = 0xC2B2AE3D27D4EB4FULL, P3 = 0x165667B19E3779F9ULL;
+        uint64_t h = P3 ^ ((uint64_t) size * P1), w;
+        Py_ssize_t j = 0;
+        for (; j + 8 <= size; j += 8) {
+            memcpy(&w, p + j, 8);
+            w *= P2; w = (w << 31) | (w >> 33); w *= P1;
+            h ^= w; h = ((h << 27) | (h >> 37)) * P1 + P2;
+        }
+        w = 0;
+        if (j < size) {
+            memcpy(&w, p + j, (size_t) (size - j));
+            w *= P2; w = (w << 31) | (w >> 33); w *= P1;
+            h ^= w; h = ((h << 27) | (h >> 37)) * P1 + P2;
+        }
+        h ^= h >> 33; h *= P2; h ^= h >> 29; h *= P3; h ^= h >> 32;
+        return h;
+    }
+    """
+    unsigned long long rmkit_line_hash(const unsigned char* p, Py_ssize_t size)
+
+
+def line_hashes(list lines):
+    """A 64-bit hash of each line, as signed numbers (a list, one per line): equal lines hash
+    alike, lines that differ almost never do (as Python's ``hash``, which a line that is not bytes
+    gets). What the REMP checker knows a redelivered receipt line by, for about a fifth of the
+    instructions of ``hash`` over a receipt's few hundred bytes."""
+    cdef Py_ssize_t n = len(lines), i
+    cdef list out = [None] * n
+    cdef object line
+    for i in range(n):
+        line = lines[i]
+        if type(line) is bytes:
+            out[i] = <long long> rmkit_line_hash(<const unsigned char*> PyBytes_AS_STRING(line), PyBytes_GET_SIZE(line))
+        else:
+            out[i] = hash(line)
+    return out

@@ -37,6 +37,8 @@ PARTITION_IDLE_RECORDS = 100_000
 MOVED, TOP = 1, 2
 # Why :meth:`RecordClock.advance_queued` stopped before the reference it was given
 PASSED, COUNTED = 1, 2
+# references at or beyond this are compared as Python numbers (below it as C ones, in take_queued)
+_REF_END = (1 << 63) - 1
 
 
 def slowest_partition(watermarks: dict, last_seen: dict, idle_before) -> tuple:
@@ -70,22 +72,9 @@ class RecordClock:
     :class:`rmkit.subjects.LogClock` steps as ``RecordClock(single_writer=True,
     idle_every_record=True)`` numbering only records with a time (``tests/core/test_logclock.py``)."""
 
-    now = cython.declare(object, visibility="public")       # the clock (None until a time is known)
-    top = cython.declare(object, visibility="public")       # the latest time any writer reached,
-    top_who = cython.declare(object, visibility="public")   # that writer,
-    top_ref = cython.declare(object, visibility="public")   # and that record's reference
-    pair = cython.declare(object, visibility="public")      # the two-writer time
-    sources = cython.declare(cython.int, visibility="public")  # distinct writers seen, counted up to 2
-    part_wm = cython.declare(dict, visibility="public")     # partition -> its watermark (the latest time it delivered)
-    part_seen = cython.declare(dict, visibility="public")   # partition -> the record number of its last record
-    low = cython.declare(object, visibility="public")       # the slowest partition's watermark,
-    holder = cython.declare(object, visibility="public")    # and that partition (None: to be found again)
-    partition_idle = cython.declare(cython.longlong, visibility="public")
-    single_writer = cython.declare(cython.bint, visibility="public")
-    idle_every_record = cython.declare(cython.bint, visibility="public")
-    pending = cython.declare(list, visibility="public")     # blocks of records queued (see queue)
-    _block = cython.declare(cython.Py_ssize_t)              # the first block not wholly taken,
-    _line = cython.declare(cython.Py_ssize_t)               # and its first line not taken
+    # (its fields and their C types are declared in logclock.pxd, which a compiled caller cimports:
+    # now, top, top_who, top_ref, pair, sources, part_wm, part_seen, low, holder, partition_idle,
+    # single_writer, idle_every_record, pending, _block, _line, and take_queued's q_seq, q_taken, q_next)
 
     def __init__(self, partition_idle: int = PARTITION_IDLE_RECORDS, single_writer: bool = False,
                  idle_every_record: bool = False):
@@ -99,6 +88,8 @@ class RecordClock:
         self.idle_every_record = idle_every_record
         self.pending = []
         self._block = self._line = 0
+        self.q_seq = self.q_taken = 0
+        self.q_next = None
 
     def __reduce__(self):  # (a share's state travels between processes)
         return _rebuilt, (self.partition_idle, self.single_writer, self.idle_every_record, (
@@ -179,9 +170,6 @@ class RecordClock:
             i = 0
         return None
 
-    @cython.locals(at=cython.Py_ssize_t, i=cython.Py_ssize_t, n=cython.Py_ssize_t, seq=cython.longlong,
-                   mask=cython.longlong, taken=cython.longlong, why=cython.int, first=cython.bint, take=bytes,
-                   ts=list, whos=list, parts=list)
     def advance_queued(self, before, seq, passing, every) -> tuple:
         """Take the queued records (:meth:`queue`) before reference ``before``, numbering them
         from ``seq + 1``. Returns (the last record number, why it stopped: 0 at ``before`` or the
@@ -189,29 +177,55 @@ class RecordClock:
         :data:`COUNTED` when the record number is a multiple of ``every`` (a power of two), each
         after the record that made it so, for the caller to act on before it calls again; the
         records taken; the reference of the next queued record, None when none is known)."""
+        why = self.take_queued(before, seq, passing, every)
+        return self.q_seq, why, self.q_taken, self.q_next
+
+    @cython.ccall
+    @cython.locals(at=cython.Py_ssize_t, i=cython.Py_ssize_t, n=cython.Py_ssize_t, seq=cython.longlong,
+                   every=cython.longlong, mask=cython.longlong, taken=cython.longlong, why=cython.int,
+                   first=cython.bint, take=bytes, ts=list, whos=list, parts=list, base=cython.longlong,
+                   limit=cython.longlong, r=cython.longlong)
+    def take_queued(self, before, seq, passing, every) -> cython.int:
+        """:meth:`advance_queued` for a compiled caller (a C call where the caller cimports
+        logclock.pxd): returns why it stopped and leaves the last record number, the records taken
+        and the next queued reference in :attr:`q_seq`, :attr:`q_taken` and :attr:`q_next` (no
+        tuple, no Python call per run of the other shares' records)."""
         pending = self.pending
         at, i = self._block, self._line
         mask = every - 1
         taken = 0
         why = 0
         nxt = None
+        # a reference beyond every record's (the caller's "none") is compared as the largest C one
+        limit = before if before < _REF_END else _REF_END
         while at < len(pending):
             refs, take, ts, whos, parts = pending[at]
-            first = type(refs) is int
+            first = type(refs) is int and refs < _REF_END - len(take)
+            base = refs if first else 0
             n = len(take)
             while i < n:
                 if not take[i]:
                     i += 1
                     continue
-                ref = refs + i if first else refs[i]
-                if ref >= before:
-                    nxt = ref
-                    break
+                if first:  # (the block's references follow one by one: compared as C numbers)
+                    r = base + i
+                    if r >= limit:
+                        nxt = r
+                        break
+                    ref = None
+                else:
+                    ref = refs[i]
+                    if ref >= before:
+                        nxt = ref
+                        break
                 seq += 1
                 taken += 1
                 t = ts[i]
-                if t is not None and self.advance(t, whos[i], parts[i], seq, ref) & MOVED and not self.now < passing:
-                    why = PASSED
+                if t is not None:
+                    if first:
+                        ref = base + i
+                    if self.advance(t, whos[i], parts[i], seq, ref) & MOVED and not self.now < passing:
+                        why = PASSED
                 if not seq & mask:
                     why |= COUNTED
                 i += 1
@@ -225,7 +239,8 @@ class RecordClock:
             del pending[:at]
             at = 0
         self._block, self._line = at, i
-        return seq, why, taken, nxt
+        self.q_seq, self.q_taken, self.q_next = seq, taken, nxt
+        return why
 
     def restart(self, line) -> None:  # (the unpickled: its first block's first line not taken)
         self._block, self._line = 0, line

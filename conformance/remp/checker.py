@@ -26,6 +26,11 @@ from typing import Any
 import orjson
 from msgspec.structs import astuple
 
+try:
+    import cython
+except ImportError:  # not compiled, and Cython not installed: the one declaration below means nothing
+    from rmkit import _cython_shadow as cython
+
 from rmkit.gctune import paused_collections
 from rmkit.logread import (auto_jobs, kafka_time_field, kafka_time_problem, kafka_value_field, numbered_batches,
                            unwrap_kafka)
@@ -39,6 +44,17 @@ from rmkit.conformance.remp.handlers import INCLUSION_KINDS, RELEASE_KINDS, Hook
 from rmkit.protocols.remp.model import VALIDATOR, RempModel, model_for
 from rmkit.conformance.remp.state import NEVER, BlockState, Final, MessageState, SourceState, Tomb
 from rmkit.reference_impl.remp.outcome import evaluate_outcome
+
+try:  # each line's hash, by which a redelivered (identical) receipt line is known (rmkit/_linescan.pyx)
+    from rmkit._linescan import line_hashes
+except ImportError:  # (not compiled: Python's own hash, which knows the same lines alike)
+    def line_hashes(lines: list) -> list:
+        return list(map(hash, lines))
+
+if cython.compiled:  # the clock's C type (rmkit/logclock.pxd): the feed loop steps the clock by C calls
+    from cython.cimports.rmkit.logclock import RecordClock as Clock
+else:
+    Clock = RecordClock
 
 def final_clock(clocks: list, tops: list, clock_jump_ms: int) -> int | None:
     """A log's final clock: the latest time two sources reached, or a later single latest time
@@ -388,6 +404,7 @@ class RempLogChecker:
         with paused_collections():  # the open messages' state holds no cycles (see rmkit.gctune)
             self._feed(batches)
 
+    @cython.locals(log_clock=Clock)
     def _feed(self, batches) -> None:
         m = self.model
         kinds = m.kinds
@@ -416,7 +433,6 @@ class RempLogChecker:
         close_after_ms = self.close_after_ms
         hwm = self.hwm
         clock = hwm if hwm is not None else -NEVER  # hwm as a number (before any time: below every close_t)
-        advance = self.clock.advance  # the log's clock takes a record's time (rmkit.logclock)
         good_src: dict[str, str] = {}  # source ids found good -> as compared (case-folded when the profile folds)
         part_k, part_n = self.partition or (0, 0)
         seq = self.seq
@@ -447,8 +463,7 @@ class RempLogChecker:
             batches = (own_lines(refs, batch, part_k, part_n) for refs, batch in batches)
         batches = self._own_batches(batches)
         next_other_ref = self._next_other
-        log_clock = self.clock
-        advance_others = log_clock.advance_queued
+        log_clock = self.clock  # the log's clock takes a record's time (rmkit.logclock)
         others_taken = 0  # the other shares' records taken here (added to others_seen at the end)
         for refs, batch in _pieces(batches) if typed is not None else batches:
             next_other = next_other_ref()  # the next other share's record to take the time of
@@ -473,10 +488,10 @@ class RempLogChecker:
                 if recs is not None:
                     objs = [r.value if r is not None else None for r in recs]
                     # a redelivered record is known by its receipt (kind and fields), whatever the envelope says
-                    hashes = [hash((type(r.value), astuple(r.value))) if r is not None else hash(line) for r, line in zip(recs, batch)]
+                    hashes = [hash((type(r.value), astuple(r.value))) if r is not None else line_hashes([line])[0] for r, line in zip(recs, batch)]
                 else:
                     recs = repeat(None)
-                    hashes = map(hash, batch)
+                    hashes = line_hashes(batch)
                 types = list(map(type, objs))
                 infos, acts = list(map(kind_info, types)), list(map(act_of_type.get, types))
                 if not refused and objs:
@@ -496,12 +511,13 @@ class RempLogChecker:
                     src_plain = ts_plain = sig_plain = False
             else:
                 objs = infos = acts = recs = repeat(None)
-                hashes = map(hash, batch)
+                hashes = line_hashes(batch)
             # each line's hash, by which a redelivered (identical) receipt is known: one C loop per piece
             for ref, line, obj, ki, act, h, rec in zip(refs, batch, objs, infos, acts, hashes, recs):
                 if ref > next_other:  # (a share: the clock takes the other shares' records before this one)
-                    seq, why, taken, next_other = advance_others(ref, seq, self._next_sweep_t, SWEEP_EVERY)
-                    others_taken += taken
+                    why = log_clock.take_queued(ref, seq, self._next_sweep_t, SWEEP_EVERY)
+                    seq, next_other = log_clock.q_seq, log_clock.q_next
+                    others_taken += log_clock.q_taken
                     hwm = self.hwm = log_clock.now
                     if why:  # a sweep is due (now and then): judged, and the rest taken
                         self.seq = seq
@@ -610,7 +626,7 @@ class RempLogChecker:
                     t = ts or kts
                 if t is not None:
                     if t > clock or part is not None:  # (a record whose time passes no clock, of no partition, moves nothing)
-                        moved = advance(t, src if src is not None else mid, part, seq, ref)
+                        moved = log_clock.advance(t, src if src is not None else mid, part, seq, ref)
                         if moved:
                             if moved & TOP:
                                 own_top = (ref, mid, kind)

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+try:
+    import cython
+except ImportError:  # not compiled, and Cython not installed: the declaration below means nothing
+    from rmkit import _cython_shadow as cython
+
 
 class LatencyHistogram:
     """Log-linear histogram of non-negative integers (milliseconds): exact below 1024, then 64
@@ -13,7 +18,9 @@ class LatencyHistogram:
     __slots__ = ("buckets", "max", "min", "total")
 
     def __init__(self):
-        self.buckets: Counter[int] = Counter()
+        # bucket -> values counted in it: a plain dict, which the compiled add reads and writes as
+        # one (a Counter's get and set are Python-level calls: about 0.3 us of each add)
+        self.buckets: dict[int, int] = {}
         self.total = 0
         self.max: int | None = None
         self.min: int | None = None
@@ -37,6 +44,7 @@ class LatencyHistogram:
         shift = (b >> 16) - 1
         return (b & 0xFFFF) << shift
 
+    @cython.locals(buckets=dict)
     def add(self, v: int) -> None:
         """Count one value, an integer (called per message and source, so kept to plain
         operations); a negative one counts as 0."""
@@ -60,7 +68,9 @@ class LatencyHistogram:
 
     def merge(self, other: "LatencyHistogram") -> None:
         """Add another histogram's counts (used to combine the shares of a parallel run)."""
-        self.buckets.update(other.buckets)
+        buckets = self.buckets
+        for b, n in other.buckets.items():
+            buckets[b] = buckets.get(b, 0) + n
         self.total += other.total
         for name, pick in (("max", max), ("min", min)):
             values = [v for v in (getattr(self, name), getattr(other, name)) if v is not None]

@@ -14,12 +14,20 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def cimported(source: Path) -> list[Path]:
-    """The kit's own ``.pxd`` files a ``.pyx`` cimports (``from rmkit.x cimport ...``): compiled into
-    it, so an edit to one is an edit to the module."""
-    if source.suffix != ".pyx":
+    """The kit's own ``.pxd`` files compiled into a source: those a ``.pyx`` cimports (``from
+    rmkit.x cimport ...``) and those a ``.py`` in Cython's pure Python mode cimports (``from
+    cython.cimports.rmkit.x import ...``), with the ``.pxd`` beside such a ``.py`` (its own C
+    declarations). An edit to one is an edit to the module."""
+    if source.suffix not in (".py", ".pyx", ".pxd"):
         return []
-    found = re.findall(r"^\s*(?:from\s+rmkit\.([\w.]+)\s+cimport|cimport\s+rmkit\.([\w.]+))", source.read_text(), re.M)
-    return [REPO / "rmkit" / (Path(*(a or b).split(".")).with_suffix(".pxd")) for a, b in found]
+    text = source.read_text()
+    found = re.findall(r"^\s*(?:from\s+rmkit\.([\w.]+)\s+cimport|cimport\s+rmkit\.([\w.]+)"
+                       r"|from\s+cython\.cimports\.rmkit\.([\w.]+)\s+import)", text, re.M)
+    deps = [REPO / "rmkit" / (Path(*(a or b or c).split(".")).with_suffix(".pxd")) for a, b, c in found]
+    beside = source.with_suffix(".pxd")
+    if source.suffix == ".py" and beside.is_file():
+        deps.insert(0, beside)
+    return deps
 
 
 def compiled_sources() -> list[tuple[Path, Path]]:
@@ -50,6 +58,14 @@ def test_the_dealers_cimport_the_one_crc32():
     it): an edit to it must make both stale."""
     deps = {source: cimported(REPO / source) for source in ("conformance/rmb/_uidscan.pyx", "conformance/corda/_keyshares.pyx")}
     assert all(REPO / "rmkit" / "_crc32.pxd" in found for found in deps.values()), deps
+
+
+def test_the_remp_checker_counts_the_clock_declarations_it_cimports():
+    """The REMP checker (a ``.py``) cimports the clock's C type from ``rmkit/logclock.pxd``: an edit
+    to it makes the compiled checker stale, as it makes the compiled clock (whose declarations it
+    holds) stale."""
+    assert cimported(REPO / "conformance" / "remp" / "checker.py") == [REPO / "rmkit" / "logclock.pxd"]
+    assert REPO / "rmkit" / "logclock.pxd" in cimported(REPO / "rmkit" / "logclock.py")
 
 
 def test_no_compiled_module_is_older_than_its_source():
