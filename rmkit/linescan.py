@@ -21,17 +21,7 @@ from __future__ import annotations
 
 import os
 
-
-def _numpy():
-    """numpy, imported on first use: a --jobs run whose shares deal with the compiled scanner
-    never needs it (40 ms of the parent's start-up, before the shares can start)."""
-    # Only numpy's elementwise operations are used here, never its BLAS, whose threads (one per
-    # core, started at import) spin a while after it: a tenth of a CPU second taken from the shares
-    # on a machine of two cores. Unless the caller chose otherwise, numpy starts with one.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    import numpy
-
-    return numpy
+from rmkit.lazy import numpy_module
 
 
 _QUOTE = ord('"')
@@ -74,7 +64,7 @@ def last_value_bytes(lines: list, key: bytes, text: bytes | None = None, termina
     quote after the opening one, is in the same line and not the opening one's neighbour."""
     if not lines or type(lines[0]) is not bytes:
         return None
-    np = _numpy()
+    np = numpy_module()
     pattern = np.frombuffer(key, np.uint8)
     lengths = np.fromiter(map(len, lines), np.int64, len(lines))
     if terminated:

@@ -26,6 +26,8 @@ from bisect import bisect_left, bisect_right
 from itertools import accumulate, chain, islice
 from operator import itemgetter, sub
 
+from rmkit.lazy import numpy_module
+
 try:
     import cython
 except ImportError:  # not compiled, and Cython not installed
@@ -229,8 +231,7 @@ class Facts:
         """Field ``k`` of every fact, as numbers in a numpy array (an "s" field's codes in
         :attr:`names`, a "k" field's numbers in the key store, -1 for None); None where a chunk keeps
         the field as values."""
-        import numpy as np
-
+        np = numpy_module()
         self._flush()
         parts = []
         for chunk in self.chunks:

@@ -18,6 +18,7 @@ import os
 import time
 from itertools import compress
 
+from rmkit.lazy import numpy_module
 from rmkit.linescan import pick_table
 from rmkit.logread import BrokenLine
 from rmkit.processes import key_bytes_share, key_share, run_in_processes
@@ -132,7 +133,7 @@ def _check_share(checker, inputs: list[str], k: int, n: int):
 def _merge_modules() -> None:
     """What the merge imports and a share does not (numpy, for the checks across ids: about a tenth
     of a second), imported while the other shares still run rather than after the last."""
-    import numpy  # noqa: F401
+    numpy_module()
 
 
 def run_parallel(checker, inputs: list[str], jobs: int) -> Report:

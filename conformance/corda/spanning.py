@@ -18,6 +18,7 @@ from collections import defaultdict
 from operator import itemgetter
 from typing import Iterable
 
+from rmkit.lazy import numpy_module
 from rmkit.rules import OFF
 from rmkit.verdict import Violation
 
@@ -235,7 +236,7 @@ def _reused(shares) -> set:
     numbers, a mix of its sender and number and its id, sorted; where a dict of every number's first
     id would hold objects per use. Two (sender, number) that mix alike, or one id in two shares (an
     id is told by its number in its share's key store), only make a number looked at again."""
-    import numpy as np  # (here: a share's process need not load it)
+    np = numpy_module()  # (here: a share's process need not load it)
 
     senders: dict = {}    # a sender -> its code here
     domains: dict = {}    # the store (or facts) an id's number is of -> its code here
@@ -282,7 +283,7 @@ _MIX = 0x9E3779B97F4A7C15
 
 def _mix(senders, seqs):
     """A sender's code and a number mixed into one 64-bit number (wrapping)."""
-    import numpy as np
+    np = numpy_module()
 
     with np.errstate(over="ignore"):
         return seqs * np.int64(_MIX - (1 << 64)) + senders

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 import orjson
 
-from rmkit.linescan import _numpy  # (numpy with one BLAS thread: its threads would spin after the merge)
+from rmkit.lazy import numpy_module
 
 # The lines that carry a message as its signer sent it: a daemon's own POST, a recorder's view of one.
 SIGNED_EVENTS = ("http-post", "recorded-request")
@@ -121,7 +121,7 @@ class SignatureIndex:
 
     def columns(self) -> tuple:
         """(sig, fields, ref, event) as numpy arrays (one chunk read in place, more joined)."""
-        np = _numpy()
+        np = numpy_module()
 
         if self.files is not None:
             self.spill(self.directory)  # (the chunks written, then the rest: read back as one)
@@ -169,7 +169,7 @@ class SpilledIndex:
         return self.count
 
     def columns(self) -> tuple:
-        np = _numpy()
+        np = numpy_module()
 
         return tuple(np.fromfile(path, dtype=dtype, count=self.count) for path, (_, dtype) in zip(self.paths, _COLUMNS))
 
@@ -177,7 +177,7 @@ class SpilledIndex:
 def reused(indices: Iterable[SignatureIndex]) -> list[tuple[str, str, list[tuple[int, str, None]]]]:
     """(rule, why, evidence) for every signature that signs messages with different signed fields:
     the first line of each of the first two different messages, in line order."""
-    np = _numpy()
+    np = numpy_module()
 
     parts = [i for i in indices if len(i)]
     if not parts:
