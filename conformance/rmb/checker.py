@@ -37,6 +37,7 @@ import orjson
 from rmkit.clockwalk import with_clock
 from rmkit.gctune import paused_collections
 from rmkit.logread import GZIP_MAGIC, auto_jobs, numbered_batches
+from rmkit.lazy import numpy_module
 from rmkit.linescan import pick_table
 from rmkit.processes import key_share, run_in_processes
 from rmkit.protocol import REF_LINE_BITS
@@ -933,7 +934,11 @@ def _check_share(shards: RmbShards, inputs: list[str], k: int, n: int, spill: st
 
 
 def _run_processes(shards: RmbShards, inputs: list[str], jobs: int, spill: str | None = None) -> list[Share]:
-    return run_in_processes(_check_share, [(shards, inputs, k, jobs, spill) for k in range(jobs)])
+    """The shares, share 0 in this process (a process fewer: each holds an interpreter and the
+    checker's modules), which then imports numpy for the merge's RMB-SIG-007 index while the
+    others still run."""
+    return run_in_processes(_check_share, [(shards, inputs, k, jobs, spill) for k in range(jobs)], first_here=True,
+                            while_waiting=numpy_module)
 
 
 def make_checker(profile: str, args: Any) -> RmbLogChecker:
