@@ -180,8 +180,8 @@ cdef extern from *:
 def line_hashes(list lines):
     """A 64-bit hash of each line, as signed numbers (a list, one per line): equal lines hash
     alike, lines that differ almost never do (as Python's ``hash``, which a line that is not bytes
-    gets). What the REMP checker knows a redelivered receipt line by, for about a fifth of the
-    instructions of ``hash`` over a receipt's few hundred bytes."""
+    gets), for about a fifth of the instructions of ``hash`` over a line of a few hundred bytes: what a
+    checker knows a redelivered (byte-identical) record line by."""
     cdef Py_ssize_t n = len(lines), i
     cdef list out = [None] * n
     cdef object line

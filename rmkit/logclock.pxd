@@ -1,6 +1,6 @@
 # The compiled clock's C declarations (rmkit/logclock.py is its code, in Cython's pure Python mode).
-# A compiled module that steps the clock per record cimports this file (as the REMP checker's feed
-# loop does), so that its calls of advance and take_queued are C calls, not Python ones; where
+# A compiled module that steps the clock per record cimports this file (as a checker's feed loop
+# may), so that its calls of advance and take_queued are C calls, not Python ones; where
 # nothing is compiled the .py runs as it is and these lines mean nothing.
 
 cdef class RecordClock:
