@@ -32,15 +32,15 @@ _PICK: dict[int, bytes] = {}
 
 def _compiled():
     if os.environ.get("RMKIT_PURE_PYTHON", "") not in ("", "0"):
-        return None, None
+        return None, None, None
     try:
-        from rmkit._linescan import braced_lines, deal_by_key
+        from rmkit._linescan import braced_lines, deal_by_key, line_hashes
     except ImportError:  # not built (no C compiler at install): the caller deals the chunk's lines itself
-        return None, None
-    return deal_by_key, braced_lines
+        return None, None, None
+    return deal_by_key, braced_lines, line_hashes
 
 
-_COMPILED, _BRACED = _compiled()
+_COMPILED, _BRACED, _LINE_HASHES = _compiled()
 COMPILED = _COMPILED is not None  # whether deal_by_key and braced_lines run the compiled scanner
 
 
@@ -117,3 +117,15 @@ def braced_lines(text: bytes) -> int:
     braced = (n > 0 and text[-1] == 0x0A and text[0] == 0x7B and text.count(b"}\n") == n
               and text.count(b"\n{") == n - 1)
     return n if braced else 0
+
+
+def _python_line_hashes(lines: list) -> list:
+    """Python's ``hash`` of each line: equal lines alike, different ones almost never."""
+    return list(map(hash, lines))
+
+
+# A 64-bit hash of each line of a list (a list of numbers): what a checker knows a redelivered
+# (byte-identical) record line by. The compiled scanner's reads eight bytes a step, for about a
+# fifth of the instructions of Python's hash of bytes; Python's where it was not built. Both know
+# the same lines alike (a line that is not bytes gets Python's hash in either).
+line_hashes = _LINE_HASHES if _LINE_HASHES is not None else _python_line_hashes

@@ -38,18 +38,13 @@ from rmkit.conformance.remp.metrics import LatencyHistogram
 from rmkit.conformance.remp.figures import latency_entry, per_source_metrics, violation_order
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.logclock import COUNTED, MOVED, PARTITION_IDLE_RECORDS, PASSED, TOP, RecordClock
+from rmkit.linescan import line_hashes  # each line's hash, by which a redelivered (identical) receipt line is known
 from rmkit.rules import OFF
 from rmkit.verdict import Evidence, InputProblem, Report, Violation
 from rmkit.conformance.remp.handlers import INCLUSION_KINDS, RELEASE_KINDS, Hooks
 from rmkit.protocols.remp.model import VALIDATOR, RempModel, model_for
 from rmkit.conformance.remp.state import NEVER, BlockState, Final, MessageState, SourceState, Tomb
 from rmkit.reference_impl.remp.outcome import evaluate_outcome
-
-try:  # each line's hash, by which a redelivered (identical) receipt line is known (rmkit/_linescan.pyx)
-    from rmkit._linescan import line_hashes
-except ImportError:  # (not compiled: Python's own hash, which knows the same lines alike)
-    def line_hashes(lines: list) -> list:
-        return list(map(hash, lines))
 
 if cython.compiled:  # the clock's C type (rmkit/logclock.pxd): the feed loop steps the clock by C calls
     from cython.cimports.rmkit.logclock import RecordClock as Clock
