@@ -197,12 +197,11 @@ class PackedTracks:
         if self.row_ref[n] != _NO_ROW:
             return False
         head = _decode_head(self.store.memo(n))
-        t0, commit_tx, own = head.t0, head.tx, head.node
-        if (self.names[own] if type(own) is int else own) != node or not _fits(ref, tx - commit_tx, t - t0):
+        t0, commit_tx = head.t0, head.tx
+        if self._name(head.node) != node or not _fits(ref, tx - commit_tx, t - t0):
             return False
         na = head.na
-        self.row_ref[n], self.row_dtx[n], self.row_dt[n] = ref, tx - commit_tx, t - t0
-        self.fast[n] = tx == commit_tx and (na is None or na[1] + t0 <= t)
+        self._take_row(n, ref, tx, t, commit_tx, t0, None if na is None else na[1] + t0)
         return True
 
     def fast_judged(self, n: int) -> bool:

@@ -130,17 +130,12 @@ def _check_share(checker, inputs: list[str], k: int, n: int):
     return checker.check_share(inputs, _own_batches(checker, inputs, k, n))
 
 
-def _merge_modules() -> None:
-    """What the merge imports and a share does not (numpy, for the checks across ids: about a tenth
-    of a second), imported while the other shares still run rather than after the last."""
-    numpy_module()
-
-
 def run_parallel(checker, inputs: list[str], jobs: int) -> Report:
     started = time.perf_counter()
-    # share 0 here (see the module's docstring)
+    # share 0 here (see the module's docstring); then numpy, the merge's and no share's (its checks
+    # across ids), imported while the other shares still run rather than after the last
     shares = run_in_processes(_check_share, [(checker, inputs, k, jobs) for k in range(jobs)], first_here=True,
-                              while_waiting=_merge_modules)
+                              while_waiting=numpy_module)
     report = checker.merge(inputs, shares)
     elapsed = time.perf_counter() - started
     report.metrics.update(jobs=jobs, elapsed_s=round(elapsed, 3),

@@ -70,12 +70,15 @@ _FIRST = attrgetter("first")
 
 
 def _copy_of(copies: list, delivery):
-    """:meth:`.state.Track.copy` (the latest copy of this delivery, or None), here where it is
-    compiled with the handlers that call it: a settled message asks it once or twice."""
+    """A track's latest copy of this delivery, or None (a redelivery may carry the broker's
+    message-id again); here, where it is compiled with the handlers that call it (a settled
+    message asks it once or twice)."""
     for c in reversed(copies):
         if c.delivery == delivery:
             return c
     return None
+
+
 _NO_KIND = (None, None)
 
 

@@ -72,13 +72,6 @@ class Track(msgspec.Struct, gc=False, array_like=True):
     acked: int = 0                 # the ref of the last acknowledgement (0: none)
     gap: bool = False              # a line of it was unreadable: what follows may lack its cause
 
-    def copy(self, delivery: str) -> Copy | None:
-        """The latest copy of this delivery (a redelivery may carry the broker's message-id again)."""
-        for c in reversed(self.copies):
-            if c.delivery == delivery:
-                return c
-        return None
-
 
 class Memo(msgspec.Struct, gc=False, array_like=True):
     """What stays of a judged message for the declared bound (streaming mode): its first commit and
