@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml setup.py rmkit/_linescan.pyx rmkit/_crc32.pxd rmkit/log
 		conformance/corda/share.py conformance/corda/packing.py conformance/corda/facts.py conformance/corda/handlers.py \
 		conformance/corda/spanning.py conformance/corda/_keyshares.pyx \
 		conformance/remp/checker.py conformance/remp/handlers.py conformance/remp/state.py conformance/remp/metrics.py \
-		conformance/remp/clocktrack.py
+		conformance/remp/clocktrack.py conformance/remp/_clockscan.pyx
 	@$(PY) -c 'import sys; sys.exit("rmkit needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip

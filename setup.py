@@ -22,7 +22,9 @@ Both compiled dealers take the CRC-32 of ``key_share`` from ``rmkit/_crc32.pxd``
 declarations and inline C, no module of its own).
 So are the REMP log checker's (``conformance/remp/checker.py``, ``handlers.py``, ``state.py``,
 ``metrics.py``, ``clocktrack.py``), compiled as they are in the same way: about 4 % less
-CPU for a ``--jobs`` check, the same findings either way (``tests/remp/test_remp_compiled.py``).
+CPU for a ``--jobs`` check, the same findings either way (``tests/remp/test_remp_compiled.py``),
+and the reading of its ``--jobs`` readers' clock events (``conformance/remp/_clockscan.pyx``;
+without it msgspec reads them).
 """
 
 from setuptools import Extension, find_namespace_packages, setup
@@ -69,5 +71,6 @@ setup(
                  Extension("rmkit.conformance.remp.handlers", ["conformance/remp/handlers.py"], optional=True),
                  Extension("rmkit.conformance.remp.state", ["conformance/remp/state.py"], optional=True),
                  Extension("rmkit.conformance.remp.metrics", ["conformance/remp/metrics.py"], optional=True),
-                 Extension("rmkit.conformance.remp.clocktrack", ["conformance/remp/clocktrack.py"], optional=True)],
+                 Extension("rmkit.conformance.remp.clocktrack", ["conformance/remp/clocktrack.py"], optional=True),
+                 Extension("rmkit.conformance.remp._clockscan", ["conformance/remp/_clockscan.pyx"], optional=True)],
 )

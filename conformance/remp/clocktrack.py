@@ -23,6 +23,7 @@ those few fields and skips the rest.
 
 from __future__ import annotations
 
+import os
 import pickle
 from itertools import compress
 from operator import attrgetter
@@ -299,6 +300,72 @@ def _whole_text(text: bytes, n: int, fold: bool):
     return b"\x01" * n, ts, whos, parts
 
 
+def _compiled_scan():
+    """The compiled reading of a chunk's events (``_clockscan``), or None where it was not built
+    (or RMKIT_PURE_PYTHON is set)."""
+    if os.environ.get("RMKIT_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from rmkit.conformance.remp import _clockscan
+    except ImportError:  # not built (no C compiler at install): chunks are read by msgspec
+        return None
+    return _clockscan
+
+
+_scan = _compiled_scan()
+_NO_WRITER = 0xFFFFFFFF  # (_clockscan's writer index of a line without one)
+
+
+def chunk_summary(text: bytes, fold: bool, lines: list | None = None) -> tuple:
+    """What a ``--jobs`` reader sends the other shares of its chunk (``text``, each line ending with
+    its newline; ``lines``: the same split, where the caller split them): the chunk's events, for
+    :func:`others` (or :func:`as_events`) to unfold. Where the compiled reading (``_clockscan``) reads
+    the chunk they stay packed as C numbers (a byte per line that holds a record; each line's time
+    in 8 bytes, 0 for none; its writer as a 4-byte index into a list of names; the partitions,
+    None where no line names one): no Python object per line to make, pickle and unpickle. Lines
+    it leaves are read alone (:func:`line_event`); a chunk of another shape (a Kafka dump's) is read
+    by :func:`text_events`, whose events are returned as they are."""
+    got = _scan.receipt_events(text, fold) if _scan is not None and text else None
+    if got is None:
+        return text_events(text, fold, lines)
+    counted, times, writers, names, left = got
+    parts = None
+    if left:
+        counted, times, writers = bytearray(counted), bytearray(times), bytearray(writers)
+        tv, wv = memoryview(times).cast("Q"), memoryview(writers).cast("I")
+        for i, start, end in left:
+            ev = line_event(text[start:end], fold)
+            if ev is None:
+                continue
+            t, who, part = ev
+            if t is not None and not (type(t) is int and 0 < t < _INT_END):  # (no time an 8-byte column holds)
+                return text_events(text, fold, lines)
+            counted[i] = 1
+            tv[i] = t or 0
+            if who is not None:
+                wv[i] = len(names)
+                names.append(who)
+            if part is not None:
+                if parts is None:
+                    parts = [None] * len(counted)
+                parts[i] = part
+        counted, times, writers = bytes(counted), bytes(times), bytes(writers)
+    return counted, times, writers, names, parts
+
+
+def as_events(summary: tuple) -> tuple[bytes, list, list, list]:
+    """A chunk's events (as :func:`chunk_events` gives them) from its :func:`chunk_summary`."""
+    if type(summary[1]) is list:
+        return summary
+    counted, times, writers, names, parts = summary
+    if _scan is not None:
+        ts, whos = _scan.event_lists(counted, times, writers, names)
+    else:  # (packed by a process that had the compiled reading)
+        ts = [t or None for t in memoryview(times).cast("Q")]
+        whos = [None if w == _NO_WRITER else names[w] for w in memoryview(writers).cast("I")]
+    return counted, ts, whos, ([None] * len(counted) if parts is None else parts)
+
+
 def numbered(events: tuple, first: int) -> list[tuple]:
     """The events of the lines that hold a record, each (its line's reference, time, writer,
     partition); ``first``: the reference of the events' first line."""
@@ -318,8 +385,9 @@ def unpack(data: bytes) -> tuple:
 def others(events: tuple, first: int, pick: bytes) -> tuple:
     """The events (:func:`chunk_events`) of the lines that hold a record and are not this share's
     (``pick``: a byte per line, 1 where the line is its own), as a block the share's clock takes
-    (:meth:`rmkit.logclock.RecordClock.queue`; ``first``: the reference of the events' first line)."""
-    counted, ts, whos, parts = events
+    (:meth:`rmkit.logclock.RecordClock.queue`; ``first``: the reference of the events' first line);
+    ``events`` may be packed (:func:`chunk_summary`)."""
+    counted, ts, whos, parts = as_events(events)
     n = len(counted)
     theirs = (int.from_bytes(counted, "little") & ~int.from_bytes(pick, "little")).to_bytes(n, "little") if n else b""
     return first, theirs, ts, whos, parts

@@ -38,7 +38,7 @@ from rmkit.verdict import Evidence, Report, Violation
 
 from rmkit.conformance.remp.figures import latency_entry, latest_receipt, per_source_metrics, violation_order
 
-from rmkit.conformance.remp.clocktrack import chunk_events, others, pack, text_events, unpack
+from rmkit.conformance.remp.clocktrack import chunk_events, chunk_summary, others, pack, unpack
 from rmkit.conformance.remp.shares import LINE_MASK, deal_text, share_picks
 from rmkit.logread import REF_LINE_BITS as LINE_BITS
 from rmkit.logread import MIN_PARALLEL_BYTES, auto_jobs, numbered_chunks, split_lines  # noqa: F401 (one rule for every protocol's --jobs)
@@ -90,7 +90,7 @@ def _read_by_peers(conn, checker, inputs: list[str], k: int, links, counting: bo
     fold = checker.model.ids_fold_case
     yield from peer_batches(k, links.n, inputs, net, partial(share_picks, terminated=True), LINE_BITS,
                             on_break=checker._read_error, on_read=on_read, deal_text=deal_text,
-                            summary=(lambda text, lines: text_events(text, fold, lines), pack, unpack, others))
+                            summary=(lambda text, lines: chunk_summary(text, fold, lines), pack, unpack, others))
 
 
 # the batches dealt to the shares: small, so that little waits in memory, large enough that a
