@@ -25,8 +25,11 @@ IDS = ["%064x" % (0xA0 + k) for k in range(3)] + ["ABCDEF%058x" % 7, "v1", "", "
 
 keys = st.sampled_from(["kind", "source_id", "timestamp", "message_id", "signature", "sent_to", "value", "k\\u0069nd",
                         "source_\\u0069d", "sourceid", "Kind", "timestamp "])
+# (a byte that ends a plain string at every offset of the 8- and 16-byte steps the reading takes)
+special = st.sampled_from(["\u00e9", "\t", "\"", "\\", "\u2028", "\x7f", "\x00", "~", " "])
 strings = st.one_of(st.sampled_from(IDS + ["PutIntoQueue", "caf\u00e9", "tab\there", "quote\"d", "back\\slash", "\u2028"]),
-                    st.text(max_size=8))
+                    st.text(max_size=8),
+                    st.builds(lambda n, c, m: "a" * n + c + "b" * m, st.integers(0, 40), special, st.integers(0, 20)))
 integers = st.one_of(st.sampled_from([0, 1, T0, T0 + 17, 10**17, 10**18 - 1, 10**18, 2**63, 2**64 - 1, 2**64, -1, -T0]),
                      st.integers(min_value=-(2**65), max_value=2**65))
 scalars = st.one_of(strings, integers, st.sampled_from([None, True, False, 1.5, 1e3, -0.0]))
@@ -43,7 +46,7 @@ def _dump(pairs: list, spaced: bool, ascii_only: bool) -> bytes:
 
 @st.composite
 def receipt_lines(draw) -> bytes:
-    pairs = [("kind", draw(st.sampled_from(["PutIntoQueue", "Timeout"]))), ("source_id", draw(st.sampled_from(IDS)))]
+    pairs = [("kind", draw(st.sampled_from(["PutIntoQueue", "Timeout"]))), ("source_id", draw(st.one_of(st.sampled_from(IDS), strings)))]
     if draw(st.booleans()):
         pairs.append(("timestamp", draw(st.one_of(integers, st.none()))))
     pairs += draw(st.lists(st.tuples(keys, values), max_size=3))
