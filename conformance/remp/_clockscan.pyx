@@ -242,8 +242,8 @@ def receipt_events(bytes text, bint fold, bint bounded=True):
     native order, 0 for none; each line's writer as a 4-byte index into the names, NO_WRITER for
     none; the names, each source id once (case folded with ``fold``); the lines left to Python as
     (line number, start, end) in the text). With ``bounded``, None when more than one line in
-    sixteen (and eight) is left: a chunk of another shape (a Kafka dump's, its receipts nested),
-    which msgspec reads faster."""
+    sixteen (and eight) is left, or the first four are: a chunk of another shape (a Kafka dump's,
+    its receipts nested), which msgspec reads faster."""
     cdef const unsigned char* p = <const unsigned char*> PyBytes_AS_STRING(text)
     cdef Py_ssize_t size = PyBytes_GET_SIZE(text), at = 0, end, n = 0, line, src, src_len, slot, j, most_left
     cdef const unsigned char* nl
@@ -281,7 +281,7 @@ def receipt_events(bytes text, bint fold, bint bounded=True):
         ts[line] = 0
         if not _line(p, at, end, &t, &src, &src_len):
             left.append((line, at, end))
-            if len(left) > most_left:
+            if len(left) > most_left or (bounded and line == 3 and len(left) == 4):  # (the first four: another shape)
                 return None
         else:
             cs[line] = 1
