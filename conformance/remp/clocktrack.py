@@ -313,7 +313,7 @@ def _compiled_scan():
 
 
 _scan = _compiled_scan()
-_NO_WRITER = 0xFFFFFFFF  # (_clockscan's writer index of a line without one)
+_NO_WRITER = 0xFFFFFFFF  # (_clockscan's writer or partition index of a line without one)
 
 
 def chunk_summary(text: bytes, fold: bool, lines: list | None = None) -> tuple:
@@ -321,18 +321,19 @@ def chunk_summary(text: bytes, fold: bool, lines: list | None = None) -> tuple:
     its newline; ``lines``: the same split, where the caller split them): the chunk's events, for
     :func:`others` (or :func:`as_events`) to unfold. Where the compiled reading (``_clockscan``) reads
     the chunk they stay packed as C numbers (a byte per line that holds a record; each line's time
-    in 8 bytes, 0 for none; its writer as a 4-byte index into a list of names; the partitions,
-    None where no line names one): no Python object per line to make, pickle and unpickle. Lines
-    it leaves are read alone (:func:`line_event`); a chunk of another shape (a Kafka dump's) is read
+    in 8 bytes, 0 for none; its writer as a 4-byte index into a list of names; its Kafka partition
+    likewise, None where no line names one): no Python object per line to make, pickle and
+    unpickle. Lines it leaves are read alone (:func:`line_event`); a chunk of another shape is read
     by :func:`text_events`, whose events are returned as they are."""
     got = _scan.receipt_events(text, fold) if _scan is not None and text else None
     if got is None:
         return text_events(text, fold, lines)
-    counted, times, writers, names, left = got
-    parts = None
+    counted, times, writers, names, parts, part_table, left = got
     if left:
+        n = len(counted)
         counted, times, writers = bytearray(counted), bytearray(times), bytearray(writers)
-        tv, wv = memoryview(times).cast("Q"), memoryview(writers).cast("I")
+        parts = bytearray(b"\xff" * (4 * n)) if parts is None else bytearray(parts)
+        tv, wv, pv = memoryview(times).cast("Q"), memoryview(writers).cast("I"), memoryview(parts).cast("I")
         for i, start, end in left:
             ev = line_event(text[start:end], fold)
             if ev is None:
@@ -346,11 +347,11 @@ def chunk_summary(text: bytes, fold: bool, lines: list | None = None) -> tuple:
                 wv[i] = len(names)
                 names.append(who)
             if part is not None:
-                if parts is None:
-                    parts = [None] * len(counted)
-                parts[i] = part
+                pv[i] = len(part_table)
+                part_table.append(part)
         counted, times, writers = bytes(counted), bytes(times), bytes(writers)
-    return counted, times, writers, names, parts
+        parts = bytes(parts) if part_table else None
+    return counted, times, writers, names, (None if parts is None else (parts, part_table))
 
 
 def as_events(summary: tuple) -> tuple[bytes, list, list, list]:
@@ -359,11 +360,12 @@ def as_events(summary: tuple) -> tuple[bytes, list, list, list]:
         return summary
     counted, times, writers, names, parts = summary
     if _scan is not None:
-        ts, whos = _scan.event_lists(counted, times, writers, names)
+        ts, whos, parts = _scan.event_lists(counted, times, writers, names, *(parts or (None, None)))
     else:  # (packed by a process that had the compiled reading)
         ts = [t or None for t in memoryview(times).cast("Q")]
         whos = [None if w == _NO_WRITER else names[w] for w in memoryview(writers).cast("I")]
-    return counted, ts, whos, ([None] * len(counted) if parts is None else parts)
+        parts = [None] * len(counted) if parts is None else [None if k == _NO_WRITER else parts[1][k] for k in memoryview(parts[0]).cast("I")]
+    return counted, ts, whos, parts
 
 
 def numbered(events: tuple, first: int) -> list[tuple]:

@@ -60,15 +60,30 @@ def receipt_lines(draw) -> bytes:
 
 
 @st.composite
+def kafka_lines(draw) -> bytes:
+    """A Kafka record (or something like one) around a receipt drawn as above."""
+    inner = draw(st.one_of(st.none(), st.just(0), st.fixed_dictionaries(
+        {"kind": strings, "source_id": st.sampled_from(IDS), "timestamp": st.one_of(integers, st.none())},
+        optional={"signature": strings, "value": scalars, "partition": scalars})))
+    record = {"value": inner}
+    for name, drawn in (("topic", st.one_of(st.sampled_from(["remp", "remp-2", "T"]), scalars)),
+                        ("partition", st.one_of(st.integers(0, 7), scalars)), ("offset", integers),
+                        ("timestamp", st.one_of(st.just(T0), integers, scalars)), ("key", strings),
+                        ("kind", strings), ("ts", integers), ("payload", scalars), ("source_id", strings)):
+        if draw(st.integers(0, 9)) < (7 if name in ("topic", "partition", "offset", "timestamp", "key") else 1):
+            record[name] = draw(drawn)
+    order = draw(st.permutations(list(record)))
+    return _dump([(k, record[k]) for k in order], draw(st.booleans()), draw(st.booleans()))
+
+
+@st.composite
 def other_lines(draw) -> bytes:
-    inner = draw(st.one_of(st.none(), st.fixed_dictionaries({"kind": strings, "source_id": st.sampled_from(IDS), "timestamp": integers})))
     return draw(st.sampled_from([
-        json.dumps({"topic": "remp", "partition": 1, "timestamp": T0, "value": inner}).encode(),
         b"", b"   ", b"{", b"[1, 2]", b'"text"', b"null", b"{}", "{\"kind\":\"\u00e9\",\"source_id\":\"a\"}".encode(),
         b'{"kind":"A","source_id":"a\xff"}', b'{"kind":"A","source_id":"a"}{"kind":"A","source_id":"b"}']))
 
 
-chunks = st.lists(st.one_of(receipt_lines(), receipt_lines(), other_lines()), min_size=1, max_size=40)
+chunks = st.lists(st.one_of(receipt_lines(), receipt_lines(), kafka_lines(), kafka_lines(), other_lines()), min_size=1, max_size=40)
 
 
 def _alone(lines: list[bytes], fold: bool) -> list:
@@ -87,13 +102,13 @@ def _events(lines: list[bytes], fold: bool) -> list:
 def test_each_line_read_in_c_has_the_event_of_its_python_reading(lines, fold):
     text = b"".join(line.replace(b"\n", b"") + b"\n" for line in lines)
     split = text.split(b"\n")[:-1]
-    counted, times, writers, names, left = scan.receipt_events(text, fold, False)
-    ts, whos = scan.event_lists(counted, times, writers, names)
+    counted, times, writers, names, parts, part_table, left = scan.receipt_events(text, fold, False)
+    ts, whos, ps = scan.event_lists(counted, times, writers, names, parts, part_table)
     alone = _alone(split, fold)
     skipped = {i for i, _, _ in left}
     for i, want in enumerate(alone):
         if i not in skipped:
-            assert counted[i] and (ts[i], whos[i], None) == want, (split[i], want)
+            assert counted[i] and (ts[i], whos[i], ps[i]) == want, (split[i], want)
     assert all(text[a:b] == split[i] for i, a, b in left)
     summary = chunk_summary(text, fold)
     assert as_events(pickle.loads(pickle.dumps(summary))) == chunk_events([x + b"\n" for x in split], fold)
@@ -105,25 +120,37 @@ def test_the_common_lines_are_read_in_c_and_the_odd_ones_left():
     left to Python, it would pass and prove nothing)."""
     plain = [b'{"kind":"PutIntoQueue","message_id":"m","timestamp":%d,"source_id":"%s","signature":"","sent_to":2}' % (T0, IDS[0].encode()),
              b'{"kind": "Timeout", "source_id": "v1", "timestamp": null, "ok": true, "n": -3}',
-             b'{"kind":"A","source_id":"v1"}\r', b' \t{"kind":"A" , "source_id" : "v1" ,"timestamp":0 } ']
+             b'{"kind":"A","source_id":"v1"}\r', b' \t{"kind":"A" , "source_id" : "v1" ,"timestamp":0 } ',
+             b'{"topic":"remp","partition":2,"offset":7,"timestamp":%d,"key":"m","value":{"kind":"A","source_id":"v2","timestamp":0}}' % T0,
+             b'{"partition":"p","timestamp":null,"value":{"kind":"A","source_id":"v2","timestamp":5}}',
+             b'{"topic":null,"partition":3,"value":{"kind":"A","source_id":"v2"}}',
+             b'{"kind":"A","source_id":"v3","value":{"kind":"B","source_id":"v4"}}',
+             b'{"timestamp":%d,"value":{"kind":"A","source_id":"v2","timestamp":%d},"partition":0}' % (T0, T0 + 9)]
     odd = [b'{"kind":"A","source_id":"v1","timestamp":1.5}', b'{"kind":"A","source_id":"v1","timestamp":-1}',
            b'{"kind":"A","source_id":"v1","timestamp":1234567890123456789}', b'{"kind":"A","source_id":"v1","timestamp":"5"}',
            b'{"kind":"A","source_id":"v1","timestamp":true}', b'{"kind":"A","source_id":"v1","x":{}}',
            b'{"kind":"A","source_id":"v\\u0031"}', b'{"kind":"A","source_id":"v1","kind":"B"}', b'{"kind":"A"}',
            b'{"source_id":"v1"}', b'{"kind":5,"source_id":"v1"}', b'{"kind":"A","source_id":"v1"} x', b'{"kind":"A","source_id":"v1",}',
-           b'{"kind":"A","source_id":"v1","n":01}', b'{"kind":"\xc3\xa9","source_id":"v1"}', b"", b"{}"]
+           b'{"kind":"A","source_id":"v1","n":01}', b'{"kind":"\xc3\xa9","source_id":"v1"}', b"", b"{}",
+           b'{"topic":5,"partition":1,"value":{"kind":"A","source_id":"v2"}}', b'{"partition":-1,"value":{"kind":"A","source_id":"v2"}}',
+           b'{"ts":5,"payload":{"kind":"A","source_id":"v2"}}', b'{"ts":5,"value":{"kind":"A","source_id":"v2"}}',
+           b'{"value":{"kind":"A","source_id":"v2","value":{}}}', b'{"value":"{\\"kind\\":\\"A\\"}"}', b'{"value":{"kind":"A"}}',
+           b'{"value":{"kind":"A","source_id":"v2"},"value":{"kind":"A","source_id":"v2"}}', b'{"timestamp":"x","value":{"kind":"A","source_id":"v2"}}']
     text = b"".join(x + b"\n" for x in plain + odd)
-    counted, times, writers, names, left = scan.receipt_events(text, False, False)
+    counted, times, writers, names, parts, part_table, left = scan.receipt_events(text, False, False)
     assert [i for i, _, _ in left] == list(range(len(plain), len(plain) + len(odd)))
     assert list(counted[:len(plain)]) == [1] * len(plain)
-    assert scan.event_lists(counted, times, writers, names)[0][:len(plain)] == [T0, None, None, None]
+    ts, whos, ps = scan.event_lists(counted, times, writers, names, parts, part_table)
+    assert ts[:len(plain)] == [T0, None, None, None, T0, 5, None, None, T0 + 9]  # (a record's receipt's time first)
+    assert whos[:len(plain)] == ["%064x" % 0xA0, "v1", "v1", "v1", "v2", "v2", "v2", "v3", "v2"]
+    assert ps[:len(plain)] == [None] * 4 + [("remp", 2), None, (None, 3), None, (None, 0)]
 
 
 def test_a_chunk_of_another_shape_is_read_by_msgspec():
-    """A Kafka dump's chunk (every receipt nested) is left whole to the Python reading: its
-    summary is the events themselves, not packed."""
-    lines = [json.dumps({"topic": "t", "partition": i % 3, "timestamp": T0 + i,
-                         "value": {"kind": "A", "source_id": IDS[i % 2], "timestamp": 0}}).encode() + b"\n" for i in range(100)]
+    """A chunk of kcat envelopes (each receipt under ``payload``) is left whole to the Python
+    reading: its summary is the events themselves, not packed."""
+    lines = [json.dumps({"topic": "t", "partition": i % 3, "ts": T0 + i,
+                         "payload": {"kind": "A", "source_id": IDS[i % 2], "timestamp": 0}}).encode() + b"\n" for i in range(100)]
     assert scan.receipt_events(b"".join(lines), False) is None
     summary = chunk_summary(b"".join(lines), False)
     assert type(summary[1]) is list and summary == chunk_events(lines, False)
