@@ -15,7 +15,7 @@ from rmkit.protocol import RecordKey
 from rmkit.verdict import Report
 
 from rmkit.conformance.remp.checker import RempLogChecker
-from rmkit.conformance.remp.clocktrack import chunk_events, pack
+from rmkit.conformance.remp.clocktrack import as_events, chunk_events, chunk_summary, pack
 from rmkit.conformance.remp.figures import latest_receipt
 from rmkit.conformance.remp.parallel import _merge, first_roles
 
@@ -43,7 +43,7 @@ class RempShards:
         lines = list(lines)
         n = len(lines)
         first = refs[0] if n and refs[-1] - refs[0] == n - 1 else list(refs)  # (consecutive lines: the first's alone)
-        return pack((first, chunk_events(lines, self._fold)))
+        return pack((first, _summary(lines, self._fold)))
 
     def check_share(self, inputs: list[str], batches, clock: Iterable[bytes] | None = None) -> RempLogChecker:
         """The share's checker after its (refs, lines) batches, in log order. ``clock``: the whole
@@ -81,11 +81,22 @@ def _with_others(batches, clock: Iterable[bytes]):
         yield (refs, lines, pieces[-1]) if pieces else (refs, lines)
 
 
+def _summary(lines: list, fold: bool) -> tuple:
+    """A batch's events as a ``--jobs`` reader sends them (:func:`clocktrack.chunk_summary`: packed
+    where the compiled reading reads them), where its lines are bytes that make one line each;
+    else :func:`clocktrack.chunk_events`."""
+    if all(type(x) is bytes for x in lines):
+        summary = chunk_summary(b"".join(x if x[-1:] == b"\n" else x + b"\n" for x in lines), fold)
+        if len(summary[0]) == len(lines):  # (no line held a newline of its own)
+            return summary
+    return chunk_events(lines, fold)
+
+
 def _unpack(data: bytes) -> tuple:
     """A packed block (:meth:`RempShards.clock_block`) as (its lines' refs, (counted, times,
     writers, partitions))."""
     first, events = pickle.loads(data)
-    return (range(first, first + len(events[0])) if type(first) is int else first), events
+    return (range(first, first + len(events[0])) if type(first) is int else first), as_events(events)
 
 
 def _theirs(brefs, events: tuple, own: list) -> tuple:
