@@ -21,6 +21,7 @@ from itertools import compress
 from rmkit.lazy import numpy_module
 from rmkit.linescan import pick_table
 from rmkit.logread import BrokenLine
+from rmkit.gctune import paused_collections
 from rmkit.processes import key_bytes_share, key_share, run_in_processes
 from rmkit.protocol import RecordKey
 from rmkit.verdict import Report
@@ -134,9 +135,10 @@ def run_parallel(checker, inputs: list[str], jobs: int) -> Report:
     started = time.perf_counter()
     # share 0 here (see the module's docstring); then numpy, the merge's and no share's (its checks
     # across ids), imported while the other shares still run rather than after the last
-    shares = run_in_processes(_check_share, [(checker, inputs, k, jobs) for k in range(jobs)], first_here=True,
-                              while_waiting=numpy_module)
-    report = checker.merge(inputs, shares)
+    with paused_collections():  # the shares' results, unpickled, and the merge hold no cycles (see rmkit.gctune)
+        shares = run_in_processes(_check_share, [(checker, inputs, k, jobs) for k in range(jobs)], first_here=True,
+                                  while_waiting=numpy_module)
+        report = checker.merge(inputs, shares)
     elapsed = time.perf_counter() - started
     report.metrics.update(jobs=jobs, elapsed_s=round(elapsed, 3),
                           receipts_per_s=round(report.records / elapsed) if elapsed > 0 else None)

@@ -199,6 +199,11 @@ def run_parallel(checker_class, kwargs: dict[str, Any], inputs: list[str], jobs:
     (:mod:`rmkit.peerread`); otherwise (standard input, gzip) this process reads the inputs once
     and deals each share its lines. ``progress(input index, bytes of it read)`` is called as the
     inputs are read, when given."""
+    with paused_collections():  # the shares' reports, unpickled, and their merge hold no cycles (see rmkit.gctune)
+        return _run_parallel(checker_class, kwargs, inputs, jobs, progress)
+
+
+def _run_parallel(checker_class, kwargs: dict[str, Any], inputs: list[str], jobs: int, progress) -> Report:
     started = time.perf_counter()
     links = Links(jobs) if readable(inputs) else None
     sizes = [size_of(p) for p in inputs] if links is not None else []  # (for the progress of the shares' reading)
@@ -213,8 +218,7 @@ def run_parallel(checker_class, kwargs: dict[str, Any], inputs: list[str], jobs:
     try:
         if links is None:
             out = _Outbox(pipes)
-            with paused_collections():  # the batches hold no cycles (see rmkit.gctune)
-                _deal(out, inputs, progress, checker_class(**kwargs).model.ids_fold_case)
+            _deal(out, inputs, progress, checker_class(**kwargs).model.ids_fold_case)
         first = _first_messages(pipes, progress, sizes)
         end = checker_class(**kwargs).end_clock([m[1] for m in first], [m[2] for m in first])
         latest_ref = latest_receipt([m[2] for m in first])

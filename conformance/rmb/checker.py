@@ -700,7 +700,7 @@ class RmbLogChecker:
         jobs = default_jobs(inputs) if self.jobs is None else self.jobs
         # the shares' signature indexes go to files as they grow (sigreuse): the memory a check
         # holds then follows the requests open, not the signed messages of the log
-        with tempfile.TemporaryDirectory(prefix="rmkit-rmb-") as spill:
+        with tempfile.TemporaryDirectory(prefix="rmkit-rmb-") as spill, paused_collections():  # (no cycles: see rmkit.gctune)
             shards = copy.copy(self.shards)
             shards.spill = spill
             if jobs > 1 and "-" not in inputs:
