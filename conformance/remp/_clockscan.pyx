@@ -245,7 +245,6 @@ cdef Py_ssize_t _object(const unsigned char* p, Py_ssize_t i, Py_ssize_t end, Fo
         elif c == 123:
             if code != K_VALUE or inner == NULL:
                 return -1  # (any other nested object: left)
-            inner.seen = 0
             j = _object(p, i, end, inner, NULL)
             if j < 0:
                 return -1
@@ -275,12 +274,12 @@ cdef int _line(const unsigned char* p, Py_ssize_t i, Py_ssize_t end, Found* top,
     i = _ws(p, i, end)
     if i >= end or p[i] != 123:
         return 0
-    inner.seen = 0
     i = _object(p, i, end, top, inner)
     if i < 0 or _ws(p, i, end) != end:
         return 0
     if top.seen & (1 << K_KIND):  # (a kind: a receipt, whatever else it holds)
         return 1 if top.src >= 0 else 0
+    # (a value read means an object read into inner: any other value of that key leaves the line)
     if top.seen & (1 << K_VALUE) and inner.seen & (1 << K_KIND) and inner.src >= 0:
         return 2
     return 0
@@ -340,8 +339,8 @@ def receipt_events(bytes text, bint fold, bint bounded=True):
     cdef uint32_t* ws
     cdef uint32_t* ps = NULL
     cdef char* cs
-    while at < size:  # (the lines, counted first: the packed columns are made at their size)
-        nl = <const unsigned char*> memchr(p + at, 10, size - at)
+    while at < size:  # (the lines, counted first: the packed columns are made at their size; memchr's
+        nl = <const unsigned char*> memchr(p + at, 10, size - at)  # vector search beats bytes.count's byte loop)
         at = size if nl == NULL else nl - p + 1
         n += 1
     most_left = n // 16 + 8 if bounded else n
@@ -376,7 +375,7 @@ def receipt_events(bytes text, bint fold, bint bounded=True):
                     parts = bytearray(b"\xff" * (4 * n))
                     ps = <uint32_t*> <char*> parts
                 which = NO_INDEX
-                for j in range(nparts if nparts < PARTS else PARTS):
+                for j in range(nparts):  # (never more than PARTS)
                     if part_number[j] == top.partition and part_topic_len[j] == (top.topic_len if top.topic >= 0 else -1) and (
                             top.topic < 0 or memcmp(p + part_topic[j], p + top.topic, top.topic_len) == 0):
                         which = j
