@@ -18,10 +18,10 @@ import os
 import time
 from itertools import compress
 
+from rmkit.gctune import paused_collections
 from rmkit.lazy import numpy_module
 from rmkit.linescan import pick_table
 from rmkit.logread import BrokenLine
-from rmkit.gctune import paused_collections
 from rmkit.processes import key_bytes_share, key_share, run_in_processes
 from rmkit.protocol import RecordKey
 from rmkit.verdict import Report
