@@ -93,8 +93,8 @@ cdef inline Py_ssize_t _ws(const unsigned char* p, Py_ssize_t i, Py_ssize_t end)
 
 cdef inline Py_ssize_t _plain_string(const unsigned char* p, Py_ssize_t i, Py_ssize_t end):
     """The index just past the string opening at ``i`` (its quote), if every byte in it is printable
-    ASCII without escapes; -1 otherwise (the line is left to Python). Sixteen bytes at a step
-    where the processor has SSE2, else eight."""
+    ASCII without escapes; -1 otherwise (the line is left to Python). Sixteen bytes at a step (in
+    SSE2 where the compiler targets it, else byte by byte), then eight in a word, then the rest."""
     cdef Py_ssize_t j = i + 1
     cdef uint64_t w, stop
     cdef unsigned int mask
