@@ -8,7 +8,8 @@ later; which data files ship is still chosen by ``package-data`` in pyproject.to
 
 ``rmkit._linescan`` is optional: where no C compiler is found the build goes on without it and
 the ``--jobs`` readers deal their chunks in Python (:mod:`rmkit.linescan`), with the same results.
-So are the compiled :mod:`rmkit.logclock` (the log's clock) and :mod:`rmkit.keystore` (the exact
+So are the compiled :mod:`rmkit.logclock` (the log's clock), :mod:`rmkit.subjects` (the streaming
+engine RMB's and Corda's checkers feed a record at a time) and :mod:`rmkit.keystore` (the exact
 checks' store of keys and memos), written for Cython's pure Python mode: the same file runs as
 Python where it is not compiled.
 So are the RMB log checker's per-record and per-request modules (``conformance/rmb/checker.py``,
@@ -54,6 +55,7 @@ setup(
     packages=packages(),
     ext_modules=[Extension("rmkit._linescan", ["rmkit/_linescan.pyx"], optional=True),
                  Extension("rmkit.logclock", ["rmkit/logclock.py"], optional=True),
+                 Extension("rmkit.subjects", ["rmkit/subjects.py"], optional=True),
                  Extension("rmkit.keystore", ["rmkit/keystore.py"], optional=True),
                  Extension("rmkit.conformance.rmb._uidscan", ["conformance/rmb/_uidscan.pyx"], optional=True),
                  Extension("rmkit.conformance.rmb.handlers", ["conformance/rmb/handlers.py"], optional=True),

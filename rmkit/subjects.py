@@ -46,9 +46,20 @@ from typing import Any, Callable, Hashable
 
 from rmkit.logclock import MOVED, PARTITION_IDLE_RECORDS, RecordClock, slowest_partition
 
+try:
+    import cython
+except ImportError:  # not compiled, and Cython not installed: the annotations below mean nothing
+    from rmkit import _cython_shadow as cython
+
+if cython.compiled:  # the clock's C type (rmkit/logclock.pxd): the engine steps the clock by C calls
+    from cython.cimports.rmkit.logclock import RecordClock as Clock
+else:
+    Clock = RecordClock
+
 __all__ = ["LogClock", "SubjectEngine", "PARTITION_IDLE_RECORDS", "slowest_partition"]
 
 
+@cython.cclass
 class LogClock:
     """The log's time as records show it; it never goes back.
 
@@ -60,7 +71,8 @@ class LogClock:
     partitions' hold lifted, every partition having delivered all it will.
     """
 
-    __slots__ = ("rule", "seq")
+    # (its fields, rule and seq, and their C types are declared in subjects.pxd, which a compiled
+    # caller may cimport; compiled, the engine steps the clock by C calls)
 
     def __init__(self, partition_idle_records: int = PARTITION_IDLE_RECORDS):
         self.rule = RecordClock(partition_idle_records, single_writer=True, idle_every_record=True)
@@ -71,7 +83,8 @@ class LogClock:
         """The clock (None until a time is known)."""
         return self.rule.now
 
-    def advance(self, t, source: Hashable = None, partition: Hashable = None) -> bool:
+    @cython.ccall
+    def advance(self, t, source: Hashable = None, partition: Hashable = None) -> cython.bint:
         """Take a record's time (``source``: who wrote it; ``partition``: the Kafka partition, or
         any source of order the input names, it came from). True when the clock moved."""
         self.seq += 1
@@ -83,16 +96,16 @@ class LogClock:
         return self.rule.final()
 
 
+@cython.cclass
 class _Open:
     """An open subject and its horizon as it stands (None: not told yet)."""
-
-    __slots__ = ("subject", "horizon")
 
     def __init__(self, subject):
         self.subject = subject
         self.horizon = None
 
 
+@cython.cclass
 class SubjectEngine:
     """Subjects keyed by id, judged once the clock passes their horizon (see the module's text).
 
@@ -109,7 +122,7 @@ class SubjectEngine:
                  clock: LogClock | None = None, remember_s: float = 0.0):
         self.open_subject, self.add, self.judge, self.on_late = open_subject, add, judge, on_late
         self.clock = clock if clock is not None else LogClock()
-        self._rule = self.clock.rule if type(self.clock) is LogClock else None  # (feed takes its early return inline)
+        self._log_clock = self.clock if type(self.clock) is LogClock else None  # (feed steps it inline)
         self.remember_s = remember_s
         self.subjects: dict = {}      # key -> _Open (the subject and its horizon)
         self.memos: dict = {}         # key -> (horizon, memo) of a judged subject, while remembered
@@ -122,7 +135,9 @@ class SubjectEngine:
     def open(self) -> int:
         return len(self.subjects)
 
-    def feed(self, t, key: Hashable, record: Any, source: Hashable = None, partition: Hashable = None) -> None:
+    @cython.ccall
+    @cython.locals(log_clock=LogClock, rule=Clock, entry=_Open)
+    def feed(self, t, key: Hashable, record: Any, source: Hashable = None, partition: Hashable = None):
         """One record, in log order: it joins (or opens) its subject; the clock takes its time and
         what the clock passed is judged."""
         entry = self.subjects.get(key)
@@ -157,23 +172,31 @@ class SubjectEngine:
                 entry.horizon = h
         if t is None:
             return
-        clock, rule = self.clock, self._rule
-        if rule is not None and partition is None and rule.sources > 1 and not t > rule.now and not rule.part_wm:
-            clock.seq += 1  # (RecordClock.advance's early return, inline: the clock cannot move)
-        elif clock.advance(t, source, partition):  # (tick, inline: once per record)
-            now = clock.now
+        log_clock = self._log_clock
+        if log_clock is None:
+            moved = self.clock.advance(t, source, partition)
+        else:
+            rule = log_clock.rule
+            if partition is None and rule.sources > 1 and not t > rule.now and not rule.part_wm:
+                log_clock.seq += 1  # (RecordClock.advance's early return, inline: the clock cannot move)
+                return
+            moved = log_clock.advance(t, source, partition)
+        if moved:  # (tick, inline: once per record)
+            now = self.clock.now
             due, forget = self._due, self._forget
             if (due and due[0][0] < now) or (forget and forget[0][0] < now):
                 self._passed(now)
 
-    def tick(self, t, source: Hashable = None, partition: Hashable = None) -> None:
+    @cython.ccall
+    def tick(self, t, source: Hashable = None, partition: Hashable = None):
         """The clock takes a record's time (a record of a subject, through :meth:`feed`, or one that
         belongs to none); what it passed is judged, and memos past ``remember_s`` forgotten."""
         clock = self.clock
         if clock.advance(t, source, partition):
             self._passed(clock.now)
 
-    def _passed(self, now) -> None:
+    @cython.cfunc
+    def _passed(self, now):
         """The clock moved to ``now``: judge what it passed, forget memos past ``remember_s``."""
         due = self._due
         if due and due[0][0] < now:
@@ -185,7 +208,9 @@ class SubjectEngine:
             if memo is not None and memo[0] + self.remember_s <= when:  # (not a later memo of that key)
                 del self.memos[key]
 
-    def _sweep(self, now) -> None:
+    @cython.cfunc
+    @cython.locals(entry=_Open)
+    def _sweep(self, now):
         due, subjects = self._due, self.subjects
         while due and due[0][0] < now:
             _, _, key = heapq.heappop(due)
@@ -201,7 +226,8 @@ class SubjectEngine:
             del subjects[key]
             self._close(key, entry.subject, False, h)
 
-    def _close(self, key, subject, at_end: bool, horizon) -> None:
+    @cython.cfunc
+    def _close(self, key, subject, at_end: cython.bint, horizon):
         self.judged += 1
         memo = self.judge(key, subject, at_end)
         if self.remember_s > 0 and horizon is not None:  # (at the end of the log nothing comes late)

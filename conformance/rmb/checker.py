@@ -48,6 +48,16 @@ from rmkit.protocols.rmb.records import RECORD_KEY, Rec, decode, record_key
 
 from rmkit.conformance.rmb.typedread import UNREAD, TypedRecords, typed_records
 
+try:
+    import cython
+except ImportError:  # not compiled, and Cython not installed: the declarations below mean nothing
+    from rmkit import _cython_shadow as cython
+
+if cython.compiled:  # the engine's C type (rmkit/subjects.pxd): the share's loop feeds it by C calls
+    from cython.cimports.rmkit.subjects import SubjectEngine as Engine
+else:
+    Engine = None
+
 LINE_MASK = (1 << REF_LINE_BITS) - 1
 NO_DIRECTORY = "no --directory file: give the twin directory (its public keys) to verify signatures"
 
@@ -441,13 +451,15 @@ class RmbShards:
 
         return read
 
+    @cython.locals(engine=Engine)
     def _read(self, batches: Iterable, requests: Requests, share: Share) -> int:
         """Every line into its request: the records read."""
         from rmkit.conformance.rmb.logjudge import backlog_ttl
         from rmkit.conformance.rmb.sigreuse import SIGNED_EVENTS
 
         ctx = self.ctx()
-        feed, engine_feed, clock, INF = requests.feed, requests.engine.feed, requests.engine.clock, math.inf
+        feed, engine, clock, INF = requests.feed, requests.engine, requests.engine.clock, math.inf
+        tick = requests.engine.tick
         min_time, max_time = requests.min_time, requests.max_time
         add_signed, problems = share.signed.add, share.problems
         line_problem, note_problem = ctx.line_problem, ctx.note_problem
@@ -459,7 +471,6 @@ class RmbShards:
         events: dict[str, int] = {}
         count = events.get
         records = 0
-        tick = requests.engine.tick
 
         clock_of = self._clock_reader()  # (the other shares' lines: what the clock takes of them)
 
@@ -537,7 +548,7 @@ class RmbShards:
                         max_time = t
                     if t < min_time:
                         min_time = t
-                    engine_feed(t, key, rec, rec.who)
+                    engine.feed(t, key, rec, rec.who)
                     if requests.next_roll != INF and clock.now >= requests.next_roll:
                         requests.roll_loose()
                 else:

@@ -39,8 +39,21 @@ def compiled_sources() -> list[tuple[Path, Path]]:
         src = REPO / source
         stem = name.rsplit(".", 1)[-1]
         for built in src.parent.glob(f"{stem}.*.so"):
-            pairs += [(dep, built) for dep in [src, *cimported(src)]]
+            pairs += [(dep, built) for dep in [src, *cimported_all(src)]]
     return pairs
+
+
+def cimported_all(source: Path) -> list[Path]:
+    """:func:`cimported`, followed through the ``.pxd`` files themselves (a ``.pxd`` that cimports
+    another's types compiles them into every module that cimports it)."""
+    found: list[Path] = []
+    todo = cimported(source)
+    while todo:
+        dep = todo.pop(0)
+        if dep not in found:
+            found.append(dep)
+            todo += cimported(dep) if dep.is_file() else []
+    return found
 
 
 def test_setup_names_its_extensions_and_their_sources_exist():
@@ -66,6 +79,16 @@ def test_the_remp_checker_counts_the_clock_declarations_it_cimports():
     holds) stale."""
     assert cimported(REPO / "conformance" / "remp" / "checker.py") == [REPO / "rmkit" / "logclock.pxd"]
     assert REPO / "rmkit" / "logclock.pxd" in cimported(REPO / "rmkit" / "logclock.py")
+
+
+def test_the_rmb_checker_counts_the_engine_and_clock_declarations_it_cimports():
+    """The RMB checker cimports the streaming engine's C type (``rmkit/subjects.pxd``), which
+    cimports the clock's (``rmkit/logclock.pxd``): an edit to either makes the compiled checker
+    stale, as it makes the compiled engine stale."""
+    subjects, clock = REPO / "rmkit" / "subjects.pxd", REPO / "rmkit" / "logclock.pxd"
+    assert cimported(REPO / "conformance" / "rmb" / "checker.py") == [subjects]
+    assert cimported_all(REPO / "conformance" / "rmb" / "checker.py") == [subjects, clock]
+    assert cimported_all(REPO / "rmkit" / "subjects.py") == [subjects, clock]
 
 
 def test_no_compiled_module_is_older_than_its_source():

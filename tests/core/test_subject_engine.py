@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from rmkit.subjects import LogClock, SubjectEngine, slowest_partition
 
 
@@ -281,3 +283,62 @@ def test_finish_judges_a_subject_the_final_clock_passed_as_judged_in_time():
     assert r.judged == [] and e.clock.now == 0
     e.finish()
     assert ("a", ("a0",), False) in r.judged and ("b", ("b0", "b1"), True) in r.judged
+
+
+def _engine_as_python():
+    """rmkit/subjects.py run as Python, whether or not the installed module is its compiled form."""
+    import importlib.util
+    from pathlib import Path
+
+    import rmkit.subjects as subjects
+
+    spec = importlib.util.spec_from_file_location("subjects_as_python", Path(subjects.__file__).with_name("subjects.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _drive(module, seed: int, partitions: bool, remember_s: float, own_clock: bool) -> tuple:
+    """A random log through one build of the engine: times that mostly rise, one writer now and then
+    far ahead, records without a time, keys that come back after their subject was judged,
+    horizons that move on or cannot be told, ticks of no subject; every step written down."""
+    import random
+
+    rng = random.Random(seed)
+    steps: list = []
+
+    def add(subject, t, record):
+        subject.append(record)
+        roll = rng.random()
+        return None if roll < 0.05 else math.inf if roll < 0.08 else (t if t is not None else 0) + rng.choice([1, 3, 10])
+
+    clock = module.LogClock(partition_idle_records=25) if own_clock else None
+    e = module.SubjectEngine(lambda key, t, record: [], add,
+                             lambda key, subject, at_end: steps.append(("judged", key, tuple(subject), at_end)) or len(subject),
+                             lambda key, t, record, memo: steps.append(("late", key, t, record, memo)),
+                             clock=clock, remember_s=remember_s)
+    t = 1000
+    for i in range(600):
+        t += rng.choice([0, 0, 1, 2, 7])
+        source = rng.choice(["a", "b", "c"]) if rng.random() < 0.97 else "ahead"
+        time = None if rng.random() < 0.04 else (t + 500 if source == "ahead" else t - rng.randrange(0, 8))
+        part = rng.choice([0, 1, 2]) if partitions and rng.random() < 0.9 else None
+        if rng.random() < 0.1 and time is not None:
+            e.tick(time, source, part)
+        else:
+            e.feed(time, f"k{rng.randrange(40)}", i, source, part)
+        steps.append((e.clock.now, e.open, e.opened, e.judged, e.late, e.peak_open, len(e.memos)))
+    e.finish()
+    return steps, e.clock.final()
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("partitions", [False, True])
+def test_the_compiled_engine_steps_as_the_python_one(seed, partitions):
+    """setup.py compiles rmkit/subjects.py where a C compiler is found (its C types in subjects.pxd):
+    the compiled engine judges, hands over late records and counts exactly as the file run as
+    Python, step by step, with and without memos and with its own clock or one given."""
+    pure = _engine_as_python()
+    for remember_s, own_clock in ((0.0, False), (20.0, True)):
+        assert _drive(__import__("rmkit.subjects").subjects, seed, partitions, remember_s, own_clock) \
+            == _drive(pure, seed, partitions, remember_s, own_clock)
