@@ -11,7 +11,8 @@ most of the CPU the shares spend beyond one process's.
 What is read here: a line that is one JSON object on its line (JSON whitespace around its
 tokens allowed), whose keys and string values are printable ASCII without escapes, whose other
 values are integers (of at most 18 digits), ``true``, ``false`` or ``null``, save one ``value``
-that may be such an object, with each key read here once:
+that may be such an object, with each key read here once (its strings' ends found by
+:func:`rmkit._plainstring.plain_string_end`):
 
 - a receipt: ``kind`` and ``source_id`` strings and, if anything, a ``timestamp`` (``null`` or a
   non-negative integer), as :class:`.clocktrack._Plain` reads it: its time where above 0, its
@@ -34,92 +35,21 @@ from cpython.long cimport PyLong_FromUnsignedLongLong
 from libc.stdint cimport uint32_t, uint64_t
 from libc.string cimport memchr, memcmp, memcpy
 
+from rmkit._plainstring cimport plain_string_end
+
 cdef extern from "Python.h":
     object PyUnicode_DecodeLatin1(const char* s, Py_ssize_t size, const char* errors)
-    int __builtin_ctzll(unsigned long long x) nogil
-    int __builtin_ctz(unsigned int x) nogil
-
-cdef extern from *:
-    """
-    /* A bit per byte of p[0:16] that ends a plain string (a quote, a backslash, a byte that is not
-       printable ASCII); the lowest is the first. SSE2 where the compiler targets it, else bytes. */
-    #if defined(__SSE2__)
-    #include <emmintrin.h>
-    static inline unsigned int rmkit_string_stops16(const unsigned char* p) {
-        __m128i v = _mm_loadu_si128((const __m128i*) p);
-        __m128i stop = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\\\')));
-        stop = _mm_or_si128(stop, _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));  /* (signed: 0x80-0xff too) */
-        stop = _mm_or_si128(stop, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)));
-        return (unsigned int) _mm_movemask_epi8(stop);
-    }
-    #else
-    static inline unsigned int rmkit_string_stops16(const unsigned char* p) {
-        unsigned int mask = 0;
-        for (int k = 0; k < 16; k++) {
-            unsigned char c = p[k];
-            if (c == '"' || c == '\\\\' || c < 0x20 || c > 0x7e) mask |= 1u << k;
-        }
-        return mask;
-    }
-    #endif
-    """
-    unsigned int rmkit_string_stops16(const unsigned char* p) nogil
 
 cdef uint32_t NO_INDEX = 0xFFFFFFFF  # a line's writer (or partition) index where it has none (or is left to Python)
 NO_WRITER = NO_INDEX
 cdef enum:
     TABLE = 1024  # distinct writers a chunk's table tells apart by hash (more share one slot's chain: still correct)
 
-cdef uint64_t ONES = 0x0101010101010101ULL
-cdef uint64_t HIGHS = 0x8080808080808080ULL
-
-
-cdef inline uint64_t _stops(uint64_t w):
-    """The high bit of each byte of ``w`` that ends a plain string: a quote, or a byte that is
-    not printable ASCII or is a backslash. The lowest bit set is exact (a borrow or carry can
-    only mark a byte after a true one), which is all :func:`_plain_string` reads."""
-    cdef uint64_t low = (w - ONES * 0x20) & ~w & HIGHS  # a byte below 0x20
-    cdef uint64_t high = ((w + ONES * (127 - 0x7e)) | w) & HIGHS  # a byte above 0x7e
-    cdef uint64_t b = w ^ (ONES * 0x5c)
-    cdef uint64_t q = w ^ (ONES * 0x22)
-    return low | high | ((b - ONES) & ~b & HIGHS) | ((q - ONES) & ~q & HIGHS)
-
 
 cdef inline Py_ssize_t _ws(const unsigned char* p, Py_ssize_t i, Py_ssize_t end):
     while i < end and (p[i] == 32 or p[i] == 9 or p[i] == 13):
         i += 1
     return i
-
-
-cdef inline Py_ssize_t _plain_string(const unsigned char* p, Py_ssize_t i, Py_ssize_t end):
-    """The index just past the string opening at ``i`` (its quote), if every byte in it is printable
-    ASCII without escapes; -1 otherwise (the line is left to Python). Sixteen bytes at a step (in
-    SSE2 where the compiler targets it, else byte by byte), then eight in a word, then the rest."""
-    cdef Py_ssize_t j = i + 1
-    cdef uint64_t w, stop
-    cdef unsigned int mask
-    cdef unsigned char c
-    while j + 16 <= end:
-        mask = rmkit_string_stops16(p + j)
-        if mask:
-            j += __builtin_ctz(mask)
-            return j + 1 if p[j] == 34 else -1
-        j += 16
-    while j + 8 <= end:
-        memcpy(&w, p + j, 8)
-        stop = _stops(w)
-        if stop:
-            j += __builtin_ctzll(stop) >> 3
-            return j + 1 if p[j] == 34 else -1
-        j += 8
-    while j < end:
-        c = p[j]
-        if c == 34:
-            return j + 1
-        if c < 0x20 or c > 0x7e or c == 92:
-            return -1
-        j += 1
-    return -1
 
 
 cdef inline Py_ssize_t _integer(const unsigned char* p, Py_ssize_t i, Py_ssize_t end, uint64_t* value):
@@ -202,7 +132,7 @@ cdef Py_ssize_t _object(const unsigned char* p, Py_ssize_t i, Py_ssize_t end, Fo
     while True:
         if i >= end or p[i] != 34:
             return -1  # (an empty object, or no key)
-        j = _plain_string(p, i, end)
+        j = plain_string_end(p, i, end)
         if j < 0:
             return -1
         code = _key_code(p, i + 1, j - i - 2)
@@ -220,7 +150,7 @@ cdef Py_ssize_t _object(const unsigned char* p, Py_ssize_t i, Py_ssize_t end, Fo
             return -1
         c = p[i]
         if c == 34:
-            j = _plain_string(p, i, end)
+            j = plain_string_end(p, i, end)
             if j < 0 or code == K_TIMESTAMP or code == K_VALUE:
                 return -1  # (a time or a value held as a string: left)
             if code == K_SOURCE:

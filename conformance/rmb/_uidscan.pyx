@@ -22,6 +22,7 @@ from libc.stdint cimport uint32_t
 from libc.string cimport memchr
 
 from rmkit._crc32 cimport CRC32_START, crc32_byte, crc32_end, crc32_fill_table
+from rmkit._plainstring cimport plain_string_end
 
 crc32_fill_table()
 
@@ -36,9 +37,14 @@ cdef inline Py_ssize_t _ws(const unsigned char* p, Py_ssize_t i, Py_ssize_t size
 
 
 cdef inline Py_ssize_t _string_end(const unsigned char* p, Py_ssize_t i, Py_ssize_t size, bint* escaped):
-    """The index just past the string opening at ``i`` (a quote), -1 if it does not close."""
+    """The index just past the string opening at ``i`` (a quote), -1 if it does not close. A plain
+    string (printable ASCII, no escape: most of a line's) is found in words (:mod:`rmkit._plainstring`);
+    any other by a search for its closing quote, escape by escape."""
     cdef const unsigned char* q
     cdef const unsigned char* b
+    cdef Py_ssize_t plain = plain_string_end(p, i, size)
+    if plain >= 0:
+        return plain
     i += 1
     while i < size:
         q = <const unsigned char*> memchr(p + i, 34, size - i)  # the next quote: the end, unless escaped

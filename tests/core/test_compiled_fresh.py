@@ -73,6 +73,13 @@ def test_the_dealers_cimport_the_one_crc32():
     assert all(REPO / "rmkit" / "_crc32.pxd" in found for found in deps.values()), deps
 
 
+def test_the_line_walkers_cimport_the_one_plain_string_end():
+    """REMP's clock scan and RMB's uid dealer find a plain string's end by the kit's one ``.pxd``:
+    an edit to it must make both stale."""
+    deps = {source: cimported(REPO / source) for source in ("conformance/remp/_clockscan.pyx", "conformance/rmb/_uidscan.pyx")}
+    assert all(REPO / "rmkit" / "_plainstring.pxd" in found for found in deps.values()), deps
+
+
 def test_the_remp_checker_counts_the_clock_declarations_it_cimports():
     """The REMP checker (a ``.py``) cimports the clock's C type from ``rmkit/logclock.pxd``: an edit
     to it makes the compiled checker stale, as it makes the compiled clock (whose declarations it
