@@ -1,6 +1,6 @@
 # cython: language_level=3
 """The end of a plain JSON string, found sixteen or eight bytes at a step, for the compiled
-readers that walk a line's text without decoding it (REMP's clock scan, RMB's uid dealer): in one
+readers that walk a line's text without decoding it (a protocol's clock scan or dealer): in one
 place, as :mod:`rmkit._crc32` is. A *plain* string is one whose every byte is printable ASCII
 (0x20 to 0x7e) and none a backslash, so that its bytes are its text; most strings of a log line
 are. A caller that must also read other strings (escapes, bytes beyond ASCII) takes
