@@ -459,7 +459,7 @@ class RmbShards:
 
         ctx = self.ctx()
         feed, engine, clock, INF = requests.feed, requests.engine, requests.engine.clock, math.inf
-        tick = requests.engine.tick
+        tick = requests.engine.tick  # (not engine.tick: Cython takes no bound method of a typed cpdef as an object)
         min_time, max_time = requests.min_time, requests.max_time
         add_signed, problems = share.signed.add, share.problems
         line_problem, note_problem = ctx.line_problem, ctx.note_problem
