@@ -222,6 +222,7 @@ class Links:
                 outs[b] = w
             else:
                 os.close(w)
+        self.pipes = {}  # (every end is k's now, or closed: close() has nothing left to close)
         return PeerNet(ins, outs)
 
     def close(self) -> None:
@@ -281,6 +282,13 @@ class PeerNet:
                 got += len(piece)
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
+    def close(self) -> None:
+        """Close this worker's ends (a worker in a process that goes on after its share: the
+        parent's own share). Its peers waiting for it then stop with :class:`PeerStopped`."""
+        for fd in (*self.ins.values(), *self.outs.values()):
+            os.close(fd)
+        self.ins, self.outs, self.pending, self.peer_of_fd = {}, {}, {}, {}
+
     def drain(self) -> None:
         """Wait until every peer has taken what was sent to it."""
         while True:
@@ -300,22 +308,25 @@ def message(chunk: int, nlines: int, pick: bytes, text: bytes, error: str | None
 def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable, ref_bits: int,
                  on_break: Callable[[int, int, str], None], on_read: Callable[[int, int], None] | None = None,
                  chunk_bytes: int = CHUNK_BYTES, deal_text: Callable | None = None,
-                 summary: tuple[Callable, Callable] | None = None) -> Iterator[tuple]:
+                 summary: tuple[Callable, Callable] | None = None,
+                 on_taken: Callable[[int, int], None] | None = None) -> Iterator[tuple]:
     """Worker k's (refs, lines) batches of its share, in log order, numbered as the one reader's
     :func:`rmkit.logread.numbered_chunks` numbers them (refs: ``input index << ref_bits | line
     number``), each with its newline. ``deal(refs, lines, n, text)`` gives, per worker, a byte
     per line (1: that worker's); the refs it is given number the lines within their chunk.
     ``on_break(idx, line, message)`` is called by the owner of the chunk where an input could not
     be read further (the line that could not be read, as the one reader reports it);
-    ``on_read(idx, its span)`` after each own chunk is read. ``deal_text(text, n)``, when given,
+    ``on_read(idx, its span)`` after each own chunk is read; ``on_taken(idx, its span)`` as each
+    chunk, own or not, is taken in log order (a worker's progress through the whole log). ``deal_text(text, n)``, when given,
     deals a chunk's text at once: (the picks ``deal`` would give, each worker's lines one after the
     other), or None to have the chunk split and dealt by ``deal``; the owner then splits only its
     own lines.
 
     ``summary``: (make, pack, unpack, take), when every worker needs something of every line
-    besides its own lines (a protocol's clock, say, which every record moves): ``make(text, lines)``
-    is called by a chunk's owner on all the chunk's lines (their text; the lines split, or None where
-    the chunk was dealt from its text and they were not), ``pack`` turns what it made into bytes,
+    besides its own lines (a protocol's clock, say, which every record moves): ``make(text, lines,
+    pick)`` is called by a chunk's owner on all the chunk's lines (their text; the lines split, or
+    None where the chunk was dealt from its text and they were not; the owner's pick of them, so
+    that it may read its own lines ahead), ``pack`` turns what it made into bytes,
     sent to every other worker with its lines, and ``unpack`` turns them back; ``take(what was made,
     the chunk's first ref, this worker's pick)`` gives what each worker's batch of the chunk then
     carries as a third part, (refs, lines, taken). The owner takes what it made as it made it (no
@@ -349,7 +360,7 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
             nlines = len(lines)
             picks = deal(range(1, nlines + 1), lines, n, text) if lines else [b""] * n
             texts = {j: b"".join(compress(lines, picks[j])) for j in net.outs}
-        made = summary[0](text, lines) if summary is not None and nlines else None
+        made = summary[0](text, lines, picks[k]) if summary is not None and nlines else None
         sent = summary[1](made) if made is not None else b""
         for j in net.outs:
             net.send(j, message(c, nlines, picks[j], texts[j], error, sent))
@@ -376,6 +387,8 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
                 made = summary[2](sent) if summary is not None and nlines else None
                 mine = split_lines(text, terminated=True)[0] if text else []
                 longs = []
+            if on_taken is not None and ch.span:
+                on_taken(ch.idx, ch.span)
             if ch.idx in broken:
                 continue
             before = base.get(ch.idx, 0)

@@ -13,6 +13,7 @@ import zlib
 from typing import Any, Callable, Sequence
 
 from rmkit.gctune import frozen_for_fork
+from rmkit.peerread import PeerStopped
 
 
 def _run_share(conn, fn: Callable[..., Any], args: tuple) -> None:
@@ -54,13 +55,18 @@ def run_in_processes(fn: Callable[..., Any], shares: Sequence[tuple], *, first_h
     """``[fn(*args) for args in shares]``, each call in a process of its own. ``first_here``: the
     first call runs in this process while the others run in theirs (a process fewer, for a caller
     whose every process holds an interpreter and its modules: memory a bound may count); where it
-    fails the others are killed, not waited for. ``while_waiting``: called here once this process
+    fails the others are killed, not waited for, unless it failed because another stopped
+    (:class:`rmkit.peerread.PeerStopped`, shares that read the log themselves): then that share's
+    failure is what is raised. ``while_waiting``: called here once this process
     has nothing to do but wait for the others (after the first call, with ``first_here``), for
     work the caller needs next that would otherwise run after the last share, such as an import."""
     pipes, procs = start_processes(_run_share, [(fn, args) for args in shares[1 if first_here else 0:]])
     finished = False
     try:
-        first = [fn(*shares[0])] if first_here else []
+        try:
+            first = [fn(*shares[0])] if first_here else []
+        except PeerStopped as stopped:
+            raise _failure_of(pipes) or stopped from None
         if while_waiting is not None:
             while_waiting()
         results = [p.recv() for p in pipes]
@@ -74,6 +80,27 @@ def run_in_processes(fn: Callable[..., Any], shares: Sequence[tuple], *, first_h
         if kind == "error":
             raise value
     return first + [value for _, value in results]
+
+
+def _failure_of(pipes: list) -> BaseException | None:
+    """The first failure the other shares report that is not their own :class:`PeerStopped`
+    (None: none reports one). Called once this process's share has stopped, its pipes to the
+    others closed: each other share then ends, with its report or its failure, or has died."""
+    for pipe in pipes:
+        try:
+            if not pipe.poll(_REPORT_WAIT_S):
+                continue
+            kind, value = pipe.recv()
+        except (EOFError, OSError):  # died without a report
+            continue
+        if kind == "error" and not isinstance(value, PeerStopped):
+            return value
+    return None
+
+
+# how long a share that stopped with its peers' reading is waited for to report why (a safety: it
+# ends as soon as its peers' pipes close)
+_REPORT_WAIT_S = 30
 
 
 def key_share(key: str | None, n: int) -> int:

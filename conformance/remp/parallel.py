@@ -90,7 +90,7 @@ def _read_by_peers(conn, checker, inputs: list[str], k: int, links, counting: bo
     fold = checker.model.ids_fold_case
     yield from peer_batches(k, links.n, inputs, net, partial(share_picks, terminated=True), LINE_BITS,
                             on_break=checker._read_error, on_read=on_read, deal_text=deal_text,
-                            summary=(lambda text, lines: chunk_summary(text, fold, lines), pack, unpack, others))
+                            summary=(lambda text, lines, pick: chunk_summary(text, fold, lines), pack, unpack, others))
 
 
 # the batches dealt to the shares: small, so that little waits in memory, large enough that a
