@@ -1,9 +1,12 @@
 """``rmkit check --protocol corda --jobs N``: the shares of :class:`CordaLogChecker` in N processes.
 
-Each worker reads every input and keeps the records whose message id hashes into its share (as
-Spark's shuffle by key does for ``rmkit audit``, by the same :class:`RecordKey`); a line that is
-not JSON, or has no id, goes to share 0, so every record is read by exactly one share. A line is
-keyed without parsing it where it can be (:func:`share_of`). The parent merges the shares' results
+Each worker gets the records whose message id hashes into its share (as Spark's shuffle by key
+does for ``rmkit audit``, by the same :class:`RecordKey`); a line that is not JSON, or has no id,
+goes to share 0, so every record is read by exactly one share. A line is keyed without parsing it
+where it can be (:func:`share_of`). Plain files checked exactly are read by the workers
+themselves, chunk by chunk, each chunk's reader dealing the others their lines of it (the core's
+:mod:`rmkit.peerread`, as REMP's ``--jobs`` reads); standard input, gzip and a check under a
+declared bound have each worker read every input and keep its own lines. The parent merges the shares' results
 with the same :meth:`CordaLogChecker.merge` the audit uses. The parent checks share 0 itself while
 the other shares run (each process holds an interpreter and the checker's modules, about 40 MB:
 N processes rather than N + 1, which at ten million records decides whether two shares stay
@@ -22,8 +25,9 @@ from rmkit.gctune import paused_collections
 from rmkit.lazy import numpy_module
 from rmkit.linescan import pick_table
 from rmkit.logread import BrokenLine
+from rmkit.peerread import Links, peer_batches, readable
 from rmkit.processes import key_bytes_share, key_share, run_in_processes
-from rmkit.protocol import RecordKey
+from rmkit.protocol import REF_LINE_BITS, RecordKey
 from rmkit.verdict import Report
 
 
@@ -93,52 +97,108 @@ _LINE_SHARES = _compiled_line_shares()
 _NOT_READ = 255  # line_shares' mark of a line its fast reading does not settle
 
 
-def _own_batches(checker, inputs: list[str], k: int, n: int, batches=None):
+def _dealer(checker, n: int):
+    """``shares(lines)``: each line's share (of ``n``, fewer than :data:`_NOT_READ`), a byte a
+    line, :data:`_NOT_READ` for a blank line (no share's: every reader numbers it, none reads it).
+    A batch whose every line the compiled fast reading settles is dealt in one call; a blank,
+    broken or odd line of a batch by :func:`keyer`'s reading, with the same answers."""
     share = keyer(checker.key, n)
-    fast = _fast_key(checker.key) if _LINE_SHARES is not None and n < _NOT_READ else None
-    pick = pick_table(k)
-    for refs, lines in checker.file_batches(inputs) if batches is None else batches:
+    fast = _fast_key(checker.key) if _LINE_SHARES is not None else None
+
+    def shares(lines) -> bytes:
         if fast is not None and type(lines) is list:
-            # a batch whose every line the fast reading settles is dealt in one call; any other
-            # (a blank, broken or odd line in it) line by line below, with the same answers
-            shares = _LINE_SHARES(lines, *fast, n)
-            if _NOT_READ not in shares:
-                picked = shares.translate(pick)
-                mine = list(compress(lines, picked))
-                if mine:
-                    yield list(compress(refs, picked)), mine
-                continue
-        mine_refs, mine = [], []
-        for ref, line in zip(refs, lines):
+            got = _LINE_SHARES(lines, *fast, n)
+            if _NOT_READ not in got:
+                return got
+            got = bytearray(got)
+        else:
+            got = bytearray([_NOT_READ]) * len(lines)
+        at = got.find(_NOT_READ)
+        while at >= 0:
+            line = lines[at]
             if isinstance(line, BrokenLine):  # an input that broke off: share 0 reports it
-                if k == 0:
-                    mine_refs.append(ref)
-                    mine.append(line)
-                continue
-            if not line or line.isspace():
-                continue
-            if share(line) == k:
-                mine_refs.append(ref)
-                mine.append(line)
+                got[at] = 0
+            elif line and not line.isspace():
+                got[at] = share(line)
+            at = got.find(_NOT_READ, at + 1)
+        return got
+
+    return shares
+
+
+def _own_batches(checker, inputs: list[str], k: int, n: int, batches=None):
+    """Share k's (refs, lines) of every line of the inputs (or of ``batches``), read by this
+    process: each share reads the whole log and keeps its own lines."""
+    shares, pick = _dealer(checker, n), pick_table(k)
+    for refs, lines in checker.file_batches(inputs) if batches is None else batches:
+        picked = shares(lines).translate(pick)
+        mine = list(compress(lines, picked))
         if mine:
-            yield mine_refs, mine
+            yield list(compress(refs, picked)), mine
 
 
-def _check_share(checker, inputs: list[str], k: int, n: int):
+def _read_by_peers(checker, inputs: list[str], k: int, n: int, net):
+    """Share k's (refs, lines), read by the shares themselves (:mod:`rmkit.peerread`): each reads
+    its chunks of the inputs and deals the others their lines of them, so a line is read, split and
+    dealt once in the run instead of once per share. An input that breaks off is reported by the
+    share that owns the chunk where it broke (one reader's share 0 reports it: the merge sorts the
+    problems by line); share 0 reports the progress of the whole log, as the one reader does."""
+    shares = _dealer(checker, n)
+    picks = [pick_table(j) for j in range(n)]
+    broken: list[tuple[int, str]] = []
+
+    def deal(refs, lines, n, text) -> list[bytes]:
+        got = shares(lines)
+        return [got.translate(p) for p in picks]
+
+    def on_break(idx: int, line: int, why: str) -> None:
+        broken.append(((idx << REF_LINE_BITS) | line, why))
+
+    on_taken = None
+    if k == 0 and checker.progress is not None:
+        done: dict[int, int] = {}
+
+        def on_taken(idx: int, span: int) -> None:
+            done[idx] = done.get(idx, 0) + span
+            checker.progress(idx, done[idx])
+
+    for refs, lines in peer_batches(k, n, inputs, net, deal, REF_LINE_BITS, on_break=on_break, on_taken=on_taken):
+        yield refs, lines
+        if broken:
+            yield [ref for ref, _ in broken], [BrokenLine(why) for _, why in broken]
+            broken.clear()
+    if broken:
+        yield [ref for ref, _ in broken], [BrokenLine(why) for _, why in broken]
+
+
+def _check_share(checker, inputs: list[str], k: int, n: int, links: Links | None = None):
+    """Share k of n; ``links``: the shares' pipes where they read the inputs themselves."""
     if checker.bound_ms is not None:  # under a declared bound: each input apart, read in step (stream.py)
         streams = [_own_batches(checker, inputs, k, n, checker.input_batches(i, p)) for i, p in enumerate(inputs)]
         return checker.check_streams(inputs, streams, spanning=False)
-    return checker.check_share(inputs, _own_batches(checker, inputs, k, n))
+    if links is None:
+        return checker.check_share(inputs, _own_batches(checker, inputs, k, n))
+    net = links.keep(k)
+    try:
+        return checker.check_share(inputs, _read_by_peers(checker, inputs, k, n, net))
+    finally:
+        net.close()
 
 
 def run_parallel(checker, inputs: list[str], jobs: int) -> Report:
     started = time.perf_counter()
     # share 0 here (see the module's docstring); then numpy, the merge's and no share's (its checks
     # across ids), imported while the other shares still run rather than after the last
-    with paused_collections():  # the shares' results, unpickled, and the merge hold no cycles (see rmkit.gctune)
-        shares = run_in_processes(_check_share, [(checker, inputs, k, jobs) for k in range(jobs)], first_here=True,
-                                  while_waiting=numpy_module)
-        report = checker.merge(inputs, shares)
+    # plain files, checked exactly: the shares read them (rmkit.peerread); else each reads them whole
+    links = Links(jobs) if checker.bound_ms is None and jobs < _NOT_READ and readable(inputs) else None
+    try:
+        with paused_collections():  # the shares' results, unpickled, and the merge hold no cycles (see rmkit.gctune)
+            shares = run_in_processes(_check_share, [(checker, inputs, k, jobs, links) for k in range(jobs)], first_here=True,
+                                      while_waiting=numpy_module)
+            report = checker.merge(inputs, shares)
+    finally:
+        if links is not None:
+            links.close()  # (what share 0, here, did not keep: nothing once it ran)
     elapsed = time.perf_counter() - started
     report.metrics.update(jobs=jobs, elapsed_s=round(elapsed, 3),
                           receipts_per_s=round(report.records / elapsed) if elapsed > 0 else None)

@@ -243,6 +243,8 @@ class _ShareRun:
             if r is not None:
                 continue
             line = lines[i]
+            if type(line) is bytes and line[-1:] == b"\n":  # (a line read with its newline, as shares
+                line = line[:-1]  # that read the log themselves give it: a problem's text is the same)
             try:
                 obj = orjson.loads(line)
             except orjson.JSONDecodeError as exc:
