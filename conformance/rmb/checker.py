@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from array import array
 import math
 from itertools import compress
 import operator
@@ -39,6 +40,7 @@ from rmkit.gctune import paused_collections
 from rmkit.logread import GZIP_MAGIC, auto_jobs, numbered_batches
 from rmkit.lazy import numpy_module
 from rmkit.linescan import pick_table
+from rmkit.peerread import Links, peer_batches, readable, size_of
 from rmkit.processes import key_share, run_in_processes
 from rmkit.protocol import REF_LINE_BITS
 from rmkit.rules import OFF
@@ -410,15 +412,33 @@ class RmbShards:
     def _record_reader(self):
         """``record_of(line, ref)``: the record a line is, as the share's loop reads it (None: none,
         or an input problem): the one reading both the loop's clock and :meth:`clock_block` use."""
-        line_problem = self.ctx().line_problem
+        read = self._line_reader()
+
+        def record_of(line, ref):
+            item = read(line, ref)
+            return item[0] if type(item) is tuple else item
+
+        return record_of
+
+    def _line_reader(self):
+        """``read(line, ref)``: what the share's loop takes of a line: its typed record (the common
+        line, :func:`_typed_reading`, its few checks here); else, read the general way, (record,
+        its key) or (None, error, field) for an input problem; None for a blank line."""
+        ctx = self.ctx()
+        line_problem = ctx.line_problem
+        key_of = record_key
 
         def general(line, ref):
             if not line.strip():
                 return None
-            obj, error, _ = decode(line)
-            if obj is None or (line_problem(obj) or (None,))[0] is not None:
-                return None
-            return Rec(ref, obj)
+            if line[-1:] == b"\n":  # (a line read with its newline, as shares that read the log themselves give
+                line = line[:-1]  # it: an input problem's text is the one reader's)
+            obj, error, fld = decode(line)
+            if obj is not None:
+                error, fld = line_problem(obj) or (None, None)
+                if error is None:
+                    return Rec(ref, obj), key_of(obj)
+            return None, error, fld
 
         return self._typed_first(_typed_reading(typed_records()), general)
 
@@ -454,19 +474,13 @@ class RmbShards:
     @cython.locals(engine=Engine)
     def _read(self, batches: Iterable, requests: Requests, share: Share) -> int:
         """Every line into its request: the records read."""
-        from rmkit.conformance.rmb.logjudge import backlog_ttl
         from rmkit.conformance.rmb.sigreuse import SIGNED_EVENTS
 
-        ctx = self.ctx()
         feed, engine, clock, INF = requests.feed, requests.engine, requests.engine.clock, math.inf
         tick = requests.engine.tick  # (not engine.tick: Cython takes no bound method of a typed cpdef as an object)
         min_time, max_time = requests.min_time, requests.max_time
         add_signed, problems = share.signed.add, share.problems
-        line_problem, note_problem = ctx.line_problem, ctx.note_problem
-        low, ahead = ctx.settings["plausible_unix_s"]
-        high = ctx.started + ahead  # (Ctx.time_ok)
-        typed = _typed_reading(typed_records())
-        key_of = record_key
+        read = self._line_reader()
         signed = frozenset(SIGNED_EVENTS)
         events: dict[str, int] = {}
         count = events.get
@@ -495,48 +509,43 @@ class RmbShards:
             return i
 
         def take_events(orefs, events, i: int, before) -> int:
-            """take_others, for the other shares' records read already (their (time, writer),
-            :meth:`clock_block`)."""
+            """take_others, for the other shares' records read already (``events``: their times
+            and their writers, :meth:`clock_block`, :class:`_ChunkClock`)."""
             n = len(orefs)
+            times, whos = events
             while i < n and orefs[i] < before:
-                tick_and_roll(*events[i])
+                tick_and_roll(times[i], whos[i])
                 i += 1
             return i
 
         for batch in batches:
             refs, lines = batch[0], batch[1]
             orefs, olines = (batch[2], batch[3]) if len(batch) > 2 else ((), ())
-            take = take_others if len(batch) < 5 else take_events  # (5: _with_clock's batches)
+            take = take_others if len(batch) < 5 else take_events  # (5: _with_clock's and the peers' batches)
+            read_ahead = batch[4] if len(batch) > 4 else None  # (the lines read already, :func:`_peer_summary`)
             oi = 0
             next_other = orefs[0] if orefs else INF
-            for ref, line in zip(refs, lines):
+            for ref, line, item in zip(refs, lines, map(read, lines, refs) if read_ahead is None else read_ahead):
                 if next_other < ref:
                     oi = take(orefs, olines, oi, ref)
                     next_other = orefs[oi] if oi < len(orefs) else INF
-                # the common case: decoded at C speed into the record (typedread), its few checks here
-                # (as record_of, inline)
-                rec = typed(line, ref) if type(line) is bytes else None
-                if rec is not None and low <= rec.time <= high and (
-                        (event := rec.event) not in NOTED_EVENTS
-                        or (event == "backlog-set" and (rec.note is None or backlog_ttl(rec.note) is not None))
-                        or note_problem(event, rec.note) is None):
+                if type(item) is not tuple:
+                    if item is None:  # a blank line
+                        continue
+                    # the common case: decoded at C speed into the record (typedread)
+                    rec = item
                     uid = rec.uid
                     key = uid.lower() if uid is not None else key_of_message(rec.msg)
                     requests.line = line
                 else:
-                    if not line.strip():
+                    rec = item[0]
+                    if rec is None:
+                        problems.append((ref, item[1], item[2]))
                         continue
-                    obj, error, fld = decode(line)
-                    if obj is not None:
-                        error, fld = line_problem(obj) or (None, None)
-                        if error is not None:
-                            obj = None
-                    if obj is None:
-                        problems.append((ref, error, fld))
-                        continue
-                    rec = Rec(ref, obj)
-                    key = key_of(obj)
+                    key = item[1]
                     requests.line = None
+                if read_ahead is not None:
+                    rec.ref = ref  # (read before its chunk's place in the log was known)
                 records += 1
                 event = rec.event
                 events[event] = count(event, 0) + 1
@@ -633,7 +642,7 @@ def _with_clock(batches, clock: Iterable[bytes]):
             orefs, events = pieces[0]
         else:
             orefs = [ref for p in pieces for ref in p[0]]
-            events = [e for p in pieces for e in p[1]]
+            events = ([t for p in pieces for t in p[1][0]], [who for p in pieces for who in p[1][1]])
         yield refs, lines, orefs, events, None
 
 
@@ -644,15 +653,16 @@ def _unpack_clock(data: bytes) -> tuple:
 
 
 def _others(refs: list, columns: tuple, own: list) -> tuple:
-    """A piece of a block as the other shares' records: (their refs, their (time, writer)); a
-    line of the share's own (``own``: its positions in the piece) is left to the share's loop."""
-    events = list(zip(*columns))
+    """A piece of a block as the other shares' records: (their refs, (their times, their
+    writers)); a line of the share's own (``own``: its positions in the piece) is left to the
+    share's loop."""
     if own:
         keep = bytearray(b"\1") * len(refs)
         for i in own:
             keep[i] = 0
-        return list(compress(refs, keep)), list(compress(events, keep))
-    return refs, events
+        times, whos = columns
+        return list(compress(refs, keep)), (list(compress(times, keep)), list(compress(whos, keep)))
+    return refs, columns
 
 
 def _typed_reading(reader, clock: bool = False):
@@ -731,10 +741,9 @@ class RmbLogChecker:
 def default_jobs(inputs: list[str]) -> int:
     """The processes ``rmkit check --protocol rmb`` uses when ``--jobs`` is not given: as
     :func:`rmkit.logread.auto_jobs` decides (one per idle core, one where fewer than two are idle).
-    Every share reads every line of the log and finds its share (:func:`_dealt`) before it
-    checks its own, so two shares spend more CPU than one process (bench/bench_rmb_check.py); on two
-    idle cores they still take about 0.6 of one process's wall time, and on a busy machine
-    auto_jobs picks one."""
+    Each share's clock takes the other shares' records too (:meth:`RmbShards._read`), so two
+    shares spend more CPU than one process (bench/bench_rmb_check.py); on two idle cores they still
+    take about 0.6 of one process's wall time, and on a busy machine auto_jobs picks one."""
     return auto_jobs(inputs)
 
 
@@ -760,8 +769,7 @@ def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
                 yield refs, batch
                 continue
             if table is None:
-                sample = _sample(path)
-                table = share_table(_shares(sample, BUCKETS, {}), n) if sample else b""
+                table = _table_of(path, n)
             yield _dealt(refs, batch, k, n, shares_of, table or None)
 
 
@@ -795,6 +803,13 @@ def _sample(path: str) -> list[bytes] | None:
     except (OSError, ValueError):
         return None
     return [line + b"\n" for line in lines] or None
+
+
+def _table_of(path: str, n: int) -> bytes:
+    """:func:`share_table` of ``n`` of a sample of the file ``path`` (:func:`_sample`); b"" where
+    there is none (a short log, a stream): lines are then dealt by :func:`key_share` of ``n``."""
+    sample = _sample(path)
+    return share_table(_shares(sample, BUCKETS, {}), n) if sample else b""
 
 
 def share_table(buckets: bytes, n: int) -> bytes:
@@ -933,11 +948,100 @@ def _key_errors() -> tuple:
 _KEY_ERRORS = _key_errors()
 
 
-def _check_share(shards: RmbShards, inputs: list[str], k: int, n: int, spill: str | None = None) -> Share:
+def _read_by_peers(shards: RmbShards, inputs: list[str], k: int, n: int, net, problems: list):
+    """Share k's batches of plain files, read by the shares themselves (:mod:`rmkit.peerread`,
+    as REMP's shares read): each reads its chunks of the inputs, finds every line's share (as
+    :func:`_dealt` does, by the same table) and sends each other share its lines, with the
+    clock's events of the chunk (:class:`_ChunkClock`). So a line is read, split and dealt once in
+    the run, and read for the clock once, by its chunk's reader, instead of by every other share;
+    the reader's own lines are read once, for the clock and for the check. Each batch is (refs,
+    lines, the other shares' records' refs, their (time, writer), the lines read ahead or None),
+    as :meth:`RmbShards._read` takes it. A line too long or an input that breaks off is reported
+    by the share that owns the chunk (in ``problems``)."""
+    table = next((_table_of(path, n) for path in inputs if size_of(path)), b"") or None
+    shares_of: dict[str, int] = {}
+    picks = [pick_table(j) for j in range(n)]
+
+    def deal(refs, lines, n, text) -> list[bytes]:
+        got = _shares(lines, n, shares_of) if table is None else _shares(lines, BUCKETS, shares_of).translate(table)
+        return [got.translate(p) for p in picks]
+
+    def on_break(idx: int, line: int, why: str) -> None:
+        problems.append(((idx << REF_LINE_BITS) | line, why, None))
+
+    clock = _ChunkClock(shards)
+    for refs, lines, (orefs, events, ahead) in peer_batches(k, n, inputs, net, deal, REF_LINE_BITS, on_break=on_break,
+                                                            summary=(clock.make, clock.pack, clock.unpack, clock.take)):
+        yield refs, lines, orefs, events, ahead
+
+
+class _ChunkClock:
+    """What a chunk's reader sends the other shares with their lines (:func:`_read_by_peers`): the
+    clock's event, (time, writer), of each of the chunk's lines that is a record, as the share's
+    loop reads it. The reader reads its own lines of the chunk whole (the share's loop then takes
+    them as read, :meth:`RmbShards._read`) and the others' for the clock alone
+    (:meth:`RmbShards._clock_reader`); each share's clock takes every record that is not its own."""
+
+    def __init__(self, shards: RmbShards):
+        self.read, self.clock_of = shards._line_reader(), shards._clock_reader()
+
+    def make(self, text: bytes, lines: list, pick: bytes) -> tuple:
+        """(a byte per line of the chunk, 1 for a record; each line's time and writer, 0.0 and
+        None for a line that is not a record; the reader's own lines as read) (``pick``: the
+        reader's lines)."""
+        read, clock_of = self.read, self.clock_of
+        n = len(lines)
+        is_record, times, whos = bytearray(n), array("d", bytes(8 * n)), [None] * n
+        names: dict[str, str] = {}  # (one string per writer: pickled once per chunk)
+        ahead = []
+        for i, (line, mine) in enumerate(zip(lines, pick)):
+            if mine:
+                item = read(line, 0)  # (its ref is set when the chunk is taken)
+                ahead.append(item)
+                rec = item[0] if type(item) is tuple else item
+            else:
+                rec = clock_of(line, 0)
+            if rec is not None:
+                is_record[i] = 1
+                times[i] = rec.time
+                whos[i] = names.setdefault(rec.who, rec.who)
+        return bytes(is_record), times, whos, ahead
+
+    @staticmethod
+    def pack(made: tuple) -> bytes:
+        is_record, times, whos, _ = made
+        return pickle.dumps((is_record, times.tobytes(), whos), pickle.HIGHEST_PROTOCOL)
+
+    @staticmethod
+    def unpack(data: bytes) -> tuple:
+        is_record, times, whos = pickle.loads(data)
+        return is_record, array("d", times), whos, None
+
+    @staticmethod
+    def take(made: tuple, first: int, pick: bytes) -> tuple:
+        """(refs, (times, writers)) of the chunk's records that are not this share's (``pick``),
+        and the lines read ahead (the reader's own, in its batch's order; None for another's
+        chunk)."""
+        is_record, times, whos, ahead = made
+        n = len(is_record)
+        keep = (int.from_bytes(is_record, "little") & int.from_bytes(pick.translate(_OTHER), "little")).to_bytes(n, "little")
+        return list(compress(range(first, first + n), keep)), (list(compress(times, keep)), list(compress(whos, keep))), ahead
+
+
+def _check_share(shards: RmbShards, inputs: list[str], k: int, n: int, spill: str | None = None,
+                 links: Links | None = None) -> Share:
     """Share ``k`` of ``n`` of the check, in its own process; its signature index written to a file
-    in ``spill`` (:meth:`.sigreuse.SignatureIndex.spill`) where given."""
+    in ``spill`` (:meth:`.sigreuse.SignatureIndex.spill`) where given. ``links``: the shares' pipes
+    where they read the inputs themselves (:func:`_read_by_peers`), else each reads them whole."""
     problems: list[tuple] = []
-    share = shards.check_share(inputs, _file_batches(inputs, problems, k, n))
+    if links is None:
+        share = shards.check_share(inputs, _file_batches(inputs, problems, k, n))
+    else:
+        net = links.keep(k)
+        try:
+            share = shards.check_share(inputs, _read_by_peers(shards, inputs, k, n, net, problems))
+        finally:
+            net.close()
     share.problems += problems
     if spill is not None and share.signed is not None:
         share.signed = share.signed.spill(spill)
@@ -948,8 +1052,13 @@ def _run_processes(shards: RmbShards, inputs: list[str], jobs: int, spill: str |
     """The shares, share 0 in this process (a process fewer: each holds an interpreter and the
     checker's modules), which then imports numpy for the merge's RMB-SIG-007 index while the
     others still run."""
-    return run_in_processes(_check_share, [(shards, inputs, k, jobs, spill) for k in range(jobs)], first_here=True,
-                            while_waiting=numpy_module)
+    links = Links(jobs) if jobs < UNSETTLED and readable(inputs) else None  # (plain files: the shares read them)
+    try:
+        return run_in_processes(_check_share, [(shards, inputs, k, jobs, spill, links) for k in range(jobs)], first_here=True,
+                                while_waiting=numpy_module)
+    finally:
+        if links is not None:
+            links.close()  # (what share 0, here, did not keep: nothing once it ran)
 
 
 def make_checker(profile: str, args: Any) -> RmbLogChecker:

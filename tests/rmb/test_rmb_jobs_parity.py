@@ -142,6 +142,30 @@ def test_shares_report_what_one_process_reports_on_a_log_with_planted_faults(tmp
         assert shares.metrics["late_records"] == one.metrics["late_records"]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_shares_reading_the_log_themselves_report_what_one_process_reports(tmp_path, seed, monkeypatch):
+    """``--jobs`` on a plain file: the shares read it in chunks and send each other their lines
+    and the clock's events of the chunk (rmkit/peerread.py, checker._ChunkClock); small chunks, so
+    that each share reads many, its own lines of them read ahead."""
+    from rmkit.conformance.rmb import checker
+
+    log = tmp_path / "faulty.jsonl"
+    _faulty_log(log, seed)
+    one, one_found = _findings(log, 1)
+    real, read = checker.peer_batches, []
+
+    def small_chunks(*args, **kwargs):
+        read.append(1)
+        return real(*args, chunk_bytes=4096, **kwargs)
+
+    monkeypatch.setattr(checker, "peer_batches", small_chunks)
+    for n in JOBS:
+        shares, found = _findings(log, n)
+        assert found == one_found, n
+        assert (shares.metrics["late_records"], shares.records, shares.subjects) == (one.metrics["late_records"], one.records, one.subjects)
+    assert read  # (share 0, here, read by the peers' dealing)
+
+
 def _audit_shares(path: Path, n: int, clocked: bool = True):
     """The report of ``n`` shares as ``rmkit audit`` runs them, without Spark: each share's own
     lines only (its requests', by the key ``--jobs`` deals by), in batches of a few lines, and the
