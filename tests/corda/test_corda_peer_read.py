@@ -5,25 +5,24 @@ that cannot be read further, must end the run as it ends when each share reads t
 
 from __future__ import annotations
 
-import errno
 import os
 from pathlib import Path
 
 import orjson
 import pytest
+from peer_read_support import break_at, odd_inputs as make_odd_inputs, the_break, with_chunk
 
 import rmkit.peerread as peerread
 from rmkit.conformance.corda import parallel
 from rmkit.conformance.corda.checker import CordaLogChecker
-from rmkit.logread import UTF8_BOM
 from rmkit.render.jsonout import render_json
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "fixtures" / "corda" / "rules" / "spec"
 
 
-def _report(inputs: list[str], jobs: int, **kwargs) -> dict:
-    rep = CordaLogChecker("spec", settled=True, jobs=jobs, max_examples=0, **kwargs).run(inputs)
+def _report(inputs: list[str], jobs: int) -> dict:
+    rep = CordaLogChecker("spec", settled=True, jobs=jobs, max_examples=0).run(inputs)
     out = orjson.loads(render_json(rep))
     for name in ("elapsed_s", "receipts_per_s", "jobs", "shares"):  # (how the run went, not what it found)
         out["metrics"].pop(name, None)
@@ -33,35 +32,18 @@ def _report(inputs: list[str], jobs: int, **kwargs) -> dict:
 @pytest.fixture(scope="module")
 def odd_inputs(tmp_path_factory) -> list[str]:
     """Every spec rule fixture's records (each rule's violation planted), cut into three inputs
-    with what a chunk boundary could break: a byte order mark, blank lines, an empty file, a line
-    that is not JSON, a line cut short, a line longer than the test's chunks, a last line without
-    a newline."""
-    d = tmp_path_factory.mktemp("corda-odd")
+    with what a chunk boundary could break (peer_read_support.odd_inputs)."""
     lines = [line for path in sorted(RULES.glob("*.jsonl")) for line in path.read_bytes().splitlines()]
     assert len(lines) > 100
-    half = len(lines) // 2
-    first = d / "first.jsonl"
-    first.write_bytes(UTF8_BOM + b"\n".join(lines[:half]) + b"\n\n\nnot json\n")
-    empty = d / "empty.jsonl"
-    empty.write_bytes(b"")
-    rest = d / "rest.jsonl"
     long_line = orjson.dumps({"t": 1, "node": "bob", "event": "sent", "id": "N-long", "note": "x" * 70_000})
-    cut = lines[half][: len(lines[half]) // 2]
-    rest.write_bytes(b"\n".join([cut, *lines[half:half + 40], b"", long_line, *lines[half + 40:]]))  # no newline at the end
-    return [str(first), str(empty), str(rest)]
-
-
-def _with_chunk(fn, chunk):
-    def batches(*args, **kwargs):
-        return fn(*args, chunk_bytes=chunk, **kwargs)
-    return batches
+    return make_odd_inputs(tmp_path_factory.mktemp("corda-odd"), lines, long_line)
 
 
 @pytest.mark.parametrize("chunk", [4096, 1 << 20])
 @pytest.mark.parametrize("jobs", [2, 3])
 def test_shares_reading_report_what_one_process_reports(odd_inputs, monkeypatch, jobs, chunk):
-    read = []
-    monkeypatch.setattr(parallel, "peer_batches", _with_chunk(lambda *a, **kw: (read.append(1), peerread.peer_batches(*a, **kw))[1], chunk))
+    read: list = []
+    monkeypatch.setattr(parallel, "peer_batches", with_chunk(peerread.peer_batches, chunk, read))
     one = _report(odd_inputs, 1)
     assert one["unreadable"] >= 3 and one["violations"]  # (the odd lines, the planted violations)
     assert _report(odd_inputs, jobs) == one
@@ -102,38 +84,24 @@ def test_a_share_that_fails_is_the_failure_the_run_reports(odd_inputs, monkeypat
             yield batch
 
     monkeypatch.setattr(parallel, "_read_by_peers", failing)
-    monkeypatch.setattr(parallel, "peer_batches", _with_chunk(peerread.peer_batches, 4096))
+    monkeypatch.setattr(parallel, "peer_batches", with_chunk(peerread.peer_batches, 4096))
     with pytest.raises(ValueError, match="share 1 failed here"):
         CordaLogChecker("spec", jobs=2).run(odd_inputs)
 
 
-def test_an_input_that_breaks_off_is_reported_where_it_broke(odd_inputs, tmp_path, monkeypatch):
+def test_an_input_that_breaks_off_is_reported_where_it_broke(odd_inputs, monkeypatch):
     """A read error in the middle of a plain file: the lines before it are checked, the line at
     the break is reported unreadable once (by the share that owns the chunk), the rest of that
     input is not read, and the next input is read whole."""
     first, second = Path(odd_inputs[0]), Path(odd_inputs[2])
-    chunk = 1024
-    plan = peerread.plan([str(first)], chunk)
-    assert len(plan) > 6
-    broken = plan[5]
-    real = peerread.read_chunk_text_bounded
-
-    def failing(fd, ch):
-        if ch.idx == 0 and ch.start == broken.start:
-            raise OSError(errno.EIO, "Input/output error")
-        return real(fd, ch)
-
-    monkeypatch.setattr(peerread, "read_chunk_text_bounded", failing)
-    monkeypatch.setattr(parallel, "peer_batches", _with_chunk(peerread.peer_batches, chunk))
-    fd = os.open(first, os.O_RDONLY)
-    before = sum(len(peerread.read_chunk(fd, ch)[0]) for ch in plan[:5])
-    os.close(fd)
     whole = CordaLogChecker("spec", settled=True, jobs=1, max_examples=0).run([str(second)])
+    broken, before = break_at(monkeypatch, first, 1024)
+    monkeypatch.setattr(parallel, "peer_batches", with_chunk(peerread.peer_batches, 1024))
     for jobs in (2, 3):
         rep = CordaLogChecker("spec", settled=True, jobs=jobs, max_examples=0).run([str(first), str(second)])
         breaks = [p for p in rep.input_problems if Path(p.file).name == "first.jsonl"]
         assert [p.line for p in breaks] == [before + 1]
-        assert f"after {broken.start:,} bytes ({before:,} complete lines): Input/output error" in breaks[0].error
+        assert the_break(broken, before) in breaks[0].error
         assert rep.unreadable == 1 + whole.unreadable
 
 

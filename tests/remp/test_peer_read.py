@@ -4,7 +4,6 @@ dies or an input that cannot be read further must end the run as the one reader'
 
 from __future__ import annotations
 
-import errno
 import gzip
 import os
 from pathlib import Path
@@ -13,6 +12,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from peer_read_support import break_at, the_break
 
 import rmkit.peerread as peerread
 from rmkit.conformance.remp import parallel
@@ -141,24 +141,12 @@ def test_an_input_that_breaks_off_is_reported_where_it_broke(tmp_path, monkeypat
     first.write_bytes(src)
     second.write_bytes(src[:20_000].rsplit(b"\n", 1)[0] + b"\n")
     chunk = 64 << 10
-    plan = peerread.plan([str(first)], chunk)
-    broken = plan[5]
-    real = peerread.read_chunk_text_bounded  # what a share reads its chunks with
-
-    def failing(fd, ch):
-        if ch.idx == 0 and ch.start == broken.start:
-            raise OSError(errno.EIO, "Input/output error")
-        return real(fd, ch)
-
-    monkeypatch.setattr(peerread, "read_chunk_text_bounded", failing)
+    broken, before = break_at(monkeypatch, first, chunk)
     monkeypatch.setattr(parallel, "peer_batches", _with_chunk(peerread.peer_batches, chunk))
-    fd = os.open(first, os.O_RDONLY)
-    before = sum(len(peerread.read_chunk(fd, ch)[0]) for ch in plan[:5])
-    os.close(fd)
     for jobs in (2, 3):
         rep = RempLogChecker("spec", lifetime_s=60, jobs=jobs, max_examples=0).run([str(first), str(second)])
         assert [(Path(p.file).name, p.line) for p in rep.input_problems] == [("first.jsonl", before + 1)]
-        assert f"after {broken.start:,} bytes ({before:,} complete lines): Input/output error" in rep.input_problems[0].error
+        assert the_break(broken, before) in rep.input_problems[0].error
         assert rep.records == before + len(second.read_bytes().splitlines())
 
 

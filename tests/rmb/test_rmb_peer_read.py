@@ -6,18 +6,17 @@ must end the run as it ends when each share reads the log whole."""
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 from pathlib import Path
 
 import orjson
 import pytest
+from peer_read_support import break_at, odd_inputs as make_odd_inputs, the_break, with_chunk
 
 import rmkit.peerread as peerread
 from rmkit.conformance.rmb import checker
 from rmkit.conformance.rmb.checker import RmbLogChecker, RmbShards
-from rmkit.logread import UTF8_BOM
 from rmkit.render.jsonout import render_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,37 +35,20 @@ def _report(inputs: list[str], jobs: int) -> dict:
 @pytest.fixture(scope="module")
 def odd_inputs(tmp_path_factory) -> list[str]:
     """Every spec rule fixture's lines (each rule's violation planted; times jump back where one
-    fixture follows another), cut into three inputs with what a chunk boundary could break: a
-    byte order mark, blank lines, an empty file, a line that is not JSON, a line cut short, a line
-    longer than the test's chunks, a last line without a newline."""
-    d = tmp_path_factory.mktemp("rmb-odd")
+    fixture follows another), cut into three inputs with what a chunk boundary could break
+    (peer_read_support.odd_inputs)."""
     manifest = json.loads((RULES / "manifest.json").read_text(encoding="utf-8"))
     lines = [line for e in manifest["fixtures"] if e["profile"] == "spec"
              for line in (RULES / e["file"]).read_bytes().splitlines()]
     assert len(lines) > 100
-    half = len(lines) // 2
-    first = d / "first.jsonl"
-    first.write_bytes(UTF8_BOM + b"\n".join(lines[:half]) + b"\n\n\nnot json\n")
-    empty = d / "empty.jsonl"
-    empty.write_bytes(b"")
-    rest = d / "rest.jsonl"
-    long_line = orjson.dumps({"time": 1, "note": "x" * 70_000})
-    cut = lines[half][: len(lines[half]) // 2]
-    rest.write_bytes(b"\n".join([cut, *lines[half:half + 40], b"", long_line, *lines[half + 40:]]))  # no newline at the end
-    return [str(first), str(empty), str(rest)]
-
-
-def _with_chunk(fn, chunk):
-    def batches(*args, **kwargs):
-        return fn(*args, chunk_bytes=chunk, **kwargs)
-    return batches
+    return make_odd_inputs(tmp_path_factory.mktemp("rmb-odd"), lines, orjson.dumps({"time": 1, "note": "x" * 70_000}))
 
 
 @pytest.mark.parametrize("chunk", [2048, 1 << 20])
 @pytest.mark.parametrize("jobs", [2, 3])
 def test_shares_reading_report_what_one_process_reports(odd_inputs, monkeypatch, jobs, chunk):
-    read = []
-    monkeypatch.setattr(checker, "peer_batches", _with_chunk(lambda *a, **kw: (read.append(1), peerread.peer_batches(*a, **kw))[1], chunk))
+    read: list = []
+    monkeypatch.setattr(checker, "peer_batches", with_chunk(peerread.peer_batches, chunk, read))
     one = _report(odd_inputs, 1)
     assert one["unreadable"] >= 3 and one["violations"]  # (the odd lines, the planted violations)
     assert _report(odd_inputs, jobs) == one
@@ -107,7 +89,7 @@ def test_a_share_that_fails_is_the_failure_the_run_reports(odd_inputs, monkeypat
             yield batch
 
     monkeypatch.setattr(checker, "_read_by_peers", failing)
-    monkeypatch.setattr(checker, "peer_batches", _with_chunk(peerread.peer_batches, 2048))
+    monkeypatch.setattr(checker, "peer_batches", with_chunk(peerread.peer_batches, 2048))
     with pytest.raises(ValueError, match="share 1 failed here"):
         RmbLogChecker(RmbShards("spec"), jobs=2).run(odd_inputs)
 
@@ -117,26 +99,12 @@ def test_an_input_that_breaks_off_is_reported_where_it_broke(odd_inputs, monkeyp
     the break is reported unreadable once (by the share that owns the chunk), the rest of that
     input is not read, and the next input is read whole."""
     first, second = Path(odd_inputs[0]), Path(odd_inputs[2])
-    chunk = 2048
-    plan = peerread.plan([str(first)], chunk)
-    assert len(plan) > 6
-    broken = plan[5]
-    real = peerread.read_chunk_text_bounded
-
-    def failing(fd, ch):
-        if ch.idx == 0 and ch.start == broken.start:
-            raise OSError(errno.EIO, "Input/output error")
-        return real(fd, ch)
-
-    monkeypatch.setattr(peerread, "read_chunk_text_bounded", failing)
-    monkeypatch.setattr(checker, "peer_batches", _with_chunk(peerread.peer_batches, chunk))
-    fd = os.open(first, os.O_RDONLY)
-    before = sum(len(peerread.read_chunk(fd, ch)[0]) for ch in plan[:5])
-    os.close(fd)
     whole = RmbLogChecker(RmbShards("spec", max_examples=0), jobs=1).run([str(second)])
+    broken, before = break_at(monkeypatch, first, 2048)
+    monkeypatch.setattr(checker, "peer_batches", with_chunk(peerread.peer_batches, 2048))
     for jobs in (2, 3):
         rep = RmbLogChecker(RmbShards("spec", max_examples=0), jobs=jobs).run([str(first), str(second)])
         breaks = [p for p in rep.input_problems if Path(p.file).name == "first.jsonl"]
         assert [p.line for p in breaks] == [before + 1]
-        assert f"after {broken.start:,} bytes ({before:,} complete lines): Input/output error" in breaks[0].error
+        assert the_break(broken, before) in breaks[0].error
         assert rep.unreadable == 1 + whole.unreadable
