@@ -714,7 +714,7 @@ class RmbLogChecker:
 
     def __init__(self, shards: RmbShards, jobs: int | None = 1):
         self.shards, self.jobs = shards, jobs
-        self.progress = None
+        self.progress = None  # progress(input index, bytes of it read), as the one reader reports them (share 0's)
 
     def run(self, inputs: list[str]) -> Report:
         started = time.perf_counter()
@@ -725,10 +725,10 @@ class RmbLogChecker:
             shards = copy.copy(self.shards)
             shards.spill = spill
             if jobs > 1 and "-" not in inputs:
-                shares = _run_processes(shards, inputs, jobs, spill)
+                shares = _run_processes(shards, inputs, jobs, spill, self.progress)
             else:
                 problems: list[tuple] = []
-                share = shards.check_share(inputs, _file_batches(inputs, problems))
+                share = shards.check_share(inputs, _file_batches(inputs, problems, progress=self.progress))
                 share.problems += problems
                 shares = [share]
             rep = shards.merge(inputs, shares)
@@ -747,12 +747,12 @@ def default_jobs(inputs: list[str]) -> int:
     return auto_jobs(inputs)
 
 
-def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
+def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1, progress=None):
     """(refs, lines) of every input in order; with a share ``k`` of ``n``, its groups' lines (a
     line that is not JSON goes to share 0, which reports it), then the (refs, lines) of the other
     shares' lines, for its clock (:func:`_dealt`: by the table :func:`share_table` makes of a
     sample of the first input, :func:`_sample`; without one, a short log or a stream, by
-    :func:`key_share` of ``n``)."""
+    :func:`key_share` of ``n``). ``progress(input index, bytes of it read)`` as they are read."""
     import orjson
 
     table = None  # the buckets' shares (share_table, of the first input's sample; b"": none, by key_share of n)
@@ -764,7 +764,7 @@ def _file_batches(inputs: list[str], problems: list, k: int = 0, n: int = 1):
                 problems.append((base | line, why, None))
 
         shares_of: dict[str, int] = {}
-        for refs, batch in numbered_batches(idx, path, on_error=broke):
+        for refs, batch in numbered_batches(idx, path, on_error=broke, progress=progress):
             if n == 1:
                 yield refs, batch
                 continue
@@ -948,7 +948,7 @@ def _key_errors() -> tuple:
 _KEY_ERRORS = _key_errors()
 
 
-def _read_by_peers(shards: RmbShards, inputs: list[str], k: int, n: int, net, problems: list):
+def _read_by_peers(shards: RmbShards, inputs: list[str], k: int, n: int, net, problems: list, progress=None):
     """Share k's batches of plain files, read by the shares themselves (:mod:`rmkit.peerread`,
     as REMP's shares read): each reads its chunks of the inputs, finds every line's share (as
     :func:`_dealt` does, by the same table) and sends each other share its lines, with the
@@ -957,7 +957,8 @@ def _read_by_peers(shards: RmbShards, inputs: list[str], k: int, n: int, net, pr
     the reader's own lines are read once, for the clock and for the check. Each batch is (refs,
     lines, the other shares' records' refs, their (time, writer), the lines read ahead or None),
     as :meth:`RmbShards._read` takes it. A line too long or an input that breaks off is reported
-    by the share that owns the chunk (in ``problems``)."""
+    by the share that owns the chunk (in ``problems``). ``progress(input index, bytes of it read)``
+    as the chunks are taken, every share's in log order."""
     table = next((_table_of(path, n) for path in inputs if size_of(path)), b"") or None
     shares_of: dict[str, int] = {}
     picks = [pick_table(j) for j in range(n)]
@@ -969,9 +970,18 @@ def _read_by_peers(shards: RmbShards, inputs: list[str], k: int, n: int, net, pr
     def on_break(idx: int, line: int, why: str) -> None:
         problems.append(((idx << REF_LINE_BITS) | line, why, None))
 
+    on_taken = None
+    if progress is not None:
+        done: dict[int, int] = {}
+
+        def on_taken(idx: int, span: int) -> None:
+            done[idx] = done.get(idx, 0) + span
+            progress(idx, done[idx])
+
     clock = _ChunkClock(shards)
     for refs, lines, (orefs, events, ahead) in peer_batches(k, n, inputs, net, deal, REF_LINE_BITS, on_break=on_break,
-                                                            summary=(clock.make, clock.pack, clock.unpack, clock.take)):
+                                                            summary=(clock.make, clock.pack, clock.unpack, clock.take),
+                                                            on_taken=on_taken):
         yield refs, lines, orefs, events, ahead
 
 
@@ -1029,17 +1039,18 @@ class _ChunkClock:
 
 
 def _check_share(shards: RmbShards, inputs: list[str], k: int, n: int, spill: str | None = None,
-                 links: Links | None = None) -> Share:
+                 links: Links | None = None, progress=None) -> Share:
     """Share ``k`` of ``n`` of the check, in its own process; its signature index written to a file
     in ``spill`` (:meth:`.sigreuse.SignatureIndex.spill`) where given. ``links``: the shares' pipes
-    where they read the inputs themselves (:func:`_read_by_peers`), else each reads them whole."""
+    where they read the inputs themselves (:func:`_read_by_peers`), else each reads them whole;
+    ``progress``: where the share reports what it has read (share 0's, in the parent)."""
     problems: list[tuple] = []
     if links is None:
-        share = shards.check_share(inputs, _file_batches(inputs, problems, k, n))
+        share = shards.check_share(inputs, _file_batches(inputs, problems, k, n, progress))
     else:
         net = links.keep(k)
         try:
-            share = shards.check_share(inputs, _read_by_peers(shards, inputs, k, n, net, problems))
+            share = shards.check_share(inputs, _read_by_peers(shards, inputs, k, n, net, problems, progress))
         finally:
             net.close()
     share.problems += problems
@@ -1048,14 +1059,14 @@ def _check_share(shards: RmbShards, inputs: list[str], k: int, n: int, spill: st
     return share
 
 
-def _run_processes(shards: RmbShards, inputs: list[str], jobs: int, spill: str | None = None) -> list[Share]:
+def _run_processes(shards: RmbShards, inputs: list[str], jobs: int, spill: str | None = None, progress=None) -> list[Share]:
     """The shares, share 0 in this process (a process fewer: each holds an interpreter and the
     checker's modules), which then imports numpy for the merge's RMB-SIG-007 index while the
-    others still run."""
+    others still run; share 0 reports the ``progress``."""
     links = Links(jobs) if jobs < UNSETTLED and readable(inputs) else None  # (plain files: the shares read them)
     try:
-        return run_in_processes(_check_share, [(shards, inputs, k, jobs, spill, links) for k in range(jobs)], first_here=True,
-                                while_waiting=numpy_module)
+        return run_in_processes(_check_share, [(shards, inputs, k, jobs, spill, links, progress if k == 0 else None)
+                                               for k in range(jobs)], first_here=True, while_waiting=numpy_module)
     finally:
         if links is not None:
             links.close()  # (what share 0, here, did not keep: nothing once it ran)

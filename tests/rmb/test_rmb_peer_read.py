@@ -67,10 +67,10 @@ def test_each_share_reading_the_log_whole_reports_the_same(odd_inputs, monkeypat
 def test_a_share_that_dies_ends_the_run_instead_of_hanging_it(odd_inputs, monkeypatch):
     real = checker._read_by_peers
 
-    def dying(shards, inputs, k, n, net, problems):
+    def dying(shards, inputs, k, n, net, problems, progress):
         if k == 1:
             os._exit(9)  # killed: no report, its pipes closed
-        yield from real(shards, inputs, k, n, net, problems)
+        yield from real(shards, inputs, k, n, net, problems, progress)
 
     monkeypatch.setattr(checker, "_read_by_peers", dying)
     with pytest.raises(RuntimeError):  # (share 0, here, stopped waiting for share 1's chunks)
@@ -82,8 +82,8 @@ def test_a_share_that_fails_is_the_failure_the_run_reports(odd_inputs, monkeypat
     what the run raises, not share 0's wait."""
     real = checker._read_by_peers
 
-    def failing(shards, inputs, k, n, net, problems):
-        for i, batch in enumerate(real(shards, inputs, k, n, net, problems)):
+    def failing(shards, inputs, k, n, net, problems, progress):
+        for i, batch in enumerate(real(shards, inputs, k, n, net, problems, progress)):
             if k == 1 and i == 2:
                 raise ValueError("share 1 failed here")
             yield batch
@@ -108,3 +108,33 @@ def test_an_input_that_breaks_off_is_reported_where_it_broke(odd_inputs, monkeyp
         assert [p.line for p in breaks] == [before + 1]
         assert the_break(broken, before) in breaks[0].error
         assert rep.unreadable == 1 + whole.unreadable
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_progress_follows_the_whole_log(odd_inputs, tmp_path, jobs, monkeypatch):
+    """The check reports the bytes of every input in order, up to its size, as one reader does (in
+    shares, share 0, in this process): what the command line's progress bar shows. (Plain lines:
+    the one reader counts the bytes of the lines it keeps, without a byte order mark or an
+    over-long line's.)"""
+    monkeypatch.setattr(checker, "peer_batches", with_chunk(peerread.peer_batches, 2048))
+    inputs = []
+    for i, path in enumerate(odd_inputs):
+        plain = tmp_path / f"plain-{i}.jsonl"
+        plain.write_bytes(b"".join(line + b"\n" for line in Path(path).read_bytes().splitlines()
+                                   if line.startswith(b"{") and len(line) < 4096))
+        inputs.append(str(plain))
+    seen: dict[int, list] = {}
+    calls: list[int] = []
+    check = RmbLogChecker(RmbShards("spec"), jobs=jobs)
+
+    def progress(idx, done):
+        seen.setdefault(idx, []).append(done)
+        calls.append(idx)
+
+    check.progress = progress
+    check.run(inputs)
+    assert calls == sorted(calls)
+    for idx, path in enumerate(inputs):
+        size = os.path.getsize(path)
+        if size:
+            assert seen[idx] == sorted(seen[idx]) and seen[idx][-1] == size
