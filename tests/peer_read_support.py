@@ -13,11 +13,12 @@ from rmkit.logread import UTF8_BOM
 
 
 def with_chunk(fn, chunk: int, calls: list | None = None):
-    """``fn`` (peer_batches) reading chunks of ``chunk`` bytes; each call noted in ``calls``."""
+    """``fn`` (peer_batches) reading chunks of ``chunk`` bytes, whatever its caller asks; each call
+    noted in ``calls``."""
     def batches(*args, **kwargs):
         if calls is not None:
             calls.append(1)
-        return fn(*args, chunk_bytes=chunk, **kwargs)
+        return fn(*args, **{**kwargs, "chunk_bytes": chunk})
     return batches
 
 

@@ -156,7 +156,7 @@ def test_shares_reading_the_log_themselves_report_what_one_process_reports(tmp_p
 
     def small_chunks(*args, **kwargs):
         read.append(1)
-        return real(*args, chunk_bytes=4096, **kwargs)
+        return real(*args, **{**kwargs, "chunk_bytes": 4096})
 
     monkeypatch.setattr(checker, "peer_batches", small_chunks)
     for n in JOBS:
