@@ -52,6 +52,12 @@ def pick_table(k: int) -> bytes:
     return table
 
 
+def picks_of(shares: bytes, n: int) -> list[bytes]:
+    """Each of ``n`` shares' pick of a batch whose lines' shares are ``shares`` (a byte a line): a
+    byte a line, 1 where the line is that share's (a --jobs reader's ``deal``)."""
+    return [shares.translate(pick_table(k)) for k in range(n)]
+
+
 def last_value_bytes(lines: list, key: bytes, text: bytes | None = None, terminated: bool = False):
     """The last byte of each line's value on the fast reading (a numpy array of bytes), or None
     when a line of the batch does not read so. ``text``: the lines joined by newlines when the

@@ -314,15 +314,16 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
                  on_break: Callable[[int, int, str], None], on_read: Callable[[int, int], None] | None = None,
                  chunk_bytes: int = CHUNK_BYTES, deal_text: Callable | None = None,
                  summary: tuple[Callable, Callable] | None = None,
-                 on_taken: Callable[[int, int], None] | None = None) -> Iterator[tuple]:
+                 progress: Callable[[int, int], None] | None = None) -> Iterator[tuple]:
     """Worker k's (refs, lines) batches of its share, in log order, numbered as the one reader's
     :func:`rmkit.logread.numbered_chunks` numbers them (refs: ``input index << ref_bits | line
     number``), each with its newline. ``deal(refs, lines, n, text)`` gives, per worker, a byte
     per line (1: that worker's); the refs it is given number the lines within their chunk.
     ``on_break(idx, line, message)`` is called by the owner of the chunk where an input could not
     be read further (the line that could not be read, as the one reader reports it);
-    ``on_read(idx, its span)`` after each own chunk is read; ``on_taken(idx, its span)`` as each
-    chunk, own or not, is taken in log order (a worker's progress through the whole log). ``deal_text(text, n)``, when given,
+    ``on_read(idx, its span)`` after each own chunk is read; ``progress(idx, bytes of it taken so
+    far)`` as each chunk, own or not, is taken in log order (the whole log's progress, as the one
+    reader reports it). ``deal_text(text, n)``, when given,
     deals a chunk's text at once: (the picks ``deal`` would give, each worker's lines one after the
     other), or None to have the chunk split and dealt by ``deal``; the owner then splits only its
     own lines.
@@ -379,6 +380,7 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
             on_read(ch.idx, ch.span)
 
     base: dict[int, int] = {}  # input -> its lines before the chunk being taken
+    taken: dict[int, int] = {}  # input -> its bytes in the chunks taken (progress)
     try:
         load(k)
         for c, ch in enumerate(chunks):
@@ -392,8 +394,9 @@ def peer_batches(k: int, n: int, inputs: list[str], net: PeerNet, deal: Callable
                 made = summary[2](sent) if summary is not None and nlines else None
                 mine = split_lines(text, terminated=True)[0] if text else []
                 longs = []
-            if on_taken is not None and ch.span:
-                on_taken(ch.idx, ch.span)
+            if progress is not None and ch.span:
+                taken[ch.idx] = taken.get(ch.idx, 0) + ch.span
+                progress(ch.idx, taken[ch.idx])
             if ch.idx in broken:
                 continue
             before = base.get(ch.idx, 0)

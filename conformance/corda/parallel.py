@@ -23,7 +23,7 @@ from itertools import compress
 
 from rmkit.gctune import paused_collections
 from rmkit.lazy import numpy_module
-from rmkit.linescan import pick_table
+from rmkit.linescan import pick_table, picks_of
 from rmkit.logread import BrokenLine
 from rmkit.peerread import DECODED_CHUNK_BYTES, Links, peer_batches, readable
 from rmkit.processes import key_bytes_share, key_share, run_in_processes
@@ -144,27 +144,18 @@ def _read_by_peers(checker, inputs: list[str], k: int, n: int, net):
     share that owns the chunk where it broke (one reader's share 0 reports it: the merge sorts the
     problems by line); share 0 reports the progress of the whole log, as the one reader does."""
     shares = _dealer(checker, n)
-    picks = [pick_table(j) for j in range(n)]
     broken: list[tuple[int, str]] = []
 
     def deal(refs, lines, n, text) -> list[bytes]:
-        got = shares(lines)
-        return [got.translate(p) for p in picks]
+        return picks_of(shares(lines), n)
 
     def on_break(idx: int, line: int, why: str) -> None:
         broken.append(((idx << REF_LINE_BITS) | line, why))
 
-    on_taken = None
-    if k == 0 and checker.progress is not None:
-        done: dict[int, int] = {}
-
-        def on_taken(idx: int, span: int) -> None:
-            done[idx] = done.get(idx, 0) + span
-            checker.progress(idx, done[idx])
-
     # (256 KB chunks, not 1 MB: two shares took 0.77 to 0.89 of the wall time and 0.79 to 0.89 of the
     # CPU on the bench's short and peers shapes, 1,000,000 records, three alternated runs)
-    for refs, lines in peer_batches(k, n, inputs, net, deal, REF_LINE_BITS, on_break=on_break, on_taken=on_taken,
+    for refs, lines in peer_batches(k, n, inputs, net, deal, REF_LINE_BITS, on_break=on_break,
+                                    progress=checker.progress if k == 0 else None,
                                     chunk_bytes=DECODED_CHUNK_BYTES):
         yield refs, lines
         if broken:

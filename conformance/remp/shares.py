@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from itertools import compress, repeat
 
-from rmkit.linescan import deal_by_key, last_value_bytes, pick_table
+from rmkit.linescan import deal_by_key, last_value_bytes, picks_of
 from rmkit.logread import REF_LINE_BITS
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1  # a reference's line number
@@ -108,7 +108,7 @@ def share_picks(refs, lines: list, n: int, text: bytes | None = None, terminated
     ``--jobs`` reader sends a share besides its lines, from which the share numbers them."""
     shares = line_shares(refs, lines, n, text, terminated)
     if type(shares) is bytes:
-        return [shares.translate(pick_table(k)) for k in range(n)]
+        return picks_of(shares, n)
     return [bytes(s == k for s in shares) for k in range(n)]  # (shares beyond 255 fit no byte)
 
 

@@ -39,7 +39,7 @@ from rmkit.clockwalk import with_clock
 from rmkit.gctune import paused_collections
 from rmkit.logread import GZIP_MAGIC, auto_jobs, numbered_batches
 from rmkit.lazy import numpy_module
-from rmkit.linescan import pick_table
+from rmkit.linescan import pick_table, picks_of
 from rmkit.peerread import DECODED_CHUNK_BYTES, Links, peer_batches, readable, size_of
 from rmkit.processes import key_share, run_in_processes
 from rmkit.protocol import REF_LINE_BITS
@@ -522,7 +522,7 @@ class RmbShards:
             refs, lines = batch[0], batch[1]
             orefs, olines = (batch[2], batch[3]) if len(batch) > 2 else ((), ())
             take = take_others if len(batch) < 5 else take_events  # (5: _with_clock's and the peers' batches)
-            read_ahead = batch[4] if len(batch) > 4 else None  # (the lines read already, :func:`_peer_summary`)
+            read_ahead = batch[4] if len(batch) > 4 else None  # (the lines read already, :class:`_ChunkClock`)
             oi = 0
             next_other = orefs[0] if orefs else INF
             for ref, line, item in zip(refs, lines, map(read, lines, refs) if read_ahead is None else read_ahead):
@@ -863,13 +863,17 @@ def _dealt(refs, batch: list, k: int, n: int, shares_of: dict, table: bytes | No
     shares' (the share's clock takes their times too, :meth:`RmbShards._read`): each line's share by
     :func:`key_share` of its :func:`line_key` (of ``n``; with a ``table``, of :data:`BUCKETS`,
     then the table's share of that bucket, :func:`share_table`)."""
-    if table is None:
-        shares = _shares(batch, n, shares_of)
-    else:
-        shares = _shares(batch, BUCKETS, shares_of).translate(table)
-    pick = shares.translate(pick_table(k))
+    pick = _dealt_shares(batch, n, shares_of, table).translate(pick_table(k))
     other = pick.translate(_OTHER)
     return list(compress(refs, pick)), list(compress(batch, pick)), list(compress(refs, other)), list(compress(batch, other))
+
+
+def _dealt_shares(batch: list, n: int, shares_of: dict, table: bytes | None) -> bytes:
+    """Each line's share of ``n``, a byte a line (:func:`_dealt`'s rule: of :data:`BUCKETS`, then
+    the ``table``'s share of that bucket; without a table, :func:`key_share` of ``n``)."""
+    if table is None:
+        return _shares(batch, n, shares_of)
+    return _shares(batch, BUCKETS, shares_of).translate(table)
 
 
 _OTHER = bytes([1, 0]) + bytes(254)  # (a share's pick turned over: its lines 0, the others' 1)
@@ -961,29 +965,19 @@ def _read_by_peers(shards: RmbShards, inputs: list[str], k: int, n: int, net, pr
     as the chunks are taken, every share's in log order."""
     table = next((_table_of(path, n) for path in inputs if size_of(path)), b"") or None
     shares_of: dict[str, int] = {}
-    picks = [pick_table(j) for j in range(n)]
 
     def deal(refs, lines, n, text) -> list[bytes]:
-        got = _shares(lines, n, shares_of) if table is None else _shares(lines, BUCKETS, shares_of).translate(table)
-        return [got.translate(p) for p in picks]
+        return picks_of(_dealt_shares(lines, n, shares_of, table), n)
 
     def on_break(idx: int, line: int, why: str) -> None:
         problems.append(((idx << REF_LINE_BITS) | line, why, None))
-
-    on_taken = None
-    if progress is not None:
-        done: dict[int, int] = {}
-
-        def on_taken(idx: int, span: int) -> None:
-            done[idx] = done.get(idx, 0) + span
-            progress(idx, done[idx])
 
     # (256 KB chunks, not 1 MB: two shares took 0.86 to 0.93 of the wall time and 0.85 to 0.93 of the
     # CPU on the bench's short and long-TTL shapes, 1,000,000 lines, three alternated runs)
     clock = _ChunkClock(shards)
     for refs, lines, (orefs, events, ahead) in peer_batches(k, n, inputs, net, deal, REF_LINE_BITS, on_break=on_break,
                                                             summary=(clock.make, clock.pack, clock.unpack, clock.take),
-                                                            on_taken=on_taken, chunk_bytes=DECODED_CHUNK_BYTES):
+                                                            progress=progress, chunk_bytes=DECODED_CHUNK_BYTES):
         yield refs, lines, orefs, events, ahead
 
 
