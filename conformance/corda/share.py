@@ -17,6 +17,11 @@ import orjson
 from msgspec import UNSET
 
 from rmkit.keystore import KeyStore
+
+try:
+    import cython
+except ImportError:  # not compiled, and Cython not installed
+    from rmkit import _cython_shadow as cython
 from rmkit.logread import BrokenLine
 from rmkit.malloctune import release_freed_memory
 from rmkit.protocol import REF_LINE_BITS
@@ -79,6 +84,31 @@ def _copy_of(copies: list, delivery):
     return None
 
 
+def _last(copies: list, test):
+    """A track's latest copy that passes ``test``, or None (a handler's generator expression would be
+    a closure, which a compiled C method cannot hold)."""
+    for c in reversed(copies):
+        if test(c):
+            return c
+    return None
+
+
+_UNANSWERED = lambda c: c.verdict is None  # noqa: E731 - the tests _last is given
+_UNREAD_UNANSWERED = lambda c: c.unread and c.verdict is None  # noqa: E731
+_NEW_UNCOMMITTED = lambda c: c.verdict == "NEW" and c.done != "committed"  # noqa: E731
+_ANSWERED_UNCOMMITTED = lambda c: c.verdict is not None and c.done != "committed"  # noqa: E731
+_COMMITTED = lambda c: c.done == "committed"  # noqa: E731
+_UNCOMMITTED = lambda c: c.done != "committed"  # noqa: E731
+
+
+def _has_tx(commits, tx) -> bool:
+    """Whether one of ``commits`` is of transaction ``tx``."""
+    for c in commits:
+        if c.tx == tx:
+            return True
+    return False
+
+
 _NO_KIND = (None, None)
 
 
@@ -91,9 +121,42 @@ class _Unreadable(msgspec.Struct, gc=False):
     event: dict | None = None
 
 
+# what a run holds, dropped when it hands its share back (:meth:`_ShareRun.release`; its C fields where
+# it is compiled, share.pxd)
+_RUN_STATE = ("c", "inputs", "modes", "spec", "fmt", "typed", "store", "packed", "held", "out", "stored", "hooks",
+              "tracks", "more_tracks", "ids", "sent", "unsent_commits", "received")
+
+
+@cython.cclass
 class _ShareRun:
     """Step 1 over the records of one share: per (node, id) a :class:`Track`, judged as records come
-    and at the end; the judgements are the rule handlers' (:mod:`.handlers`, called through ``hooks``)."""
+    and at the end; the judgements are the rule handlers' (:mod:`.handlers`, called through ``hooks``).
+
+    Compiled, it is a C class: the state it reads per record is C fields rather than an instance
+    dict, and the calls its handlers make of each other (``track``, ``new_id``, ``sent_of``, ...)
+    are C calls. A subclass written in Python (the bounded run, :mod:`.stream`) still overrides any
+    of them."""
+
+    c = cython.declare(object, visibility="public")
+    inputs = cython.declare(object, visibility="public")
+    modes = cython.declare(object, visibility="public")
+    spec = cython.declare(object, visibility="public")
+    fmt = cython.declare(object, visibility="public")
+    typed = cython.declare(object, visibility="public")
+    store = cython.declare(object, visibility="public")
+    packed = cython.declare(object, visibility="public")
+    held = cython.declare(object, visibility="public")
+    out = cython.declare(object, visibility="public")
+    stored = cython.declare(object, visibility="public")
+    hooks = cython.declare(object, visibility="public")
+    phase = cython.declare(object, visibility="public")
+    ref = cython.declare(object, visibility="public")
+    tracks = cython.declare(dict, visibility="public")
+    more_tracks = cython.declare(dict, visibility="public")
+    ids = cython.declare(dict, visibility="public")
+    sent = cython.declare(dict, visibility="public")
+    unsent_commits = cython.declare(dict, visibility="public")
+    received = cython.declare(set, visibility="public")
 
     def __init__(self, checker, inputs: list[str]):
         self.c = checker
@@ -131,6 +194,7 @@ class _ShareRun:
         self.hooks = Hooks(self)
 
     # findings --------------------------------------------------------------------------------
+    @cython.ccall
     def find(self, rule: str, mid: str, why: str, refs) -> None:
         mode = self.modes[rule]
         if mode == OFF:
@@ -142,11 +206,13 @@ class _ShareRun:
         self.stored[rule] += 1
         out.violations.append(((self.phase, self.ref), self.c.violation(self.inputs, rule, mid, why, refs)))
 
+    @cython.ccall
     def find_if(self, need: str, node: str, rule: str, mid: str, why: str, refs) -> None:
         """A finding that holds only if the node's events (or export) were given at all: decided at the merge."""
         if self.modes[rule] != OFF:
             self.out.pending.append((need, node, self.c.violation(self.inputs, rule, mid, why, refs)))
 
+    @cython.ccall
     def problem(self, ref: int, error: str, fld: str | None = None) -> None:
         out = self.out
         out.unreadable += 1
@@ -182,7 +248,11 @@ class _ShareRun:
             if type(facts) is Facts:
                 facts.flush()
         self.store.forget_memos()  # (the facts keep the ids alone)
-        self.__dict__.clear()
+        for name in _RUN_STATE:
+            setattr(self, name, None)
+        own = getattr(self, "__dict__", None)  # (a subclass's state; all of it where nothing is compiled)
+        if own is not None:
+            own.clear()
         return out
 
     def handlers(self) -> dict:
@@ -220,6 +290,7 @@ class _ShareRun:
             out.events.update({kinds[cls][1]: n for cls, n in per_type.items() if kinds[cls][0] == EVENT})
             out.event_nodes |= nodes
 
+    @cython.ccall
     def new_id(self, mid: str, ref: int, kind: str, node: str, packed: int | None = None) -> str:
         """The id's one string; judged at its first record in this share (each record that may open
         an id asks; ``packed``: its packed track's number, -1 for none, where the caller looked)."""
@@ -285,6 +356,7 @@ class _ShareRun:
             tr.copies.append(Copy(ref, text("delivery"), text("sender"), seq if type(seq) is int and seq >= 0 else None,
                                    text("session"), unread=True))
 
+    @cython.ccall
     def track(self, r, ref: int, kind: str) -> Track:
         """The track of the record's message on its node (opened by this record if there is none;
         ``kind``: the record's, for the evidence of a finding about the id)."""
@@ -293,6 +365,7 @@ class _ShareRun:
             return t
         return self._track(intern(r.node), self.new_id(r.id, ref, kind, r.node), ref)
 
+    @cython.ccall
     def _track(self, node: str, mid: str, ref: int) -> Track:
         """The track of ``mid`` on ``node``, opened at ``ref`` if there is none."""
         t = self.tracks.get(mid)
@@ -313,6 +386,7 @@ class _ShareRun:
             t = self.more_tracks[(node, mid)] = Track(node, mid, ref, [])
         return t
 
+    @cython.ccall
     def unpacked(self, n: int, mid: str) -> Track:
         """The packed track ``n`` unpacked, its id's send, reception and string kept by the share again."""
         sent = self.packed.sent_fact(n, mid)
@@ -322,6 +396,7 @@ class _ShareRun:
         self.ids[mid] = mid
         return self.packed.unpack(n, mid)
 
+    @cython.ccall
     def sent_of(self, mid: str) -> tuple | None:
         """The fact of ``mid``'s first send, (ref, node, id, session, sender, seq); None where none
         was read."""
@@ -334,6 +409,7 @@ class _ShareRun:
 
     # events (``r``: a typed record, :mod:`rmkit.conformance.corda.decode`; an optional field it
     # does not carry is UNSET) ------------------------------------------------------------------
+    @cython.ccall
     def ev_sent(self, r, ref: int) -> None:
         mid, seq = r.id, r.seq
         sender = intern(r.sender)
@@ -347,6 +423,7 @@ class _ShareRun:
         if seq is not None:
             self.out.sent_seqs.append((ref, sender, seq, mid))
 
+    @cython.ccall
     def ev_received(self, r, ref: int, tr: Track | None = None) -> None:
         if tr is None:
             tr = self.track(r, ref, "received")
@@ -360,6 +437,7 @@ class _ShareRun:
             if sent is None or sent[5] != c.seq or sent[4] != c.sender or sent[0] > ref:
                 self.out.seqs.append((c.sender, c.seq, tr.mid, ref))
 
+    @cython.ccall
     def ev_dedup(self, r, ref: int, tr: Track | None = None) -> None:
         if tr is None:
             tr = self.track(r, ref, "dedup")
@@ -371,9 +449,9 @@ class _ShareRun:
         elif copies and copies[-1].verdict is None:
             c = copies[-1]  # the copy last received, most often
         else:
-            c = next((c for c in reversed(copies) if c.verdict is None), None)
+            c = _last(copies, _UNANSWERED)
         if c is None and tr.gap:  # the copy's received line was unreadable (its delivery too, or the copy unnamed)
-            c = next((c for c in reversed(tr.copies) if c.unread and c.verdict is None), None)
+            c = _last(tr.copies, _UNREAD_UNANSWERED)
             if c is None:
                 return
         if c is None:
@@ -391,6 +469,7 @@ class _ShareRun:
             else:
                 tr.new_after = (*tr.new_after, NewAnswer(ref, r.t, c.sender, c.seq))
 
+    @cython.ccall
     def ev_committed(self, r, ref: int, tr: Track | None = None) -> None:
         if tr is None:
             tr = self.track(r, ref, "committed")
@@ -398,16 +477,16 @@ class _ShareRun:
         copies = tr.copies
         c = copies[-1] if copies else None  # most often the copy the commit is for
         if c is None or c.verdict != "NEW" or c.done == "committed":
-            c = next((c for c in reversed(copies) if c.verdict == "NEW" and c.done != "committed"), None)
+            c = _last(copies, _NEW_UNCOMMITTED)
         if c is None:
-            other = next((c for c in reversed(copies) if c.verdict is not None and c.done != "committed"), None)
+            other = _last(copies, _ANSWERED_UNCOMMITTED)
             if other is not None:
                 self.hooks.commit_not_new(tr, other, ref)
                 c = other
             elif tr.commits:  # a copy committed a second time: the effect happened twice (CORDA-DEDUP-001 below)
-                c = next((c for c in reversed(copies) if c.done == "committed"), None)
+                c = _last(copies, _COMMITTED)
             elif tr.gap:  # the copy's received or dedup line was unreadable: the commit is read without it
-                c = next((c for c in reversed(copies) if c.done != "committed"), None)
+                c = _last(copies, _UNCOMMITTED)
             else:
                 self.problem(ref, f"{mid} committed on node {node} with no received copy answered before it "
                                   "(records.yaml: received and dedup come before the commit)", "event")
@@ -429,6 +508,7 @@ class _ShareRun:
                                          sent[0] if sent is not None else None))
         tr.commits = (*tr.commits, Commit(ref, r.tx, r.t))
 
+    @cython.ccall
     def _settle_copy(self, r, ref: int, done: str, tr: Track | None) -> tuple[Track, str, str, Copy | None, str | None]:
         """(track, node, id, the copy the event's delivery names, its answer) of an acked or discarded
         event; the copy is marked with what was done to it."""
@@ -439,6 +519,7 @@ class _ShareRun:
             c.done = c.done or done
         return tr, r.node, r.id, c, c.verdict if c is not None else None
 
+    @cython.ccall
     def ev_acked(self, r, ref: int, tr: Track | None = None) -> None:
         if tr is not None:  # (the bounded check's: its tracks are its engines')
             self._acked(r, ref, tr)
@@ -456,6 +537,7 @@ class _ShareRun:
                 self.received.discard(mid)  # (a packed track has a copy: its id was received)
                 self.ids.pop(mid, None)
 
+    @cython.ccall
     def _acked(self, r, ref: int, tr: Track | None) -> Track:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "acked", tr)
         tr.acked = ref
@@ -468,6 +550,7 @@ class _ShareRun:
                                      c.vref if c is not None else None))
         return tr
 
+    @cython.ccall
     def ev_discarded(self, r, ref: int, tr: Track | None = None) -> None:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "discarded", tr)
         if answer == "IN_FLIGHT" or (answer is None and tr.gap):  # no answer known: its line was unreadable
@@ -478,6 +561,7 @@ class _ShareRun:
         else:
             self.hooks.answered_dropped(tr, refs, answer, r, ref)
 
+    @cython.ccall
     def row(self, r, ref: int, tr: Track | None = None) -> None:
         out = self.out
         out.rows += 1
@@ -524,6 +608,7 @@ class _ShareRun:
                     self.hooks.never_received(mid, fact)
         return out
 
+    @cython.ccall
     def judge_track(self, tr: Track, settled: bool) -> bool:
         """What one message's records on one node show once all of them are read: its acknowledgements
         against its commits, its row against its commits, its NEW answers against its row, and (on
@@ -538,7 +623,7 @@ class _ShareRun:
         hooks = self.hooks
         self.ref = tr.first
         row = rows[0] if rows else None
-        row_commit_unrecorded = row is not None and all(c.tx != row.tx for c in commits)
+        row_commit_unrecorded = row is not None and not _has_tx(commits, row.tx)
         if tr.acks:
             hooks.acks_before_commit(tr, row, row_commit_unrecorded)
         for a in na:
@@ -559,6 +644,7 @@ class _ShareRun:
                 hooks.never_settled(tr, refs)
         return bool(commits or rows)
 
+    @cython.ccall
     def sent_found(self, mid: str, idxs: list) -> None:
         """The commit facts ``idxs`` of ``mid``, made before its send was read, with its send's ref."""
         sent = self.sent_of(mid)
