@@ -199,21 +199,20 @@ class Facts:
         return out
 
     def _unpack(self, chunk: list) -> list[list]:
-        out = []
-        for kind, blob in zip(self.shape, chunk):
-            if type(blob) is list:
-                out.append(blob)
-                continue
-            numbers = _sums(blob)
-            if kind == "s":
-                names = self.names
-                out.append([names[c] for c in numbers])
-            elif kind == "k":
-                key = self.keys.key
-                out.append([None if n == _NONE else key(n) for n in numbers])
-            else:
-                out.append([None if n == _NONE else n for n in numbers])
-        return out
+        return [self._values(kind, blob) for kind, blob in zip(self.shape, chunk)]
+
+    def _values(self, kind: str, blob) -> list:
+        """One field of a chunk as its values."""
+        if type(blob) is list:
+            return blob
+        numbers = _sums(blob)
+        if kind == "s":
+            names = self.names
+            return [names[c] for c in numbers]
+        if kind == "k":
+            key = self.keys.key
+            return [None if n == _NONE else key(n) for n in numbers]
+        return [None if n == _NONE else n for n in numbers]
 
     def _chunk(self, i: int) -> list[list]:
         """Chunk ``i`` as its fields' lists of values (kept open for the next index into it)."""
@@ -240,6 +239,13 @@ class Facts:
                 return None
             parts.append(np.cumsum(np.frombuffer(zlib.decompress(blob), dtype=np.int64)))
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def fields(self, picked: tuple[int, ...]):
+        """The fields ``picked`` of every fact, as tuples, in the order appended: only those fields
+        read back (an id from the key store, the costliest, only where picked)."""
+        self._flush()
+        shape = self.shape
+        return chain.from_iterable(zip(*[self._values(shape[k], chunk[k]) for k in picked]) for chunk in self.chunks)
 
     # the list --------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -295,6 +301,17 @@ def in_log_order(lists, key=None):
             return iter(lists[0])
         return merged(lists, key=key)
     return iter(sorted(chain.from_iterable(lists), key=key))
+
+
+def fields_of(lists, picked: tuple[int, ...]):
+    """The fields ``picked`` of every fact of every list in ``lists``, as tuples, list after list
+    (for a pass over the facts that needs neither the log's order nor every field)."""
+    for facts in lists:
+        if isinstance(facts, Facts):
+            yield from facts.fields(picked)
+        else:
+            for f in facts:
+                yield tuple([f[k] for k in picked])
 
 
 _FIRST = itemgetter(0)

@@ -22,7 +22,7 @@ from rmkit.lazy import numpy_module
 from rmkit.rules import OFF
 from rmkit.verdict import Violation
 
-from rmkit.conformance.corda.facts import Facts, in_log_order, merged
+from rmkit.conformance.corda.facts import Facts, fields_of, in_log_order, merged
 
 _REF3 = itemgetter(3)
 N_ID = re.compile(r"^N-([0-9A-Za-z]+)-([0-9]+)-([0-9]+)$")
@@ -100,13 +100,13 @@ def session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
     suspends, index), else from one sender key's sequence numbers. (A commit's fact carries the ref
     of its id's first send, None where none was given.)
 
-    The commits are read twice in log order: first to learn which sessions have every send, then to
-    judge each commit against what its session kept (the findings given per session, in the order
-    the sessions first commit)."""
+    The commits are read twice: first, in any order and without their ids, to learn which sessions
+    have every send; then in log order, to judge each commit against what its session kept (the
+    findings given per session, in the order the sessions first commit)."""
     all_sent: dict[tuple, bool] = {}    # (node, session) -> every message of it has its send
-    for c in commits:
-        key = (c[1], c[3])
-        if c[6] is None:
+    for node, session, sent in fields_of((s.commits for s in shares), (1, 3, 6)):  # (in any order)
+        key = (node, session)
+        if sent is None:
             all_sent[key] = False
         elif key not in all_sent:
             all_sent[key] = True

@@ -10,7 +10,7 @@ from operator import itemgetter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rmkit.conformance.corda.facts import Facts, in_log_order, merged
+from rmkit.conformance.corda.facts import Facts, fields_of, in_log_order, merged
 
 
 def _commits(n: int, step: int = 3) -> list[tuple]:
@@ -29,6 +29,12 @@ def test_columns_read_back_as_the_tuples_appended():
     assert facts[5] == rows[5] and list(facts) == rows
     again = pickle.loads(pickle.dumps(facts))
     assert list(again) == rows and again.in_order
+    # a pass that picks some fields reads back those of the same tuples, a list of facts after a
+    # plain list (and a field kept as its values: a number beyond 64 bits)
+    facts.append((len(rows) * 3, "bob", "N-f1-x-0", "s2", "6f1c", 2 ** 64, None))
+    rows.append((len(rows) * 3, "bob", "N-f1-x-0", "s2", "6f1c", 2 ** 64, None))
+    assert list(facts.fields((3, 6, 2))) == [(r[3], r[6], r[2]) for r in rows]
+    assert list(fields_of([facts, rows[:2]], (5, 1))) == [(r[5], r[1]) for r in rows + rows[:2]]
 
 
 def test_a_number_a_column_cannot_hold_is_kept_exactly():
