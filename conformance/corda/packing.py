@@ -102,9 +102,21 @@ def packable(tr: Track) -> bool:
     return True
 
 
+@cython.cclass
 class PackedTracks:
     """The packed tracks of one share, each in ``store`` under its message id (the store the share's
-    facts refer to ids by), with the names their memos code and the row each took since."""
+    facts refer to ids by), with the names their memos code and the row each took since. (Compiled,
+    a C class: what it reads per track packed and per row taken is C fields.)"""
+
+    store = cython.declare(object, visibility="public")
+    names = cython.declare(list, visibility="public")
+    codes = cython.declare(object, visibility="public")
+    row_ref = cython.declare(object, visibility="public")
+    row_dtx = cython.declare(object, visibility="public")
+    row_dt = cython.declare(object, visibility="public")
+    fast = cython.declare(bytearray, visibility="public")
+    recent = cython.declare(dict, visibility="public")
+    find = cython.declare(object, visibility="public")
 
     def __init__(self, store: KeyStore):
         self.store = store
