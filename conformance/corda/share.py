@@ -17,11 +17,6 @@ import orjson
 from msgspec import UNSET
 
 from rmkit.keystore import KeyStore
-
-try:
-    import cython
-except ImportError:  # not compiled, and Cython not installed
-    from rmkit import _cython_shadow as cython
 from rmkit.logread import BrokenLine
 from rmkit.malloctune import release_freed_memory
 from rmkit.protocol import REF_LINE_BITS
@@ -34,6 +29,11 @@ from rmkit.conformance.corda.handlers import Hooks
 from rmkit.conformance.corda.packing import PackedTracks, packable
 from rmkit.conformance.corda.state import Ack, Commit, Copy, NewAnswer, Track
 from rmkit.protocols.corda.records import EVENT, ROW, record_format
+
+try:
+    import cython
+except ImportError:  # not compiled, and Cython not installed
+    from rmkit import _cython_shadow as cython
 
 LINE_MASK = (1 << REF_LINE_BITS) - 1
 # Records read between two hand-backs of freed memory to the system (:func:`release_freed_memory`):
@@ -121,8 +121,8 @@ class _Unreadable(msgspec.Struct, gc=False):
     event: dict | None = None
 
 
-# what a run holds, dropped when it hands its share back (:meth:`_ShareRun.release`; its C fields where
-# it is compiled, share.pxd)
+# what a run holds, dropped when it hands its share back (:meth:`_ShareRun.release`): every field its
+# __init__ sets but the two numbers (tests/corda/test_corda_compiled.py holds the two lists equal)
 _RUN_STATE = ("c", "inputs", "modes", "spec", "fmt", "typed", "store", "packed", "held", "out", "stored", "hooks",
               "tracks", "more_tracks", "ids", "sent", "unsent_commits", "received")
 

@@ -66,3 +66,23 @@ def test_the_compiled_corda_checker_reports_what_its_python_files_report(tmp_pat
     here = same_findings_from_source("rmkit.conformance.corda", list(MODULES), FINDINGS, _runs(tmp_path), tmp_path)
     assert sum(1 for found, *_ in here if found) > 20  # (the fixtures break rules: the comparison is not of empty reports)
     assert here[-1][0]  # (the packed log's later records make findings)
+
+
+def test_a_share_run_drops_every_field_its_init_sets_when_it_hands_its_share_back():
+    """``share._RUN_STATE`` names what :meth:`_ShareRun.release` drops: compiled, the run's C fields
+    (no instance dict to clear). A field added to ``__init__`` and not to it would stay held."""
+    import ast
+
+    from rmkit.conformance.corda.checker import CordaLogChecker
+
+    tree = ast.parse((REPO / "conformance" / "corda" / "share.py").read_text(encoding="utf-8"))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "_ShareRun")
+    init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    targets = [t for node in ast.walk(init) for t in (node.targets if isinstance(node, ast.Assign) else
+                                                       [node.target] if isinstance(node, ast.AnnAssign) else [])]
+    set_there = {t.attr for target in targets for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    assert set_there - {"phase", "ref"} == set(share._RUN_STATE)
+    run = share._ShareRun(CordaLogChecker("spec"), ["-"])
+    run.release()
+    assert all(getattr(run, name) is None for name in share._RUN_STATE)
