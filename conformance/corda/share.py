@@ -157,13 +157,6 @@ class _ShareRun:
     sent = cython.declare(dict, visibility="public")
     unsent_commits = cython.declare(dict, visibility="public")
     received = cython.declare(set, visibility="public")
-    # the bounded run's record being fed (stream.py: its time, kind, handler and track), C fields so
-    # that writing them per record leaves a subclass's instance dict unchanged: the compiled calls
-    # look for an override in Python only when that dict has changed since their last call
-    t = cython.declare(object, visibility="public")
-    kind = cython.declare(object, visibility="public")
-    handler = cython.declare(object, visibility="public")
-    cur = cython.declare(object, visibility="public")
 
     def __init__(self, checker, inputs: list[str]):
         self.c = checker

@@ -222,10 +222,23 @@ class _Facts:
         self.run, self.kind, self.pending = run, kind, run.span.pending
 
     def append(self, fact: tuple) -> None:
-        self.pending.append((self.run.t, self.kind, fact))
+        self.pending.append((self.run.feeding.t, self.kind, fact))
 
     def __len__(self) -> int:
         return 0
+
+
+class _Feeding:
+    """The record the bounded run is feeding: its time, kind and handler, and the track it joins.
+    Its own small object, not fields of the run: a compiled call on the run checks for an override
+    in Python only when the run's instance dict has changed since, and reads of the run's C fields
+    from Python go through their descriptors (:class:`.share._ShareRun`); these four change per
+    record."""
+
+    __slots__ = ("t", "kind", "handler", "cur")
+
+    def __init__(self):
+        self.t, self.kind, self.handler, self.cur = 0, None, None, None
 
 
 def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool):
@@ -245,12 +258,10 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
             self.id_last: OrderedDict[str, int] = OrderedDict()
             self.peak_ids = 0
             self.committed_ids: set = set()
-            self.cur = None
-            self.t = 0
-            self.kind = self.handler = None  # the record being fed: its kind and handler
+            self.feeding = feeding = _Feeding()
             # the ev_* handlers ask for their record's track: under the bound it is the subject being fed
-            self.track = lambda r, ref, kind: self.cur
-            self._track = lambda node, mid, ref: self.cur
+            self.track = lambda r, ref, kind: feeding.cur
+            self._track = lambda node, mid, ref: feeding.cur
             self.span = None
             if stream_spanning:
                 self.span = SpanningStream(checker, inputs, bound_ms, self.sent.get)
@@ -299,12 +310,13 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
             return e
 
         def _add_track(self, tr, _t, r):
-            kind = self.kind
-            self.cur = tr
-            self.handler(r, self.ref, tr)
+            feeding = self.feeding
+            kind = feeding.kind
+            feeding.cur = tr
+            feeding.handler(r, self.ref, tr)
             if (kind == "committed" or kind is None) and (tr.commits or tr.rows):
                 self.committed_ids.add(tr.mid)
-            return self.t + self.bound + self.step  # (read in step within a step: judged a step later)
+            return feeding.t + self.bound + self.step  # (read in step within a step: judged a step later)
 
         def _judge_track(self, mid, tr, at_end):
             phase, ref = self.phase, self.ref
@@ -315,7 +327,7 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
 
         def _late(self, node, mid, r, memo):
             """A record of a message its node already judged: what it alone still shows, against the memo."""
-            kind, ref = self.kind, self.ref
+            kind, ref = self.feeding.kind, self.ref
             if memo is True or kind == "unread":
                 return
             tr = Track(node, mid, ref, [], commits=(memo.commit,) if memo.commit else (),
@@ -339,6 +351,7 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
             handlers = self.handlers()
             kinds = {cls: ev for cls, (_, ev) in self.typed.kind.items()}
             ev_sent, span, engines, id_last, new_id = self.ev_sent, self.span, self.engines, self.id_last, self.new_id
+            feeding = self.feeding
             out = self.out
             bound = self.bound
             # The clocks move in steps of an eighth of the bound: each time the latest time read passes
@@ -353,7 +366,7 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
                 for ref, r, t in zip(refs, recs, times):
                     if r is None:
                         continue
-                    self.ref, self.t = ref, t
+                    self.ref, feeding.t = ref, t
                     cls = type(r)
                     kind = kinds.get(cls, cls)
                     if kind is _Unreadable:
@@ -385,7 +398,7 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
                     if kind is _Unreadable:
                         self.problem(ref, r.why, r.field)
                         if e is not None:
-                            self.kind, self.handler = "unread", self.unread
+                            feeding.kind, feeding.handler = "unread", self.unread
                             e.feed(None, mid, ev)
                         continue
                     mid = r.id
@@ -398,7 +411,7 @@ def bounded_run(checker, inputs: list[str], bound_ms: int, stream_spanning: bool
                     if e is None:
                         ev_sent(r, ref)
                         continue
-                    self.kind, self.handler = kind, handlers[cls]
+                    feeding.kind, feeding.handler = kind, handlers[cls]
                     e.feed(None, mid, r)
             self.finish()
             self.out.seconds = time.perf_counter() - started
