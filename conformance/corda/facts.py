@@ -252,8 +252,7 @@ class Facts:
         return self.count + len(self.pending)
 
     def __iter__(self):
-        self._flush()
-        return chain.from_iterable(zip(*self._unpack(c)) for c in self.chunks)
+        return self.fields(tuple(range(len(self.shape))))
 
     def __getitem__(self, i: int) -> tuple:
         self._flush()
