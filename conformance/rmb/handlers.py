@@ -28,7 +28,7 @@ from rmkit.protocols.rmb.model import message_problems
 from rmkit.protocols.rmb.records import Rec
 from rmkit.rulehandlers import RuleRegistry
 
-from rmkit.conformance.rmb.logjudge import _int, _peer_twin, _reply_key, _twins, backlog_ttl, fingerprint
+from rmkit.conformance.rmb.logjudge import _int, _peer_twin, _twins, backlog_ttl, fingerprint, same_reply
 
 REGISTRY = RuleRegistry()  # rule id -> the handler that judges it
 JUDGES: list[Callable] = []  # the handlers a request is judged by, in registration order
@@ -67,10 +67,10 @@ def messages(g) -> None:
         if type(r.msg) is not dict:
             continue
         msg = r.msg
-        fp = g.fp(msg)
-        if fp in seen:
+        key = g.key(msg)
+        if key in seen:
             continue
-        seen.add(fp)
+        seen.add(key)
         for rule, fld, what in g.problems(msg):
             g.out.add(rule, f"{r.event} {r.endpoint}: field {fld or '(message)'}: {what}", r)
         now, exp = msg.get("now"), msg.get("exp")
@@ -120,7 +120,7 @@ def _all_answers(g) -> tuple[list, list]:
             side = 1
         else:
             continue
-        key = (g.fp(r.msg), r.status)
+        key = (g.key(r.msg), r.status)
         if key in seen[side]:
             continue
         seen[side].add(key)
@@ -440,8 +440,17 @@ def _handler_replies(g) -> dict[tuple, list[Rec]]:
             continue
         d = h.msg.get("dst")
         if isinstance(d, list) and d:
-            out.setdefault((h.twin, fingerprint(d)), []).append(h)
+            out.setdefault((h.twin, _dst_key(d)), []).append(h)
     return out
+
+
+def _dst_key(dst: list) -> tuple | bytes:
+    """A key of a dst, equal for dsts of equal content (as their fingerprints are): a list of
+    twin ids as a tuple of them, another list by its fingerprint (a tuple and bytes are never equal)."""
+    for twin in dst:
+        if type(twin) is not int:  # (a bool is no twin id: True == 1, but their fingerprints differ)
+            return fingerprint(dst)
+    return tuple(dst)
 
 
 def _reply_attempts(g, w: int, replies: list[Rec]) -> bool:
@@ -465,25 +474,43 @@ def _reply_attempts(g, w: int, replies: list[Rec]) -> bool:
         if p.endpoint != c.reply:
             g.out.add("RMB-REPLY-001", f"reply posted to {p.endpoint}, the profile's reply endpoint is {c.reply}", p)
             return False
-    pushed: dict[bytes, list[Rec]] = {}
+    pushed: list[list[Rec]] = []  # the replies pushed, by the reply they carry (same_reply), in order
     for h in replies:
-        pushed.setdefault(_reply_key(h.msg), []).append(h)
-    carried: dict[bytes, list[Rec]] = {}
+        _reply_of(pushed, h.msg).append(h)
+    carried: dict[int, list[Rec]] = {}  # the POSTs by the pushed reply they carry (its index; -1: none)
     for p in posts:
-        k = _reply_key(p.msg)
-        carried.setdefault(k if k in pushed else b"", []).append(p)
+        carried.setdefault(_carried(pushed, p.msg), []).append(p)
     ev = g.ev
     dropped = _any_of(ev, ("reply-unknown-twin-dropped", "reply-invalid-dropped"), w)
     lost = _any_of(ev, ("reply-lost",), w)
-    loose = [h for k, hs in pushed.items() if k not in carried for h in hs]
+    loose = [h for k, hs in enumerate(pushed) if k not in carried for h in hs]
     if loose:
         loose.sort(key=_time)
-    for k, hs in pushed.items():
+    for k, hs in enumerate(pushed):
         if k in carried:
             _judge_attempts(g, hs, carried[k], dropped, lost)
     if loose:
-        _judge_attempts(g, loose, carried.get(b"", []), dropped, lost)
+        _judge_attempts(g, loose, carried.get(-1, []), dropped, lost)
     return True
+
+
+def _carried(pushed: list, msg: dict) -> int:
+    """The index in ``pushed`` of the replies that carry the reply ``msg`` carries (-1: none)."""
+    for i, hs in enumerate(pushed):
+        if same_reply(hs[0].msg, msg):
+            return i
+    return -1
+
+
+def _reply_of(pushed: list, msg: dict) -> list:
+    """The replies of ``pushed`` that carry the reply ``msg`` carries (same_reply), a new list
+    of them (added to ``pushed``) where none does."""
+    for hs in pushed:
+        if same_reply(hs[0].msg, msg):
+            return hs
+    hs = []
+    pushed.append(hs)
+    return hs
 
 
 _time = operator.attrgetter("time")

@@ -21,6 +21,11 @@ from typing import Any
 
 import orjson
 
+try:
+    import cython
+except ImportError:  # (not installed: the module runs as plain Python)
+    from rmkit import _cython_shadow as cython
+
 from rmkit.protocols.rmb.keys import Directory
 from rmkit.protocols.rmb.model import message_problems
 from rmkit.protocols.rmb.signing import BadSignature, parse_sig, signature_verdict
@@ -190,13 +195,77 @@ def fingerprint(msg: Any) -> bytes:
     return orjson.dumps(msg, option=orjson.OPT_SORT_KEYS)
 
 
-def _reply_key(msg: dict) -> bytes:
-    """What tells one reply from another: its fields but the signature and src (the posting
-    daemon signs the reply and sets src to itself; a retry carries the same reply)."""
-    rest = dict(msg)
-    rest.pop("sig", None)
-    rest.pop("src", None)
-    return fingerprint(rest)
+_ABSENT = object()  # (a key one object has and the other lacks)
+
+
+@cython.ccall
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two decoded JSON values are one JSON value, as their :func:`fingerprint`\ s tell
+    it (the sorted-key text): the same types (a bool is no integer, 1.0 no 1), equal values (a
+    float's sign of zero included), objects with the same keys, arrays in the same order; without
+    writing either out."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return _same_object(a, b)
+    if kind is list:
+        return _same_array(a, b)
+    if kind is float:
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    return a == b
+
+
+@cython.cfunc
+@cython.locals(a=dict, b=dict)
+def _same_object(a, b) -> bool:
+    if len(a) != len(b):
+        return False
+    for key, value in a.items():
+        if not _same_field(value, b.get(key, _ABSENT)):  # (_ABSENT: of a type no JSON value has)
+            return False
+    return True
+
+
+@cython.cfunc
+def _same_field(value, other) -> bool:
+    """:func:`same_json` of two fields' values, a string's or an integer's (most of a message's
+    fields) told here."""
+    if other is value:
+        return True
+    kind = type(value)
+    if kind is str or kind is int:
+        return type(other) is kind and value == other
+    return same_json(value, other)
+
+
+@cython.cfunc
+@cython.locals(a=list, b=list, i=cython.Py_ssize_t)
+def _same_array(a, b) -> bool:
+    if len(a) != len(b):
+        return False
+    for i in range(len(a)):
+        if a[i] is not b[i] and not same_json(a[i], b[i]):
+            return False
+    return True
+
+
+@cython.ccall
+@cython.locals(a=dict, b=dict, fields=cython.Py_ssize_t)
+def same_reply(a, b) -> bool:
+    """Whether two messages carry one reply: the same fields but the signature and src (the
+    posting daemon signs the reply and sets src to itself; a retry carries the same reply),
+    each field :func:`same_json`."""
+    fields = 0
+    for key, value in a.items():
+        if key == "sig" or key == "src":
+            continue
+        fields += 1
+        if not _same_field(value, b.get(key, _ABSENT)):
+            return False
+    return fields == len(b) - ("sig" in b) - ("src" in b)
 
 
 def _int(v: Any) -> bool:
@@ -228,7 +297,7 @@ _SIG_FORM_OK = (None, "")  # the verdict of a well-formed sig without the direct
 class Group:
     """Every record of one uid (sorted by time, then position) and the judgments over them."""
 
-    __slots__ = ("c", "recs", "out", "_sig", "_problems", "_fps", "_lives", "ev", "memo", "lasting")
+    __slots__ = ("c", "recs", "out", "_sig", "_alike", "_distinct", "_lives", "ev", "memo", "lasting")
 
     def __init__(self, ctx: Ctx, recs: list[Rec], lasting: dict | None = None):
         self.c = ctx
@@ -237,11 +306,14 @@ class Group:
         # ref): records without a uid are judged again as their window moves (checker.Loose)
         self.lasting = lasting if lasting is not None else {}
         self.out = Findings()
-        self._sig: dict = {}  # a message's fingerprint (without the directory: its sig) -> its verdict
-        self._problems: dict[bytes, list] = {}  # a message's fingerprint -> its problems
-        # id of a message of the group -> [its fingerprint, its problems or None until asked]: one
-        # lookup per ask (the handlers ask of each message several times)
-        self._fps: dict[int, list] = {}
+        self._sig: dict = {}  # a message's key (without the directory: its sig) -> its verdict
+        # the group's distinct messages (one message is logged by its sender, its receiver and a
+        # recorder: equal content, several objects), each [the first of them, its problems or None
+        # until asked], by a part of their content (:meth:`_entry`)
+        self._alike: dict = {}
+        # id of a message of the group -> its distinct message's entry: one lookup per ask (the
+        # handlers ask of each message several times)
+        self._distinct: dict[int, list] = {}
         self._lives: dict = {}
         self.memo: dict = {}  # what several handlers read of the group, taken once (by the handlers' names)
         ev: dict[str, list[Rec]] = {}  # the records of each event, in order: the judgments ask by event
@@ -253,27 +325,48 @@ class Group:
                 got.append(r)
         self.ev = ev
 
-    def fp(self, msg: Any) -> bytes:
-        """:func:`fingerprint` of a message the group's records hold (each taken once)."""
-        got = self._fps.get(id(msg))
+    def key(self, msg: Any) -> int:
+        """A key of a message the group's records hold, equal for messages of equal content (as
+        their :func:`fingerprint`\ s are): the id of the group's first message of that content."""
+        got = self._distinct.get(id(msg))
         if got is None:
-            got = self._fps[id(msg)] = [fingerprint(msg), None]
-        return got[0]
+            got = self._entry(msg)
+        return id(got[0])
 
     def problems(self, msg: Any) -> list[tuple[str, str, str]]:
         """message_problems, once per distinct message of the group (one message is logged by
         its sender, its receiver and a recorder)."""
-        known = self._fps.get(id(msg))
+        known = self._distinct.get(id(msg))
         if known is None:
-            known = self._fps[id(msg)] = [fingerprint(msg), None]
+            known = self._entry(msg)
         got = known[1]
         if got is None:
-            fp = known[0]
-            got = self._problems.get(fp)
-            if got is None:
-                got = self._problems[fp] = message_problems(msg)
-            known[1] = got
+            got = known[1] = message_problems(known[0])
         return got
+
+    def _entry(self, msg: Any) -> list:
+        """The entry of ``msg``'s distinct message (:attr:`_alike`), made at its first message.
+        Messages are told apart by :func:`same_json` among those alike in a part of their content
+        (a signed message's sig, else the number of its fields; another value's fingerprint)."""
+        if type(msg) is dict:
+            sig = msg.get("sig")
+            part = sig if type(sig) is str else len(msg)  # (a str and an int are never one key)
+        else:
+            part = fingerprint(msg)  # (bytes)
+        alike = self._alike.get(part)
+        entry = None
+        if alike is None:
+            alike = self._alike[part] = []
+        else:
+            for known in alike:
+                if same_json(known[0], msg):
+                    entry = known
+                    break
+        if entry is None:
+            entry = [msg, None]
+            alike.append(entry)
+        self._distinct[id(msg)] = entry
+        return entry
 
     # -- helpers ----------------------------------------------------------------------------
     def events(self, *events: str) -> list[Rec]:
@@ -300,7 +393,7 @@ class Group:
             if got is None:
                 got = self._sig[key] = _SIG_FORM_OK if key is not None and c.well_formed_sig(key) else self._sig_verdict(msg)
             return got
-        key = self.fp(msg)
+        key = self.key(msg)
         got = self._sig.get(key)
         if got is None:
             got = self._sig[key] = self._sig_verdict(msg)

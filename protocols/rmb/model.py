@@ -118,7 +118,7 @@ def _fast_convert():
         fields.append((name, _fast_type(prop)) if prop["required"] else (name, _fast_type(prop), None))
     struct = msgspec.defstruct("RmbMessageFits", fields, gc=False, kw_only=True)
     errors = (msgspec.ValidationError, TypeError, ValueError, OverflowError)
-    _FAST_CONVERT = functools.partial(msgspec.convert, type=struct), errors
+    _FAST_CONVERT = msgspec.convert, struct, errors
     return _FAST_CONVERT
 
 
@@ -148,9 +148,9 @@ def message_is_valid(msg: Any) -> bool:
     """True when ``msg`` passes the message schema (the common case, checked without jsonschema)."""
     if type(msg) is not dict:
         return False
-    convert, errors = _FAST_CONVERT or _fast_convert()
+    convert, struct, errors = _FAST_CONVERT or _fast_convert()
     try:
-        convert(msg)
+        convert(msg, struct)
         return True
     except errors:
         pass
@@ -169,9 +169,9 @@ def message_problems(msg: Any) -> list[tuple[str, str, str]]:
         return [("RMB-MSG-001", "", f"expected a JSON object, found {type(msg).__name__}")]
     out = []
     if message_is_valid(msg):
-        for name in _base64_fields():
+        for name in _BASE64_FIELDS or _base64_fields():
             text = msg.get(name)
-            if isinstance(text, str) and not is_base64(text):
+            if type(text) is str and not (len(text) % 4 == 0 and _BASE64_FORM(text) is not None) and not is_base64(text):
                 out.append(("RMB-MSG-002", name, "not standard padded base64"))
         return out
     for err in sorted(message_validator().iter_errors(msg), key=lambda e: list(map(str, e.absolute_path))):
@@ -184,9 +184,13 @@ def message_problems(msg: Any) -> list[tuple[str, str, str]]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
 def _base64_fields() -> tuple[str, ...]:
-    return tuple(name for name, f in rmb_spec().fields.items() if f.get("format") == "base64")
+    global _BASE64_FIELDS
+    _BASE64_FIELDS = tuple(name for name, f in rmb_spec().fields.items() if f.get("format") == "base64")
+    return _BASE64_FIELDS
+
+
+_BASE64_FIELDS: tuple[str, ...] | None = None  # (_base64_fields's, once made: read for every distinct message)
 
 
 # the form of standard padded base64 (data characters, then at most two '='): a text of this form
