@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 
 from rmkit.errors import SpecError, UsageError
 from rmkit.rules import RuleSet
@@ -68,7 +67,9 @@ def _message_schema(fields: dict[str, dict]) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def message_validator() -> jsonschema.Draft202012Validator:
+def message_validator() -> "jsonschema.Draft202012Validator":
+    import jsonschema  # (on demand: the valid messages, nearly all of a log's, never need it)
+
     return jsonschema.Draft202012Validator(_message_schema(rmb_spec().fields))
 
 
