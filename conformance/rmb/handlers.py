@@ -503,11 +503,11 @@ def _carried(pushed: list, msg: dict) -> int:
 
 
 def _reply_of(pushed: list, msg: dict) -> list:
-    """The replies of ``pushed`` that carry the reply ``msg`` carries (same_reply), a new list
-    of them (added to ``pushed``) where none does."""
-    for hs in pushed:
-        if same_reply(hs[0].msg, msg):
-            return hs
+    """The replies of ``pushed`` that carry the reply ``msg`` carries (:func:`_carried`), a new
+    list of them (added to ``pushed``) where none does."""
+    i = _carried(pushed, msg)
+    if i >= 0:
+        return pushed[i]
     hs = []
     pushed.append(hs)
     return hs

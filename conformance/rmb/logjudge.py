@@ -231,8 +231,8 @@ def _same_object(a, b) -> bool:
 
 @cython.cfunc
 def _same_field(value, other) -> bool:
-    """:func:`same_json` of two fields' values, a string's or an integer's (most of a message's
-    fields) told here."""
+    """:func:`same_json` of two values of an object or an array, a string's or an integer's (most
+    of a message's) told here."""
     if other is value:
         return True
     kind = type(value)
@@ -247,7 +247,7 @@ def _same_array(a, b) -> bool:
     if len(a) != len(b):
         return False
     for i in range(len(a)):
-        if a[i] is not b[i] and not same_json(a[i], b[i]):
+        if not _same_field(a[i], b[i]):
             return False
     return True
 

@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-
 from rmkit.errors import SpecError, UsageError
 from rmkit.rules import RuleSet
 from rmkit.specload import load_protocol_spec, spec_line
@@ -170,9 +169,9 @@ def message_problems(msg: Any) -> list[tuple[str, str, str]]:
         return [("RMB-MSG-001", "", f"expected a JSON object, found {type(msg).__name__}")]
     out = []
     if message_is_valid(msg):
-        for name in _BASE64_FIELDS or _base64_fields():
+        for name in _base64_fields():
             text = msg.get(name)
-            if type(text) is str and not (len(text) % 4 == 0 and _BASE64_FORM(text) is not None) and not is_base64(text):
+            if isinstance(text, str) and not is_base64(text):
                 out.append(("RMB-MSG-002", name, "not standard padded base64"))
         return out
     for err in sorted(message_validator().iter_errors(msg), key=lambda e: list(map(str, e.absolute_path))):
@@ -185,13 +184,9 @@ def message_problems(msg: Any) -> list[tuple[str, str, str]]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def _base64_fields() -> tuple[str, ...]:
-    global _BASE64_FIELDS
-    _BASE64_FIELDS = tuple(name for name, f in rmb_spec().fields.items() if f.get("format") == "base64")
-    return _BASE64_FIELDS
-
-
-_BASE64_FIELDS: tuple[str, ...] | None = None  # (_base64_fields's, once made: read for every distinct message)
+    return tuple(name for name, f in rmb_spec().fields.items() if f.get("format") == "base64")
 
 
 # the form of standard padded base64 (data characters, then at most two '='): a text of this form
