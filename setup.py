@@ -28,7 +28,17 @@ and the reading of its ``--jobs`` readers' clock events (``conformance/remp/_clo
 without it msgspec reads them). That scan and RMB's uid dealer find the end of a plain string
 (printable ASCII, no escape) sixteen or eight bytes at a step by ``rmkit/_plainstring.pxd``
 (cimported, as ``_crc32.pxd`` is).
+
+A compiled module cimports another's C types by the other's installed name (``rmkit.conformance.remp.state``),
+which Cython looks up as a path below its include directories. The ``rmkit`` folder is its own
+name there; the other roots install under another name (``conformance/`` is ``rmkit.conformance``),
+so their ``.pxd`` files are mirrored under their installed names in ``build/pxd`` (copied anew at
+each build), which every extension has on its include path. The ``.pxd`` beside its ``.py`` stays
+the one place its declarations live.
 """
+
+import shutil
+from pathlib import Path
 
 from setuptools import Extension, find_namespace_packages, setup
 
@@ -44,6 +54,23 @@ ROOTS = {
 }
 
 
+HERE = Path(__file__).resolve().parent
+PXD_MIRROR = HERE / "build" / "pxd"
+
+
+def mirror_pxd() -> None:
+    """Copy the .pxd files of the roots installed under another name to their installed names
+    below build/pxd (see the module's docstring)."""
+    shutil.rmtree(PXD_MIRROR, ignore_errors=True)
+    for name, folder in ROOTS.items():
+        if name == folder:  # (rmkit/ is found as it is)
+            continue
+        for pxd in sorted((HERE / folder).rglob("*.pxd")):
+            target = PXD_MIRROR.joinpath(*name.split("."), pxd.relative_to(HERE / folder))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(pxd, target)
+
+
 def packages() -> list[str]:
     found = []
     for name, folder in ROOTS.items():
@@ -52,29 +79,36 @@ def packages() -> list[str]:
     return found
 
 
+def optional(name: str, source: str) -> Extension:
+    """An optional extension (the build goes on without it) that finds every .pxd by its installed name."""
+    return Extension(name, [source], include_dirs=[str(PXD_MIRROR)], optional=True)
+
+
+mirror_pxd()
+
 setup(
     package_dir=ROOTS,
     packages=packages(),
-    ext_modules=[Extension("rmkit._linescan", ["rmkit/_linescan.pyx"], optional=True),
-                 Extension("rmkit.logclock", ["rmkit/logclock.py"], optional=True),
-                 Extension("rmkit.subjects", ["rmkit/subjects.py"], optional=True),
-                 Extension("rmkit.keystore", ["rmkit/keystore.py"], optional=True),
-                 Extension("rmkit.conformance.rmb._uidscan", ["conformance/rmb/_uidscan.pyx"], optional=True),
-                 Extension("rmkit.conformance.rmb.handlers", ["conformance/rmb/handlers.py"], optional=True),
-                 Extension("rmkit.conformance.rmb.logjudge", ["conformance/rmb/logjudge.py"], optional=True),
-                 Extension("rmkit.conformance.rmb.state", ["conformance/rmb/state.py"], optional=True),
-                 Extension("rmkit.conformance.rmb.checker", ["conformance/rmb/checker.py"], optional=True),
-                 Extension("rmkit.conformance.rmb.sigreuse", ["conformance/rmb/sigreuse.py"], optional=True),
-                 Extension("rmkit.conformance.corda.share", ["conformance/corda/share.py"], optional=True),
-                 Extension("rmkit.conformance.corda.packing", ["conformance/corda/packing.py"], optional=True),
-                 Extension("rmkit.conformance.corda.facts", ["conformance/corda/facts.py"], optional=True),
-                 Extension("rmkit.conformance.corda.handlers", ["conformance/corda/handlers.py"], optional=True),
-                 Extension("rmkit.conformance.corda.spanning", ["conformance/corda/spanning.py"], optional=True),
-                 Extension("rmkit.conformance.corda._keyshares", ["conformance/corda/_keyshares.pyx"], optional=True),
-                 Extension("rmkit.conformance.remp.checker", ["conformance/remp/checker.py"], optional=True),
-                 Extension("rmkit.conformance.remp.handlers", ["conformance/remp/handlers.py"], optional=True),
-                 Extension("rmkit.conformance.remp.state", ["conformance/remp/state.py"], optional=True),
-                 Extension("rmkit.conformance.remp.metrics", ["conformance/remp/metrics.py"], optional=True),
-                 Extension("rmkit.conformance.remp.clocktrack", ["conformance/remp/clocktrack.py"], optional=True),
-                 Extension("rmkit.conformance.remp._clockscan", ["conformance/remp/_clockscan.pyx"], optional=True)],
+    ext_modules=[optional("rmkit._linescan", "rmkit/_linescan.pyx"),
+                 optional("rmkit.logclock", "rmkit/logclock.py"),
+                 optional("rmkit.subjects", "rmkit/subjects.py"),
+                 optional("rmkit.keystore", "rmkit/keystore.py"),
+                 optional("rmkit.conformance.rmb._uidscan", "conformance/rmb/_uidscan.pyx"),
+                 optional("rmkit.conformance.rmb.handlers", "conformance/rmb/handlers.py"),
+                 optional("rmkit.conformance.rmb.logjudge", "conformance/rmb/logjudge.py"),
+                 optional("rmkit.conformance.rmb.state", "conformance/rmb/state.py"),
+                 optional("rmkit.conformance.rmb.checker", "conformance/rmb/checker.py"),
+                 optional("rmkit.conformance.rmb.sigreuse", "conformance/rmb/sigreuse.py"),
+                 optional("rmkit.conformance.corda.share", "conformance/corda/share.py"),
+                 optional("rmkit.conformance.corda.packing", "conformance/corda/packing.py"),
+                 optional("rmkit.conformance.corda.facts", "conformance/corda/facts.py"),
+                 optional("rmkit.conformance.corda.handlers", "conformance/corda/handlers.py"),
+                 optional("rmkit.conformance.corda.spanning", "conformance/corda/spanning.py"),
+                 optional("rmkit.conformance.corda._keyshares", "conformance/corda/_keyshares.pyx"),
+                 optional("rmkit.conformance.remp.checker", "conformance/remp/checker.py"),
+                 optional("rmkit.conformance.remp.handlers", "conformance/remp/handlers.py"),
+                 optional("rmkit.conformance.remp.state", "conformance/remp/state.py"),
+                 optional("rmkit.conformance.remp.metrics", "conformance/remp/metrics.py"),
+                 optional("rmkit.conformance.remp.clocktrack", "conformance/remp/clocktrack.py"),
+                 optional("rmkit.conformance.remp._clockscan", "conformance/remp/_clockscan.pyx")],
 )

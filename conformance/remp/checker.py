@@ -48,8 +48,13 @@ from rmkit.reference_impl.remp.outcome import evaluate_outcome
 
 if cython.compiled:  # the clock's C type (rmkit/logclock.pxd): the feed loop steps the clock by C calls
     from cython.cimports.rmkit.logclock import RecordClock as Clock
+    # the state's C types (state.pxd): a receipt's message and source read as struct fields
+    from cython.cimports.rmkit.conformance.remp.state import BlockState as BlockT, Final as FinalT, \
+        MessageState as MessageT, SourceState as SourceT, Tomb as TombT
+    from cython.cimports.rmkit.conformance.remp.metrics import LatencyHistogram as HistogramT
 else:
     Clock = RecordClock
+    BlockT = FinalT = MessageT = SourceT = TombT = HistogramT = None
 
 def final_clock(clocks: list, tops: list, clock_jump_ms: int) -> int | None:
     """A log's final clock: the latest time two sources reached, or a later single latest time
@@ -399,7 +404,7 @@ class RempLogChecker:
         with paused_collections():  # the open messages' state holds no cycles (see rmkit.gctune)
             self._feed(batches)
 
-    @cython.locals(log_clock=Clock)
+    @cython.locals(log_clock=Clock, msg=MessageT, st=SourceT, entry=BlockT, fin=FinalT, tomb=TombT)
     def _feed(self, batches) -> None:
         m = self.model
         kinds = m.kinds
@@ -918,6 +923,7 @@ class RempLogChecker:
         if fin is not None and ki.has_block and type(block) is str:
             self.hooks.replay(tomb.id, fin, ki.name, block.lower() if self.model.ids_fold_case else block, ref, t, src)
 
+    @cython.locals(msg=MessageT)
     def _sweep(self) -> None:
         order, msgs, hwm = self._order, self._msgs, self.hwm
         while order:
@@ -938,6 +944,7 @@ class RempLogChecker:
             tombs.pop(torder.popleft()[1], None)
 
     # ------------------------------------------------------------------------------------------
+    @cython.locals(msg=MessageT)
     def _close(self, msg: MessageState, at_end: bool) -> None:
         """Judge what can only be judged once a message's stream is complete, then forget it.
         In a share of a sharded run, a message with a source whose role the share has not seen yet
@@ -968,6 +975,7 @@ class RempLogChecker:
             self._judge(msg, at_end, hwm)
         self._before = 1 << 62
 
+    @cython.locals(msg=MessageT, fin=FinalT)
     def _judge(self, msg: MessageState, at_end: bool, hwm: int | None) -> None:
         """Judge a message whose stream is complete: its outcome, and the rules a closed message
         decides (each by its handler, called when the message has what the rule looks at)."""
@@ -1024,6 +1032,7 @@ class RempLogChecker:
             self.outcomes["lost"] += 1
             hooks.lost(msg, outcome)
 
+    @cython.locals(msg=MessageT, st=SourceT, hist=HistogramT)
     def _source_figures(self, msg: MessageState) -> list[tuple]:
         """The operator's per-source figures, per message closed: [role first seen, messages,
         receipts, messages it ended rejected, ended timed out, latency of its first receipt after
@@ -1047,16 +1056,19 @@ class RempLogChecker:
             elif pos == "timed_out":
                 f[4] += 1
             if first_t is not None and (t := st.first_t) is not None:
-                f[5].add(t - first_t)
+                hist = f[5]
+                hist.add(t - first_t)
             if st.queued is not None:
                 known = inferred(src) if inferred is not None else None
                 if (known[0] if known is not None else role_of(src, st)) == VALIDATOR:
                     queued.append((src, st))
         return queued
 
+    @cython.locals(hist=HistogramT)
     def _lat(self, name: str, value: int) -> None:
-        if name in self.lat:
-            self.lat[name].add(value)
+        hist = self.lat.get(name)
+        if hist is not None:
+            hist.add(value)
 
     def _metrics(self, elapsed: float) -> dict[str, Any]:
         m = self.model

@@ -13,7 +13,10 @@ except ImportError:  # not compiled, and Cython not installed: the declaration b
 
 class LatencyHistogram:
     """Log-linear histogram of non-negative integers (milliseconds): exact below 1024, then 64
-    sub-buckets per power of two (relative error under 1.6%). Percentiles without keeping values."""
+    sub-buckets per power of two (relative error under 1.6%). Percentiles without keeping values.
+
+    Compiled, a C type (``metrics.pxd``) whose :meth:`add` the checker calls as a C method (it
+    cimports the type): :meth:`add` runs per message and source."""
 
     __slots__ = ("buckets", "max", "min", "total")
 
@@ -45,7 +48,7 @@ class LatencyHistogram:
         return (b & 0xFFFF) << shift
 
     @cython.locals(buckets=dict)
-    def add(self, v: int) -> None:
+    def add(self, v) -> None:
         """Count one value, an integer (called per message and source, so kept to plain
         operations); a negative one counts as 0."""
         if v < 1024:

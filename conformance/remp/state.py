@@ -4,8 +4,14 @@
 Why ``__slots__`` classes and not lists or dicts: a log of millions of receipts keeps tens of
 thousands of these open at once, so each must stay small, and a rule handler
 (:mod:`.handlers`) must read ``st.last_kind`` rather than ``st[3]``. Slots cost no more memory
-than a list and are as quick to read; every class here pickles, since a share of a sharded run
-(``rmkit check --jobs``, ``rmkit audit``) travels between processes with its open messages.
+than a list and are as quick to read; every class here pickles (by its slots), since a share of a
+sharded run (``rmkit check --jobs``, ``rmkit audit``) travels between processes with its open
+messages.
+
+Compiled (setup.py), each class is a C type whose fields ``state.pxd`` declares: the checker
+(:mod:`.checker`), which cimports them, reads and writes a receipt's message and source as C
+struct fields rather than through the slots' descriptors. As Python the same classes are the
+slotted classes they read as.
 """
 
 from __future__ import annotations
@@ -15,26 +21,18 @@ from array import array
 NEVER = 1 << 64  # beyond every timestamp (a receipt's is a 64-bit integer)
 
 
-class _Slotted:
-    """Pickling and a readable repr for the slotted classes below (no ``__dict__`` to fall back on)."""
-
-    __slots__ = ()
-
-    def __getstate__(self) -> tuple:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __setstate__(self, state: tuple) -> None:
-        for name, value in zip(self.__slots__, state):
-            setattr(self, name, value)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
+def _repr(state) -> str:
+    """A readable repr of a slotted state (no ``__dict__`` to show)."""
+    return f"{type(state).__name__}({', '.join(f'{n}={getattr(state, n)!r}' for n in state.__slots__)})"
 
 
-class SourceState(_Slotted):
+class SourceState:
     """One source's part in one message: where its receipts took it in its role's state machine."""
 
     __slots__ = ("role", "pos", "last_ref", "last_kind", "queued", "first_t", "receipts")
+
+    def __repr__(self) -> str:
+        return _repr(self)
 
     def __init__(self, role: str, ref: int, kind: str, t: int | None):
         self.role = role  # the role its receipts were read in
@@ -46,10 +44,13 @@ class SourceState(_Slotted):
         self.receipts = 0
 
 
-class BlockState(_Slotted):
+class BlockState:
     """A block an inclusion receipt named for one message."""
 
     __slots__ = ("first_t", "accepted", "collator", "collator_ref")
+
+    def __repr__(self) -> str:
+        return _repr(self)
 
     def __init__(self, t: int | None):
         self.first_t = t  # time of its first inclusion receipt (REMP-EXPIRY-001)
@@ -58,10 +59,13 @@ class BlockState(_Slotted):
         self.collator_ref: int | None = None  # that receipt
 
 
-class Final(_Slotted):
+class Final:
     """A message's first Finalized: the block it names, the receipt, its time and source."""
 
     __slots__ = ("block", "ref", "t", "src")
+
+    def __repr__(self) -> str:
+        return _repr(self)
 
     def __init__(self, block: str, ref: int, t: int | None, src: str | None):
         self.block = block
@@ -70,11 +74,14 @@ class Final(_Slotted):
         self.src = src
 
 
-class Tomb(_Slotted):
+class Tomb:
     """What stays of a judged message for one more horizon: enough to know a later receipt of it
     as late (or as a new submission after its lifetime) and to check it for replay."""
 
     __slots__ = ("fin", "first_t", "id")
+
+    def __repr__(self) -> str:
+        return _repr(self)
 
     def __init__(self, fin: Final | None, first_t: int | None, mid: str):
         self.fin = fin
@@ -82,11 +89,14 @@ class Tomb(_Slotted):
         self.id = mid
 
 
-class MessageState(_Slotted):
+class MessageState:
     """What the checker remembers about one open message."""
 
     __slots__ = ("id", "first_ref", "first_t", "close_t", "last_seq", "srcs", "kmask", "fin", "blocks",
                  "fn_rej", "sent_t", "put_t", "seen", "seen_bits", "fin_count", "blk", "total")
+
+    def __repr__(self) -> str:
+        return _repr(self)
 
     def __init__(self, mid: str, ref: int, t: int | None, seq: int, close_after_ms: int):
         self.id = mid

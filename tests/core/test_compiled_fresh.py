@@ -11,6 +11,20 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+SETUP = (REPO / "setup.py").read_text()
+# setup.py's extensions: optional("installed.name", "source/path")
+EXTENSIONS = re.compile(r'optional\(\s*"([\w.]+)",\s*"([^"]+)"\)')
+# the roots installed under another name than their folder's ("rmkit.conformance": "conformance")
+ROOTS = dict(re.findall(r'^\s*"rmkit\.(\w+)":\s*"(\w+)",', SETUP, re.M))
+
+
+def pxd_of(installed: str) -> Path:
+    """The .pxd in the repository of a module cimported by its installed name below ``rmkit``
+    (``conformance.remp.state``: conformance/remp/state.pxd; ``subjects``: rmkit/subjects.pxd)."""
+    first, _, rest = installed.partition(".")
+    if first in ROOTS and rest:
+        return REPO / ROOTS[first] / Path(*rest.split(".")).with_suffix(".pxd")
+    return REPO / "rmkit" / Path(*installed.split(".")).with_suffix(".pxd")
 
 
 def cimported(source: Path) -> list[Path]:
@@ -23,7 +37,7 @@ def cimported(source: Path) -> list[Path]:
     text = source.read_text()
     found = re.findall(r"^\s*(?:from\s+rmkit\.([\w.]+)\s+cimport|cimport\s+rmkit\.([\w.]+)"
                        r"|from\s+cython\.cimports\.rmkit\.([\w.]+)\s+import)", text, re.M)
-    deps = [REPO / "rmkit" / (Path(*(a or b or c).split(".")).with_suffix(".pxd")) for a, b, c in found]
+    deps = [pxd_of(a or b or c) for a, b, c in found]
     beside = source.with_suffix(".pxd")
     if source.suffix == ".py" and beside.is_file():
         deps.insert(0, beside)
@@ -33,9 +47,8 @@ def cimported(source: Path) -> list[Path]:
 def compiled_sources() -> list[tuple[Path, Path]]:
     """(source, compiled file) for every extension setup.py names whose compiled file is built in
     place, and for every ``.pxd`` of the kit such a source cimports."""
-    text = (REPO / "setup.py").read_text()
     pairs = []
-    for name, source in re.findall(r'Extension\(\s*"([\w.]+)",\s*\["([^"]+)"\]', text):
+    for name, source in EXTENSIONS.findall(SETUP):
         src = REPO / source
         stem = name.rsplit(".", 1)[-1]
         for built in src.parent.glob(f"{stem}.*.so"):
@@ -57,8 +70,7 @@ def cimported_all(source: Path) -> list[Path]:
 
 
 def test_setup_names_its_extensions_and_their_sources_exist():
-    text = (REPO / "setup.py").read_text()
-    names = re.findall(r'Extension\(\s*"([\w.]+)",\s*\["([^"]+)"\]', text)
+    names = EXTENSIONS.findall(SETUP)
     assert names, "setup.py names no extension in the form this test reads: update the pattern"
     for _, source in names:
         assert (REPO / source).is_file(), source
@@ -80,11 +92,14 @@ def test_the_line_walkers_cimport_the_one_plain_string_end():
     assert all(REPO / "rmkit" / "_plainstring.pxd" in found for found in deps.values()), deps
 
 
-def test_the_remp_checker_counts_the_clock_declarations_it_cimports():
-    """The REMP checker (a ``.py``) cimports the clock's C type from ``rmkit/logclock.pxd``: an edit
-    to it makes the compiled checker stale, as it makes the compiled clock (whose declarations it
-    holds) stale."""
-    assert cimported(REPO / "conformance" / "remp" / "checker.py") == [REPO / "rmkit" / "logclock.pxd"]
+def test_the_remp_checker_counts_the_declarations_it_cimports():
+    """The REMP checker (a ``.py``) cimports the clock's C type from ``rmkit/logclock.pxd``, and its
+    state's and histogram's by their installed names (``rmkit.conformance.remp.state``, which
+    setup.py mirrors from conformance/): an edit to any of them makes the compiled checker stale,
+    as it makes the compiled module whose declarations it holds stale."""
+    remp = REPO / "conformance" / "remp"
+    assert cimported(remp / "checker.py") == [REPO / "rmkit" / "logclock.pxd", remp / "state.pxd", remp / "metrics.pxd"]
+    assert cimported(remp / "state.py") == [remp / "state.pxd"]
     assert REPO / "rmkit" / "logclock.pxd" in cimported(REPO / "rmkit" / "logclock.py")
 
 
@@ -103,3 +118,4 @@ def test_no_compiled_module_is_older_than_its_source():
              for src, built in compiled_sources() if built.stat().st_mtime < src.stat().st_mtime]
     assert not stale, ("; ".join(stale) + ": the compiled module would run the old code. "
                        "Rebuild it: `.venv/bin/pip install --no-deps -e .` (or `make` after touching setup.py)")
+
