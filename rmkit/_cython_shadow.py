@@ -3,11 +3,12 @@ mean where it runs as plain Python and Cython is not installed: nothing. (Cython
 module does the same where it is installed.)"""
 
 compiled = False
-int = longlong = bint = Py_ssize_t = void = object
+int = longlong = ulonglong = bint = Py_ssize_t = void = object
 
 
-def declare(*_, **__):
-    return None
+def declare(_type=None, value=None, **__):
+    """A declared name's value (None where none is given), as Cython's own shadow gives it."""
+    return value
 
 
 def cast(_, value):

@@ -52,9 +52,11 @@ if cython.compiled:  # the clock's C type (rmkit/logclock.pxd): the feed loop st
     from cython.cimports.rmkit.conformance.remp.state import BlockState as BlockT, Final as FinalT, \
         MessageState as MessageT, SourceState as SourceT, Tomb as TombT
     from cython.cimports.rmkit.conformance.remp.metrics import LatencyHistogram as HistogramT
+    # a message's seen hashes (an array of "q"), searched and grown in C
+    from cython.cimports.cpython.array import array as SeenT, resize_smart
 else:
     Clock = RecordClock
-    BlockT = FinalT = MessageT = SourceT = TombT = HistogramT = None
+    BlockT = FinalT = MessageT = SourceT = TombT = HistogramT = SeenT = None
 
 def final_clock(clocks: list, tops: list, clock_jump_ms: int) -> int | None:
     """A log's final clock: the latest time two sources reached, or a later single latest time
@@ -91,10 +93,18 @@ MAX_DEFERRED = 20_000  # a few KB each: memory stays bounded when a source never
 START_KINDS = ("SentToValidators", "PutIntoQueue")
 BLOCK_EVENT_KINDS = INCLUSION_KINDS + RELEASE_KINDS + ("RejectedByCollator",)
 # What the feed loop does with a receipt of each kind, as bits: one lookup per receipt instead of a
-# chain of name tests (kinds with none of these get 0)
-_PUT, _SENT, _FN_REJECT, _TIMEOUT, _INCLUSION, _FINAL, _BLOCK_EVENT, _START, _COLLATED = (1 << i for i in range(9))
-_PER_MESSAGE = _PUT | _SENT | _FN_REJECT | _TIMEOUT
-_USES_BLOCK = _INCLUSION | _FINAL | _BLOCK_EVENT
+# chain of name tests (kinds with none of these get 0); C numbers where compiled, as the loop's act is
+_PUT = cython.declare(cython.int, 1 << 0)
+_SENT = cython.declare(cython.int, 1 << 1)
+_FN_REJECT = cython.declare(cython.int, 1 << 2)
+_TIMEOUT = cython.declare(cython.int, 1 << 3)
+_INCLUSION = cython.declare(cython.int, 1 << 4)
+_FINAL = cython.declare(cython.int, 1 << 5)
+_BLOCK_EVENT = cython.declare(cython.int, 1 << 6)
+_START = cython.declare(cython.int, 1 << 7)
+_COLLATED = cython.declare(cython.int, 1 << 8)
+_PER_MESSAGE = cython.declare(cython.int, _PUT | _SENT | _FN_REJECT | _TIMEOUT)
+_USES_BLOCK = cython.declare(cython.int, _INCLUSION | _FINAL | _BLOCK_EVENT)
 KIND_ACTS: dict[str, int] = {}
 for _kinds, _bit in ((("PutIntoQueue",), _PUT), (("SentToValidators",), _SENT), (("RejectedByFullnode",), _FN_REJECT),
                      (("Timeout",), _TIMEOUT), (INCLUSION_KINDS, _INCLUSION), (("Finalized",), _FINAL),
@@ -102,8 +112,6 @@ for _kinds, _bit in ((("PutIntoQueue",), _PUT), (("SentToValidators",), _SENT), 
                      (("IncludedIntoBlock",), _COLLATED)):
     for _k in _kinds:
         KIND_ACTS[_k] = KIND_ACTS.get(_k, 0) | _bit
-# a message's filter of the hashes it has seen: the bit of each hash's low 7 bits (made once, not per receipt)
-_SEEN_BIT = tuple(1 << i for i in range(128))
 _SOURCE, _TIMESTAMP, _SIGNATURE = attrgetter("source_id"), attrgetter("timestamp"), attrgetter("signature")  # of typed receipts
 NO_TIME = ("no usable time: receipt timestamp 0 or missing and no Kafka record timestamp; "
            "give the checker Kafka dumps with their record timestamps")
@@ -126,6 +134,30 @@ def _pieces(batches):
                 yield refs[i:i + PIECE], lines[i:i + PIECE]
 
 
+
+
+@cython.cfunc
+@cython.locals(seen=SeenT, h=cython.longlong, i=cython.Py_ssize_t)
+def _holds(seen, h) -> cython.bint:
+    """Whether a message's seen hashes (an array of 64-bit numbers) hold ``h``: a C loop compiled."""
+    if cython.compiled:
+        for i in range(len(seen)):
+            if seen.data.as_longlongs[i] == h:
+                return True
+        return False
+    return h in seen
+
+
+@cython.cfunc
+@cython.locals(seen=SeenT, h=cython.longlong, n=cython.Py_ssize_t)
+def _remember(seen, h) -> None:
+    """Add ``h`` to a message's seen hashes: grown and written in C compiled (no Python call)."""
+    if cython.compiled:
+        n = len(seen)
+        resize_smart(seen, n + 1)
+        seen.data.as_longlongs[n] = h
+    else:
+        seen.append(h)
 
 
 class RempLogChecker:
@@ -404,7 +436,8 @@ class RempLogChecker:
         with paused_collections():  # the open messages' state holds no cycles (see rmkit.gctune)
             self._feed(batches)
 
-    @cython.locals(log_clock=Clock, msg=MessageT, st=SourceT, entry=BlockT, fin=FinalT, tomb=TombT)
+    @cython.locals(log_clock=Clock, msg=MessageT, st=SourceT, entry=BlockT, fin=FinalT, tomb=TombT,
+                   act=cython.int, h=cython.longlong, one=cython.ulonglong, bit=cython.ulonglong, bits=cython.ulonglong)
     def _feed(self, batches) -> None:
         m = self.model
         kinds = m.kinds
@@ -446,13 +479,14 @@ class RempLogChecker:
         sweep_mask = SWEEP_EVERY - 1
         folded_blocks: dict[str, str] = {}  # block ids seen -> as compared (case-folded)
         fold_block = folded_blocks.get
-        seen_bit = _SEEN_BIT
+        one = 1  # (a C unsigned 64-bit number compiled: the seen filter's bits)
         rep = self._rep
         # the typed decoder (records.py); signatures are verified on the receipt as a dict
         # (a receipt of master block fields without the master block's file hash is not typed: read in general)
         typed = None if self.keyed or not self.typed else m.typed_decoder()
         kind_info = typed.kind_of.get if typed is not None else None
         act_of_type = {cls: KIND_ACTS.get(ki.name, 0) for cls, ki in typed.kind_of.items()} if typed is not None else {}
+        act_of_type[type(None)] = 0  # (a line the typed reading left: its act is found when it is read in general)
         sig_every = sig_ok.every
         plain_src: set[str] = set()  # source ids found good and already as compared (folded), see src_plain
         src_plain = ts_plain = sig_plain = False
@@ -510,7 +544,8 @@ class RempLogChecker:
                 else:
                     src_plain = ts_plain = sig_plain = False
             else:
-                objs = infos = acts = recs = repeat(None)
+                objs = infos = recs = repeat(None)
+                acts = repeat(0)
                 hashes = line_hashes(batch)
             # each line's hash, by which a redelivered (identical) receipt is known: one C loop per piece
             for ref, line, obj, ki, act, h, rec in zip(refs, batch, objs, infos, acts, hashes, recs):
@@ -701,13 +736,13 @@ class RempLogChecker:
                         msg.close_t = t + close_after_ms
                     if hwm is None or msg.first_t is None:
                         msg.last_seq = seq  # read by the sweep only while the message or the log has no time
-                bit = seen_bit[h & 127]
+                bit = one << (h & 63)
                 bits = msg.seen_bits
-                if bits & bit and h in msg.seen:
+                if bits & bit and _holds(msg.seen, h):
                     self.redelivered += 1
                     continue
                 msg.seen_bits = bits | bit
-                msg.seen.append(h)
+                _remember(msg.seen, h)
                 if bad and check_schema:
                     on_schema(mid, kind, bad, ref, src)
                 if ki is None:

@@ -17,4 +17,5 @@ cdef class Tomb:
 
 cdef class MessageState:
     cdef public object id, first_ref, first_t, close_t, last_seq, srcs, kmask, fin, blocks
-    cdef public object fn_rej, sent_t, put_t, seen, seen_bits, fin_count, blk, total
+    cdef public object fn_rej, sent_t, put_t, seen, fin_count, blk, total
+    cdef public unsigned long long seen_bits  # (a bit per hash's low 6 bits)

@@ -114,7 +114,7 @@ class MessageState:
         self.sent_t: int | None = None
         self.put_t: int | None = None
         self.seen = array("q")  # hashes of the receipts seen: a few dozen, so an array beats a set in memory
-        self.seen_bits = 0  # one bit per hash seen (its low 7 bits): most new receipts need no search of ``seen``
+        self.seen_bits = 0  # one bit per hash seen (its low 6 bits): most new receipts need no search of ``seen``
         # timed block events for REMP-REPLAY-004/005 and COLL-004, flat: kind, block, t, ref, source,
         # kind, ... (one list, no tuple per event; see block_events)
         self.blk: list | None = None
