@@ -200,10 +200,10 @@ _ABSENT = object()  # (a key one object has and the other lacks)
 
 @cython.ccall
 def same_json(a: Any, b: Any) -> bool:
-    """Whether two decoded JSON values are one JSON value, as their :func:`fingerprint`\ s tell
-    it (the sorted-key text): the same types (a bool is no integer, 1.0 no 1), equal values (a
-    float's sign of zero included), objects with the same keys, arrays in the same order; without
-    writing either out."""
+    """Whether two decoded JSON values are one JSON value, as their fingerprints tell it
+    (:func:`fingerprint`, the sorted-key text): the same types (a bool is no integer, 1.0 no 1),
+    equal values (a float's sign of zero included), objects with the same keys, arrays in the
+    same order; without writing either out."""
     if a is b:
         return True
     kind = type(a)
@@ -327,7 +327,8 @@ class Group:
 
     def key(self, msg: Any) -> int:
         """A key of a message the group's records hold, equal for messages of equal content (as
-        their :func:`fingerprint`\ s are): the id of the group's first message of that content."""
+        their fingerprints are, :func:`fingerprint`): the id of the group's first message of that
+        content."""
         got = self._distinct.get(id(msg))
         if got is None:
             got = self._entry(msg)
