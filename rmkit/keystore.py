@@ -33,6 +33,11 @@ try:
 except ImportError:  # not compiled, and Cython not installed: the annotations below mean nothing
     from rmkit import _cython_shadow as cython
 
+if cython.compiled:  # the table's and the offsets' arrays read in place by a probe (no Python number per cell)
+    from cython.cimports.cpython.array import array as CArray
+else:
+    CArray = None
+
 _EMPTY_SLOTS = 1 << 10
 # The table of slots is doubled when more than this share of it is taken: linear probing stays at a
 # few probes a lookup below it, and a slot costs 4 bytes.
@@ -115,10 +120,16 @@ class KeyStore:
             slots[i] = n + 1
 
     @cython.cfunc
-    @cython.locals(a=cython.Py_ssize_t, b=cython.Py_ssize_t, i=cython.Py_ssize_t)
+    @cython.locals(a=cython.Py_ssize_t, b=cython.Py_ssize_t, i=cython.Py_ssize_t, at=CArray)
     def _is(self, n: cython.Py_ssize_t, key) -> cython.bint:
         at = self._key_at
-        a, b = at[n], at[n + 1]
+        if cython.compiled:  # (the offsets read in place: 4 bytes each below 4 GB of keys, else 8)
+            if at.ob_descr.itemsize == 4:
+                a, b = at.data.as_uints[n], at.data.as_uints[n + 1]
+            else:
+                a, b = at.data.as_longlongs[n], at.data.as_longlongs[n + 1]
+        else:
+            a, b = at[n], at[n + 1]
         if cython.compiled:  # (the arena's bytes read in place: no slice of it made)
             mine = cython.declare(bytes, _utf8(key))
             if len(mine) != b - a:
@@ -132,12 +143,18 @@ class KeyStore:
         return self._keys[a:b] == _utf8(key)
 
     @cython.cfunc
-    @cython.locals(i=cython.Py_ssize_t, mask=cython.Py_ssize_t, s=cython.Py_ssize_t)
+    @cython.locals(i=cython.Py_ssize_t, mask=cython.Py_ssize_t, s=cython.Py_ssize_t, slots=CArray, fps=CArray)
     def _slot(self, key, h: cython.longlong) -> cython.Py_ssize_t:
         """The slot that holds ``key`` (fingerprint ``h``), or the empty one where it would go."""
         slots, fps, mask = self._slots, self._fps, self._mask
         i = h & mask
         h &= 0xFFFFFFFF  # (_FP_BITS, a C constant here)
+        if cython.compiled:  # (the table's "i" and the fingerprints' "I" cells read in place)
+            while True:
+                s = slots.data.as_ints[i]
+                if not s or (fps.data.as_uints[s - 1] == h and self._is(s - 1, key)):
+                    return i
+                i = (i + 1) & mask
         while True:
             s = slots[i]
             if not s or (fps[s - 1] == h and self._is(s - 1, key)):
@@ -145,11 +162,16 @@ class KeyStore:
             i = (i + 1) & mask
 
     @cython.ccall
+    @cython.locals(i=cython.Py_ssize_t)
     def find(self, key) -> cython.Py_ssize_t:
         """``key``'s number; -1 where it was never added."""
         if self._slots is None:
             self._rebuild()
-        return self._slots[self._slot(key, self.fingerprint(key))] - 1
+        i = self._slot(key, self.fingerprint(key))
+        if cython.compiled:
+            slots = cython.declare(CArray, self._slots)
+            return slots.data.as_ints[i] - 1
+        return self._slots[i] - 1
 
     @cython.locals(h=cython.longlong, i=cython.Py_ssize_t, n=cython.Py_ssize_t)
     @cython.ccall
