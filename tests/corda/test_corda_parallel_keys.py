@@ -8,6 +8,8 @@ import json
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmkit.conformance.corda.checker import CordaLogChecker
 from rmkit.conformance.corda.parallel import share_of
@@ -86,6 +88,33 @@ def test_the_compiled_dealer_keys_every_line_it_reads_as_the_python_reading_does
         if KEY.of_line(line) is not None:  # (a line without a top-level id: reported by whichever share gets it)
             assert s == key_share(KEY.of_line(line), n), line
     assert got[0] == share_of(LINES[0], n, KEY) and got[1] == 255 and got[4] == 255  # (read; spaced, escaped: not)
+
+
+# lines made of the fast reading's own pieces (the quoted name, its needle, quotes, colons,
+# backslashes): names that overlap, repeat, close early or hold an escape
+PIECES = st.sampled_from([b'"id"', b'"id":"', b'"', b':', b'\\', b'id', b'x', b'{', b'}', b',', b'"id"id":"'])
+
+
+@settings(max_examples=300, deadline=None)
+@given(line=st.lists(PIECES, max_size=12).map(b"".join), n=st.sampled_from([2, 3, 7]))
+def test_the_compiled_dealer_reads_near_misses_as_the_python_reading_does(line, n):
+    """Every line the compiled dealer reads gets the share the Python fast reading gives it
+    (``parallel.keyer``), on lines built from the reading's own pieces."""
+    parallel = pytest.importorskip("rmkit.conformance.corda.parallel")
+    if parallel._LINE_SHARES is None:
+        pytest.skip("the dealer was not compiled here (no C compiler at install): lines are dealt in Python")
+    from rmkit.conformance.corda.parallel import _fast_key
+
+    got = parallel._LINE_SHARES([line], *_fast_key(KEY), n)[0]
+    name, needle = _fast_key(KEY)
+    settled = line.count(name) == 1 and needle in line
+    if settled:
+        start = line.find(needle) + len(needle)
+        end = line.find(b'"', start)
+        settled = end >= 0 and b"\\" not in line[start:end]
+    assert (got != 255) == settled, line
+    if settled:
+        assert got == share_of(line, n, KEY), line
 
 
 def test_a_log_with_odd_lines_checked_in_shares_finds_what_one_process_finds(tmp_path):
