@@ -134,8 +134,6 @@ def _pieces(batches):
                 yield refs[i:i + PIECE], lines[i:i + PIECE]
 
 
-
-
 @cython.cfunc
 @cython.locals(seen=SeenT, h=cython.longlong, i=cython.Py_ssize_t)
 def _holds(seen, h) -> cython.bint:
