@@ -48,7 +48,7 @@ class LatencyHistogram:
         return (b & 0xFFFF) << shift
 
     @cython.locals(buckets=dict)
-    def add(self, v) -> None:
+    def add(self, v: int) -> None:
         """Count one value, an integer (called per message and source, so kept to plain
         operations); a negative one counts as 0."""
         if v < 1024:

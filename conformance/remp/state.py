@@ -21,18 +21,19 @@ from array import array
 NEVER = 1 << 64  # beyond every timestamp (a receipt's is a 64-bit integer)
 
 
-def _repr(state) -> str:
-    """A readable repr of a slotted state (no ``__dict__`` to show)."""
-    return f"{type(state).__name__}({', '.join(f'{n}={getattr(state, n)!r}' for n in state.__slots__)})"
+class _Slotted:
+    """A readable repr for the slotted classes below (no ``__dict__`` to show)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
 
 
-class SourceState:
+class SourceState(_Slotted):
     """One source's part in one message: where its receipts took it in its role's state machine."""
 
     __slots__ = ("role", "pos", "last_ref", "last_kind", "queued", "first_t", "receipts")
-
-    def __repr__(self) -> str:
-        return _repr(self)
 
     def __init__(self, role: str, ref: int, kind: str, t: int | None):
         self.role = role  # the role its receipts were read in
@@ -44,13 +45,10 @@ class SourceState:
         self.receipts = 0
 
 
-class BlockState:
+class BlockState(_Slotted):
     """A block an inclusion receipt named for one message."""
 
     __slots__ = ("first_t", "accepted", "collator", "collator_ref")
-
-    def __repr__(self) -> str:
-        return _repr(self)
 
     def __init__(self, t: int | None):
         self.first_t = t  # time of its first inclusion receipt (REMP-EXPIRY-001)
@@ -59,13 +57,10 @@ class BlockState:
         self.collator_ref: int | None = None  # that receipt
 
 
-class Final:
+class Final(_Slotted):
     """A message's first Finalized: the block it names, the receipt, its time and source."""
 
     __slots__ = ("block", "ref", "t", "src")
-
-    def __repr__(self) -> str:
-        return _repr(self)
 
     def __init__(self, block: str, ref: int, t: int | None, src: str | None):
         self.block = block
@@ -74,14 +69,11 @@ class Final:
         self.src = src
 
 
-class Tomb:
+class Tomb(_Slotted):
     """What stays of a judged message for one more horizon: enough to know a later receipt of it
     as late (or as a new submission after its lifetime) and to check it for replay."""
 
     __slots__ = ("fin", "first_t", "id")
-
-    def __repr__(self) -> str:
-        return _repr(self)
 
     def __init__(self, fin: Final | None, first_t: int | None, mid: str):
         self.fin = fin
@@ -89,14 +81,11 @@ class Tomb:
         self.id = mid
 
 
-class MessageState:
+class MessageState(_Slotted):
     """What the checker remembers about one open message."""
 
     __slots__ = ("id", "first_ref", "first_t", "close_t", "last_seq", "srcs", "kmask", "fin", "blocks",
                  "fn_rej", "sent_t", "put_t", "seen", "seen_bits", "fin_count", "blk", "total")
-
-    def __repr__(self) -> str:
-        return _repr(self)
 
     def __init__(self, mid: str, ref: int, t: int | None, seq: int, close_after_ms: int):
         self.id = mid
