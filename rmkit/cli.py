@@ -463,12 +463,14 @@ def build_parser() -> argparse.ArgumentParser:
                                                                    "instead of exhaustive model checking (a config "
                                                                    "the manifest simulates: its depth and seed)")
     t.add_argument("--seed", type=int, metavar="S", help="seed of the simulation (needs --simulate-depth)")
+    t.add_argument("--traces", type=int, metavar="N", help="stop the simulation after N behaviours (needs "
+                                                          "--simulate-depth; a config the manifest simulates: its number)")
     t.add_argument("--continue", dest="keep_going", action="store_true",
                    help="go on after a violation and collect counterexamples (at most --max-traces)")
     t.add_argument("--max-traces", type=int, default=100, metavar="N", help="with --continue: stop after N counterexamples (default 100)")
     t.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
-                   help="stop TLC after SECONDS (default: none; with --simulate-depth 60, as a simulation never "
-                        "ends; a config the manifest simulates: its time)")
+                   help="stop TLC after SECONDS (default: none; with --simulate-depth and no --traces 60, as such a "
+                        "simulation never ends)")
     t.add_argument("--java-opt", action="append", default=[], metavar="OPT", help="option for the JVM, e.g. --java-opt=-Xmx8g (repeatable)")
     t.add_argument("--progress", choices=("auto", "rich", "lines", "none"), default="auto",
                    help="progress on stderr: auto = a status line on a terminal, else one line per TLC report")
@@ -739,18 +741,21 @@ def cmd_tlc(args) -> int:
     if args.property or args.slow:
         raise UsageError("--property and --slow apply to --mutations")
     config = model.config(args.config)
-    for flag, value in (("--workers", args.workers), ("--simulate-depth", args.simulate_depth), ("--max-traces", args.max_traces)):
+    for flag, value in (("--workers", args.workers), ("--simulate-depth", args.simulate_depth), ("--max-traces", args.max_traces),
+                        ("--traces", args.traces)):
         if value is not None and value < 1:
             raise UsageError(f"{flag}: expected a number >= 1, found {value}")
-    planned = config.simulate or {}  # a config the manifest checks by simulation: its depth, seed and time
+    planned = config.simulate or {}  # a config the manifest checks by simulation: its depth, seed and behaviours
     simulate_depth = args.simulate_depth if args.simulate_depth is not None else planned.get("depth")
-    if args.seed is not None and simulate_depth is None:
-        raise UsageError("--seed: applies to a simulation; give --simulate-depth too")
+    for flag, value in (("--seed", args.seed), ("--traces", args.traces)):
+        if value is not None and simulate_depth is None:
+            raise UsageError(f"{flag}: applies to a simulation; give --simulate-depth too")
+    traces = args.traces if args.traces is not None else planned.get("traces") if simulate_depth is not None else None
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout: expected a number of seconds > 0, found {args.timeout:g}")
     seed = args.seed if args.seed is not None else planned.get("seed")
     timeout = (args.timeout if args.timeout is not None
-               else float(planned.get("seconds", 60)) if simulate_depth is not None else None)
+               else 60.0 if simulate_depth is not None and traces is None else None)
     check_writable_dir(args.out, "--out")
     check_writable_file(args.trace_out, "--trace-out")
     label = f"{model.name}/{config.name}"
@@ -760,7 +765,7 @@ def cmd_tlc(args) -> int:
                              simulate_depth=simulate_depth, seed=seed,
                              continue_after_violation=args.keep_going,
                              deadlock_check=config.deadlock, progress=progress, timeout=timeout,
-                             java_opts=args.java_opt, max_traces=args.max_traces)
+                             java_opts=args.java_opt, max_traces=args.max_traces, simulate_traces=traces)
     except KeyboardInterrupt:
         print(f"rmkit tlc: {label}: interrupted, TLC stopped; no verdict", file=sys.stderr)
         return EXIT_USAGE

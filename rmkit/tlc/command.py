@@ -39,8 +39,8 @@ def describe_models(manifest: Manifest) -> str:
             missing = m.missing_files(c)
             out.append(f"  {c.name:10} {c.module} + {c.cfg}  ({', '.join(flags)})")
             if c.simulate:
-                out.append(f"  {'':10} simulated, not searched: behaviours of depth {c.simulate['depth']} from seed "
-                           f"{c.simulate['seed']} for {c.simulate['seconds']} s; expect {c.result} (no violation)")
+                out.append(f"  {'':10} simulated, not searched: {c.simulate['traces']:,} behaviours of depth "
+                           f"{c.simulate['depth']} from seed {c.simulate['seed']}; expect {c.result} (no violation)")
             else:
                 out.append(f"  {'':10} expect {c.result}: distinct states {_fig(c.distinct_states)}, "
                            f"total states {_fig(c.total_states)}, depth {_fig(c.depth)}")

@@ -385,7 +385,7 @@ class Interpreter:
         res = TlcResult(verdict=PASS, mode=self.mode, module=self.module, config=self.config,
                         distinct_states=self.distinct if self.mode == MODEL_CHECK else None,
                         total_states=self.total, depth=self.depth if self.mode == MODEL_CHECK else None,
-                        seconds=round(seconds, 3), complete=self.finished and stopped is None, stopped=stopped,
+                        seconds=round(seconds, 3), complete=self.finished and stopped is None and self.mode == MODEL_CHECK, stopped=stopped,
                         counterexamples=self.counterexamples, exit_code=exit_code, tlc_version=self.version,
                         seed=self.seed, command=command, warnings=self.warnings, output=output)
         error = self.errors[0] if self.errors else None

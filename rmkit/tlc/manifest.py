@@ -39,7 +39,7 @@ _OPTIONAL = {"source", "finding", "simulate", "properties", "runtime", "slow"}
 _FINDING_KEYS = {"invariant": str, "rule": str, "profile": str, "summary": str}
 # A config too large to search exhaustively is checked by TLC's simulation mode: random behaviours
 # of a given depth, from a given seed, for a given time (no figures to expect: it never completes).
-_SIMULATE_KEYS = {"depth": int, "seed": int, "seconds": int}
+_SIMULATE_KEYS = {"depth": int, "seed": int, "traces": int}
 # Each property a model claims names the mechanism-removal mutation that breaks it and a witness that
 # the states it speaks of are reachable (``rmkit.tlc.mutations`` runs both). ``runtime`` is the
 # measured time of the run (HH:MM:SS, one worker); ``slow`` keeps it out of the default test run.
@@ -75,7 +75,7 @@ class ConfigEntry:
     deadlock: bool    # False: run with -deadlock (deadlock checking off)
     slow: bool
     finding: dict | None = None   # an expected violation: invariant, rule, profile, summary
-    simulate: dict | None = None  # checked by simulation only: depth, seed, seconds
+    simulate: dict | None = None  # checked by simulation only: depth, seed, traces (behaviours)
 
     def expected_finding(self, result: TlcResult) -> bool:
         """True when ``result`` is this config's expected finding: the named invariant violated."""
@@ -241,7 +241,7 @@ def _config(obj: Any, shown: str, where: str) -> ConfigEntry:
             raise SpecError(shown, f"{where}.result", f"a config with a finding expects \"safety failure\", found {_found(obj['result'])}")
     if "simulate" in obj:
         _check_keys(obj["simulate"], _SIMULATE_KEYS, shown, f"{where}.simulate")
-        for key in ("depth", "seconds"):
+        for key in ("depth", "traces"):
             if obj["simulate"][key] < 1:
                 raise SpecError(shown, f"{where}.simulate.{key}", f"expected an integer >= 1, found {obj['simulate'][key]}")
         figures = [k for k in ("distinctStates", "totalStates", "depth") if obj[k] is not None]

@@ -48,7 +48,7 @@ def _error_result(kind: str, message: str, advice: str | None, module: str, conf
 def build_command(java: str, jar: Path, module: str, cfg: str, meta: Path, *, workers: int = 1,
                   simulate_depth: int | None = None, seed: int | None = None, continue_after_violation: bool = False,
                   deadlock_check: bool = True, extra_args: Iterable[str] = (), java_opts: Iterable[str] = (),
-                  tmpdir: Path | None = None) -> list[str]:
+                  tmpdir: Path | None = None, simulate_traces: int | None = None) -> list[str]:
     """The ``java ... tlc2.TLC ...`` command line (TLC 2.15 flags only)."""
     cmd = [java, *DEFAULT_JAVA_OPTS]
     if tmpdir is not None:
@@ -58,7 +58,10 @@ def build_command(java: str, jar: Path, module: str, cfg: str, meta: Path, *, wo
     if not deadlock_check:
         cmd.append("-deadlock")
     if simulate_depth is not None:
-        cmd += ["-simulate", "-depth", str(simulate_depth)]
+        cmd.append("-simulate")
+        if simulate_traces is not None:  # (TLC 2.15 reads ``num=N`` right after -simulate)
+            cmd.append(f"num={simulate_traces}")
+        cmd += ["-depth", str(simulate_depth)]
         if seed is not None:
             cmd += ["-seed", str(seed)]
     if continue_after_violation:
@@ -72,11 +75,14 @@ def run_tlc(spec_dir: str | os.PathLike, module: str, cfg: str | os.PathLike | N
             deadlock_check: bool = True, extra_args: Iterable[str] = (),
             progress: Callable[[ProgressUpdate], None] | None = None, timeout: float | None = None,
             java_opts: Iterable[str] = (), java: str | os.PathLike | None = None,
-            max_traces: int | None = DEFAULT_MAX_TRACES, on_line: Callable[[str], None] | None = None) -> TlcResult:
+            max_traces: int | None = DEFAULT_MAX_TRACES, on_line: Callable[[str], None] | None = None,
+            simulate_traces: int | None = None) -> TlcResult:
     """Model-check (or, with ``simulate_depth``, simulate) ``module`` of ``spec_dir`` with ``cfg``.
 
     ``cfg`` is a file name in ``spec_dir`` or a path (default ``<module>.cfg``). ``deadlock_check=False``
-    passes ``-deadlock``. ``seed`` applies to simulation only. With ``continue_after_violation``
+    passes ``-deadlock``. ``seed`` applies to simulation only, and so does ``simulate_traces``: TLC
+    stops after that many behaviours (with a seed and one worker, the same behaviours every run),
+    else it simulates until ``timeout``. With ``continue_after_violation``
     TLC goes on after a violation and every counterexample is kept, up to ``max_traces`` (then
     rmkit stops TLC; ``None``: no cap). ``progress`` gets a :class:`ProgressUpdate` per TLC progress
     report; ``on_line`` every raw output line. ``java`` names the java executable (default:
@@ -94,6 +100,8 @@ def run_tlc(spec_dir: str | os.PathLike, module: str, cfg: str | os.PathLike | N
         raise ValueError(f"simulate_depth: expected a number >= 1, found {simulate_depth}")
     if seed is not None and simulate_depth is None:
         raise ValueError("seed: applies to simulation only (give simulate_depth too)")
+    if simulate_traces is not None and (simulate_depth is None or simulate_traces < 1):
+        raise ValueError(f"simulate_traces: expected a number >= 1 with simulate_depth, found {simulate_traces}")
 
     if not (spec_dir / f"{module}.tla").is_file():
         return _error_result(ERR_SPEC_MISSING, f"module {module}: expected {spec_dir / (module + '.tla')}, found no such file",
@@ -121,7 +129,7 @@ def run_tlc(spec_dir: str | os.PathLike, module: str, cfg: str | os.PathLike | N
         cmd = build_command(java_exe, jar, module, config, Path(tmp) / "meta", workers=workers,
                             simulate_depth=simulate_depth, seed=seed, continue_after_violation=continue_after_violation,
                             deadlock_check=deadlock_check, extra_args=extra_args, java_opts=java_opts,
-                            tmpdir=Path(tmp) / "java-tmp")
+                            tmpdir=Path(tmp) / "java-tmp", simulate_traces=simulate_traces)
         return _run(cmd, work, spec_dir, module=module, config=config, cfg_names=cfg_names, mode=mode,
                     progress=progress, timeout=timeout, max_traces=max_traces, on_line=on_line)
 

@@ -7,7 +7,6 @@ TLC 2.15 output through the same interpreter.
 """
 
 import json
-import math
 import re
 import shutil
 import textwrap
@@ -463,34 +462,36 @@ def test_manifest_errors_say_where_and_what(tmp_path):
 def test_manifest_simulated_config_is_checked(tmp_path):
     toy_manifest(tmp_path)
     doc = json.loads((tmp_path / "manifest.json").read_text())
-    doc["models"][0]["configs"][0]["simulate"] = {"depth": 0, "seed": 7, "seconds": 5}
+    doc["models"][0]["configs"][0]["simulate"] = {"depth": 0, "seed": 7, "traces": 5}
     (tmp_path / "manifest.json").write_text(json.dumps(doc))
     with pytest.raises(SpecError, match=r"configs\[0\]\.simulate\.depth: expected an integer >= 1, found 0"):
         load_manifest(tmp_path)
-    doc["models"][0]["configs"][0]["simulate"] = {"depth": 9, "seed": 7, "seconds": 5}
+    doc["models"][0]["configs"][0]["simulate"] = {"depth": 9, "seed": 7, "traces": 5}
     doc["models"][0]["configs"][0]["distinctStates"] = 12
     (tmp_path / "manifest.json").write_text(json.dumps(doc))
     with pytest.raises(SpecError, match=r"configs\[0\]\.distinctStates: a simulated config never completes"):
         load_manifest(tmp_path)
 
 
-def test_cli_runs_a_simulated_config_as_the_manifest_says(runs, tmp_path, monkeypatch, capsys):
-    """A config the manifest simulates is simulated (its depth, seed and time), never searched
-    exhaustively without end. The simulation must outlast TLC's start, or nothing is checked: its
-    time is four times a whole run of the same model on this machine now (the calibration), at
-    least 3 s."""
-    seconds = max(3, math.ceil(4 * runs["pass"].seconds))
+def test_cli_runs_a_simulated_config_as_the_manifest_says(tmp_path, monkeypatch, capsys):
+    """A config the manifest simulates is simulated (its number of behaviours, depth and seed),
+    never searched exhaustively without end, and never stopped by the clock: TLC is given
+    ``num=N`` and no timeout, so the run is the same however busy the machine."""
     toy_manifest(tmp_path)
     doc = json.loads((tmp_path / "manifest.json").read_text())
-    doc["models"][0]["configs"][0]["simulate"] = {"depth": 9, "seed": 11, "seconds": seconds}
+    doc["models"][0]["configs"][0]["simulate"] = {"depth": 9, "seed": 11, "traces": 200}
     (tmp_path / "manifest.json").write_text(json.dumps(doc))
     monkeypatch.setenv("RMKIT_TLA_DIR", str(tmp_path))
     assert main(["tlc", "--list"]) == 0
-    assert f"simulated, not searched: behaviours of depth 9 from seed 11 for {seconds} s" in capsys.readouterr().out
+    assert "simulated, not searched: 200 behaviours of depth 9 from seed 11" in capsys.readouterr().out
     code = main(["tlc", "--progress", "none", "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and doc["mode"] == "simulate" and doc["seed"] == 11 and doc["verdict"] == "pass"
-    assert "-depth" in doc["command"] and doc["command"][doc["command"].index("-depth") + 1] == "9"
+    assert doc["complete"] is False and doc["stopped"] is None  # (TLC ended it, after its behaviours)
+    cmd = doc["command"]
+    assert cmd[cmd.index("-simulate") + 1] == "num=200" and cmd[cmd.index("-depth") + 1] == "9"
+    assert main(["tlc", "--progress", "none", "--traces", "5", "--config", "stuck"]) == 2
+    assert "--traces: applies to a simulation; give --simulate-depth too" in capsys.readouterr().err
 
 
 def test_shipped_manifest_loads():

@@ -60,19 +60,20 @@ def test_configuration_checks_to_the_manifest_figures(name):
 
 
 def test_seven_validators_two_byzantine_simulated():
-    """N = 7, f = 2, two messages (session 2 is not reached: tla/README.md): random behaviours of TLC's simulation mode for a
-    fixed time (CI); the exhaustive N = 7 search (`seven`: one message, one session) runs under
+    """N = 7, f = 2, two messages (session 2 is not reached: tla/README.md): the manifest's number of random behaviours
+    of TLC's simulation mode from its seed (CI); the exhaustive N = 7 search (`seven`: one message, one session) runs under
     `make test-slow`."""
     _simulate("seven-sim")
 
 
 def _simulate(name):
-    """Random behaviours of configuration ``name`` with TLC's simulation mode, for the manifest's
-    depth, seed and time: none may break a property, and the run must not claim completeness."""
+    """Random behaviours of configuration ``name`` with TLC's simulation mode, the manifest's number
+    of them at its depth from its seed (the same behaviours every run, however busy the machine):
+    none may break a property, and the run must not claim completeness."""
     model, cfg = _config(name)
     plan = cfg.simulate
     result = run_tlc(model.dir, cfg.module, cfg.cfg, workers=1, deadlock_check=False, simulate_depth=plan["depth"],
-                     seed=plan["seed"], timeout=plan["seconds"])
+                     seed=plan["seed"], simulate_traces=plan["traces"])
     assert result.verdict == "pass", result.error or result.counterexamples
     assert not result.complete
 
@@ -80,7 +81,7 @@ def _simulate(name):
 def test_byzantine_validator_across_switches_simulated():
     """N = 4, f = 1, sessions 0..2 with both switches completed (see the witness test below): the
     only configuration where a faulty proposer meets a switch. Too large to check exhaustively in
-    CI (tla/README.md), so random behaviours for a fixed time."""
+    CI (tla/README.md), so the manifest's number of random behaviours."""
     _simulate("byzswitch")
 
 
