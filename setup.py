@@ -16,7 +16,7 @@ So are the RMB log checker's per-record and per-request modules (``conformance/r
 ``handlers.py``, ``logjudge.py``, ``state.py``, ``sigreuse.py``): plain Python, compiled by Cython as they are
 (their annotations not taken as C types) for about a fifth less CPU per record; where they are not
 compiled the same files run, with the same findings (``tests/rmb/test_rmb_compiled.py``). The Corda
-records checker's likewise (``conformance/corda/share.py``, ``packing.py``, ``facts.py``,
+records checker's likewise (``conformance/corda/share.py``, ``state.py``, ``packing.py``, ``facts.py``,
 ``handlers.py``, ``spanning.py``; ``tests/corda/test_corda_compiled.py``), and the dealer of its
 ``--jobs`` readers (``conformance/corda/_keyshares.pyx``; without it they deal lines in Python).
 Both compiled dealers take the CRC-32 of ``key_share`` from ``rmkit/_crc32.pxd`` (cimported:
@@ -100,6 +100,7 @@ setup(
                  optional("rmkit.conformance.rmb.checker", "conformance/rmb/checker.py"),
                  optional("rmkit.conformance.rmb.sigreuse", "conformance/rmb/sigreuse.py"),
                  optional("rmkit.conformance.corda.share", "conformance/corda/share.py"),
+                 optional("rmkit.conformance.corda.state", "conformance/corda/state.py"),
                  optional("rmkit.conformance.corda.packing", "conformance/corda/packing.py"),
                  optional("rmkit.conformance.corda.facts", "conformance/corda/facts.py"),
                  optional("rmkit.conformance.corda.handlers", "conformance/corda/handlers.py"),

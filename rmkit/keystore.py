@@ -76,24 +76,7 @@ class KeyStore:
     poor one only slower. A store pickles (its keys and memos; the table of fingerprints is rebuilt
     in the process that reads it, where ``hash`` differs, when a key is first looked up there)."""
 
-    fingerprint = cython.declare(object, visibility="public")
-    _slots = cython.declare(object, visibility="public")     # see _table
-    _mask = cython.declare(cython.Py_ssize_t)
-    _fps = cython.declare(object, visibility="public")       # see __init__
-    _key_at = cython.declare(object, visibility="public")
-    _keys = cython.declare(object, visibility="public")
-    _memo_blk = cython.declare(object, visibility="public")  # see _empty_memos
-    _memo_off = cython.declare(object, visibility="public")
-    _memo_len = cython.declare(object, visibility="public")
-    _blocks = cython.declare(list, visibility="public")
-    _live = cython.declare(object, visibility="public")
-    _open = cython.declare(bytearray, visibility="public")
-    _read = cython.declare(dict, visibility="public")
-    _zipped = cython.declare(cython.bint, visibility="public")  # the sealed blocks are compressed
-    _raw = cython.declare(cython.Py_ssize_t)                     # bytes in the sealed blocks while not
-    _bytes = cython.declare(cython.Py_ssize_t, visibility="public")
-    _garbage = cython.declare(cython.Py_ssize_t, visibility="public")
-    memos = cython.declare(cython.Py_ssize_t, visibility="public")
+    # (its C fields are declared in keystore.pxd)
 
     def __init__(self, fingerprint=hash):
         self.fingerprint = fingerprint
@@ -173,7 +156,7 @@ class KeyStore:
             return slots.data.as_ints[i] - 1
         return self._slots[i] - 1
 
-    @cython.locals(h=cython.longlong, i=cython.Py_ssize_t, n=cython.Py_ssize_t)
+    @cython.locals(h=cython.longlong, i=cython.Py_ssize_t, n=cython.Py_ssize_t, size=cython.Py_ssize_t, slots=CArray)
     @cython.ccall
     def add(self, key) -> cython.Py_ssize_t:
         """``key``'s number, added where it is new."""
@@ -182,7 +165,10 @@ class KeyStore:
         h = self.fingerprint(key)
         slots, fps = self._slots, self._fps
         i = self._slot(key, h)
-        if slots[i]:
+        if cython.compiled:  # (the slot read and written in place)
+            if slots.data.as_ints[i]:
+                return slots.data.as_ints[i] - 1
+        elif slots[i]:
             return slots[i] - 1
         n = len(fps)
         fps.append(h & _FP_BITS)
@@ -194,9 +180,13 @@ class KeyStore:
             self._key_at.append(len(self._keys))
         if n >= len(self._memo_blk):
             self._more_memo_cells()
-        slots[i] = n + 1
-        if n + 1 > _MAX_LOAD * len(slots):
-            self._table(len(slots) * 2)
+        size = len(slots)
+        if cython.compiled:
+            slots.data.as_ints[i] = n + 1
+        else:
+            slots[i] = n + 1
+        if n + 1 > _MAX_LOAD * size:
+            self._table(size * 2)
         return n
 
     def _more_memo_cells(self) -> None:
@@ -242,7 +232,20 @@ class KeyStore:
         if not self.memos:
             return -1
         n = self.find(key)
-        return n if n >= 0 and self._memo_blk[n] >= 0 else -1
+        if n < 0:
+            return -1
+        return n if self._block_of(n) >= 0 else -1
+
+    @cython.cfunc
+    @cython.locals(blk=CArray)
+    def _block_of(self, n: cython.Py_ssize_t) -> cython.Py_ssize_t:
+        """The block of key number ``n``'s memo (-1: none), its cell read in place where compiled."""
+        blk = self._memo_blk
+        if cython.compiled:
+            if not 0 <= n < len(blk):
+                raise IndexError(n)
+            return blk.data.as_ints[n]
+        return blk[n]
 
     @cython.locals(n=cython.Py_ssize_t)
     def holds(self, n: int) -> bool:
@@ -253,14 +256,24 @@ class KeyStore:
         return (n for n, b in enumerate(self._memo_blk) if b >= 0)
 
     @cython.ccall
-    @cython.locals(b=cython.Py_ssize_t, at=cython.Py_ssize_t)
+    @cython.locals(b=cython.Py_ssize_t, at=cython.Py_ssize_t, size=cython.Py_ssize_t, off=CArray, lens=CArray)
     def memo(self, n: cython.Py_ssize_t):
         """Key number ``n``'s memo, None where it holds none."""
-        b = self._memo_blk[n]
+        b = self._block_of(n)
         if b < 0:
             return None
-        at = self._memo_off[n]
         block = self._open if b == len(self._blocks) else self._block(b)
+        if cython.compiled:  # (its offset and length read in place, 2 bytes each or 4: _widen; the
+            off, lens = self._memo_off, self._memo_len  # memo copied once, from the block's bytes)
+            if off.ob_descr.itemsize == 2:
+                at, size = off.data.as_ushorts[n], lens.data.as_ushorts[n]
+            else:
+                at, size = off.data.as_ints[n], lens.data.as_ints[n]
+            if at + size > len(block):
+                raise IndexError(n)
+            data = cython.declare(cython.p_char, block)
+            return data[at:at + size]
+        at = self._memo_off[n]
         return bytes(block[at:at + self._memo_len[n]])
 
     @cython.cfunc
@@ -277,7 +290,7 @@ class KeyStore:
     @cython.ccall
     def put(self, n: cython.Py_ssize_t, memo: bytes):
         """Key number ``n`` holds ``memo`` (in place of any it held)."""
-        if self._memo_blk[n] >= 0:
+        if self._block_of(n) >= 0:
             self._forget(n)
         self.memos += 1
         self._bytes += len(memo)

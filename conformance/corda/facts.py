@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import zlib
 from array import array
-from bisect import bisect_left, bisect_right
-from itertools import accumulate, chain, islice
-from operator import itemgetter, sub
+from itertools import accumulate, chain
+from operator import sub
 
 from rmkit.lazy import numpy_module
 
@@ -313,52 +312,56 @@ def fields_of(lists, picked: tuple[int, ...]):
                 yield tuple([f[k] for k in picked])
 
 
-_FIRST = itemgetter(0)
+_END = object()  # an iterable spent (:func:`merged`)
 
 
-def merged(iterables, key=None, block: int = 4096):
-    """``heapq.merge(*iterables, key=key)`` (each iterable in order by ``key``, a fact's first field
-    where None; equal keys in the order of the iterables, then of each), a block at a time.
+@cython.locals(k=cython.Py_ssize_t, i=cython.Py_ssize_t, best=cython.Py_ssize_t)
+def merged(iterables, key=None):
+    """``heapq.merge(*iterables, key=key)``: each iterable in order by ``key`` (a fact's first field
+    where None), equal keys in the order of the iterables, then of each.
 
     The shares' facts interleave line by line, so heapq.merge steps its heap in Python for every
     fact: a third of a second per half a million at the end of a ``--jobs`` check, when nothing
-    else runs. Here each iterable gives a block; every fact up to the smallest last key among the
-    blocks of iterables not yet spent can come before anything unread, and the blocks' runs are
-    joined by one stable sort (which merges presorted runs in C). A key equal to that bound is
-    taken only from the iterables up to the first whose block ends on it, so that ties keep
-    heapq.merge's order. Memory: a block per iterable."""
-    key = _FIRST if key is None else key
-    its = [iter(i) for i in iterables]
-    bufs: list = [[] for _ in its]
-    live = [True] * len(its)
-    while True:
-        for i, it in enumerate(its):
-            if live[i] and not bufs[i]:
-                bufs[i] = list(islice(it, block))
-                if len(bufs[i]) < block:
-                    live[i] = False  # spent: what it holds is all it will give
-        if not any(bufs):
-            return
-        bound, first = None, -1
-        for i, buf in enumerate(bufs):
-            if live[i]:
-                last = key(buf[-1])
-                if bound is None or last < bound:
-                    bound, first = last, i
-        runs = []
-        for i, buf in enumerate(bufs):
-            if not buf:
-                continue
-            if bound is None:
-                cut = len(buf)
-            elif i <= first:
-                cut = bisect_right(buf, bound, key=key)
+    else runs. Here (compiled) a C loop compares the few iterables' heads and yields the least,
+    the first of equals; two iterables, the case of two shares, by one comparison a fact."""
+    its = [iter(x) for x in iterables]
+    k = len(its)
+    if k == 1:
+        yield from its[0]
+        return
+    heads = [next(it, _END) for it in its]
+    keys = [None if h is _END else h[0] if key is None else key(h) for h in heads]
+    if k == 2:
+        a, b = heads
+        ka, kb = keys
+        ia, ib = its
+        while a is not _END and b is not _END:
+            if kb < ka:
+                yield b
+                b = next(ib, _END)
+                if b is not _END:
+                    kb = b[0] if key is None else key(b)
             else:
-                cut = bisect_left(buf, bound, key=key)
-            if cut:
-                runs.append(buf[:cut] if cut < len(buf) else buf)
-                bufs[i] = buf[cut:] if cut < len(buf) else []
-        if len(runs) == 1:
-            yield from runs[0]
-        else:
-            yield from sorted(chain.from_iterable(runs), key=key)
+                yield a
+                a = next(ia, _END)
+                if a is not _END:
+                    ka = a[0] if key is None else key(a)
+        if a is not _END:
+            yield a
+            yield from ia
+        elif b is not _END:
+            yield b
+            yield from ib
+        return
+    while True:
+        best = -1
+        low = None
+        for i in range(k):
+            if heads[i] is not _END and (best < 0 or keys[i] < low):
+                best, low = i, keys[i]
+        if best < 0:
+            return
+        yield heads[best]
+        h = heads[best] = next(its[best], _END)
+        if h is not _END:
+            keys[best] = h[0] if key is None else key(h)

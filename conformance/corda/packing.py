@@ -35,6 +35,16 @@ except ImportError:  # not compiled, and Cython not installed
 
 from rmkit.conformance.corda.state import Commit, Copy, NewAnswer, Track
 
+if cython.compiled:  # the state's C types (state.pxd): a track's fields read as struct fields
+    from cython.cimports.rmkit.conformance.corda.state import Commit as CommitT, Copy as CopyT, \
+        NewAnswer as NewAnswerT, Track as TrackT
+    # the key store's (rmkit/keystore.pxd): its add, put and memo are C calls
+    from cython.cimports.rmkit.keystore import KeyStore as KeyStoreT
+    # the rows' columns, written in place
+    from cython.cimports.cpython.array import array as CArray
+else:
+    CommitT = CopyT = NewAnswerT = TrackT = KeyStoreT = CArray = None
+
 # A track of more copies than this is not packed: a message redelivered that often is likely to be
 # redelivered again, and each copy would unpack and pack it once more.
 MAX_COPIES = 4
@@ -90,6 +100,7 @@ def _fits(ref: int, dtx: int, dt: int) -> bool:
     return 0 <= ref < 1 << 63 and -1 << 31 <= dtx < 1 << 31 and -1 << 31 <= dt < 1 << 31
 
 
+@cython.locals(tr=TrackT, c=CopyT)
 def packable(tr: Track) -> bool:
     """Committed once, no acknowledgement before the commit, at most one NEW answer before it, at
     most one row, every copy settled, every line read: a track no record but its row is expected for."""
@@ -108,7 +119,7 @@ class PackedTracks:
     facts refer to ids by), with the names their memos code and the row each took since. (Compiled,
     a C class: what it reads per track packed and per row taken is C fields.)"""
 
-    store = cython.declare(object, visibility="public")
+    store = cython.declare(KeyStoreT, visibility="public")
     names = cython.declare(list, visibility="public")
     codes = cython.declare(object, visibility="public")
     row_ref = cython.declare(object, visibility="public")
@@ -142,10 +153,12 @@ class PackedTracks:
     def __len__(self) -> int:
         return self.store.memos
 
+    @cython.cfunc
     def _name(self, code):
         return self.names[code] if type(code) is int else code
 
     # packing ---------------------------------------------------------------------------------
+    @cython.locals(tr=TrackT, c=CopyT, commit=CommitT, a=NewAnswerT, row=CommitT)
     def pack(self, tr: Track, sent: tuple | None = None) -> bool:
         """``tr`` packed under its id, with its id's send (``sent``, the share's fact) where given;
         False where a number does not pack (beyond 64 bits: the caller keeps the track)."""
@@ -154,11 +167,15 @@ class PackedTracks:
         first, codes = tr.first, self.codes
         (commit,) = tr.commits
         t0 = commit.t
-        na = tr.new_after
-        memo = (codes[tr.node], first, t0, commit.ref - first, commit.tx,
-                [(c.ref - first, c.delivery, codes[c.sender], c.seq, codes[c.session], codes[c.verdict],
-                  c.vref - first if c.vref else None, codes[c.done], c.unread) for c in tr.copies],
-                (na[0].ref - first, na[0].t - t0, codes[na[0].sender], na[0].seq) if na else None,
+        copies = []
+        for c in tr.copies:  # (a loop, not a comprehension: its copy is then read as a C type)
+            copies.append((c.ref - first, c.delivery, codes[c.sender], c.seq, codes[c.session], codes[c.verdict],
+                           c.vref - first if c.vref else None, codes[c.done], c.unread))
+        na = None
+        if tr.new_after:
+            a = tr.new_after[0]
+            na = (a.ref - first, a.t - t0, codes[a.sender], a.seq)
+        memo = (codes[tr.node], first, t0, commit.ref - first, commit.tx, copies, na,
                 tr.acked - first if tr.acked else None,
                 (sent[0], codes[sent[1]], codes[sent[3]], codes[sent[4]], sent[5]) if sent is not None else None)
         try:
@@ -178,7 +195,7 @@ class PackedTracks:
         if n >= len(self.row_ref):
             self._grow(n)
         if row is not None:
-            self._take_row(n, row.ref, row.tx, row.t, commit.tx, t0, na[0].t if na else None)
+            self._take_row(n, row.ref, row.tx, row.t, commit.tx, t0, a.t if na is not None else None)
         else:
             self.row_ref[n] = _NO_ROW
         return True
@@ -192,10 +209,23 @@ class PackedTracks:
             self.row_dt.extend(array("i", [0]) * more)
             self.fast.extend(bytes(more))
 
+    @cython.cfunc
+    @cython.locals(n=cython.Py_ssize_t, refs=CArray, dtx=CArray, dt=CArray)
     def _take_row(self, n: int, ref: int, tx: int, t: int, commit_tx: int, t0: int, na_t: int | None) -> None:
+        fast = tx == commit_tx and (na_t is None or na_t <= t)
+        if cython.compiled:  # (the cells written in place; _fits held the numbers to their widths)
+            refs, dtx, dt = self.row_ref, self.row_dtx, self.row_dt
+            if not 0 <= n < len(refs):
+                raise IndexError(n)
+            refs.data.as_longlongs[n] = ref
+            dtx.data.as_ints[n] = tx - commit_tx
+            dt.data.as_ints[n] = t - t0
+            self.fast[n] = fast
+            return
         self.row_ref[n], self.row_dtx[n], self.row_dt[n] = ref, tx - commit_tx, t - t0
-        self.fast[n] = tx == commit_tx and (na_t is None or na_t <= t)
+        self.fast[n] = fast
 
+    @cython.cfunc
     def _memo(self, n: int) -> list:
         return _decode(self.store.memo(n))
 
@@ -226,8 +256,7 @@ class PackedTracks:
         sent = self._memo(n)[8]
         if sent is None:
             return None
-        name = self._name
-        return (sent[0], name(sent[1]), mid, name(sent[2]), name(sent[3]), sent[4])
+        return (sent[0], self._name(sent[1]), mid, self._name(sent[2]), self._name(sent[3]), sent[4])
 
     def unpack(self, n: int, mid: str) -> Track:
         """The packed track ``n`` as it was (``mid``: its id), no longer packed."""
@@ -240,15 +269,14 @@ class PackedTracks:
     def peek(self, n: int, mid: str) -> Track:
         """The packed track ``n`` as it was, left packed."""
         node, first, t0, commit_dref, tx, copies, na, acked, _sent = self._memo(n)
-        name = self._name
-        tr = Track(name(node), mid, first,
-                   [Copy(ref + first, delivery, name(sender), seq, name(session), name(verdict),
-                         vref + first if vref is not None else 0, name(done), unread)
+        tr = Track(self._name(node), mid, first,
+                   [Copy(ref + first, delivery, self._name(sender), seq, self._name(session), self._name(verdict),
+                         vref + first if vref is not None else 0, self._name(done), unread)
                     for ref, delivery, sender, seq, session, verdict, vref, done, unread in copies],
                    commits=(Commit(commit_dref + first, tx, t0),),
                    acked=acked + first if acked is not None else 0)
         if na is not None:
-            tr.new_after = (NewAnswer(na[0] + first, na[1] + t0, name(na[2]), na[3]),)
+            tr.new_after = (NewAnswer(na[0] + first, na[1] + t0, self._name(na[2]), na[3]),)
         if self.row_ref[n] != _NO_ROW:
             tr.rows = (Commit(self.row_ref[n], tx + self.row_dtx[n], t0 + self.row_dt[n]),)
         return tr

@@ -35,6 +35,13 @@ try:
 except ImportError:  # not compiled, and Cython not installed
     from rmkit import _cython_shadow as cython
 
+if cython.compiled:  # the state's C types (state.pxd): a track's and a copy's fields read as struct fields
+    from cython.cimports.rmkit.conformance.corda.state import Commit as CommitT, Copy as CopyT, Track as TrackT
+    # the key store's (rmkit/keystore.pxd): the probe every send, row and track opened makes is a C call
+    from cython.cimports.rmkit.keystore import KeyStore as KeyStoreT
+else:
+    CommitT = CopyT = TrackT = KeyStoreT = None
+
 LINE_MASK = (1 << REF_LINE_BITS) - 1
 # Records read between two hand-backs of freed memory to the system (:func:`release_freed_memory`):
 # the columns of the packed tracks and the key store grow by reallocation, each leaving the block it
@@ -74,6 +81,7 @@ class Share:
 _FIRST = attrgetter("first")
 
 
+@cython.locals(c=CopyT)
 def _copy_of(copies: list, delivery):
     """A track's latest copy of this delivery, or None (a redelivery may carry the broker's
     message-id again); here, where it is compiled with the handlers that call it (a settled
@@ -84,6 +92,7 @@ def _copy_of(copies: list, delivery):
     return None
 
 
+@cython.locals(c=CopyT)
 def _last(copies: list, test):
     """A track's latest copy that passes ``test``, or None (a handler's generator expression would be
     a closure, which a compiled C method cannot hold)."""
@@ -101,6 +110,7 @@ _COMMITTED = lambda c: c.done == "committed"  # noqa: E731
 _UNCOMMITTED = lambda c: c.done != "committed"  # noqa: E731
 
 
+@cython.locals(c=CommitT)
 def _has_tx(commits, tx) -> bool:
     """Whether one of ``commits`` is of transaction ``tx``."""
     for c in commits:
@@ -123,7 +133,7 @@ class _Unreadable(msgspec.Struct, gc=False):
 
 # what a run holds, dropped when it hands its share back (:meth:`_ShareRun.release`): every field its
 # __init__ sets but the two numbers (tests/corda/test_corda_compiled.py holds the two lists equal)
-_RUN_STATE = ("c", "inputs", "modes", "spec", "fmt", "typed", "store", "packed", "held", "out", "stored", "hooks",
+_RUN_STATE = ("c", "inputs", "modes", "spec", "fmt", "typed", "store", "packed", "out", "stored", "hooks",
               "tracks", "more_tracks", "ids", "sent", "unsent_commits", "received")
 
 
@@ -143,9 +153,8 @@ class _ShareRun:
     spec = cython.declare(object, visibility="public")
     fmt = cython.declare(object, visibility="public")
     typed = cython.declare(object, visibility="public")
-    store = cython.declare(object, visibility="public")
+    store = cython.declare(KeyStoreT, visibility="public")
     packed = cython.declare(object, visibility="public")
-    held = cython.declare(object, visibility="public")
     out = cython.declare(object, visibility="public")
     stored = cython.declare(object, visibility="public")
     hooks = cython.declare(object, visibility="public")
@@ -168,9 +177,6 @@ class _ShareRun:
         # the ids the facts across ids name and those of the packed tracks, each once, by number
         self.store = store = KeyStore()
         self.packed = packed = PackedTracks(store)
-        # a packed track's number in the store, else -1 (-1 at once while nothing is packed): the
-        # store's own method, bound once (every send, row and track opened asks)
-        self.held = packed.find
         number = packed.number
         self.out = Share(commits=Facts("iskssii", keys=store, number_of=number),
                          seqs=Facts("siki", 3, keys=store, number_of=number),
@@ -298,7 +304,7 @@ class _ShareRun:
         if known is not None:
             return known
         if packed is None:
-            packed = self.held(mid)
+            packed = self.store.held(mid)
         if packed >= 0:
             return mid
         self.ids[mid] = mid
@@ -357,6 +363,7 @@ class _ShareRun:
                                    text("session"), unread=True))
 
     @cython.ccall
+    @cython.locals(t=TrackT)
     def track(self, r, ref: int, kind: str) -> Track:
         """The track of the record's message on its node (opened by this record if there is none;
         ``kind``: the record's, for the evidence of a finding about the id)."""
@@ -366,12 +373,13 @@ class _ShareRun:
         return self._track(intern(r.node), self.new_id(r.id, ref, kind, r.node), ref)
 
     @cython.ccall
+    @cython.locals(t=TrackT)
     def _track(self, node: str, mid: str, ref: int) -> Track:
         """The track of ``mid`` on ``node``, opened at ``ref`` if there is none."""
         t = self.tracks.get(mid)
         if t is None:
             # (an id of ``ids`` is not packed: packing takes it out of them)
-            n = self.held(mid) if mid not in self.ids else -1
+            n = self.store.held(mid) if mid not in self.ids else -1
             if n < 0:
                 t = self.tracks[mid] = Track(node, mid, ref, [])
                 return t
@@ -402,7 +410,7 @@ class _ShareRun:
         was read."""
         sent = self.sent.get(mid)
         if sent is None:
-            n = self.held(mid)
+            n = self.store.held(mid)
             if n >= 0:
                 return self.packed.sent_fact(n, mid)
         return sent
@@ -414,7 +422,7 @@ class _ShareRun:
         mid, seq = r.id, r.seq
         sender = intern(r.sender)
         if mid not in self.sent and (
-                (n := self.held(mid)) < 0
+                (n := self.store.held(mid)) < 0
                 or self.packed.sent_fact(n, mid) is None):
             # (a packed track keeps its id's send: :meth:`sent_of`)
             mid = self.new_id(mid, ref, "sent", r.node, n)
@@ -424,6 +432,7 @@ class _ShareRun:
             self.out.sent_seqs.append((ref, sender, seq, mid))
 
     @cython.ccall
+    @cython.locals(tr=TrackT, c=CopyT)
     def ev_received(self, r, ref: int, tr: Track | None = None) -> None:
         if tr is None:
             tr = self.track(r, ref, "received")
@@ -438,6 +447,7 @@ class _ShareRun:
                 self.out.seqs.append((c.sender, c.seq, tr.mid, ref))
 
     @cython.ccall
+    @cython.locals(tr=TrackT, c=CopyT)
     def ev_dedup(self, r, ref: int, tr: Track | None = None) -> None:
         if tr is None:
             tr = self.track(r, ref, "dedup")
@@ -470,6 +480,7 @@ class _ShareRun:
                 tr.new_after = (*tr.new_after, NewAnswer(ref, r.t, c.sender, c.seq))
 
     @cython.ccall
+    @cython.locals(tr=TrackT, c=CopyT, other=CopyT)
     def ev_committed(self, r, ref: int, tr: Track | None = None) -> None:
         if tr is None:
             tr = self.track(r, ref, "committed")
@@ -509,6 +520,7 @@ class _ShareRun:
         tr.commits = (*tr.commits, Commit(ref, r.tx, r.t))
 
     @cython.ccall
+    @cython.locals(tr=TrackT, c=CopyT)
     def _settle_copy(self, r, ref: int, done: str, tr: Track | None) -> tuple[Track, str, str, Copy | None, str | None]:
         """(track, node, id, the copy the event's delivery names, its answer) of an acked or discarded
         event; the copy is marked with what was done to it."""
@@ -520,6 +532,7 @@ class _ShareRun:
         return tr, r.node, r.id, c, c.verdict if c is not None else None
 
     @cython.ccall
+    @cython.locals(tr=TrackT)
     def ev_acked(self, r, ref: int, tr: Track | None = None) -> None:
         if tr is not None:  # (the bounded check's: its tracks are its engines')
             self._acked(r, ref, tr)
@@ -538,6 +551,7 @@ class _ShareRun:
                 self.ids.pop(mid, None)
 
     @cython.ccall
+    @cython.locals(tr=TrackT, c=CopyT)
     def _acked(self, r, ref: int, tr: Track | None) -> Track:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "acked", tr)
         tr.acked = ref
@@ -551,6 +565,7 @@ class _ShareRun:
         return tr
 
     @cython.ccall
+    @cython.locals(tr=TrackT, c=CopyT)
     def ev_discarded(self, r, ref: int, tr: Track | None = None) -> None:
         tr, node, mid, c, answer = self._settle_copy(r, ref, "discarded", tr)
         if answer == "IN_FLIGHT" or (answer is None and tr.gap):  # no answer known: its line was unreadable
@@ -562,6 +577,7 @@ class _ShareRun:
             self.hooks.answered_dropped(tr, refs, answer, r, ref)
 
     @cython.ccall
+    @cython.locals(tr=TrackT)
     def row(self, r, ref: int, tr: Track | None = None) -> None:
         out = self.out
         out.rows += 1
@@ -569,7 +585,7 @@ class _ShareRun:
         if tr is None:
             tr = self.tracks.get(r.id)
             if tr is None and r.id not in self.ids:
-                n = self.held(r.id)
+                n = self.store.held(r.id)
                 # (a packed track takes its first row as it is: :mod:`.packing`)
                 if n >= 0 and self.packed.add_row(n, r.node, ref, r.tx, r.t):
                     return
@@ -609,6 +625,7 @@ class _ShareRun:
         return out
 
     @cython.ccall
+    @cython.locals(tr=TrackT, last=CopyT)
     def judge_track(self, tr: Track, settled: bool) -> bool:
         """What one message's records on one node show once all of them are read: its acknowledgements
         against its commits, its row against its commits, its NEW answers against its row, and (on
