@@ -35,8 +35,9 @@ except ImportError:  # not compiled, and Cython not installed
 _NONE = -1  # an absent value (None) in a number field: its values are refs, counts and codes, never negative
 _NUMBER_TYPES = {int, type(None)}
 _ZERO = (0,)
-_LLMAX = (1 << 63) - 1
-_LLMIN = -(1 << 63)
+# (C constants where compiled: the differences' bounds are then tested in C integers)
+_LLMAX = cython.declare(cython.longlong, (1 << 63) - 1)
+_LLMIN = cython.declare(cython.longlong, -(1 << 63))
 
 
 def _deltas(numbers) -> bytes:
@@ -72,6 +73,54 @@ def _deltas_c(numbers: list) -> bytearray:
         v = numbers[i]  # (OverflowError beyond 64 bits, as the array's)
         if (prev < 0 and v > _LLMAX + prev) or (prev > 0 and v < _LLMIN + prev):
             raise OverflowError("a difference beyond 64 bits")
+        p[i] = v - prev
+        prev = v
+    return out
+
+
+def _counts(values: list):
+    """An "i" field's values of a chunk (ints >= 0, None) as :func:`_deltas` keeps them (None as
+    -1), or None where one is not such a number (negative, not an int, beyond 64 bits): the field
+    is then kept as its values."""
+    if cython.compiled:
+        data = _counts_c(values)
+        return None if data is None else zlib.compress(data, 1)
+    nones = values.count(None)
+    if not set(map(type, values)) <= _NUMBER_TYPES:
+        return None
+    numbers = [_NONE if v is None else v for v in values] if nones else values
+    if numbers and min(numbers) < (_NONE if nones else 0) or nones and numbers.count(_NONE) != nones:
+        return None
+    try:
+        return _deltas(numbers)
+    except OverflowError:
+        return None
+
+
+@cython.cfunc
+@cython.locals(n=cython.Py_ssize_t, i=cython.Py_ssize_t, v=cython.longlong, prev=cython.longlong)
+def _counts_c(values: list):
+    """:func:`_counts` before compression, in one pass of C integers (None where it keeps none)."""
+    n = len(values)
+    out = cython.declare(bytearray, bytearray(8 * n))
+    c = cython.declare(cython.p_char, out)
+    p = cython.declare(cython.p_longlong, cython.cast(cython.p_longlong, c))
+    prev = 0
+    for i in range(n):
+        x = values[i]
+        if x is None:
+            v = _NONE
+        elif type(x) is int:
+            try:
+                v = x
+            except OverflowError:
+                return None
+            if v < 0:
+                return None
+        else:
+            return None
+        if prev < 0 and v > _LLMAX + prev:  # (only None's -1 then a number at 2**63 - 1)
+            return None
         p[i] = v - prev
         prev = v
     return out
@@ -181,18 +230,9 @@ class Facts:
                 add = self.number_of
                 numbers = [_NONE if v is None else add(v) for v in values]
             else:
-                nones = values.count(None)
-                numbers = [_NONE if v is None else v for v in values] if nones else values
-                if not set(map(type, values)) <= _NUMBER_TYPES:
-                    out.append(list(values))  # (not numbers: kept as they are)
-                    continue
-                if min(numbers) < (_NONE if nones else 0) or nones and numbers.count(_NONE) != nones:
-                    out.append(list(values))  # (a negative number: -1 stands for None)
-                    continue
-                try:
-                    out.append(_deltas(numbers))
-                except OverflowError:
-                    out.append(list(values))  # (a number, or a difference, beyond 64 bits)
+                # (not numbers, a negative one (-1 stands for None), or one beyond 64 bits: kept as they are)
+                blob = _counts(values)
+                out.append(list(values) if blob is None else blob)
                 continue
             out.append(_deltas(numbers))
         return out
