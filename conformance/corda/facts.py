@@ -329,16 +329,29 @@ class Facts:
         self.codes = _Codes(self.names)
 
 
-def in_log_order(lists, key=None):
+def in_log_order(lists, key=None, picked: tuple[int, ...] | None = None):
     """The facts of every share's list in ``lists``, in log order (by their ref; ``key`` picks it
     where it is not a fact's first field): the lists merged as they stream where each is in log
-    order, else sorted as a whole (as the merge always did)."""
+    order, else sorted as a whole (as the merge always did). ``picked``: only those fields of each
+    fact (as :meth:`Facts.fields` reads them; ``key`` then applies to the picked tuple)."""
     lists = list(lists)
+    if picked is not None:
+        streams = [f.fields(picked) if isinstance(f, Facts) else (tuple([x[k] for k in picked]) for x in f) for f in lists]
+    else:
+        streams = lists
     if all(getattr(f, "in_order", False) for f in lists):
-        if len(lists) == 1:
-            return iter(lists[0])
-        return merged(lists, key=key)
-    return iter(sorted(chain.from_iterable(lists), key=key))
+        if len(streams) == 1:
+            return iter(streams[0])
+        return merged(streams, key=key)
+    return iter(sorted(chain.from_iterable(streams), key=key))
+
+
+def ids_at(lists, refs: set, ref_at: int, id_at: int) -> dict:
+    """Ref -> id of the facts of ``lists`` whose ref is in ``refs`` (for the findings of a pass
+    that read the facts without their ids, the costliest field to read back)."""
+    if not refs:
+        return {}
+    return {ref: mid for ref, mid in fields_of(lists, (ref_at, id_at)) if ref in refs}
 
 
 def fields_of(lists, picked: tuple[int, ...]):

@@ -22,7 +22,7 @@ from rmkit.lazy import numpy_module
 from rmkit.rules import OFF
 from rmkit.verdict import Violation
 
-from rmkit.conformance.corda.facts import Facts, fields_of, in_log_order, merged
+from rmkit.conformance.corda.facts import Facts, fields_of, ids_at, in_log_order, merged
 
 _REF3 = itemgetter(3)
 N_ID = re.compile(r"^N-([0-9A-Za-z]+)-([0-9]+)-([0-9]+)$")
@@ -102,7 +102,8 @@ def session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
 
     The commits are read twice: first, in any order and without their ids, to learn which sessions
     have every send; then in log order, to judge each commit against what its session kept (the
-    findings given per session, in the order the sessions first commit)."""
+    findings given per session, in the order the sessions first commit). Where every session has
+    every send, the second pass reads no ids either (:func:`_sent_order_of`)."""
     all_sent: dict[tuple, bool] = {}    # (node, session) -> every message of it has its send
     for node, session, sent in fields_of((s.commits for s in shares), (1, 3, 6)):  # (in any order)
         key = (node, session)
@@ -110,6 +111,9 @@ def session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
             all_sent[key] = False
         elif key not in all_sent:
             all_sent[key] = True
+    if all(all_sent.values()):
+        yield from _sent_order_of(checker, inputs, shares)
+        return
     state: dict[tuple, list] = {}
     found: dict[tuple, list] = {}
     for c in commits:
@@ -177,6 +181,25 @@ def _sent_order(checker, inputs, key: tuple, st: list, c: tuple) -> Violation | 
     return v
 
 
+def _sent_order_of(checker, inputs, shares) -> Iterable[Violation]:
+    """The sessions' order where every session has every send (:func:`_sent_order` for all of
+    them): the commits read in log order without their ids, each finding's ids read after."""
+    top: dict[tuple, tuple] = {}  # (node, session) -> (the latest send's ref, its commit's ref)
+    late: list[tuple] = []        # (node, session, commit ref, send ref, the later-sent commit's ref, its send ref)
+    for ref, node, session, s in in_log_order((x.commits for x in shares), picked=(0, 1, 3, 6)):
+        key = (node, session)
+        got = top.get(key)
+        if got is not None and got[0] > s:
+            late.append((node, session, ref, s, got[1], got[0]))
+        if got is None or s > got[0]:
+            top[key] = (s, ref)
+    ids = ids_at((x.commits for x in shares), {r for f in late for r in (f[2], f[4])}, 0, 2)
+    for node, session, ref, s, top_commit, top_ref in late:
+        refs = [(top_commit, "committed", node), (ref, "committed", node), (s, "sent", None), (top_ref, "sent", None)]
+        yield checker.violation(inputs, "CORDA-ORDER-001", ids[ref], f"session {session} on node {node}: {ids[ref]} was "
+                                f"consumed after {ids[top_commit]}, which was sent after it", refs)
+
+
 def sender_order(checker, inputs, commits) -> Iterable[Violation]:
     """Where the fast path trusts a sender key's mark, that key's messages must be committed in
     increasing sequence numbers at each node."""
@@ -217,15 +240,20 @@ def sequence_numbers(checker, inputs, shares) -> Iterable[Violation]:
         for mid, ref in uses[1:]:
             yield checker.violation(inputs, "CORDA-ID-003", mid, f"sender {sender} used sequence number {seq} for {mid} "
                                     f"and for {uses[0][0]}", [(uses[0][1], None, None), (ref, None, None)])
-    top: dict[str, tuple] = {}
-    for ref, sender, seq, mid in in_log_order(s.sent_seqs for s in shares):
+    # the sends in log order, read without their ids (each finding's ids read after)
+    top: dict[str, tuple] = {}    # sender -> (its highest number sent, that send's ref)
+    down: list[tuple] = []        # (sender, seq, ref, the higher number, its send's ref)
+    for ref, sender, seq in in_log_order((s.sent_seqs for s in shares), picked=(0, 1, 2)):
         prev = top.get(sender)
         if prev is not None and seq < prev[0]:
-            yield checker.violation(inputs, "CORDA-ID-003", mid, f"sender {sender} sent {mid} with sequence number {seq} "
-                                    f"after {prev[2]} with {prev[0]}: one sender UUID's numbers only increase",
-                                    [(prev[1], "sent", None), (ref, "sent", None)])
+            down.append((sender, seq, ref, prev[0], prev[1]))
         if prev is None or seq > prev[0]:
-            top[sender] = (seq, ref, mid)
+            top[sender] = (seq, ref)
+    ids = ids_at((s.sent_seqs for s in shares), {r for f in down for r in (f[2], f[4])}, 0, 3)
+    for sender, seq, ref, high, high_ref in down:
+        yield checker.violation(inputs, "CORDA-ID-003", ids[ref], f"sender {sender} sent {ids[ref]} with sequence number "
+                                f"{seq} after {ids[high_ref]} with {high}: one sender UUID's numbers only increase",
+                                [(high_ref, "sent", None), (ref, "sent", None)])
 
 
 def _reused(shares) -> set:
