@@ -1,8 +1,7 @@
 # The key store's C fields and methods (keystore.py is its code, in Cython's pure Python mode). A
-# compiled module that looks keys up or puts memos per record cimports this file (as the Corda
-# check's packing and share run do), so that its calls of add, find, held, memo and put are C
-# calls, not Python ones; where nothing is compiled the .py runs as it is and these lines mean
-# nothing.
+# compiled module that looks keys up or puts memos per record cimports this file (as an exact
+# checker's share may), so that its calls of add, find, held, memo and put are C calls, not
+# Python ones; where nothing is compiled the .py runs as it is and these lines mean nothing.
 
 cdef class KeyStore:
     cdef public object fingerprint
