@@ -46,7 +46,7 @@ def _deltas(numbers) -> bytes:
     a share's process need not load it, about 15 MB of every process's memory; the merge's checks
     across ids load it.)"""
     if cython.compiled:
-        return zlib.compress(_deltas_c(numbers), 1)
+        return zlib.compress(_deltas_c(numbers, False), 1)
     return zlib.compress(array("q", map(sub, numbers, chain(_ZERO, numbers))).tobytes(), 1)
 
 
@@ -62,16 +62,34 @@ def _sums(blob: bytes) -> list:
 # Compiled, the differences are taken and summed in C integers (the same bytes as the array's
 # "q", native order), not as a Python int per value and step: a chunk's field is 4,096 values.
 @cython.cfunc
-@cython.locals(n=cython.Py_ssize_t, i=cython.Py_ssize_t, v=cython.longlong, prev=cython.longlong)
-def _deltas_c(numbers: list) -> bytearray:
-    n = len(numbers)
+@cython.locals(n=cython.Py_ssize_t, i=cython.Py_ssize_t, v=cython.longlong, prev=cython.longlong, counts=cython.bint)
+def _deltas_c(values: list, counts: bool):
+    """The differences of ``values`` before compression. ``counts``: the values of an "i" field,
+    read as :func:`_counts` reads them (None where it keeps none); else numbers (OverflowError
+    where one, or a difference, is beyond 64 bits)."""
+    n = len(values)
     out = cython.declare(bytearray, bytearray(8 * n))
     c = cython.declare(cython.p_char, out)
     p = cython.declare(cython.p_longlong, cython.cast(cython.p_longlong, c))
     prev = 0
     for i in range(n):
-        v = numbers[i]  # (OverflowError beyond 64 bits, as the array's)
+        x = values[i]
+        if not counts:
+            v = x  # (OverflowError beyond 64 bits, as the array's)
+        elif x is None:
+            v = _NONE
+        elif type(x) is int:
+            try:
+                v = x
+            except OverflowError:
+                return None
+            if v < 0:
+                return None
+        else:
+            return None
         if (prev < 0 and v > _LLMAX + prev) or (prev > 0 and v < _LLMIN + prev):
+            if counts:
+                return None
             raise OverflowError("a difference beyond 64 bits")
         p[i] = v - prev
         prev = v
@@ -82,8 +100,8 @@ def _counts(values: list):
     """An "i" field's values of a chunk (ints >= 0, None) as :func:`_deltas` keeps them (None as
     -1), or None where one is not such a number (negative, not an int, beyond 64 bits): the field
     is then kept as its values."""
-    if cython.compiled:
-        data = _counts_c(values)
+    if cython.compiled:  # (checked and differenced in one pass)
+        data = _deltas_c(values, True)
         return None if data is None else zlib.compress(data, 1)
     nones = values.count(None)
     if not set(map(type, values)) <= _NUMBER_TYPES:
@@ -95,35 +113,6 @@ def _counts(values: list):
         return _deltas(numbers)
     except OverflowError:
         return None
-
-
-@cython.cfunc
-@cython.locals(n=cython.Py_ssize_t, i=cython.Py_ssize_t, v=cython.longlong, prev=cython.longlong)
-def _counts_c(values: list):
-    """:func:`_counts` before compression, in one pass of C integers (None where it keeps none)."""
-    n = len(values)
-    out = cython.declare(bytearray, bytearray(8 * n))
-    c = cython.declare(cython.p_char, out)
-    p = cython.declare(cython.p_longlong, cython.cast(cython.p_longlong, c))
-    prev = 0
-    for i in range(n):
-        x = values[i]
-        if x is None:
-            v = _NONE
-        elif type(x) is int:
-            try:
-                v = x
-            except OverflowError:
-                return None
-            if v < 0:
-                return None
-        else:
-            return None
-        if prev < 0 and v > _LLMAX + prev:  # (only None's -1 then a number at 2**63 - 1)
-            return None
-        p[i] = v - prev
-        prev = v
-    return out
 
 
 @cython.cfunc
