@@ -325,7 +325,7 @@ def in_log_order(lists, key=None, picked: tuple[int, ...] | None = None):
     fact (as :meth:`Facts.fields` reads them; ``key`` then applies to the picked tuple)."""
     lists = list(lists)
     if picked is not None:
-        streams = [f.fields(picked) if isinstance(f, Facts) else (tuple([x[k] for k in picked]) for x in f) for f in lists]
+        streams = [fields_of([f], picked) for f in lists]
     else:
         streams = lists
     if all(getattr(f, "in_order", False) for f in lists):
@@ -365,7 +365,7 @@ def merged(iterables, key=None):
     The shares' facts interleave line by line, so heapq.merge steps its heap in Python for every
     fact: a third of a second per half a million at the end of a ``--jobs`` check, when nothing
     else runs. Here (compiled) a C loop compares the few iterables' heads and yields the least,
-    the first of equals; two iterables, the case of two shares, by one comparison a fact."""
+    the first of equals."""
     its = [iter(x) for x in iterables]
     k = len(its)
     if k == 1:
@@ -373,28 +373,6 @@ def merged(iterables, key=None):
         return
     heads = [next(it, _END) for it in its]
     keys = [None if h is _END else h[0] if key is None else key(h) for h in heads]
-    if k == 2:
-        a, b = heads
-        ka, kb = keys
-        ia, ib = its
-        while a is not _END and b is not _END:
-            if kb < ka:
-                yield b
-                b = next(ib, _END)
-                if b is not _END:
-                    kb = b[0] if key is None else key(b)
-            else:
-                yield a
-                a = next(ia, _END)
-                if a is not _END:
-                    ka = a[0] if key is None else key(a)
-        if a is not _END:
-            yield a
-            yield from ia
-        elif b is not _END:
-            yield b
-            yield from ib
-        return
     while True:
         best = -1
         low = None

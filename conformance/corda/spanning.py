@@ -160,9 +160,14 @@ def _session_step(checker, inputs, key: tuple, st: list, c: tuple) -> Violation 
     if ahead is not None:
         refs = [(ahead[0], "committed", node), (ref, "committed", node)]
         refs += [(x[6], "sent", None) for x in (c, ahead) if x[6] is not None]
-        return checker.violation(inputs, "CORDA-ORDER-001", mid, f"session {session} on node {node}: {mid} was "
-                                 f"consumed after {ahead[2]}, which was sent after it", refs)
+        return _consumed_after(checker, inputs, node, session, mid, ahead[2], refs)
     return None
+
+
+def _consumed_after(checker, inputs, node, session, mid: str, later: str, refs: list) -> Violation:
+    """CORDA-ORDER-001: ``mid`` was committed after ``later``, which its session sent after it."""
+    return checker.violation(inputs, "CORDA-ORDER-001", mid, f"session {session} on node {node}: {mid} was "
+                             f"consumed after {later}, which was sent after it", refs)
 
 
 def _sent_order(checker, inputs, key: tuple, st: list, c: tuple) -> Violation | None:
@@ -174,8 +179,7 @@ def _sent_order(checker, inputs, key: tuple, st: list, c: tuple) -> Violation | 
     v = None
     if top_ref is not None and top_ref > s:
         refs = [(top[0], "committed", node), (c[0], "committed", node), (s, "sent", None), (top_ref, "sent", None)]
-        v = checker.violation(inputs, "CORDA-ORDER-001", c[2], f"session {session} on node {node}: {c[2]} was "
-                              f"consumed after {top[2]}, which was sent after it", refs)
+        v = _consumed_after(checker, inputs, node, session, c[2], top[2], refs)
     if top_ref is None or s > top_ref:
         st[0], st[1] = s, c
     return v
@@ -196,8 +200,7 @@ def _sent_order_of(checker, inputs, shares) -> Iterable[Violation]:
     ids = ids_at((x.commits for x in shares), {r for f in late for r in (f[2], f[4])}, 0, 2)
     for node, session, ref, s, top_commit, top_ref in late:
         refs = [(top_commit, "committed", node), (ref, "committed", node), (s, "sent", None), (top_ref, "sent", None)]
-        yield checker.violation(inputs, "CORDA-ORDER-001", ids[ref], f"session {session} on node {node}: {ids[ref]} was "
-                                f"consumed after {ids[top_commit]}, which was sent after it", refs)
+        yield _consumed_after(checker, inputs, node, session, ids[ref], ids[top_commit], refs)
 
 
 def sender_order(checker, inputs, commits) -> Iterable[Violation]:
