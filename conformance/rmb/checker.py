@@ -165,8 +165,8 @@ class Requests:
             if ttl is not None and ttl > life:
                 life = ttl
         line = self.line
-        if line is not None and (life > HOLD_LINES_AFTER_S or request.lines is not None):
-            request.hold(rec.ref, line)  # a record held long (or one of a request held long): kept as its line
+        if line is not None:
+            request.hold(rec.ref, line)  # kept as its line, decoded again at the judgment (state.py)
         else:
             request.append(rec)
         return t + life + self.tail
@@ -253,13 +253,6 @@ def key_of_message(msg) -> str | None:
 
 
 _time_ref = operator.attrgetter("time", "ref")  # a record's place in the log: time, then position
-
-
-# A record whose request's life (its TTL or exp) is longer than this is kept as its line and decoded
-# again when its request is judged (state.py): the memory an open request holds grows with how long
-# it is held, the cost of the second decode does not; requests answered and judged within a minute or
-# two are kept decoded.
-HOLD_LINES_AFTER_S = 120.0
 
 
 # how long a judged request's uid is remembered (in its grace periods): a record of it within that

@@ -1,13 +1,14 @@
 # cython: annotation_typing=False
 """What the RMB log checker keeps of a request while it is open (:class:`Request`).
 
-Memory follows the requests still open (:mod:`.checker`): a request whose TTL is long is held
-for as long. A record decoded (its message a dict of a dozen fields, each a Python object) costs
-three to four times the line it was read from, so a record held long is kept as its line, and
-decoded again, by the same typed reading (:mod:`.typedread`), when its request is judged: the
-rules see the record they would have seen, for one more decode of the lines held long. Records
-of requests judged within a minute or two, and lines the typed reading does not settle (read by
-the general path), are kept decoded.
+Memory follows the requests still open (:mod:`.checker`). A record decoded (its message a dict of
+a dozen fields, each a Python object) costs three to four times the line it was read from, and
+by the time its request is judged (a grace period after its last record) it has left the
+processor's caches: the rules then read it at the speed of memory. So a record is kept as its
+line and decoded again, by the same typed reading (:mod:`.typedread`), when its request is
+judged: the rules see the record they would have seen, fresh from the decode, for one more decode
+of each line (the share is faster so, and an open request smaller: docs/rmb-check.md). Lines the
+typed reading does not settle (read by the general path) are kept decoded.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the RMB checker keeps of an open request (conformance/rmb/state.py): a record held long is
+"""What the RMB checker keeps of an open request (conformance/rmb/state.py): a record is
 kept as its line and given back, decoded again, as the record the rules would have read; the
 records' log order is known without sorting them."""
 
