@@ -12,7 +12,7 @@ expect_exit = rc=$$?; if [ $$rc -eq $(1) ]; then echo "   -> exit $(1), as expec
 
 .PHONY: demo test test-slow check-wheel bench docs fixtures tla-tables clean
 
-$(STAMP): pyproject.toml setup.py rmkit/_linescan.pyx rmkit/_crc32.pxd rmkit/_plainstring.pxd rmkit/logclock.py rmkit/logclock.pxd rmkit/subjects.py rmkit/subjects.pxd rmkit/keystore.py rmkit/keystore.pxd conformance/rmb/_uidscan.pyx \
+$(STAMP): pyproject.toml setup.py rmkit/_linescan.pyx rmkit/_crc32.pxd rmkit/_plainstring.pxd rmkit/logclock.py rmkit/logclock.pxd rmkit/subjects.py rmkit/subjects.pxd rmkit/keystore.py rmkit/keystore.pxd conformance/rmb/_uidscan.pyx conformance/rmb/logjudge.pxd \
 		conformance/rmb/handlers.py conformance/rmb/logjudge.py conformance/rmb/state.py conformance/rmb/checker.py conformance/rmb/sigreuse.py \
 		conformance/corda/share.py conformance/corda/packing.py conformance/corda/facts.py conformance/corda/handlers.py \
 		conformance/corda/spanning.py conformance/corda/_keyshares.pyx conformance/corda/state.py conformance/corda/state.pxd \

@@ -30,6 +30,16 @@ from rmkit.rulehandlers import RuleRegistry
 
 from rmkit.conformance.rmb.logjudge import _int, _peer_twin, _twins, backlog_ttl, fingerprint, same_reply
 
+try:
+    import cython
+except ImportError:  # not compiled, and Cython not installed
+    from rmkit import _cython_shadow as cython
+
+if cython.compiled:  # the group's and the profile's C types (logjudge.pxd): their fields read as struct fields
+    from cython.cimports.rmkit.conformance.rmb.logjudge import Ctx as CtxT, Group as GroupT
+else:
+    CtxT = GroupT = None
+
 REGISTRY = RuleRegistry()  # rule id -> the handler that judges it
 JUDGES: list[Callable] = []  # the handlers a request is judged by, in registration order
 ACROSS_LOG: list[Callable] = []  # the handlers that judge the whole log at the merge of the shares
@@ -59,6 +69,7 @@ def reused_signatures(shares: Iterable) -> list[tuple[str, str, list]]:
 
 @handles("RMB-MSG-001", "RMB-MSG-002", "RMB-MSG-003", "RMB-MSG-004", "RMB-MSG-005", "RMB-MSG-006",
          "RMB-SIG-001", "RMB-SIG-002", "RMB-SIG-003", "RMB-SIG-004", "RMB-NODE-001")
+@cython.locals(g=GroupT, c=CtxT)
 def messages(g) -> None:
     """The messages daemons put on the wire (MSG-*, SIG-*, NODE-001), each judged once."""
     c, seen = g.c, set()
@@ -94,6 +105,7 @@ def messages(g) -> None:
                     g.out.add("RMB-MSG-005", f"twin {r.twin} posted a message with src {src!r}, not its own twin", r)
 
 
+@cython.locals(g=GroupT)
 def _answers(g, remote: bool) -> list[tuple[Rec, int | None]]:
     """The exchanges at one endpoint (http-answer, or a recorder's recorded-response), each
     distinct one once: (record, twin answering or None for a recorder)."""
@@ -103,6 +115,7 @@ def _answers(g, remote: bool) -> list[tuple[Rec, int | None]]:
     return got[0] if remote else got[1]
 
 
+@cython.locals(g=GroupT, c=CtxT)
 def _all_answers(g) -> tuple[list, list]:
     c = g.c
     out: tuple[list, list] = ([], [])
@@ -128,11 +141,13 @@ def _all_answers(g) -> tuple[list, list]:
     return out
 
 
+@cython.locals(g=GroupT)
 def _bad_body(g, msg) -> bool:
     return msg is None or bool(g.problems(msg))
 
 
 @handles("RMB-REMOTE-001", "RMB-REMOTE-002", "RMB-REMOTE-003", "RMB-REMOTE-004", "RMB-REMOTE-006", "RMB-REMOTE-007")
+@cython.locals(g=GroupT)
 def answers(g) -> None:
     """What the remote endpoint answered, against the statuses the profile allows for that
     message at that time; and a body that is no v1 message, at either endpoint, answered with
@@ -145,6 +160,7 @@ def answers(g) -> None:
 
 
 @handles("RMB-REMOTE-005")
+@cython.locals(g=GroupT, c=CtxT, b=dict)
 def handed(g) -> None:
     """An accepted request is pushed to its command queue with ret the reply queue (RMB-REMOTE-005)."""
     c, b = g.c, g.c.b
@@ -171,6 +187,7 @@ def handed(g) -> None:
             g.out.add("RMB-REMOTE-005", "accepted request pushed with " + "; ".join(bad), h)
 
 
+@cython.locals(g=GroupT, c=CtxT, b=dict)
 def _exchange(g, r: Rec, kind: str, twin: int | None) -> None:
     c, b, msg, t = g.c, g.c.b, r.msg, r.time
     remote = kind == "remote"
@@ -217,6 +234,7 @@ def _exchange(g, r: Rec, kind: str, twin: int | None) -> None:
     g.out.add(rule, why, g.life(twin)[2] if rule == "RMB-REPLY-006" and g.life(twin) else None, r)
 
 
+@cython.locals(g=GroupT, c=CtxT, b=dict)
 def _reply_expectation(g, r: Rec, twin: int | None, allowed: set) -> str:
     """Fill the statuses allowed for a valid reply by whether its request is live; return the
     rule a different answer breaks."""
@@ -241,6 +259,7 @@ def _reply_expectation(g, r: Rec, twin: int | None, allowed: set) -> str:
 
 @handles("RMB-BACKLOG-001", "RMB-BACKLOG-002", "RMB-LOCAL-003", "RMB-DIR-001", "RMB-FANOUT-001", "RMB-FWD-001",
          "RMB-RETRY-001", "RMB-RETRY-002", "RMB-RETRY-003", "RMB-RETRY-004")
+@cython.locals(g=GroupT, c=CtxT, b=dict)
 def sender(g) -> None:
     """A daemon's requests: backlog, forward jobs, POSTs, attempts and the error on ret."""
     c, b = g.c, g.c.b
@@ -294,6 +313,7 @@ def sender(g) -> None:
             _attempts(g, w, d, attempts, request)
 
 
+@cython.locals(g=GroupT, c=CtxT)
 def _jobs(g, w: int, jobs: list[Rec], dsts: list | None, backlog: Rec | None) -> None:
     c, seen = g.c, {}
     for j in jobs:
@@ -311,8 +331,8 @@ def _jobs(g, w: int, jobs: list[Rec], dsts: list | None, backlog: Rec | None) ->
         seen[d] = j
         if dsts is not None and d not in dsts:
             g.out.add("RMB-FANOUT-001", f"a forward job for twin {d}, which is not a destination of {dsts}", j)
-        since, ev = j.time - c.tol, g.ev
-        done = (any(r.twin == w and r.time >= since and type(r.msg) is dict and r.msg.get("dst") == [d] and r.endpoint != c.reply
+        since, ev, reply = j.time - c.tol, g.ev, c.reply  # (reply: the typed c is no name a generator can take)
+        done = (any(r.twin == w and r.time >= since and type(r.msg) is dict and r.msg.get("dst") == [d] and r.endpoint != reply
                     for r in ev.get("http-post", ()))
                 or any(r.twin == w and r.time >= since and r.note == j.note for r in ev.get("forward-expired-skipped", ()))
                 or any(r.twin == w and r.time >= since and type(r.msg) is dict and r.msg.get("src") == d
@@ -325,6 +345,7 @@ def _jobs(g, w: int, jobs: list[Rec], dsts: list | None, backlog: Rec | None) ->
                 g.out.add("RMB-FANOUT-001", f"no forward job for destination twin {d} of {dsts}", backlog)
 
 
+@cython.locals(g=GroupT, c=CtxT, b=dict)
 def _attempts(g, w: int, d: int, attempts: list[Rec], request: dict | None) -> None:
     c, b = g.c, g.c.b
     first = attempts[0]
@@ -384,6 +405,7 @@ def _attempts(g, w: int, d: int, attempts: list[Rec], request: dict | None) -> N
 
 @handles("RMB-REPLY-001", "RMB-REPLY-002", "RMB-REPLY-003", "RMB-REPLY-004", "RMB-REPLY-005", "RMB-REPLY-006",
          "RMB-REPLY-007")
+@cython.locals(g=GroupT, c=CtxT, b=dict)
 def replies(g) -> None:
     """Receiver side of replies: routed to the request's ret (REPLY-005), never after the TTL
     (REPLY-004); sender side: every handler reply posted (REPLY-001) and its attempts (REPLY-002)."""
@@ -419,7 +441,8 @@ def replies(g) -> None:
             continue  # a forged reply accepted is RMB-REPLY-007
         src = a.msg.get("src")
         routes = [r for r in g.ev.get("reply-to-ret", ()) if r.twin == a.twin]
-        if not any(isinstance(r.msg, dict) and r.msg.get("src") == src and abs(r.time - a.time) <= c.tol + 1 for r in routes):
+        near = c.tol + 1  # (a name the generator can take: the typed c is none)
+        if not any(isinstance(r.msg, dict) and r.msg.get("src") == src and abs(r.time - a.time) <= near for r in routes):
             routed = any(r.time < a.time for r in routes)
             if routed:
                 g.out.add("RMB-REPLY-006", "a reply accepted while the request's TTL runs was dropped after an earlier reply "
@@ -431,6 +454,7 @@ def replies(g) -> None:
             return
 
 
+@cython.locals(g=GroupT)
 def _handler_replies(g) -> dict[tuple, list[Rec]]:
     """The handler replies of the group by (twin, dst): the replies one twin posts to one
     destination, whose attempts :meth:`_reply_attempts` tells apart."""
@@ -453,6 +477,7 @@ def _dst_key(dst: list) -> tuple | bytes:
     return tuple(dst)
 
 
+@cython.locals(g=GroupT, c=CtxT)
 def _reply_attempts(g, w: int, replies: list[Rec]) -> bool:
     """RMB-REPLY-001 / 002 for the replies twin ``w`` pushed to one destination (False: judged
     no further, a reply went to a wrong endpoint).
@@ -525,6 +550,7 @@ def _any_of(ev: dict, events: tuple, twin) -> bool:
     return False
 
 
+@cython.locals(g=GroupT, c=CtxT)
 def _judge_attempts(g, replies: list[Rec], posts: list[Rec], dropped: bool, lost: bool) -> None:
     """The attempts of one reply, or of alike replies: in time order an attempt goes on an
     attempt sequence still open, else starts the next pushed reply's; an attempt with neither
@@ -534,7 +560,11 @@ def _judge_attempts(g, replies: list[Rec], posts: list[Rec], dropped: bool, lost
     runs: list[list[Rec]] = []
     retried = False
     for p in posts:
-        run = next((r for r in runs if _open(g, r[-1], len(r), total)), None)
+        run = None  # (a loop: the typed g is no name a generator can take)
+        for r in runs:
+            if _open(g, r[-1], len(r), total):
+                run = r
+                break
         if run is not None:
             run.append(p)
         elif len(runs) < len(replies):
@@ -556,6 +586,7 @@ def _judge_attempts(g, replies: list[Rec], posts: list[Rec], dropped: bool, lost
             g.out.later("RMB-REPLY-002", "a reply lost for good was not logged (reply-lost)", last.time + c.horizon, last)
 
 
+@cython.locals(g=GroupT)
 def _open(g, last: Rec, n: int, total: int) -> bool:
     """Whether an attempt sequence may go on: its last attempt failed in a way the profile
     retries, and try allows more."""
@@ -563,6 +594,7 @@ def _open(g, last: Rec, n: int, total: int) -> bool:
 
 
 @handles("RMB-LOCAL-002")
+@cython.locals(g=GroupT, c=CtxT)
 def local(g) -> None:
     """A client's message that breaks the schema is answered on its ret (RMB-LOCAL-002)."""
     c, lasting = g.c, g.lasting
@@ -589,6 +621,7 @@ def local(g) -> None:
 
 
 @handles("RMB-PROXY-001", "RMB-PROXY-002", "RMB-PROXY-003", "RMB-PROXY-004", "RMB-PROXY-005")
+@cython.locals(g=GroupT, c=CtxT, b=dict)
 def proxy(g) -> None:
     """Envelopes (RMB-PROXY-001..005): the payload validated, handed over, answered back."""
     c, b = g.c, g.c.b
@@ -649,6 +682,7 @@ def proxy(g) -> None:
                 g.out.add("RMB-PROXY-005", "the wrapped answer: " + "; ".join(bad), rp)
 
 
+@cython.locals(g=GroupT)
 def _payload_problem(g, env: dict, w: int | None, t: float) -> str | None:
     """Why an envelope's payload must be refused, or None when it is valid (as far as the log
     and the directory tell). orjson reads it as the log's lines are read: an integer beyond 64
@@ -673,6 +707,7 @@ def _payload_problem(g, env: dict, w: int | None, t: float) -> str | None:
 
 
 @handles("RMB-BACKLOG-003")
+@cython.locals(g=GroupT, c=CtxT)
 def scrubber(g) -> None:
     """rmb-go: a request's timeout comes at epoch + exp (0: the default), not before (RMB-BACKLOG-003)."""
     c, sc = g.c, g.c.b["scrubber"]

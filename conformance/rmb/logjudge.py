@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import operator
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -83,18 +82,14 @@ def open_refusals(profile: str) -> tuple[float | None, bool]:
     return age, expired
 
 
-@dataclass
 class Ctx:
-    """What every judgment needs: the profile's behaviour and the checker's settings."""
+    """What every judgment needs: the profile's behaviour (``b``) and the checker's settings, the
+    twin directory (None: signatures judged by their form), the profile's name and the check's wall
+    clock at its start (no line was written a day after it)."""
 
-    b: dict[str, Any]
-    settings: dict[str, Any]
-    directory: Directory | None
-    profile: str
-    started: float = math.inf  # the check's wall clock at its start: no line was written a day after it
-
-    def __post_init__(self):
-        b = self.b
+    def __init__(self, b: dict[str, Any], settings: dict[str, Any], directory: Directory | None, profile: str,
+                 started: float = math.inf):
+        self.b, self.settings, self.directory, self.profile, self.started = b, settings, directory, profile, started
         self.accepted = b["accepted"]["status"]
         self.remote, self.reply = b["remote_endpoint"], b["reply_endpoint"]
         self.tol = float(self.settings["clock_tolerance_s"])
@@ -107,8 +102,7 @@ class Ctx:
         bounds = b["try_bounds"]
         self.try_min, self.try_max = bounds["min"], bounds["max"]
         self.retry_any = b["retry_on"] == "any"
-        self._queues: dict = {}
-
+        self._queues = {}
 
     def line_problem(self, obj: dict) -> tuple[str, str] | None:
         """(error, field) of a decoded record the judgments cannot read: a backlog-set's note that
