@@ -166,7 +166,7 @@ class Requests:
                 life = ttl
         line = self.line
         if line is not None:
-            request.hold(rec.ref, line)  # kept as its line, decoded again at the judgment (state.py)
+            request.hold(rec.ref, line, t)  # kept as its line, decoded again at the judgment (state.py)
         else:
             request.append(rec)
         return t + life + self.tail

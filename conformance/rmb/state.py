@@ -36,26 +36,34 @@ class Request:
     def append(self, rec) -> None:
         """Add ``rec`` as read."""
         self.recs.append(rec)
-        t = rec.time
-        if t > self.last:
-            self.last, self.last_ref = t, rec.ref
-        elif t == self.last and rec.ref > self.last_ref:
-            self.last_ref = rec.ref
-        else:
-            self.ordered = False
+        self._placed(rec.time, rec.ref)
 
-    def hold(self, ref: int, line: bytes) -> None:
-        """Keep a record as the line it was read from (``decode`` gives it back, :meth:`records`)."""
+    def hold(self, ref: int, line: bytes, t: float) -> None:
+        """Keep a record as the line it was read from (``decode`` gives it back, :meth:`records`;
+        ``t``: its time)."""
         if self.lines is None:
             self.lines, self.line_refs = [], array("Q")  # (a ref: an input's index and a line number, 64 bits)
         self.lines.append(line)
         self.line_refs.append(ref)
+        self._placed(t, ref)
+
+    def _placed(self, t: float, ref: int) -> None:
+        """Whether the records are still in log order, now that one at (``t``, ``ref``) is read."""
+        if t > self.last:
+            self.last, self.last_ref = t, ref
+        elif t == self.last and ref > self.last_ref:
+            self.last_ref = ref
+        else:
+            self.ordered = False
 
     def records(self, decode) -> tuple[list, bool]:
         """(every record, whether they are in log order): the lines held decoded by ``decode(line,
         ref)`` (the typed reading that read them first) and joined with the records kept."""
         if self.lines is None:
             return self.recs, self.ordered
-        recs = self.recs + [decode(line, ref) for line, ref in zip(self.lines, self.line_refs)]
+        held = [decode(line, ref) for line, ref in zip(self.lines, self.line_refs)]
+        if not self.recs:
+            return held, self.ordered
+        recs = self.recs + held
         recs.sort(key=_time_ref)
         return recs, True

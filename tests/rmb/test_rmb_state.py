@@ -38,7 +38,7 @@ def test_a_record_held_as_its_line_is_given_back_as_read():
     lines = [(1, line(1.0, MSG)), (2, line(1.1, {**MSG, "try": 2.0}, event="http-answer")),
              (3, line(1.2, None, event="forward-job", note="u-1:2"))]
     for ref, text in lines:
-        r.hold(ref, text)
+        r.hold(ref, text, orjson.loads(text)["time"])
     got, ordered = r.records(decode)
     assert ordered
     assert [fields(g) for g in got] == [fields(Rec(ref, orjson.loads(text))) for ref, text in lines]
@@ -48,8 +48,8 @@ def test_records_kept_and_lines_held_are_judged_in_log_order():
     decode = typed_records().decode
     r = Request()
     r.append(rec(5, 2.0, None, event="forward-job", note="u-1:2"))
-    r.hold(3, line(1.0, MSG))
-    r.hold(9, line(2.0, MSG, event="http-answer"))
+    r.hold(3, line(1.0, MSG), 1.0)
+    r.hold(9, line(2.0, MSG, event="http-answer"), 2.0)
     r.append(rec(4, 3.0, MSG))
     got, ordered = r.records(decode)
     assert ordered and [g.ref for g in got] == [3, 5, 9, 4]
@@ -66,3 +66,15 @@ def test_the_log_order_of_the_records_is_known_as_they_are_added():
     r.append(rec(5, 1.0, None))
     r.append(rec(4, 1.0, None))  # one time, read out of position order
     assert not r.ordered
+
+
+def test_the_log_order_of_lines_held_is_known_as_they_are_held():
+    decode = typed_records().decode
+    r = Request()
+    for ref, t in ((1, 1.0), (2, 1.0), (3, 2.0)):
+        r.hold(ref, line(t, MSG), t)
+    got, ordered = r.records(decode)
+    assert ordered and [g.ref for g in got] == [1, 2, 3]
+    r.hold(4, line(1.5, MSG), 1.5)  # a time that goes back: the judgment sorts them (checker.Requests.judge)
+    got, ordered = r.records(decode)
+    assert not ordered and [g.ref for g in got] == [1, 2, 3, 4]
