@@ -331,7 +331,7 @@ def _jobs(g, w: int, jobs: list[Rec], dsts: list | None, backlog: Rec | None) ->
         seen[d] = j
         if dsts is not None and d not in dsts:
             g.out.add("RMB-FANOUT-001", f"a forward job for twin {d}, which is not a destination of {dsts}", j)
-        since, ev, reply = j.time - c.tol, g.ev, c.reply  # (reply: the typed c is no name a generator can take)
+        since, ev, reply = j.time - c.tol, g.ev, c.reply  # (a plain local: Cython's generators cannot close over the typed c)
         done = (any(r.twin == w and r.time >= since and type(r.msg) is dict and r.msg.get("dst") == [d] and r.endpoint != reply
                     for r in ev.get("http-post", ()))
                 or any(r.twin == w and r.time >= since and r.note == j.note for r in ev.get("forward-expired-skipped", ()))
@@ -441,7 +441,7 @@ def replies(g) -> None:
             continue  # a forged reply accepted is RMB-REPLY-007
         src = a.msg.get("src")
         routes = [r for r in g.ev.get("reply-to-ret", ()) if r.twin == a.twin]
-        near = c.tol + 1  # (a name the generator can take: the typed c is none)
+        near = c.tol + 1  # (a plain local: Cython's generators cannot close over the typed c)
         if not any(isinstance(r.msg, dict) and r.msg.get("src") == src and abs(r.time - a.time) <= near for r in routes):
             routed = any(r.time < a.time for r in routes)
             if routed:
@@ -560,7 +560,7 @@ def _judge_attempts(g, replies: list[Rec], posts: list[Rec], dropped: bool, lost
     runs: list[list[Rec]] = []
     retried = False
     for p in posts:
-        run = None  # (a loop: the typed g is no name a generator can take)
+        run = None  # (a loop: Cython's generators cannot close over the typed g)
         for r in runs:
             if _open(g, r[-1], len(r), total):
                 run = r

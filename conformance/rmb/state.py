@@ -48,7 +48,7 @@ class Request:
         self._placed(t, ref)
 
     def _placed(self, t: float, ref: int) -> None:
-        """Whether the records are still in log order, now that one at (``t``, ``ref``) is read."""
+        """Keep :attr:`ordered` true while the records come in log order (this one at ``t``, ``ref``)."""
         if t > self.last:
             self.last, self.last_ref = t, ref
         elif t == self.last and ref > self.last_ref:
