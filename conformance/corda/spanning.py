@@ -122,8 +122,13 @@ def session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
         if st is None:
             # every message of the session has its send: the send order decides alone (the
             # fallbacks apply only to a message without one, or after one)
-            st = state[key] = [None, None] if all_sent[key] else [None, {}, {}]
-        v = _sent_order(checker, inputs, key, st, c) if len(st) == 2 else _session_step(checker, inputs, key, st, c)
+            st = state[key] = [None] if all_sent[key] else [None, {}, {}]
+        if len(st) == 1:
+            ahead = _sent_after(st, c[6], c)
+            v = None if ahead is None else _consumed_after(
+                checker, inputs, *key, c[2], ahead[1][2], _sent_refs(key[0], c[0], c[6], ahead[1][0], ahead[0]))
+        else:
+            v = _session_step(checker, inputs, key, st, c)
         if v is not None:
             found.setdefault(key, []).append(v)
     for vs in found.values():
@@ -132,17 +137,16 @@ def session_order(checker, inputs, shares, commits) -> Iterable[Violation]:
 
 def _session_step(checker, inputs, key: tuple, st: list, c: tuple) -> Violation | None:
     """One commit of a session some of whose messages have no send: ``st`` holds the session's
-    latest send (send ref, commit), and per flow seed and per sender key their highest commit
+    latest send (:func:`_sent_after`), and per flow seed and per sender key their highest commit
     ((suspends, index) or seq, commit)."""
     node, session = key
-    top_sent, top_flow, top_seq = st
+    _, top_flow, top_seq = st
     ref, _, mid, _, sender, seq, s = c
     ahead = None
     if s is not None:
-        if top_sent is not None and top_sent[0] > s:
-            ahead = top_sent[1]
-        if top_sent is None or s > top_sent[0]:
-            st[0] = (s, c)
+        later = _sent_after(st, s, c)
+        if later is not None:
+            ahead = later[1]
     m = N_ID.match(mid)
     if m is not None:
         pos = (_number(m.group(2)), _number(m.group(3)))
@@ -170,37 +174,38 @@ def _consumed_after(checker, inputs, node, session, mid: str, later: str, refs: 
                              f"consumed after {later}, which was sent after it", refs)
 
 
-def _sent_order(checker, inputs, key: tuple, st: list, c: tuple) -> Violation | None:
-    """:func:`_session_step` for a session whose every message has its send: ``st`` holds the latest
-    send's ref and its commit."""
-    node, session = key
-    top_ref, top = st
-    s = c[6]
-    v = None
-    if top_ref is not None and top_ref > s:
-        refs = [(top[0], "committed", node), (c[0], "committed", node), (s, "sent", None), (top_ref, "sent", None)]
-        v = _consumed_after(checker, inputs, node, session, c[2], top[2], refs)
-    if top_ref is None or s > top_ref:
-        st[0], st[1] = s, c
-    return v
+def _sent_after(st: list, s: int, commit):
+    """The send order's step for one commit of a session whose message has its send (at ref ``s``):
+    the (send ref, commit) of the session's latest send where that came after ``s``, else None.
+    ``st[0]`` keeps the session's latest send and its commit (the commit's fact, or its ref where
+    ids are read after)."""
+    got = st[0]
+    if got is None or s > got[0]:
+        st[0] = (s, commit)
+    return got if got is not None and got[0] > s else None
+
+
+def _sent_refs(node, ref: int, s: int, later_ref: int, later_s: int) -> list:
+    """The evidence of a commit (at ``ref``, sent at ``s``) consumed after one sent later."""
+    return [(later_ref, "committed", node), (ref, "committed", node), (s, "sent", None), (later_s, "sent", None)]
 
 
 def _sent_order_of(checker, inputs, shares) -> Iterable[Violation]:
-    """The sessions' order where every session has every send (:func:`_sent_order` for all of
+    """The sessions' order where every session has every send (:func:`_sent_after` for all of
     them): the commits read in log order without their ids, each finding's ids read after."""
-    top: dict[tuple, tuple] = {}  # (node, session) -> (the latest send's ref, its commit's ref)
+    sent: dict[tuple, list] = {}  # (node, session) -> [(the latest send's ref, its commit's ref)]
     late: list[tuple] = []        # (node, session, commit ref, send ref, the later-sent commit's ref, its send ref)
     for ref, node, session, s in in_log_order((x.commits for x in shares), picked=(0, 1, 3, 6)):
-        key = (node, session)
-        got = top.get(key)
-        if got is not None and got[0] > s:
-            late.append((node, session, ref, s, got[1], got[0]))
-        if got is None or s > got[0]:
-            top[key] = (s, ref)
+        st = sent.get((node, session))
+        if st is None:
+            st = sent[(node, session)] = [None]
+        ahead = _sent_after(st, s, ref)
+        if ahead is not None:
+            late.append((node, session, ref, s, ahead[1], ahead[0]))
     ids = ids_at((x.commits for x in shares), {r for f in late for r in (f[2], f[4])}, 0, 2)
-    for node, session, ref, s, top_commit, top_ref in late:
-        refs = [(top_commit, "committed", node), (ref, "committed", node), (s, "sent", None), (top_ref, "sent", None)]
-        yield _consumed_after(checker, inputs, node, session, ids[ref], ids[top_commit], refs)
+    for node, session, ref, s, later_ref, later_s in late:
+        yield _consumed_after(checker, inputs, node, session, ids[ref], ids[later_ref],
+                              _sent_refs(node, ref, s, later_ref, later_s))
 
 
 def sender_order(checker, inputs, commits) -> Iterable[Violation]:
